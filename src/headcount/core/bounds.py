@@ -1,0 +1,139 @@
+"""Rigorous forward pass: midpoint–radius interval arithmetic in float64.
+
+Every quantity is carried as (mid, rad) with the guarantee that the value the *real-arithmetic* model
+computes (with the fixed:p rounding points, when asked) lies in [mid − rad, mid + rad]. The bounds use the
+standard floating-point error model (|fl(a∘b) − a∘b| ≤ u·|fl(a∘b)|, u = 2^-53; a float dot product of
+length d errs by at most γ_d·Σ|a_i b_i|, γ_d = d·u/(1 − d·u)) and assume the C library's exp is within
+4 ulp, which glibc documents (< 1 ulp). Each computed radius is inflated by a relative SAFETY margin
+that dominates the rounding of the radius computation itself. A decoder then says at which positions
+every point of the box decodes to the same output: there the output is *certified*.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from headcount.core.forward import causal_mask
+from headcount.core.model import Transformer
+from headcount.core.precision import Precision, round_fixed
+
+U = 2.0**-53
+SAFETY = 1e-9  # relative inflation of every computed radius (≫ the radius computation's own error)
+
+
+def _gamma(d: int) -> float:
+    return d * U / (1 - d * U)
+
+
+def _up(rad: np.ndarray) -> np.ndarray:
+    return rad * (1 + SAFETY) + 1e-300
+
+
+def fraction_bits(a: np.ndarray) -> int:
+    """Smallest e ≥ 0 with a·2^e all integers (a finite float64 array); 1100 if none is found."""
+    a = np.asarray(a, dtype=np.float64)
+    nonzero = a[a != 0]
+    if nonzero.size == 0:
+        return 0
+    if not np.all(np.isfinite(nonzero)):
+        return 1100
+    mantissa, exponent = np.frexp(nonzero)  # a = m·2^ex, 0.5 ≤ |m| < 1, m has 53 significant bits
+    ints = np.abs(mantissa * 2.0**53).astype(np.int64)
+    trailing = np.log2((ints & -ints).astype(np.float64)).astype(np.int64)
+    return int(max(0, (53 - trailing - exponent).max()))
+
+
+def _dot_rounding(a_abs: np.ndarray, b_abs: np.ndarray, inner: int, exact: bool) -> np.ndarray:
+    """Bound on |fl(a·b) − a·b| from |a|·|b|: zero when the dot products are provably exact."""
+    abs_dot = a_abs @ b_abs
+    if exact:
+        return np.zeros_like(abs_dot)
+    return _gamma(inner + 1) * abs_dot
+
+
+def _exact_dot(a: np.ndarray, b: np.ndarray) -> bool:
+    """True when every partial sum of a @ b is a float64 number: dyadic entries whose products share a
+    grid 2^-(fa+fb) and whose absolute sums stay below 2^53 on that grid."""
+    bits = fraction_bits(a) + fraction_bits(b)
+    if bits > 1000:
+        return False
+    bound = float((np.abs(a).max(initial=0) * np.abs(b).max(initial=0)) * max(a.shape[-1], 1))
+    return bound * 2.0**bits < 2.0**53
+
+
+def affine_bounds(mid: np.ndarray, rad: np.ndarray, W: np.ndarray, b: np.ndarray | None = None):
+    """Bounds on x W (+ b) for x in the box (mid, rad), W and b exact float64."""
+    absW = np.abs(W)
+    out_mid = mid @ W
+    out_rad = rad @ absW + _dot_rounding(np.abs(mid), absW, W.shape[0], _exact_dot(mid, W))
+    if b is not None:
+        out_mid, out_rad = add_bounds(out_mid, out_rad, np.broadcast_to(b, out_mid.shape), 0.0)
+    return out_mid, _up(out_rad)
+
+
+def add_bounds(a_mid, a_rad, b_mid, b_rad):
+    """Sum of two boxes; the rounding error of the midpoint sum is computed exactly (TwoSum)."""
+    out = a_mid + b_mid
+    b_virtual = out - a_mid
+    err = (a_mid - (out - b_virtual)) + (b_mid - b_virtual)
+    return out, _up(a_rad + b_rad + np.abs(err) * (1 + 4 * U))
+
+
+def quantize_bounds(mid: np.ndarray, rad: np.ndarray, bits: int):
+    """Image of the box under fixed:p rounding (monotone, so the endpoints map to the endpoints)."""
+    lo = np.where(rad > 0, np.nextafter(mid - rad, -np.inf), mid)
+    hi = np.where(rad > 0, np.nextafter(mid + rad, np.inf), mid)
+    qlo, qhi = round_fixed(lo, bits), round_fixed(hi, bits)
+    return (qlo + qhi) / 2, (qhi - qlo) / 2  # exact: both are multiples of 2^-p within ±2^p
+
+
+def _rounding_point(mid, rad, prec: Precision):
+    return quantize_bounds(mid, rad, prec.bits) if prec.kind == "fixed" else (mid, rad)
+
+
+def attention_bounds(q, k, v, allowed: np.ndarray):
+    """Bounds on softmax(q kᵀ) v for q, k, v given as (mid, rad) pairs [batch pos d]."""
+    (qm, qr), (km, kr), (vm, vr) = q, k, v
+    kmT, krT = np.swapaxes(km, -1, -2), np.swapaxes(kr, -1, -2)
+    s_mid = qm @ kmT  # [batch query key]
+    exact = _exact_dot(qm, kmT)
+    s_rad = np.abs(qm) @ krT + qr @ np.abs(kmT) + qr @ krT + _dot_rounding(np.abs(qm), np.abs(kmT), qm.shape[-1], exact)
+    s_mid = np.where(allowed, s_mid, -np.inf)
+    shifted = s_mid - s_mid.max(axis=-1, keepdims=True)
+    n_keys = allowed.sum(axis=-1)[..., None]
+    # ρ_j: how far the exact exponent can be from the float one (score radius, the subtraction's
+    # rounding, exp's error, and the float normalisation), all as a relative factor e^{±ρ_j} on weight j.
+    rho = np.where(allowed, _up(s_rad + U * np.abs(np.where(allowed, shifted, 0)) + (n_keys + 8) * 4 * U), 0.0)
+    weights = np.exp(shifted)
+    alpha = weights / weights.sum(axis=-1, keepdims=True)  # [batch query key]
+    # With w_j = ŵ_j e^{η_j}, |η_j| ≤ ρ_j: α_j/α̂_j ∈ [e^{-ρ_j}/R⁺, e^{ρ_j}/R⁻], R^± = Σ α̂_k e^{±ρ_k}.
+    r_plus = 1 + (alpha * np.expm1(rho)).sum(axis=-1, keepdims=True)
+    r_minus = 1 + (alpha * np.expm1(-rho)).sum(axis=-1, keepdims=True)
+    kappa = np.maximum((np.expm1(rho) - (r_minus - 1)) / r_minus, ((r_plus - 1) - np.expm1(-rho)) / r_plus)
+    kappa = np.where(allowed, _up(np.maximum(kappa, 0)), 0.0)
+    z_mid = alpha @ vm
+    z_rad = (alpha * kappa) @ np.abs(vm) + (alpha * (1 + kappa)) @ vr + _gamma(vm.shape[-2] + 2) * (alpha @ np.abs(vm))
+    return z_mid, _up(z_rad)
+
+
+def residual_bounds(model: Transformer, tokens: np.ndarray, prec: Precision):
+    """(mid, rad) of the final residual stream [batch pos d_model] of the real-arithmetic model with the
+    rounding points of `prec` ("fixed:p" or "exact")."""
+    n = tokens.shape[1]
+    x = _rounding_point(*add_bounds(model.W_E[tokens], 0.0, model.W_pos[:n], 0.0), prec)
+    allowed = causal_mask(n) if model.mask == "causal" else np.ones((n, n), dtype=bool)
+    for layer in model.layers:
+        update = (np.zeros_like(x[0]), np.zeros_like(x[1]))
+        for head in layer.heads:
+            q = _rounding_point(*affine_bounds(*x, head.W_Q), prec)
+            k = _rounding_point(*affine_bounds(*x, head.W_K), prec)
+            v = _rounding_point(*affine_bounds(*x, head.W_V), prec)
+            z = attention_bounds(q, k, v, allowed)
+            update = add_bounds(*update, *_rounding_point(*affine_bounds(*z, head.W_O), prec))
+        x = add_bounds(*x, *update)
+        if layer.mlp is not None:
+            h_mid, h_rad = affine_bounds(*x, layer.mlp.W_in, layer.mlp.b_in)
+            lo, hi = np.maximum(h_mid - h_rad, 0), np.maximum(h_mid + h_rad, 0)  # ReLU is monotone
+            out = affine_bounds((lo + hi) / 2, _up((hi - lo) / 2), layer.mlp.W_out, layer.mlp.b_out)
+            x = add_bounds(*x, *_rounding_point(*out, prec))
+    return x

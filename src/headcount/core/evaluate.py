@@ -1,0 +1,58 @@
+"""Run any model (weight form or one-layer table form) on a token batch: plain predictions in a
+precision mode, or certified predictions from the rigorous bounds. Chunks the batch to bound memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from headcount.core.bounds import residual_bounds
+from headcount.core.forward import residual_stream, rows_per_chunk
+from headcount.core.model import Transformer
+from headcount.core.precision import FLOAT64, Precision
+from headcount.core.table import OneLayerTable, table_residual, table_residual_bounds
+
+Model = Transformer | OneLayerTable
+
+
+def check_tokens(model: Model, tokens: np.ndarray) -> np.ndarray:
+    """A [batch pos] int64 array of valid tokens for `model` (ValueError saying what is wrong)."""
+    tokens = np.asarray(tokens)
+    if tokens.ndim == 1:
+        tokens = tokens[None, :]
+    if tokens.ndim != 2 or tokens.shape[1] < 1:
+        raise ValueError(f"tokens must have shape [batch pos], got {tokens.shape}")
+    if tokens.shape[1] > model.n_ctx:
+        raise ValueError(f"input length {tokens.shape[1]} exceeds the model's context length {model.n_ctx}")
+    if tokens.size and (tokens.min() < 0 or tokens.max() >= model.alphabet):
+        raise ValueError(f"tokens must lie in 0..{model.alphabet - 1}")
+    return tokens.astype(np.int64, copy=False)
+
+
+def _chunks(model: Model, tokens: np.ndarray, shrink: int = 1) -> Iterator[np.ndarray]:
+    chunk = max(1, rows_per_chunk(tokens.shape[1], model.d_model) // shrink)
+    for start in range(0, len(tokens), chunk):
+        yield tokens[start : start + chunk]
+
+
+def predict(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
+    """Outputs [batch pos] (tokens, BOTTOM for ⊥) with the model evaluated in mode `prec`."""
+    tokens = check_tokens(model, tokens)
+    residual = table_residual if isinstance(model, OneLayerTable) else residual_stream
+    return np.concatenate([model.decoder.decode(residual(model, part, prec)) for part in _chunks(model, tokens)])
+
+
+def certified_predict(model: Model, tokens: np.ndarray, prec: Precision) -> tuple[np.ndarray, np.ndarray]:
+    """(outputs, certified): outputs of the real-arithmetic model with the rounding points of `prec`
+    (fixed:p or exact) and where they are proven (rigorous bounds), [batch pos] each."""
+    if prec.kind not in ("fixed", "exact"):
+        raise ValueError(f"certified evaluation is for fixed:p and exact modes, not {prec.name}")
+    tokens = check_tokens(model, tokens)
+    bounds = table_residual_bounds if isinstance(model, OneLayerTable) else residual_bounds
+    outs, certified = [], []
+    for part in _chunks(model, tokens, shrink=4):
+        out, ok = model.decoder.decode_bounds(*bounds(model, part, prec))
+        outs.append(out)
+        certified.append(ok)
+    return np.concatenate(outs), np.concatenate(certified)

@@ -1,0 +1,121 @@
+"""The one-layer table form (seed 000 §2): for one layer, Q∘ψ_in, K∘ψ_in and V∘ψ_in depend only on
+(position, token), so a one-layer transformer is fully described by tables plus ψ_out:
+
+    x_i = ψ_in[i, σ_i]                       embed  [n_ctx alphabet d_model]
+    q_i = Q̃[h, i, σ_i], k_j = K̃[h, j, σ_j]    Q, K   [heads n_ctx alphabet d_head]
+    v_j = Ṽ[h, j, σ_j]                        V      [heads n_ctx alphabet d_model]  (already in R^m)
+    τ_i = ψ_out(i, x_i + Σ_h Σ_j softmax_j⟨q_i, k_j⟩ v_j)
+
+This is more general than weight form (ψ_in need not be W_E[σ] + W_pos[i]); the lower-bound tools take
+models in this form. In fixed:p the rounding points are ψ_in, Q̃, K̃, Ṽ and each head's output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from headcount.core.bounds import add_bounds, attention_bounds, quantize_bounds
+from headcount.core.forward import causal_mask, softmax_rows
+from headcount.core.model import MASKS, Transformer
+from headcount.core.precision import FLOAT64, Precision
+
+
+@dataclass(frozen=True, eq=False)
+class OneLayerTable:
+    embed: np.ndarray  # [n_ctx alphabet d_model]   ψ_in
+    Q: np.ndarray  # [heads n_ctx alphabet d_head]
+    K: np.ndarray  # [heads n_ctx alphabet d_head]
+    V: np.ndarray  # [heads n_ctx alphabet d_model]
+    decoder: Any  # a Decoder (ψ_out)
+    mask: str = "causal"
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("embed", "Q", "K", "V"):
+            object.__setattr__(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.float64))
+        if self.mask not in MASKS:
+            raise ValueError(f"unknown mask {self.mask!r}: use one of {MASKS}")
+        n_ctx, alphabet, d_model = self.embed.shape
+        if self.Q.shape != self.K.shape or self.Q.shape[1:3] != (n_ctx, alphabet):
+            raise ValueError(f"Q {self.Q.shape} / K {self.K.shape} do not match embed {self.embed.shape}")
+        if self.V.shape != (self.Q.shape[0], n_ctx, alphabet, d_model):
+            raise ValueError(f"V {self.V.shape} does not match heads={self.Q.shape[0]}, embed {self.embed.shape}")
+
+    @property
+    def n_ctx(self) -> int:
+        return self.embed.shape[0]
+
+    @property
+    def alphabet(self) -> int:
+        return self.embed.shape[1]
+
+    @property
+    def d_model(self) -> int:
+        return self.embed.shape[2]
+
+    @property
+    def layers(self) -> tuple:
+        return ("table",)
+
+    @property
+    def heads(self) -> list[int]:
+        return [self.Q.shape[0]]
+
+    def size(self, precision_bits: int) -> int:
+        return self.heads[0] * self.d_model * precision_bits
+
+
+def table_from_weights(model: Transformer) -> OneLayerTable:
+    """Table form of a one-layer weight-form model (its first layer; the decoder is carried over)."""
+    if len(model.layers) != 1 or model.layers[0].mlp is not None:
+        raise ValueError("only one-layer weight-form models without an MLP convert to table form")
+    embed = model.W_pos[:, None, :] + model.W_E[None, :, :]  # [n_ctx alphabet d_model]
+    heads = model.layers[0].heads
+    width = max(h.W_Q.shape[1] for h in heads)
+    pad = lambda a: np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, width - a.shape[-1])])  # noqa: E731
+    Q = np.stack([pad(embed @ h.W_Q) for h in heads])
+    K = np.stack([pad(embed @ h.W_K) for h in heads])
+    V = np.stack([embed @ h.W_V @ h.W_O for h in heads])
+    return OneLayerTable(embed, Q, K, V, model.decoder, model.mask, dict(model.info))
+
+
+def _lookup(table: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    """table[..., pos, token, :] gathered at each (pos, token) of a [batch pos] array."""
+    pos = np.arange(tokens.shape[1])[None, :]
+    return table[..., pos, tokens, :]
+
+
+def table_residual(table: OneLayerTable, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
+    """x_i + Σ_h head_h(i): the vector ψ_out reads, [batch pos d_model]."""
+    dt = prec.compute_dtype
+    rp = lambda a: prec.at_rounding_point(prec.after_op(a.astype(dt)))  # noqa: E731
+    n = tokens.shape[1]
+    allowed = causal_mask(n) if table.mask == "causal" else np.ones((n, n), dtype=bool)
+    x = rp(_lookup(table.embed, tokens))
+    update = np.zeros_like(x)
+    for h in range(table.heads[0]):
+        q, k, v = rp(_lookup(table.Q[h], tokens)), rp(_lookup(table.K[h], tokens)), rp(_lookup(table.V[h], tokens))
+        scores = np.where(allowed, prec.after_op(q @ np.swapaxes(k, -1, -2)), -np.inf)
+        update = prec.after_op(update + rp(softmax_rows(scores, prec) @ v))
+    return prec.after_op(x + update)
+
+
+def table_residual_bounds(table: OneLayerTable, tokens: np.ndarray, prec: Precision):
+    """Rigorous (mid, rad) of the vector ψ_out reads (see headcount.core.bounds)."""
+    n = tokens.shape[1]
+    allowed = causal_mask(n) if table.mask == "causal" else np.ones((n, n), dtype=bool)
+
+    def rp(a):
+        mid, rad = a, np.zeros_like(a)  # table entries are exact float64 numbers
+        return quantize_bounds(mid, rad, prec.bits) if prec.kind == "fixed" else (mid, rad)
+
+    x = rp(_lookup(table.embed, tokens))
+    update = (np.zeros_like(x[0]), np.zeros_like(x[0]))
+    for h in range(table.heads[0]):
+        z = attention_bounds(rp(_lookup(table.Q[h], tokens)), rp(_lookup(table.K[h], tokens)), rp(_lookup(table.V[h], tokens)), allowed)
+        z = quantize_bounds(*z, prec.bits) if prec.kind == "fixed" else z
+        update = add_bounds(*update, *z)
+    return add_bounds(*x, *update)

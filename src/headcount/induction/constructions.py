@@ -1,0 +1,150 @@
+"""Explicit models that solve induction heads for any (n, S): the upper bounds.
+
+* :func:`two_layer_induction` — two layers, heads (2, 1), d_model = 19 for every n and S, O(log n) bits.
+* :func:`one_layer_induction` — one head, d_model = n, in table form: size O(n log n), matching the
+  one-layer lower bound h·m·p = Ω(n) up to the log factor.
+
+Two-layer design (spec/induction.md "Upper bound"), with two refinements that keep every quantity small:
+positions and tokens are written as two base-B digits (so squares stay below n instead of n²), and all
+weights are integers or powers of two (so fixed:p rounding is exact wherever the values fit).
+
+Quadratic scores: −β‖a − b‖² = β(2⟨a, b⟩ − ‖b‖²) − β‖a‖²; the last term is the same for every key, so a
+query (2βa, −β) against a key (b, b²) picks the key nearest a, with a gap of at least β per mismatch.
+
+    layer 1, previous-token head  query: digits of i−1 (0-based, the previous position); key: digits of
+                                  the key's own position. Copies the previous token's digits and squares.
+    layer 1, duplicate head       query/key: token digits. Value s·j, so the output is s·(mean position
+                                  of the earlier-or-equal occurrences of σ_i): exactly s·i iff σ_i is new,
+                                  at most s·i − s/2 otherwise — a linear test for ⊥.
+    layer 2, induction head       query: σ_i's digits; key: the copied previous-token digits, plus a
+                                  recency term g·j so the latest match wins; value: σ_j's digits.
+    decoder                       token logits 2⟨σ, o⟩ − ‖σ‖² (nearest token to the copied digits o);
+                                  ⊥ logit λ·(dup − s·i + s/4), large when the duplicate test says new.
+
+A bogus match at j = 1 (which copies its own token) needs σ_i = σ_1, and then a real match at some j ≥ 2
+exists and wins on recency.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.table import OneLayerTable
+from headcount.induction.readout import InductionReadoutDecoder
+
+# Residual-stream layout of the two-layer construction (one name per coordinate).
+TOKEN_HI, TOKEN_LO, TOKEN_HI2, TOKEN_LO2 = 0, 1, 2, 3  # σ_i digits and their squares
+POS_HI, POS_LO, POS_HI2, POS_LO2 = 4, 5, 6, 7  # digits of i−1 (0-based position) and squares
+PREV_HI, PREV_LO = 8, 9  # digits of the previous position max(i−2, 0)
+ONE = 10  # constant 1
+POS_SCALED = 11  # s·i
+COPIED = 12  # 12..15: previous token's digits and squares (layer-1 previous-token head)
+DUP = 16  # s · mean position of σ_i's occurrences (layer-1 duplicate head)
+ANSWER_HI, ANSWER_LO = 17, 18  # digits of the token after the latest match (layer-2 head)
+TWO_LAYER_DIM = 19
+
+
+def digit_base(count: int) -> int:
+    """Base B with B² ≥ count, so 0..count−1 is two base-B digits."""
+    return max(2, math.isqrt(max(count - 1, 0)) + 1)
+
+
+def _digits(values: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
+    return values // base, values % base
+
+
+def two_layer_parameters(n: int, alphabet: int) -> dict[str, float]:
+    """The construction's constants, chosen from error budgets (docstring of two_layer_induction)."""
+    token_base, pos_base = digit_base(alphabet), digit_base(n)
+    # β1: layer-1 heads must put ≤ e^-β1·n weight off target, so that the copied key digits err by so
+    # little that layer-2 scores (|q| ≤ 2β2·B) move by under g/4, and the duplicate test by under s/8.
+    beta1 = math.ceil(math.log(64 * (n + 1) ** 2 * (2 * token_base + 1) * token_base**2)) + 1
+    # g: recency step per position; the latest match must beat every other key by g/2 after errors,
+    # leaving ≤ n·e^{-g/2} weight elsewhere: the copied answer digits err by < 1/8.
+    g = math.ceil(2 * math.log(8 * n * token_base)) + 1
+    beta2 = g * (n + 1)  # a token mismatch costs more than any recency gain (≤ g·(n−1))
+    scale = 2.0 ** -(int(math.log2(n)) // 2)  # s: keeps s·n ≈ √n, balanced against resolution s/8
+    # λ: with the duplicate test "new", λ·s/4 must beat every token logit (≤ ‖o‖² ≤ 2(B−1)²).
+    lam = 2.0 ** math.ceil(math.log2(4 * (2 * token_base**2 + 1) / scale))
+    return {"token_base": token_base, "pos_base": pos_base, "beta1": beta1, "g": g, "beta2": beta2,
+            "scale": scale, "bottom_gain": lam}
+
+
+def two_layer_induction(n: int, alphabet: int) -> Transformer:
+    """Two-layer, heads (2, 1), d_model 19 model solving 1-hop induction heads on Σ^n, |Σ| = alphabet."""
+    if n < 1 or alphabet < 2:
+        raise ValueError(f"need n ≥ 1 and alphabet ≥ 2, got n={n}, alphabet={alphabet}")
+    c = two_layer_parameters(n, alphabet)
+    tb, pb, beta1, g, beta2, s, lam = (c[k] for k in ("token_base", "pos_base", "beta1", "g", "beta2", "scale", "bottom_gain"))
+    d = TWO_LAYER_DIM
+
+    W_E = np.zeros((alphabet, d))  # [alphabet d_model]
+    th, tl = _digits(np.arange(alphabet), tb)
+    W_E[:, TOKEN_HI], W_E[:, TOKEN_LO], W_E[:, TOKEN_HI2], W_E[:, TOKEN_LO2] = th, tl, th**2, tl**2
+
+    W_pos = np.zeros((n, d))  # [n_ctx d_model]
+    pos0 = np.arange(n)  # i − 1
+    ph, pl = _digits(pos0, pb)
+    qh, ql = _digits(np.maximum(pos0 - 1, 0), pb)
+    W_pos[:, POS_HI], W_pos[:, POS_LO], W_pos[:, POS_HI2], W_pos[:, POS_LO2] = ph, pl, ph**2, pl**2
+    W_pos[:, PREV_HI], W_pos[:, PREV_LO] = qh, ql
+    W_pos[:, ONE] = 1.0
+    W_pos[:, POS_SCALED] = s * (pos0 + 1)
+
+    def nearest_head(query_digits, key_cols, beta, extra_q=(), extra_k=()):
+        """W_Q, W_K for score β(2⟨a, b⟩ − ‖b‖²) (+ extra terms), a = query digits, b = key digits."""
+        width = 4 + len(extra_q)
+        W_Q, W_K = np.zeros((d, width)), np.zeros((d, width))
+        for col, row in enumerate(query_digits):
+            W_Q[row, col] = 2 * beta
+        W_Q[ONE, 2] = W_Q[ONE, 3] = -beta
+        for col, row in enumerate(key_cols):
+            W_K[row, col] = 1.0
+        for col, (qrow, qval) in enumerate(extra_q, start=4):
+            W_Q[qrow, col] = qval
+        for col, (krow, kval) in enumerate(extra_k, start=4):
+            W_K[krow, col] = kval
+        return W_Q, W_K
+
+    def copy(rows, out_cols, dv=None):
+        W_V, W_O = np.zeros((d, len(rows))), np.zeros((len(rows), d))
+        for col, (row, out) in enumerate(zip(rows, out_cols)):
+            W_V[row, col] = 1.0
+            W_O[col, out] = 1.0
+        return W_V, W_O
+
+    token_cols = (TOKEN_HI, TOKEN_LO, TOKEN_HI2, TOKEN_LO2)
+    prev_token = AttentionHead(*nearest_head((PREV_HI, PREV_LO), (POS_HI, POS_LO, POS_HI2, POS_LO2), beta1),
+                               *copy(token_cols, range(COPIED, COPIED + 4)))
+    duplicate = AttentionHead(*nearest_head((TOKEN_HI, TOKEN_LO), token_cols, beta1), *copy((POS_SCALED,), (DUP,)))
+    induction = AttentionHead(
+        *nearest_head((TOKEN_HI, TOKEN_LO), range(COPIED, COPIED + 4), beta2,
+                      extra_q=[(ONE, g / s)], extra_k=[(POS_SCALED, 1.0)]),
+        *copy((TOKEN_HI, TOKEN_LO), (ANSWER_HI, ANSWER_LO)),
+    )
+
+    W_U = np.zeros((d, alphabet + 1))  # [d_model alphabet+1], last column ⊥
+    b_U = np.zeros(alphabet + 1)
+    W_U[ANSWER_HI, :alphabet], W_U[ANSWER_LO, :alphabet] = 2 * th, 2 * tl
+    b_U[:alphabet] = -(th**2) - tl**2
+    W_U[DUP, alphabet], W_U[POS_SCALED, alphabet], b_U[alphabet] = lam, -lam, lam * s / 4
+
+    info = {"construction": "two_layer_induction", "task": "induction", "hops": 1, "n": n, "alphabet": alphabet,
+            "parameters": c}
+    return Transformer(W_E, W_pos, (Layer((prev_token, duplicate)), Layer((induction,))),
+                       LinearDecoder(W_U, b_U), "causal", info)
+
+
+def one_layer_induction(n: int, alphabet: int) -> OneLayerTable:
+    """One head, d_model = n, table form: ψ_in(i, σ) = (σ+1)·e_i, uniform causal attention (Q̃ = K̃ = 0),
+    Ṽ = ψ_in, and the readout ψ_out of headcount.induction.readout. Needs p ≈ log₂(max(n, S)) + 1 bits."""
+    if n < 1 or alphabet < 2:
+        raise ValueError(f"need n ≥ 1 and alphabet ≥ 2, got n={n}, alphabet={alphabet}")
+    embed = np.zeros((n, alphabet, n))  # [n_ctx alphabet d_model]
+    embed[np.arange(n), :, np.arange(n)] = np.arange(1, alphabet + 1)[None, :]
+    zeros = np.zeros((1, n, alphabet, 1))  # [heads n_ctx alphabet d_head]
+    info = {"construction": "one_layer_induction", "task": "induction", "hops": 1, "n": n, "alphabet": alphabet}
+    return OneLayerTable(embed, zeros, zeros, embed[None], InductionReadoutDecoder(n), "causal", info)
