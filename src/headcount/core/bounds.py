@@ -4,7 +4,8 @@ Every quantity is carried as (mid, rad) with the guarantee that the value the *r
 computes (with the fixed:p rounding points, when asked) lies in [mid − rad, mid + rad]. The bounds use the
 standard floating-point error model (|fl(a∘b) − a∘b| ≤ u·|fl(a∘b)|, u = 2^-53; a float dot product of
 length d errs by at most γ_d·Σ|a_i b_i|, γ_d = d·u/(1 − d·u)) and assume the C library's exp is within
-4 ulp, which glibc documents (< 1 ulp). Each computed radius is inflated by a relative SAFETY margin
+4 ulp, which glibc documents (< 1 ulp), and that no product underflows (all magnitudes used by
+a model are far above 1e-150). Each computed radius is inflated by a relative SAFETY margin
 that dominates the rounding of the radius computation itself. A decoder then says at which positions
 every point of the box decodes to the same output: there the output is *certified*.
 """
@@ -26,12 +27,15 @@ def _gamma(d: int) -> float:
 
 
 def _up(rad: np.ndarray) -> np.ndarray:
-    return rad * (1 + SAFETY) + 1e-300
+    """Inflate a computed radius; a radius computed as exactly 0 stays 0 (exact quantities)."""
+    return rad * (1 + SAFETY) + np.where(rad > 0, 1e-300, 0.0)
 
 
 def fraction_bits(a: np.ndarray) -> int:
     """Smallest e ≥ 0 with a·2^e all integers (a finite float64 array); 1100 if none is found."""
     a = np.asarray(a, dtype=np.float64)
+    if np.array_equal(a, np.round(a)):  # the common case (integer-valued), one cheap pass
+        return 0 if np.all(np.abs(a) < 2.0**53) else 1100
     nonzero = a[a != 0]
     if nonzero.size == 0:
         return 0
@@ -81,6 +85,8 @@ def add_bounds(a_mid, a_rad, b_mid, b_rad):
 
 def quantize_bounds(mid: np.ndarray, rad: np.ndarray, bits: int):
     """Image of the box under fixed:p rounding (monotone, so the endpoints map to the endpoints)."""
+    if not rad.any():
+        return round_fixed(mid, bits), np.zeros_like(mid)
     lo = np.where(rad > 0, np.nextafter(mid - rad, -np.inf), mid)
     hi = np.where(rad > 0, np.nextafter(mid + rad, np.inf), mid)
     qlo, qhi = round_fixed(lo, bits), round_fixed(hi, bits)
@@ -96,23 +102,33 @@ def attention_bounds(q, k, v, allowed: np.ndarray):
     (qm, qr), (km, kr), (vm, vr) = q, k, v
     kmT, krT = np.swapaxes(km, -1, -2), np.swapaxes(kr, -1, -2)
     s_mid = qm @ kmT  # [batch query key]
-    exact = _exact_dot(qm, kmT)
-    s_rad = np.abs(qm) @ krT + qr @ np.abs(kmT) + qr @ krT + _dot_rounding(np.abs(qm), np.abs(kmT), qm.shape[-1], exact)
+    s_rad = _dot_rounding(np.abs(qm), np.abs(kmT), qm.shape[-1], _exact_dot(qm, kmT))
+    if kr.any():
+        s_rad += np.abs(qm) @ krT
+    if qr.any():
+        s_rad += qr @ (np.abs(kmT) + krT)
     s_mid = np.where(allowed, s_mid, -np.inf)
     shifted = s_mid - s_mid.max(axis=-1, keepdims=True)
-    n_keys = allowed.sum(axis=-1)[..., None]
+    weights = np.exp(shifted)
+    total = weights.sum(axis=-1, keepdims=True)
+    alpha = np.divide(weights, total, out=weights)  # [batch query key]
     # ρ_j: how far the exact exponent can be from the float one (score radius, the subtraction's
     # rounding, exp's error, and the float normalisation), all as a relative factor e^{±ρ_j} on weight j.
-    rho = np.where(allowed, _up(s_rad + U * np.abs(np.where(allowed, shifted, 0)) + (n_keys + 8) * 4 * U), 0.0)
-    weights = np.exp(shifted)
-    alpha = weights / weights.sum(axis=-1, keepdims=True)  # [batch query key]
+    n_keys = allowed.sum(axis=-1)[..., None]
+    np.abs(shifted, out=shifted, where=allowed)
+    s_rad += U * shifted + (n_keys + 8) * 4 * U
+    rho = np.where(allowed, _up(s_rad), 0.0)
     # With w_j = ŵ_j e^{η_j}, |η_j| ≤ ρ_j: α_j/α̂_j ∈ [e^{-ρ_j}/R⁺, e^{ρ_j}/R⁻], R^± = Σ α̂_k e^{±ρ_k}.
-    r_plus = 1 + (alpha * np.expm1(rho)).sum(axis=-1, keepdims=True)
-    r_minus = 1 + (alpha * np.expm1(-rho)).sum(axis=-1, keepdims=True)
-    kappa = np.maximum((np.expm1(rho) - (r_minus - 1)) / r_minus, ((r_plus - 1) - np.expm1(-rho)) / r_plus)
-    kappa = np.where(allowed, _up(np.maximum(kappa, 0)), 0.0)
+    grow, shrink = np.expm1(rho), np.expm1(-rho)
+    r_plus = 1 + (alpha * grow).sum(axis=-1, keepdims=True)
+    r_minus = 1 + (alpha * shrink).sum(axis=-1, keepdims=True)
+    kappa = np.maximum((grow - (r_minus - 1)) / r_minus, ((r_plus - 1) - shrink) / r_plus)
+    kappa = _up(np.maximum(kappa, 0, out=kappa))
+    kappa *= alpha  # now α̂_j κ_j; masked keys have α̂_j = 0
     z_mid = alpha @ vm
-    z_rad = (alpha * kappa) @ np.abs(vm) + (alpha * (1 + kappa)) @ vr + _gamma(vm.shape[-2] + 2) * (alpha @ np.abs(vm))
+    z_rad = kappa @ np.abs(vm) + _gamma(vm.shape[-2] + 2) * (alpha @ np.abs(vm))
+    if vr.any():
+        z_rad += (alpha + kappa) @ vr
     return z_mid, _up(z_rad)
 
 

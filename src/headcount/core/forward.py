@@ -24,11 +24,31 @@ def causal_mask(n: int) -> np.ndarray:
     return np.tri(n, dtype=bool)
 
 
-def softmax_rows(scores: np.ndarray, prec: Precision) -> np.ndarray:
+def softmax_rows(scores: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
     """Softmax over the last axis, stable for any finite scores (max subtracted first)."""
     shifted = prec.after_op(scores - scores.max(axis=-1, keepdims=True))
     weights = prec.after_op(np.exp(shifted))
     return prec.after_op(weights / weights.sum(axis=-1, keepdims=True))
+
+
+def mask_bias(n: int, mask: str) -> np.ndarray | None:
+    """[pos pos] additive score bias: 0 where key j is visible from query i, -inf elsewhere."""
+    if mask == "full":
+        return None
+    return np.where(causal_mask(n), 0.0, -np.inf)
+
+
+def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None, prec: Precision) -> np.ndarray:
+    """softmax(q kᵀ + bias) v, normalised after the value sum: (Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j − max}.
+    In place on the [batch query key] score tensor, which dominates time and memory."""
+    scores = prec.after_op(q @ np.swapaxes(k, -1, -2))  # [batch query key]
+    if bias is not None:
+        scores += bias
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores = prec.after_op(scores)
+    total = prec.after_op(scores.sum(axis=-1, keepdims=True))  # [batch query 1]
+    return prec.after_op(prec.after_op(scores @ v) / total)
 
 
 def residual_stream(model: Transformer, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
@@ -37,16 +57,14 @@ def residual_stream(model: Transformer, tokens: np.ndarray, prec: Precision = FL
     w = lambda a: prec.after_op(a.astype(dt))  # noqa: E731 — weights stored in the mode's type
     n = tokens.shape[1]
     x = prec.at_rounding_point(prec.after_op(w(model.W_E)[tokens] + w(model.W_pos)[:n]))  # [batch pos d_model]
-    allowed = causal_mask(n) if model.mask == "causal" else np.ones((n, n), dtype=bool)
+    bias = mask_bias(n, model.mask)
     for layer in model.layers:
         update = np.zeros_like(x)
         for head in layer.heads:
             q = prec.at_rounding_point(prec.after_op(x @ w(head.W_Q)))  # [batch pos d_head]
             k = prec.at_rounding_point(prec.after_op(x @ w(head.W_K)))  # [batch pos d_head]
             v = prec.at_rounding_point(prec.after_op(x @ w(head.W_V)))  # [batch pos d_value]
-            scores = prec.after_op(q @ np.swapaxes(k, -1, -2))  # [batch query key]
-            scores = np.where(allowed, scores, -np.inf)
-            z = prec.after_op(softmax_rows(scores, prec) @ v)  # [batch pos d_value]
+            z = attend(q, k, v, bias, prec)  # [batch pos d_value]
             update = prec.after_op(update + prec.at_rounding_point(prec.after_op(z @ w(head.W_O))))
         x = prec.after_op(x + update)
         if layer.mlp is not None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from headcount.core.bounds import add_bounds, attention_bounds, quantize_bounds
-from headcount.core.forward import causal_mask, softmax_rows
+from headcount.core.forward import attend, causal_mask, mask_bias
 from headcount.core.model import MASKS, Transformer
 from headcount.core.precision import FLOAT64, Precision
 
@@ -93,13 +93,12 @@ def table_residual(table: OneLayerTable, tokens: np.ndarray, prec: Precision = F
     dt = prec.compute_dtype
     rp = lambda a: prec.at_rounding_point(prec.after_op(a.astype(dt)))  # noqa: E731
     n = tokens.shape[1]
-    allowed = causal_mask(n) if table.mask == "causal" else np.ones((n, n), dtype=bool)
+    bias = mask_bias(n, table.mask)
     x = rp(_lookup(table.embed, tokens))
     update = np.zeros_like(x)
     for h in range(table.heads[0]):
         q, k, v = rp(_lookup(table.Q[h], tokens)), rp(_lookup(table.K[h], tokens)), rp(_lookup(table.V[h], tokens))
-        scores = np.where(allowed, prec.after_op(q @ np.swapaxes(k, -1, -2)), -np.inf)
-        update = prec.after_op(update + rp(softmax_rows(scores, prec) @ v))
+        update = prec.after_op(update + rp(attend(q, k, v, bias, prec)))
     return prec.after_op(x + update)
 
 

@@ -1,0 +1,215 @@
+"""The `headcount` command: one sub-command group per scenario, plus `reproduce`.
+
+Conventions (spec/README.md): `--json` prints exactly one JSON object on stdout; progress goes to stderr;
+bad input exits 2 with a one-line "error: ..." on stderr (what is wrong, what is allowed), never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn, Optional
+
+import numpy as np
+import typer
+
+from headcount.core.symbols import token_text
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Executable theory of what attention can and cannot compute.")
+induction_app = typer.Typer(no_args_is_help=True, help="Induction heads (seed 000): solve, construct, predict, certify.")
+app.add_typer(induction_app, name="induction")
+
+
+class BadInput(Exception):
+    """Raised for input the user can fix; main() prints it on one line and exits 2."""
+
+
+def fail(message: str) -> NoReturn:
+    raise BadInput(message)
+
+
+def emit(result: dict[str, Any], as_json: bool, human: str | None = None) -> None:
+    if as_json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(human if human is not None else json.dumps(result, indent=2))
+
+
+def parse_tokens(text: str) -> np.ndarray:
+    parts = text.replace(",", " ").split()
+    if not parts:
+        fail("--input is empty: give tokens as integers separated by spaces, e.g. --input \"3 0 2 3\"")
+    try:
+        tokens = np.array([int(p) for p in parts], dtype=np.int64)
+    except ValueError:
+        fail(f"--input {text!r} has a non-integer token: tokens are integers 0..S-1 separated by spaces")
+    if tokens.min() < 0:
+        fail("--input has a negative token: tokens are integers 0..S-1")
+    return tokens
+
+
+def check_size(n: int, alphabet: int, layers: int | None) -> None:
+    if n < 1:
+        fail(f"--n {n} is too small: the sequence length must be ≥ 1")
+    if alphabet < 2:
+        fail(f"--alphabet {alphabet} is too small: the alphabet size must be ≥ 2")
+    if layers is not None and layers not in (1, 2):
+        fail(f"--layers {layers} is not available: constructions exist for --layers 1 or 2")
+    if layers == 2 and alphabet > n:
+        fail(f"--alphabet {alphabet} > --n {n}: the two-layer construction is for alphabet ≤ n (seed 000)")
+
+
+def build_or_load(model_file: Optional[Path], layers: Optional[int], n: Optional[int], alphabet: Optional[int]):
+    """The model named on the command line: --model FILE, or a construction from --layers/--n/--alphabet."""
+    from headcount.core.io import ModelFileError, load_model
+    from headcount.induction.constructions import one_layer_induction, two_layer_induction
+
+    if (model_file is None) == (layers is None):
+        fail("give exactly one of --model FILE or --layers {1,2} (with --n and --alphabet)")
+    if model_file is not None:
+        try:
+            return load_model(model_file)
+        except ModelFileError as err:
+            fail(str(err))
+    if n is None or alphabet is None:
+        fail("--layers needs --n N and --alphabet S")
+    check_size(n, alphabet, layers)
+    return two_layer_induction(n, alphabet) if layers == 2 else one_layer_induction(n, alphabet)
+
+
+JsonOpt = typer.Option(False, "--json", help="Print one JSON object on stdout.")
+
+
+@induction_app.command("solve")
+def induction_solve(input: str = typer.Option(..., "--input", help="Tokens, e.g. \"3 0 2 3\"."),
+                    hops: int = typer.Option(1, "--hops", help="k of the k-hop task (1 = induction heads)."),
+                    as_json: bool = JsonOpt) -> None:
+    """The reference answer: one output per position, ⊥ where there is none."""
+    from headcount.induction.task import induction_targets
+
+    if hops < 1:
+        fail(f"--hops {hops} must be ≥ 1")
+    tokens = parse_tokens(input)
+    outputs = [token_text(t) for t in induction_targets(tokens, hops)]
+    emit({"input": [int(t) for t in tokens], "hops": hops, "outputs": outputs}, as_json, " ".join(outputs))
+
+
+@induction_app.command("construct")
+def induction_construct(layers: int = typer.Option(..., "--layers", help="1 or 2."),
+                        n: int = typer.Option(..., "--n", help="Sequence length."),
+                        alphabet: int = typer.Option(..., "--alphabet", help="Alphabet size S."),
+                        out: Path = typer.Option(..., "--out", help="Model file to write (safetensors)."),
+                        as_json: bool = JsonOpt) -> None:
+    """Build a construction and write it as a model file."""
+    from headcount.core.io import save_model
+
+    model = build_or_load(None, layers, n, alphabet)
+    try:
+        save_model(model, out)
+    except OSError as err:
+        fail(f"cannot write {str(out)!r}: {err.strerror}")
+    result = {"path": str(out), "layers": len(model.layers), "heads": model.heads, "dim": model.d_model,
+              "n": n, "alphabet": alphabet}
+    emit(result, as_json, f"wrote {out}: {len(model.layers)} layer(s), heads {model.heads}, dim {model.d_model}")
+
+
+@induction_app.command("predict")
+def induction_predict(input: str = typer.Option(..., "--input", help="Tokens, e.g. \"3 0 2 3\"."),
+                      model_file: Optional[Path] = typer.Option(None, "--model", help="Model file."),
+                      layers: Optional[int] = typer.Option(None, "--layers", help="Use the 1- or 2-layer construction."),
+                      n: Optional[int] = typer.Option(None, "--n", help="Construction length (default: input length)."),
+                      alphabet: Optional[int] = typer.Option(None, "--alphabet", help="Construction alphabet size."),
+                      precision: str = typer.Option("float64", "--precision", help="fixed:p, float16, bfloat16, float32, float64 or exact."),
+                      as_json: bool = JsonOpt) -> None:
+    """The model's outputs on one input, in a precision mode."""
+    from headcount.core.evaluate import predict
+    from headcount.core.precision import parse_precision
+
+    tokens = parse_tokens(input)
+    try:
+        prec = parse_precision(precision)
+    except ValueError as err:
+        fail(str(err))
+    if layers is not None and n is None:
+        n = len(tokens)
+    model = build_or_load(model_file, layers, n, alphabet)
+    if len(tokens) > model.n_ctx:
+        fail(f"--input has {len(tokens)} tokens but the model's context length is {model.n_ctx}")
+    if tokens.max() >= model.alphabet:
+        fail(f"--input token {int(tokens.max())} is outside the model's alphabet 0..{model.alphabet - 1}")
+    with np.errstate(all="ignore"):
+        outputs = [token_text(t) for t in predict(model, tokens, prec)[0]]
+    emit({"input": [int(t) for t in tokens], "precision": prec.name, "outputs": outputs}, as_json, " ".join(outputs))
+
+
+@induction_app.command("certify")
+def induction_certify(model_file: Optional[Path] = typer.Option(None, "--model", help="Model file."),
+                      layers: Optional[int] = typer.Option(None, "--layers", help="Certify the 1- or 2-layer construction."),
+                      n: int = typer.Option(..., "--n", help="Sequence length."),
+                      alphabet: int = typer.Option(..., "--alphabet", help="Alphabet size S."),
+                      samples: Optional[int] = typer.Option(None, "--samples", help="Random sequences when not exhaustive."),
+                      seed: int = typer.Option(0, "--seed", help="Seed for the random inputs."),
+                      as_json: bool = JsonOpt) -> None:
+    """Check a model on all of Σ^n (when small) or random + adversarial inputs; find its precision."""
+    from headcount.induction.certify import certify_induction
+
+    check_size(n, alphabet, layers)
+    if samples is not None and samples < 1:
+        fail(f"--samples {samples} must be ≥ 1")
+    model = build_or_load(model_file, layers, n, alphabet)
+    if n > model.n_ctx or alphabet > model.alphabet:
+        fail(f"the model handles n ≤ {model.n_ctx} and alphabet ≤ {model.alphabet}; got --n {n} --alphabet {alphabet}")
+    result = certify_induction(model, n, alphabet, samples=samples, seed=seed)
+    human = (f"{result['inputs_checked']} inputs ({'exhaustive' if result['exhaustive'] else 'sampled'}), "
+             f"{result['errors']} errors, precision_bits {result['precision_bits']}, certified {result['certified']}, "
+             f"size {result['size']}, exact dtypes {', '.join(result['dtypes_exact']) or 'none'}")
+    emit(result, as_json, human)
+
+
+@app.command("reproduce")
+def reproduce(scale: str = typer.Option("quick", "--scale", help="quick (default, minutes) or full."),
+              only: Optional[str] = typer.Option(None, "--only", help="Run only claims whose id matches this pattern."),
+              out: Path = typer.Option(Path("headcount-report"), "--out", help="Output folder."),
+              as_json: bool = JsonOpt) -> None:
+    """Re-derive every claim of both papers and write a report (exit 1 if any claim fails)."""
+    from headcount.report.reproduce import run_reproduce
+
+    if scale not in ("quick", "full"):
+        fail(f"--scale {scale!r} is not available: use quick or full")
+    try:
+        summary = run_reproduce(scale=scale, only=only, out_dir=str(out))
+    except ValueError as err:
+        fail(str(err))
+    lines = [f"{c['status']:4}  {c['id']:40}  {c['statement']}" for c in summary["claims"]]
+    lines.append(f"{summary['passed']} passed, {summary['failed']} failed in {summary['wall_seconds']:.0f} s; report in {summary['out_dir']}")
+    emit(summary, as_json, "\n".join(lines))
+    if summary["failed"]:
+        raise typer.Exit(1)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: runs the Typer app, turning usage errors and BadInput into one line and exit 2."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except BadInput as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    except typer.TyperException as err:  # usage errors (exit_code 2) and other click-level errors
+        if type(err).__name__ == "NoArgsIsHelpError":
+            print(err.format_message(), file=sys.stderr)
+            sys.exit(0)
+        lines = err.format_message().strip().splitlines() or ["invalid usage"]
+        print(f"error: {lines[0]} (see --help)", file=sys.stderr)
+        sys.exit(err.exit_code)
+    except typer.Exit as err:
+        sys.exit(err.exit_code)
+    except typer.Abort:
+        print("error: aborted", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()
