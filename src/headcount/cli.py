@@ -175,10 +175,10 @@ def reproduce(scale: str = typer.Option("quick", "--scale", help="quick (default
               out: Path = typer.Option(Path("headcount-report"), "--out", help="Output folder."),
               as_json: bool = JsonOpt) -> None:
     """Re-derive every claim of both papers and write a report (exit 1 if any claim fails)."""
-    from headcount.report.reproduce import run_reproduce
-
     if scale not in ("quick", "full"):
         fail(f"--scale {scale!r} is not available: use quick or full")
+    from headcount.report.reproduce import run_reproduce
+
     try:
         summary = run_reproduce(scale=scale, only=only, out_dir=str(out))
     except ValueError as err:

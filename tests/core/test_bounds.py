@@ -199,6 +199,7 @@ def _check_model(model: Transformer, seed: int, sequences: int = 3) -> tuple[int
     for prec in MODES:
         mid, rad = residual_bounds(model, tokens, prec)
         assert mid.shape == rad.shape == (sequences, model.n_ctx, model.d_model)
+        out, ok = certified_predict(model, tokens, prec)
         for b, seq in enumerate(tokens):
             try:
                 ref = reference_residual(model, seq.tolist(), prec)
@@ -206,6 +207,10 @@ def _check_model(model: Transformer, seed: int, sequences: int = 3) -> tuple[int
                 skipped += 1
                 continue
             assert_contains(ref, mid[b], rad[b], f"seed {seed} {prec.name} seq {seq.tolist()}")
+            # end to end: a certified output is the real-arithmetic model's output
+            exact = np.array([[float(v.mid()) for v in row] for row in ref])
+            real = model.decoder.decode(exact[None])[0]
+            np.testing.assert_array_equal(out[b][ok[b]], real[ok[b]])
             checked += 1
     return checked, skipped
 
@@ -221,6 +226,42 @@ def test_residual_bounds_contain_exact_value_random_models(seed):
 def test_residual_bounds_contain_exact_value_dyadic_models(seed):
     checked, skipped = _check_model(random_model(seed, dyadic=True), seed, sequences=6)
     assert checked >= 6  # exact mode has no ties: every sequence is checked there
+
+
+def near_tie_embedding_model(seed: int, bits: int) -> Transformer:
+    """random_model(seed) with every embedding W_E[σ] + W_pos[i] within 2^-(p+56) of a fixed:p rounding tie:
+    W_E is a half-grid point (k + 1/2)·2^-p and W_pos a tiny ±2^-(p+56), so float64 lands exactly on
+    the tie while the real value lies to one side. Only a rigorous quantization gets this right."""
+    base = random_model(seed)
+    rng = np.random.default_rng(50_000 + seed)
+    scale = 2.0**bits
+    W_E = (rng.integers(-(2**bits), 2**bits, size=base.W_E.shape) + 0.5) / scale
+    W_pos = rng.choice([-1.0, 1.0], size=base.W_pos.shape) * 2.0 ** -(bits + 56)
+    assert np.array_equal(W_E[:, None, :] + W_pos[None], np.broadcast_to(W_E[:, None, :], (*W_E.shape[:1], *W_pos.shape)))
+    return Transformer(W_E, W_pos, base.layers, base.decoder, base.mask)
+
+
+NAN_BUG = pytest.mark.xfail(strict=True, reason="bug: attention_bounds gives a NaN radius for wide score boxes and "
+                             "quantize_bounds collapses NaN-radius boxes to a point (see test_certificate_is_sound_...)")
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=NAN_BUG) if s in (1, 4, 5, 7) else s for s in range(12)])
+def test_residual_bounds_contain_exact_value_near_tie_embeddings(seed):
+    checked = 0
+    for bits in (3, 6, 10):
+        model = near_tie_embedding_model(seed, bits)
+        tokens = np.random.default_rng(seed).integers(0, model.alphabet, size=(3, model.n_ctx))
+        prec = fixed(bits)
+        mid, rad = residual_bounds(model, tokens, prec)
+        for b, seq in enumerate(tokens):
+            try:
+                ref = reference_residual(model, seq.tolist(), prec)
+            except NearTie:
+                continue
+            assert_contains(ref, mid[b], rad[b], f"near-tie seed {seed} {prec.name} seq {seq.tolist()}")
+            checked += 1
+    assert checked >= 6
 
 
 def test_random_models_cover_the_intended_space():

@@ -58,14 +58,15 @@ def induction_inputs(n: int, alphabet: int, samples: int | None = None, seed: in
 
 
 def certify_induction(model: Model, n: int, alphabet: int, samples: int | None = None, seed: int = 0,
-                      hops: int = 1, exhaustive: bool | None = None) -> dict[str, Any]:
-    """Certificate of `model` on induction heads (hop `hops`) at length n over `alphabet` tokens."""
+                      hops: int = 1, exhaustive: bool | None = None, dtypes: bool = True) -> dict[str, Any]:
+    """Certificate of `model` on induction heads (hop `hops`) at length n over `alphabet` tokens
+    (dtypes=False skips the IEEE-dtype passes: dtypes_exact is then empty)."""
     if n > model.n_ctx:
         raise ValueError(f"n = {n} exceeds the model's context length {model.n_ctx}")
     if alphabet > model.alphabet:
         raise ValueError(f"alphabet = {alphabet} exceeds the model's alphabet {model.alphabet}")
     stream, is_exhaustive = induction_inputs(n, alphabet, samples, seed, exhaustive)
-    cert = certify_model(model, stream, lambda tokens: task.induction_targets(tokens, hops))
+    cert = certify_model(model, stream, lambda tokens: task.induction_targets(tokens, hops), dtypes=dtypes)
     p = cert.precision_bits
     return {
         "task": "induction",

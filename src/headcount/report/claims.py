@@ -1,0 +1,148 @@
+"""The claim registry: one small function per paper claim, each computing its own evidence.
+
+A claim module (e.g. :mod:`headcount.report.induction_claims`) defines functions decorated with
+:func:`claim`. The decorator records the claim's id, paper, source (theorem or section) and statement,
+plus the per-scale parameters the function is called with::
+
+    @claim("induction.two_layer.constant_dim", paper=SEED000, source="§1", statement="...",
+           quick={"lengths": [8, 64]}, full={"lengths": [8, 64, 4096]})
+    def constant_dim(ctx, lengths):
+        ...
+        return ClaimResult(measured={...}, status=passes(...), detail="...")
+
+No claim hard-codes its result: it builds models, runs certificates and compares what it measured
+with what the paper says, returning FAIL when the two disagree. Expensive sub-results (certificates)
+go through :meth:`Context.cached`, so two claims that need the same certificate compute it once per run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+Scale = Literal["quick", "full"]
+SCALES: tuple[str, ...] = ("quick", "full")
+PASS, FAIL = "PASS", "FAIL"
+
+# Paper names used by the claims (one string per paper, so reports group them consistently).
+SEED000 = "seed000 Hsu–Telgarsky 2024 (One-layer transformers fail to solve the induction heads task)"
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    paper: str
+    source: str  # theorem / section of the paper
+    statement: str  # what the paper says, in words
+    function: Callable[..., ClaimResult]
+    params: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)  # scale -> kwargs
+    module: str = ""  # the module that registered it (claims are grouped by module)
+
+    def params_for(self, scale: str) -> dict[str, Any]:
+        return dict(self.params.get(scale, {}))
+
+
+@dataclass
+class ClaimResult:
+    """What a claim measured. `series` holds data for figures (not written to summary.json)."""
+
+    measured: dict[str, Any]
+    status: str  # PASS or FAIL
+    detail: str = ""
+    series: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in (PASS, FAIL):
+            raise ValueError(f"status must be {PASS!r} or {FAIL!r}, got {self.status!r}")
+
+
+REGISTRY: dict[str, Claim] = {}
+
+
+def claim(id: str, *, paper: str, source: str, statement: str, quick: dict[str, Any] | None = None,
+          full: dict[str, Any] | None = None) -> Callable[[Callable[..., ClaimResult]], Callable[..., ClaimResult]]:
+    """Register the decorated function as claim `id`; it is called as fn(ctx, **params[scale])."""
+
+    def register(fn: Callable[..., ClaimResult]) -> Callable[..., ClaimResult]:
+        if id in REGISTRY:
+            raise ValueError(f"claim {id!r} is registered twice")
+        REGISTRY[id] = Claim(id, paper, source, statement, fn, {"quick": dict(quick or {}), "full": dict(full or {})},
+                             fn.__module__)
+        return fn
+
+    return register
+
+
+def unregister(id: str) -> None:
+    REGISTRY.pop(id, None)
+
+
+def status(ok: bool) -> str:
+    return PASS if ok else FAIL
+
+
+@dataclass
+class Context:
+    """Shared state of one reproduce run: the scale, a progress sink and a cache of sub-results."""
+
+    scale: str = "quick"
+    progress: Callable[[str], None] = lambda line: None
+    cache: dict[Hashable, Any] = field(default_factory=dict)
+    hits: int = 0
+    misses: int = 0
+
+    def cached(self, key: Hashable, compute: Callable[[], Any], label: str | None = None) -> Any:
+        """compute() once per key per run; later calls return the stored value."""
+        if key in self.cache:
+            self.hits += 1
+            return self.cache[key]
+        self.misses += 1
+        clock = time.perf_counter()
+        if label:
+            self.progress(f"    {label} ...")
+        value = compute()
+        if label:
+            self.progress(f"    {label}: {time.perf_counter() - clock:.1f} s")
+        self.cache[key] = value
+        return value
+
+    def cached_values(self, kind: str) -> list[Any]:
+        """Every cached value whose key is a tuple starting with `kind`."""
+        return [v for k, v in self.cache.items() if isinstance(k, tuple) and k and k[0] == kind]
+
+
+def fit_line(x: Iterable[float], y: Iterable[float]) -> tuple[float, float]:
+    """Least-squares (slope, intercept) of y = slope·x + intercept; needs two distinct x."""
+    x, y = np.asarray(list(x), dtype=float), np.asarray(list(y), dtype=float)
+    if x.shape != y.shape or x.size < 2 or np.ptp(x) == 0:
+        raise ValueError(f"a line fit needs ≥ 2 points with distinct x, got x={x.tolist()}")
+    A = np.stack([x, np.ones_like(x)], axis=1)
+    (slope, intercept), *_ = np.linalg.lstsq(A, y, rcond=None)
+    return float(slope), float(intercept)
+
+
+def fit_log2(n: Iterable[float], y: Iterable[float]) -> tuple[float, float]:
+    """Least-squares (c, c′) of y = c·log₂ n + c′."""
+    return fit_line([math.log2(v) for v in n], y)
+
+
+def jsonable(value: Any) -> Any:
+    """value with numpy scalars/arrays, tuples and non-finite floats turned into plain JSON values."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
