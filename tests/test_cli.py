@@ -56,7 +56,7 @@ def test_construct_then_certify_and_predict_from_file(capsys, tmp_path):
 
 def test_certify_one_layer_sampled(capsys):
     cert = run_json(capsys, "induction", "certify", "--layers", "1", "--n", "64", "--alphabet", "3", "--samples", "8", "--seed", "5")
-    assert cert["layers"] == 1 and cert["heads"] == [1] and cert["dim"] == 64
+    assert cert["layers"] == 1 and cert["heads"] == [1] and cert["dim"] == 65
     assert not cert["exhaustive"] and cert["errors"] == 0 and cert["certified"]
 
 

@@ -214,8 +214,6 @@ def test_predict_accepts_a_single_sequence_and_shorter_inputs():
     np.testing.assert_array_equal(predict(model, [seq])[:, :3], predict(model, [seq[:3]]))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: predict on an empty [0, n] batch raises 'need at least one array to "
-                   "concatenate' (evaluate.py predict: np.concatenate of an empty list) instead of returning [0, n]")
 def test_predict_empty_batch():
     model = two_layer_induction(4, 2)
     out = predict(model, np.zeros((0, 4), dtype=np.int64))
@@ -264,8 +262,6 @@ def test_check_tokens_errors_on_table_models():
         check_tokens(table, [[0, 1, 0, 1, 0]])
 
 
-@pytest.mark.xfail(strict=True, reason="bug: check_tokens (evaluate.py) casts non-integer tokens with astype(int64): "
-                   "0.5 is silently truncated to 0 (and NaN becomes -2^63, an IndexError later) instead of ValueError")
 @pytest.mark.parametrize("tokens", [[[0.5, 1.0]], [[np.nan, 1.0]]])
 def test_check_tokens_rejects_non_integer_tokens(tokens):
     model = two_layer_induction(4, 2)

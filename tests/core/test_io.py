@@ -242,10 +242,6 @@ def test_inconsistent_files(tmp_path, edit):
     _expect_model_file_error(tmp_path / "m.safetensors")
 
 
-@pytest.mark.xfail(strict=True, reason="bug: load_model lets other exceptions escape: a 'headcount' metadata value "
-                   "that is JSON but not an object gives AttributeError (io.py read_config: config.get), and a "
-                   "tensor of the wrong rank gives IndexError (model.py Transformer.__post_init__: W_pos.shape[1], "
-                   "not caught by load_model's except (KeyError, TypeError, ValueError))")
 @pytest.mark.parametrize(
     "edit",
     [

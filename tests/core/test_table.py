@@ -108,19 +108,21 @@ def test_table_constructor_validates_shapes():
 def test_one_layer_construction_is_a_valid_table(n):
     table = one_layer_induction(n, 3)
     assert isinstance(table, OneLayerTable)
-    assert table.d_model == n and table.n_ctx == n and table.alphabet == 3
+    assert table.d_model == n + 1 and table.n_ctx == n and table.alphabet == 3
     assert table.heads == [1] and table.layers == ("table",)
     assert table.mask == "causal"
     assert isinstance(table.decoder, InductionReadoutDecoder) and table.decoder.n_ctx == n
     assert table.embed.dtype == np.float64
-    assert table.size(4) == n * 4
-    # ψ_in(i, σ) = (σ+1)·e_i
+    assert table.size(4) == (n + 1) * 4
+    # ψ_in(i, σ) = (σ+1)·e_{n+1}; Ṽ[j, σ] = (σ+1)·e_j
     for i in range(n):
         for s in range(3):
-            expected = np.zeros(n)
-            expected[i] = s + 1
+            expected = np.zeros(n + 1)
+            expected[n] = s + 1
             np.testing.assert_array_equal(table.embed[i, s], expected)
-    np.testing.assert_array_equal(table.V[0], table.embed)
+            expected = np.zeros(n + 1)
+            expected[i] = s + 1
+            np.testing.assert_array_equal(table.V[0, i, s], expected)
     np.testing.assert_array_equal(table.Q, 0.0)
     np.testing.assert_array_equal(table.K, 0.0)
 
@@ -133,14 +135,14 @@ def test_one_layer_construction_solves_induction_everywhere():
     out, ok = certified_predict(table, tokens, EXACT)
     assert ok.all()
     np.testing.assert_array_equal(out, want)
-    # the averaged vector: y_j = (σ_j + 1)/i for j < i, y_i = (σ_i + 1)(1 + 1/i)  (1-based i)
-    x = table_residual(table, tokens[:1])[0]
-    seq = tokens[0]
+    # the averaged vector: y_j = (σ_j + 1)/i for j ≤ i (1-based i), and σ_i + 1 in the last coordinate
+    x = table_residual(table, tokens[-1:])[0]
+    seq = tokens[-1]
     for i in range(1, 7):
-        for j in range(1, i):
+        for j in range(1, i + 1):
             assert x[i - 1, j - 1] == pytest.approx((seq[j - 1] + 1) / i, rel=1e-15)
-        assert x[i - 1, i - 1] == pytest.approx((seq[i - 1] + 1) * (1 + 1 / i), rel=1e-15)
-        np.testing.assert_array_equal(x[i - 1, i:], 0.0)
+        np.testing.assert_array_equal(x[i - 1, i:6], 0.0)
+        assert x[i - 1, 6] == seq[i - 1] + 1
 
 
 def test_one_layer_construction_fixed_precision():

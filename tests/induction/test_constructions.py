@@ -52,11 +52,21 @@ def test_two_layer_weights_are_dyadic_and_bounded():
                 assert np.array_equal(w * 2**20, np.round(w * 2**20))
 
 
-def test_one_layer_is_table_form_with_dim_n():
+def test_one_layer_is_table_form_with_dim_n_plus_1():
     model = one_layer_induction(12, 3)
     assert isinstance(model, OneLayerTable)
-    assert model.d_model == 12 and model.heads == [1]
+    assert model.d_model == 13 and model.heads == [1]
     assert not model.Q.any() and not model.K.any()  # uniform causal attention
+
+
+def test_one_layer_certifies_exact_reads_at_low_precision():
+    # in fixed:p the reads i·y_j are exact dyadic products: the rigorous pass proves them without
+    # widening, even where they land near k + 1/2 (the readout rounds half up by definition)
+    model = one_layer_induction(10, 2)
+    tokens = task.all_sequences(10, 2)
+    target = task.induction_targets(tokens)
+    got, proven = certified_predict(model, tokens, fixed(4))
+    assert np.array_equal(got, target) and proven.all()
 
 
 def test_one_layer_needs_log_n_bits():

@@ -27,15 +27,26 @@ def _gamma(d: int) -> float:
 
 
 def _up(rad: np.ndarray) -> np.ndarray:
-    """Inflate a computed radius; a radius computed as exactly 0 stays 0 (exact quantities)."""
-    return rad * (1 + SAFETY) + np.where(rad > 0, 1e-300, 0.0)
+    """Inflate a computed radius; a radius computed as exactly 0 stays 0 (exact quantities), and a NaN
+    radius (from inf·0 when a box is unbounded) becomes +inf, so nothing downstream treats it as 0."""
+    rad = rad * (1 + SAFETY) + np.where(rad > 0, 1e-300, 0.0)
+    return np.where(np.isnan(rad), np.inf, rad)
+
+
+def box_from_interval(lo: np.ndarray, hi: np.ndarray):
+    """(mid, rad) of a box containing [lo, hi], rounding outward."""
+    mid = (lo + hi) / 2
+    rad = np.maximum(hi - mid, mid - lo)
+    return mid, np.where(rad > 0, np.nextafter(rad, np.inf), np.where(np.isnan(rad), np.inf, 0.0))
 
 
 def fraction_bits(a: np.ndarray) -> int:
     """Smallest e ≥ 0 with a·2^e all integers (a finite float64 array); 1100 if none is found."""
     a = np.asarray(a, dtype=np.float64)
+    if not np.all(np.isfinite(a)):
+        return 1100
     if np.array_equal(a, np.round(a)):  # the common case (integer-valued), one cheap pass
-        return 0 if np.all(np.abs(a) < 2.0**53) else 1100
+        return 0
     nonzero = a[a != 0]
     if nonzero.size == 0:
         return 0
@@ -85,6 +96,7 @@ def add_bounds(a_mid, a_rad, b_mid, b_rad):
 
 def quantize_bounds(mid: np.ndarray, rad: np.ndarray, bits: int):
     """Image of the box under fixed:p rounding (monotone, so the endpoints map to the endpoints)."""
+    rad = np.where(np.isnan(rad), np.inf, rad)
     if not rad.any():
         return round_fixed(mid, bits), np.zeros_like(mid)
     lo = np.where(rad > 0, np.nextafter(mid - rad, -np.inf), mid)
@@ -149,7 +161,9 @@ def residual_bounds(model: Transformer, tokens: np.ndarray, prec: Precision):
         x = add_bounds(*x, *update)
         if layer.mlp is not None:
             h_mid, h_rad = affine_bounds(*x, layer.mlp.W_in, layer.mlp.b_in)
-            lo, hi = np.maximum(h_mid - h_rad, 0), np.maximum(h_mid + h_rad, 0)  # ReLU is monotone
-            out = affine_bounds((lo + hi) / 2, _up((hi - lo) / 2), layer.mlp.W_out, layer.mlp.b_out)
+            lo = np.where(h_rad > 0, np.nextafter(h_mid - h_rad, -np.inf), h_mid)
+            hi = np.where(h_rad > 0, np.nextafter(h_mid + h_rad, np.inf), h_mid)
+            relu_box = box_from_interval(np.maximum(lo, 0), np.maximum(hi, 0))  # ReLU is monotone
+            out = affine_bounds(*relu_box, layer.mlp.W_out, layer.mlp.b_out)
             x = add_bounds(*x, *_rounding_point(*out, prec))
     return x

@@ -19,6 +19,8 @@ Model = Transformer | OneLayerTable
 def check_tokens(model: Model, tokens: np.ndarray) -> np.ndarray:
     """A [batch pos] int64 array of valid tokens for `model` (ValueError saying what is wrong)."""
     tokens = np.asarray(tokens)
+    if tokens.size and not np.issubdtype(tokens.dtype, np.integer):
+        raise ValueError(f"tokens must be integers, got dtype {tokens.dtype}")
     if tokens.ndim == 1:
         tokens = tokens[None, :]
     if tokens.ndim != 2 or tokens.shape[1] < 1:
@@ -39,6 +41,8 @@ def _chunks(model: Model, tokens: np.ndarray, shrink: int = 1) -> Iterator[np.nd
 def predict(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
     """Outputs [batch pos] (tokens, BOTTOM for ⊥) with the model evaluated in mode `prec`."""
     tokens = check_tokens(model, tokens)
+    if len(tokens) == 0:
+        return np.zeros(tokens.shape, dtype=np.int64)
     residual = table_residual if isinstance(model, OneLayerTable) else residual_stream
     return np.concatenate([model.decoder.decode(residual(model, part, prec)) for part in _chunks(model, tokens)])
 
@@ -49,6 +53,8 @@ def certified_predict(model: Model, tokens: np.ndarray, prec: Precision) -> tupl
     if prec.kind not in ("fixed", "exact"):
         raise ValueError(f"certified evaluation is for fixed:p and exact modes, not {prec.name}")
     tokens = check_tokens(model, tokens)
+    if len(tokens) == 0:
+        return np.zeros(tokens.shape, dtype=np.int64), np.zeros(tokens.shape, dtype=bool)
     bounds = table_residual_bounds if isinstance(model, OneLayerTable) else residual_bounds
     outs, certified = [], []
     for part in _chunks(model, tokens, shrink=4):

@@ -87,6 +87,8 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
         config = json.loads(meta["headcount"])
     except json.JSONDecodeError as err:
         raise ModelFileError(f"{str(path)!r}: headcount config is not JSON ({err})") from None
+    if not isinstance(config, dict):
+        raise ModelFileError(f"{str(path)!r}: headcount config must be a JSON object")
     if config.get("format") not in (FORMAT, TABLE_FORMAT):
         raise ModelFileError(f"{str(path)!r} holds {config.get('format')!r}, expected {FORMAT!r} or {TABLE_FORMAT!r}")
     return config
@@ -95,7 +97,10 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
 def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
     """Read a model file written by save_model; ModelFileError (a ValueError) if it is not one."""
     config = read_config(path)
-    tensors = load_file(str(path))
+    try:
+        tensors = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise ModelFileError(f"{str(path)!r}: cannot read its tensors ({err})") from None
     try:
         dec_cfg = config["decoder"]
         dec_tensors = {k.split(".", 1)[1]: v for k, v in tensors.items() if k.startswith("decoder.")}
@@ -114,5 +119,5 @@ def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
                 mlp = MLP(*(tensors[f"layers.{l}.mlp.{n}"] for n in ("W_in", "b_in", "W_out", "b_out")))
             layers.append(Layer(heads, mlp))
         return Transformer(tensors["W_E"], tensors["W_pos"], tuple(layers), decoder, config["mask"], config.get("info", {}))
-    except (KeyError, TypeError, ValueError) as err:
-        raise ModelFileError(f"{str(path)!r} is not a valid headcount model: {err}") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+        raise ModelFileError(f"{str(path)!r} is not a valid headcount model: {type(err).__name__}: {err}") from None

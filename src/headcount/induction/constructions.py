@@ -1,7 +1,7 @@
 """Explicit models that solve induction heads for any (n, S): the upper bounds.
 
 * :func:`two_layer_induction` — two layers, heads (2, 1), d_model = 19 for every n and S, O(log n) bits.
-* :func:`one_layer_induction` — one head, d_model = n, in table form: size O(n log n), matching the
+* :func:`one_layer_induction` — one head, d_model = n + 1, in table form: size O(n log n), matching the
   one-layer lower bound h·m·p = Ω(n) up to the log factor.
 
 Two-layer design (spec/induction.md "Upper bound"), with two refinements that keep every quantity small:
@@ -41,7 +41,7 @@ POS_HI, POS_LO, POS_HI2, POS_LO2 = 4, 5, 6, 7  # digits of i−1 (0-based positi
 PREV_HI, PREV_LO = 8, 9  # digits of the previous position max(i−2, 0)
 ONE = 10  # constant 1
 POS_SCALED = 11  # s·i
-COPIED = 12  # 12..15: previous token's digits and squares (layer-1 previous-token head)
+COPIED = 12  # 12..15: previous token's digits and squares ×2^key_shift (layer-1 previous-token head)
 DUP = 16  # s · mean position of σ_i's occurrences (layer-1 duplicate head)
 ANSWER_HI, ANSWER_LO = 17, 18  # digits of the token after the latest match (layer-2 head)
 TWO_LAYER_DIM = 19
@@ -69,8 +69,12 @@ def two_layer_parameters(n: int, alphabet: int) -> dict[str, float]:
     scale = 2.0 ** -(int(math.log2(n)) // 2)  # s: keeps s·n ≈ √n, balanced against resolution s/8
     # λ: with the duplicate test "new", λ·s/4 must beat every token logit (≤ ‖o‖² ≤ 2(B−1)²).
     lam = 2.0 ** math.ceil(math.log2(4 * (2 * token_base**2 + 1) / scale))
+    # 2^shift: the copied previous-token digits are stored ×2^shift and the layer-2 query ÷2^shift. Scores
+    # are unchanged, but the largest query (2β2·(B−1)) and key ((B−1)²) meet near the geometric mean,
+    # which is what fixed:p's range [-2^p, 2^p] rewards.
+    shift = max(0, int(math.log2(2 * beta2 * (token_base - 1) / max(1, (token_base - 1) ** 2))) // 2)
     return {"token_base": token_base, "pos_base": pos_base, "beta1": beta1, "g": g, "beta2": beta2,
-            "scale": scale, "bottom_gain": lam}
+            "scale": scale, "bottom_gain": lam, "key_shift": shift}
 
 
 def two_layer_induction(n: int, alphabet: int) -> Transformer:
@@ -78,7 +82,8 @@ def two_layer_induction(n: int, alphabet: int) -> Transformer:
     if n < 1 or alphabet < 2:
         raise ValueError(f"need n ≥ 1 and alphabet ≥ 2, got n={n}, alphabet={alphabet}")
     c = two_layer_parameters(n, alphabet)
-    tb, pb, beta1, g, beta2, s, lam = (c[k] for k in ("token_base", "pos_base", "beta1", "g", "beta2", "scale", "bottom_gain"))
+    tb, pb, beta1, g, beta2, s, lam, shift = (c[k] for k in ("token_base", "pos_base", "beta1", "g", "beta2", "scale",
+                                                           "bottom_gain", "key_shift"))
     d = TWO_LAYER_DIM
 
     W_E = np.zeros((alphabet, d))  # [alphabet d_model]
@@ -109,19 +114,19 @@ def two_layer_induction(n: int, alphabet: int) -> Transformer:
             W_K[krow, col] = kval
         return W_Q, W_K
 
-    def copy(rows, out_cols, dv=None):
+    def copy(rows, out_cols, gain=1.0):
         W_V, W_O = np.zeros((d, len(rows))), np.zeros((len(rows), d))
         for col, (row, out) in enumerate(zip(rows, out_cols)):
             W_V[row, col] = 1.0
-            W_O[col, out] = 1.0
+            W_O[col, out] = gain
         return W_V, W_O
 
     token_cols = (TOKEN_HI, TOKEN_LO, TOKEN_HI2, TOKEN_LO2)
     prev_token = AttentionHead(*nearest_head((PREV_HI, PREV_LO), (POS_HI, POS_LO, POS_HI2, POS_LO2), beta1),
-                               *copy(token_cols, range(COPIED, COPIED + 4)))
+                               *copy(token_cols, range(COPIED, COPIED + 4), gain=2.0**shift))
     duplicate = AttentionHead(*nearest_head((TOKEN_HI, TOKEN_LO), token_cols, beta1), *copy((POS_SCALED,), (DUP,)))
     induction = AttentionHead(
-        *nearest_head((TOKEN_HI, TOKEN_LO), range(COPIED, COPIED + 4), beta2,
+        *nearest_head((TOKEN_HI, TOKEN_LO), range(COPIED, COPIED + 4), beta2 / 2.0**shift,
                       extra_q=[(ONE, g / s)], extra_k=[(POS_SCALED, 1.0)]),
         *copy((TOKEN_HI, TOKEN_LO), (ANSWER_HI, ANSWER_LO)),
     )
@@ -139,12 +144,16 @@ def two_layer_induction(n: int, alphabet: int) -> Transformer:
 
 
 def one_layer_induction(n: int, alphabet: int) -> OneLayerTable:
-    """One head, d_model = n, table form: ψ_in(i, σ) = (σ+1)·e_i, uniform causal attention (Q̃ = K̃ = 0),
-    Ṽ = ψ_in, and the readout ψ_out of headcount.induction.readout. Needs p ≈ log₂(max(n, S)) + 1 bits."""
+    """One head, d_model = n + 1, table form: ψ_in(i, σ) = (σ+1)·e_{n+1}, uniform causal attention
+    (Q̃ = K̃ = 0), Ṽ[j, σ] = (σ+1)·e_j, and the readout ψ_out of headcount.induction.readout: position i
+    reads every (σ_j+1)/i back. Needs p ≈ log₂ n + 1 bits (resolve 1/(2i)), so size O(n log n)."""
     if n < 1 or alphabet < 2:
         raise ValueError(f"need n ≥ 1 and alphabet ≥ 2, got n={n}, alphabet={alphabet}")
-    embed = np.zeros((n, alphabet, n))  # [n_ctx alphabet d_model]
-    embed[np.arange(n), :, np.arange(n)] = np.arange(1, alphabet + 1)[None, :]
+    token_code = np.arange(1, alphabet + 1, dtype=np.float64)  # σ + 1
+    embed = np.zeros((n, alphabet, n + 1))  # [n_ctx alphabet d_model]
+    embed[:, :, n] = token_code[None, :]
+    values = np.zeros((1, n, alphabet, n + 1))  # [heads n_ctx alphabet d_model]
+    values[0, np.arange(n), :, np.arange(n)] = token_code[None, :]
     zeros = np.zeros((1, n, alphabet, 1))  # [heads n_ctx alphabet d_head]
     info = {"construction": "one_layer_induction", "task": "induction", "hops": 1, "n": n, "alphabet": alphabet}
-    return OneLayerTable(embed, zeros, zeros, embed[None], InductionReadoutDecoder(n), "causal", info)
+    return OneLayerTable(embed, zeros, zeros, values, InductionReadoutDecoder(n), "causal", info)

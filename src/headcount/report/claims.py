@@ -30,7 +30,7 @@ SCALES: tuple[str, ...] = ("quick", "full")
 PASS, FAIL = "PASS", "FAIL"
 
 # Paper names used by the claims (one string per paper, so reports group them consistently).
-SEED000 = "seed000 Hsu–Telgarsky 2024 (One-layer transformers fail to solve the induction heads task)"
+SEED000 = "seed000 Hsu–Telgarsky 2024"  # One-layer transformers fail to solve the induction heads task
 
 
 @dataclass(frozen=True)
