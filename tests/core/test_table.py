@@ -166,3 +166,17 @@ def test_table_residual_bounds_contain_float_evaluation():
     x = table_residual(table, tokens)
     assert np.all(np.abs(x - mid) <= rad + 1e-15 * np.abs(x))
     assert np.all(rad < 1e-12)
+
+
+def test_first_layer_tables_of_a_two_layer_model():
+    from headcount.induction.constructions import two_layer_induction
+
+    model = two_layer_induction(8, 3)
+    with pytest.raises(ValueError, match="first_layer_only"):
+        table_from_weights(model)
+    table = table_from_weights(model, first_layer_only=True)
+    assert table.heads == [2] and table.info["first_layer_of"] == 2
+    # ψ_in table = W_E[σ] + W_pos[i]; Ṽ = ψ_in W_V W_O of each head
+    head = model.layers[0].heads[1]
+    np.testing.assert_array_equal(table.embed[3, 2], model.W_E[2] + model.W_pos[3])
+    np.testing.assert_allclose(table.V[1, 3, 2], table.embed[3, 2] @ head.W_V @ head.W_O)

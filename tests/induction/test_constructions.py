@@ -133,3 +133,16 @@ def test_float32_exact_and_bfloat16_not_at_1024():
     assert np.array_equal(predict(model, tokens, parse_precision("float32")), target)
     with np.errstate(all="ignore"):
         assert not np.array_equal(predict(model, tokens, parse_precision("bfloat16")), target)
+
+
+def test_minimal_precision_bits_is_the_first_correct_p():
+    from headcount.core.certify import minimal_precision_bits
+
+    model = two_layer_induction(9, 3)
+    tokens = task.all_sequences(9, 3)
+    target = task.induction_targets(tokens)
+    p = minimal_precision_bits(model, tokens, target)
+    assert p is not None
+    assert np.array_equal(predict(model, tokens, fixed(p)), target)
+    assert all(not np.array_equal(predict(model, tokens, fixed(q)), target) for q in range(1, p))
+    assert minimal_precision_bits(model, tokens, target, start=p + 3) == p + 3

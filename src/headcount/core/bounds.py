@@ -110,33 +110,44 @@ def _rounding_point(mid, rad, prec: Precision):
 
 
 def attention_bounds(q, k, v, allowed: np.ndarray):
-    """Bounds on softmax(q kᵀ) v for q, k, v given as (mid, rad) pairs [batch pos d]."""
+    """Bounds on softmax(q kᵀ) v for q, k, v given as (mid, rad) pairs [batch pos d].
+
+    The [batch query key] arrays dominate the cost, so they are updated in place; a NaN anywhere (inf·0
+    from an unbounded score box) reaches the output radius, which _up turns into +inf."""
     (qm, qr), (km, kr), (vm, vr) = q, k, v
     kmT, krT = np.swapaxes(km, -1, -2), np.swapaxes(kr, -1, -2)
     s_mid = qm @ kmT  # [batch query key]
-    s_rad = _dot_rounding(np.abs(qm), np.abs(kmT), qm.shape[-1], _exact_dot(qm, kmT))
-    if kr.any():
-        s_rad += np.abs(qm) @ krT
-    if qr.any():
-        s_rad += qr @ (np.abs(kmT) + krT)
-    s_mid = np.where(allowed, s_mid, -np.inf)
-    shifted = s_mid - s_mid.max(axis=-1, keepdims=True)
+    s_mid[..., ~allowed] = -np.inf
+    shifted = s_mid
+    shifted -= s_mid.max(axis=-1, keepdims=True)
     weights = np.exp(shifted)
-    total = weights.sum(axis=-1, keepdims=True)
-    alpha = np.divide(weights, total, out=weights)  # [batch query key]
+    alpha = np.divide(weights, weights.sum(axis=-1, keepdims=True), out=weights)  # [batch query key]
     # ρ_j: how far the exact exponent can be from the float one (score radius, the subtraction's
     # rounding, exp's error, and the float normalisation), all as a relative factor e^{±ρ_j} on weight j.
-    n_keys = allowed.sum(axis=-1)[..., None]
-    np.abs(shifted, out=shifted, where=allowed)
-    s_rad += U * shifted + (n_keys + 8) * 4 * U
-    rho = np.where(allowed, _up(s_rad), 0.0)
+    rho = np.abs(shifted, out=shifted)
+    rho[..., ~allowed] = 0.0
+    rho *= U
+    rho += (allowed.sum(axis=-1)[:, None] + 8) * 4 * U
+    if not _exact_dot(qm, kmT):
+        rho += _gamma(qm.shape[-1] + 1) * (np.abs(qm) @ np.abs(kmT))
+    if kr.any():
+        rho += np.abs(qm) @ krT
+    if qr.any():
+        rho += qr @ (np.abs(kmT) + krT)
+    rho *= 1 + SAFETY
     # With w_j = ŵ_j e^{η_j}, |η_j| ≤ ρ_j: α_j/α̂_j ∈ [e^{-ρ_j}/R⁺, e^{ρ_j}/R⁻], R^± = Σ α̂_k e^{±ρ_k}.
-    grow, shrink = np.expm1(rho), np.expm1(-rho)
+    grow = np.expm1(rho)
+    shrink = np.expm1(np.negative(rho, out=rho), out=rho)
     r_plus = 1 + (alpha * grow).sum(axis=-1, keepdims=True)
     r_minus = 1 + (alpha * shrink).sum(axis=-1, keepdims=True)
-    kappa = np.maximum((grow - (r_minus - 1)) / r_minus, ((r_plus - 1) - shrink) / r_plus)
-    kappa = _up(np.maximum(kappa, 0, out=kappa))
-    kappa *= alpha  # now α̂_j κ_j; masked keys have α̂_j = 0
+    kappa = grow
+    kappa -= r_minus - 1
+    kappa /= r_minus
+    np.subtract(r_plus - 1, shrink, out=shrink)
+    shrink /= r_plus
+    np.maximum(kappa, shrink, out=kappa)
+    np.maximum(kappa, 0, out=kappa)
+    kappa *= (1 + SAFETY) * alpha  # now α̂_j κ_j; masked keys have α̂_j = 0
     z_mid = alpha @ vm
     z_rad = kappa @ np.abs(vm) + _gamma(vm.shape[-2] + 2) * (alpha @ np.abs(vm))
     if vr.any():

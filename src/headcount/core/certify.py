@@ -87,6 +87,14 @@ def _progress(label: str, done: int) -> None:
         print(f"\r{label}: {done} inputs", end="", file=sys.stderr, flush=True)
 
 
+def minimal_precision_bits(model: Model, tokens: np.ndarray, target: np.ndarray, start: int = 1) -> int | None:
+    """Smallest p ≥ start at which the fixed:p model reproduces `target` on `tokens` (None if p > 60)."""
+    p = start
+    while p <= MAX_BITS and np.any(predict(model, tokens, fixed(p)) != target):
+        p += 1
+    return p if p <= MAX_BITS else None
+
+
 def certify_model(model: Model, inputs: InputStream, reference: Reference, *, dtypes: bool = True) -> Certificate:
     """The four passes of the module docstring; see Certificate for what is reported."""
     cert = Certificate()
@@ -106,8 +114,7 @@ def certify_model(model: Model, inputs: InputStream, reference: Reference, *, dt
         cert.families[family] = cert.families.get(family, 0) + len(tokens)
         if cert.first_counterexample is None and wrong.any():
             cert.first_counterexample = _counterexample(tokens, target, got, family)
-        while candidate <= MAX_BITS and np.any(predict(model, tokens, fixed(candidate)) != target):
-            candidate += 1
+        candidate = minimal_precision_bits(model, tokens, target, candidate) or MAX_BITS + 1
         _progress("float64 + precision search", cert.inputs_checked)
     cert.seconds["float64_and_search"] = time.perf_counter() - clock
 

@@ -68,10 +68,17 @@ class OneLayerTable:
         return self.heads[0] * self.d_model * precision_bits
 
 
-def table_from_weights(model: Transformer) -> OneLayerTable:
-    """Table form of a one-layer weight-form model (its first layer; the decoder is carried over)."""
-    if len(model.layers) != 1 or model.layers[0].mlp is not None:
-        raise ValueError("only one-layer weight-form models without an MLP convert to table form")
+def table_from_weights(model: Transformer, first_layer_only: bool = False) -> OneLayerTable:
+    """Table form of a one-layer weight-form model (the decoder is carried over). With
+    first_layer_only=True, the tables of layer 1 of a deeper model (its decoder then reads layer 1's
+    output directly, which only means something for inspection, not as the model's own output)."""
+    if not model.layers:
+        raise ValueError("a model with no layers has no one-layer table form")
+    if model.layers[0].mlp is not None:
+        raise ValueError("a first layer with an MLP has no one-layer table form (ψ_out would have to absorb the MLP)")
+    if len(model.layers) != 1 and not first_layer_only:
+        raise ValueError(f"a {len(model.layers)}-layer model is not a one-layer model: pass first_layer_only=True "
+                         "for the tables of its first layer")
     embed = model.W_pos[:, None, :] + model.W_E[None, :, :]  # [n_ctx alphabet d_model]
     heads = model.layers[0].heads
     width = max(h.W_Q.shape[1] for h in heads)
@@ -79,7 +86,8 @@ def table_from_weights(model: Transformer) -> OneLayerTable:
     Q = np.stack([pad(embed @ h.W_Q) for h in heads])
     K = np.stack([pad(embed @ h.W_K) for h in heads])
     V = np.stack([embed @ h.W_V @ h.W_O for h in heads])
-    return OneLayerTable(embed, Q, K, V, model.decoder, model.mask, dict(model.info))
+    info = dict(model.info) | ({"first_layer_of": len(model.layers)} if len(model.layers) > 1 else {})
+    return OneLayerTable(embed, Q, K, V, model.decoder, model.mask, info)
 
 
 def _lookup(table: np.ndarray, tokens: np.ndarray) -> np.ndarray:
