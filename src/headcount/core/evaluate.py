@@ -3,7 +3,9 @@ precision mode, or certified predictions from the rigorous bounds. Chunks the ba
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -38,13 +40,25 @@ def _chunks(model: Model, tokens: np.ndarray, shrink: int = 1) -> Iterator[np.nd
         yield tokens[start : start + chunk]
 
 
+WORKERS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _map_chunks(fn: Callable[[np.ndarray], object], parts: list[np.ndarray]) -> list:
+    """fn over the chunks, on WORKERS threads: NumPy releases the GIL in its kernels, so chunks overlap."""
+    if len(parts) <= 1 or WORKERS == 1:
+        return [fn(part) for part in parts]
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        return list(pool.map(fn, parts))
+
+
 def predict(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
     """Outputs [batch pos] (tokens, BOTTOM for ⊥) with the model evaluated in mode `prec`."""
     tokens = check_tokens(model, tokens)
     if len(tokens) == 0:
         return np.zeros(tokens.shape, dtype=np.int64)
     residual = table_residual if isinstance(model, OneLayerTable) else residual_stream
-    return np.concatenate([model.decoder.decode(residual(model, part, prec)) for part in _chunks(model, tokens)])
+    outs = _map_chunks(lambda part: model.decoder.decode(residual(model, part, prec)), list(_chunks(model, tokens)))
+    return np.concatenate(outs)
 
 
 def certified_predict(model: Model, tokens: np.ndarray, prec: Precision) -> tuple[np.ndarray, np.ndarray]:
@@ -56,9 +70,6 @@ def certified_predict(model: Model, tokens: np.ndarray, prec: Precision) -> tupl
     if len(tokens) == 0:
         return np.zeros(tokens.shape, dtype=np.int64), np.zeros(tokens.shape, dtype=bool)
     bounds = table_residual_bounds if isinstance(model, OneLayerTable) else residual_bounds
-    outs, certified = [], []
-    for part in _chunks(model, tokens, shrink=4):
-        out, ok = model.decoder.decode_bounds(*bounds(model, part, prec))
-        outs.append(out)
-        certified.append(ok)
-    return np.concatenate(outs), np.concatenate(certified)
+    results = _map_chunks(lambda part: model.decoder.decode_bounds(*bounds(model, part, prec)),
+                          list(_chunks(model, tokens, shrink=4)))
+    return np.concatenate([r[0] for r in results]), np.concatenate([r[1] for r in results])
