@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from headcount.core.forward import causal_mask
+from headcount.core.forward import causal_mask, exp_shifted
 from headcount.core.model import Transformer
 from headcount.core.precision import Precision, round_fixed
 
@@ -120,7 +120,7 @@ def attention_bounds(q, k, v, allowed: np.ndarray):
     s_mid[..., ~allowed] = -np.inf
     shifted = s_mid
     shifted -= s_mid.max(axis=-1, keepdims=True)
-    weights = np.exp(shifted)
+    weights = exp_shifted(shifted)
     alpha = np.divide(weights, weights.sum(axis=-1, keepdims=True), out=weights)  # [batch query key]
     # ρ_j: how far the exact exponent can be from the float one (score radius, the subtraction's
     # rounding, exp's error, and the float normalisation), all as a relative factor e^{±ρ_j} on weight j.
@@ -135,6 +135,7 @@ def attention_bounds(q, k, v, allowed: np.ndarray):
     if qr.any():
         rho += qr @ (np.abs(kmT) + krT)
     rho *= 1 + SAFETY
+    rho_max = rho.max(axis=-1, keepdims=True)  # [batch query 1]
     # With w_j = ŵ_j e^{η_j}, |η_j| ≤ ρ_j: α_j/α̂_j ∈ [e^{-ρ_j}/R⁺, e^{ρ_j}/R⁻], R^± = Σ α̂_k e^{±ρ_k}.
     grow = np.expm1(rho)
     shrink = np.expm1(np.negative(rho, out=rho), out=rho)
@@ -152,6 +153,11 @@ def attention_bounds(q, k, v, allowed: np.ndarray):
     z_rad = kappa @ np.abs(vm) + _gamma(vm.shape[-2] + 2) * (alpha @ np.abs(vm))
     if vr.any():
         z_rad += (alpha + kappa) @ vr
+    # Weights that underflow (exp < 2^-1074, or subnormal) are outside the relative error model: each is
+    # off by < 2^-1074·e^{ρ}, against a total ≥ e^{-ρ} (the max key), so they move z by at most
+    # n·2^-1000·max|v| while ρ ≤ 20; past that the bound is useless anyway and becomes +inf.
+    underflow = np.where(rho_max <= 20, vm.shape[-2] * 2.0**-1000, np.inf)
+    z_rad += underflow * (np.abs(vm).max(axis=-2, keepdims=True) + vr.max(axis=-2, keepdims=True))
     return z_mid, _up(z_rad)
 
 
