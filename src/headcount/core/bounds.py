@@ -4,8 +4,8 @@ Every quantity is carried as (mid, rad) with the guarantee that the value the *r
 computes (with the fixed:p rounding points, when asked) lies in [mid − rad, mid + rad]. The bounds use the
 standard floating-point error model (|fl(a∘b) − a∘b| ≤ u·|fl(a∘b)|, u = 2^-53; a float dot product of
 length d errs by at most γ_d·Σ|a_i b_i|, γ_d = d·u/(1 − d·u)) and assume the C library's exp is within
-4 ulp, which glibc documents (< 1 ulp), and that no product underflows (all magnitudes used by
-a model are far above 1e-150). Each computed radius is inflated by a relative SAFETY margin
+4 ulp, which glibc documents (< 1 ulp), and that no product of model values underflows (magnitudes
+far above 1e-150); softmax weights that underflow are covered by an absolute term. Each computed radius is inflated by a relative SAFETY margin
 that dominates the rounding of the radius computation itself. A decoder then says at which positions
 every point of the box decodes to the same output: there the output is *certified*.
 """
