@@ -3,6 +3,7 @@ precision mode, or certified predictions from the rigorous bounds. Chunks the ba
 
 from __future__ import annotations
 
+import contextvars
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -44,11 +45,13 @@ WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 
 def _map_chunks(fn: Callable[[np.ndarray], object], parts: list[np.ndarray]) -> list:
-    """fn over the chunks, on WORKERS threads: NumPy releases the GIL in its kernels, so chunks overlap."""
+    """fn over the chunks, on WORKERS threads: NumPy releases the GIL in its kernels, so chunks overlap.
+    Each task runs in a copy of the caller's context, so np.errstate and the like carry over."""
     if len(parts) <= 1 or WORKERS == 1:
         return [fn(part) for part in parts]
+    caller = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        return list(pool.map(fn, parts))
+        return list(pool.map(lambda part: caller.copy().run(fn, part), parts))
 
 
 def predict(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:

@@ -126,3 +126,31 @@ def table_residual_bounds(table: OneLayerTable, tokens: np.ndarray, prec: Precis
         z = quantize_bounds(*z, prec.bits) if prec.kind == "fixed" else z
         update = add_bounds(*update, *z)
     return add_bounds(*x, *update)
+
+
+def random_table(rng: np.random.Generator, n_ctx: int, alphabet: int, heads: int, dim: int, d_head: int | None = None,
+                 scale: float = 1.0, mask: str = "causal", decoder: Any = None) -> OneLayerTable:
+    """A seeded random one-layer table model: ψ_in, Q̃, K̃, Ṽ are i.i.d. standard Gaussians times `scale`.
+
+    Why: the lower-bound tools (INDEX protocol, counterexample search) must work for *every* one-layer
+    model, not just the constructions, so tests and experiments need generic models with no structure
+    to lean on. d_head defaults to dim (the seed's Q, K, V all map into R^m). The default decoder is a
+    LinearDecoder with a Gaussian W_U [dim, alphabet+1] (last column ⊥) and zero bias; `scale` does not
+    touch it (an argmax does not care about the scale of W_U).
+    """
+    from headcount.core.model import LinearDecoder
+
+    n_ctx, alphabet, heads, dim = int(n_ctx), int(alphabet), int(heads), int(dim)
+    d_head = dim if d_head is None else int(d_head)
+    if min(n_ctx, alphabet, heads, dim, d_head) < 1:
+        raise ValueError(f"random_table needs positive sizes, got n_ctx={n_ctx}, alphabet={alphabet}, heads={heads}, "
+                         f"dim={dim}, d_head={d_head}")
+    embed = scale * rng.standard_normal((n_ctx, alphabet, dim))
+    Q = scale * rng.standard_normal((heads, n_ctx, alphabet, d_head))
+    K = scale * rng.standard_normal((heads, n_ctx, alphabet, d_head))
+    V = scale * rng.standard_normal((heads, n_ctx, alphabet, dim))
+    if decoder is None:
+        decoder = LinearDecoder(rng.standard_normal((dim, alphabet + 1)), np.zeros(alphabet + 1))
+    info = {"construction": "random_table", "n_ctx": n_ctx, "alphabet": alphabet, "heads": heads, "dim": dim,
+            "d_head": d_head, "scale": float(scale)}
+    return OneLayerTable(embed, Q, K, V, decoder, mask, info)

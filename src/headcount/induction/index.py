@@ -1,0 +1,869 @@
+"""The INDEX reduction (seed 000 §3 and Appendix A) as a program: Alice's message, Bob's decoding, a
+check that Bob reproduces the model, and a counterexample finder built on the pigeonhole argument.
+
+Setting. A one-layer model in table form at fixed:p, k ≥ 1, n = 2k+1, and the INDEX input
+σ(f, i*) = (e_1, f_1, …, e_k, f_k, ?) (token 2 is '?', e_i = ? iff i = i*, else 0). At the last position
+N = n, head h reads the query q = round_p(Q̃[h, N, ?]); position j contributes the score
+s_j = ⟨q, round_p(K̃[h, j, σ_j])⟩ and the value v_j = round_p(Ṽ[h, j, σ_j]) ∈ R^m (m = d_model). The head
+output is Y = Σ_j e^{s_j} v_j / Σ_j e^{s_j}, rounded to the 2^-p grid (round_p); the decoder reads
+round_p(ψ_in(N, ?)) + Σ_h round_p(Y_h). These are exactly the rounding points of
+:func:`headcount.core.table.table_residual`, so Bob's computation mirrors the model's, op for op, from
+the head outputs on.
+
+Protocol. Alice's positions are the even j = 2, 4, …, 2k (she knows f); Bob's are the odd j = 1, …, 2k−1
+(he knows i*, hence every e_i) and N (known to both). Per head Alice computes Z_A = Σ_A e^{s_j},
+A_A = Σ_A e^{s_j} v_j, r = A_A/Z_A ∈ R^m and s = log Z_A, and sends r̂, ŝ: r and s rounded to the nearest
+multiple of ε = 2^{-3p}. Bob computes b = A_B/Z_B over his positions, λ̂ = e^ŝ/(e^ŝ + Z_B) and
+Ỹ = λ̂ r̂ + (1−λ̂) b = (r̂ e^ŝ + A_B)/(e^ŝ + Z_B), rounds it like a head output, adds round_p(ψ_in(N, ?)),
+sums the heads in the model's order and applies ψ_out at N. All of it in log-sum-exp form (λ̂ is a
+logistic function of ŝ − log Z_B), so large scores neither overflow nor underflow.
+
+Bob's error (per head, per coordinate). With λ = e^s/(e^s + Z_B), the exact head output is
+Y = λ r + (1−λ) b, and
+
+    Y − Ỹ = λ̂ (r − r̂) + (λ − λ̂)(r − b).
+
+Rounding to nearest gives |r − r̂| ≤ ε/2 and |s − ŝ| ≤ ε/2; λ = sigmoid(s − log Z_B) and the logistic
+function is 1/4-Lipschitz, so |λ − λ̂| ≤ ε/8. Hence
+
+    |Y − Ỹ| ≤ λ̂·ε/2 + (ε/8)·|r − b| ≤ (ε/2)·(1 + |r − b|/4),
+
+and Bob can evaluate a bound himself from what he knows, using |r − b| ≤ |r̂ − b| + ε/2:
+bound = λ̂·ε/2 + (ε/8)(|r̂ − b| + ε/2) (plus float64 slack). This is a little sharper than the seed's
+Appendix A (|T1| + |T2| + |T3| ≤ 2^p ε/4 + ε + 1.25·2^p ε); with |v| ≤ 2^p (fixed:p clips) it is at most
+2^{-3p-1} + 2^{-2p-2}, far below the 2^{-p} grid. So round_p(Ỹ) = round_p(Y) unless Y lies within the bound
+of a rounding tie point (an odd multiple of 2^{-p-1}): only then can Bob's output differ from the model's,
+and :func:`check_protocol` calls such a disagreement *explained*.
+
+Bit accounting (the exact message length). Bob knows the model, so before any message he knows an interval
+that each transmitted number lies in, and Alice sends the index of the rounded number in the grid of
+multiples of ε inside that interval: ⌈log₂(#grid points)⌉ bits, 0 for a single point. The intervals:
+
+* r_c (head h, coordinate c): r is a convex combination of Alice's values, so
+  r_c ∈ [min, max] of v_c over Alice's positions and tokens {0, 1};
+* s: with a_j = min_t s_{j,t}, c_j = max_t s_{j,t} over t ∈ {0, 1}, log-sum-exp is monotone, so
+  s ∈ [LSE_j a_j, LSE_j c_j] ⊆ [log k + min score, log k + max score].
+
+(The brief named the wider interval [log k + min, log k + max]; the LSE one is contained in it, needs no
+more knowledge from Bob, and never costs more bits, so the message uses it.) Rounding is monotone, so r̂_c
+and ŝ land on grid points between the rounded ends; Alice clamps to them anyway, which moves a number
+only when float64 rounding pushed it over an end. message_bits = Σ over heads and the m+1 numbers; it does
+not depend on f (a fixed-length code), which is what the pigeonhole step needs.
+
+The seed accounts h·(m+1)·3p bits ("3p bits of precision" per number) and says "up to a constant": its
+count covers the fractional bits only. This encoding's worst case, from |v|, |q_c|, |k_c| ≤ 2^p:
+r_c spans ≤ 2^{p+1}, so ≤ 2^{4p+1}+1 grid points, ≤ 4p+2 bits; s spans ≤ max_j (c_j − a_j) ≤ 2·d_head·2^{2p},
+so ≤ d_head·2^{5p+1}+2 points, ≤ 5p+2+⌈log₂ d_head⌉ bits. Total
+
+    message_bits ≤ h·( m·(4p+2) + 5p + 2 + ⌈log₂ d_head⌉ ),
+
+which exceeds the seed's h·(m+1)·3p by about a factor 4/3 for large m (the integer parts). Real models
+sit far below this bound (the one-layer construction: k·(3p+2) bits, all from the k coordinates that
+Alice's values can change).
+
+Counterexamples. If message_bits < k, two f ≠ f' share a message (pigeonhole); at an i* where they differ
+Bob answers both inputs alike, so the model is wrong on one of them. :func:`refute` searches for such a
+collision, else searches the INDEX family exhaustively or by a guided random/local search, and reports an
+input only after ``predict(model, σ, fixed(p))`` at position N has been seen to get it wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.special import expit
+
+from headcount.core.evaluate import predict
+from headcount.core.model import LinearDecoder, Transformer
+from headcount.core.precision import fixed, round_fixed
+from headcount.core.symbols import BOTTOM, BOTTOM_TEXT
+from headcount.core.table import OneLayerTable, table_from_weights
+from headcount.induction.task import INDEX_QUERY, all_sequences, index_input
+
+__all__ = [
+    "AliceMessage",
+    "BobHeads",
+    "DEFAULT_BUDGET",
+    "EXHAUSTIVE_K",
+    "MessageLayout",
+    "ProtocolReport",
+    "Refutation",
+    "alice_message",
+    "bob_heads",
+    "bob_output",
+    "check_protocol",
+    "exact_heads",
+    "message_layout",
+    "refute",
+    "worst_case_bits",
+]
+
+# check_protocol and refute are exhaustive over all 2^k·k pairs up to this k (≈ 10^6 pairs at 16).
+EXHAUSTIVE_K = 16
+# Pairs check_protocol samples (seeded) when k > EXHAUSTIVE_K and no `pairs` is given.
+DEFAULT_SAMPLES = 1 << 16
+# refute: the most Alice messages computed and, separately, the most INDEX inputs evaluated.
+DEFAULT_BUDGET = 1 << 20
+# Largest k for which refute's collision search enumerates all 2^k strings f.
+COLLISION_ENUMERATE_K = 20
+# Working-set size (float64 elements) that the vectorized steps aim for per chunk.
+_CHUNK_ELEMENTS = 1 << 21
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class MessageLayout:
+    """Where each transmitted number can lie (Bob knows this from the model alone) and its bit width.
+
+    Ends are grid indices (integers, as floats) of the ε = 2^{-3p} grid: number = index·ε. The widths
+    depend only on (model, k, p), so every message has the same length `bits`.
+    """
+
+    k: int
+    p: int
+    r_lo: np.ndarray  # [h m] grid index of the lowest possible r̂_c
+    r_hi: np.ndarray  # [h m]
+    s_lo: np.ndarray  # [h]
+    s_hi: np.ndarray  # [h]
+    r_bits: np.ndarray  # [h m] int
+    s_bits: np.ndarray  # [h] int
+
+    @property
+    def bits(self) -> int:
+        return int(self.r_bits.sum()) + int(self.s_bits.sum())
+
+    @property
+    def heads(self) -> int:
+        return self.r_bits.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.r_bits.shape[1]
+
+    @property
+    def seed_bits(self) -> int:
+        """The seed's accounting: h·(m+1) numbers at 3p bits each."""
+        return self.heads * (self.dim + 1) * 3 * self.p
+
+
+@dataclass(frozen=True, eq=False)
+class AliceMessage:
+    """Alice's message for one f: per head r̂ [h m] and ŝ [h] (multiples of ε = 2^{-3p}).
+
+    `codes` is the message as sent: for each number (heads in order, r̂ coordinates then ŝ) its offset in
+    the grid of its interval, written in that number's field of the fixed-length code; `bits` is the
+    code's total length (the same for every f)."""
+
+    k: int
+    p: int
+    r_hat: np.ndarray  # [h m]
+    s_hat: np.ndarray  # [h]
+    codes: tuple[int, ...]
+    bits: int
+
+    def digest(self) -> str:
+        """A short hash of the message (equal messages, equal digests)."""
+        data = np.concatenate([self.r_hat.ravel(), self.s_hat.ravel()]) + 0.0  # +0.0 folds −0.0 into 0.0
+        return hashlib.sha1(data.astype(np.float64).tobytes()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, eq=False)
+class BobHeads:
+    """Bob's view of each head at N: Ỹ [h m], his error bound on |Y − Ỹ| [h m], λ̂ [h], b [h m]."""
+
+    y_tilde: np.ndarray
+    bound: np.ndarray
+    lam_hat: np.ndarray
+    b: np.ndarray
+
+
+@dataclass(frozen=True)
+class ProtocolReport:
+    """check_protocol's result; `as_dict()` is the JSON form."""
+
+    k: int
+    n: int
+    heads: int
+    dim: int
+    d_head: int
+    precision_bits: int
+    message_bits: int
+    seed_message_bits: int
+    worst_case_message_bits: int
+    model_form: str
+    exhaustive: bool
+    seed: int | None
+    pairs_checked: int
+    agreements: int
+    disagreements: int
+    disagreements_explained: int
+    model_correct: int
+    bound_violations: int
+    max_bob_error: float
+    max_error_bound: float
+    seconds: float
+    first_unexplained: dict[str, Any] | None = None
+
+    @property
+    def exact(self) -> bool:
+        """True when every disagreement is explained by a rounding tie (and none violated the bound)."""
+        return self.disagreements == self.disagreements_explained and self.bound_violations == 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "k": self.k, "n": self.n, "heads": self.heads, "dim": self.dim, "d_head": self.d_head,
+            "precision_bits": self.precision_bits, "message_bits": self.message_bits,
+            "seed_message_bits": self.seed_message_bits, "worst_case_message_bits": self.worst_case_message_bits,
+            "model_form": self.model_form, "exhaustive": self.exhaustive, "seed": self.seed,
+            "pairs_checked": self.pairs_checked, "agreements": self.agreements,
+            "disagreements": self.disagreements, "disagreements_explained": self.disagreements_explained,
+            "exact": self.exact, "model_correct": self.model_correct, "bound_violations": self.bound_violations,
+            "max_bob_error": self.max_bob_error, "max_error_bound": self.max_error_bound,
+            "seconds": round(self.seconds, 3), "first_unexplained": self.first_unexplained,
+        }
+
+
+@dataclass(frozen=True)
+class Refutation:
+    """refute's result. When found, `input` is σ as text ("0"/"1"/"?"), `position` is N (1-based), and
+    the model — run by predict at fixed:p — outputs `model_output` there instead of `expected`."""
+
+    found: bool
+    method: str | None
+    k: int
+    n: int
+    precision_bits: int
+    message_bits: int
+    model_form: str
+    searched: dict[str, Any]
+    input: list[str] | None = None
+    position: int | None = None
+    expected: str | None = None
+    model_output: str | None = None
+    evidence: dict[str, Any] | None = None
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "found": self.found, "method": self.method, "k": self.k, "n": self.n,
+            "precision_bits": self.precision_bits, "message_bits": self.message_bits,
+            "model_form": self.model_form, "searched": self.searched, "input": self.input,
+            "position": self.position, "expected": self.expected, "model_output": self.model_output,
+            "evidence": self.evidence, "seconds": round(self.seconds, 3),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Setup: what the protocol reads from the model
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class _Setup:
+    """Everything the protocol needs at length n = 2k+1, precomputed once (all rounded as the model does).
+
+    Alice's tables index (head, i, bit) for her position 2i (1-based); Bob's part (log Z_B, b) is
+    tabulated for every i* since it depends on nothing else."""
+
+    table: OneLayerTable
+    model: Any  # the model as given: confirmations run on it
+    form: str
+    k: int
+    p: int
+    score_alice: np.ndarray  # [h k 2]
+    value_alice: np.ndarray  # [h k 2 m]
+    log_zb: np.ndarray  # [k h]   (row i*-1)
+    b: np.ndarray  # [k h m]
+    x_final: np.ndarray  # [m]    round_p(ψ_in(N, ?))
+    layout: MessageLayout
+    value_scale: float  # max |v| over everything the head at N can read (for float slack)
+
+    @property
+    def n(self) -> int:
+        return 2 * self.k + 1
+
+    @property
+    def heads(self) -> int:
+        return self.score_alice.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.value_alice.shape[-1]
+
+    @property
+    def eps(self) -> float:
+        return 2.0 ** (-3 * self.p)
+
+    @property
+    def slack(self) -> float:
+        """float64 slack added to proven bounds: the model and Bob both evaluate sums of k+1 terms."""
+        return 1e-9 * 2.0**-self.p + 1e-12 * max(1.0, self.value_scale)
+
+
+def _as_table(model: Any) -> tuple[OneLayerTable, str]:
+    if isinstance(model, OneLayerTable):
+        return model, "table"
+    if isinstance(model, Transformer):
+        if len(model.layers) != 1:
+            raise ValueError(f"the INDEX reduction is for one-layer models; this model has {len(model.layers)} layers")
+        if model.layers[0].mlp is not None:
+            raise ValueError("the INDEX reduction is for one-layer attention-only models; this layer has an MLP")
+        return table_from_weights(model), "weights (converted with table_from_weights)"
+    raise ValueError(f"expected a OneLayerTable or a one-layer Transformer, got {type(model).__name__}")
+
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer ≥ {low}, got {value!r}")
+    return int(value)
+
+
+def _lse(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """log Σ exp along `axis`, shifted by the max (finite scores only)."""
+    top = x.max(axis=axis, keepdims=True)
+    return np.squeeze(top, axis) + np.log(np.exp(x - top).sum(axis=axis))
+
+
+def _grid_bits(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """⌈log₂(#grid points)⌉ for index ranges [lo, hi] (integral floats, possibly beyond 2^63)."""
+    flat = [(int(h) - int(l)).bit_length() for l, h in zip(lo.ravel(), hi.ravel())]  # ⌈log₂(c)⌉ = (c−1).bit_length()
+    return np.array(flat, dtype=np.int64).reshape(lo.shape)
+
+
+def _setup(model: Any, k: Any, p: Any) -> _Setup:
+    k = _check_int("k", k, 1)
+    p = _check_int("p (precision bits)", p, 1)
+    table, form = _as_table(model)
+    n = 2 * k + 1
+    if n > table.n_ctx:
+        raise ValueError(f"INDEX with k={k} needs n = 2k+1 = {n} positions; the model's context is {table.n_ctx}")
+    if table.alphabet < 3:
+        raise ValueError(f"INDEX needs the tokens 0, 1, ? (alphabet ≥ 3); the model's alphabet is {table.alphabet}")
+    rp = lambda a: round_fixed(a, p)  # noqa: E731 — the model's rounding point
+    last = n - 1
+    q = rp(table.Q[:, last, INDEX_QUERY])  # [h d_head]
+    keys = rp(table.K[:, :n, :3])  # [h n 3 d_head]
+    values = rp(table.V[:, :n, :3])  # [h n 3 m]
+    scores = np.einsum("hd,hjtd->hjt", q, keys)  # [h n 3]
+    alice, bob = np.arange(1, 2 * k, 2), np.arange(0, 2 * k, 2)
+    score_alice, value_alice = scores[:, alice, :2], values[:, alice, :2]
+    heads, m = values.shape[0], values.shape[-1]
+
+    # Bob's part for every i*: his positions carry 0 except e_{i*} = ?, plus the final ? at N.
+    bob_zero, bob_query = scores[:, bob, 0], scores[:, bob, INDEX_QUERY]  # [h k]
+    vzero, vquery = values[:, bob, 0], values[:, bob, INDEX_QUERY]  # [h k m]
+    log_zb, b = np.empty((k, heads)), np.empty((k, heads, m))
+    step = max(1, _CHUNK_ELEMENTS // max(1, heads * (k + 1) * m))
+    for start in range(0, k, step):
+        stars = np.arange(start, min(k, start + step))  # 0-based i*
+        c = len(stars)
+        s = np.empty((c, heads, k + 1))
+        v = np.empty((c, heads, k + 1, m))
+        s[:, :, :k], v[:, :, :k] = bob_zero[None], vzero[None]
+        s[np.arange(c), :, stars] = bob_query[:, stars].T
+        v[np.arange(c), :, stars] = np.transpose(vquery[:, stars], (1, 0, 2))
+        s[:, :, k], v[:, :, k] = scores[None, :, last, INDEX_QUERY], values[None, :, last, INDEX_QUERY]
+        top = s.max(axis=-1, keepdims=True)
+        w = np.exp(s - top)
+        z = w.sum(axis=-1)
+        log_zb[stars] = top[..., 0] + np.log(z)
+        b[stars] = np.einsum("chj,chjm->chm", w, v) / z[..., None]
+
+    scale = 2.0 ** (3 * p)
+    r_lo, r_hi = np.round(value_alice.min(axis=(1, 2)) * scale), np.round(value_alice.max(axis=(1, 2)) * scale)
+    s_lo, s_hi = np.round(_lse(score_alice.min(axis=2)) * scale), np.round(_lse(score_alice.max(axis=2)) * scale)
+    layout = MessageLayout(k, p, r_lo, r_hi, s_lo, s_hi, _grid_bits(r_lo, r_hi), _grid_bits(s_lo, s_hi))
+    value_scale = float(np.abs(values).max(initial=0.0))
+    return _Setup(table, model, form, k, p, score_alice, value_alice, log_zb, b, rp(table.embed[last, INDEX_QUERY]),
+                  layout, value_scale)
+
+
+# ---------------------------------------------------------------------------------------------
+# Vectorized protocol steps
+# ---------------------------------------------------------------------------------------------
+
+
+def _alice_exact(st: _Setup, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(r [B h m], s [B h]) for bit strings F [B k]: Alice's exact quantities, log-sum-exp style."""
+    idx = np.arange(st.k)[None, :]
+    s = np.transpose(st.score_alice[:, idx, F], (1, 0, 2))  # [B h k]
+    v = np.transpose(st.value_alice[:, idx, F], (1, 0, 2, 3))  # [B h k m]
+    top = s.max(axis=-1, keepdims=True)
+    w = np.exp(s - top)
+    z = w.sum(axis=-1)
+    return np.einsum("bhk,bhkm->bhm", w, v) / z[..., None], top[..., 0] + np.log(z)
+
+
+def _quantize(st: _Setup, r: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(r̂, ŝ, r grid index, s grid index): round to the ε grid, clamped into the layout's intervals."""
+    scale, lay = 2.0 ** (3 * st.p), st.layout
+    ri = np.clip(np.round(r * scale), lay.r_lo, lay.r_hi)
+    si = np.clip(np.round(s * scale), lay.s_lo, lay.s_hi)
+    return ri / scale + 0.0, si / scale + 0.0, ri, si  # + 0.0: no −0.0 (messages compare by bits)
+
+
+def _mix(st: _Setup, r: np.ndarray, s: np.ndarray, stars: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Y [B h m], λ [B h], b [B h m]) with Y = λ r + (1−λ) b, λ = sigmoid(s − log Z_B): the head output
+    at N given Alice's (r, s) — exact ones give the model's head, rounded ones give Bob's Ỹ."""
+    lam = expit(s - st.log_zb[stars - 1])
+    b = st.b[stars - 1]
+    return b + lam[..., None] * (r - b), lam, b
+
+
+def _residual(st: _Setup, heads: np.ndarray) -> np.ndarray:
+    """x_N + Σ_h round_p(head_h), summed in the same order as table_residual ([B h m] -> [B m])."""
+    rounded = round_fixed(heads, st.p)
+    update = np.zeros(rounded.shape[:1] + rounded.shape[2:])
+    for h in range(rounded.shape[1]):
+        update = update + rounded[:, h]
+    return st.x_final[None, :] + update
+
+
+def _decode_final(st: _Setup, residual: np.ndarray) -> np.ndarray:
+    """ψ_out(N, x) for rows x [B m]. Decoders take [batch pos d_model] and are positionwise (ψ_out(i, x_i)),
+    so each row goes in at position N of an otherwise zero block and only position N is read."""
+    n, m = st.n, residual.shape[-1]
+    rows = max(1, _CHUNK_ELEMENTS // (n * max(n, m)))
+    out = np.empty(len(residual), dtype=np.int64)
+    for start in range(0, len(residual), rows):
+        part = residual[start : start + rows]
+        block = np.zeros((len(part), n, m))
+        block[:, n - 1] = part
+        out[start : start + rows] = st.table.decoder.decode(block)[:, n - 1]
+    return out
+
+
+def _bob_bound(st: _Setup, lam_hat: np.ndarray, r_hat: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Bob's proven bound on |Y − Ỹ| per coordinate (module docstring), plus float slack."""
+    eps = st.eps
+    return lam_hat[..., None] * eps / 2 + eps / 8 * (np.abs(r_hat - b) + eps / 2) + st.slack
+
+
+def _near_tie(st: _Setup, y: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """[B] True where some coordinate of y lies within `bound` of a tie point of the 2^-p grid."""
+    unit = 2.0**-st.p
+    tie = (np.floor(y / unit) + 0.5) * unit
+    return (np.abs(y - tie) <= bound).reshape(len(y), -1).any(axis=1)
+
+
+def _model_at_n(st: _Setup, F: np.ndarray, stars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(outputs [B], exact heads [B h m]) of the table model at N, from the closed form (fast path for
+    search; reported counterexamples are always re-run through predict)."""
+    r, s = _alice_exact(st, F)
+    y, _, _ = _mix(st, r, s, stars)
+    return _decode_final(st, _residual(st, y)), y
+
+
+def _confirm_wrong(st: _Setup, F: np.ndarray, stars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(wrong [B], outputs [B]): predict(model as given, σ(f, i*), fixed:p) at N versus f_{i*}."""
+    out = predict(st.model, index_input(F, stars), fixed(st.p))[:, st.n - 1]
+    return out != F[np.arange(len(F)), stars - 1], out
+
+
+# ---------------------------------------------------------------------------------------------
+# Public protocol
+# ---------------------------------------------------------------------------------------------
+
+
+def _bits_of(f: Any, k: int | None = None) -> np.ndarray:
+    arr = np.asarray(f)
+    if arr.ndim != 1 or len(arr) < 1 or (k is not None and arr.shape[0] != k) or not np.isin(arr, (0, 1)).all():
+        want = f"length {k} " if k is not None else ""
+        raise ValueError(f"f must be a {want}bit vector (entries 0 or 1), got {arr.tolist()!r}")
+    return arr.astype(np.int64)
+
+
+def message_layout(model: Any, k: int, p: int) -> MessageLayout:
+    """The fixed-length code Alice uses for (model, k, p): intervals and bit widths (module docstring)."""
+    return _setup(model, k, p).layout
+
+
+def worst_case_bits(heads: int, dim: int, d_head: int, p: int) -> int:
+    """The encoding's worst case over all models of this shape: h·(m·(4p+2) + 5p + 2 + ⌈log₂ d_head⌉)."""
+    return heads * (dim * (4 * p + 2) + 5 * p + 2 + math.ceil(math.log2(max(1, d_head))))
+
+
+def _message_from(st: _Setup, r_hat: np.ndarray, s_hat: np.ndarray, ri: np.ndarray, si: np.ndarray) -> AliceMessage:
+    lay = st.layout
+    codes = []
+    for h in range(st.heads):
+        codes += [int(x) - int(lo) for x, lo in zip(ri[h], lay.r_lo[h])]
+        codes.append(int(si[h]) - int(lay.s_lo[h]))
+    return AliceMessage(st.k, st.p, r_hat, s_hat, tuple(codes), lay.bits)
+
+
+def alice_message(model: Any, f: Any, p: int) -> AliceMessage:
+    """Alice's message for bit string f (k = len(f)) against `model` at fixed:p."""
+    bits = _bits_of(f)
+    st = _setup(model, len(bits), p)
+    r, s = _alice_exact(st, bits[None])
+    r_hat, s_hat, ri, si = _quantize(st, r, s)
+    return _message_from(st, r_hat[0], s_hat[0], ri[0], si[0])
+
+
+def _check_message(st: _Setup, message: AliceMessage, i_star: Any) -> int:
+    if message.p != st.p:
+        raise ValueError(f"the message was made at p={message.p}, not p={st.p}")
+    if message.r_hat.shape != (st.heads, st.dim):
+        raise ValueError(f"the message has r̂ of shape {message.r_hat.shape}; this model needs {(st.heads, st.dim)}")
+    i_star = _check_int("i_star", i_star, 1)
+    if i_star > st.k:
+        raise ValueError(f"i_star must be in 1..{st.k}, got {i_star}")
+    return i_star
+
+
+def bob_heads(model: Any, message: AliceMessage, i_star: int, p: int) -> BobHeads:
+    """Bob's head outputs Ỹ at N (before rounding) and his proven error bound on each coordinate."""
+    st = _setup(model, message.k, p)
+    i_star = _check_message(st, message, i_star)
+    y, lam, b = _mix(st, message.r_hat[None], message.s_hat[None], np.array([i_star]))
+    return BobHeads(y[0], _bob_bound(st, lam, message.r_hat[None], b)[0], lam[0], b[0])
+
+
+def bob_output(model: Any, message: AliceMessage, i_star: int, p: int) -> int:
+    """Bob's answer at N: ψ_out(N, round_p(ψ_in(N, ?)) + Σ_h round_p(Ỹ_h)); a token or BOTTOM (⊥)."""
+    st = _setup(model, message.k, p)
+    i_star = _check_message(st, message, i_star)
+    y, _, _ = _mix(st, message.r_hat[None], message.s_hat[None], np.array([i_star]))
+    return int(_decode_final(st, _residual(st, y))[0])
+
+
+def exact_heads(model: Any, f: Any, i_star: int, p: int) -> np.ndarray:
+    """The model's head outputs at N on σ(f, i*) before the head-output rounding, [h m] (float64)."""
+    bits = _bits_of(f)
+    st = _setup(model, len(bits), p)
+    i_star = _check_int("i_star", i_star, 1)
+    if i_star > st.k:
+        raise ValueError(f"i_star must be in 1..{st.k}, got {i_star}")
+    r, s = _alice_exact(st, bits[None])
+    return _mix(st, r, s, np.array([i_star]))[0][0]
+
+
+def _pair_chunks(st: _Setup, pairs: int | None, seed: int) -> tuple[Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]], bool]:
+    """Chunks (F [C k], owner [P], stars [P]) of (f, i*) pairs; pair t is (F[owner[t]], stars[t]).
+    Exhaustive (f outer, lexicographic; i* inner) when k ≤ EXHAUSTIVE_K and pairs is None, or when pairs
+    covers the whole family; otherwise `pairs` seeded uniform samples."""
+    k = st.k
+    family = (1 << k) * k
+    per_pair = max(st.heads * st.dim * 4, st.n * 2)
+    rows = max(1, _CHUNK_ELEMENTS // per_pair)
+    if (pairs is None and k <= EXHAUSTIVE_K) or (pairs is not None and pairs >= family):
+        per = max(1, rows // k)
+
+        def exhaustive():
+            for start in range(0, 1 << k, per):
+                F = all_sequences(k, 2, start, min(1 << k, start + per))
+                yield F, np.repeat(np.arange(len(F)), k), np.tile(np.arange(1, k + 1), len(F))
+
+        return exhaustive(), True
+    total = DEFAULT_SAMPLES if pairs is None else int(pairs)
+
+    def sampled():
+        rng = np.random.default_rng(seed)
+        for start in range(0, total, rows):
+            c = min(rows, total - start)
+            yield rng.integers(0, 2, size=(c, k)), np.arange(c), rng.integers(1, k + 1, size=c)
+
+    return sampled(), False
+
+
+def check_protocol(model: Any, k: int, p: int, pairs: int | None = None, seed: int = 0) -> ProtocolReport:
+    """Run the protocol on every (f, i*) (all 2^k·k pairs for k ≤ EXHAUSTIVE_K; else `pairs` seeded
+    samples, default DEFAULT_SAMPLES) and compare Bob's output with predict(model, σ, fixed:p) at N.
+
+    A disagreement is *explained* when some coordinate of the model's exact head output Y lies within
+    Bob's error bound (plus float slack) of a tie point of the 2^-p grid: there the model's rounded head
+    output may legitimately differ from Bob's. Alice's work depends only on f and Bob's only on i*, so
+    each f's message is computed once and reused for all its i*. For a weight-form model the comparison
+    is with its table form (table_from_weights), whose rounding points the protocol follows."""
+    if pairs is not None:
+        pairs = _check_int("pairs", pairs, 1)
+    st = _setup(model, k, p)
+    began = time.perf_counter()
+    chunks, exhaustive = _pair_chunks(st, pairs, seed)
+    checked = agree = explained = correct = violations = 0
+    max_err = max_bound = 0.0
+    first_unexplained = None
+    for F, owner, stars in chunks:
+        r, s = _alice_exact(st, F)
+        r_hat, s_hat, _, _ = _quantize(st, r, s)
+        r, s, r_hat, s_hat = r[owner], s[owner], r_hat[owner], s_hat[owner]
+        y_bob, lam_hat, b = _mix(st, r_hat, s_hat, stars)
+        y_exact, _, _ = _mix(st, r, s, stars)
+        bound = _bob_bound(st, lam_hat, r_hat, b)
+        err = np.abs(y_exact - y_bob)
+        violations += int((err > bound).sum())
+        max_err, max_bound = max(max_err, float(err.max())), max(max_bound, float(bound.max()))
+        bob = _decode_final(st, _residual(st, y_bob))
+        pairs_f = F[owner]
+        model_out = predict(st.table, index_input(pairs_f, stars), fixed(st.p))[:, st.n - 1]
+        expected = pairs_f[np.arange(len(stars)), stars - 1]
+        same = bob == model_out
+        differ = np.flatnonzero(~same)
+        near = _near_tie(st, y_exact[differ], bound[differ]) if len(differ) else np.zeros(0, dtype=bool)
+        if first_unexplained is None and (~near).any():
+            t = differ[np.flatnonzero(~near)[0]]
+            first_unexplained = {"f": "".join(map(str, pairs_f[t])), "i_star": int(stars[t]),
+                                 "bob_output": _token_text(int(bob[t])), "model_output": _token_text(int(model_out[t]))}
+        checked += len(stars)
+        agree += int(same.sum())
+        explained += int(near.sum())
+        correct += int((model_out == expected).sum())
+    lay = st.layout
+    return ProtocolReport(
+        k=st.k, n=st.n, heads=st.heads, dim=st.dim, d_head=st.table.Q.shape[-1], precision_bits=st.p,
+        message_bits=lay.bits, seed_message_bits=lay.seed_bits,
+        worst_case_message_bits=worst_case_bits(st.heads, st.dim, st.table.Q.shape[-1], st.p), model_form=st.form,
+        exhaustive=exhaustive, seed=None if exhaustive else seed, pairs_checked=checked, agreements=agree,
+        disagreements=checked - agree, disagreements_explained=explained, model_correct=correct,
+        bound_violations=violations, max_bob_error=max_err, max_error_bound=max_bound,
+        seconds=time.perf_counter() - began, first_unexplained=first_unexplained)
+
+
+# ---------------------------------------------------------------------------------------------
+# Refuter
+# ---------------------------------------------------------------------------------------------
+
+_TEXT = {0: "0", 1: "1", INDEX_QUERY: "?", BOTTOM: BOTTOM_TEXT}
+
+
+def _token_text(token: int) -> str:
+    return _TEXT.get(int(token), str(int(token)))
+
+
+def _found(st: _Setup, method: str, searched: dict, f: np.ndarray, i_star: int, output: int,
+           evidence: dict, began: float) -> Refutation:
+    sigma = index_input(f, i_star)
+    return Refutation(True, method, st.k, st.n, st.p, st.layout.bits, st.form, searched,
+                      input=[_token_text(t) for t in sigma], position=st.n, expected=_token_text(int(f[i_star - 1])),
+                      model_output=_token_text(output), evidence=evidence, seconds=time.perf_counter() - began)
+
+
+def _hash_rows(keys: np.ndarray) -> np.ndarray:
+    """64-bit hashes of float64 rows (by bit pattern); equal rows, equal hashes."""
+    bits = np.ascontiguousarray(keys).view(np.uint64)
+    h = np.full(len(bits), np.uint64(0xCBF29CE484222325))
+    mult = np.uint64(0x100000001B3)
+    for c in range(bits.shape[1]):
+        h = (h ^ bits[:, c]) * mult
+        h ^= h >> np.uint64(29)
+    return h
+
+
+def _message_keys(st: _Setup, F: np.ndarray) -> np.ndarray:
+    r, s = _alice_exact(st, F)
+    r_hat, s_hat, _, _ = _quantize(st, r, s)
+    return np.concatenate([r_hat.reshape(len(F), -1), s_hat], axis=1)
+
+
+def _collision(st: _Setup, rng: np.random.Generator, budget: int, began: float, searched: dict) -> Refutation | None:
+    """Pigeonhole search: hash the messages of many f; for f ≠ f' with equal messages and i* where they
+    differ, Bob answers σ(f, i*) and σ(f', i*) alike, so (up to rounding ties) the model errs on one."""
+    k = st.k
+    enumerate_all = k <= COLLISION_ENUMERATE_K and (1 << k) <= budget
+    total = (1 << k) if enumerate_all else budget
+    per = max(1, _CHUNK_ELEMENTS // max(1, st.heads * k * st.dim))
+    info: dict[str, Any] = {"strings": "all 2^k" if enumerate_all else "seeded random",
+                            "messages": 0, "collisions_found": 0, "pairs_confirmed_checked": 0}
+    searched["collision"] = info
+    hashes = np.empty(0, dtype=np.uint64)
+    strings: list[np.ndarray] = []
+    tried_groups = 0
+    for start in range(0, total, per):
+        c = min(per, total - start)
+        F = all_sequences(k, 2, start, start + c) if enumerate_all else rng.integers(0, 2, size=(c, k))
+        strings.append(F.astype(np.int8))
+        hashes = np.concatenate([hashes, _hash_rows(_message_keys(st, F))])
+        info["messages"] += c
+        order = np.argsort(hashes, kind="stable")
+        sorted_h = hashes[order]
+        dup = np.flatnonzero(sorted_h[1:] == sorted_h[:-1])
+        if not len(dup):
+            continue
+        all_f = np.concatenate(strings)
+        # One representative pair per equal-hash run: the run's first two strings (earliest enumerated).
+        starts = dup[np.r_[True, np.diff(dup) > 1]]
+        info["collisions_found"] = int(len(starts))
+        for a in starts[tried_groups : tried_groups + 64]:
+            tried_groups += 1
+            ia, ib = int(order[a]), int(order[a + 1])
+            f1, f2 = all_f[ia].astype(np.int64), all_f[ib].astype(np.int64)
+            keys = _message_keys(st, np.stack([f1, f2]))
+            if np.array_equal(f1, f2) or not np.array_equal(keys[0].view(np.uint64), keys[1].view(np.uint64)):
+                continue  # a repeated random string, or a hash collision without a message collision
+            stars = np.flatnonzero(f1 != f2)[:16] + 1
+            both = np.concatenate([np.repeat(f1[None], len(stars), 0), np.repeat(f2[None], len(stars), 0)])
+            both_stars = np.concatenate([stars, stars])
+            wrong, out = _confirm_wrong(st, both, both_stars)
+            info["pairs_confirmed_checked"] += len(both)
+            if not wrong.any():
+                continue  # the model was right on both: only possible at a rounding tie
+            t = int(np.flatnonzero(wrong)[0])
+            i_star = int(both_stars[t])
+            msg = _message_from(st, *[part[0] for part in _quantize(st, *_alice_exact(st, f1[None]))])
+            evidence = {
+                "f": "".join(map(str, f1)), "f_prime": "".join(map(str, f2)), "i_star": i_star,
+                "wrong_input": "f" if t < len(stars) else "f_prime",
+                "message_bits": msg.bits, "k": k, "message_digest": msg.digest(),
+                "message_first_values": [float(x) for x in np.concatenate([msg.r_hat[0, :4], msg.s_hat[:1]])],
+                "bob_output": _token_text(bob_output(st.table, msg, i_star, st.p)),
+            }
+            return _found(st, "collision", searched, both[t], i_star, int(out[t]), evidence, began)
+    return None
+
+
+def _exhaustive(st: _Setup, began: float, searched: dict) -> Refutation | None:
+    """Run the model (predict, fixed:p) on all 2^k·k INDEX inputs in lexicographic order; first wrong one."""
+    k = st.k
+    per = max(1, (1 << 15) // k)
+    info = {"inputs": 0, "family": (1 << k) * k}
+    searched["exhaustive"] = info
+    for start in range(0, 1 << k, per):
+        F = all_sequences(k, 2, start, min(1 << k, start + per))
+        Fp, stars = np.repeat(F, k, axis=0), np.tile(np.arange(1, k + 1), len(F))
+        wrong, out = _confirm_wrong(st, Fp, stars)
+        info["inputs"] += len(stars)
+        if wrong.any():
+            t = int(np.flatnonzero(wrong)[0])
+            evidence = {"f": "".join(map(str, Fp[t])), "i_star": int(stars[t])}
+            return _found(st, "exhaustive", searched, Fp[t], int(stars[t]), int(out[t]), evidence, began)
+    return None
+
+
+def _margins(st: _Setup, y: np.ndarray, expected: np.ndarray) -> np.ndarray | None:
+    """Logit of the right answer minus the best other logit, from the unrounded heads (a smooth guide
+    for local search); None when the decoder is not linear."""
+    dec = st.table.decoder
+    if not isinstance(dec, LinearDecoder):
+        return None
+    logits = (st.x_final[None] + y.sum(axis=1)) @ dec.W_U + dec.b_U
+    rows = np.arange(len(y))
+    right = logits[rows, expected].copy()
+    logits[rows, expected] = -np.inf
+    return right - logits.max(axis=1)
+
+
+def _guided(st: _Setup, rng: np.random.Generator, budget: int, began: float, searched: dict) -> Refutation | None:
+    """Seeded random restarts, then (linear decoders) greedy single-bit local search that lowers the
+    margin of the right answer. Candidates come from the closed-form evaluation at N; each is
+    confirmed by predict before it is reported."""
+    k = st.k
+    info = {"inputs": 0, "random_inputs": 0, "local_search_steps": 0, "confirmations": 0}
+    searched["guided"] = info
+
+    def try_confirm(F: np.ndarray, stars: np.ndarray, wrong_fast: np.ndarray) -> Refutation | None:
+        idx = np.flatnonzero(wrong_fast)[:64]
+        if not len(idx):
+            return None
+        wrong, out = _confirm_wrong(st, F[idx], stars[idx])
+        info["confirmations"] += len(idx)
+        if wrong.any():
+            t = int(np.flatnonzero(wrong)[0])
+            f, i_star = F[idx[t]], int(stars[idx[t]])
+            return _found(st, "guided", searched, f, i_star, int(out[t]),
+                          {"f": "".join(map(str, f)), "i_star": i_star}, began)
+        return None
+
+    batch = 4096
+    random_share = budget if not isinstance(st.table.decoder, LinearDecoder) else max(batch, budget // 4)
+    best_F, best_stars, best_margin = np.empty((0, k), np.int64), np.empty(0, np.int64), np.empty(0)
+    while info["inputs"] < min(budget, random_share):
+        c = min(batch, budget - info["inputs"])
+        F, stars = rng.integers(0, 2, size=(c, k)), rng.integers(1, k + 1, size=c)
+        out, y = _model_at_n(st, F, stars)
+        info["inputs"] += c
+        info["random_inputs"] += c
+        expected = F[np.arange(c), stars - 1]
+        found = try_confirm(F, stars, out != expected)
+        if found:
+            return found
+        margin = _margins(st, y, expected)
+        if margin is not None:
+            best_F, best_stars = np.concatenate([best_F, F]), np.concatenate([best_stars, stars])
+            best_margin = np.concatenate([best_margin, margin])
+            keep = np.argsort(best_margin)[:64]
+            best_F, best_stars, best_margin = best_F[keep], best_stars[keep], best_margin[keep]
+    if not len(best_F) or k < 2:
+        return None
+    # Local search: each candidate moves to its best single-bit neighbour (never flipping f_{i*}, which
+    # would change the right answer); a candidate with no improving neighbour restarts at random.
+    F, stars, margin = best_F.copy(), best_stars.copy(), best_margin.copy()
+    while info["inputs"] + len(F) * (k - 1) <= budget:
+        P = len(F)
+        flips = np.repeat(F, k, axis=0)
+        pos = np.tile(np.arange(k), P)
+        flips[np.arange(P * k), pos] ^= 1
+        nstars = np.repeat(stars, k)
+        keep = pos != nstars - 1
+        flips, nstars = flips[keep], nstars[keep]
+        out, y = _model_at_n(st, flips, nstars)
+        info["inputs"] += len(flips)
+        info["local_search_steps"] += 1
+        expected = flips[np.arange(len(flips)), nstars - 1]
+        found = try_confirm(flips, nstars, out != expected)
+        if found:
+            return found
+        nmargin = _margins(st, y, expected).reshape(P, k - 1)
+        best = nmargin.argmin(axis=1)
+        improved = nmargin[np.arange(P), best] < margin
+        moved = flips.reshape(P, k - 1, k)[np.arange(P), best]
+        F = np.where(improved[:, None], moved, F)
+        margin = np.where(improved, nmargin[np.arange(P), best], margin)
+        stuck = ~improved
+        if stuck.any():
+            F[stuck] = rng.integers(0, 2, size=(int(stuck.sum()), k))
+            stars[stuck] = rng.integers(1, k + 1, size=int(stuck.sum()))
+            out, y = _model_at_n(st, F[stuck], stars[stuck])
+            info["inputs"] += int(stuck.sum())
+            expected = F[stuck][np.arange(int(stuck.sum())), stars[stuck] - 1]
+            found = try_confirm(F[stuck], stars[stuck], out != expected)
+            if found:
+                return found
+            margin[stuck] = _margins(st, y, expected)
+    return None
+
+
+def refute(model: Any, k: int, p: int, *, seed: int = 0, budget: int = DEFAULT_BUDGET) -> Refutation:
+    """Find an INDEX input σ(f, i*) that the model at fixed:p answers wrongly at N = 2k+1.
+
+    Methods, in order: (a) "collision" when message_bits < k (pigeonhole: a collision must exist among all
+    2^k strings; enumerated for k ≤ COLLISION_ENUMERATE_K when 2^k ≤ budget, else `budget` seeded random
+    strings); (b) "exhaustive" when k ≤ EXHAUSTIVE_K or 2^k·k ≤ budget: the whole family through
+    predict — if it finds nothing the model is correct on INDEX at this (k, p) and the search stops;
+    (c) "guided": seeded random restarts and local search, `budget` inputs. Every reported input has
+    been run through predict(model as given, σ, fixed(p)) and seen to be wrong at N."""
+    st = _setup(model, k, p)
+    seed = _check_int("seed", seed, 0)
+    budget = _check_int("budget", budget, 1)
+    began = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    searched: dict[str, Any] = {"seed": seed, "budget": budget, "message_bits": st.layout.bits, "k": st.k,
+                                "methods": []}
+    if st.layout.bits < st.k:
+        searched["methods"].append("collision")
+        found = _collision(st, rng, budget, began, searched)
+        if found:
+            return found
+    family = (1 << st.k) * st.k
+    if st.k <= EXHAUSTIVE_K or family <= budget:
+        searched["methods"].append("exhaustive")
+        found = _exhaustive(st, began, searched)
+        if found:
+            return found
+    else:
+        searched["methods"].append("guided")
+        found = _guided(st, rng, budget, began, searched)
+        if found:
+            return found
+    return Refutation(False, None, st.k, st.n, st.p, st.layout.bits, st.form, searched,
+                      seconds=time.perf_counter() - began)
