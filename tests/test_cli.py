@@ -90,3 +90,50 @@ def test_bad_model_file_exits_2(capsys, tmp_path):
     bad.write_text("not a model")
     code, _, err = run(capsys, "induction", "certify", "--model", str(bad), "--n", "4", "--alphabet", "2")
     assert code == 2 and "safetensors" in err and len(err.strip().splitlines()) == 1
+
+
+def test_protocol_on_random_and_constructed_models(capsys, tmp_path):
+    report = run_json(capsys, "induction", "protocol", "--k", "5", "--random-seed", "3", "--heads", "2", "--dim", "4",
+                      "--precision-bits", "8")
+    for key in ("k", "n", "heads", "dim", "precision_bits", "message_bits", "pairs_checked", "agreements",
+                "disagreements", "disagreements_explained"):
+        assert key in report
+    assert report["n"] == 11 and report["pairs_checked"] == 2**5 * 5
+    assert report["agreements"] + report["disagreements"] == report["pairs_checked"]
+    assert report["disagreements_explained"] == report["disagreements"]
+    path = tmp_path / "one.safetensors"
+    run_json(capsys, "induction", "construct", "--layers", "1", "--n", "11", "--alphabet", "3", "--out", str(path))
+    report = run_json(capsys, "induction", "protocol", "--k", "5", "--model", str(path), "--precision-bits", "6")
+    assert report["disagreements"] == 0 and report["message_bits"] >= 5
+
+
+def test_refute_finds_confirmed_counterexample_and_none_for_construction(capsys, tmp_path):
+    from headcount.induction.task import induction_targets
+
+    result = run_json(capsys, "induction", "refute", "--k", "40", "--random-seed", "0", "--heads", "1", "--dim", "2",
+                      "--precision-bits", "4")
+    assert result["found"] and result["position"] == 81 and len(result["input"]) == 81
+    tokens = [{"0": 0, "1": 1, "?": 2}[t] for t in result["input"]]
+    assert result["expected"] == str(induction_targets(tokens)[-1]) != result["model_output"]
+    path = tmp_path / "one.safetensors"
+    run_json(capsys, "induction", "construct", "--layers", "1", "--n", "13", "--alphabet", "3", "--out", str(path))
+    result = run_json(capsys, "induction", "refute", "--k", "6", "--model", str(path))
+    assert result["found"] is False and "exhaustive" in result["searched"]["methods"]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["induction", "protocol", "--k", "0", "--random-seed", "1", "--heads", "1", "--dim", "2", "--precision-bits", "4"], "--k 0"),
+    (["induction", "refute", "--k", "3", "--heads", "1", "--dim", "2"], "--random-seed"),
+    (["induction", "protocol", "--k", "3", "--random-seed", "1", "--dim", "2", "--precision-bits", "4"], "--heads"),
+    (["induction", "protocol", "--k", "3", "--random-seed", "1", "--heads", "1", "--dim", "2", "--precision-bits", "0"], "p"),
+])
+def test_index_commands_bad_input_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and needle in err
+
+
+def test_protocol_refuses_two_layer_model(capsys, tmp_path):
+    path = tmp_path / "two.safetensors"
+    run_json(capsys, "induction", "construct", "--layers", "2", "--n", "7", "--alphabet", "3", "--out", str(path))
+    code, _, err = run(capsys, "induction", "protocol", "--k", "3", "--model", str(path), "--precision-bits", "8")
+    assert code == 2 and "one-layer" in err

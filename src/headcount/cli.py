@@ -169,6 +169,77 @@ def induction_certify(model_file: Optional[Path] = typer.Option(None, "--model",
     emit(result, as_json, human)
 
 
+def index_model(k: int, model_file: Optional[Path], random_seed: Optional[int], heads: Optional[int], dim: Optional[int]):
+    """The one-layer model an INDEX command runs on: --model FILE, or a seeded random table model."""
+    from headcount.core.io import ModelFileError, load_model
+    from headcount.core.table import random_table
+
+    if k < 1:
+        fail(f"--k {k} is too small: k ≥ 1 (the INDEX input has length n = 2k+1)")
+    if (model_file is None) == (random_seed is None):
+        fail("give exactly one of --model FILE or --random-seed R (with --heads h --dim m)")
+    if model_file is not None:
+        try:
+            model = load_model(model_file)
+        except ModelFileError as err:
+            fail(str(err))
+        if len(model.layers) != 1:
+            fail(f"{str(model_file)!r} has {len(model.layers)} layers: the INDEX reduction is about one-layer models")
+        return model
+    if heads is None or dim is None or heads < 1 or dim < 1:
+        fail("--random-seed needs --heads h ≥ 1 and --dim m ≥ 1")
+    return random_table(np.random.default_rng(random_seed), 2 * k + 1, 3, heads, dim)
+
+
+@induction_app.command("protocol")
+def induction_protocol(k: int = typer.Option(..., "--k", help="INDEX size: inputs have length n = 2k+1."),
+                       model_file: Optional[Path] = typer.Option(None, "--model", help="One-layer model file (3 tokens: 0, 1, ? = 2)."),
+                       random_seed: Optional[int] = typer.Option(None, "--random-seed", help="Use a seeded random one-layer table model."),
+                       heads: Optional[int] = typer.Option(None, "--heads", help="Heads of the random model."),
+                       dim: Optional[int] = typer.Option(None, "--dim", help="Embedding dimension of the random model."),
+                       precision_bits: int = typer.Option(..., "--precision-bits", help="p of fixed:p."),
+                       pairs: Optional[int] = typer.Option(None, "--pairs", help="Sample this many (f, i*) pairs (default: all for k ≤ 16)."),
+                       seed: int = typer.Option(0, "--seed", help="Seed for sampled pairs."),
+                       as_json: bool = JsonOpt) -> None:
+    """Seed 000's INDEX protocol: Alice's message determines the model's answer (Bob checks every pair)."""
+    from headcount.induction.index import check_protocol
+
+    model = index_model(k, model_file, random_seed, heads, dim)
+    try:
+        report = check_protocol(model, k, precision_bits, pairs=pairs, seed=seed).as_dict()
+    except ValueError as err:
+        fail(str(err))
+    human = (f"k={k}: message {report['message_bits']} bits (seed's accounting {report.get('seed_message_bits')}); "
+             f"{report['pairs_checked']} pairs, {report['agreements']} agreements, {report['disagreements']} disagreements "
+             f"({report['disagreements_explained']} explained by rounding ties)")
+    emit(report, as_json, human)
+
+
+@induction_app.command("refute")
+def induction_refute(k: int = typer.Option(..., "--k", help="INDEX size: inputs have length n = 2k+1."),
+                     model_file: Optional[Path] = typer.Option(None, "--model", help="One-layer model file (3 tokens: 0, 1, ? = 2)."),
+                     random_seed: Optional[int] = typer.Option(None, "--random-seed", help="Use a seeded random one-layer table model."),
+                     heads: Optional[int] = typer.Option(None, "--heads", help="Heads of the random model."),
+                     dim: Optional[int] = typer.Option(None, "--dim", help="Embedding dimension of the random model."),
+                     precision_bits: int = typer.Option(16, "--precision-bits", help="p of fixed:p (default 16)."),
+                     seed: int = typer.Option(0, "--seed", help="Seed for the searches."),
+                     as_json: bool = JsonOpt) -> None:
+    """Find an INDEX input the one-layer model answers wrongly (confirmed by running the model)."""
+    from headcount.induction.index import refute
+
+    model = index_model(k, model_file, random_seed, heads, dim)
+    try:
+        result = refute(model, k, precision_bits, seed=seed).as_dict()
+    except ValueError as err:
+        fail(str(err))
+    if result["found"]:
+        human = (f"found by {result['method']}: input {' '.join(result['input'])}, position {result['position']}: "
+                 f"expected {result['expected']}, model says {result['model_output']}")
+    else:
+        human = f"nothing found ({result['method']}); searched: {json.dumps(result['searched'])}"
+    emit(result, as_json, human)
+
+
 @app.command("reproduce")
 def reproduce(scale: str = typer.Option("quick", "--scale", help="quick (default, minutes) or full."),
               only: Optional[str] = typer.Option(None, "--only", help="Run only claims whose id matches this pattern."),

@@ -44,22 +44,30 @@ multiples of ε inside that interval: ⌈log₂(#grid points)⌉ bits, 0 for a s
 * s: with a_j = min_t s_{j,t}, c_j = max_t s_{j,t} over t ∈ {0, 1}, log-sum-exp is monotone, so
   s ∈ [LSE_j a_j, LSE_j c_j] ⊆ [log k + min score, log k + max score].
 
-(The brief named the wider interval [log k + min, log k + max]; the LSE one is contained in it, needs no
-more knowledge from Bob, and never costs more bits, so the message uses it.) Rounding is monotone, so r̂_c
+(The plainer interval [log k + min score, log k + max score] is also sound; the LSE one lies inside it,
+needs no more knowledge from Bob and never costs more bits, so the code uses it.) Rounding is monotone, so r̂_c
 and ŝ land on grid points between the rounded ends; Alice clamps to them anyway, which moves a number
 only when float64 rounding pushed it over an end. message_bits = Σ over heads and the m+1 numbers; it does
 not depend on f (a fixed-length code), which is what the pigeonhole step needs.
 
 The seed accounts h·(m+1)·3p bits ("3p bits of precision" per number) and says "up to a constant": its
 count covers the fractional bits only. This encoding's worst case, from |v|, |q_c|, |k_c| ≤ 2^p:
-r_c spans ≤ 2^{p+1}, so ≤ 2^{4p+1}+1 grid points, ≤ 4p+2 bits; s spans ≤ max_j (c_j − a_j) ≤ 2·d_head·2^{2p},
-so ≤ d_head·2^{5p+1}+2 points, ≤ 5p+2+⌈log₂ d_head⌉ bits. Total
+r_c spans ≤ 2^{p+1}, so ≤ 2^{4p+1}+1 grid points, ≤ 4p+2 bits; s spans
+≤ max_j (c_j − a_j) ≤ 2·d_head·2^{2p}, so ≤ d_head·2^{5p+1}+2 points, ≤ 5p+2+⌈log₂ d_head⌉ bits. Total
 
     message_bits ≤ h·( m·(4p+2) + 5p + 2 + ⌈log₂ d_head⌉ ),
 
-which exceeds the seed's h·(m+1)·3p by about a factor 4/3 for large m (the integer parts). Real models
-sit far below this bound (the one-layer construction: k·(3p+2) bits, all from the k coordinates that
-Alice's values can change).
+which exceeds the seed's h·(m+1)·3p by about a factor 4/3 for large m (the integer parts). Measured
+lengths sit below the worst case but can exceed the seed's count: the one-layer construction takes
+k·(3p+2) bits (the k coordinates Alice's values can move, each over [0, 2]; about half the seed's count,
+since its other m−k+1 numbers are fixed), a Gaussian table with h = 2, m = 4, k = 8, p = 6 takes 202 bits
+(seed count 180, worst case 276).
+
+Scope and assumptions. A one-layer weight-form model is converted with table_from_weights and the
+protocol follows the *table's* fixed:p rounding points (ψ_in, Q̃, K̃, Ṽ, head outputs); check_protocol
+compares with predict on that table, while refute confirms counterexamples on the model as given.
+Decoders are taken to be positionwise (ψ_out(i, x_i), as the Decoder protocol says): Bob decodes his
+vector at position N of an otherwise zero block.
 
 Counterexamples. If message_bits < k, two f ≠ f' share a message (pigeonhole); at an i* where they differ
 Bob answers both inputs alike, so the model is wrong on one of them. :func:`refute` searches for such a
@@ -73,7 +81,7 @@ import hashlib
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -336,7 +344,8 @@ def _lse(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def _grid_bits(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """⌈log₂(#grid points)⌉ for index ranges [lo, hi] (integral floats, possibly beyond 2^63)."""
-    flat = [(int(h) - int(l)).bit_length() for l, h in zip(lo.ravel(), hi.ravel())]  # ⌈log₂(c)⌉ = (c−1).bit_length()
+    # ⌈log₂(count)⌉ = (count − 1).bit_length(), in Python ints (exact at any p).
+    flat = [(int(top) - int(bottom)).bit_length() for bottom, top in zip(lo.ravel(), hi.ravel())]
     return np.array(flat, dtype=np.int64).reshape(lo.shape)
 
 
@@ -549,7 +558,10 @@ def exact_heads(model: Any, f: Any, i_star: int, p: int) -> np.ndarray:
     return _mix(st, r, s, np.array([i_star]))[0][0]
 
 
-def _pair_chunks(st: _Setup, pairs: int | None, seed: int) -> tuple[Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]], bool]:
+Chunk = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _pair_chunks(st: _Setup, pairs: int | None, seed: int) -> tuple[Iterator[Chunk], bool]:
     """Chunks (F [C k], owner [P], stars [P]) of (f, i*) pairs; pair t is (F[owner[t]], stars[t]).
     Exhaustive (f outer, lexicographic; i* inner) when k ≤ EXHAUSTIVE_K and pairs is None, or when pairs
     covers the whole family; otherwise `pairs` seeded uniform samples."""
@@ -668,46 +680,47 @@ def _message_keys(st: _Setup, F: np.ndarray) -> np.ndarray:
 
 def _collision(st: _Setup, rng: np.random.Generator, budget: int, began: float, searched: dict) -> Refutation | None:
     """Pigeonhole search: hash the messages of many f; for f ≠ f' with equal messages and i* where they
-    differ, Bob answers σ(f, i*) and σ(f', i*) alike, so (up to rounding ties) the model errs on one."""
+    differ, Bob answers σ(f, i*) and σ(f', i*) alike, so (up to rounding ties) the model errs on one.
+
+    Strings are streamed in chunks; a dict from message hash to the first string with it finds repeats
+    across chunks in one pass. Equal hashes are re-checked as equal messages before use."""
     k = st.k
     enumerate_all = k <= COLLISION_ENUMERATE_K and (1 << k) <= budget
     total = (1 << k) if enumerate_all else budget
-    per = max(1, _CHUNK_ELEMENTS // max(1, st.heads * k * st.dim))
-    info: dict[str, Any] = {"strings": "all 2^k" if enumerate_all else "seeded random",
-                            "messages": 0, "collisions_found": 0, "pairs_confirmed_checked": 0}
+    per = max(1024, _CHUNK_ELEMENTS // max(1, st.heads * k * st.dim))
+    info: dict[str, Any] = {"strings": "all 2^k" if enumerate_all else "seeded random", "messages": 0,
+                            "colliding_pairs_tried": 0, "inputs_confirmed": 0}
     searched["collision"] = info
-    hashes = np.empty(0, dtype=np.uint64)
+    seen: dict[int, int] = {}
     strings: list[np.ndarray] = []
-    tried_groups = 0
     for start in range(0, total, per):
         c = min(per, total - start)
         F = all_sequences(k, 2, start, start + c) if enumerate_all else rng.integers(0, 2, size=(c, k))
         strings.append(F.astype(np.int8))
-        hashes = np.concatenate([hashes, _hash_rows(_message_keys(st, F))])
         info["messages"] += c
-        order = np.argsort(hashes, kind="stable")
-        sorted_h = hashes[order]
-        dup = np.flatnonzero(sorted_h[1:] == sorted_h[:-1])
-        if not len(dup):
+        pairs = []
+        for offset, code in enumerate(_hash_rows(_message_keys(st, F)).tolist()):
+            first = seen.setdefault(code, start + offset)
+            if first != start + offset and len(pairs) < 64:
+                pairs.append((first, start + offset))
+        if not pairs:
             continue
         all_f = np.concatenate(strings)
-        # One representative pair per equal-hash run: the run's first two strings (earliest enumerated).
-        starts = dup[np.r_[True, np.diff(dup) > 1]]
-        info["collisions_found"] = int(len(starts))
-        for a in starts[tried_groups : tried_groups + 64]:
-            tried_groups += 1
-            ia, ib = int(order[a]), int(order[a + 1])
+        for ia, ib in pairs:
             f1, f2 = all_f[ia].astype(np.int64), all_f[ib].astype(np.int64)
+            if np.array_equal(f1, f2):
+                continue  # the same random string drawn twice
             keys = _message_keys(st, np.stack([f1, f2]))
-            if np.array_equal(f1, f2) or not np.array_equal(keys[0].view(np.uint64), keys[1].view(np.uint64)):
-                continue  # a repeated random string, or a hash collision without a message collision
+            if not np.array_equal(keys[0].view(np.uint64), keys[1].view(np.uint64)):
+                continue  # a hash collision, not a message collision
+            info["colliding_pairs_tried"] += 1
             stars = np.flatnonzero(f1 != f2)[:16] + 1
             both = np.concatenate([np.repeat(f1[None], len(stars), 0), np.repeat(f2[None], len(stars), 0)])
             both_stars = np.concatenate([stars, stars])
             wrong, out = _confirm_wrong(st, both, both_stars)
-            info["pairs_confirmed_checked"] += len(both)
+            info["inputs_confirmed"] += len(both)
             if not wrong.any():
-                continue  # the model was right on both: only possible at a rounding tie
+                continue  # right on both: only possible at a rounding tie
             t = int(np.flatnonzero(wrong)[0])
             i_star = int(both_stars[t])
             msg = _message_from(st, *[part[0] for part in _quantize(st, *_alice_exact(st, f1[None]))])
@@ -754,51 +767,62 @@ def _margins(st: _Setup, y: np.ndarray, expected: np.ndarray) -> np.ndarray | No
 
 
 def _guided(st: _Setup, rng: np.random.Generator, budget: int, began: float, searched: dict) -> Refutation | None:
-    """Seeded random restarts, then (linear decoders) greedy single-bit local search that lowers the
-    margin of the right answer. Candidates come from the closed-form evaluation at N; each is
-    confirmed by predict before it is reported."""
+    """Seeded random (f, i*) first (a quarter of the budget for linear decoders, all of it otherwise),
+    then greedy local search from the 64 lowest-margin inputs seen. Candidates come from the closed-form
+    evaluation at N; each is confirmed by predict before it is reported."""
     k = st.k
-    info = {"inputs": 0, "random_inputs": 0, "local_search_steps": 0, "confirmations": 0}
+    info = {"inputs": 0, "random_inputs": 0, "local_search_steps": 0, "restarts": 0, "confirmations": 0}
     searched["guided"] = info
-
-    def try_confirm(F: np.ndarray, stars: np.ndarray, wrong_fast: np.ndarray) -> Refutation | None:
-        idx = np.flatnonzero(wrong_fast)[:64]
-        if not len(idx):
-            return None
-        wrong, out = _confirm_wrong(st, F[idx], stars[idx])
-        info["confirmations"] += len(idx)
-        if wrong.any():
-            t = int(np.flatnonzero(wrong)[0])
-            f, i_star = F[idx[t]], int(stars[idx[t]])
-            return _found(st, "guided", searched, f, i_star, int(out[t]),
-                          {"f": "".join(map(str, f)), "i_star": i_star}, began)
-        return None
-
+    linear = isinstance(st.table.decoder, LinearDecoder)
     batch = 4096
-    random_share = budget if not isinstance(st.table.decoder, LinearDecoder) else max(batch, budget // 4)
+    random_share = max(batch, budget // 4) if linear else budget
     best_F, best_stars, best_margin = np.empty((0, k), np.int64), np.empty(0, np.int64), np.empty(0)
     while info["inputs"] < min(budget, random_share):
         c = min(batch, budget - info["inputs"])
         F, stars = rng.integers(0, 2, size=(c, k)), rng.integers(1, k + 1, size=c)
-        out, y = _model_at_n(st, F, stars)
-        info["inputs"] += c
+        found, margin = _evaluate(st, F, stars, info, searched, began)
         info["random_inputs"] += c
-        expected = F[np.arange(c), stars - 1]
-        found = try_confirm(F, stars, out != expected)
         if found:
             return found
-        margin = _margins(st, y, expected)
         if margin is not None:
             best_F, best_stars = np.concatenate([best_F, F]), np.concatenate([best_stars, stars])
             best_margin = np.concatenate([best_margin, margin])
-            keep = np.argsort(best_margin)[:64]
+            keep = np.argsort(best_margin, kind="stable")[:64]
             best_F, best_stars, best_margin = best_F[keep], best_stars[keep], best_margin[keep]
-    if not len(best_F) or k < 2:
+    if not linear or not len(best_F):
         return None
-    # Local search: each candidate moves to its best single-bit neighbour (never flipping f_{i*}, which
-    # would change the right answer); a candidate with no improving neighbour restarts at random.
-    F, stars, margin = best_F.copy(), best_stars.copy(), best_margin.copy()
-    while info["inputs"] + len(F) * (k - 1) <= budget:
+    return _local_search(st, rng, best_F, best_stars, best_margin, budget, info, searched, began)
+
+
+def _evaluate(st: _Setup, F: np.ndarray, stars: np.ndarray, info: dict, searched: dict,
+              began: float) -> tuple[Refutation | None, np.ndarray | None]:
+    """Closed-form outputs at N for a batch; confirm up to 64 apparent errors with predict. Returns
+    (confirmed refutation or None, margins or None)."""
+    out, y = _model_at_n(st, F, stars)
+    info["inputs"] += len(F)
+    expected = F[np.arange(len(F)), stars - 1]
+    idx = np.flatnonzero(out != expected)[:64]
+    if len(idx):
+        wrong, got = _confirm_wrong(st, F[idx], stars[idx])
+        info["confirmations"] += len(idx)
+        if wrong.any():
+            t = int(np.flatnonzero(wrong)[0])
+            f, i_star = F[idx[t]], int(stars[idx[t]])
+            return _found(st, "guided", searched, f, i_star, int(got[t]),
+                          {"f": "".join(map(str, f)), "i_star": i_star}, began), None
+    return None, _margins(st, y, expected)
+
+
+def _local_search(st: _Setup, rng: np.random.Generator, F: np.ndarray, stars: np.ndarray, margin: np.ndarray,
+                  budget: int, info: dict, searched: dict, began: float) -> Refutation | None:
+    """Greedy descent on the right answer's logit margin (linear decoders): each candidate moves to its
+    best single-bit neighbour, never flipping f_{i*} (that would change the right answer); a candidate
+    with no improving neighbour restarts at a random (f, i*)."""
+    k = st.k
+    if k < 2:
+        return None
+    F, stars, margin = F.copy(), stars.copy(), margin.copy()
+    while info["inputs"] + len(F) * k <= budget:
         P = len(F)
         flips = np.repeat(F, k, axis=0)
         pos = np.tile(np.arange(k), P)
@@ -806,30 +830,25 @@ def _guided(st: _Setup, rng: np.random.Generator, budget: int, began: float, sea
         nstars = np.repeat(stars, k)
         keep = pos != nstars - 1
         flips, nstars = flips[keep], nstars[keep]
-        out, y = _model_at_n(st, flips, nstars)
-        info["inputs"] += len(flips)
+        found, nmargin = _evaluate(st, flips, nstars, info, searched, began)
         info["local_search_steps"] += 1
-        expected = flips[np.arange(len(flips)), nstars - 1]
-        found = try_confirm(flips, nstars, out != expected)
         if found:
             return found
-        nmargin = _margins(st, y, expected).reshape(P, k - 1)
+        nmargin = nmargin.reshape(P, k - 1)
         best = nmargin.argmin(axis=1)
         improved = nmargin[np.arange(P), best] < margin
         moved = flips.reshape(P, k - 1, k)[np.arange(P), best]
         F = np.where(improved[:, None], moved, F)
         margin = np.where(improved, nmargin[np.arange(P), best], margin)
-        stuck = ~improved
-        if stuck.any():
-            F[stuck] = rng.integers(0, 2, size=(int(stuck.sum()), k))
-            stars[stuck] = rng.integers(1, k + 1, size=int(stuck.sum()))
-            out, y = _model_at_n(st, F[stuck], stars[stuck])
-            info["inputs"] += int(stuck.sum())
-            expected = F[stuck][np.arange(int(stuck.sum())), stars[stuck] - 1]
-            found = try_confirm(F[stuck], stars[stuck], out != expected)
+        stuck = np.flatnonzero(~improved)
+        if len(stuck):
+            info["restarts"] += len(stuck)
+            F[stuck] = rng.integers(0, 2, size=(len(stuck), k))
+            stars[stuck] = rng.integers(1, k + 1, size=len(stuck))
+            found, fresh = _evaluate(st, F[stuck], stars[stuck], info, searched, began)
             if found:
                 return found
-            margin[stuck] = _margins(st, y, expected)
+            margin[stuck] = fresh
     return None
 
 

@@ -117,6 +117,27 @@ def draw_size(fig: plt.Figure, result: ClaimResult) -> str:
             f"the two-layer size is the smaller from n = {n0} on." + cross)
 
 
+@figure("index_message_bits", claim="induction.index.protocol")
+def draw_index_bits(fig: plt.Figure, result: ClaimResult) -> str:
+    s = result.series or {}
+    n, k, bits, two = s["n"], s["k"], s["message_bits"], s["two_layer_size"]
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot(n, bits, "s-", color="tab:red", label="one-layer construction: Alice's message (bits)")
+    ax.plot(n, k, "-", color="black", lw=1.5, label="INDEX lower bound: k bits (n = 2k+1)")
+    ax.plot(n, two, "o-", color="tab:blue", label="two-layer construction: size h·m·p (bits)")
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length n = 2k+1 (tokens)")
+    ax.set_ylabel("bits")
+    ax.set_title("INDEX reduction: message bits of a correct one-layer model vs n")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="center right", fontsize=10, framealpha=0.95)
+    return ("Paper (seed 000 §3): Alice's message — r̂ and ŝ per head, 3p fractional bits each — determines a "
+            "one-layer model's answer on every INDEX input, so a correct model's message has ≥ k bits. Measured: "
+            "the one-layer construction's message at its minimal precision (exact bit count of headcount's code, "
+            "Bob reproducing the model on every (f, i*)) stays above k and grows linearly; the two-layer "
+            "construction's whole size grows only logarithmically.")
+
+
 def render_figures(results: dict[str, ClaimResult], out_dir: Path, machine: dict[str, Any],
                    write: Callable[[Path, bytes], None]) -> list[dict[str, Any]]:
     """Draw every registered figure whose claim returned series; [{id, png, svg, caption, claim}]."""
