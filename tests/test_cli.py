@@ -75,6 +75,7 @@ def test_certify_one_layer_sampled(capsys):
     (["induction", "solve", "--input", "0 -1"], "negative"),
     (["induction", "solve", "--input", "0 1", "--hops", "0"], "hops"),
     (["reproduce", "--scale", "huge"], "quick or full"),
+    (["induction", "certify", "--layers", "1", "--n", "4096", "--alphabet", "64"], "GiB"),
 ])
 def test_bad_input_exits_2_with_one_line(capsys, argv, needle):
     code, out, err = run(capsys, *argv)

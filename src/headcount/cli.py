@@ -51,6 +51,9 @@ def parse_tokens(text: str) -> np.ndarray:
     return tokens
 
 
+MAX_TABLE_BYTES = 4 * 2**30  # memory the CLI lets a one-layer construction's tables take
+
+
 def check_size(n: int, alphabet: int, layers: int | None) -> None:
     if n < 1:
         fail(f"--n {n} is too small: the sequence length must be ≥ 1")
@@ -60,6 +63,10 @@ def check_size(n: int, alphabet: int, layers: int | None) -> None:
         fail(f"--layers {layers} is not available: constructions exist for --layers 1 or 2")
     if layers == 2 and alphabet > n:
         fail(f"--alphabet {alphabet} > --n {n}: the two-layer construction is for alphabet ≤ n (seed 000)")
+    table_bytes = 2 * 8 * n * alphabet * (n + 1)  # the one-layer construction stores ψ_in and Ṽ tables
+    if layers == 1 and table_bytes > MAX_TABLE_BYTES:
+        fail(f"--layers 1 at n={n}, alphabet={alphabet} needs {table_bytes / 2**30:.1f} GiB of tables "
+             f"(2·8·n·S·(n+1) bytes); allowed up to {MAX_TABLE_BYTES / 2**30:.0f} GiB")
 
 
 def build_or_load(model_file: Optional[Path], layers: Optional[int], n: Optional[int], alphabet: Optional[int]):
