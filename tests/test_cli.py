@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 
 from headcount.cli import main
@@ -138,3 +139,43 @@ def test_protocol_refuses_two_layer_model(capsys, tmp_path):
     run_json(capsys, "induction", "construct", "--layers", "2", "--n", "7", "--alphabet", "3", "--out", str(path))
     code, _, err = run(capsys, "induction", "protocol", "--k", "3", "--model", str(path), "--precision-bits", "8")
     assert code == 2 and "one-layer" in err
+
+
+def test_minmax_certify_two_heads_and_one_head(capsys):
+    result = run_json(capsys, "minmax", "certify", "--M", "32", "--n", "10", "--heads", "2", "--code", "compact")
+    for key in ("M", "n", "heads", "dim", "value_bits", "value_norm", "method", "inputs_covered", "errors_min",
+                "errors_max", "margin_min", "margin_max"):
+        assert key in result
+    assert result["errors_min"] == 0 and result["errors_max"] == 0 and result["method"] == "exact-histogram"
+    assert result["dim"] == 2 * 5 and result["inputs_covered"] == 1121099408  # C(41, 10), d = 2·⌈log₂ 32⌉
+    result = run_json(capsys, "minmax", "certify", "--M", "5000", "--n", "50", "--heads", "1")
+    assert result["method"] == "sufficient-condition" and result["errors_min"] == 0 and result["errors_max"] == 0
+    assert isinstance(result["inputs_covered"], int) and result["inputs_covered"] > 10**100
+
+
+def test_minmax_verify_exact_and_brute_agree_and_confirm(capsys, tmp_path):
+    from headcount.minmax.task import min_max
+
+    path = tmp_path / "minhead.safetensors"
+    run_json(capsys, "minmax", "construct", "--M", "12", "--n", "5", "--heads", "1", "--out", str(path))
+    exact = run_json(capsys, "minmax", "verify", "--M", "12", "--n", "5", "--model", str(path))
+    brute = run_json(capsys, "minmax", "verify", "--M", "12", "--n", "5", "--model", str(path), "--method", "brute")
+    assert exact["counterexample_min"] is None and brute["errors_min"] == 0  # the min head does min
+    assert exact["counterexample_max"] is not None and brute["errors_max"] > 0  # ... and not max (Theorem 1)
+    from headcount.minmax.model import load_minmax, predict
+
+    _, got_max = predict(load_minmax(path), np.array([exact["counterexample_max"]]))
+    assert got_max[0] != min_max(np.array([exact["counterexample_max"]]))[1][0]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["minmax", "certify", "--M", "1", "--n", "4", "--heads", "2"], "M ≥ 2"),
+    (["minmax", "certify", "--M", "8", "--n", "4", "--heads", "3"], "--heads 3"),
+    (["minmax", "certify", "--M", "8", "--n", "4", "--heads", "2", "--code", "gray"], "--code"),
+    (["minmax", "verify", "--M", "8", "--n", "4", "--random-seed", "1"], "--dim"),
+    (["minmax", "verify", "--M", "8", "--n", "4", "--random-seed", "1", "--dim", "2", "--method", "magic"], "--method"),
+    (["minmax", "verify", "--M", "200", "--n", "200", "--random-seed", "1", "--dim", "2", "--method", "brute"], "brute"),
+])
+def test_minmax_bad_input_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and needle in err

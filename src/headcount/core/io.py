@@ -71,8 +71,8 @@ def save_model(model: Transformer | OneLayerTable, path: str | os.PathLike) -> N
     _write(tensors | decoder_tensors, config, path)
 
 
-def read_config(path: str | os.PathLike) -> dict[str, Any]:
-    """The JSON config of a model file, checked to be a headcount model."""
+def read_config(path: str | os.PathLike, formats: tuple[str, ...] = (FORMAT, TABLE_FORMAT)) -> dict[str, Any]:
+    """The JSON config of a model file, checked to be a headcount model of one of `formats`."""
     path = Path(path)
     if not path.is_file():
         raise ModelFileError(f"model file {str(path)!r} does not exist")
@@ -89,8 +89,9 @@ def read_config(path: str | os.PathLike) -> dict[str, Any]:
         raise ModelFileError(f"{str(path)!r}: headcount config is not JSON ({err})") from None
     if not isinstance(config, dict):
         raise ModelFileError(f"{str(path)!r}: headcount config must be a JSON object")
-    if config.get("format") not in (FORMAT, TABLE_FORMAT):
-        raise ModelFileError(f"{str(path)!r} holds {config.get('format')!r}, expected {FORMAT!r} or {TABLE_FORMAT!r}")
+    if config.get("format") not in formats:
+        expected = " or ".join(repr(f) for f in formats)
+        raise ModelFileError(f"{str(path)!r} holds {config.get('format')!r}, expected {expected}")
     return config
 
 

@@ -31,6 +31,7 @@ PASS, FAIL = "PASS", "FAIL"
 
 # Paper names used by the claims (one string per paper, so reports group them consistently).
 SEED000 = "seed000 Hsu–Telgarsky 2024"  # One-layer transformers fail to solve the induction heads task
+SEED004 = "seed004 Hsu–Xu 2026"  # Attention-based representations for multi-task computation
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any
 from headcount.report.claims import FAIL, PASS, REGISTRY, SCALES, Claim, ClaimResult, Context, jsonable
 from headcount.report.render import machine_info, print_to_stderr, render_report
 
-CLAIM_MODULES = ("headcount.report.induction_claims", "headcount.report.index_claims")
+CLAIM_MODULES = ("headcount.report.induction_claims", "headcount.report.index_claims", "headcount.report.minmax_claims")
 
 
 def load_claims() -> dict[str, Claim]:

@@ -1,0 +1,95 @@
+"""The Appendix A construction (spec/minmax.md, "Construction", reconstructed).
+
+Min head: s_ω = −β·ω, max head: s_ω = +β·ω, with β = ln(4(n−1)) *rounded up* to a multiple of 2^-20.
+Rounding up keeps exp(−β) ≤ 1/(4(n−1)), so the extreme token keeps attention weight ≥ 4/5; the dyadic β
+makes every score β·ω exact in float64 (β·2^20 < 2^26, ω < 2^26), so the stored model is exactly the
+construction. Values are ±1 codes, θ = v (a one-dimensional q·k suffices for the scores).
+
+Codes: ``sign_code`` — greedy seeded random ±1 codes with pairwise inner products < d/2, d = ⌈8 ln M⌉;
+``compact_code`` — the binary expansion of ω−1 mapped to ±1, d = ⌈log₂ M⌉ (distinct codes only). Why both
+work (certify.py checks it exactly): z = W·v_m + (1−W)·u with u a convex combination of codes, and for ±1
+codes ⟨v_m − v_j, z⟩ ≥ W(d − ⟨v_m, v_j⟩) − (1−W)‖v_m − v_j‖₁ = (2W−1)(d − ⟨v_m, v_j⟩), positive once
+W > 1/2 and the codes are distinct; the sign code's small inner products only enlarge the margin.
+"""
+
+from __future__ import annotations
+
+from math import ceil, log, log2
+
+import numpy as np
+
+from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer
+from headcount.minmax.task import check_sizes
+
+BETA_BITS = 20
+
+
+def sign_code(M: int, d: int | None = None, seed: int = 0, max_tries: int = 1000) -> np.ndarray:
+    """M random ±1 codes [M d] (int64) with ⟨v_ω, v_ω'⟩ < d/2 for ω ≠ ω'; greedy rejection, seeded."""
+    if M < 2:
+        raise ValueError(f"bad M={M}: codes need M ≥ 2")
+    d = max(1, ceil(8 * log(M))) if d is None else int(d)
+    if d < 1:
+        raise ValueError(f"bad code dimension d={d}: need d ≥ 1")
+    rng = np.random.default_rng(seed)
+    codes = np.empty((M, d), dtype=np.int64)
+    count, tries = 0, 0
+    while count < M:
+        batch = rng.integers(0, 2, size=(64, d), dtype=np.int64) * 2 - 1  # [64 d]
+        for cand in batch:
+            tries += 1
+            if count == 0 or (codes[:count] @ cand).max() * 2 < d:
+                codes[count] = cand
+                count += 1
+                if count == M:
+                    break
+        if tries > max_tries * M:
+            raise ValueError(f"no ±1 code of {M} words in dimension {d} with inner products < d/2 found (seed {seed})")
+    return codes
+
+
+def compact_code(M: int) -> np.ndarray:
+    """The binary expansions of 0..M−1 as ±1 codes: int64 [M ⌈log₂ M⌉], all distinct."""
+    if M < 2:
+        raise ValueError(f"bad M={M}: codes need M ≥ 2")
+    d = max(1, ceil(log2(M)))
+    bits = (np.arange(M)[:, None] >> np.arange(d)[None, :]) & 1  # [M d]
+    return (2 * bits - 1).astype(np.int64)
+
+
+def beta(n: int) -> float:
+    """ln(4(n−1)) rounded up to a multiple of 2^-20 (exact dyadic; certify.py proves β ≥ ln(4(n−1)))."""
+    return ceil(log(4 * (n - 1)) * 2**BETA_BITS + 1) / 2**BETA_BITS
+
+
+def _head(M: int, n: int, code: np.ndarray, sign: int) -> tuple[TokenHead, Classifier]:
+    check_sizes(M, n)
+    code = np.asarray(code)
+    if code.ndim != 2 or code.shape[0] != M:
+        raise ValueError(f"code must have shape [M d] = [{M} d], got {code.shape}")
+    v = code.astype(np.float64)
+    scores = sign * beta(n) * np.arange(1, M + 1, dtype=np.float64)
+    return TokenHead(scores, v), Classifier(v.copy())
+
+
+def min_head(M: int, n: int, code: np.ndarray) -> tuple[TokenHead, Classifier]:
+    """The min head (s_ω = −β·ω, values = code) and its classifier θ = v."""
+    return _head(M, n, code, -1)
+
+
+def max_head(M: int, n: int, code: np.ndarray) -> tuple[TokenHead, Classifier]:
+    """The max head (s_ω = +β·ω, values = code) and its classifier θ = v."""
+    return _head(M, n, code, +1)
+
+
+def two_head_layer(M: int, n: int, code: np.ndarray) -> MinMaxModel:
+    """Both tasks with two heads: values (v_ω, 0) for the min head, (0, v_ω) for the max head, d = 2·d_code;
+    θ_min = (v, 0), θ_max = (0, v), so each classifier reads its own head's block only."""
+    hmin, _ = min_head(M, n, code)
+    hmax, _ = max_head(M, n, code)
+    d = hmin.dim
+    z = np.zeros((M, d))
+    vmin, vmax = np.hstack([hmin.values, z]), np.hstack([z, hmax.values])
+    layer = TokenLayer((TokenHead(hmin.scores, vmin), TokenHead(hmax.scores, vmax)))
+    info = {"construction": "two_head_layer", "M": M, "n": n, "code_dim": d, "beta": beta(n)}
+    return MinMaxModel(layer, Classifier(vmin.copy()), Classifier(vmax.copy()), info)

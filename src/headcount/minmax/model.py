@@ -1,0 +1,223 @@
+"""Token-level attention models for min/max (spec/minmax.md, "Model").
+
+No positions: a head is a score s_ω and a value v_ω per token ω ∈ [M], and its output on a list x is
+Att(x) = Σ_ω h_ω α_ω v_ω / Σ_ω h_ω α_ω with α_ω = exp(s_ω), which depends on x only through its
+histogram h. A layer outputs the sum of its heads. A classifier θ [M d] answers argmax_i ⟨θ_i, z⟩ (as a
+1-based token) or BOTTOM when the maximum is tied — a tie counts as a wrong answer.
+
+Everything is float64. Files: one safetensors file, format "headcount-minmax", tensors
+``heads.{k}.scores [M]``, ``heads.{k}.values [M d]``, ``classifier_min.theta``, ``classifier_max.theta``,
+the JSON config (format, version, M, d, heads, info) in the metadata key "headcount" (core/io.py's
+convention, written atomically with its helpers).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from safetensors import SafetensorError
+from safetensors.numpy import load_file, save_file
+
+from headcount.core.io import ModelFileError, atomic_write_bytes, read_config
+from headcount.core.symbols import BOTTOM
+from headcount.minmax.task import check_tokens
+
+MINMAX_FORMAT = "headcount-minmax"
+MINMAX_VERSION = 1
+
+
+def _finite(name: str, a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite")
+    return a
+
+
+@dataclass(frozen=True)
+class TokenHead:
+    """One position-free head: scores [M] (α_ω = exp(s_ω)), values [M d]."""
+
+    scores: np.ndarray  # [M]
+    values: np.ndarray  # [M d]
+
+    def __post_init__(self):
+        s, v = _finite("scores", self.scores), _finite("values", self.values)
+        if s.ndim != 1 or v.ndim != 2 or v.shape[0] != s.shape[0] or s.shape[0] < 2:
+            raise ValueError(f"a head needs scores [M] and values [M d] with M ≥ 2, got {s.shape} and {v.shape}")
+        object.__setattr__(self, "scores", s)
+        object.__setattr__(self, "values", v)
+
+    @property
+    def M(self) -> int:
+        return self.scores.shape[0]
+
+    @property
+    def dim(self) -> int:
+        return self.values.shape[1]
+
+
+@dataclass(frozen=True)
+class TokenLayer:
+    """A layer of heads with a common M and d; its output is the sum of the head outputs."""
+
+    heads: tuple[TokenHead, ...]
+
+    def __post_init__(self):
+        heads = tuple(self.heads)
+        if not heads or len({(h.M, h.dim) for h in heads}) != 1:
+            raise ValueError("a layer needs at least one head, all with the same M and d")
+        object.__setattr__(self, "heads", heads)
+
+    @property
+    def M(self) -> int:
+        return self.heads[0].M
+
+    @property
+    def dim(self) -> int:
+        return self.heads[0].dim
+
+
+@dataclass(frozen=True)
+class Classifier:
+    """Linear M-class classifier: argmax_i ⟨θ_i, z⟩ (1-based), BOTTOM on an exact tie. theta [M d]."""
+
+    theta: np.ndarray  # [M d]
+
+    def __post_init__(self):
+        t = _finite("theta", self.theta)
+        if t.ndim != 2 or t.shape[0] < 2:
+            raise ValueError(f"a classifier needs theta [M d] with M ≥ 2, got shape {t.shape}")
+        object.__setattr__(self, "theta", t)
+
+    @property
+    def M(self) -> int:
+        return self.theta.shape[0]
+
+    def logits(self, z: np.ndarray) -> np.ndarray:
+        """⟨θ_i, z⟩ for every class: [batch M]."""
+        return np.asarray(z, dtype=np.float64) @ self.theta.T
+
+    def decide(self, z: np.ndarray) -> np.ndarray:
+        """Decisions [batch]: the 1-based argmax of the float64 logits, BOTTOM where the top value is tied.
+
+        This is the float64 decision; verify.decide_exact gives the exact one for near-ties."""
+        logits = self.logits(z)
+        top = logits.max(axis=1)
+        tied = (logits == top[:, None]).sum(axis=1) > 1
+        return np.where(tied, BOTTOM, logits.argmax(axis=1) + 1)
+
+
+@dataclass(frozen=True)
+class MinMaxModel:
+    """One layer whose output feeds two classifiers: f_min and f_max."""
+
+    layer: TokenLayer
+    classifier_min: Classifier
+    classifier_max: Classifier
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for c in (self.classifier_min, self.classifier_max):
+            if c.theta.shape != (self.layer.M, self.layer.dim):
+                raise ValueError(f"classifier theta has shape {c.theta.shape}, expected [M d] = {(self.layer.M, self.layer.dim)}")
+
+
+def as_layer(model: MinMaxModel | TokenLayer | TokenHead) -> TokenLayer:
+    if isinstance(model, MinMaxModel):
+        return model.layer
+    if isinstance(model, TokenHead):
+        return TokenLayer((model,))
+    if isinstance(model, TokenLayer):
+        return model
+    raise TypeError(f"expected a MinMaxModel, TokenLayer or TokenHead, got {type(model).__name__}")
+
+
+def head_forward(head: TokenHead, x: np.ndarray) -> np.ndarray:
+    """Att(x) for a batch of lists x [batch n] (tokens 1..M): [batch d].
+
+    Stable softmax: each list's scores are shifted by that list's maximum score, so the largest weight
+    is exp(0) = 1 and nothing overflows (scores of size thousands occur in the constructions)."""
+    x = check_tokens(x, head.M)
+    s = head.scores[x - 1]  # [batch n]
+    w = np.exp(s - s.max(axis=1, keepdims=True))  # [batch n]
+    num = np.einsum("bn,bnd->bd", w, head.values[x - 1])  # [batch d]
+    return num / w.sum(axis=1, keepdims=True)
+
+
+def forward(model: MinMaxModel | TokenLayer | TokenHead, x: np.ndarray, chunk: int = 4096) -> np.ndarray:
+    """The layer output z (sum of the heads' outputs) for lists x [batch n]: [batch d], float64."""
+    layer = as_layer(model)
+    x = check_tokens(x, layer.M)
+    out = np.empty((x.shape[0], layer.dim))
+    for start in range(0, x.shape[0], chunk):
+        xb = x[start : start + chunk]
+        out[start : start + chunk] = sum(head_forward(h, xb) for h in layer.heads)
+    return out
+
+
+def predict(model: MinMaxModel, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 decisions (f_min, f_max) [batch] each, 1-based tokens or BOTTOM."""
+    z = forward(model, x)
+    return model.classifier_min.decide(z), model.classifier_max.decide(z)
+
+
+def save_minmax(model: MinMaxModel, path: str | os.PathLike) -> None:
+    """Write a MinMaxModel to one safetensors file (atomic; float64 tensors, JSON config in metadata)."""
+    tensors: dict[str, np.ndarray] = {}
+    for k, h in enumerate(model.layer.heads):
+        tensors[f"heads.{k}.scores"] = h.scores
+        tensors[f"heads.{k}.values"] = h.values
+    tensors["classifier_min.theta"] = model.classifier_min.theta
+    tensors["classifier_max.theta"] = model.classifier_max.theta
+    tensors = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}
+    config = {
+        "format": MINMAX_FORMAT,
+        "version": MINMAX_VERSION,
+        "M": model.layer.M,
+        "dim": model.layer.dim,
+        "heads": len(model.layer.heads),
+        "info": model.info,
+    }
+    meta = {"headcount": json.dumps(config)}
+    atomic_write_bytes(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
+
+
+def load_minmax(path: str | os.PathLike) -> MinMaxModel:
+    """Read a file written by save_minmax; ModelFileError (a ValueError) if it is not a valid one."""
+    config = read_config(path, formats=(MINMAX_FORMAT,))
+    try:
+        tensors = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise ModelFileError(f"{str(path)!r}: cannot read its tensors ({err})") from None
+    try:
+        if config.get("version") != MINMAX_VERSION:
+            raise ValueError(f"version {config.get('version')!r}, expected {MINMAX_VERSION}")
+        heads = tuple(
+            TokenHead(tensors[f"heads.{k}.scores"], tensors[f"heads.{k}.values"]) for k in range(int(config["heads"]))
+        )
+        model = MinMaxModel(
+            TokenLayer(heads),
+            Classifier(tensors["classifier_min.theta"]),
+            Classifier(tensors["classifier_max.theta"]),
+            dict(config.get("info", {})),
+        )
+        if (model.layer.M, model.layer.dim) != (config["M"], config["dim"]):
+            raise ValueError(f"tensors have M, d = {model.layer.M}, {model.layer.dim}; config says {config['M']}, {config['dim']}")
+        return model
+    except (KeyError, TypeError, ValueError) as err:
+        raise ModelFileError(f"{str(path)!r} is not a valid headcount-minmax model: {type(err).__name__}: {err}") from None
+
+
+def random_single_head(rng: np.random.Generator, M: int, dim: int, scale: float = 1.0) -> MinMaxModel:
+    """A seeded random one-head model with two random classifiers (Gaussian scores, values, θ × scale):
+    a generic model for the verifiers and the one-head lower-bound tools to work on."""
+    if M < 2 or dim < 1:
+        raise ValueError(f"a random head needs M ≥ 2 and dim ≥ 1, got M={M}, dim={dim}")
+    head = TokenHead(scale * rng.standard_normal(M), scale * rng.standard_normal((M, dim)))
+    info = {"construction": "random_single_head", "M": M, "dim": dim, "scale": float(scale)}
+    return MinMaxModel(TokenLayer((head,)), Classifier(rng.standard_normal((M, dim))),
+                       Classifier(rng.standard_normal((M, dim))), info)
