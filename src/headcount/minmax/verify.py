@@ -142,8 +142,9 @@ def verify_exact_one_head(head: TokenHead, classifier: Classifier, task: str, n:
         y, om = divmod(k, M - x)
         if gap[y, om] < best[0]:
             best = (float(gap[y, om]), x, y, x + om)
-        if not too_many and gap[y, om] <= tol:
-            ys, oms = np.nonzero(gap <= tol)
+        # near-ties only matter while no pair has failed beyond doubt (best > −tol)
+        if not too_many and best[0] >= -tol and gap[y, om] <= tol:
+            ys, oms = np.nonzero(np.abs(gap) <= tol)
             near.extend((float(gap[a, b]), x, int(a), x + int(b)) for a, b in zip(ys, oms))
             too_many = len(near) > MAX_EXACT_RECHECKS
 
