@@ -1,4 +1,4 @@
-"""The benchmark script runs and prints one JSON object (slow: about a minute)."""
+"""The benchmark scripts run and print one JSON object (slow: about a minute each)."""
 
 import json
 import subprocess
@@ -9,8 +9,9 @@ import pytest
 
 
 @pytest.mark.slow
-def test_bench_induction_quick_prints_json():
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_induction.py"
+@pytest.mark.parametrize("name", ["bench_induction.py", "bench_minmax.py"])
+def test_bench_quick_prints_json(name):
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / name
     done = subprocess.run([sys.executable, str(script), "--quick", "--json"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
