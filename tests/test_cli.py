@@ -179,3 +179,16 @@ def test_minmax_verify_exact_and_brute_agree_and_confirm(capsys, tmp_path):
 def test_minmax_bad_input_exit_2(capsys, argv, needle):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and needle in err
+
+
+def test_minmax_verify_reports_lower_bound_quantities_and_search(capsys, tmp_path):
+    path = tmp_path / "minhead.safetensors"
+    run_json(capsys, "minmax", "construct", "--M", "10", "--n", "7", "--heads", "1", "--out", str(path))
+    result = run_json(capsys, "minmax", "verify", "--M", "10", "--n", "7", "--model", str(path))
+    run = result["monotone_run"]
+    assert run["length_non_increasing"] == 10 and run["obstructs"] == "max"  # the min head's α decreases
+    assert result["lemma6"]["N"] == min(1 + 3, (7 - 1) // 2) and result["lemma6"]["p"] == 0
+    search = run_json(capsys, "minmax", "search", "--M", "12", "--n", "5", "--dim", "2", "--restarts", "1", "--steps", "5")
+    assert set(search["results"]) == {"1", "2"}
+    for summary in search["results"].values():
+        assert summary["succeeded"] or summary["all_failed_confirmed"]

@@ -354,9 +354,34 @@ def minmax_verify(M: int = typer.Option(..., "--M", help="Tokens are 1..M."),
             result[f"counterexample_{task}"] = None if v.correct else [int(t) for t in v.worst_input]
     except ValueError as err:
         fail(str(err))
+    from headcount.minmax.lower_bound import lemma6_quantities, longest_monotone_run
+
+    result["monotone_run"] = longest_monotone_run(head).report()
+    result["lemma6"] = lemma6_quantities(head, n)
     human = (f"min: {'correct' if result['counterexample_min'] is None else 'wrong on ' + str(result['counterexample_min'])}; "
              f"max: {'correct' if result['counterexample_max'] is None else 'wrong on ' + str(result['counterexample_max'])}")
     emit(result, as_json, human)
+
+
+@minmax_app.command("search")
+def minmax_search(M: int = typer.Option(..., "--M", help="Tokens are 1..M."),
+                  n: int = typer.Option(..., "--n", help="List length."),
+                  dim: int = typer.Option(..., "--dim", help="Largest value dimension to try (d = 1..dim)."),
+                  restarts: int = typer.Option(2, "--restarts", help="Random restarts per dimension."),
+                  steps: int = typer.Option(60, "--steps", help="Optimisation steps per restart."),
+                  seed: int = typer.Option(0, "--seed", help="Seed of the restarts."),
+                  as_json: bool = JsonOpt) -> None:
+    """Search for ONE head + two classifiers doing both min and max; the smallest d reached, and the
+    confirmed counterexamples of the best failures (a failed search is evidence, not a proof)."""
+    from headcount.minmax.lower_bound import smallest_dimension
+
+    if M < 2 or n < 2 or dim < 1 or restarts < 1 or steps < 0:
+        fail(f"--M {M} --n {n} --dim {dim} --restarts {restarts} --steps {steps}: need M, n ≥ 2, dim, restarts ≥ 1, steps ≥ 0")
+    try:
+        result = smallest_dimension(M, n, dim, restarts=restarts, steps=steps, seed=seed)
+    except ValueError as err:
+        fail(str(err))
+    emit(result, as_json, f"smallest d found: {result.get('smallest_d')}")
 
 
 @app.command("reproduce")

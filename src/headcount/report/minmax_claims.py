@@ -27,3 +27,40 @@ def two_heads_certified(ctx: Context, cases: list[tuple[int, int, str]]) -> Clai
               or "zero errors for min and max on every input: " + ", ".join(
                   f"M={r['M']} n={r['n']} ({r['code']}, d={r['dim']}, {r['method']}, margin {r['margin_min']:.2f})" for r in rows))
     return ClaimResult({"points": rows}, status(not bad), detail)
+
+
+@claim("minmax.one_head.obstructed", paper=SEED004, source="§3.1 Theorem 1 (one head cannot do both)",
+       statement="A single head cannot support both min and max with small resources: the construction's min head "
+                 "(α decreasing, so its monotone run obstructs max) gets max wrong on a confirmed input, and a "
+                 "search over single heads with d ≤ 4 at (M, n) = (64, 16) ends every restart with a confirmed "
+                 "counterexample, while two heads with d = ⌈log₂ 64⌉ each certify.",
+       quick={"M": 64, "n": 16, "d_max": 4, "restarts": 1, "steps": 30},
+       full={"M": 64, "n": 16, "d_max": 4, "restarts": 3, "steps": 200})
+def one_head_obstructed(ctx: Context, M: int, n: int, d_max: int, restarts: int, steps: int) -> ClaimResult:
+    from headcount.minmax.construction import compact_code, min_head
+    from headcount.minmax.lower_bound import longest_monotone_run, one_head_counterexamples, smallest_dimension
+    from headcount.minmax.model import MinMaxModel, TokenLayer
+
+    problems = []
+    head, clf = min_head(M, n, compact_code(M))
+    report = one_head_counterexamples(MinMaxModel(TokenLayer((head,)), clf, clf, {"n": n}), n)
+    run = longest_monotone_run(head).report()
+    if report["min"]["correct"] is not True or report["max"]["correct"] is not False or not report["max"]["confirmed"]:
+        problems.append("the min head alone should do min and fail max on a confirmed input")
+    search = smallest_dimension(M, n, d_max, restarts=restarts, steps=steps, seed=0)
+    if search.get("smallest_d") is not None:
+        problems.append(f"the search found a single head doing both at d = {search['smallest_d']}")
+    if not all(s["all_failed_confirmed"] for s in search["results"].values()):
+        problems.append("a failed restart lacks a confirmed counterexample")
+    two = ctx.cached(("minmax", M, n, 2, "compact"), lambda: certify_minmax(M, n, 2, code="compact"),
+                     f"certify minmax M={M} n={n} heads=2 code=compact")
+    if two["errors_min"] != 0 or two["errors_max"] != 0:
+        problems.append("two compact heads do not certify")
+    measured = {"min_head_max_counterexample": report["max"].get("worst_input"), "monotone_run": run["length"],
+                "obstructs": run["obstructs"], "search": {d: s["best_margins"] for d, s in search["results"].items()},
+                "two_heads_dim": two["dim"], "two_heads_margins": [two["margin_min"], two["margin_max"]]}
+    detail = "; ".join(problems) or (
+        f"min head: max wrong on {report['max'].get('worst_input')} (confirmed; run of length {run['length']} obstructs "
+        f"{run['obstructs']}); single-head search d = 1..{d_max}: no success, every restart confirmed wrong "
+        f"(a search, not a proof); two heads, d = {two['dim']}: certified, margins {two['margin_min']:.2f}/{two['margin_max']:.2f}")
+    return ClaimResult(measured, status(not problems), detail)
