@@ -21,11 +21,8 @@ Progress lines go to stderr. Default run: ~3-4 minutes on 2 cores; --quick: < 60
 from __future__ import annotations
 
 import argparse
-import ctypes
-import glob
 import json
 import os
-import platform
 import sys
 import time
 from typing import Any
@@ -42,83 +39,13 @@ from headcount.induction import task
 from headcount.induction.certify import certify_induction
 from headcount.induction.constructions import two_layer_induction
 
-START = time.perf_counter()
-
-
-def log(msg: str) -> None:
-    print(f"[{time.perf_counter() - START:6.1f}s] {msg}", file=sys.stderr, flush=True)
-
-
-def best_time(fn, repeats: int):
-    """(best wall seconds over `repeats` calls, result of the last call)."""
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
-# ------------------------------------------------------------------------------------------------
-# Machine description
-# ------------------------------------------------------------------------------------------------
-
-
-def numpy_blas_threads() -> int | None:
-    """Threads numpy's bundled OpenBLAS uses (asked from the library itself), None if unknown."""
-    libdir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    for path in glob.glob(os.path.join(libdir, "*openblas*")):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for symbol in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads"):
-            fn = getattr(lib, symbol, None)
-            if fn is not None:
-                return int(fn())
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return None
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from bench_common import START, best_time, busy_warning, figure, figure_line, load_average, log, numpy_blas_threads
+from bench_common import machine_info as common_machine_info
 
 
 def machine_info(torch_threads: int, blas_threads: int | None) -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "numpy": np.__version__,
-        "torch": torch.__version__,
-        "numpy_blas_threads": blas_threads,
-        "torch_threads": torch_threads,
-        "numpy_elementwise_threads": 1,  # numpy ufuncs/reductions are single-threaded
-    }
-    if hasattr(os, "getloadavg"):
-        info["load_average_at_start"] = [round(x, 2) for x in os.getloadavg()]
-    try:
-        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        info["numpy_blas"] = f"{blas.get('name')} {blas.get('version')}"
-    except Exception:  # noqa: BLE001 — optional
-        pass
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        info["memory_gb"] = round(mem / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        pass
-    return info
+    """The common machine description plus torch's version and thread count."""
+    return common_machine_info(blas_threads, versions={"torch": torch.__version__}, threads={"torch_threads": torch_threads})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -244,7 +171,7 @@ def one_thread(fn):
         torch.set_num_threads(threads)
 
 
-def throughput(n: int, S: int, seqs: int, repeats: int, cert_repeats: int, bits: int, torch_model_fused: bool) -> dict[str, Any]:
+def throughput(n: int, S: int, seqs: int, repeats: int, cert_repeats: int, bits: int) -> dict[str, Any]:
     """Certified / float64 / torch positions per second on `seqs` uniform sequences."""
     model = two_layer_induction(n, S)
     tokens = task.uniform(np.random.default_rng(n), seqs, n, S)
@@ -259,8 +186,6 @@ def throughput(n: int, S: int, seqs: int, repeats: int, cert_repeats: int, bits:
         "torch_sdpa": lambda: tm.predict(tokens, fused=True),
         "torch_1thread": lambda: one_thread(lambda: tm.predict(tokens)),
     }
-    if not torch_model_fused:
-        del runs["torch_sdpa"]
     # Interleaved repeats (headcount, torch, torch SDPA, torch 1 thread, headcount, ...), best of each: on a
     # shared machine all of them see the same background load.
     log(f"n={n}: headcount float64 predict / torch float64 (SDPA, 1 thread), interleaved ({seqs} seq x {repeats})")
@@ -386,43 +311,6 @@ def exactness_sweep(dtype: str, n_start: int, n_stop: int, uniform_seqs: int, fa
             "rows": rows}
 
 
-# ------------------------------------------------------------------------------------------------
-# Report
-# ------------------------------------------------------------------------------------------------
-
-
-def fmt(x: float) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, (int, np.integer)) and abs(x) < 10**6:
-        return str(int(x))
-    if abs(x) >= 1e9:
-        return f"{x / 1e9:.2f}G"
-    if abs(x) >= 1e6:
-        return f"{x / 1e6:.2f}M"
-    if abs(x) >= 1e4:
-        return f"{x / 1e3:.1f}k"
-    if abs(x) >= 100:
-        return f"{x:.0f}"
-    return f"{x:.3g}"
-
-
-def figure(name: str, value, unit: str = "", baseline_name: str | None = None, baseline=None) -> dict[str, Any]:
-    ratio = None if baseline in (None, 0) or not isinstance(value, (int, float)) else value / baseline
-    return {"name": name, "value": value, "unit": unit, "baseline_name": baseline_name, "baseline_value": baseline,
-            "ratio": ratio}
-
-
-def figure_line(f: dict[str, Any]) -> str:
-    value = f["value"]
-    text = fmt(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
-    unit = f" {f['unit']}" if f["unit"] else ""
-    line = f"{f['name']}: {text}{unit}"
-    if f["baseline_name"] is not None:
-        line += f" ({f['baseline_name']} {fmt(f['baseline_value'])}{unit}, ratio {f['ratio']:.3g})"
-    return line
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller run (< 60 s): fewer sequences, sweeps up to n=4096")
@@ -462,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     results["throughput"] = []
     for n, S, seqs, repeats, cert_repeats in configs:
         bits = cert_runs[n]["precision_bits"] if args.certify_p and n in cert_runs else args.bits
-        r = throughput(n, S, seqs, repeats, cert_repeats, bits, torch_model_fused=True)
+        r = throughput(n, S, seqs, repeats, cert_repeats, bits)
         results["throughput"].append(r)
         tag = f"n={n} S={S}"
         figures.append(figure(f"certified positions/s {tag} fixed:{bits}", r["certified_positions_per_s"], "pos/s",
@@ -513,18 +401,18 @@ def main(argv: list[str] | None = None) -> int:
         figures.append(figure(f"largest exact n in {dtype} ({note})", value))
 
     results["figures"] = figures
-    if hasattr(os, "getloadavg"):
-        results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    load_at_end = load_average()
+    if load_at_end is not None:
+        results["load_average_at_end"] = load_at_end
     results["seconds_total"] = round(time.perf_counter() - START, 1)
 
     table = sys.stderr if args.json else sys.stdout
     print(f"headcount induction benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
           f"numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} ({blas_threads} BLAS threads; ufuncs 1 thread), "
           f"torch {machine['torch']} ({machine['torch_threads']} threads)", file=table)
-    load = [machine.get("load_average_at_start"), results.get("load_average_at_end")]
-    if any(l and l[0] > machine["cpus_usable"] for l in load):
-        print(f"  WARNING: machine busy (1-min load average start/end {load[0][0] if load[0] else '?'}/"
-              f"{load[1][0] if load[1] else '?'} on {machine['cpus_usable']} cpus): timings are noisy", file=table)
+    warning = busy_warning(machine, load_at_end)
+    if warning:
+        print(warning, file=table)
     for f in figures:
         print("  " + figure_line(f), file=table)
     if "attend_breakdown_ms_n4096" in results:

@@ -21,11 +21,7 @@ Progress lines go to stderr. Default run: ~1 minute on 2 cores; --quick: < 30 s.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import glob
 import json
-import os
-import platform
 import sys
 import time
 from typing import Any
@@ -38,102 +34,18 @@ from headcount.minmax.model import Classifier, TokenHead, random_single_head
 from headcount.minmax.task import count_multisets
 from headcount.minmax.verify import verify_brute, verify_exact_one_head
 
-START = time.perf_counter()
-
-
-def log_line(msg: str) -> None:
-    print(f"[{time.perf_counter() - START:6.1f}s] {msg}", file=sys.stderr, flush=True)
-
-
-def best_time(fn, repeats: int):
-    """(best wall seconds over `repeats` calls, result of the last call)."""
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
-
-
-# ------------------------------------------------------------------------------------------------
-# Machine description (as in bench_induction.py, without torch)
-# ------------------------------------------------------------------------------------------------
-
-
-def numpy_blas_threads() -> int | None:
-    """Threads numpy's bundled OpenBLAS uses (asked from the library itself), None if unknown."""
-    libdir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    for path in glob.glob(os.path.join(libdir, "*openblas*")):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for symbol in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads"):
-            fn = getattr(lib, symbol, None)
-            if fn is not None:
-                return int(fn())
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
-        if os.environ.get(var, "").isdigit():
-            return int(os.environ[var])
-    return None
-
-
-def set_numpy_blas_threads(threads: int) -> bool:
-    """Ask numpy's bundled OpenBLAS to use `threads` threads; False if the library is not found."""
-    libdir = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-    for path in glob.glob(os.path.join(libdir, "*openblas*")):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for symbol in ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads"):
-            fn = getattr(lib, symbol, None)
-            if fn is not None:
-                fn(ctypes.c_int(threads))
-                return True
-    return False
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from bench_common import (START, best_time, busy_warning, figure, figure_line, load_average, log, numpy_blas_threads,
+                          set_numpy_blas_threads)
+from bench_common import machine_info as common_machine_info
 
 
 def machine_info(blas_threads: int | None) -> dict[str, Any]:
+    """The common machine description plus scipy's and python-flint's versions."""
     import flint
     import scipy
 
-    info: dict[str, Any] = {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "numpy": np.__version__,
-        "scipy": scipy.__version__,
-        "python_flint": getattr(flint, "__version__", "?"),
-        "numpy_blas_threads": blas_threads,
-        "numpy_elementwise_threads": 1,  # numpy ufuncs/reductions are single-threaded
-    }
-    if hasattr(os, "getloadavg"):
-        info["load_average_at_start"] = [round(x, 2) for x in os.getloadavg()]
-    try:
-        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        info["numpy_blas"] = f"{blas.get('name')} {blas.get('version')}"
-    except Exception:  # noqa: BLE001 — optional
-        pass
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        info["memory_gb"] = round(mem / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        pass
-    return info
+    return common_machine_info(blas_threads, versions={"scipy": scipy.__version__,
+                                                       "python_flint": getattr(flint, "__version__", "?")})
 
 
 # ------------------------------------------------------------------------------------------------
@@ -234,7 +146,7 @@ def scaling(Ms: list[int], n: int, d_random: int, repeats: int) -> dict[str, Any
             t, v = best_time(lambda: verify_exact_one_head(head, clf, "min", n), repeats)
             row.update({f"{fam}_dim": head.dim, f"{fam}_seconds": t, f"{fam}_correct": v.correct})
         rows.append(row)
-        log_line(f"exact verifier M={M} n={n}: " + ", ".join(
+        log(f"exact verifier M={M} n={n}: " + ", ".join(
             f"{fam} (d={row[fam + '_dim']}) {row[fam + '_seconds']:.3g} s [{row[fam + '_correct']}]" for fam in SCALING_FAMILIES))
     out: dict[str, Any] = {"n": n, "repeats": repeats, "rows": rows}
     for fam in SCALING_FAMILIES:
@@ -257,43 +169,6 @@ def certify_timed(M: int, n: int, method: str | None = None, repeats: int = 1) -
             "dim": r["dim"], "inputs_covered_digits": len(str(r["inputs_covered"]))}
 
 
-# ------------------------------------------------------------------------------------------------
-# Report
-# ------------------------------------------------------------------------------------------------
-
-
-def fmt(x: float) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, (int, np.integer)) and abs(x) < 10**6:
-        return str(int(x))
-    if abs(x) >= 1e9:
-        return f"{x / 1e9:.2f}G"
-    if abs(x) >= 1e6:
-        return f"{x / 1e6:.2f}M"
-    if abs(x) >= 1e4:
-        return f"{x / 1e3:.1f}k"
-    if abs(x) >= 100:
-        return f"{x:.0f}"
-    return f"{x:.3g}"
-
-
-def figure(name: str, value, unit: str = "", baseline_name: str | None = None, baseline=None) -> dict[str, Any]:
-    ratio = None if baseline in (None, 0) or not isinstance(value, (int, float)) else value / baseline
-    return {"name": name, "value": value, "unit": unit, "baseline_name": baseline_name, "baseline_value": baseline,
-            "ratio": ratio}
-
-
-def figure_line(f: dict[str, Any]) -> str:
-    value = f["value"]
-    text = fmt(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
-    unit = f" {f['unit']}" if f["unit"] else ""
-    line = f"{f['name']}: {text}{unit}"
-    if f["baseline_name"] is not None:
-        line += f" ({f['baseline_name']} {fmt(f['baseline_value'])}{unit}, ratio {f['ratio']:.3g})"
-    return line
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller run (< 30 s): fewer heads, M up to 512, small grid")
@@ -304,12 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     quick = args.quick
     if args.blas_threads is not None and not set_numpy_blas_threads(args.blas_threads):
-        log_line("--blas-threads: numpy's OpenBLAS not found; thread count left as is")
+        log("--blas-threads: numpy's OpenBLAS not found; thread count left as is")
     seeds = args.seeds if args.seeds is not None else (3 if quick else 10)
 
     blas_threads = numpy_blas_threads()
     machine = machine_info(blas_threads)
-    log_line(f"machine: {machine['cpu']}, {machine['cpus_usable']} cpus, numpy {machine['numpy']} "
+    log(f"machine: {machine['cpu']}, {machine['cpus_usable']} cpus, numpy {machine['numpy']} "
              f"({machine.get('numpy_blas', '?')}, {blas_threads} BLAS threads)")
     results: dict[str, Any] = {"machine": machine, "mode": "quick" if quick else "default"}
     figures: list[dict[str, Any]] = []
@@ -322,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     for M, n in grid:
         r = exact_vs_brute(M, n, seeds, d=4)
         rows.append(r)
-        log_line(f"exact vs brute M={M} n={n} ({r['multisets']} multisets, {r['cases']} heads): exact {r['exact_seconds']:.3g} s, "
+        log(f"exact vs brute M={M} n={n} ({r['multisets']} multisets, {r['cases']} heads): exact {r['exact_seconds']:.3g} s, "
                  f"brute {r['brute_seconds']:.3g} s, agree {r['verdicts_agree']}")
     results["exact_vs_brute"] = rows
     for r in rows:
@@ -358,11 +233,11 @@ def main(argv: list[str] | None = None) -> int:
                               sc[f"{fam}_exponent_last_two"], "", "O(M^3) expectation", 3))
 
     # --- 3. certify_minmax -----------------------------------------------------------------------------
-    log_line("certify_minmax(1024, 1024, 2) exact-histogram")
+    log("certify_minmax(1024, 1024, 2) exact-histogram")
     c_exact = certify_timed(1024, 1024, repeats=1 if quick else 2)
-    log_line("certify_minmax(1024, 1024, 2) forced sufficient-condition")
+    log("certify_minmax(1024, 1024, 2) forced sufficient-condition")
     c_suff_small = certify_timed(1024, 1024, method="sufficient-condition", repeats=1 if quick else 2)
-    log_line("certify_minmax(4096, 4096, 2) sufficient-condition")
+    log("certify_minmax(4096, 4096, 2) sufficient-condition")
     c_suff = certify_timed(4096, 4096, repeats=1 if quick else 2)
     results["certify"] = {"1024x1024_exact": c_exact, "1024x1024_sufficient": c_suff_small, "4096x4096_sufficient": c_suff}
     for c in (c_exact, c_suff):
@@ -381,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 c = certify_timed(M, n)
             acc.append(c)
-            log_line(f"certify M={M} n={n}: {c['method']} errors {c['errors_min']}/{c['errors_max']} {c['seconds']:.3g} s")
+            log(f"certify M={M} n={n}: {c['method']} errors {c['errors_min']}/{c['errors_max']} {c['seconds']:.3g} s")
     results["acceptance_grid"] = acc
     zero = all(c["errors_min"] == 0 and c["errors_max"] == 0 for c in acc)
     slowest = max(acc, key=lambda c: c["seconds"])
@@ -390,18 +265,18 @@ def main(argv: list[str] | None = None) -> int:
                           slowest["seconds"], "s"))
 
     results["figures"] = figures
-    if hasattr(os, "getloadavg"):
-        results["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    load_at_end = load_average()
+    if load_at_end is not None:
+        results["load_average_at_end"] = load_at_end
     results["seconds_total"] = round(time.perf_counter() - START, 1)
 
     table = sys.stderr if args.json else sys.stdout
     print(f"headcount minmax benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
           f"numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} ({blas_threads} BLAS threads; ufuncs 1 thread), "
           f"scipy {machine['scipy']}, python-flint {machine['python_flint']}", file=table)
-    load = [machine.get("load_average_at_start"), results.get("load_average_at_end")]
-    if any(l and l[0] > machine["cpus_usable"] for l in load):
-        print(f"  WARNING: machine busy (1-min load average start/end {load[0][0] if load[0] else '?'}/"
-              f"{load[1][0] if load[1] else '?'} on {machine['cpus_usable']} cpus): timings are noisy", file=table)
+    warning = busy_warning(machine, load_at_end)
+    if warning:
+        print(warning, file=table)
     for f in figures:
         print("  " + figure_line(f), file=table)
     print(f"  total time: {results['seconds_total']} s", file=table)
