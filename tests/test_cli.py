@@ -192,3 +192,31 @@ def test_minmax_verify_reports_lower_bound_quantities_and_search(capsys, tmp_pat
     assert set(search["results"]) == {"1", "2"}
     for summary in search["results"].values():
         assert summary["succeeded"] or summary["all_failed_confirmed"]
+
+
+def test_boolean_commands(capsys):
+    r = run_json(capsys, "boolean", "construct", "--function", "xor", "--n", "12", "--degree", "4", "--heads", "3")
+    for key in ("function", "n", "threshold_degree", "degree", "heads", "dim", "dim_bound", "route", "certified",
+                "weights_checked", "errors", "min_abs_margin", "float64_errors"):
+        assert key in r
+    assert r["certified"] and r["errors"] == 0 and r["weights_checked"] == 13 and r["dim"] <= r["dim_bound"]
+    r = run_json(capsys, "boolean", "threshold-degree", "--function", "mod:3", "--n", "7")
+    assert r == {"function": "mod:3", "n": 7, "threshold_degree": 5, "method": "symmetric", "witness": None}  # + - - + - - + -
+    r = run_json(capsys, "boolean", "threshold-degree", "--truth-table", "0110")
+    assert r["threshold_degree"] == 2 and r["method"] == "lp" and r["witness"]
+    r = run_json(capsys, "boolean", "basis", "--degree", "3", "--heads", "16", "--range", "48", "--optimal")
+    assert r["optimal"] and r["range_reached"] >= 48 and r["size"] == 6
+    assert run_json(capsys, "boolean", "stamps", "--summands", "2", "--size", "3")["range"] == 8
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["boolean", "construct", "--function", "xor", "--n", "8", "--degree", "3", "--heads", "2"], "heads ≥ 3"),
+    (["boolean", "construct", "--function", "xor", "--n", "0", "--degree", "3", "--heads", "2"], "--n 0"),
+    (["boolean", "construct", "--function", "frob", "--n", "4", "--degree", "3", "--heads", "2"], "frob"),
+    (["boolean", "construct", "--function", "xor", "--n", "4", "--degree", "0", "--heads", "2"], "--degree 0"),
+    (["boolean", "threshold-degree", "--truth-table", "011"], "power"),
+    (["boolean", "basis", "--degree", "2", "--heads", "3", "--range", "7"], "degree·heads"),
+])
+def test_boolean_bad_input_exit_2(capsys, argv, needle):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and needle in err

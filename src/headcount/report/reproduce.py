@@ -20,7 +20,8 @@ from typing import Any
 from headcount.report.claims import FAIL, PASS, REGISTRY, SCALES, Claim, ClaimResult, Context, jsonable
 from headcount.report.render import machine_info, print_to_stderr, render_report
 
-CLAIM_MODULES = ("headcount.report.induction_claims", "headcount.report.index_claims", "headcount.report.minmax_claims")
+CLAIM_MODULES = ("headcount.report.induction_claims", "headcount.report.index_claims", "headcount.report.minmax_claims",
+                 "headcount.report.boolean_claims")
 
 
 def load_claims() -> dict[str, Claim]:

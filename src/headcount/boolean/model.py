@@ -1,0 +1,282 @@
+"""Exact one-layer models for symmetric Boolean functions (spec/boolean.md, "Model").
+
+A head is stored by its exp-weights w_0, w_1 > 0 (not the scores s_b = log w_b) and values
+v_0, v_1 ∈ Q^d, all as exact python-flint rationals (fmpq), so that rational weights give exact rational
+outputs. On x ∈ {0,1}^n with t = |x| a head outputs
+
+    Att_h(t) = ((n−t)·w_0·v_0 + t·w_1·v_1) / ((n−t)·w_0 + t·w_1),
+
+the layer outputs the sum over heads, and the model answers sign g(layer output) for a d-variate
+polynomial readout g; g = 0 is an error (sign 0). Outputs depend on x only through t, so checking the
+n + 1 weights t = 0..n checks all 2^n inputs.
+
+Speed: the exact batch evaluation goes through Lemma 7's rational form P(t)/Q(t) (fmpq_poly, evaluated
+in C) and the readout as a flint fmpq_mpoly, so n = 1024 stays fast; ``layer_output_exact`` is the
+direct per-t formula the batch path is tested against.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+from flint import fmpq, fmpq_mpoly_ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx
+
+
+def to_fmpq(x) -> fmpq:
+    """An exact rational from an int, Fraction, fmpz/fmpq, finite float (its exact value) or a string
+    like "3/4" or "-2"."""
+    if isinstance(x, fmpq):
+        return x
+    if isinstance(x, (bool,)):
+        raise ValueError(f"not a number: {x!r}")
+    if isinstance(x, (int, fmpz)):
+        return fmpq(int(x))
+    if isinstance(x, float):
+        if not np.isfinite(x):
+            raise ValueError(f"not a finite number: {x!r}")
+        fr = Fraction(x)
+        return fmpq(fr.numerator, fr.denominator)
+    if isinstance(x, (Fraction, str)):
+        try:
+            fr = Fraction(x)
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"not a rational number: {x!r}") from None
+        return fmpq(fr.numerator, fr.denominator)
+    if isinstance(x, np.integer):
+        return fmpq(int(x))
+    raise ValueError(f"not a rational number: {x!r}")
+
+
+def fmpq_to_float(q: fmpq) -> float:
+    """float64 value of q, ±inf on overflow and 0 on underflow (huge exact β's do overflow)."""
+    try:
+        return int(q.p) / int(q.q)
+    except OverflowError:
+        p, r = int(q.p), int(q.q)
+        return float("inf") if (p > 0) else float("-inf") if abs(p) > r else 0.0
+
+
+@dataclass(frozen=True)
+class BooleanHead:
+    """One head: exp-weights w0, w1 > 0 for tokens 0 and 1 and values v0, v1 ∈ Q^d (exact)."""
+
+    w0: fmpq
+    w1: fmpq
+    v0: tuple[fmpq, ...]
+    v1: tuple[fmpq, ...]
+
+    def __post_init__(self):
+        w0, w1 = to_fmpq(self.w0), to_fmpq(self.w1)
+        if w0 <= 0 or w1 <= 0:
+            raise ValueError(f"head weights w0, w1 must be > 0, got {w0}, {w1}")
+        v0, v1 = tuple(map(to_fmpq, self.v0)), tuple(map(to_fmpq, self.v1))
+        if not v0 or len(v0) != len(v1):
+            raise ValueError(f"values v0, v1 need the same dimension d ≥ 1, got {len(v0)} and {len(v1)}")
+        for k, v in (("w0", w0), ("w1", w1), ("v0", v0), ("v1", v1)):
+            object.__setattr__(self, k, v)
+
+    @property
+    def dim(self) -> int:
+        return len(self.v0)
+
+    def output(self, n: int, t: int) -> list[fmpq]:
+        """Att_h at weight t, by the formula (exact)."""
+        a, b = (n - t) * self.w0, t * self.w1
+        z = a + b
+        return [(a * x0 + b * x1) / z for x0, x1 in zip(self.v0, self.v1)]
+
+
+@dataclass(frozen=True)
+class BooleanLayer:
+    """H ≥ 1 heads with a common value dimension d; the layer outputs the sum of the heads."""
+
+    heads: tuple[BooleanHead, ...]
+
+    def __post_init__(self):
+        heads = tuple(self.heads)
+        if not heads or len({h.dim for h in heads}) != 1:
+            raise ValueError("a layer needs at least one head, all with the same value dimension d")
+        object.__setattr__(self, "heads", heads)
+
+    @property
+    def num_heads(self) -> int:
+        return len(self.heads)
+
+    @property
+    def dim(self) -> int:
+        return self.heads[0].dim
+
+
+@dataclass(frozen=True)
+class Readout:
+    """A d-variate polynomial g of degree ≤ ``degree`` (D): {exponent tuple K: coefficient c_K}.
+
+    ``degree`` is the declared D (what Theorem 2 multiplies by); the terms may have lower total degree.
+    Zero coefficients are dropped.
+    """
+
+    terms: Mapping[tuple[int, ...], fmpq]
+    degree: int
+    dim: int
+
+    def __post_init__(self):
+        if not isinstance(self.dim, int) or self.dim < 1:
+            raise ValueError(f"readout dimension d must be ≥ 1, got {self.dim!r}")
+        if not isinstance(self.degree, int) or self.degree < 1:
+            raise ValueError(f"readout degree D must be ≥ 1, got {self.degree!r}")
+        terms = {}
+        for K, c in dict(self.terms).items():
+            K = tuple(int(k) for k in K)
+            if len(K) != self.dim or min(K) < 0 or sum(K) > self.degree:
+                raise ValueError(f"exponent {K} needs {self.dim} entries ≥ 0 with total ≤ D = {self.degree}")
+            c = to_fmpq(c)
+            if c != 0:
+                terms[K] = terms.get(K, fmpq(0)) + c
+        object.__setattr__(self, "terms", {K: c for K, c in terms.items() if c != 0})
+
+    @property
+    def homogeneous(self) -> bool:
+        return len({sum(K) for K in self.terms}) <= 1
+
+    def mpoly(self):
+        """g as a flint fmpq_mpoly in variables z0..z{d−1}."""
+        ctx = fmpq_mpoly_ctx.get(("z", self.dim), "lex")
+        return ctx.from_dict(dict(self.terms))
+
+    def __call__(self, z: Sequence[fmpq]) -> fmpq:
+        if len(z) != self.dim:
+            raise ValueError(f"readout needs {self.dim} values, got {len(z)}")
+        if not self.terms:
+            return fmpq(0)
+        return self.mpoly()(*z)
+
+
+def _check_n_t(n: int, t: int | None = None) -> None:
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an integer ≥ 1, got {n!r}")
+    if t is not None and not (isinstance(t, int) and 0 <= t <= n):
+        raise ValueError(f"t must be an integer in 0..n = 0..{n}, got {t!r}")
+
+
+def layer_output_exact(layer: BooleanLayer, n: int, t: int) -> list[fmpq]:
+    """Σ_h Att_h at weight t by the spec's formula, exactly."""
+    _check_n_t(n, t)
+    out = [fmpq(0)] * layer.dim
+    for h in layer.heads:
+        out = [a + b for a, b in zip(out, h.output(n, t))]
+    return out
+
+
+def rational_form(layer: BooleanLayer, n: int) -> tuple[list[fmpq_poly], fmpq_poly]:
+    """Lemma 7 in t: the layer output is (P_1(t), …, P_d(t))/Q(t) with Q = Π_h Z_h and
+    P = Σ_h A_h Π_{h'≠h} Z_h', where Z_h = (n−t)w_0 + t w_1 and A_h = (n−t)w_0 v_0 + t w_1 v_1."""
+    _check_n_t(n)
+    Z = [fmpq_poly([n * h.w0, h.w1 - h.w0]) for h in layer.heads]
+    A = [[fmpq_poly([n * h.w0 * a, h.w1 * b - h.w0 * a]) for a, b in zip(h.v0, h.v1)] for h in layer.heads]
+    H = len(Z)
+    # prefix/suffix products give Π_{h'≠h} Z_h' without division
+    pre = [fmpq_poly([1])]
+    for z in Z:
+        pre.append(pre[-1] * z)
+    suf = [fmpq_poly([1])] * (H + 1)
+    for h in range(H - 1, -1, -1):
+        suf[h] = suf[h + 1] * Z[h]
+    others = [pre[h] * suf[h + 1] for h in range(H)]
+    P = [sum((A[h][i] * others[h] for h in range(H)), fmpq_poly([])) for i in range(layer.dim)]
+    return P, pre[H]
+
+
+def layer_outputs_exact(layer: BooleanLayer, n: int) -> list[list[fmpq]]:
+    """Exact layer outputs for t = 0..n (via the rational form, equal to ``layer_output_exact``)."""
+    P, Q = rational_form(layer, n)
+    out = []
+    for t in range(n + 1):
+        q = Q(t)
+        out.append([p(t) / q for p in P])
+    return out
+
+
+def model_values_exact(layer: BooleanLayer, readout: Readout, n: int, method: str = "integer") -> list[fmpq]:
+    """g(layer output) for t = 0..n, exactly.
+
+    ``method="direct"`` evaluates g at the exact rational outputs P_i(t)/Q(t). ``"integer"`` (default,
+    same values, much faster at large n) scales P and Q by a common positive denominator L to integer
+    polynomials P̃ = L·P, Q̃ = L·Q and the homogenized g_hom(z, z_0) = Σ_K c_K z^K z_0^{D−|K|} by the
+    common denominator δ of its coefficients, then uses the identity
+    g(P̃/Q̃) = g_hom(P̃(t), Q̃(t)) / Q̃(t)^D — pure big-integer evaluation without gcds per operation."""
+    if readout.dim != layer.dim:
+        raise ValueError(f"readout has d = {readout.dim} but the layer outputs d = {layer.dim}")
+    if method not in ("integer", "direct"):
+        raise ValueError(f"method must be 'integer' or 'direct', got {method!r}")
+    if not readout.terms:
+        return [fmpq(0)] * (n + 1)
+    if method == "direct":
+        g = readout.mpoly()
+        return [g(*z) for z in layer_outputs_exact(layer, n)]
+    P, Q = rational_form(layer, n)
+    L = math.lcm(*(int(p.denom()) for p in P + [Q]))
+    Pi = [(p * L).numer() for p in P]
+    Qi = (Q * L).numer()
+    D, d = readout.degree, readout.dim
+    delta = math.lcm(*(int(c.q) for c in readout.terms.values()))
+    ctx = fmpz_mpoly_ctx.get(("z", d + 1), "lex")
+    gh = ctx.from_dict({K + (D - sum(K),): int(c.p) * (delta // int(c.q)) for K, c in readout.terms.items()})
+    out = []
+    for t in range(n + 1):
+        q = Qi(t)
+        out.append(fmpq(gh(*[p(t) for p in Pi], q), delta * q**D))
+    return out
+
+
+def _sign(x) -> int:
+    return (x > 0) - (x < 0)
+
+
+def model_sign_exact(layer: BooleanLayer, readout: Readout, n: int) -> list[int]:
+    """sign g(layer output) ∈ {−1, 0, +1} for t = 0..n (0: g is zero there, an error)."""
+    return [_sign(v) for v in model_values_exact(layer, readout, n)]
+
+
+def layer_outputs_float(layer: BooleanLayer, n: int) -> np.ndarray:
+    """[n+1, d] float64 layer outputs by the formula evaluated in float64 (weights rounded to float64)."""
+    _check_n_t(n)
+    t = np.arange(n + 1, dtype=np.float64)[:, None]
+    out = np.zeros((n + 1, layer.dim))
+    with np.errstate(all="ignore"):
+        for h in layer.heads:
+            w0, w1 = fmpq_to_float(h.w0), fmpq_to_float(h.w1)
+            v0 = np.array([fmpq_to_float(x) for x in h.v0])[None, :]
+            v1 = np.array([fmpq_to_float(x) for x in h.v1])[None, :]
+            a, b = (n - t) * w0, t * w1
+            out += (a * v0 + b * v1) / (a + b)
+    return out
+
+
+def model_values_float(layer: BooleanLayer, readout: Readout, n: int) -> np.ndarray:
+    """g(layer output) for t = 0..n with everything in float64."""
+    if readout.dim != layer.dim:
+        raise ValueError(f"readout has d = {readout.dim} but the layer outputs d = {layer.dim}")
+    z = layer_outputs_float(layer, n)
+    D = readout.degree
+    with np.errstate(all="ignore"):
+        powers = np.ones((D + 1,) + z.shape)
+        for k in range(1, D + 1):
+            powers[k] = powers[k - 1] * z
+        g = np.zeros(n + 1)
+        for K, c in readout.terms.items():
+            term = np.full(n + 1, fmpq_to_float(c))
+            for i, k in enumerate(K):
+                if k:
+                    term = term * powers[k][:, i]
+            g = g + term
+    return g
+
+
+def model_sign_float(layer: BooleanLayer, readout: Readout, n: int) -> list[int]:
+    """float64 sign for t = 0..n; NaN counts as 0 (an error)."""
+    g = model_values_float(layer, readout, n)
+    return [0 if not np.isfinite(v) and np.isnan(v) else int(np.sign(v)) for v in g]

@@ -1,0 +1,177 @@
+"""Theorem 3 (construction): for symmetric f with threshold degree T and any D·H ≥ T, H heads with a
+small value dimension d and a homogeneous readout (spec/boolean.md, Lemmas 9–14).
+
+- ``lemma9_head``: one head computing a + b/(n + c·t).
+- ``lemma11_layer``: H heads (c_h = h) realizing (P_1(t), …, P_d(t))/Q_0(t), Q_0 = Π_h (n + h·t), for any
+  P_i of degree ≤ H; all α, β exact rationals.
+- ``factorization_route`` (Lemma 12): F's sign polynomial c·Π_j (t − r_j) split into groups of ≤ H
+  roots, g = c·z_1⋯z_k. We use k = max{1, ⌈T/H⌉} balanced groups (≤ D), so d = k, where the spec
+  says D groups; that is the same construction with empty groups dropped, and never larger.
+- ``additive_basis_route`` (Lemma 13): P_i = t^{β_i} for β_i ∈ B, P_d = 1, g homogeneous of degree D
+  with g(P(t)) = c·Π_j (t − r_j); d = |B| + 1.
+- ``construct`` takes the smallest d among the factorization, Lemma 14's basis, a given basis and
+  (when ``headcount.boolean.search`` provides ``smallest_basis``) the smallest basis. Ties go to
+  factorization (smaller numbers).
+
+Sign convention: c = F(0)·(−1)^T, so that c·Π_j (t − r_j) has the sign of F at every t = 0..n.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from flint import fmpq, fmpq_poly
+
+from headcount.boolean.bases import basis_range, lemma14_basis, representation
+from headcount.boolean.functions import change_points, check_values
+from headcount.boolean.model import BooleanHead, BooleanLayer, Readout, to_fmpq
+from headcount.boolean.theorem2 import check_feasible
+
+ROUTES = ("factorization", "additive-basis")
+
+
+def lemma9_head(a: Sequence, b: Sequence, c, n: int) -> BooleanHead:
+    """Head with output a + b/(n + c·t): w0 = 1, w1 = 1 + c, v0 = a + b/n, v1 = a + b/(n(1 + c))."""
+    c = to_fmpq(c)
+    if c <= -1:
+        raise ValueError(f"Lemma 9 needs c > −1, got c = {c}")
+    a, b = [to_fmpq(x) for x in a], [to_fmpq(x) for x in b]
+    if len(a) != len(b):
+        raise ValueError(f"a and b need the same dimension, got {len(a)} and {len(b)}")
+    return BooleanHead(
+        fmpq(1), 1 + c,
+        tuple(x + y / n for x, y in zip(a, b)),
+        tuple(x + y / (n * (1 + c)) for x, y in zip(a, b)),
+    )
+
+
+def lemma11_layer(polys: Sequence[fmpq_poly], n: int, H: int) -> BooleanLayer:
+    """H heads whose summed output is (P_1(t), …, P_d(t))/Q_0(t) with Q_0 = Π_{h=1..H} (n + h·t).
+
+    P_i = α_i Q_0 + Σ_h β_i^h Q_h (Lemma 10 basis, Q_h = Q_0/(n + h·t)) with α_i = [t^H]P_i / H! and
+    β_i^h = P_i(−n/h)/Q_h(−n/h); head h is Lemma 9 with a = α/H, b = β^h, c = h."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an integer ≥ 1, got {n!r}")
+    if not isinstance(H, int) or H < 1:
+        raise ValueError(f"heads must be an integer ≥ 1, got {H!r}")
+    polys = [fmpq_poly(p) for p in polys]
+    if not polys or any(p.degree() > H for p in polys):
+        raise ValueError(f"Lemma 11 needs at least one polynomial, each of degree ≤ H = {H}")
+    lead = fmpq(math.factorial(H))
+    alpha = [(p.coeffs()[H] if p.degree() == H else fmpq(0)) / lead for p in polys]
+    heads = []
+    for h in range(1, H + 1):
+        x = fmpq(-n, h)
+        Qh = fmpq(1)
+        for h2 in range(1, H + 1):
+            if h2 != h:
+                Qh *= n + h2 * x
+        beta = [p(x) / Qh for p in polys]
+        heads.append(lemma9_head([a / H for a in alpha], beta, h, n))
+    return BooleanLayer(tuple(heads))
+
+
+def sign_polynomial_factors(F: Sequence[int]) -> tuple[int, list[fmpq]]:
+    """(c, roots): c·Π_j (t − r_j) has the sign of F at every t = 0..n."""
+    F = check_values(F)
+    roots = change_points(F)
+    return F[0] * (-1) ** len(roots), roots
+
+
+def factorization_route(F: Sequence[int], n: int, D: int, H: int) -> tuple[BooleanLayer, Readout]:
+    """Lemma 12: k = max{1, ⌈T/H⌉} ≤ D groups of ≤ H roots; P_i = Π_{group i}(t − r_j); g = c·z_1⋯z_k."""
+    c, roots = sign_polynomial_factors(F)
+    T = len(roots)
+    check_feasible(T, D, H, n=n)
+    k = max(1, -(-T // H))
+    sizes = [T // k + (i < T % k) for i in range(k)]
+    polys, pos = [], 0
+    for s in sizes:
+        p = fmpq_poly([1])
+        for r in roots[pos:pos + s]:
+            p *= fmpq_poly([-r, 1])
+        polys.append(p)
+        pos += s
+    layer = lemma11_layer(polys, n, H)
+    return layer, Readout({(1,) * k: fmpq(c)}, D, k)
+
+
+def additive_basis_route(F: Sequence[int], n: int, D: int, H: int, B: Sequence[int]) -> tuple[BooleanLayer, Readout]:
+    """Lemma 13 with basis B ⊆ [H] of range ≥ T: P_i = t^{β_i}, P_d = 1,
+    g = Σ_ℓ a_ℓ Π_i z_i^{c_ℓ,i} z_d^{D − Σ_i c_ℓ,i} where Σ_ℓ a_ℓ t^ℓ = c·Π_j (t − r_j)."""
+    c, roots = sign_polynomial_factors(F)
+    T = len(roots)
+    check_feasible(T, D, H, n=n)
+    B = sorted(set(int(b) for b in B))
+    if not B or B[0] < 1 or B[-1] > H:
+        raise ValueError(f"the basis must be a nonempty subset of 1..H = 1..{H}, got {B}")
+    if basis_range(B, D) < T:
+        raise ValueError(f"basis {B} has range {basis_range(B, D)} < threshold degree {T} with D = {D}")
+    poly = fmpq_poly([c])
+    for r in roots:
+        poly *= fmpq_poly([-r, 1])
+    d = len(B) + 1
+    index = {b: i for i, b in enumerate(B)}
+    terms = {}
+    for ell, a in enumerate(poly.coeffs()):
+        if a == 0:
+            continue
+        K = [0] * d
+        for b, cnt in representation(ell, B, D).items():
+            K[index[b]] = cnt
+        K[-1] = D - sum(K)
+        terms[tuple(K)] = a
+    polys = [fmpq_poly([0] * b + [1]) for b in B] + [fmpq_poly([1])]
+    return lemma11_layer(polys, n, H), Readout(terms, D, d)
+
+
+def _search_basis(D: int, H: int, T: int):
+    try:
+        from headcount.boolean import search  # optional, written separately
+    except ImportError:
+        return None
+    fn = getattr(search, "smallest_basis", None)
+    if fn is None:
+        return None
+    try:
+        return fn(D, H, T)
+    except ValueError:  # outside the search's supported sizes: fall back to the other routes
+        return None
+
+
+def construct(
+    F: Sequence[int], n: int, D: int, H: int, basis: Sequence[int] | None = None,
+    route: str | None = None, use_search: bool = True,
+) -> tuple[BooleanLayer, Readout, str, int]:
+    """(layer, readout, route, d) for F with D·H ≥ T, choosing the route with the smallest d.
+
+    ``route`` forces "factorization" or "additive-basis"; ``basis`` adds a candidate basis (or is the
+    one used when the additive-basis route is forced); ``use_search`` allows the optional exact search."""
+    F = check_values(F)
+    if len(F) != n + 1:
+        raise ValueError(f"F needs n + 1 = {n + 1} values, got {len(F)}")
+    T = len(change_points(F))
+    check_feasible(T, D, H, n=n)
+    if route not in (None,) + ROUTES:
+        raise ValueError(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
+    cands: list[tuple[int, int, str, list[int] | None]] = []  # (d, tie-break, route, basis)
+    if route in (None, "factorization"):
+        cands.append((max(1, -(-T // H)), 0, "factorization", None))
+    if route in (None, "additive-basis"):
+        bases = [list(basis)] if basis is not None else []
+        if route is None or basis is None:
+            bases.append(lemma14_basis(D, H))
+            if use_search:
+                bases.append(_search_basis(D, H, T))
+        for B in bases:
+            if B and max(B) <= H and min(B) >= 1 and basis_range(B, D) >= T:
+                cands.append((len(set(B)) + 1, 1, "additive-basis", sorted(set(B))))
+    if not cands:
+        raise ValueError(f"no additive basis of 1..{H} reaches {T} with D = {D}; use the factorization route")
+    d, _, chosen, B = min(cands, key=lambda c: (c[0], c[1], len(c[3] or ())))
+    if chosen == "factorization":
+        layer, readout = factorization_route(F, n, D, H)
+    else:
+        layer, readout = additive_basis_route(F, n, D, H, B)
+    return layer, readout, chosen, d
