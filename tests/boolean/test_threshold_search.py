@@ -5,8 +5,9 @@ from math import comb
 import numpy as np
 import pytest
 
+from headcount.boolean.bases import basis_range
+
 from headcount.boolean.search import (
-    _range,
     search_smallest_basis,
     smallest_basis,
     stamps,
@@ -136,16 +137,15 @@ def test_constant_and_parse():
 def brute_smallest_size(D, H, T):
     for k in range(0, H + 1):
         for B in combinations(range(1, H + 1), k):
-            if _range(B, D) >= T:
+            if basis_range(B, D) >= T:
                 return k
     return None
 
 
 def test_range_dp():
-    assert _range([1, 3], 2) == 4
-    assert _range([1, 4, 5], 3) == 15
-    assert _range([], 3) == 0
-    assert _range([2], 3) == 0
+    assert basis_range([1, 3], 2) == 4
+    assert basis_range([1, 4, 5], 3) == 15
+    assert basis_range([2], 3) == 0
 
 
 @pytest.mark.parametrize("D", [1, 2, 3])
@@ -155,7 +155,7 @@ def test_smallest_basis_matches_brute_force(D, H):
         B = smallest_basis(D, H, T)
         assert B is not None
         assert B == sorted(B) and all(1 <= b <= H for b in B)
-        assert _range(B, D) >= T
+        assert basis_range(B, D) >= T
         assert len(B) == brute_smallest_size(D, H, T), (D, H, T)
 
 
@@ -181,7 +181,7 @@ KNOWN = {(2, 1): 2, (2, 2): 4, (2, 3): 8, (2, 4): 12, (2, 5): 16,
 def test_stamps_known(key):
     D, k = key
     r, B = stamps(D, k)
-    assert r == KNOWN[key] and len(B) == k and _range(B, D) == r
+    assert r == KNOWN[key] and len(B) == k and basis_range(B, D) == r
 
 
 @pytest.mark.parametrize("D", range(1, 9))
@@ -193,5 +193,5 @@ def test_stamps_two_elements_formula(D):
 @pytest.mark.parametrize("D,k", [(2, 2), (2, 3), (2, 4), (3, 2), (3, 3), (4, 2)])
 def test_stamps_brute_force(D, k):
     M = comb(k + D, D)
-    best = max(_range(B, D) for B in combinations(range(1, M + 1), k))
+    best = max(basis_range(B, D) for B in combinations(range(1, M + 1), k))
     assert stamps(D, k)[0] == best

@@ -39,7 +39,10 @@ def _fewest(B: tuple[int, ...], D: int, limit: int) -> tuple[list[int], list[int
 
 
 def basis_range(B: Iterable[int], D: int) -> int:
-    """Largest T such that every integer 0..T is a sum of at most D elements of B."""
+    """Largest T such that every integer 0..T is a sum of at most D elements of B (0 for an empty B)."""
+    B = tuple(B)
+    if not B:
+        return 0
     B = _check_basis(B, D)
     limit = D * B[-1]
     fewest, _ = _fewest(B, D, limit)

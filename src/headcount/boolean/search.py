@@ -29,10 +29,11 @@ import time
 
 import numpy as np
 
+from headcount.boolean.bases import basis_range
+
 __all__ = [
     "SearchTimeout",
     "BasisSearchResult",
-    "basis_range_dp",
     "smallest_basis",
     "search_smallest_basis",
     "stamps",
@@ -70,18 +71,6 @@ def _add_element(dp: np.ndarray, b: int, D: int) -> np.ndarray:
 def _range_of(dp: np.ndarray, D: int) -> int:
     bad = np.flatnonzero(dp > D)
     return int(bad[0] - 1) if bad.size else dp.size - 1
-
-
-def _range(B, D: int) -> int:
-    """Range of B with at most D summands: the largest r with every 0..r representable."""
-    B = [int(b) for b in B]
-    if any(b <= 0 for b in B):
-        raise ValueError("basis elements must be positive integers")
-    limit = D * max(B, default=0) + 1
-    return _range_of(_min_summands(B, D, limit), D)
-
-
-basis_range_dp = _range
 
 
 @dataclass
@@ -161,7 +150,7 @@ def search_smallest_basis(D: int, H: int, T: int, time_limit: float = 10.0) -> B
                 found = _dfs_fixed_size(D, H, T, k, deadline, stats)
                 if found is not None:
                     B = sorted(found)
-                    return BasisSearchResult(D, H, T, B, _range(B, D), False, True, stats[0],
+                    return BasisSearchResult(D, H, T, B, basis_range(B, D), False, True, stats[0],
                                              time.perf_counter() - t0)
             k += 1
     except SearchTimeout:

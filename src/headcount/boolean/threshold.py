@@ -40,7 +40,6 @@ __all__ = [
     "threshold_degree_lp",
     "evaluate_polynomial",
     "symmetric_truth_table",
-    "sign_changes",
 ]
 
 MAX_N = 14
@@ -249,9 +248,3 @@ def symmetric_truth_table(F, n: int) -> np.ndarray:
         raise ValueError(f"F must have length n + 1 = {n + 1}, got {F.shape}")
     weights = np.array([bin(i).count("1") for i in range(2 ** n)], dtype=np.int64)
     return F[weights].astype(np.int8)
-
-
-def sign_changes(F) -> int:
-    """Number of sign changes of F along 0..n (= threshold degree of the symmetric function)."""
-    F = np.asarray(F)
-    return int(np.count_nonzero(F[1:] != F[:-1]))
