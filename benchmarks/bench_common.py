@@ -168,3 +168,22 @@ def figure_line(f: dict[str, Any]) -> str:
     if f["baseline_name"] is not None:
         line += f" ({f['baseline_name']} {fmt(f['baseline_value'])}{unit}, ratio {f['ratio']:.3g})"
     return line
+
+
+def finish_table(results: dict[str, Any], figures: list[dict[str, Any]], header: str, as_json: bool):
+    """Store the figures, end-of-run load and total time in `results`, print the table's header, any
+    busy-machine warning and the figure lines, and return the stream the table goes to (stderr with
+    --json, so stdout holds only the JSON object) for a script's own extra lines."""
+    results["figures"] = figures
+    load_at_end = load_average()
+    if load_at_end is not None:
+        results["load_average_at_end"] = load_at_end
+    results["seconds_total"] = round(time.perf_counter() - START, 1)
+    table = sys.stderr if as_json else sys.stdout
+    print(header, file=table)
+    warning = busy_warning(results["machine"], load_at_end)
+    if warning:
+        print(warning, file=table)
+    for f in figures:
+        print("  " + figure_line(f), file=table)
+    return table

@@ -39,7 +39,7 @@ from headcount.induction import task
 from headcount.induction.certify import certify_induction
 from headcount.induction.constructions import two_layer_induction
 
-from bench_common import START, best_time, busy_warning, figure, figure_line, load_average, log, numpy_blas_threads
+from bench_common import best_time, figure, finish_table, log, numpy_blas_threads
 from bench_common import machine_info as common_machine_info
 
 
@@ -400,21 +400,9 @@ def main(argv: list[str] | None = None) -> int:
             note += f", skipped n={sweep['skipped_n']} (memory)"
         figures.append(figure(f"largest exact n in {dtype} ({note})", value))
 
-    results["figures"] = figures
-    load_at_end = load_average()
-    if load_at_end is not None:
-        results["load_average_at_end"] = load_at_end
-    results["seconds_total"] = round(time.perf_counter() - START, 1)
-
-    table = sys.stderr if args.json else sys.stdout
-    print(f"headcount induction benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
+    table = finish_table(results, figures, f"headcount induction benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
           f"numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} ({blas_threads} BLAS threads; ufuncs 1 thread), "
-          f"torch {machine['torch']} ({machine['torch_threads']} threads)", file=table)
-    warning = busy_warning(machine, load_at_end)
-    if warning:
-        print(warning, file=table)
-    for f in figures:
-        print("  " + figure_line(f), file=table)
+          f"torch {machine['torch']} ({machine['torch_threads']} threads)", args.json)
     if "attend_breakdown_ms_n4096" in results:
         print("  where headcount's float64 forward spends its time, n=4096, one sequence (ms unless noted):", file=table)
         for k, v in results["attend_breakdown_ms_n4096"].items():

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
 import numpy as np
@@ -34,8 +33,7 @@ from headcount.minmax.model import Classifier, TokenHead, random_single_head
 from headcount.minmax.task import count_multisets
 from headcount.minmax.verify import verify_brute, verify_exact_one_head
 
-from bench_common import (START, best_time, busy_warning, figure, figure_line, load_average, log, numpy_blas_threads,
-                          set_numpy_blas_threads)
+from bench_common import best_time, figure, finish_table, log, numpy_blas_threads, set_numpy_blas_threads
 from bench_common import machine_info as common_machine_info
 
 
@@ -264,21 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     figures.append(figure(f"acceptance: slowest certificate (M={slowest['M']}, n={slowest['n']}, {slowest['method']})",
                           slowest["seconds"], "s"))
 
-    results["figures"] = figures
-    load_at_end = load_average()
-    if load_at_end is not None:
-        results["load_average_at_end"] = load_at_end
-    results["seconds_total"] = round(time.perf_counter() - START, 1)
-
-    table = sys.stderr if args.json else sys.stdout
-    print(f"headcount minmax benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
+    table = finish_table(results, figures, f"headcount minmax benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
           f"numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} ({blas_threads} BLAS threads; ufuncs 1 thread), "
-          f"scipy {machine['scipy']}, python-flint {machine['python_flint']}", file=table)
-    warning = busy_warning(machine, load_at_end)
-    if warning:
-        print(warning, file=table)
-    for f in figures:
-        print("  " + figure_line(f), file=table)
+          f"scipy {machine['scipy']}, python-flint {machine['python_flint']}", args.json)
     print(f"  total time: {results['seconds_total']} s", file=table)
     if args.json:
         print(json.dumps(results, default=float))

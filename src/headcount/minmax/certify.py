@@ -30,7 +30,7 @@ import numpy as np
 
 from headcount.minmax.construction import compact_code, max_head, min_head, sign_code, two_head_layer
 from headcount.minmax.exact import frac
-from headcount.minmax.model import Classifier, TokenHead, TokenLayer
+from headcount.minmax.model import Classifier, TokenLayer
 from headcount.minmax.task import check_sizes, count_multisets
 from headcount.minmax.verify import block_head, verify_brute, verify_exact_one_head
 
