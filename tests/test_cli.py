@@ -204,6 +204,7 @@ def test_boolean_commands(capsys):
     assert r == {"function": "mod:3", "n": 7, "threshold_degree": 5, "method": "symmetric", "witness": None}  # + - - + - - + -
     r = run_json(capsys, "boolean", "threshold-degree", "--truth-table", "0110")
     assert r["threshold_degree"] == 2 and r["method"] == "lp" and r["witness"]
+    assert r["lower_bound_certified"] and r["dual_certificate"]["degree"] == 1
     r = run_json(capsys, "boolean", "basis", "--degree", "3", "--heads", "16", "--range", "48", "--optimal")
     assert r["optimal"] and r["range_reached"] >= 48 and r["size"] == 6
     assert run_json(capsys, "boolean", "stamps", "--summands", "2", "--size", "3")["range"] == 8

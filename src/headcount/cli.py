@@ -427,11 +427,11 @@ def boolean_threshold_degree(function: Optional[str] = typer.Option(None, "--fun
 
             values, bits = parse_truth_table(truth_table)
             lp = threshold_degree_lp(values, bits)
-            result = {"n": bits, "threshold_degree": lp.threshold_degree, "method": "lp", "verified": lp.verified,
-                      "witness": [{"monomial": list(m), "coefficient": c} for m, c in lp.witness.items()]}
+            result = {"method": "lp", **lp.to_json()}
     except ValueError as err:
         fail(str(err))
-    emit(result, as_json, f"threshold degree {result['threshold_degree']} ({result['method']})")
+    certified = {True: ", both bounds certified", False: ", lower bound = HiGHS verdict"}.get(result.get("lower_bound_certified"), "")
+    emit(result, as_json, f"threshold degree {result['threshold_degree']} ({result['method']}{certified})")
 
 
 @boolean_app.command("basis")

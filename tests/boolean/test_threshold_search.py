@@ -16,6 +16,8 @@ from headcount.boolean.threshold import (
     evaluate_polynomial,
     parse_truth_table,
     threshold_degree_lp,
+    check_dual_certificate,
+    dual_certificate,
 )
 
 
@@ -42,6 +44,10 @@ def check(res, f, n):
     assert np.all(np.sign(p) == f)
     assert all(len(m) <= res.threshold_degree for m in res.witness)
     assert res.verified and res.min_margin >= 0.5
+    # the lower bound is certified exactly: a Gordan dual at degree T - 1, re-checked here
+    assert res.lower_bound_certified
+    if res.threshold_degree > 0:
+        assert check_dual_certificate(f, n, res.threshold_degree - 1, res.dual)
 
 
 # ---------------------------------------------------------------- threshold degree
@@ -53,6 +59,31 @@ def test_lp_matches_sign_changes_all_symmetric(n):
         res = threshold_degree_lp(f, n)
         assert res.threshold_degree == changes(F), (n, F)
         check(res, f, n)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [7, 8])
+def test_lp_matches_sign_changes_all_symmetric_slow(n):
+    for F in product((1, -1), repeat=n + 1):
+        f = sym_table(F, n)
+        res = threshold_degree_lp(f, n)
+        assert res.threshold_degree == changes(F), (n, F)
+        check(res, f, n)
+
+
+def test_dual_certificate_is_checked_exactly():
+    # xor on 3 bits: μ = uniform is orthogonal to every monomial of degree ≤ 2 after multiplying by f
+    f = sym_table((1, -1, 1, -1), 3)
+    uniform = {x: 1 for x in range(8)}
+    assert check_dual_certificate(f, 3, 2, uniform)
+    assert not check_dual_certificate(f, 3, 3, uniform)  # degree 3 does sign-represent parity
+    assert not check_dual_certificate(f, 3, 2, {x: 1 for x in range(7)})  # one input missing
+    assert not check_dual_certificate(f, 3, 2, {x: 0 for x in range(8)})  # μ = 0 proves nothing
+    assert not check_dual_certificate(f, 3, 2, {0: -1, 1: 1})
+    # AND on 3 bits has T = 1: no certificate exists at degree 1
+    assert dual_certificate(sym_table((1, 1, 1, -1), 3), 3, 1) is None
+    mu = dual_certificate(sym_table((1, 1, 1, -1), 3), 3, 0)
+    assert mu and check_dual_certificate(sym_table((1, 1, 1, -1), 3), 3, 0, mu)
 
 
 @pytest.mark.parametrize("n", [7, 8])

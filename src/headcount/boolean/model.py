@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from flint import fmpq, fmpq_mpoly_ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx
+from flint import fmpq, fmpq_mpoly_ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
 
 
 def to_fmpq(x) -> fmpq:
@@ -206,8 +206,9 @@ def model_values_exact(layer: BooleanLayer, readout: Readout, n: int, method: st
     ``method="direct"`` evaluates g at the exact rational outputs P_i(t)/Q(t). ``"integer"`` (default,
     same values, much faster at large n) scales P and Q by a common positive denominator L to integer
     polynomials P̃ = L·P, Q̃ = L·Q and the homogenized g_hom(z, z_0) = Σ_K c_K z^K z_0^{D−|K|} by the
-    common denominator δ of its coefficients, then uses the identity
-    g(P̃/Q̃) = g_hom(P̃(t), Q̃(t)) / Q̃(t)^D — pure big-integer evaluation without gcds per operation."""
+    common denominator δ of its coefficients, composes once into the integer polynomial
+    N(t) = g_hom(P̃(t), Q̃(t)) (flint, in C) and uses g(P̃/Q̃) = N(t) / (δ·Q̃(t)^D) — big-integer
+    evaluation of one univariate polynomial, no rational arithmetic per term."""
     if readout.dim != layer.dim:
         raise ValueError(f"readout has d = {readout.dim} but the layer outputs d = {layer.dim}")
     if method not in ("integer", "direct"):
@@ -225,11 +226,14 @@ def model_values_exact(layer: BooleanLayer, readout: Readout, n: int, method: st
     delta = math.lcm(*(int(c.q) for c in readout.terms.values()))
     ctx = fmpz_mpoly_ctx.get(("z", d + 1), "lex")
     gh = ctx.from_dict({K + (D - sum(K),): int(c.p) * (delta // int(c.q)) for K, c in readout.terms.items()})
-    out = []
-    for t in range(n + 1):
-        q = Qi(t)
-        out.append(fmpq(gh(*[p(t) for p in Pi], q), delta * q**D))
-    return out
+    tctx = fmpz_mpoly_ctx.get(("t", 1), "lex")
+    as_mpoly = lambda p: tctx.from_dict({(k,): c for k, c in enumerate(p.coeffs()) if c != 0})  # noqa: E731
+    N = gh.compose(*[as_mpoly(p) for p in Pi + [Qi]], ctx=tctx).to_dict()
+    coeffs = [0] * (max((K[0] for K in N), default=0) + 1)
+    for K, c in N.items():
+        coeffs[K[0]] = c
+    numerator = fmpz_poly(coeffs)
+    return [fmpq(numerator(t), delta * Qi(t) ** D) for t in range(n + 1)]
 
 
 def _sign(x) -> int:

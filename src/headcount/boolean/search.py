@@ -75,7 +75,9 @@ def _range_of(dp: np.ndarray, D: int) -> int:
 
 @dataclass
 class BasisSearchResult:
-    """Outcome of :func:`search_smallest_basis` (``basis`` is None iff ``timed_out``)."""
+    """Outcome of :func:`search_smallest_basis`. ``basis`` is None when the search timed out
+    (``timed_out``) or, with ``max_size``, when no basis of at most ``max_size`` elements exists
+    (``proven_minimal`` then means "proven: none that small")."""
 
     D: int
     H: int
@@ -129,8 +131,11 @@ def _dfs_fixed_size(D, H, T, k, deadline, stats):
     return rec(dp0, 0, 0)
 
 
-def search_smallest_basis(D: int, H: int, T: int, time_limit: float = 10.0) -> BasisSearchResult:
-    """Smallest B ⊆ {1..H} whose range with ≤ D summands is ≥ T; see module docstring."""
+def search_smallest_basis(D: int, H: int, T: int, time_limit: float = 10.0,
+                          max_size: int | None = None) -> BasisSearchResult:
+    """Smallest B ⊆ {1..H} whose range with ≤ D summands is ≥ T; see module docstring.
+    ``max_size`` stops the search after sizes ≤ max_size (a caller that already has a basis of
+    max_size + 1 elements need not prove anything about larger ones)."""
     for name, v in (("D", D), ("H", H), ("T", T)):
         if not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
@@ -145,7 +150,7 @@ def search_smallest_basis(D: int, H: int, T: int, time_limit: float = 10.0) -> B
     stats = [0]
     k = 1
     try:
-        while True:
+        while max_size is None or k <= max_size:
             if comb(k + D, D) - 1 >= T:
                 found = _dfs_fixed_size(D, H, T, k, deadline, stats)
                 if found is not None:
@@ -153,13 +158,15 @@ def search_smallest_basis(D: int, H: int, T: int, time_limit: float = 10.0) -> B
                     return BasisSearchResult(D, H, T, B, basis_range(B, D), False, True, stats[0],
                                              time.perf_counter() - t0)
             k += 1
+        return BasisSearchResult(D, H, T, None, None, False, True, stats[0], time.perf_counter() - t0)
     except SearchTimeout:
         return BasisSearchResult(D, H, T, None, None, True, False, stats[0], time.perf_counter() - t0)
 
 
-def smallest_basis(D: int, H: int, T: int, time_limit: float = 10.0) -> list[int] | None:
-    """Smallest B ⊆ {1..H} with range ≥ T (sorted), or None if ``time_limit`` seconds ran out."""
-    return search_smallest_basis(D, H, T, time_limit).basis
+def smallest_basis(D: int, H: int, T: int, time_limit: float = 10.0, max_size: int | None = None) -> list[int] | None:
+    """Smallest B ⊆ {1..H} with range ≥ T (sorted), or None if ``time_limit`` seconds ran out (or
+    none has ≤ ``max_size`` elements)."""
+    return search_smallest_basis(D, H, T, time_limit, max_size).basis
 
 
 def stamps(D: int, k: int, time_limit: float = 60.0) -> tuple[int, list[int]]:

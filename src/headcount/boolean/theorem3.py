@@ -10,8 +10,8 @@ small value dimension d and a homogeneous readout (spec/boolean.md, Lemmas 9–1
 - ``additive_basis_route`` (Lemma 13): P_i = t^{β_i} for β_i ∈ B, P_d = 1, g homogeneous of degree D
   with g(P(t)) = c·Π_j (t − r_j); d = |B| + 1.
 - ``construct`` takes the smallest d among the factorization, Lemma 14's basis, a given basis and
-  (when ``headcount.boolean.search`` provides ``smallest_basis``) the smallest basis. Ties go to
-  factorization (smaller numbers).
+  the smallest basis from the exact search (bounded by the best d found so far and SEARCH_SECONDS).
+  Ties go to factorization (smaller numbers).
 
 Sign convention: c = F(0)·(−1)^T, so that c·Π_j (t − r_j) has the sign of F at every t = 0..n.
 """
@@ -126,16 +126,20 @@ def additive_basis_route(F: Sequence[int], n: int, D: int, H: int, B: Sequence[i
     return lemma11_layer(polys, n, H), Readout(terms, D, d)
 
 
-def _search_basis(D: int, H: int, T: int):
-    try:
-        from headcount.boolean import search  # optional, written separately
-    except ImportError:
+SEARCH_SECONDS = 10.0
+"""Time limit of the exact smallest-basis search inside ``construct`` (then the other routes win)."""
+
+
+def _search_basis(D: int, H: int, T: int, max_size: int):
+    """The smallest basis with at most ``max_size`` elements, or None (none, or the search timed out).
+    Bounding the size by what the other routes already achieve keeps the search from proving
+    minimality where it could not change the chosen d."""
+    from headcount.boolean.search import smallest_basis
+
+    if max_size < 1:
         return None
-    fn = getattr(search, "smallest_basis", None)
-    if fn is None:
-        return None
     try:
-        return fn(D, H, T)
+        return smallest_basis(D, H, T, SEARCH_SECONDS, max_size=max_size)
     except ValueError:  # outside the search's supported sizes: fall back to the other routes
         return None
 
@@ -162,11 +166,17 @@ def construct(
         bases = [list(basis)] if basis is not None else []
         if route is None or basis is None:
             bases.append(lemma14_basis(D, H))
-            if use_search:
-                bases.append(_search_basis(D, H, T))
-        for B in bases:
-            if B and max(B) <= H and min(B) >= 1 and basis_range(B, D) >= T:
-                cands.append((len(set(B)) + 1, 1, "additive-basis", sorted(set(B))))
+
+        def add_candidates(bases):
+            for B in bases:
+                if B and max(B) <= H and min(B) >= 1 and basis_range(B, D) >= T:
+                    cands.append((len(set(B)) + 1, 1, "additive-basis", sorted(set(B))))
+
+        add_candidates(bases)
+        if use_search and (route is None or basis is None):
+            # beat the best d so far: a basis of k elements gives d = k + 1
+            best = min((c[0] for c in cands), default=D * H + 2)
+            add_candidates([_search_basis(D, H, T, best - 2)])
     if not cands:
         raise ValueError(f"no additive basis of 1..{H} reaches {T} with D = {D}; use the factorization route")
     d, _, chosen, B = min(cands, key=lambda c: (c[0], c[1], len(c[3] or ())))

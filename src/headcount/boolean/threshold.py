@@ -19,16 +19,23 @@ scaling, sign p = f everywhere  ⇔  f(x)·p(x) ≥ 1 is feasible.  ``threshold_
 using HiGHS (``scipy.optimize.linprog(method="highs")``) feasibility LPs; D = n is always feasible
 (the multilinear interpolation of f itself, computed exactly by a Möbius transform, no LP needed).
 
-Verification: the returned witness is re-evaluated on every x in float64 and must satisfy
-f(x)·p(x) ≥ ``margin`` (default 1/2, whereas the LP asks for ≥ 1); this makes "T ≤ reported degree"
-checked.  The *lower* bound (infeasibility at degree T − 1) is HiGHS's infeasibility claim and is not
-independently certified here (a dual certificate would be a distribution on {0,1}^n orthogonal to
-all monomials of degree < T after multiplying by f).
+Verification, both directions:
+
+* upper bound (T ≤ reported): the witness is re-evaluated on every x in float64 and must satisfy
+  f(x)·p(x) ≥ ``margin`` (default 1/2, whereas the LP asks for ≥ 1);
+* lower bound (T > reported − 1), *certified exactly*: by Gordan's alternative, no polynomial of degree
+  ≤ D sign-represents f  ⇔  some weighting μ ≥ 0, μ ≠ 0 of the inputs makes f orthogonal to every
+  monomial of degree ≤ D:  Σ_x μ(x) f(x) x^S = 0 for all |S| ≤ D  (then Σ_x μ(x) f(x) p(x) = 0 for every
+  such p, impossible if f·p > 0 everywhere).  :func:`dual_certificate` finds μ with a HiGHS LP, then
+  rebuilds it in exact integer arithmetic on the LP's support (python-flint rref) and
+  :func:`check_dual_certificate` re-checks every orthogonality equation with integers.  Done for
+  n ≤ ``DUAL_MAX_N``; above that the lower bound is HiGHS's verdict and the result says so.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import combinations
+import math
 import time
 
 import numpy as np
@@ -39,11 +46,16 @@ __all__ = [
     "parse_truth_table",
     "threshold_degree_lp",
     "evaluate_polynomial",
+    "dual_certificate",
+    "check_dual_certificate",
     "symmetric_truth_table",
 ]
 
 MAX_N = 14
 """Largest number of variables accepted by the LP (2^14 constraints)."""
+
+DUAL_MAX_N = 10
+"""Largest n for which the lower bound gets an exact dual certificate (exact rref of ≤ 2^n columns)."""
 
 
 @dataclass
@@ -53,7 +65,9 @@ class ThresholdDegree:
     ``threshold_degree`` is T; ``witness`` maps a monomial (sorted tuple of 1-based variable
     indices, ``()`` for the constant) to its coefficient, with degree ≤ T and sign = f on every x;
     ``min_margin`` = min_x f(x)·p(x) as evaluated in float64 (verified ≥ ``margin``);
-    ``lp_calls`` records (D, feasible) for each LP solved.
+    ``lp_calls`` records (D, feasible) for each LP solved; ``dual`` is the exact lower-bound
+    certificate at degree T − 1 (input index → positive integer weight μ(x)), or None when T = 0 or it
+    was not attempted/found (``lower_bound_certified`` says which).
     """
 
     n: int
@@ -64,6 +78,8 @@ class ThresholdDegree:
     margin: float
     lp_calls: list[tuple[int, bool]] = field(default_factory=list)
     seconds: float = 0.0
+    dual: dict[int, int] | None = None
+    lower_bound_certified: bool = False
 
     def to_json(self) -> dict:
         return {
@@ -75,9 +91,16 @@ class ThresholdDegree:
             "margin": self.margin,
             "lp_calls": [{"degree": d, "feasible": ok} for d, ok in self.lp_calls],
             "seconds": self.seconds,
-            "lower_bound_certified": False,
-            "note": "upper bound verified by float64 evaluation on all inputs; lower bound is the "
-                    "HiGHS infeasibility verdict at degree T-1",
+            "lower_bound_certified": self.lower_bound_certified,
+            "dual_certificate": None if self.dual is None else {
+                "degree": self.threshold_degree - 1,
+                "weights": [{"input": format(x, f"0{self.n}b") if self.n else "", "weight": str(w)}
+                            for x, w in sorted(self.dual.items())],
+            },
+            "note": "upper bound: the witness, checked in float64 on all inputs with margin; lower bound: "
+                    + ("an exact dual certificate μ ≥ 0 with Σ μ(x) f(x) x^S = 0 for all |S| < T (Gordan)"
+                       if self.lower_bound_certified or self.threshold_degree == 0 else
+                       f"HiGHS's infeasibility verdict at degree T-1 (no exact certificate above n = {DUAL_MAX_N})"),
         }
 
 
@@ -193,8 +216,75 @@ def _lp_feasible(f: np.ndarray, n: int, degree: int):
     return {mono: float(v) / eps for mono, v in zip(monos, res.x[:-1]) if v != 0.0}
 
 
-def threshold_degree_lp(values, n: int, *, margin: float = 0.5) -> ThresholdDegree:
-    """Threshold degree T of f (±1 ``values`` of length 2^n) with a verified witness polynomial.
+def _signed_monomial_matrix(f: np.ndarray, n: int, degree: int) -> np.ndarray:
+    """B[x, S] = f(x)·x^S over monomials |S| ≤ degree, as int64."""
+    return (f.astype(np.int64)[:, None] * _monomial_matrix(n, _monomials(n, degree)).astype(np.int64))
+
+
+def check_dual_certificate(values, n: int, degree: int, mu: dict[int, int]) -> bool:
+    """Exact check that μ ≥ 0, μ ≠ 0 and Σ_x μ(x) f(x) x^S = 0 for every monomial with |S| ≤ degree —
+    which proves that no polynomial of degree ≤ ``degree`` sign-represents f (integer arithmetic)."""
+    from flint import fmpz_mat
+
+    f = _check_values(values, n)
+    if not mu or any(int(w) < 0 for w in mu.values()) or all(int(w) == 0 for w in mu.values()):
+        return False
+    xs = sorted(mu)
+    if xs[0] < 0 or xs[-1] >= 2 ** n:
+        return False
+    B = _signed_monomial_matrix(f, n, degree)[xs]  # [support monomials]
+    BT = fmpz_mat(B.T.tolist())  # [monomials support]
+    weights = fmpz_mat([[int(mu[x])] for x in xs])
+    return (BT * weights).is_zero()
+
+
+def dual_certificate(values, n: int, degree: int) -> dict[int, int] | None:
+    """An exact Gordan certificate that f has threshold degree > ``degree``: integer weights μ(x) > 0 on
+    a set of inputs with Σ_x μ(x) f(x) x^S = 0 for all |S| ≤ degree.  None if none is found (then a
+    sign-representation of that degree exists, or the LP's support did not yield an exact solution).
+
+    HiGHS finds a vertex of {μ ≥ 0, Σ μ = 1, Bᵀμ = 0}; on its support the system is solved again in
+    exact rationals (fmpz rref), free variables fixed to the LP's values, and the result is checked."""
+    from scipy.optimize import linprog
+    from flint import fmpq, fmpq_mat
+
+    f = _check_values(values, n)
+    B = _signed_monomial_matrix(f, n, degree).astype(np.float64)  # [inputs monomials]
+    N = 2 ** n
+    A_eq = np.vstack([B.T, np.ones((1, N))])
+    b_eq = np.zeros(A_eq.shape[0])
+    b_eq[-1] = 1.0
+    res = linprog(np.zeros(N), A_eq=A_eq, b_eq=b_eq, bounds=[(0, None)] * N, method="highs-ds")
+    if res.status != 0:
+        return None
+    support = [int(x) for x in np.flatnonzero(res.x > 1e-12)]
+    if not support:
+        return None
+    k = len(support)
+    # Exact system on the support: Bᵀ_P μ_P = 0, Σ μ_P = 1, as an augmented rational matrix.
+    rows = np.vstack([B[support].T, np.ones((1, k))]).astype(np.int64)
+    aug = fmpq_mat(rows.shape[0], k + 1, [int(v) for v in np.hstack([rows, b_eq[:, None].astype(np.int64)]).ravel()])
+    R, rank = aug.rref()
+    pivots = []
+    for r in range(rank):
+        c = next(c for c in range(k + 1) if R[r, c] != 0)
+        if c == k:
+            return None  # inconsistent: the LP's support does not carry an exact solution
+        pivots.append(c)
+    free = [c for c in range(k) if c not in set(pivots)]
+    value = {c: fmpq(*float(res.x[support[c]]).as_integer_ratio()) for c in free}
+    for r, c in enumerate(pivots):
+        value[c] = R[r, k] - sum((R[r, j] * value[j] for j in free), fmpq(0))
+    if any(v < 0 for v in value.values()):
+        return None
+    denominator = math.lcm(*(int(v.q) for v in value.values()))
+    mu = {support[c]: int(v * denominator) for c, v in value.items() if v != 0}
+    return mu if check_dual_certificate(f, n, degree, mu) else None
+
+
+def threshold_degree_lp(values, n: int, *, margin: float = 0.5, certify_lower: bool = True) -> ThresholdDegree:
+    """Threshold degree T of f (±1 ``values`` of length 2^n) with a verified witness polynomial and,
+    for n ≤ DUAL_MAX_N (``certify_lower``), an exact dual certificate that degree T − 1 is impossible.
 
     Bisection on D ∈ [0, n] with HiGHS feasibility LPs.  Raises ``ValueError`` on bad input and
     ``RuntimeError`` if the best witness fails float64 verification with the given ``margin``.
@@ -227,6 +317,9 @@ def threshold_degree_lp(values, n: int, *, margin: float = 0.5) -> ThresholdDegr
         raise RuntimeError(
             f"witness of degree {best_deg} failed float64 verification: min f·p = {min_margin} < {margin}"
         )
+    dual = None
+    if best_deg > 0 and certify_lower and n <= DUAL_MAX_N:
+        dual = dual_certificate(f, n, best_deg - 1)
     return ThresholdDegree(
         n=n,
         threshold_degree=best_deg,
@@ -236,6 +329,8 @@ def threshold_degree_lp(values, n: int, *, margin: float = 0.5) -> ThresholdDegr
         margin=margin,
         lp_calls=calls,
         seconds=time.perf_counter() - t0,
+        dual=dual,
+        lower_bound_certified=best_deg == 0 or dual is not None,
     )
 
 
