@@ -1,0 +1,68 @@
+"""Runner functions for the sweep tests (config dict -> metrics dict), importable by worker processes as
+"tests.learn.sweep_runners:<name>" when the repository root is on the path.
+
+They do small real work — the induction reference solver on a seeded input — so metrics depend on the
+config and the seed, and optionally sleep, log each execution, fail, or kill their worker."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _log_execution(config: dict) -> None:
+    log_dir = config.get("log_dir")
+    if log_dir:
+        name = f"{config.get('x')}-{config['seed']}"
+        fd = os.open(Path(log_dir) / name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, f"{os.getpid()}\n".encode())
+        finally:
+            os.close(fd)
+
+
+def solve(config: dict) -> dict:
+    """Induction targets of a seeded random sequence of length n over an alphabet of x + 2 tokens."""
+    from headcount.induction.task import induction_targets
+
+    _log_execution(config)
+    time.sleep(float(config.get("sleep", 0.0)))
+    n = int(config.get("n", 8))
+    alphabet = int(config.get("x", 1)) + 2
+    rng = np.random.default_rng(config["seed"])
+    tokens = rng.integers(0, alphabet, size=(4, n))
+    targets = induction_targets(tokens, 1)
+    answered = float((targets >= 0).mean())
+    return {"accuracy": answered, "solved": answered >= 0.5, "steps": np.int64(n * alphabet),
+            "detail": {"alphabet": alphabet, "first": float(targets[0, -1])}, "note": "text is ignored by tables"}
+
+
+def flaky(config: dict) -> dict:
+    """Fails while the file config["fail_if_exists"] exists."""
+    flag = config.get("fail_if_exists")
+    if flag and Path(flag).exists():
+        raise ValueError(f"flag file present\nsecond line for x={config.get('x')}")
+    return solve(config)
+
+
+def crash(config: dict) -> dict:
+    """Kills its own worker process when config["crash"] is true."""
+    if config.get("crash"):
+        time.sleep(0.2)
+        os._exit(3)
+    time.sleep(float(config.get("sleep", 0.0)))
+    return {"accuracy": 1.0}
+
+
+def not_a_dict(config: dict) -> list:
+    return [1, 2, 3]
+
+
+def threads(config: dict) -> dict:
+    """What a worker's torch and OpenMP settings are."""
+    import torch
+
+    return {"torch_threads": torch.get_num_threads(), "omp": os.environ.get("OMP_NUM_THREADS")}
