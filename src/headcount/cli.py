@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, NoReturn, Optional
 
 import numpy as np
@@ -25,6 +26,10 @@ minmax_app = typer.Typer(no_args_is_help=True, help="Min and max of a list with 
 app.add_typer(minmax_app, name="minmax")
 boolean_app = typer.Typer(no_args_is_help=True, help="XOR and symmetric Boolean functions with H heads and a degree-D readout (seed 004 §3.2).")
 app.add_typer(boolean_app, name="boolean")
+train_app = typer.Typer(no_args_is_help=True, help="Train PyTorch models on a task; exact task metrics; save in the model format.")
+app.add_typer(train_app, name="train")
+sweep_app = typer.Typer(no_args_is_help=True, help="Grids of training runs: parallel, resumable, results in SQLite.")
+app.add_typer(sweep_app, name="sweep")
 
 
 class BadInput(Exception):
@@ -480,6 +485,144 @@ def boolean_stamps(summands: int = typer.Option(..., "--summands", help="At most
     except ValueError as err:
         fail(str(err))
     emit({"range": int(reach), "basis": sorted(int(b) for b in basis)}, as_json, f"range {reach} with {sorted(basis)}")
+
+# ------------------------------------------------------------------------------------------------
+# learning: train, sweep, experiment
+# ------------------------------------------------------------------------------------------------
+
+StepsOpt = typer.Option(None, "--steps", help="Training steps (default: the task's measured default).")
+SeedOpt = typer.Option(0, "--seed", help="Seed of initialisation and data.")
+LrOpt = typer.Option(None, "--lr", help="Peak learning rate of AdamW (default: the task's).")
+OutOpt = typer.Option(None, "--out", help="Save the trained model here (.safetensors, headcount model format).")
+ProgressOpt = typer.Option(False, "--progress", help="Progress bar on stderr.")
+
+
+def _train(task: str, as_json: bool, human: Callable[[dict], str], **kwargs: Any) -> None:
+    from headcount.learn.train import run_config
+
+    config = {"task": task, **{k: (str(v) if isinstance(v, Path) else v) for k, v in kwargs.items() if v is not None}}
+    try:
+        result = run_config(config)
+    except ValueError as err:
+        fail(str(err))
+    emit(result, as_json, human(result))
+
+
+@train_app.command("induction")
+def train_induction_cmd(layers: int = typer.Option(2, "--layers"), heads: int = typer.Option(1, "--heads"),
+                        dim: int = typer.Option(32, "--dim", help="d_model."), n: int = typer.Option(16, "--n"),
+                        alphabet: int = typer.Option(4, "--alphabet"),
+                        hops: int = typer.Option(1, "--hops", help="k > 1: k-hop, hop count 1..k as the first token."),
+                        steps: Optional[int] = StepsOpt, seed: int = SeedOpt, lr: Optional[float] = LrOpt,
+                        positional: str = typer.Option("learned", "--positional", help="learned, sinusoidal or circle."),
+                        mlp: bool = typer.Option(False, "--mlp"), out: Optional[Path] = OutOpt,
+                        progress: bool = ProgressOpt, as_json: bool = JsonOpt) -> None:
+    """Train a causal attention model on induction heads (or k-hop); accuracy on non-⊥, ⊥ and INDEX inputs."""
+    _train("induction" if hops == 1 else "khop", as_json,
+           lambda r: (f"accuracy {r['accuracy']:.4f} (non-⊥), {r['accuracy_bottom']:.4f} (⊥)"
+                      + (f", {r['accuracy_index']:.4f} (INDEX)" if r.get("accuracy_index") is not None else "")
+                      + f"; {r['steps']} steps in {r['wall_seconds']:.0f} s" + (f"; saved {r['model_path']}" if r.get("model_path") else "")),
+           layers=layers, heads=heads, dim=dim, n=n, alphabet=alphabet, hops=hops, steps=steps, seed=seed, lr=lr,
+           positional=positional, mlp=mlp, out=out, progress=progress)
+
+
+@train_app.command("minmax")
+def train_minmax_cmd(M: int = typer.Option(8, "--M"), n: int = typer.Option(4, "--n"), heads: int = typer.Option(1, "--heads"),
+                     dim: int = typer.Option(4, "--dim"), steps: Optional[int] = StepsOpt, seed: int = SeedOpt,
+                     lr: Optional[float] = LrOpt, out: Optional[Path] = OutOpt, progress: bool = ProgressOpt,
+                     as_json: bool = JsonOpt) -> None:
+    """Train H heads + min and max classifiers; exact accuracy, and the exact one-head verifier for H = 1."""
+    _train("minmax", as_json, lambda r: f"accuracy min {r['accuracy_min']:.4f}, max {r['accuracy_max']:.4f}, both {r['accuracy_both']:.4f}",
+           M=M, n=n, heads=heads, dim=dim, steps=steps, seed=seed, lr=lr, out=out, progress=progress)
+
+
+@train_app.command("boolean")
+def train_boolean_cmd(function: str = typer.Option("xor", "--function"), n: int = typer.Option(8, "--n"),
+                      degree: int = typer.Option(2, "--degree"), heads: int = typer.Option(4, "--heads"),
+                      dim: Optional[int] = typer.Option(None, "--dim", help="Default: Theorem 3's bound."),
+                      steps: Optional[int] = StepsOpt, seed: int = SeedOpt, lr: Optional[float] = LrOpt,
+                      out: Optional[Path] = OutOpt, progress: bool = ProgressOpt, as_json: bool = JsonOpt) -> None:
+    """Train H heads over {0,1} with a degree-D readout; checked on all 2^n inputs, exactly."""
+    _train("boolean", as_json, lambda r: f"{'solved' if r['solved_exact'] else 'not solved'}: {r['accuracy_all_inputs']:.4f} of all inputs"
+           + (" (D·H below the threshold degree: impossible by Theorem 2)" if r["below_bound"] else ""),
+           function=function, n=n, degree=degree, heads=heads, dim=dim, steps=steps, seed=seed, lr=lr, out=out, progress=progress)
+
+
+def _sweep_errors():
+    from headcount.learn.store import ResultsDBError
+    from headcount.learn.sweep import SweepError
+
+    return (SweepError, ResultsDBError, ValueError)
+
+
+@sweep_app.command("run")
+def sweep_run(spec: Path = typer.Argument(..., help="Sweep file (TOML)."),
+              db: Path = typer.Option(..., "--db", help="Results database (SQLite; created if missing)."),
+              workers: Optional[int] = typer.Option(None, "--workers", help="Parallel workers (default: CPUs)."),
+              backend: str = typer.Option("local", "--backend", help="local (worker processes) or ray."),
+              address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (backend ray)."),
+              progress: bool = ProgressOpt, as_json: bool = JsonOpt) -> None:
+    """Run every run of the sweep not yet done in the database (re-running resumes)."""
+    from headcount.learn.sweep import run_sweep
+
+    if not spec.is_file():
+        fail(f"sweep file {spec} does not exist: give a TOML file with [sweep], [fixed] and [grid] tables")
+    if backend not in ("local", "ray"):
+        fail(f"--backend {backend!r} is not available: use local or ray")
+    if workers is not None and workers < 1:
+        fail(f"--workers {workers}: need at least 1")
+    try:
+        counts = run_sweep(spec, db, workers=workers, backend=backend, address=address, progress=progress)
+    except _sweep_errors() as err:
+        fail(str(err))
+    emit(counts, as_json, f"{counts['runs_done_now']} runs done now, {counts['runs_done_before']} before, "
+                          f"{counts['runs_failed']} failed, of {counts['runs_total']}")
+
+
+@sweep_app.command("table")
+def sweep_table_cmd(db: Path = typer.Option(..., "--db"), experiment: str = typer.Option(..., "--experiment"),
+                    format: str = typer.Option("md", "--format", help="md, csv or json."),
+                    as_json: bool = JsonOpt) -> None:
+    """The experiment's runs aggregated over seeds, from the database."""
+    from headcount.learn.sweep import sweep_table
+
+    if not db.is_file():
+        fail(f"results database {db} does not exist: run a sweep with --db {db} first")
+    if as_json:
+        format = "json"
+    if format not in ("md", "csv", "json"):
+        fail(f"--format {format!r} is not available: use md, csv or json")
+    try:
+        text = sweep_table(db, experiment, format=format)
+    except _sweep_errors() as err:
+        fail(str(err))
+    print(text.rstrip("\n"))
+
+
+@app.command("experiment")
+def experiment_cmd(name: str = typer.Argument(..., help="induction-depth, khop, minmax-heads or xor-phase."),
+                   scale: str = typer.Option("quick", "--scale", help="quick or full."),
+                   db: Path = typer.Option(Path("headcount-results.sqlite"), "--db", help="Results database."),
+                   workers: Optional[int] = typer.Option(None, "--workers"),
+                   backend: str = typer.Option("local", "--backend", help="local or ray."),
+                   address: Optional[str] = typer.Option(None, "--address"),
+                   progress: bool = ProgressOpt, as_json: bool = JsonOpt) -> None:
+    """Run one learning experiment of the spec (a resumable sweep), then its table and figure from the database."""
+    from headcount.learn.experiments import EXPERIMENTS, run_experiment
+
+    if name not in EXPERIMENTS:
+        fail(f"unknown experiment {name!r}: use one of {', '.join(EXPERIMENTS)}")
+    if scale not in ("quick", "full"):
+        fail(f"--scale {scale!r} is not available: use quick or full")
+    if backend not in ("local", "ray"):
+        fail(f"--backend {backend!r} is not available: use local or ray")
+    try:
+        result = run_experiment(name, scale, db, workers=workers, backend=backend, address=address, progress=progress)
+    except _sweep_errors() as err:
+        fail(str(err))
+    figure = result["figure"]
+    emit(result, as_json, result["table"] + (f"\nfigure: {figure['png']} ({figure['svg']})\n{figure['caption']}" if figure else ""))
+
 
 
 @app.command("reproduce")

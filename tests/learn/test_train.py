@@ -52,8 +52,8 @@ def test_induction_tiny_run_is_exact_and_learns(tmp_path):
     assert result["accuracy"] > 0.5  # well above chance (1/3) after 120 steps
     assert 0 <= result["accuracy_index"] <= 1 and set(result["adversarial"]) == {
         "latest_match_far_back", "all_equal", "bottom_heavy", "repeated_block"}
-    assert [(h["layer"], h["head"]) for h in result["heads"]] == [(0, 0), (1, 0)]
-    for h in result["heads"]:
+    assert [(h["layer"], h["head"]) for h in result["head_scores"]] == [(0, 0), (1, 0)]
+    for h in result["head_scores"]:
         assert 0 <= h["previous_token_score"] <= 1 and 0 <= h["induction_score"] <= 1
 
 
@@ -73,7 +73,7 @@ def test_head_scores_of_the_construction():
 
     metrics = evaluate_induction(sequence_model_from_transformer(two_layer_induction(16, 4)), 16, 4, eval_size=256)
     assert metrics["accuracy"] == metrics["accuracy_bottom"] == metrics["accuracy_index"] == 1.0
-    scores = {(h["layer"], h["head"]): h for h in metrics["heads"]}
+    scores = {(h["layer"], h["head"]): h for h in metrics["head_scores"]}
     assert scores[(0, 0)]["previous_token_score"] > 0.99
     assert scores[(1, 0)]["induction_score"] > 0.99
 

@@ -268,7 +268,7 @@ def evaluate_induction(model: SequenceModel, n: int, alphabet: int, hops: int = 
     out.update({k: metrics[k] for k in ("accuracy", "accuracy_bottom", "errors", "token_positions", "bottom_positions")})
     if hop_token:
         out["accuracy_by_hop"] = by_hop
-    out["heads"] = head_scores([p[:PATTERN_SIZE] for p in patterns], sigma[:PATTERN_SIZE], offset)
+    out["head_scores"] = head_scores([p[:PATTERN_SIZE] for p in patterns], sigma[:PATTERN_SIZE], offset)
     out["accuracy_index"] = out["accuracy_index_all"] = None
     if not hop_token and hops == 1:
         out["adversarial"] = {}

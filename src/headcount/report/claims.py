@@ -93,6 +93,7 @@ class Context:
 
     scale: str = "quick"
     progress: Callable[[str], None] = lambda line: None
+    results_db: str | None = None  # the report's results database (learning claims write their runs there)
     cache: dict[Hashable, Any] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0

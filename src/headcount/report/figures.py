@@ -169,6 +169,27 @@ def draw_xor_phase(fig: plt.Figure, result: ClaimResult) -> str:
             f"by Theorem 2 (grey).")
 
 
+def save_figure(draw: Callable[[plt.Figure], str], out_dir: Path, stem: str, machine: dict[str, Any],
+                write: Callable[[Path, bytes], None]) -> dict[str, Any]:
+    """Draw one figure in the report style (size, fonts, machine footer) and write stem.png / stem.svg;
+    returns {caption, png, svg}."""
+    with plt.rc_context(STYLE):
+        fig = plt.figure(figsize=FIGSIZE, dpi=DPI)
+        try:
+            caption = draw(fig)
+            fig.text(0.01, 0.01, footer_text(machine), fontsize=10, color="dimgray", ha="left", va="bottom")
+            fig.tight_layout(rect=(0, 0.05, 1, 1))
+            files = {}
+            for ext in ("png", "svg"):
+                buf = io.BytesIO()
+                fig.savefig(buf, format=ext, dpi=DPI, metadata=_metadata(ext))
+                write(out_dir / f"{stem}.{ext}", buf.getvalue())
+                files[ext] = f"{stem}.{ext}"
+        finally:
+            plt.close(fig)
+    return {"caption": caption, **files}
+
+
 def render_figures(results: dict[str, ClaimResult], out_dir: Path, machine: dict[str, Any],
                    write: Callable[[Path, bytes], None]) -> list[dict[str, Any]]:
     """Draw every registered figure whose claim returned series; [{id, png, svg, caption, claim}]."""
@@ -177,21 +198,8 @@ def render_figures(results: dict[str, ClaimResult], out_dir: Path, machine: dict
         result = results.get(spec.claim)
         if result is None or not result.series:
             continue
-        with plt.rc_context(STYLE):
-            fig = plt.figure(figsize=FIGSIZE, dpi=DPI)
-            try:
-                caption = spec.draw(fig, result)
-                fig.text(0.01, 0.01, footer_text(machine), fontsize=10, color="dimgray", ha="left", va="bottom")
-                fig.tight_layout(rect=(0, 0.05, 1, 1))
-                files = {}
-                for ext in ("png", "svg"):
-                    buf = io.BytesIO()
-                    fig.savefig(buf, format=ext, dpi=DPI, metadata=_metadata(ext))
-                    write(out_dir / f"{spec.id}.{ext}", buf.getvalue())
-                    files[ext] = f"{spec.id}.{ext}"
-            finally:
-                plt.close(fig)
-        drawn.append({"id": spec.id, "claim": spec.claim, "caption": caption, **files})
+        saved = save_figure(lambda fig: spec.draw(fig, result), out_dir, spec.id, machine, write)
+        drawn.append({"id": spec.id, "claim": spec.claim, **saved})
     return drawn
 
 

@@ -21,7 +21,8 @@ from headcount.report.claims import FAIL, PASS, REGISTRY, SCALES, Claim, ClaimRe
 from headcount.report.render import machine_info, print_to_stderr, render_report
 
 CLAIM_MODULES = ("headcount.report.induction_claims", "headcount.report.index_claims", "headcount.report.minmax_claims",
-                 "headcount.report.boolean_claims")
+                 "headcount.report.boolean_claims", "headcount.report.learning_claims")
+RESULTS_DB = "results.sqlite"  # the learning experiments' runs, kept in the report folder (re-runs resume)
 
 
 def load_claims() -> dict[str, Claim]:
@@ -79,7 +80,8 @@ def run_reproduce(scale: str = "quick", only: str | Iterable[str] | None = None,
     chosen = select_claims(only)
     out = Path(out_dir)
     clock = time.perf_counter()
-    ctx = Context(scale=scale, progress=progress)
+    out.mkdir(parents=True, exist_ok=True)
+    ctx = Context(scale=scale, progress=progress, results_db=str(out / RESULTS_DB))
     results: dict[str, ClaimResult] = {}
     rows = []
     for i, claim in enumerate(chosen, 1):

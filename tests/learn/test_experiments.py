@@ -1,0 +1,120 @@
+"""The four experiments: specs, a real (tiny) run through sweep → database → summary → figure, and the CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from headcount.cli import main
+from headcount.learn import experiments
+from headcount.learn.experiments import EXPERIMENTS, experiment_spec, run_experiment, summarize_experiment
+from headcount.learn.sweep import load_spec
+from headcount.learn.store import ResultsStore
+
+
+@pytest.mark.parametrize("name", sorted(EXPERIMENTS))
+@pytest.mark.parametrize("scale", ["quick", "full"])
+def test_specs_expand(name, scale):
+    spec = load_spec(experiment_spec(name, scale))
+    runs = spec.runs()
+    assert runs and len({r.run_id for r in runs}) == len(runs)
+    assert all(r.config["task"] == EXPERIMENTS[name].task for r in runs)
+
+
+def test_unknown_experiment_and_scale():
+    with pytest.raises(ValueError, match="unknown experiment 'nope'"):
+        experiment_spec("nope")
+    with pytest.raises(ValueError, match="unknown scale"):
+        experiment_spec("xor-phase", "huge")
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """Shrink the quick scales so a whole experiment runs in seconds (same code path, fewer/shorter runs)."""
+    sizes = {
+        "xor-phase": {"fixed": {"function": "xor", "n": 3, "steps": 300}, "grid": {"degree": [1, 3], "heads": [1, 2]}, "seeds": [0]},
+        "minmax-heads": {"fixed": {"M": 4, "n": 3, "steps": 200}, "grid": {"heads": [1, 2], "dim": [2]}, "seeds": [0]},
+    }
+    patched = dict(EXPERIMENTS)
+    for name, quick in sizes.items():
+        patched[name] = replace(EXPERIMENTS[name], scales={**EXPERIMENTS[name].scales, "quick": quick})
+    monkeypatch.setattr(experiments, "EXPERIMENTS", patched)
+
+
+def test_xor_phase_tiny_end_to_end(tiny, tmp_path):
+    db = tmp_path / "r.sqlite"
+    result = run_experiment("xor-phase", "quick", db, workers=1, figure_dir=tmp_path)
+    assert result["sweep"]["runs_total"] == 4 and result["sweep"]["runs_failed"] == 0
+    s = result["summary"]
+    # below D·H = 3: (1,1), (1,2) — Theorem 2 says no model can solve them, whatever training does
+    assert s["below_cells"] == 2 and s["below_solved"] == 0
+    assert s["above_cells"] == 2 and s["above_constructions_certified"] == 2
+    cells = {(c["degree"], c["heads"]): c for c in s["cells"]}
+    assert cells[(1, 1)]["construction_certified"] is None and cells[(3, 1)]["construction_certified"] is True
+    # the summary is read from the database: the same numbers come back from a fresh read
+    assert summarize_experiment("xor-phase", "quick", db) == s
+    with ResultsStore(db) as store:
+        assert store.count("done") == 4
+    assert (tmp_path / "xor-phase-quick.png").stat().st_size > 1000 and (tmp_path / "xor-phase-quick.svg").exists()
+    assert "| degree | heads |" in result["table"]
+    again = run_experiment("xor-phase", "quick", db, workers=1, figure_dir=tmp_path)
+    assert again["sweep"]["runs_done_now"] == 0 and again["summary"] == s
+
+
+def test_minmax_heads_tiny_verifier_agrees(tiny, tmp_path):
+    result = run_experiment("minmax-heads", "quick", tmp_path / "r.sqlite", workers=1, figure_dir=tmp_path)
+    s = result["summary"]
+    assert s["single_heads_checked"] == 1 and s["verifier_agrees_with_exhaustive"]
+    assert s["construction_dims"] == {4: pytest.approx(s["construction_dims"][4])} and s["construction_dims"][4] >= 1
+
+
+def run_cli(capsys, *args):
+    """(exit code, stdout, stderr) of `headcount ARGS` run in-process (0 when main returns normally)."""
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else 0
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_train_boolean_contract(capsys):
+    code, out, _ = run_cli(capsys, "train", "boolean", "--function", "xor", "--n", "3", "--degree", "1", "--heads", "2",
+                           "--steps", "100", "--json")
+    assert code == 0
+    r = json.loads(out)
+    assert r["below_bound"] and not r["solved_exact"] and r["threshold_degree"] == 3
+
+
+def test_cli_sweep_run_and_table(capsys, tmp_path):
+    spec = tmp_path / "s.toml"
+    spec.write_text('[sweep]\nname = "t"\nexperiment = "t"\ntask = "boolean"\nseeds = [0]\n'
+                    '[fixed]\nfunction = "xor"\nn = 2\nsteps = 50\n[grid]\nheads = [1, 2]\n')
+    db = tmp_path / "r.sqlite"
+    code, out, _ = run_cli(capsys, "sweep", "run", str(spec), "--db", str(db), "--workers", "1", "--json")
+    assert code == 0
+    r = json.loads(out)
+    assert (r["runs_total"], r["runs_done_before"], r["runs_done_now"], r["runs_failed"]) == (2, 0, 2, 0)
+    code, out, _ = run_cli(capsys, "sweep", "run", str(spec), "--db", str(db), "--workers", "1", "--json")
+    assert json.loads(out)["runs_done_now"] == 0
+    code, out, _ = run_cli(capsys, "sweep", "table", "--db", str(db), "--experiment", "t", "--json")
+    table = json.loads(out)
+    assert table["experiment"] == "t" and len(table["rows"]) == 2
+
+
+@pytest.mark.parametrize("args,words", [
+    (["experiment", "nope"], "unknown experiment"),
+    (["experiment", "xor-phase", "--scale", "huge"], "--scale"),
+    (["sweep", "run", "/nonexistent.toml", "--db", "x.sqlite"], "does not exist"),
+    (["sweep", "table", "--db", "/nonexistent.sqlite", "--experiment", "x"], "does not exist"),
+    (["train", "boolean", "--n", "0"], "n must be"),
+    (["train", "induction", "--layers", "0", "--steps", "1"], "layers"),
+    (["train", "boolean", "--function", "nope", "--n", "3"], "nope"),
+])
+def test_cli_bad_input_exits_2(capsys, args, words):
+    code, out, err = run_cli(capsys, *args)
+    assert code == 2 and out == ""
+    assert err.startswith("error:") and words in err and len(err.strip().splitlines()) == 1
