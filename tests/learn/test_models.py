@@ -25,10 +25,11 @@ from headcount.induction.certify import certify_induction
 from headcount.induction.constructions import one_layer_induction, two_layer_induction
 from headcount.induction.index import refute
 from headcount.learn.models import (
-    BooleanNet, MinMaxNet, SequenceConfig, SequenceModel, boolean_net_from_model, boolean_net_to_model, load_boolean,
-    minmax_net_from_model, minmax_net_to_model, monomial_exponents, positional_table, save_boolean,
+    BooleanNet, MinMaxNet, SequenceConfig, SequenceModel, boolean_net_from_model, boolean_net_to_model,
+    minmax_net_from_model, minmax_net_to_model, monomial_exponents, positional_table,
     sequence_model_from_transformer, sequence_model_to_transformer,
 )
+from headcount.boolean.model import load_boolean, save_boolean
 from headcount.minmax import construction
 from headcount.minmax.model import forward as minmax_forward
 from headcount.minmax.model import predict as minmax_predict

@@ -21,7 +21,7 @@ from headcount.core.io import load_model
 from headcount.induction import task
 from headcount.induction.certify import certify_induction
 from headcount.induction.index import refute
-from headcount.learn.models import load_boolean
+from headcount.boolean.model import load_boolean
 from headcount.learn.train import heldout_sequences, lr_at, run_config, train_boolean, train_induction, train_minmax
 from headcount.minmax.model import load_minmax
 from headcount.minmax.model import predict as minmax_predict

@@ -4,7 +4,7 @@ One loop (`fit`): AdamW, linear warm-up then cosine decay to lr/10, gradient-nor
 seeds (torch.manual_seed for the weights, a numpy Generator for the data: the same seed gives the same run
 on CPU), a progress bar on stderr only when progress=True. Each task adds its data, loss and exact
 metrics; models are evaluated in float64, and the checkpoint written to `out` is the exported exact model
-(core io for sequence models, save_minmax, save_boolean), so what is reported is what a file holds.
+(core io for sequence models, minmax.model.save_minmax, boolean.model.save_boolean), so what is reported is what a file holds.
 
 * train_induction — induction heads, and k-hop when hop_token is on (task "khop"):
   input [hop token] + σ with hop token id alphabet + k − 1 (vocab = alphabet + hops), k drawn uniformly
@@ -36,12 +36,12 @@ import torch.nn.functional as F_nn
 
 from headcount.boolean.certify import dim_bound
 from headcount.boolean.functions import parse_function, sign_changes
-from headcount.boolean.model import model_sign_exact
+from headcount.boolean.model import model_sign_exact, save_boolean
 from headcount.core.io import save_model
 from headcount.core.symbols import BOTTOM
 from headcount.induction import task as itask
 from headcount.learn.models import (
-    BooleanNet, MinMaxNet, SequenceConfig, SequenceModel, boolean_net_to_model, minmax_net_to_model, save_boolean,
+    BooleanNet, MinMaxNet, SequenceConfig, SequenceModel, boolean_net_to_model, minmax_net_to_model,
     sequence_model_to_transformer,
 )
 from headcount.minmax.model import save_minmax
