@@ -105,7 +105,21 @@ def test_cli_sweep_run_and_table(capsys, tmp_path):
     assert table["experiment"] == "t" and len(table["rows"]) == 2
 
 
+def test_cli_sweep_from_flags(capsys, tmp_path):
+    db = tmp_path / "r.sqlite"
+    args = ["sweep", "run", "--db", str(db), "--workers", "1", "--task", "boolean", "--name", "flags",
+            "--fixed", "function=xor", "--fixed", "n=2", "--fixed", "steps=50", "--grid", "heads=1,2", "--seeds", "0,1", "--json"]
+    code, out, _ = run_cli(capsys, *args)
+    assert code == 0 and json.loads(out)["runs_done_now"] == 4
+    with ResultsStore(db) as store:
+        configs = sorted((r["config"]["heads"], r["config"]["seed"]) for r in store.rows(experiment="flags"))
+    assert configs == [(1, 0), (1, 1), (2, 0), (2, 1)]
+
+
 @pytest.mark.parametrize("args,words", [
+    (["sweep", "run", "--db", "x.sqlite", "--grid", "heads=1"], "--task"),
+    (["sweep", "run", "--db", "x.sqlite", "--task", "boolean", "--grid", "heads"], "KEY=VALUE"),
+    (["sweep", "run", "--db", "x.sqlite", "--task", "boolean", "--grid", "heads=1", "--seeds", "a"], "--seeds"),
     (["experiment", "nope"], "unknown experiment"),
     (["experiment", "xor-phase", "--scale", "huge"], "--scale"),
     (["sweep", "run", "/nonexistent.toml", "--db", "x.sqlite"], "does not exist"),
