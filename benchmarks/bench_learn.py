@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Benchmark of training throughput: headcount's SequenceModel against a torch.nn.TransformerEncoder model.
 
-    python benchmarks/bench_learn.py [--quick] [--json] [--no-two-threads]
+    python benchmarks/bench_learn.py [--quick] [--json] [--two-threads]
 
 Figures (benchmarks/README.md, section "bench_learn.py", explains each), in one process, on the induction
 task (``headcount.learn.train.induction_batch``, uniform σ, alphabet S = 4), for (n=16, d=32, L=2, H=1) —
@@ -21,11 +21,12 @@ the training experiments' default — and (n=64, d=64, L=2, H=4) (default run on
    is causal;
 2. the parameter counts of the three models;
 3. forward-only batches/second (eval mode, ``torch.no_grad``) on one batch;
-4. the same training comparison with 2 threads (default run; --no-two-threads skips it);
+4. with --two-threads, the same training comparison with ``torch.set_num_threads(2)`` (fresh models, fewer
+   steps; on a shared 2-core machine these rows are slow to take and noisy, hence not in the default run);
 5. ``induction_batch``'s cost per batch, which ``train_induction`` pays on every step but which is not in (1).
 
 The readable table goes to stdout, or to stderr with --json (then stdout holds one JSON object).
-Progress lines go to stderr. Default run: ~45-60 s on 2 cores; --quick: ~10-15 s.
+Progress lines go to stderr. Default run: ~40-60 s on 2 cores (+ ~30 s with --two-threads); --quick: ~10 s.
 """
 
 from __future__ import annotations
@@ -241,12 +242,13 @@ def size_tag(size: dict[str, int]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smaller run (< 30 s): the first size only, no 2-thread rows")
+    ap.add_argument("--quick", action="store_true", help="smaller run (< 30 s): the first size only, fewer steps")
     ap.add_argument("--json", action="store_true", help="print one JSON object on stdout (the table goes to stderr)")
-    ap.add_argument("--no-two-threads", action="store_true", help="skip the 2-thread training rows of the default run")
+    ap.add_argument("--two-threads", action="store_true",
+                    help="add 2-thread training rows (fresh models, fewer steps; ~30-50 s more, noisy on a shared machine)")
     args = ap.parse_args(argv)
     quick = args.quick
-    two_threads = not (quick or args.no_two_threads)
+    two_threads = args.two_threads
 
     threads_at_start = torch.get_num_threads()
     machine = common_machine_info(numpy_blas_threads(), versions={"torch": torch.__version__},
@@ -257,8 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     if not quick:
         sizes.append({"n": 64, "dim": 64, "layers": 2, "heads": 4})
     # (warm-up steps, timed block steps, rounds) for training; (calls, rounds) for forward-only
-    plan = {16: ((20, 25, 3), (50, 3)) if quick else ((20, 40, 5), (100, 5)),
-            64: ((10, 20, 3), (20, 3))}
+    plan = {16: ((20, 25, 5), (50, 5)) if quick else ((20, 40, 7), (100, 7)),
+            64: ((10, 15, 7), (20, 7))}
     plan_two = {16: (10, 20, 3), 64: (5, 10, 2)}
     results: dict[str, Any] = {
         "machine": machine, "mode": "quick" if quick else "default",

@@ -2,7 +2,10 @@
 every figure is legible at laptop width, and a screenshot is not blank.
 
 Needs /usr/bin/chromium (`apt-get install chromium`); skipped without it. Slow: it runs a reproduce
-subset first. Set HEADCOUNT_SCREENSHOT_DIR to keep the screenshot for a look by eye.
+subset first — or checks an existing report instead: HEADCOUNT_REPORT_DIR=headcount-report (e.g. the
+README's main job's output). Set HEADCOUNT_SCREENSHOT_DIR to keep the screenshot for a look by eye:
+
+    HEADCOUNT_REPORT_DIR=headcount-report HEADCOUNT_SCREENSHOT_DIR=. python -m pytest -m slow tests/report/test_browser.py
 """
 
 from __future__ import annotations
@@ -57,12 +60,18 @@ def headless(browser: str, *args: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 def test_report_renders_in_headless_chromium(tmp_path):
     browser = chromium()
-    out = tmp_path / "report"
-    summary = run_reproduce("quick", only="boolean.*,minmax.*", out_dir=out, progress=lambda line: None)
+    existing = os.environ.get("HEADCOUNT_REPORT_DIR")
+    if existing:
+        out = Path(existing)
+        summary = json.loads((out / "summary.json").read_text())
+    else:
+        out = tmp_path / "report"
+        summary = run_reproduce("quick", only="boolean.*,minmax.*", out_dir=out, progress=lambda line: None)
     html = (out / "report.html").read_text()
     assert "<script" not in html and "http://" not in html and "https://" not in html  # self-contained
 
-    probe_page = out / "probe.html"
+    probe_page = tmp_path / "probe.html"  # beside nothing: the report inlines its figures
+
     probe_page.write_text(html.replace("</body>", PROBE + "</body>"))
     dom = headless(browser, "--dump-dom", probe_page.as_uri()).stdout
     found = re.search(r'<pre id="headcount-probe">(.*?)</pre>', dom, re.S)
