@@ -210,12 +210,30 @@ def test_boolean_commands(capsys):
     assert run_json(capsys, "boolean", "stamps", "--summands", "2", "--size", "3")["range"] == 8
 
 
+def test_boolean_construct_out_and_check(capsys, tmp_path):
+    path = str(tmp_path / "xor.safetensors")
+    r = run_json(capsys, "boolean", "construct", "--function", "xor", "--n", "8", "--degree", "2", "--heads", "4", "--out", path)
+    assert r["certified"] and r["model_path"] == path
+    c = run_json(capsys, "boolean", "check", "--model", path, "--function", "xor")  # n from the file
+    assert c["certified"] and c["errors"] == 0 and c["wrong_input"] is None and c["n"] == 8
+    assert c["theorem2"] == {"degree_R": 8, "bound": 8, "degree_ok": True, "signs_match": True}
+    # the same model against another target: wrong, with a concrete wrong input that really is wrong
+    c = run_json(capsys, "boolean", "check", "--model", path, "--function", "majority")
+    assert not c["certified"] and c["errors"] > 0
+    x = c["wrong_input"]["x"]
+    assert len(x) == 8 and c["wrong_input"]["model_sign"] != c["wrong_input"]["target"]
+    # read at another length: the file's heads work for any n
+    c = run_json(capsys, "boolean", "check", "--model", path, "--function", "xor", "--n", "9")
+    assert c["below_bound"] and not c["certified"] and c["wrong_input"] is not None  # D·H = 8 < 9: Theorem 2
+
+
 @pytest.mark.parametrize("argv,needle", [
     (["boolean", "construct", "--function", "xor", "--n", "8", "--degree", "3", "--heads", "2"], "heads ≥ 3"),
     (["boolean", "construct", "--function", "xor", "--n", "0", "--degree", "3", "--heads", "2"], "--n 0"),
     (["boolean", "construct", "--function", "frob", "--n", "4", "--degree", "3", "--heads", "2"], "frob"),
     (["boolean", "construct", "--function", "xor", "--n", "4", "--degree", "0", "--heads", "2"], "--degree 0"),
     (["boolean", "threshold-degree", "--truth-table", "011"], "power"),
+    (["boolean", "check", "--model", "/nonexistent.safetensors", "--function", "xor"], "does not exist"),
     (["boolean", "basis", "--degree", "2", "--heads", "3", "--range", "7"], "degree·heads"),
 ])
 def test_boolean_bad_input_exit_2(capsys, argv, needle):

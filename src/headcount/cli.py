@@ -396,6 +396,7 @@ def boolean_construct(function: str = typer.Option(..., "--function", help="xor,
                       n: int = typer.Option(..., "--n", help="Number of input bits."),
                       degree: int = typer.Option(..., "--degree", help="Readout degree D."),
                       heads: int = typer.Option(..., "--heads", help="Heads H."),
+                      out: Optional[Path] = typer.Option(None, "--out", help="Also save the model (exact rationals, safetensors + JSON)."),
                       as_json: bool = JsonOpt) -> None:
     """Theorem 3: H heads + a degree-D readout computing a symmetric function, certified exactly on every
     weight t = 0..n (all 2^n inputs); D·H below the threshold degree is refused (Theorem 2)."""
@@ -404,11 +405,48 @@ def boolean_construct(function: str = typer.Option(..., "--function", help="xor,
     if n < 1 or degree < 1 or heads < 1:
         fail(f"--n {n} --degree {degree} --heads {heads}: each must be ≥ 1")
     try:
-        result = construct_and_certify(function, n, degree, heads)
+        result = construct_and_certify(function, n, degree, heads, out=None if out is None else str(out))
     except ValueError as err:
         fail(str(err))
     emit(result, as_json, f"{function} on {n} bits, D={degree}, H={heads}: {result['route']}, dim {result['dim']} "
                           f"(bound {result['dim_bound']}), certified {result['certified']}, errors {result['errors']}")
+
+
+@boolean_app.command("check")
+def boolean_check(model_file: Path = typer.Option(..., "--model", help="A Boolean model file (boolean construct/train --out)."),
+                  function: str = typer.Option(..., "--function", help="The target: a symmetric function by name or F:+-…"),
+                  n: Optional[int] = typer.Option(None, "--n", help="Input bits (default: the n recorded in the file)."),
+                  as_json: bool = JsonOpt) -> None:
+    """Check any Boolean model exactly on all 2^n inputs, with its Theorem-2 polynomial R (deg R ≤ D·H,
+    sign R = the model): a wrong input when it errs — always, when D·H is below the threshold degree."""
+    from headcount.boolean.certify import certify_boolean_model
+    from headcount.boolean.functions import parse_function, sign_changes
+    from headcount.boolean.model import load_boolean
+    from headcount.boolean.theorem2 import theorem2_check
+    from headcount.core.io import ModelFileError
+
+    try:
+        layer, readout, info = load_boolean(model_file)
+    except (ModelFileError, OSError) as err:
+        fail(str(err))
+    n = n if n is not None else info.get("n")
+    if not isinstance(n, int) or n < 1:
+        fail("--n N ≥ 1 is needed: the model file does not record its number of input bits")
+    try:
+        F = parse_function(function, n)
+    except ValueError as err:
+        fail(str(err))
+    T = sign_changes(F)
+    t2 = theorem2_check(layer, readout, n)
+    result = {"function": function, "n": n, "threshold_degree": T, "degree": readout.degree, "heads": layer.num_heads,
+              "dim": layer.dim, "below_bound": readout.degree * layer.num_heads < T,
+              **certify_boolean_model(layer, readout, F),
+              "theorem2": {"degree_R": t2["degree_R"], "bound": t2["bound"], "degree_ok": t2["degree_ok"],
+                           "signs_match": t2["signs_match"]}}
+    wrong = result["wrong_input"]
+    emit(result, as_json, f"{function} on {n} bits: " + ("correct on all inputs (exact)" if result["certified"] else
+                          f"{result['errors']} of {n + 1} weights wrong, e.g. x = {wrong['x']}")
+                          + f"; Theorem 2: deg R = {t2['degree_R']} ≤ D·H = {t2['bound']}")
 
 
 @boolean_app.command("threshold-degree")

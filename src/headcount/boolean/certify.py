@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from flint import fmpq
 
 from headcount.boolean.functions import check_values, format_function, parse_function, sign_changes
-from headcount.boolean.model import model_sign_float, model_values_exact
-from headcount.boolean.theorem2 import check_feasible
+from headcount.boolean.model import BooleanLayer, Readout, model_sign_float, model_values_exact, save_boolean
+from headcount.boolean.theorem2 import check_feasible, find_wrong_input
 from headcount.boolean.theorem3 import construct
 
 EXACT_MAX_CHARS = 40
@@ -62,9 +62,10 @@ def format_rational(q: fmpq, digits: int = DECIMAL_DIGITS, max_chars: int = EXAC
 
 
 def construct_and_certify(
-    name_or_F: str | Sequence[int], n: int, D: int, H: int, use_search: bool = True,
+    name_or_F: str | Sequence[int], n: int, D: int, H: int, use_search: bool = True, out: str | None = None,
 ) -> dict:
-    """Construct (Theorem 3) and certify exactly; D·H < T raises check_feasible's ValueError."""
+    """Construct (Theorem 3) and certify exactly; D·H < T raises check_feasible's ValueError. `out`: also
+    save the model (boolean.model.save_boolean, exact)."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be an integer ≥ 1, got {n!r}")
     for name, v in (("degree", D), ("heads", H)):
@@ -81,10 +82,8 @@ def construct_and_certify(
     T = sign_changes(F)
     check_feasible(T, D, H, function=label, n=n)
     layer, readout, route, d = construct(F, n, D, H, use_search=use_search)
-    values = model_values_exact(layer, readout, n)
-    signs = [(v > 0) - (v < 0) for v in values]
-    errors = sum(s != f for s, f in zip(signs, F))
-    fsigns = model_sign_float(layer, readout, n)
+    if out is not None:
+        save_boolean(layer, readout, out, {"construction": route, "function": label, "n": n})
     return {
         "function": label,
         "n": n,
@@ -94,9 +93,26 @@ def construct_and_certify(
         "dim": d,
         "dim_bound": dim_bound(D, H),
         "route": route,
-        "certified": errors == 0,
+        **certify_boolean_model(layer, readout, F),
+        **({"model_path": str(out)} if out is not None else {}),
+    }
+
+
+def certify_boolean_model(layer: BooleanLayer, readout: Readout, F: Sequence[int]) -> dict:
+    """Exact check of any layer + readout against F on every weight t = 0..n (so on all 2^n inputs):
+    certified, errors, the first wrong input (Theorem 2 says one exists whenever D·H < T), the smallest
+    |g| as an exact string, and how many weights the same model gets wrong in float64."""
+    F = check_values(F)
+    n = len(F) - 1
+    values = model_values_exact(layer, readout, n)
+    signs = [(v > 0) - (v < 0) for v in values]
+    wrong = [t for t in range(n + 1) if signs[t] != F[t]]
+    fsigns = model_sign_float(layer, readout, n)
+    return {
+        "certified": not wrong,
         "weights_checked": n + 1,
-        "errors": errors,
+        "errors": len(wrong),
+        "wrong_input": find_wrong_input(layer, readout, F) if wrong else None,
         "min_abs_margin": format_rational(min((abs(v) for v in values), key=lambda v: v)),
         "float64_errors": sum(s != f for s, f in zip(fsigns, F)),
     }
