@@ -286,3 +286,25 @@ def test_boolean_bad_input_and_bad_file(tmp_path):
     layer = BooleanLayer((BooleanHead(1, 2, (1,), (-1,)),))
     with pytest.raises(ValueError, match="d = 2"):
         save_boolean(layer, Readout({(1, 0): 1}, 1, 2), path)
+
+
+@pytest.mark.parametrize("n,S", [(8, 3), (16, 4), (32, 8)])
+def test_one_layer_construction_loads_into_table_model(n, S):
+    """The one-layer construction (table form, documented readout) in torch: same residual up to float64
+    summation order, identical predictions on random and every adversarial family, and back again."""
+    from headcount.core.evaluate import predict
+    from headcount.core.table import table_residual
+    from headcount.induction.task import GENERATORS
+    from headcount.learn.models import TableModel, table_model_to_table
+
+    table = one_layer_induction(n, S)
+    m = TableModel(table)
+    rng = np.random.default_rng(n)
+    for name, generate in GENERATORS.items():
+        tokens = generate(rng, 32, n, S)
+        residual, patterns = m(tokens, return_patterns=True)
+        np.testing.assert_allclose(residual.detach().numpy(), table_residual(table, tokens), rtol=0, atol=1e-12)
+        assert patterns[0].shape == (32, 1, n, n)
+        expected = predict(table, tokens)
+        assert np.array_equal(m.predict(tokens), expected), name
+        assert np.array_equal(predict(table_model_to_table(m), tokens), expected), name
