@@ -48,8 +48,9 @@ def figure(id: str, claim: str) -> Callable[[Callable[[plt.Figure, ClaimResult],
 
 
 def footer_text(machine: dict[str, Any]) -> str:
-    return (f"headcount {machine.get('headcount')} · Python {machine.get('python')} · numpy {machine.get('numpy')} · "
-            f"matplotlib {machine.get('matplotlib')} · {machine.get('system')} · {str(machine.get('date'))[:10]}")
+    return (f"headcount {machine.get('headcount')} · py {machine.get('python')} · numpy {machine.get('numpy')} · "
+            f"torch {machine.get('torch')} · flint {machine.get('python_flint')} · {machine.get('system')}, "
+            f"{machine.get('cpu_count')} CPUs · {str(machine.get('date'))[:10]}")
 
 
 def _log2_axis(ax: plt.Axes, ns: list[int]) -> None:

@@ -68,6 +68,9 @@ def machine_info() -> dict[str, Any]:
         "numpy": np.__version__,
         "matplotlib": matplotlib.__version__,
         "headcount": _version("headcount"),
+        "torch": _version("torch"),
+        "python_flint": _version("python-flint"),
+        "scipy": _version("scipy"),
         "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
     }
 
