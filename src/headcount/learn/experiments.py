@@ -71,8 +71,16 @@ def summarize_induction_depth(rows: list[dict[str, Any]]) -> dict[str, Any]:
     two = [c for c in cells if c["layers"] >= 2]
     one = [c for c in cells if c["layers"] == 1]
     pairs = [(o, t) for o in one for t in two if (o["n"], o["alphabet"], o["heads"], o["dim"]) == (t["n"], t["alphabet"], t["heads"], t["dim"])]
+    best_by_n, index_by_n = {}, {}
+    for c in two:
+        best_by_n[c["n"]] = max(best_by_n.get(c["n"], 0.0), c["accuracy_max"])
+        if not math.isnan(c["accuracy_index"]):
+            index_by_n[c["n"]] = max(index_by_n.get(c["n"], 0.0), c["accuracy_index"])
     return {"cells": cells,
-            "two_layer_best_min_accuracy": min((c["accuracy_max"] for c in two), default=float("nan")),
+            "two_layer_best_by_n": dict(sorted(best_by_n.items())),
+            "two_layer_index_accuracy_by_n": dict(sorted(index_by_n.items())),  # best, at the INDEX query
+            "two_layer_best_min_accuracy": min(best_by_n.values(), default=float("nan")),
+            "two_layer_weakest_cell_accuracy": min((c["accuracy_max"] for c in two), default=float("nan")),
             "one_layer_best_accuracy": max((c["accuracy_max"] for c in one), default=float("nan")),
             "one_below_two_everywhere": bool(pairs) and all(o["accuracy_max"] < t["accuracy_max"] for o, t in pairs)}
 
