@@ -52,18 +52,8 @@ def check(res, f, n):
 
 # ---------------------------------------------------------------- threshold degree
 
-@pytest.mark.parametrize("n", range(1, 7))
+@pytest.mark.parametrize("n", [*range(1, 7), *(pytest.param(n, marks=pytest.mark.slow) for n in (7, 8))])
 def test_lp_matches_sign_changes_all_symmetric(n):
-    for F in product((1, -1), repeat=n + 1):
-        f = sym_table(F, n)
-        res = threshold_degree_lp(f, n)
-        assert res.threshold_degree == changes(F), (n, F)
-        check(res, f, n)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("n", [7, 8])
-def test_lp_matches_sign_changes_all_symmetric_slow(n):
     for F in product((1, -1), repeat=n + 1):
         f = sym_table(F, n)
         res = threshold_degree_lp(f, n)
