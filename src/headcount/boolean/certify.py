@@ -5,6 +5,11 @@ The model's output depends on x only through t = |x|, so these n + 1 checks cove
 The same weights evaluated in float64 are reported separately (``float64_errors``): the exact β's of
 Lemma 11 are huge, and float64 typically fails beyond small n — the certificate is the exact one.
 
+``scope`` is always "exhaustive": a head over {0, 1} without positions outputs a function of t = |x| only, so
+the model's answer on x is its answer at weight |x|, and the n + 1 exact checks t = 0..n decide every one of
+the 2^n inputs — not a sample (compare the induction certificate, whose scope is "sampled" when S^n is too
+large to enumerate).
+
 ``min_abs_margin`` = min_t |g(layer output at t)|, exact, as a string: the exact rational "p/q" when it
 has at most 40 characters, else a decimal in scientific notation with 30 significant digits, rounded
 half up (e.g. "1.23456789012345678901234567890e-812").
@@ -101,7 +106,8 @@ def construct_and_certify(
 def certify_boolean_model(layer: BooleanLayer, readout: Readout, F: Sequence[int]) -> dict:
     """Exact check of any layer + readout against F on every weight t = 0..n (so on all 2^n inputs):
     certified, errors, the first wrong input (Theorem 2 says one exists whenever D·H < T), the smallest
-    |g| as an exact string, and how many weights the same model gets wrong in float64."""
+    |g| as an exact string, and how many weights the same model gets wrong in float64. ``scope`` is
+    "exhaustive": the output depends on x only through t = |x|, so t = 0..n covers all 2^n inputs."""
     F = check_values(F)
     n = len(F) - 1
     values = model_values_exact(layer, readout, n)
@@ -110,6 +116,7 @@ def certify_boolean_model(layer: BooleanLayer, readout: Readout, F: Sequence[int
     fsigns = model_sign_float(layer, readout, n)
     return {
         "certified": not wrong,
+        "scope": "exhaustive",
         "weights_checked": n + 1,
         "errors": len(wrong),
         "wrong_input": find_wrong_input(layer, readout, F) if wrong else None,

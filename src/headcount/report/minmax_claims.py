@@ -4,8 +4,27 @@ the lower-bound tools."""
 
 from __future__ import annotations
 
+import math
+
 from headcount.minmax.certify import certify_minmax
 from headcount.report.claims import SEED004, ClaimResult, Context, claim, status
+
+
+def stated_dim(M: int, code: str) -> int:
+    """The claim's value dimension: 2·⌈8 ln M⌉ with sign codes, 2·⌈log₂ M⌉ with compact codes (at least 1 per head)."""
+    return 2 * max(1, math.ceil(8 * math.log(M)) if code == "sign" else math.ceil(math.log2(M)))
+
+
+def _two_heads_problems(r: dict) -> list[str]:
+    """What in one certificate row contradicts the claim: errors, another dimension, fewer inputs covered."""
+    case, out = f"M={r['M']} n={r['n']} {r['code']}", []
+    if r["errors_min"] != 0 or r["errors_max"] != 0:  # None: not certified
+        out.append(f"{case}: errors {r['errors_min']}/{r['errors_max']}")
+    if r["dim"] != stated_dim(r["M"], r["code"]):
+        out.append(f"{case}: value dimension {r['dim']}, not {stated_dim(r['M'], r['code'])}")
+    if r["inputs_covered"] != math.comb(r["n"] + r["M"] - 1, r["n"]):
+        out.append(f"{case}: the certificate's input count is not C(n+M−1, n)")
+    return out
 
 
 @claim("minmax.two_heads.certified", paper=SEED004, source="§3.1, Appendix A (upper bound)",
@@ -16,17 +35,17 @@ from headcount.report.claims import SEED004, ClaimResult, Context, claim, status
        full={"cases": [(m, n, code) for m in (16, 64, 256, 1024, 4096) for n in (2, 16, 256, 4096)
                        for code in ("sign", "compact")]})
 def two_heads_certified(ctx: Context, cases: list[tuple[int, int, str]]) -> ClaimResult:
-    rows = []
+    rows, problems = [], []
     for M, n, code in cases:
         r = ctx.cached(("minmax", M, n, 2, code), lambda M=M, n=n, code=code: certify_minmax(M, n, 2, code=code),
                        f"certify minmax M={M} n={n} heads=2 code={code}")
         rows.append({key: r[key] for key in ("M", "n", "code", "dim", "method", "errors_min", "errors_max",
                                              "margin_min", "margin_max")} | {"inputs_covered_digits": len(str(r["inputs_covered"]))})
-    bad = [r for r in rows if r["errors_min"] != 0 or r["errors_max"] != 0]
-    detail = ("; ".join(f"M={r['M']} n={r['n']} {r['code']}: errors {r['errors_min']}/{r['errors_max']}" for r in bad)
+        problems += _two_heads_problems(r)
+    detail = ("; ".join(problems)
               or "zero errors for min and max on every input: " + ", ".join(
                   f"M={r['M']} n={r['n']} ({r['code']}, d={r['dim']}, {r['method']}, margin {r['margin_min']:.2f})" for r in rows))
-    return ClaimResult({"points": rows}, status(not bad), detail)
+    return ClaimResult({"points": rows}, status(not problems), detail)
 
 
 @claim("minmax.one_head.obstructed", paper=SEED004, source="§3.1 Theorem 1 (one head cannot do both)",
@@ -47,15 +66,21 @@ def one_head_obstructed(ctx: Context, M: int, n: int, d_max: int, restarts: int,
     run = longest_monotone_run(head).report()
     if report["min"]["correct"] is not True or report["max"]["correct"] is not False or not report["max"]["confirmed"]:
         problems.append("the min head alone should do min and fail max on a confirmed input")
+    if run["obstructs"] != "max":
+        problems.append(f"the min head's longest monotone run obstructs {run['obstructs']}, not max")
     search = smallest_dimension(M, n, d_max, restarts=restarts, steps=steps, seed=0)
     if search.get("smallest_d") is not None:
         problems.append(f"the search found a single head doing both at d = {search['smallest_d']}")
+    if sorted(search["results"]) != list(range(1, d_max + 1)):
+        problems.append(f"the search covered d = {sorted(search['results'])}, not 1..{d_max}")
     if not all(s["all_failed_confirmed"] for s in search["results"].values()):
         problems.append("a failed restart lacks a confirmed counterexample")
     two = ctx.cached(("minmax", M, n, 2, "compact"), lambda: certify_minmax(M, n, 2, code="compact"),
                      f"certify minmax M={M} n={n} heads=2 code=compact")
     if two["errors_min"] != 0 or two["errors_max"] != 0:
         problems.append("two compact heads do not certify")
+    if two["dim"] != stated_dim(M, "compact"):
+        problems.append(f"two compact heads have value dimension {two['dim']}, not 2·⌈log₂ {M}⌉")
     measured = {"min_head_max_counterexample": report["max"].get("worst_input"), "monotone_run": run["length"],
                 "obstructs": run["obstructs"], "search": {d: s["best_margins"] for d, s in search["results"].items()},
                 "two_heads_dim": two["dim"], "two_heads_margins": [two["margin_min"], two["margin_max"]]}
