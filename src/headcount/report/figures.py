@@ -80,7 +80,8 @@ def draw_precision(fig: plt.Figure, result: ClaimResult) -> str:
     ax.set_ylim(bottom=0)
     ax.legend(loc="lower right")
     return (f"Paper (seed 000 §1): two layers with O(1) heads and dimension solve induction heads with p = O(log n) bits. "
-            f"Measured: the smallest fixed-point precision with zero errors, certified by interval bounds, fits "
+            f"Measured: the smallest fixed-point precision with zero errors, certified on the inputs checked "
+            f"(scope: {', '.join(sorted(set(s.get('scope') or ['sampled'])))}), fits "
             f"p = {c:.2f}·log₂ n + {c0:.2f}, i.e. c = {c:.2f} bits per doubling of n (claim passes iff c ≤ 2). "
             f"fixed:p has p integer and p fractional bits, so telling n positions apart needs only p ≥ ½·log₂ n; "
             f"the previous-token head's keys (position digits squared, up to n) make c tend to 1 for much larger n.")
