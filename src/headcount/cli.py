@@ -16,6 +16,7 @@ from typing import Any, NoReturn, Optional
 import numpy as np
 import typer
 
+from headcount.core.errors import InternalError
 from headcount.core.symbols import token_text
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -726,7 +727,8 @@ def reproduce(scale: str = typer.Option("quick", "--scale", help="quick (default
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: runs the Typer app, turning usage errors and BadInput into one line and exit 2."""
+    """Entry point: runs the Typer app, turning usage errors and BadInput into one line and exit 2, and an
+    internal inconsistency (InternalError, AssertionError) into one line and exit 1."""
     try:
         app(args=argv, standalone_mode=False)
     except BadInput as err:
@@ -744,6 +746,10 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         print("error: aborted", file=sys.stderr)
         sys.exit(130)
+    except (InternalError, AssertionError) as err:  # a bug, not bad input: one line, exit 1
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        print(f"internal error (a bug in headcount, please report it): {first}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

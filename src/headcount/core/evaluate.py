@@ -1,11 +1,22 @@
-"""Run any model (weight form or one-layer table form) on a token batch: plain predictions in a
-precision mode, or certified predictions from the rigorous bounds. Chunks the batch to bound memory."""
+"""Run any model (weight form or one-layer table form) on a token batch. Chunks the batch to bound memory.
+
+* ``emulate`` — the float evaluation of a precision mode: IEEE dtypes as the type computes, fixed:p as
+  float64 with the rounding points applied to float64 values (fast; can miss the exact rounding of a value
+  that float64 puts on a tie or the clip).
+* ``certified_predict`` — outputs and where the rigorous bounds (headcount.core.bounds) prove them.
+* ``fixed_predict`` — the seed's fixed:p model exactly: proven by the bounds where they decide, else by the
+  exact evaluator (headcount.core.exact: rationals at every rounding point, Arb balls and an exact tie test
+  for softmax outputs), within a work limit.
+* ``predict`` — what a user means by "the model's output in mode prec": ``fixed_predict`` for fixed:p
+  (no work limit), the float evaluation otherwise.
+"""
 
 from __future__ import annotations
 
 import contextvars
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -13,7 +24,7 @@ import numpy as np
 from headcount.core.bounds import residual_bounds
 from headcount.core.forward import residual_stream, rows_per_chunk
 from headcount.core.model import Transformer
-from headcount.core.precision import FLOAT64, Precision
+from headcount.core.precision import FLOAT64, Precision, fixed
 from headcount.core.table import OneLayerTable, table_residual, table_residual_bounds
 
 Model = Transformer | OneLayerTable
@@ -54,8 +65,8 @@ def _map_chunks(fn: Callable[[np.ndarray], object], parts: list[np.ndarray]) -> 
         return list(pool.map(lambda part: caller.copy().run(fn, part), parts))
 
 
-def predict(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
-    """Outputs [batch pos] (tokens, BOTTOM for ⊥) with the model evaluated in mode `prec`."""
+def emulate(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
+    """Outputs [batch pos] (tokens, BOTTOM for ⊥) of the float evaluation of mode `prec` (module docstring)."""
     tokens = check_tokens(model, tokens)
     if len(tokens) == 0:
         return np.zeros(tokens.shape, dtype=np.int64)
@@ -73,6 +84,69 @@ def certified_predict(model: Model, tokens: np.ndarray, prec: Precision) -> tupl
     if len(tokens) == 0:
         return np.zeros(tokens.shape, dtype=np.int64), np.zeros(tokens.shape, dtype=bool)
     bounds = table_residual_bounds if isinstance(model, OneLayerTable) else residual_bounds
-    results = _map_chunks(lambda part: model.decoder.decode_bounds(*bounds(model, part, prec)),
-                          list(_chunks(model, tokens, shrink=4)))
-    return np.concatenate([r[0] for r in results]), np.concatenate([r[1] for r in results])
+
+    def decide(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with np.errstate(all="ignore"):  # overflow and NaN end as unbounded boxes, never as proofs
+            mid, rad = bounds(model, part, prec)
+            out, proven = model.decoder.decode_bounds(mid, rad)
+        finite = np.isfinite(mid).all(axis=-1) & np.isfinite(rad).all(axis=-1)
+        return out, proven & finite
+
+    results = _map_chunks(decide, list(_chunks(model, tokens, shrink=4)))
+    out, proven = np.concatenate([r[0] for r in results]), np.concatenate([r[1] for r in results])
+    return out, proven
+
+
+def predict(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
+    """Outputs [batch pos] (tokens, BOTTOM for ⊥) of the model in mode `prec`: for fixed:p the seed's
+    semantics exactly (fixed_predict, no work limit), otherwise the evaluation in that type."""
+    if prec.kind != "fixed":
+        return emulate(model, tokens, prec)
+    return fixed_predict(model, tokens, prec.bits, budget=WorkBudget(None))[0]
+
+
+EXACT_WORK_LIMIT = 5 * 10**7  # score entries (inputs × heads × queries × keys) the exact evaluator may do
+
+
+@dataclass
+class WorkBudget:
+    """How much exact evaluation is still allowed, in score entries; None: no limit."""
+
+    remaining: int | None = EXACT_WORK_LIMIT
+
+    def take(self, cost: int) -> bool:
+        if self.remaining is None:
+            return True
+        if cost > self.remaining:
+            return False
+        self.remaining -= cost
+        return True
+
+
+def exact_work(model: Model, positions: int) -> int:
+    """Score entries the exact evaluator computes for one input up to `positions` positions (the full mask
+    needs every position)."""
+    m = model.n_ctx if model.mask == "full" else positions
+    return max(1, sum(model.heads)) * m * m
+
+
+def fixed_predict(model: Model, tokens: np.ndarray, bits: int, *, budget: WorkBudget | None = None,
+                  proven_in: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(outputs, decided) [batch pos] of the exact fixed:p model: rigorous bounds first, then the exact
+    evaluator on the positions they leave open, input by input while `budget` lasts (default: a fresh
+    EXACT_WORK_LIMIT). Where `decided` is False the output is the bounds' midpoint guess, not proven.
+    `proven_in` passes a certified_predict result already computed for these tokens."""
+    tokens = check_tokens(model, tokens)
+    budget = WorkBudget() if budget is None else budget
+    out, decided = proven_in if proven_in is not None else certified_predict(model, tokens, fixed(bits))
+    out, decided = out.copy(), decided.copy()
+    for row in np.flatnonzero(~decided.all(axis=1)):
+        open_positions = np.flatnonzero(~decided[row])
+        if not budget.take(exact_work(model, int(open_positions.max()) + 1)):
+            continue
+        from headcount.core.exact import exact_fixed_predict  # imported when needed: it is the slow path
+
+        exact = exact_fixed_predict(model, tokens[row : row + 1], bits, positions=[int(i) for i in open_positions])
+        out[row, open_positions] = exact[0, open_positions]
+        decided[row, open_positions] = True
+    return out, decided

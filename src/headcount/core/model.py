@@ -111,14 +111,15 @@ class LinearDecoder:
         return self._classes_to_tokens(np.argmax(logits, axis=-1))
 
     def decode_bounds(self, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from headcount.core.bounds import affine_bounds
+        from headcount.core.bounds import affine_bounds, outward
 
         lmid, lrad = affine_bounds(mid, rad, self.W_U, self.b_U)
         cls = np.argmax(lmid, axis=-1)
-        low_best = np.take_along_axis(lmid - lrad, cls[..., None], axis=-1)[..., 0]
-        high = lmid + lrad
+        with np.errstate(invalid="ignore"):
+            low, high = outward(lmid - lrad, lmid + lrad)  # each endpoint took one rounding
+        low_best = np.take_along_axis(low, cls[..., None], axis=-1)[..., 0]
         np.put_along_axis(high, cls[..., None], -np.inf, axis=-1)
-        return self._classes_to_tokens(cls), low_best > high.max(axis=-1)
+        return self._classes_to_tokens(cls), low_best > high.max(axis=-1)  # False wherever a NaN is
 
     def tensors(self) -> dict[str, np.ndarray]:
         return {"W_U": self.W_U, "b_U": self.b_U}

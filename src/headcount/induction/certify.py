@@ -78,6 +78,7 @@ def certify_induction(model: Model, n: int, alphabet: int, samples: int | None =
         "alphabet": alphabet,
         "construction": model.info.get("construction"),
         "exhaustive": is_exhaustive,
+        "scope": "exhaustive" if is_exhaustive else "sampled",
         "seed": None if is_exhaustive else seed,
         **cert.as_dict(),
         "size": None if p is None else model.size(p),

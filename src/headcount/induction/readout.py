@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from headcount.core.bounds import fraction_bits
+from headcount.core.bounds import fraction_bits, outward
 from headcount.core.model import register_decoder
 from headcount.core.symbols import BOTTOM
 
@@ -23,6 +23,12 @@ def _readout_scale(n: int) -> np.ndarray:
     """[pos coord] factor turning y_j into σ_j + 1: the position i for j ≤ i, 0 beyond."""
     i = np.arange(1, n + 1, dtype=np.float64)[:, None]
     return np.where(np.arange(1, n + 1)[None, :] <= i, i, 0.0)
+
+
+def round_half_up(x: np.ndarray) -> np.ndarray:
+    """⌊x + ½⌋ without rounding x + ½ (which can carry a value just below a half up to the next integer)."""
+    whole = np.floor(x)
+    return whole + (x - whole >= 0.5)  # x − ⌊x⌋ is exact in float64
 
 
 def _answer_from_prefixes(prefix: np.ndarray) -> np.ndarray:
@@ -49,21 +55,23 @@ class InductionReadoutDecoder:
         self._check(x)
         n = x.shape[-2]
         scaled = x[..., :n].astype(np.float64) * _readout_scale(n)
-        return _answer_from_prefixes(np.floor(scaled + 0.5).astype(np.int64) - 1)
+        return _answer_from_prefixes(round_half_up(scaled).astype(np.int64) - 1)
 
     def decode_bounds(self, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         self._check(mid)
         n = mid.shape[-2]
         scale = _readout_scale(n)
         y, r = mid[..., :n], rad[..., :n]
-        lo, hi = (y - r) * scale, (y + r) * scale
-        # Products of a dyadic value by an integer ≤ n are exact when they fit 53 bits; else widen.
-        magnitude_bits = int(np.ceil(np.log2(np.abs(y).max(initial=0) * (n + 1) + 2)))
-        exact = fraction_bits(y) + magnitude_bits + 1 < 53
+        with np.errstate(invalid="ignore", over="ignore"):
+            lo, hi = (y - r) * scale, (y + r) * scale
+            # Products of a dyadic value by an integer ≤ n are exact when they fit 53 bits; else widen by
+            # two ulps (the ± and the product each round by half an ulp of a value ≤ the product).
+            magnitude_bits = float(np.ceil(np.log2(np.abs(y).max(initial=0) * (n + 1) + 2)))
+        exact = bool(np.isfinite(magnitude_bits)) and fraction_bits(y) + magnitude_bits + 1 < 53
         widen = (r > 0) | (not exact)
-        lo = np.where(widen, np.nextafter(lo, -np.inf), lo)
-        hi = np.where(widen, np.nextafter(hi, np.inf), hi)
-        same = np.floor(lo + 0.5) == np.floor(hi + 0.5)  # the whole interval reads one integer
+        wide_lo, wide_hi = outward(lo, hi, ulps=2)
+        lo, hi = np.where(widen, wide_lo, lo), np.where(widen, wide_hi, hi)
+        same = round_half_up(lo) == round_half_up(hi)  # the whole interval reads one integer
         decided = np.all(same | (scale == 0), axis=-1)
         return self.decode(mid), decided
 

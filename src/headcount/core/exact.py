@@ -1,0 +1,442 @@
+"""The fixed:p model evaluated EXACTLY (spec/README.md "Precision semantics"; precision.py).
+
+forward.py emulates fixed:p in float64, which rounds between the rounding points and so can land on the
+wrong side of a rounding tie or of the clip. This module computes the seed's definition itself:
+
+* Every weight is a float64, i.e. a dyadic rational, and every rounded value is a multiple of 2^-p, so
+  everything up to a softmax is an integer times a power of two. Vectors are kept as Python/FLINT integers
+  with a known exponent (value = ints / 2^e); matrix products go through fmpz_mat (exact, in C).
+* The residual stream is always a multiple of 2^-p (a sum of rounded values), stored as ints / 2^p.
+* A head output coordinate y = Σ_j e^{s_j} u_j / Σ_j e^{s_j} is transcendental in general. It is evaluated
+  as an arb ball (arb_mat products, scores shifted by their exact maximum). Rounding y needs only the grid
+  cell it lies in: when the ball straddles a single tie point t (an odd multiple of 2^-(p+1)), the sign of
+  y − t is the sign of Σ_j e^{s_j}(u_j − t), an exponential polynomial with rational data, decided exactly
+  by core.expsum.sign_exp_poly (zero ⇒ a true tie ⇒ half to even); when it straddles more, the precision
+  doubles (core.expsum.UndecidedError, an ArithmeticError, past core.expsum.MAX_PREC bits).
+* Rounding is to the nearest multiple of 2^-p, ties to even, then clipping to [-2^p, 2^p]; residual sums,
+  scores, the MLP's hidden layer and decoder logits are exact.
+
+Decoders: "linear" (exact logits, argmax with ties to the lowest class) and "induction_readout"
+(σ_j = ⌊i·y_j + ½⌋ − 1 computed exactly). Any other kind is refused with a ValueError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flint
+import numpy as np
+
+from headcount.core.evaluate import check_tokens
+from headcount.core.expsum import MAX_PREC, UndecidedError, as_fmpq, sign_exp_poly
+from headcount.core.model import Transformer
+from headcount.core.symbols import BOTTOM
+from headcount.core.table import OneLayerTable
+
+MAX_BITS = 4096  # fixed:p is exact here for any p ≥ 1; the cap only keeps integer sizes sane
+EXTRA_PREC = 64  # arb bits beyond the 2p+1 a head output needs to tell its grid cells apart
+
+Model = Transformer | OneLayerTable
+
+
+# ---------------------------------------------------------------------------------------------------
+# Exact dyadic integers: value = ints / 2^e
+
+
+def _dyadic(a: np.ndarray) -> tuple[np.ndarray, int]:
+    """(ints, e) with a == ints / 2^e exactly (object array of Python ints, e ≥ 0 the smallest such).
+    ValueError for NaN or infinite weights: the real-arithmetic model is undefined there."""
+    a = np.asarray(a, dtype=np.float64)
+    if not np.all(np.isfinite(a)):
+        raise ValueError("exact evaluation needs finite weights (the model has NaN or infinite entries)")
+    ratios = [v.as_integer_ratio() for v in a.ravel().tolist()]
+    e = max((den.bit_length() - 1 for _, den in ratios), default=0)
+    ints = [num << (e - den.bit_length() + 1) for num, den in ratios]
+    return np.array(ints + [0], dtype=object)[:-1].reshape(a.shape), e
+
+
+def _obj(values: list, shape: tuple[int, ...]) -> np.ndarray:
+    """An object array of Python ints (the trailing sentinel stops numpy from nesting lists)."""
+    return np.array(list(values) + [0], dtype=object)[:-1].reshape(shape)
+
+
+def _fmpz_mat(a: np.ndarray) -> flint.fmpz_mat:
+    return flint.fmpz_mat(a.shape[0], a.shape[1], a.ravel().tolist())
+
+
+def _matmul(a: np.ndarray, b: flint.fmpz_mat) -> np.ndarray:
+    """Exact product of an object int array [rows k] with an fmpz_mat [k cols]."""
+    if a.shape[0] == 0 or b.ncols() == 0 or a.shape[1] == 0:
+        return _obj([0] * (a.shape[0] * b.ncols()), (a.shape[0], b.ncols()))
+    product = _fmpz_mat(a) * b
+    return _obj([int(v) for v in product.entries()], (a.shape[0], b.ncols()))
+
+
+def _add(a: np.ndarray, ea: int, b: np.ndarray, eb: int) -> tuple[np.ndarray, int]:
+    """a/2^ea + b/2^eb as (ints, e), exactly (b broadcasts)."""
+    e = max(ea, eb)
+    return (a << (e - ea)) + (b << (e - eb)), e
+
+
+def _round_half_even_shift(m: int, shift: int) -> int:
+    """round(m / 2^shift), ties to even, for shift ≥ 1."""
+    q = m >> shift
+    r = m - (q << shift)
+    half = 1 << (shift - 1)
+    return q + 1 if r > half or (r == half and q & 1) else q
+
+
+_round_shift = np.frompyfunc(_round_half_even_shift, 2, 1)
+
+
+def _to_grid(ints: np.ndarray, e: int, bits: int) -> np.ndarray:
+    """The rounding point: N = round(ints/2^e · 2^p) (ties to even), clipped to ±2^{2p}; the value is N/2^p."""
+    shift = e - bits
+    grid = ints << -shift if shift <= 0 else _round_shift(ints, shift)
+    bound = 1 << (2 * bits)
+    return np.clip(np.asarray(grid, dtype=object), -bound, bound)
+
+
+def exact_round_fixed(value, bits: int) -> flint.fmpq:
+    """The fixed:p rounding of one exact rational (Fraction, fmpq, int or float): nearest multiple of
+    2^-bits, ties to even, clipped to [-2^bits, 2^bits]."""
+    v = as_fmpq(value)
+    num, den = int(v.p) << bits, int(v.q)
+    q, r = divmod(num, den)
+    if 2 * r > den or (2 * r == den and q & 1):
+        q += 1
+    bound = 1 << (2 * bits)
+    return flint.fmpq(min(max(q, -bound), bound), 1 << bits)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Attention: one head's rounded output, exactly
+
+
+class _HeadRounder:
+    """Rounds y_ic = Σ_j e^{s_ij} u_jc / Σ_j e^{s_ij} to the 2^-p grid for one head on one sequence.
+
+    Works in units of 2^-(p+1): w = y·2^{p+1}, so grid points are even integers and ties odd ones.
+    u_jc = us_jc / den_factor exactly (us ints); scores s_ij = (D_ij + max_i) / 2^{2p} with D_ij ≤ 0 ints."""
+
+    def __init__(self, shifted: list[list[tuple[int, int]]], us: np.ndarray, den_factor: int, bits: int):
+        self.shifted = shifted  # per query row: [(key j, D_ij)] over the visible keys
+        self.us = us  # [keys d] ints
+        self.den_factor = den_factor
+        self.bits = bits
+        self.score_den = 1 << (2 * bits)
+        self.bound = 1 << (2 * bits)
+
+    def _weight(self, d: int, cache: dict) -> flint.arb:
+        if d == 0:
+            return flint.arb(1)
+        if d not in cache:
+            cache[d] = (flint.arb(d) / self.score_den).exp()
+        return cache[d]
+
+    def balls(self, prec: int) -> list[list[flint.arb]]:
+        """w for every (query row, coordinate) at `prec` bits, by one arb_mat product."""
+        rows, keys, width = len(self.shifted), self.us.shape[0], self.us.shape[1]
+        flint.ctx.prec = prec
+        cache: dict = {}
+        weights = flint.arb_mat(rows, keys)
+        dens = []
+        for r, row in enumerate(self.shifted):
+            den = flint.arb(0)
+            for j, d in row:
+                weights[r, j] = self._weight(d, cache)
+                den += weights[r, j]
+            dens.append(den * self.den_factor)
+        numer = weights * flint.arb_mat(_fmpz_mat(self.us)) if width else None
+        return [[numer[r, c] / dens[r] for c in range(width)] for r in range(rows)]
+
+    def ball(self, r: int, c: int, prec: int) -> flint.arb:
+        """w for one entry at `prec` bits (the retry path)."""
+        flint.ctx.prec = prec
+        cache: dict = {}
+        num, den = flint.arb(0), flint.arb(0)
+        for j, d in self.shifted[r]:
+            weight = self._weight(d, cache)
+            num += weight * int(self.us[j, c])
+            den += weight
+        return num / (den * self.den_factor)
+
+    def _locate(self, w: flint.arb) -> tuple[str, int]:
+        """Where w lies: ("grid", N) when it rounds to N for sure (clip included), ("tie", t) when the
+        ball holds exactly one tie point t, ("wide", 0) when it holds more (or is not finite)."""
+        if not w.is_finite():
+            return "wide", 0
+        clip = flint.arb(2 * self.bound)  # y = ±2^p
+        if w > clip:
+            return "grid", self.bound
+        if w < -clip:
+            return "grid", -self.bound
+        k = ((w + 1) / 2).floor().unique_fmpz()
+        if k is not None and w > 2 * int(k) - 1:  # w ∈ (2k−1, 2k+1): y·2^p rounds to k
+            return "grid", int(k)
+        lo, hi = _ball_ends(w)
+        first_odd = int(lo.ceil())
+        first_odd += 1 - (first_odd & 1)
+        if first_odd > hi:
+            return "grid", int(((lo + 1) / 2).floor())
+        if first_odd + 2 <= hi:
+            return "wide", 0
+        return "tie", first_odd
+
+    def _settle_tie(self, r: int, c: int, t: int) -> int:
+        """Exact rounding of w near the odd integer t: sign of Σ_j e^{s_j}(u_j·2^{p+1} − t)."""
+        poly: dict = {}
+        for j, d in self.shifted[r]:
+            exponent = flint.fmpq(d, self.score_den)
+            poly[exponent] = poly.get(exponent, flint.fmpq(0)) + flint.fmpq(int(self.us[j, c]), self.den_factor) - t
+        sign = sign_exp_poly(poly)
+        if sign == 0:  # a true tie: half to even
+            return (t - 1) // 2 if ((t - 1) // 2) % 2 == 0 else (t + 1) // 2
+        return (t + 1) // 2 if sign > 0 else (t - 1) // 2
+
+    def round_all(self) -> np.ndarray:
+        """[rows d] grid integers N (value N / 2^p) of the head output, clipped."""
+        prec0 = 2 * self.bits + EXTRA_PREC
+        balls = self.balls(prec0)
+        out = []
+        for r, row in enumerate(balls):
+            for c, w in enumerate(row):
+                out.append(self._round_entry(r, c, w, prec0))
+        return np.clip(_obj(out, (len(balls), self.us.shape[1])), -self.bound, self.bound)
+
+    def _round_entry(self, r: int, c: int, w: flint.arb, prec: int) -> int:
+        where, value = self._locate(w)
+        while where == "wide":
+            prec *= 2
+            if prec > MAX_PREC:
+                raise UndecidedError(f"undecided: a head output was not resolved at {MAX_PREC} bits of arb precision")
+            where, value = self._locate(self.ball(r, c, prec))
+        return value if where == "grid" else self._settle_tie(r, c, value)
+
+
+def _ball_ends(x: flint.arb) -> tuple[flint.fmpq, flint.fmpq]:
+    """Exact rational endpoints of an arb ball."""
+    mid_m, mid_e = x.mid().man_exp()
+    rad_m, rad_e = x.rad().man_exp()
+    mid, rad = _dyadic_fmpq(int(mid_m), int(mid_e)), _dyadic_fmpq(int(rad_m), int(rad_e))
+    return mid - rad, mid + rad
+
+
+def _dyadic_fmpq(man: int, exp: int) -> flint.fmpq:
+    return flint.fmpq(man << exp) if exp >= 0 else flint.fmpq(man, 1 << -exp)
+
+
+def _head_output(q: np.ndarray, k: np.ndarray, u: np.ndarray, e_u: int, bits: int, causal: bool,
+                 rows: Sequence[int]) -> np.ndarray:
+    """Rounded softmax(q kᵀ) u for the query rows `rows` of one sequence: [len(rows) d] grid ints.
+    q, k: [pos d_head] grid ints (units 2^-p); u: [pos d] ints with value u / 2^e_u."""
+    n = q.shape[0]
+    scores = (_fmpz_mat(q) * _fmpz_mat(k).transpose()).tolist() if q.shape[1] else [[0] * n for _ in range(n)]
+    shifted = []
+    for i in rows:
+        visible = [(j, int(scores[i][j])) for j in range(i + 1 if causal else n)]
+        top = max(s for _, s in visible)
+        shifted.append([(j, s - top) for j, s in visible])
+    scale = bits + 1 - e_u  # w = y·2^{p+1} = Σ α_j u_j·2^scale
+    us, den_factor = (u << scale, 1) if scale >= 0 else (u, 1 << -scale)
+    old = flint.ctx.prec
+    try:
+        return _HeadRounder(shifted, us, den_factor, bits).round_all()
+    finally:
+        flint.ctx.prec = old
+
+
+# ---------------------------------------------------------------------------------------------------
+# The two model forms
+
+
+def _check_bits(bits) -> int:
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= int(bits) <= MAX_BITS:
+        raise ValueError(f"bits must be an integer in 1..{MAX_BITS}, got {bits!r}")
+    return int(bits)
+
+
+class _TransformerPass:
+    """The weight-form model's exact fixed:p pass; weights converted to exact integers once per call."""
+
+    def __init__(self, model: Transformer, n: int, bits: int):
+        self.model, self.bits, self.causal = model, bits, model.mask == "causal"
+        self.W_E, self.e_E = _dyadic(model.W_E)
+        self.W_pos, self.e_pos = _dyadic(model.W_pos[:n])
+        self.layers = [self._convert_layer(layer) for layer in model.layers]
+
+    @staticmethod
+    def _mat(a: np.ndarray) -> tuple[flint.fmpz_mat, int]:
+        ints, e = _dyadic(a)
+        return _fmpz_mat(ints), e
+
+    def _convert_layer(self, layer) -> tuple[list, tuple | None]:
+        heads = [tuple(self._mat(w) for w in (h.W_Q, h.W_K, h.W_V, h.W_O)) for h in layer.heads]
+        mlp = None
+        if layer.mlp is not None:
+            m = layer.mlp
+            mlp = (self._mat(m.W_in), _dyadic(m.b_in), self._mat(m.W_out), _dyadic(m.b_out))
+        return heads, mlp
+
+    def _project(self, x: np.ndarray, w: tuple[flint.fmpz_mat, int]) -> np.ndarray:
+        """Rounded x W for x on the grid (units 2^-p): grid ints."""
+        return _to_grid(_matmul(x, w[0]), self.bits + w[1], self.bits)
+
+    def embed(self, tokens: np.ndarray) -> np.ndarray:
+        """[batch pos d_model] grid ints of round(W_E[σ_i] + W_pos[i])."""
+        n = tokens.shape[1]
+        ints, e = _add(self.W_E[tokens], self.e_E, self.W_pos[None, :n], self.e_pos)
+        return _to_grid(ints, e, self.bits)
+
+    def residual(self, tokens: np.ndarray, last_rows: Sequence[int]) -> np.ndarray:
+        """Final residual [batch pos d_model] as grid ints; in the last layer only the query rows
+        `last_rows` get their attention update (the others are not needed by the caller)."""
+        x = self.embed(tokens)
+        batch, n, d = x.shape
+        for index, (heads, mlp) in enumerate(self.layers):
+            rows = list(last_rows) if index == len(self.layers) - 1 else list(range(n))
+            flat = x.reshape(batch * n, d)
+            update = np.zeros((batch, n, d), dtype=object)
+            for w_q, w_k, w_v, w_o in heads:
+                q = self._project(flat, w_q).reshape(batch, n, -1)
+                k = self._project(flat, w_k).reshape(batch, n, -1)
+                u = _matmul(self._project(flat, w_v), w_o[0]).reshape(batch, n, d)  # value ints / 2^(p+e_O)
+                for b in range(batch):
+                    update[b, rows] += _head_output(q[b], k[b], u[b], self.bits + w_o[1], self.bits, self.causal,
+                                                    rows)
+            x = x + update
+            if mlp is not None:
+                x = x + self._mlp(x.reshape(batch * n, d), mlp).reshape(batch, n, d)
+        return x
+
+    def _mlp(self, x: np.ndarray, mlp: tuple) -> np.ndarray:
+        """Rounded relu(x W_in + b_in) W_out + b_out (the hidden layer is exact, not a rounding point)."""
+        (w_in, e_in), (b_in, e_bin), (w_out, e_out), (b_out, e_bout) = mlp
+        hidden, e_h = _add(_matmul(x, w_in), self.bits + e_in, b_in[None, :], e_bin)
+        hidden = np.maximum(hidden, 0)
+        out, e_o = _add(_matmul(hidden, w_out), e_h + e_out, b_out[None, :], e_bout)
+        return _to_grid(out, e_o, self.bits)
+
+
+def _float_grid(values: np.ndarray, bits: int) -> np.ndarray:
+    """Grid ints of single float64 values rounded at a rounding point (table entries are used as is)."""
+    ints, e = _dyadic(values)
+    return _to_grid(ints, e, bits)
+
+
+def _table_residual(table: OneLayerTable, tokens: np.ndarray, bits: int, rows: Sequence[int]) -> np.ndarray:
+    """Final residual [batch pos d_model] grid ints of a table model; only `rows` get the head updates."""
+    batch, n = tokens.shape
+    pos = np.arange(n)[None, :]
+    x = _float_grid(table.embed[pos, tokens], bits)
+    causal = table.mask == "causal"
+    for h in range(table.heads[0]):
+        q = _float_grid(table.Q[h][pos, tokens], bits)
+        k = _float_grid(table.K[h][pos, tokens], bits)
+        v = _float_grid(table.V[h][pos, tokens], bits)
+        for b in range(batch):
+            x[b, list(rows)] += _head_output(q[b], k[b], v[b], bits, bits, causal, rows)
+    return x
+
+
+def _residual_grid(model: Model, tokens: np.ndarray, bits: int, rows: Sequence[int]) -> np.ndarray:
+    if isinstance(model, OneLayerTable):
+        return _table_residual(model, tokens, bits, rows)
+    if isinstance(model, Transformer):
+        return _TransformerPass(model, tokens.shape[1], bits).residual(tokens, rows)
+    raise ValueError(f"exact evaluation needs a Transformer or a OneLayerTable, got {type(model).__name__}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Decoders on the exact residual
+
+
+def _decode_linear(decoder, x: np.ndarray, bits: int) -> np.ndarray:
+    """argmax of x W_U + b_U (ties to the lowest class; class S is ⊥) on grid ints x [rows d_model]."""
+    W_U, e_U = _dyadic(decoder.W_U)
+    b_U, e_b = _dyadic(decoder.b_U)
+    if W_U.shape[0] != x.shape[1]:
+        raise ValueError(f"decoder W_U reads d_model={W_U.shape[0]}, the model has {x.shape[1]}")
+    logits, _ = _add(_matmul(x, _fmpz_mat(W_U)), bits + e_U, b_U[None, :], e_b)
+    alphabet = W_U.shape[1] - 1
+    out = []
+    for row in logits.tolist():
+        best = row.index(max(row))  # first maximum: ties go to the lowest class
+        out.append(BOTTOM if best == alphabet else best)
+    return np.array(out, dtype=np.int64)
+
+
+def _decode_readout(decoder, x: np.ndarray, bits: int, positions: Sequence[int]) -> np.ndarray:
+    """induction_readout on one sequence: σ_j = ⌊i·y_j + ½⌋ − 1 exactly (i 1-based, y_j = x_j / 2^p)."""
+    from headcount.induction.readout import _answer_from_prefixes
+
+    n, d_model = x.shape
+    if d_model != decoder.n_ctx + 1:
+        raise ValueError(f"induction_readout needs d_model = n_ctx + 1 = {decoder.n_ctx + 1}, got {d_model}")
+    prefix = np.full((1, n, n), -1, dtype=np.int64)
+    half = 1 << (bits - 1)
+    for i in positions:
+        for j in range(i + 1):
+            prefix[0, i, j] = (((i + 1) * int(x[i, j]) + half) >> bits) - 1
+    return _answer_from_prefixes(prefix)[0]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Public entry points
+
+
+def _needed(model: Model, n: int, positions: Sequence[int] | None) -> tuple[int, list[int]]:
+    """(how many leading positions to evaluate, the output positions asked), validated."""
+    if positions is None:
+        return n, list(range(n))
+    asked = sorted({int(p) for p in positions})
+    if asked and (asked[0] < 0 or asked[-1] >= n):
+        raise ValueError(f"positions must lie in 0..{n - 1}")
+    if not asked:
+        return 0, []
+    return (asked[-1] + 1 if model.mask == "causal" else n), asked
+
+
+def _check_decoder(model: Model) -> str:
+    kind = getattr(model.decoder, "kind", None)
+    if kind not in ("linear", "induction_readout"):
+        raise ValueError(f"exact evaluation does not support decoder kind {kind}")
+    return kind
+
+
+def exact_fixed_predict(model: Model, tokens: np.ndarray, bits: int,
+                        positions: Sequence[int] | None = None) -> np.ndarray:
+    """Outputs [batch pos] (int64, BOTTOM for ⊥) of the fixed:`bits` model, computed exactly.
+
+    `positions` (0-based) limits which outputs are computed: with the causal mask only positions up to
+    max(positions) are evaluated (nothing later can influence them), with the full mask every position is
+    evaluated below the last layer; positions NOT asked are returned as BOTTOM (not computed, not a
+    prediction). ValueError for bad input (tokens, bits, positions, unsupported decoder)."""
+    bits = _check_bits(bits)
+    kind = _check_decoder(model)
+    tokens = check_tokens(model, tokens)
+    batch, n = tokens.shape
+    out = np.full((batch, n), BOTTOM, dtype=np.int64)
+    length, asked = _needed(model, n, positions)
+    if batch == 0 or not asked:
+        return out
+    x = _residual_grid(model, tokens[:, :length], bits, asked)
+    for b in range(batch):
+        if kind == "linear":
+            out[b, asked] = _decode_linear(model.decoder, x[b, asked], bits)
+        else:
+            out[b, asked] = _decode_readout(model.decoder, x[b], bits, asked)[asked]
+    return out
+
+
+def exact_fixed_residual(model: Model, tokens_row, bits: int) -> np.ndarray:
+    """The exact final residual [pos d_model] of one input (object array of fmpq: every coordinate is a
+    multiple of 2^-bits, a sum of rounded values), for tests and for inspecting near-ties."""
+    bits = _check_bits(bits)
+    tokens = check_tokens(model, np.asarray(tokens_row))
+    if tokens.shape[0] != 1:
+        raise ValueError(f"exact_fixed_residual takes one input row, got {tokens.shape[0]}")
+    n = tokens.shape[1]
+    x = _residual_grid(model, tokens, bits, list(range(n)))[0]
+    scale = 1 << bits
+    return _obj([flint.fmpq(int(v), scale) for v in x.ravel().tolist()], x.shape)
