@@ -327,7 +327,7 @@ def minmax_verify(M: int = typer.Option(..., "--M", help="Tokens are 1..M."),
     from headcount.core.io import ModelFileError
     from headcount.minmax.model import load_minmax, random_single_head
     from headcount.minmax.task import count_multisets
-    from headcount.minmax.verify import verify_brute, verify_exact_one_head
+    from headcount.minmax.verify import scope_of, verify_brute, verify_exact_one_head
 
     if M < 2 or n < 2:
         fail(f"--M {M} --n {n}: need M ≥ 2 and n ≥ 2")
@@ -354,14 +354,17 @@ def minmax_verify(M: int = typer.Option(..., "--M", help="Tokens are 1..M."),
     result: dict[str, Any] = {"M": M, "n": n, "heads": 1, "dim": head.dim,
                               "method": "exact-histogram" if method == "exact" else "brute-force",
                               "inputs_covered": count_multisets(M, n)}
+    verdicts = []
     try:
         for task, clf in (("min", model.classifier_min), ("max", model.classifier_max)):
             v = verify_exact_one_head(head, clf, task, n) if method == "exact" else verify_brute(model, clf, task, n)
+            verdicts.append(v)
             result[f"errors_{task}"] = v.errors if v.errors is not None else (0 if v.correct else None)
             result[f"margin_{task}"] = v.margin
             result[f"counterexample_{task}"] = None if v.correct else [int(t) for t in v.worst_input]
     except ValueError as err:
         fail(str(err))
+    result["scope"] = scope_of(*verdicts)
     from headcount.minmax.lower_bound import lemma6_quantities, longest_monotone_run
 
     result["monotone_run"] = longest_monotone_run(head).report()

@@ -113,3 +113,137 @@ def test_bad_arguments(call):
     with pytest.raises(ValueError) as err:
         call(head, clf)
     assert "\n" not in str(err.value)
+
+
+# ---------------------------------------------------------------- issue 11: findings 5 and 6, soundness
+
+
+def _finding5():
+    """θ·v overflows float64 (1e200·1e200): the old scan saw ±inf in C, NaN gaps, and called it correct."""
+    V = np.array([[3.0, 1e200], [1.0, 1e200]])
+    return TokenHead(np.zeros(2), V), Classifier(V.copy())
+
+
+def _finding6():
+    """θ_1 − θ_2 rounds in float64 (2^-54 is lost next to 1): the old brute force counted 0 errors and the
+    exact verifier died with AssertionError('verifier bug')."""
+    theta = np.array([[1.0, 0.0], [2.0**-54, 1 - 2.0**-52]])
+    V = np.array([[1.0, 1 + 2.0**-52], [0.0, 1.0]])
+    return TokenHead(np.array([0.0, -1e4]), V), Classifier(theta)
+
+
+@pytest.mark.parametrize(
+    "case, task, errors, wrong_lists",
+    [
+        # C_1ω − C_2ω = 2·v_ω1 > 0 for both tokens: class 1 always wins exactly
+        (_finding5, "min", 1, {(2, 2)}),
+        (_finding5, "max", 2, {(1, 2), (2, 2)}),
+        # ⟨θ_2 − θ_1, v_1⟩ = 2^-54 − 2^-104 > 0: class 2 wins on (1, 1) and (1, 2); v_2 gives class 2
+        (_finding6, "min", 2, {(1, 1), (1, 2)}),
+        (_finding6, "max", 1, {(1, 1)}),
+    ],
+)
+def test_overflow_and_rounded_difference_are_decided_exactly(case, task, errors, wrong_lists):
+    head, clf = case()
+    truth = {lst: min_max(np.array([lst]))[0 if task == "min" else 1][0] for lst in ((1, 1), (1, 2), (2, 2))}
+    dec = decide_exact(head, clf, np.array(list(truth)))
+    assert {lst for lst, d in zip(truth, dec) if d != truth[lst]} == wrong_lists
+    bf = verify_brute(head, clf, task, 2)
+    assert not bf.correct and bf.errors == errors and bf.worst_input in wrong_lists
+    ex = verify_exact_one_head(head, clf, task, 2)
+    assert not ex.correct and ex.worst_input in wrong_lists
+    for v in (ex, bf):
+        _check_counterexample(head, clf, task, v)
+        assert np.isfinite(v.margin) and np.isfinite(v.tolerance) and v.margin <= 0
+
+
+def test_finding5_through_the_cli(tmp_path, capsys):
+    import json
+
+    from headcount.cli import main
+    from headcount.minmax.model import MinMaxModel, save_minmax
+
+    head, clf = _finding5()
+    path = tmp_path / "overflow.safetensors"
+    save_minmax(MinMaxModel(TokenLayer((head,)), clf, clf), path)
+    for method, errors_min in (("exact", None), ("brute", 1)):
+        with pytest.raises(SystemExit) as info:
+            main(["minmax", "verify", "--M", "2", "--n", "2", "--model", str(path), "--method", method, "--json"])
+            raise SystemExit(0)
+        out, err = capsys.readouterr()
+        assert (info.value.code or 0) == 0, err
+        result = json.loads(out)  # (lemma6's ℓ overflows to Infinity here: lower_bound.py, not the verdict)
+        assert result["counterexample_min"] == [2, 2] and result["errors_min"] == errors_min
+        assert all(np.isfinite(result[k]) for k in ("margin_min", "margin_max"))
+        assert result["counterexample_max"] in ([1, 2], [2, 2])
+
+
+def test_underflowing_attention_weight_decides():
+    """e^-800 underflows to 0 in float64, yet it breaks the exact tie ⟨θ_1 − θ_2, v_1⟩ = 0 on (1, 2)."""
+    head = TokenHead(np.array([0.0, -800.0]), np.array([[1.0, 0.0], [0.0, 1.0]]))
+    clf = Classifier(np.array([[1.0, 1.0], [1.0, 0.0]]))
+    assert list(decide_exact(head, clf, np.array([[1, 1], [1, 2], [2, 2]]))) == [BOTTOM, 1, 1]
+    for task, errors in (("min", 2), ("max", 3)):
+        assert verify_brute(head, clf, task, 2).errors == errors
+        assert not verify_exact_one_head(head, clf, task, 2).correct
+    # mirrored: now the tiny weight makes min right on (1, 2) and a plain exact check must say so
+    clf = Classifier(np.array([[1.0, 1.0], [1.0, 2.0]]))  # class 2 wins (2, 2), tie on v_1, class 2 by e^-800
+    assert list(decide_exact(head, clf, np.array([[1, 1], [1, 2], [2, 2]]))) == [BOTTOM, 2, 2]
+    assert verify_brute(head, clf, "max", 2).errors == 1  # only (1, 1): ⊥
+
+
+def test_subnormal_and_2_pow_minus_1020_weights():
+    """The decision hangs on subnormal and 2^-1020-scale value coordinates that float64 absorbs next to the
+    shared coordinate (0.5 + 2^-1074 = 0.5): products below 2^-1022 carry absolute error terms and the
+    near-ties are decided exactly."""
+    tiny = 2.0**-1074
+    head = TokenHead(np.zeros(3), np.array([[3 * tiny, 1.0], [tiny, 1.0], [2.0**-1020, 1.0]]))
+    clf = Classifier(np.array([[-1.0, 0.5], [0.5, 0.5], [1.0, 0.5]]))  # logit_i = θ_i0·z_0 + 1/2, z_0 > 0
+    lists = all_multisets(3, 2)
+    assert set(decide_exact(head, clf, lists)) == {3}  # class 3 by z_0/2 > 0 on every list
+    for task, errors in (("min", 5), ("max", 3)):  # right only where the answer is 3
+        bf = verify_brute(head, clf, task, 2)
+        assert bf.errors == errors and not verify_exact_one_head(head, clf, task, 2).correct
+    # the same head with class 3 removed from the running: the tiny coordinate still decides, exactly
+    clf = Classifier(np.array([[-1.0, 0.5], [0.5, 0.5], [-2.0, 0.5]]))  # class 2 wins everywhere
+    assert set(decide_exact(head, clf, lists)) == {2}
+
+
+def test_internal_inconsistency_is_an_internal_error(monkeypatch):
+    """If the exact re-decision disagrees with the verifier's counterexample, that is a bug: InternalError,
+    one line — never an AssertionError traceback and never a verdict."""
+    from headcount.core.errors import InternalError
+    from headcount.minmax import verify as verify_mod
+
+    head, clf = _finding6()
+    monkeypatch.setattr(verify_mod, "decide_exact", lambda h, c, x: min_max(x)[0])  # "decides" correctly
+    with pytest.raises(InternalError) as err:
+        verify_mod.verify_exact_one_head(head, clf, "min", 2)
+    assert "\n" not in str(err.value) and "verifier bug" in str(err.value)
+
+
+def test_internal_error_reaches_the_cli_as_one_line_exit_1(monkeypatch, tmp_path, capsys):
+    from headcount.cli import main
+    from headcount.minmax import verify as verify_mod
+    from headcount.minmax.model import MinMaxModel, save_minmax
+
+    head, clf = _finding6()
+    path = tmp_path / "f6.safetensors"
+    save_minmax(MinMaxModel(TokenLayer((head,)), clf, clf), path)
+    monkeypatch.setattr(verify_mod, "decide_exact", lambda h, c, x: min_max(x)[0])
+    with pytest.raises(SystemExit) as info:
+        main(["minmax", "verify", "--M", "2", "--n", "2", "--model", str(path), "--json"])
+    out, err = capsys.readouterr()
+    assert info.value.code == 1 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "internal error" in err and "Traceback" not in err
+
+
+def test_verdicts_and_certificates_say_their_scope():
+    from headcount.minmax.certify import certify_minmax
+    from headcount.minmax.verify import scope_of
+
+    head, clf = _finding6()
+    verdicts = [verify_exact_one_head(head, clf, "min", 3), verify_brute(head, clf, "max", 3)]
+    assert [v.scope for v in verdicts] == ["exhaustive", "exhaustive"] and scope_of(*verdicts) == "exhaustive"
+    for method in ("exact-histogram", "brute-force", "sufficient-condition"):
+        assert certify_minmax(6, 3, 2, "compact", method=method)["scope"] == "exhaustive"

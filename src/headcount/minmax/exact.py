@@ -6,6 +6,14 @@ multiplied by the (positive) product of the heads' softmax denominators, is an "
 exponents, Lindemann–Weierstrass (exp of distinct algebraic numbers are linearly independent over the
 algebraic numbers) says it is zero iff every collected coefficient is zero. Otherwise it is non-zero, and
 python-flint ball arithmetic at increasing precision proves its sign. So the sign returned is exact.
+
+Nothing here is rounded: every inner product and every difference of weights is taken in exact rationals
+(python-flint fmpq, about ten times faster than Fraction; ``frac`` still gives a Fraction for callers that
+want one) — a difference θ_i − θ_j taken in float64 first would already be rounded. Exponents of any size
+are fine (arb balls carry arbitrary exponents: e^(−10^300) is a tiny ball, not an underflow). The one way
+to get no answer is a non-zero sum whose sign is still unresolved at 65536 bits; that raises
+UndecidedError (a ValueError, so the CLI prints one line), never a wrong sign. The sign itself is
+core/expsum.py's sign_exp_poly, shared with the exact fixed:p evaluator.
 """
 
 from __future__ import annotations
@@ -16,16 +24,29 @@ from fractions import Fraction
 import flint
 import numpy as np
 
-ExpPoly = dict  # {Fraction exponent: Fraction coefficient}
+from headcount.core.expsum import UndecidedError, sign_exp_poly  # noqa: F401 — re-exported for minmax
+
+ExpPoly = dict  # {fmpq exponent: fmpq coefficient}
 
 
 def frac(a) -> Fraction:
-    """The exact rational value of a float64 (or int)."""
+    """The exact rational value of a float64 (or int), as a Fraction."""
     return Fraction(float(a)) if not isinstance(a, (int, np.integer)) else Fraction(int(a))
 
 
+def rat(a) -> flint.fmpq:
+    """The exact rational value of a float64, int, Fraction or fmpq, as an fmpq (the fast exact type)."""
+    if isinstance(a, flint.fmpq):
+        return a
+    if isinstance(a, (int, np.integer)):
+        return flint.fmpq(int(a))
+    if isinstance(a, Fraction):
+        return flint.fmpq(a.numerator, a.denominator)
+    return flint.fmpq(*float(a).as_integer_ratio())
+
+
 def exp_poly_mul(p: ExpPoly, q: ExpPoly) -> ExpPoly:
-    out: dict = defaultdict(Fraction)
+    out: dict = defaultdict(flint.fmpq)
     for a, c in p.items():
         for b, e in q.items():
             out[a + b] += c * e
@@ -33,64 +54,48 @@ def exp_poly_mul(p: ExpPoly, q: ExpPoly) -> ExpPoly:
 
 
 def exp_poly_add(p: ExpPoly, q: ExpPoly) -> ExpPoly:
-    out: dict = defaultdict(Fraction, p)
+    out: dict = defaultdict(flint.fmpq, p)
     for a, c in q.items():
         out[a] += c
     return {k: v for k, v in out.items() if v != 0}
 
 
-def _fmpq(x: Fraction) -> flint.fmpq:
-    return flint.fmpq(x.numerator, x.denominator)
-
-
-def sign_exp_poly(p: ExpPoly, max_prec: int = 1 << 16) -> int:
-    """Exact sign (−1, 0, +1) of Σ_a c_a·exp(a) (exponents already collected)."""
-    terms = [(a, c) for a, c in p.items() if c != 0]
-    if not terms:
-        return 0
-    top = max(a for a, _ in terms)
-    prec = 64
-    old = flint.ctx.prec
-    try:
-        while prec <= max_prec:
-            flint.ctx.prec = prec
-            total = flint.arb(0)
-            for a, c in terms:
-                total += flint.arb(_fmpq(c)) * flint.arb(_fmpq(a - top)).exp()
-            if total > 0:
-                return 1
-            if total < 0:
-                return -1
-            prec *= 2
-    finally:
-        flint.ctx.prec = old
-    raise ArithmeticError("sign of a non-zero exponential sum not resolved at 65536 bits")
-
-
 def sign_weighted_pair(s_a, c_a, s_b, c_b) -> int:
     """Exact sign of c_a·exp(s_a) + c_b·exp(s_b) for float scores and exact rational coefficients."""
-    return sign_exp_poly(exp_poly_add({frac(s_a): Fraction(c_a)}, {frac(s_b): Fraction(c_b)}))
+    return sign_exp_poly(exp_poly_add({rat(s_a): rat(c_a)}, {rat(s_b): rat(c_b)}))
 
 
-def exact_inner(a: np.ndarray, b: np.ndarray) -> Fraction:
-    """⟨a, b⟩ of two float64 vectors, exactly."""
-    return sum((frac(u) * frac(v) for u, v in zip(a, b) if u != 0 and v != 0), Fraction(0))
+def exact_inner(a: np.ndarray, b: np.ndarray) -> flint.fmpq:
+    """⟨a, b⟩ of two float64 vectors, exactly (an fmpq)."""
+    total = flint.fmpq(0)
+    for u, v in zip(a, b):
+        if u != 0 and v != 0:
+            total += rat(u) * rat(v)
+    return total
 
 
-def layer_gap_sign(heads, theta: np.ndarray, hist: dict[int, int], i: int, j: int) -> int:
+def layer_gap_sign(heads, theta: np.ndarray, hist: dict[int, int], i: int, j: int, cache: dict | None = None) -> int:
     """Exact sign of ⟨θ_i − θ_j, z(h)⟩ for a layer (heads: sequence of TokenHead) on histogram
-    {0-based token: count}; i, j 0-based classes.
+    {0-based token: count}; i, j 0-based classes. cache: optional dict that keeps the exact inner products
+    ⟨θ_i, v^k_ω⟩ between calls on the same layer and θ.
 
     ⟨θ_i − θ_j, z⟩ = Σ_k N_k / D_k with N_k = Σ_ω h_ω e^{s^k_ω} ⟨θ_i − θ_j, v^k_ω⟩ and D_k = Σ_ω h_ω e^{s^k_ω} > 0,
-    so its sign is that of Σ_k N_k Π_{l≠k} D_l, an exponential polynomial."""
-    diff = theta[i] - theta[j]
+    so its sign is that of Σ_k N_k Π_{l≠k} D_l, an exponential polynomial. ⟨θ_i − θ_j, v⟩ is taken as
+    ⟨θ_i, v⟩ − ⟨θ_j, v⟩ exactly: the float difference θ_i − θ_j may round."""
+    cache = {} if cache is None else cache
+
+    def inner(k: int, c: int, w: int) -> flint.fmpq:
+        if (k, c, w) not in cache:
+            cache[(k, c, w)] = exact_inner(theta[c], heads[k].values[w])
+        return cache[(k, c, w)]
+
     nums, dens = [], []
-    for h in heads:
-        num: dict = defaultdict(Fraction)
-        den: dict = defaultdict(Fraction)
+    for k, h in enumerate(heads):
+        num: dict = defaultdict(flint.fmpq)
+        den: dict = defaultdict(flint.fmpq)
         for w, cnt in hist.items():
-            a = frac(h.scores[w])
-            num[a] += cnt * exact_inner(diff, h.values[w])
+            a = rat(h.scores[w])
+            num[a] += cnt * (inner(k, i, w) - inner(k, j, w))
             den[a] += cnt
         nums.append({k: v for k, v in num.items() if v != 0})
         dens.append(dict(den))

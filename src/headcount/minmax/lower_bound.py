@@ -153,10 +153,17 @@ def lemma6_quantities(head: TokenHead, n: int, value_bits: int | None = None, va
     M, d = head.M, head.dim
     N = lemma_n(M, n)
     p = _value_bits(head.values) if value_bits is None else int(value_bits)
-    ell = float(np.linalg.norm(head.values, axis=1).max()) if value_norm is None else float(value_norm)
-    log_ell = log2(ell) if ell > 0 else float("-inf")
+    if value_norm is None:  # ℓ = max ‖v_ω‖, scaled by max |v| first so that huge values do not overflow
+        top = float(np.abs(head.values).max(initial=0.0))
+        scaled = float(np.linalg.norm(head.values / top, axis=1).max()) if top > 0 else 0.0
+        log_ell = log2(top) + log2(scaled) if top > 0 else float("-inf")
+        ell = top * scaled
+    else:
+        ell = float(value_norm)
+        log_ell = log2(ell) if ell > 0 else float("-inf")
     run = longest_monotone_run(head)
     bits = d * (p + log_ell)
+    finite = lambda x: x if np.isfinite(x) else None  # noqa: E731 — JSON has no ±inf (ℓ = 0, or ℓ > 1.8e308)
     return {
         "M": M,
         "n": n,
@@ -165,16 +172,16 @@ def lemma6_quantities(head: TokenHead, n: int, value_bits: int | None = None, va
         "d": d,
         "p": p,
         "p_given": value_bits is not None,
-        "ell": ell,
-        "log2_ell": log_ell,
+        "ell": finite(ell),
+        "log2_ell": finite(log_ell),
         "run": run.report(),
         "run_length": run.length,
         "run_at_least_N": run.length >= N,
-        "d_times_p_plus_log2_ell": bits,
+        "d_times_p_plus_log2_ell": finite(bits),
         "alt_dimension": bool(d >= N / 2),
         "alt_precision": bool(bits > N),
         "either": bool(d >= N / 2 or bits > N),
-        "max_d_p_plus_log2_ell": max(d, p + log_ell),
+        "max_d_p_plus_log2_ell": finite(max(d, p + log_ell)),
         "sqrt_half_N": sqrt(N / 2),
     }
 

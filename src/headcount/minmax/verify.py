@@ -12,25 +12,43 @@ margin > 0 (= 0 means a tie, i.e. ⊥, which counts as wrong). It is in the clas
   objective with positive denominator attain their minima at vertices; the vertices are integral, so
   they are real inputs: one x and n−1 copies of ω). Hence
       correct ⇔ Δ_x + (n−1)·Δ_ω > 0 for all x ≠ y, ω ≥ x      (max: ω ≤ x),
-  and the margin is min over (x, y, ω) of (1−w)(C_xx − C_yx) + w(C_xω − C_yω) with
+  and the margin is min over (x, y, ω) of G = (1−w)(C_xx − C_yx) + w(C_xω − C_yω) with
   w = (n−1)α_ω / (α_x + (n−1)α_ω), computed as a logistic so no exp over- or underflows.
-  Cost: an M×M array per x (O(M³) cheap float operations in all), vectorized.
+  Cost: an M×M array per x (O(M³) cheap float operations in all), vectorized. The scan covers every
+  multiset of [M]^n (scope "exhaustive").
 
-  What is proven: the statement is about the stored weights as exact reals (real-arithmetic model).
-  The scan is float64 with a documented error bound ``tolerance`` (from the matrix product, the score
-  differences and the logistic; it assumes libm's exp is accurate to a few ulp). Triples whose float
-  value is below −tolerance are failures; triples within ±tolerance are re-decided exactly
-  (headcount.minmax.exact: rational coefficients, Lindemann–Weierstrass for exact zeros, arb balls for
-  the sign). So the verdict is exact up to that float error bound; the reported margin is the float64
-  value (accurate to ±tolerance), clipped so that its sign agrees with the verdict.
-
-* ``verify_brute`` — every multiset (sorted list) of n tokens, any number of heads; float64 decisions,
-  re-decided exactly where the top two logits are within a float error bound. Counts errors.
+* ``verify_brute`` — every multiset (sorted list) of n tokens, any number of heads (scope "exhaustive").
+  ``decide_exact`` — the exact decision of a layer + classifier on given lists.
 
 * ``verify_block_layer`` — several heads, block structure: if every head other than head k has zero
   value coordinates wherever the classifier's θ is non-zero, then ⟨θ_i, z⟩ = ⟨θ_i, Att_k(x)⟩ exactly for all
   i and x (the other heads' outputs are convex combinations of their values, which vanish on θ's
   support), so the classifier's decisions are those of head k alone: the one-head test applies.
+
+What is proven. Every verdict is about the stored weights as exact reals (the real-arithmetic model), and
+every decision is either proven by a rigorous float64 error bound or taken in exact arithmetic
+(headcount.minmax.exact: exact rational inner products, Lindemann–Weierstrass for exact zeros, arb balls for
+the sign). The float64 side (``_scaled_products``, ``_pair_weights``, ``_logit_bounds``):
+
+* Θ and the values are first scaled by powers of two so the largest |entry| of each lies in [1/2, 1).
+  That is a positive factor on every logit, so no sign changes, and afterwards no product, sum or logit
+  can overflow (|C| ≤ d): values of 1e200 or 1e300 are no longer special. Scaling down can push tiny
+  entries into the subnormal range; that, every underflowing product and sum, and flush-to-zero hardware
+  lose at most 2^-1022 each, which the bounds carry as absolute terms (d·2^-1017 per entry of C).
+* C̃ = fl(Θ'V'ᵀ) errs by at most γ_d·(|Θ'||V'|ᵀ) + that absolute term, in any summation order, with or
+  without FMA.
+* Attention weights: a score difference is rounded with relative error u; libm's exp is assumed within
+  4 ulp on normal results (glibc documents < 1 ulp; the same assumption as core/bounds.py). Where a
+  computed exponent is ≥ −700 the weight is normal and carries a relative bound; where it is < −700 the
+  true weight is < e^-699 < 2^-1008 and is covered by an absolute term instead (weights below 2^-1022
+  never rely on the relative model).
+* Every other operation is one rounding (relative u, or an absolute 2^-1022 where it underflows). Each
+  bound is inflated by a few ulp to cover its own rounding; a NaN anywhere is never "proven" (every
+  proof is a strict comparison, false for NaN), so it falls through to the exact decision.
+
+Entries whose float value is within their bound of zero are re-decided exactly. Margin and tolerance
+are reported in the original units (scaled back, saturating at ±1.8e308); the margin is the float64
+value (accurate to ±tolerance), clipped so that its sign agrees with the verdict.
 """
 
 from __future__ import annotations
@@ -39,16 +57,20 @@ from dataclasses import dataclass
 from math import log
 
 import numpy as np
-from scipy.special import expit
 
+from headcount.core.errors import InternalError
 from headcount.core.symbols import BOTTOM
 from headcount.minmax.exact import exact_inner, layer_gap_sign, sign_weighted_pair
-from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, as_layer, forward
-from headcount.minmax.task import all_multisets, check_sizes, check_task, min_max
+from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, as_layer
+from headcount.minmax.task import all_multisets, check_sizes, check_task, check_tokens, min_max
 
 U = 2.0**-53
-#: at most this many near-tied (x, y, ω) triples are re-decided exactly before giving up
+#: at most this many near-tied (x, y, ω) triples are re-decided exactly before giving up (undecided)
 MAX_EXACT_RECHECKS = 200_000
+#: absolute allowance for an attention weight whose computed exponent is below −700 (its true value is
+#: < e^-699 < 2^-1008, and nothing relative is claimed about it); above −700 weights are normal floats
+TINY_WEIGHT = 2.0**-1000
+FLOAT_MAX = float(np.finfo(np.float64).max)
 
 
 @dataclass(frozen=True)
@@ -61,120 +83,348 @@ class Verdict:
     method: str  # "exact-histogram" | "brute-force"
     correct: bool
     margin: float
-    tolerance: float  # float64 error bound on margin (0 for exact arithmetic)
+    tolerance: float  # rigorous float64 error bound on margin (in the margin's units)
     worst_input: tuple[int, ...] | None = None  # sorted, 1-based; None when correct
-    wrong_class: int | None = None  # the class y with ⟨θ_y, z⟩ ≥ ⟨θ_{f(x)}, z⟩ on worst_input
+    wrong_class: int | None = None  # a class y with ⟨θ_y, z⟩ ≥ ⟨θ_{f(x)}, z⟩ on worst_input (exactly)
     decision: int | None = None  # the classifier's exact decision on worst_input (token or BOTTOM)
     errors: int | None = None  # number of wrong multisets (brute force only)
     exact_rechecks: int = 0  # near-ties re-decided in exact arithmetic
+    scope: str = "exhaustive"  # both verifiers cover every multiset of [M]^n; nothing here samples
+
+
+def scope_of(*verdicts: Verdict) -> str:
+    """The `scope` of a JSON result built from these verdicts: "exhaustive" when every one covers all
+    multisets of [M]^n (always true of this module's verifiers), else "sampled"."""
+    return "exhaustive" if all(v.scope == "exhaustive" for v in verdicts) else "sampled"
+
+
+def _check_theta(layer: TokenLayer, classifier: Classifier) -> None:
+    if classifier.theta.shape != (layer.M, layer.dim):
+        raise ValueError(f"classifier theta has shape {classifier.theta.shape}, "
+                         f"expected [M d] = {(layer.M, layer.dim)}")
 
 
 def _check(layer: TokenLayer, classifier: Classifier, task: str, n: int) -> None:
     check_task(task)
     check_sizes(layer.M, n)
-    if classifier.theta.shape != (layer.M, layer.dim):
-        raise ValueError(f"classifier theta has shape {classifier.theta.shape}, expected [M d] = {(layer.M, layer.dim)}")
+    _check_theta(layer, classifier)
 
 
-def logit_tolerance(layer: TokenLayer, classifier: Classifier, n: int) -> float:
-    """A (generous) bound on the float64 error of any logit ⟨θ_i, z⟩ computed by forward + logits."""
-    smax = max(float(np.abs(h.scores).max()) for h in layer.heads)
-    vmax = max(float(np.abs(h.values).max()) for h in layer.heads)
-    t1 = float(np.abs(classifier.theta).sum(axis=1).max())
-    return 16 * U * (n + layer.dim + 10 + smax) * len(layer.heads) * t1 * vmax + 1e-300
+# ---------------------------------------------------------------- rigorous float64 building blocks
+
+
+def _exponent(a: np.ndarray) -> int:
+    """e with max|a|·2^-e in [1/2, 1) (0 for an all-zero array)."""
+    m = float(np.abs(a).max()) if a.size else 0.0
+    return int(np.frexp(m)[1]) if m > 0 else 0
+
+
+def _to_original(x: float, shift: int) -> float:
+    """x·2^shift as a float, saturating at ±FLOAT_MAX (a JSON number, never inf)."""
+    with np.errstate(over="ignore"):
+        y = float(np.ldexp(x, shift))
+    return float(np.clip(y, -FLOAT_MAX, FLOAT_MAX)) if np.isfinite(x) else (FLOAT_MAX if x > 0 else -FLOAT_MAX)
+
+
+@dataclass(frozen=True)
+class _Products:
+    """C_k = fl(Θ'·V'_kᵀ) per head with Θ' = Θ·2^-eθ and V'_k = V_k·2^-ev (one ev for all heads), so that
+    ⟨θ_i, v^k_ω⟩ = 2^shift·(true C'_k[i, ω]) and |C_k − true C'_k| ≤ E_k entrywise (module docstring)."""
+
+    C: tuple[np.ndarray, ...]  # [M M] per head: C[i, ω] ≈ ⟨θ_i, v_ω⟩·2^-shift
+    E: tuple[np.ndarray, ...]  # [M M] per head: rigorous bound on the error of C
+    shift: int
+
+    @property
+    def c_max(self) -> float:
+        return max(float(np.abs(c).max()) for c in self.C)
+
+    @property
+    def e_max(self) -> float:
+        return max(float(e.max()) for e in self.E)
+
+
+def _scaled_products(theta: np.ndarray, values: list[np.ndarray]) -> _Products:
+    """Θ·Vᵀ for every head, scaled by powers of two into a range where nothing overflows, with bounds.
+
+    After scaling |θ'|, |v'| < 1, so |products| < 1 and |C| < d. The bound per entry is
+    γ_d·(|Θ'||V'|ᵀ) (any summation order, FMA or not; the computed |Θ'||V'|ᵀ may itself be low by a
+    factor 1 − γ_d, hence 2(d+1)u) plus d+1 absolute allowances of 2^-1017 for the scaling to subnormals
+    and every product or sum that underflows (each loses < 2^-1022, even with flush-to-zero)."""
+    d = theta.shape[1]
+    e_t = _exponent(theta)
+    e_v = max(_exponent(v) for v in values)
+    with np.errstate(under="ignore"):
+        t = np.ldexp(theta, -e_t)
+        t_abs = np.abs(t)
+        cs, es = [], []
+        for v in values:
+            v = np.ldexp(v, -e_v)
+            cs.append(t @ v.T)
+            es.append(2 * (d + 1) * U * (t_abs @ np.abs(v).T) + (d + 1) * 2.0**-1017)
+    return _Products(tuple(cs), tuple(es), e_t + e_v)
+
+
+def _pair_weights(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(w, 1 − w) = (σ(t), σ(−t)) for a float array t, no overflow: e = exp(−|t|) ∈ [0, 1], then
+    1/(1+e) and e/(1+e). Error analysis in ``_rho_weights``."""
+    with np.errstate(over="ignore", under="ignore"):
+        e = np.exp(-np.abs(t))
+        big = 1.0 / (1.0 + e)
+        small = e / (1.0 + e)
+    pos = t >= 0
+    return np.where(pos, big, small), np.where(pos, small, big)
+
+
+def _rho_weights(n: int) -> float:
+    """Relative error bound of the weights of ``_pair_weights(fl(fl(s_ω − s_x) + fl(ln(n−1))))`` against
+    the true σ(s_ω − s_x + ln(n−1)), in the regime |t̃| ≤ 700 (beyond it the true small weight is below
+    e^-699 < 2^-1008: ``TINY_WEIGHT`` covers it absolutely and the large one is 1 within that).
+
+    t's error: ε ≤ 1.01u(|t̃| + |fl(s_ω − s_x)| + 8·ln(n−1)) ≤ 1.01u(1401 + 9 ln(n−1)) (log within 4 ulp);
+    σ changes by a relative e^ε − 1 ≤ 1.01ε (|d ln σ/dt| ≤ 1); computing σ(t̃): exp 8u, 1+e, the division:
+    ≤ 20u. Rounded up generously."""
+    eps = 1.01 * U * (1401 + 9 * log(n - 1))
+    return 24 * U + 1.1 * eps
+
+
+def _gap_bound_matrix(prod: _Products, rho: float) -> np.ndarray:
+    """B with |G̃ − G| ≤ (1−w̃)(B_xx + B_yx) + w̃(B_xω + B_yω) + floor for the one-head scan (one head).
+
+    With D̃ = fl(C̃_x· − C̃_y·): |D̃ − D| ≤ E_x· + E_y· + 1.01u|D̃|; weights err by ρ relative (+ TINY_WEIGHT
+    absolute, in the floor); two products and a sum round by 2u relative. Collecting the coefficient of
+    each weight gives B = (1+ρ)E + (1.01ρ + 4u)|C̃|, inflated by 1 + 8u for the rounding of the bound."""
+    C, E = prod.C[0], prod.E[0]
+    return (1 + 8 * U) * ((1 + rho) * E + (1.01 * rho + 4 * U) * np.abs(C))
+
+
+def _position_weights(scores: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Attention weights [batch n] of one head at the positions of lists x [batch n] (0-based tokens)."""
+    s = scores[x]
+    with np.errstate(over="ignore", under="ignore"):
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+
+def _logit_bounds(layer: TokenLayer, prod: _Products, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scaled logits L̃ [batch M] (true logits = 2^shift·L) of the layer on lists x [batch n] (0-based
+    tokens), and a rigorous bound R [batch M] on |L̃ − L|.
+
+    Position weights p_j = e^{s_j − s_max} / Σ e: the top position has exponent exactly 0, so the
+    denominator is ≥ 1; a weight whose computed exponent is ≥ −700 errs by ≤ ρ_p relative (exponent
+    rounding ≤ 700u, exp 8u, a sum of n terms, the division, doubled), one below −700 is < e^-699 < 2^-1008
+    and errs by ≤ a_p = 2^-1000 absolutely. L_i = Σ_k Σ_j p^k_j C_k[i, x_j], so
+    |L̃_i − L_i| ≤ Σ_k Σ_j p̃^k_j·((γ + ρ_p)|C̃_k| + (1+ρ_p)E_k)[i, x_j] + H·n·(a_p(|C|max + E max + 1) + 2^-1018),
+    γ = γ_{n+H} covering the sums over positions and heads; the non-negative sum computing it is inflated
+    by 2γ."""
+    M, H, n = layer.M, len(layer.heads), x.shape[1]
+    gam = 2 * (n + H + 2) * U
+    rho_p = (1600 + 3 * n) * U + n * TINY_WEIGHT
+    a_p = TINY_WEIGHT
+    L = np.zeros((x.shape[0], M), dtype=np.float64)
+    K = np.zeros((x.shape[0], M), dtype=np.float64)
+    for h, C, E in zip(layer.heads, prod.C, prod.E):
+        p = _position_weights(h.scores, x)
+        W = (1 + 8 * U) * ((gam + rho_p) * np.abs(C) + (1 + rho_p) * E)
+        with np.errstate(under="ignore"):
+            L += np.einsum("bn,bnm->bm", p, C.T[x])
+            K += np.einsum("bn,bnm->bm", p, W.T[x])
+    c0 = H * n * (a_p * (prod.c_max + prod.e_max + 1) + 2.0**-1018)
+    return L, K * (1 + 2 * gam) + c0
+
+
+def _below(L: np.ndarray, R: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """[batch M] mask: class i is proven to have a smaller logit than class ref[b] (exact reals).
+
+    R' = R(1+4u) + 2u|L̃| absorbs the rounding of the two float comparisons' operands, so
+    fl(L̃_ref − L̃_i) > fl(R'_ref + R'_i) implies L_ref − L_i > 0. NaN compares false: never proven."""
+    rows = np.arange(L.shape[0])
+    Rp = R * (1 + 4 * U) + 2 * U * np.abs(L)
+    return (L[rows, ref][:, None] - L) > (Rp[rows, ref][:, None] + Rp)
+
+
+def _hist_dict(lst: np.ndarray) -> dict[int, int]:
+    """{0-based token: count} of one list of 0-based tokens (Python ints, for exact arithmetic)."""
+    out: dict[int, int] = {}
+    for t in lst:
+        out[int(t)] = out.get(int(t), 0) + 1
+    return out
+
+
+def _exact_argmax(layer: TokenLayer, theta: np.ndarray, hist: dict[int, int], cands, cache: dict) -> int:
+    """The exact decision (1-based token, or BOTTOM on a tie at the top) among candidate classes cands
+    (0-based; every other class is already proven below one of them)."""
+    best, tied = int(cands[0]), False
+    for c in cands[1:]:
+        sgn = layer_gap_sign(layer.heads, theta, hist, int(c), best, cache)
+        if sgn > 0:
+            best, tied = int(c), False
+        elif sgn == 0:
+            tied = True
+    return BOTTOM if tied else best + 1
+
+
+def _decide_lists(layer: TokenLayer, classifier: Classifier, prod: _Products, x: np.ndarray,
+                  cache: dict) -> tuple[np.ndarray, int]:
+    """Exact decisions [batch] on lists x [batch n] (0-based tokens), and how many rows needed exact
+    arithmetic."""
+    L, R = _logit_bounds(layer, prod, x)
+    best = np.argmax(np.where(np.isnan(L), -np.inf, L), axis=1)
+    cand = ~_below(L, R, best)
+    cand[np.arange(L.shape[0]), best] = True
+    out = best + 1
+    unsure = np.nonzero(cand.sum(axis=1) > 1)[0]
+    for b in unsure:
+        out[b] = _exact_argmax(layer, classifier.theta, _hist_dict(x[b]), np.nonzero(cand[b])[0], cache)
+    return out, int(unsure.size)
+
+
+def _chunk_rows(M: int, n: int) -> int:
+    """Rows per chunk: the [rows n M] gathers stay around 16 MB."""
+    return max(1, (1 << 21) // (M * n))
 
 
 def decide_exact(model: MinMaxModel | TokenLayer | TokenHead, classifier: Classifier, x: np.ndarray) -> np.ndarray:
     """Exact decisions [batch] (1-based token or BOTTOM) of classifier on the layer output for lists x.
 
-    float64 logits first; where other classes come within the float error bound of the top one, the
-    candidates are compared in exact arithmetic (exact.layer_gap_sign) and a tie gives BOTTOM."""
+    Float64 logits with rigorous bounds first; where another class is not proven below the top one, the
+    candidates are compared in exact arithmetic (exact.layer_gap_sign) and a tie at the top gives BOTTOM."""
     layer = as_layer(model)
-    x = np.atleast_2d(np.asarray(x))
-    n = x.shape[1]
-    logits = classifier.logits(forward(layer, x))  # [batch M]
-    tol = logit_tolerance(layer, classifier, n)
-    top = logits.max(axis=1)
-    out = logits.argmax(axis=1) + 1
-    near = logits >= (top - 2 * tol)[:, None]
-    for b in np.nonzero(near.sum(axis=1) > 1)[0]:
-        hist: dict[int, int] = {}
-        for t in x[b]:
-            hist[int(t) - 1] = hist.get(int(t) - 1, 0) + 1
-        best, tied = None, False
-        for c in np.nonzero(near[b])[0]:
-            if best is None:
-                best = int(c)
-                continue
-            sgn = layer_gap_sign(layer.heads, classifier.theta, hist, int(c), best)
-            if sgn > 0:
-                best, tied = int(c), False
-            elif sgn == 0:
-                tied = True
-        out[b] = BOTTOM if tied else best + 1
+    x = check_tokens(x, layer.M)
+    _check_theta(layer, classifier)
+    prod = _scaled_products(classifier.theta, [h.values for h in layer.heads])
+    out = np.empty(x.shape[0], dtype=np.int64)
+    cache: dict = {}
+    step = _chunk_rows(layer.M, x.shape[1])
+    for start in range(0, x.shape[0], step):
+        out[start : start + step] = _decide_lists(layer, classifier, prod, x[start : start + step] - 1, cache)[0]
     return out
+
+
+# ---------------------------------------------------------------- the one-head histogram verifier
+
+
+@dataclass
+class _Scan:
+    """What the float64 scan of the one-head verifier found (mirrored 0-based coordinates)."""
+
+    margin: float = np.inf  # min over triples of G̃ (scaled units)
+    tolerance: float = 0.0  # max over triples of the bound on |G̃ − G|
+    failure: tuple | None = None  # (G̃, x, y, ω) with G proven < 0, the smallest G̃ among them
+    near: list | None = None  # [(G̃, x, y, ω)] not decided by the float bound (first MAX_EXACT_RECHECKS)
+    near_total: int = 0
+
+
+def _scan_floor(prod: _Products) -> float:
+    """The absolute part of the scan's bound: the TINY_WEIGHT terms (a weight below e^-699 times |D| and
+    E, |D| ≤ 2|C|) and three products or sums that may underflow."""
+    return 8 * TINY_WEIGHT * (prod.c_max + prod.e_max + 1) + 2.0**-1019
+
+
+def _scan_one_head(s: np.ndarray, prod: _Products, n: int) -> _Scan:
+    """Float64 pass over every (x, y, ω ≥ x): G̃ and its rigorous bound (``_gap_bound_matrix``).
+
+    The bound is first taken per column ω with the largest B over y (O(M) per x, and for the
+    constructions every entry clears it); only entries that do not clear it get their own bound."""
+    C = prod.C[0]
+    M = C.shape[0]
+    B = _gap_bound_matrix(prod, _rho_weights(n))
+    b_col = B.max(axis=0)  # [M]: max over y of B_yω
+    floor = _scan_floor(prod)
+    ln_rest = log(n - 1)
+    out = _Scan(near=[])
+    for x in range(M):
+        gap, tol_col, w, wc = _scan_x(C, B, b_col, s, x, ln_rest, floor)
+        out.tolerance = max(out.tolerance, float(tol_col.max()))
+        out.margin = min(out.margin, float(gap.min()))
+        if not gap.min() > tol_col.max():  # else: every triple of this x proven positive
+            _scan_row(out, x, gap, tol_col, B, w, wc, floor)
+    return out
+
+
+def _scan_x(C, B, b_col, s, x: int, ln_rest: float, floor: float):
+    """For one x: G̃ [M M−x] over (y, ω ≥ x) (row y = x set to +inf), the column bound [M−x] that is ≥ every
+    entry's own bound, and the weights w, 1 − w [M−x] of the n−1 copies of ω and of the single x."""
+    with np.errstate(over="ignore"):
+        w, wc = _pair_weights((s[x:] - s[x]) + ln_rest)
+    with np.errstate(under="ignore"):
+        gap = (C[x, x:][None, :] - C[:, x:]) * w[None, :]
+        gap += (C[x, x] - C[:, x])[:, None] * wc[None, :]
+        tol_col = (B[x, x:] + b_col[x:]) * w + (B[x, x] + b_col[x]) * wc + floor
+    gap[x, :] = np.inf  # y = x is not a wrong class
+    return gap, tol_col, w, wc
+
+
+def _entry_tol(B, x: int, ys: np.ndarray, oms: np.ndarray, w, wc, floor: float) -> np.ndarray:
+    """The bound on |G̃ − G| of the triples (x, ys, x + oms) (``_gap_bound_matrix``)."""
+    with np.errstate(under="ignore"):
+        return (B[x, x + oms] + B[ys, x + oms]) * w[oms] + (B[x, x] + B[ys, x]) * wc[oms] + floor
+
+
+def _scan_row(out: _Scan, x: int, gap, tol_col, B, w, wc, floor) -> None:
+    """Triples of one x not cleared by the column bound: their own bound, then proven failures (G̃ < −bound)
+    and near-ties (|G̃| ≤ bound, or NaN: never "passes") folded into the scan summary."""
+    ys, oms = np.nonzero(~(gap > tol_col[None, :]))
+    g = gap[ys, oms]
+    tol = _entry_tol(B, x, ys, oms, w, wc, floor)
+    fail = g < -tol
+    if fail.any():
+        k = int(np.argmin(np.where(fail, g, np.inf)))
+        if out.failure is None or g[k] < out.failure[0]:
+            out.failure = (float(g[k]), x, int(ys[k]), x + int(oms[k]))
+    if out.failure is not None:
+        return  # a failure is proven: near-ties no longer matter
+    near = np.nonzero(~(g > tol))[0]
+    out.near_total += near.size
+    room = MAX_EXACT_RECHECKS - len(out.near)
+    out.near.extend((float(g[k]), x, int(ys[k]), x + int(oms[k])) for k in near[:room])
+
+
+def _recheck_near(s, T, V, n: int, near: list) -> tuple[tuple[int, int, int] | None, int]:
+    """Exact signs of the near triples, smallest G̃ first; the first with Δ_x + (n−1)Δ_ω ≤ 0, and the
+    number re-decided."""
+    cache: dict = {}
+
+    def c_exact(i: int, w: int):
+        if (i, w) not in cache:
+            cache[(i, w)] = exact_inner(T[i], V[w])
+        return cache[(i, w)]
+
+    rechecks = 0
+    for _, x, y, om in sorted(near, key=lambda t: (np.nan_to_num(t[0], nan=0.0), t[1:])):
+        rechecks += 1
+        dx = c_exact(x, x) - c_exact(y, x)
+        dw = c_exact(x, om) - c_exact(y, om)
+        if sign_weighted_pair(s[x], dx, s[om], (n - 1) * dw) <= 0:
+            return (x, y, om), rechecks
+    return None, rechecks
 
 
 def verify_exact_one_head(head: TokenHead, classifier: Classifier, task: str, n: int) -> Verdict:
     """The exact histogram-linearity verifier for one head (module docstring: what it proves)."""
     _check(TokenLayer((head,)), classifier, task, n)
-    M, d = head.M, head.dim
+    M = head.M
     s, V, T = head.scores, head.values, classifier.theta
     if task == "max":  # mirror ω ↦ M+1−ω: max over [M] becomes min over the reversed order
         s, V, T = s[::-1], V[::-1], T[::-1]
-    C = T @ V.T  # [class token]: C_iω = ⟨θ_i, v_ω⟩
-    cabs = float((np.abs(T) @ np.abs(V).T).max())
-    tol = 8 * U * cabs * (d + 10 + 2 * float(np.abs(s).max()) + log(n)) + 1e-300
-    ln_rest = log(n - 1)
-
-    best = (np.inf, -1, -1, -1)  # (gap, x, y, ω) in mirrored 0-based coordinates
-    near: list[tuple[float, int, int, int]] = []
-    too_many = False
-    for x in range(M):
-        t = s[x:] - s[x] + ln_rest  # [M−x]: log((n−1)α_ω/α_x)
-        w, wc = expit(t), expit(-t)  # weight of the n−1 copies of ω, of the single x
-        dx = C[x, x] - C[:, x]  # [M]: C_xx − C_yx over y
-        gap = C[x, x:][None, :] - C[:, x:]  # [M M−x]: C_xω − C_yω
-        gap *= w[None, :]
-        gap += dx[:, None] * wc[None, :]
-        gap[x, :] = np.inf  # y = x is not a wrong class
-        k = int(np.argmin(gap))
-        y, om = divmod(k, M - x)
-        if gap[y, om] < best[0]:
-            best = (float(gap[y, om]), x, y, x + om)
-        # near-ties only matter while no pair has failed beyond doubt (best > −tol)
-        if not too_many and best[0] >= -tol and gap[y, om] <= tol:
-            ys, oms = np.nonzero(np.abs(gap) <= tol)
-            near.extend((float(gap[a, b]), x, int(a), x + int(b)) for a, b in zip(ys, oms))
-            too_many = len(near) > MAX_EXACT_RECHECKS
-
-    margin, worst = best[0], best[1:]
+    prod = _scaled_products(T, [V])
+    scan = _scan_one_head(s, prod, n)
+    margin = _to_original(scan.margin, prod.shift)
+    tolerance = _to_original(scan.tolerance, prod.shift)
     rechecks = 0
-    if margin >= -tol:  # undecided in float64 unless every near triple is positive exactly
-        if too_many:
+    if scan.failure is not None:
+        worst = scan.failure[1:]
+    else:
+        worst, rechecks = _recheck_near(s, T, V, n, scan.near)
+        if worst is None and scan.near_total > len(scan.near):
             raise ValueError(
-                f"more than {MAX_EXACT_RECHECKS} near-tied (x, y, ω) triples to re-decide exactly; "
-                "use verify_brute for a small case"
+                f"undecided: {scan.near_total} near-tied (x, y, ω) triples (more than {MAX_EXACT_RECHECKS}) to "
+                "re-decide exactly; use verify_brute for a small case"
             )
-        cache: dict = {}
-
-        def c_exact(i: int, w: int):
-            if (i, w) not in cache:
-                cache[(i, w)] = exact_inner(T[i], V[w])
-            return cache[(i, w)]
-
-        worst = None
-        for _, x, y, om in sorted(near):
-            rechecks += 1
-            dx = c_exact(x, x) - c_exact(y, x)
-            dw = c_exact(x, om) - c_exact(y, om)
-            if sign_weighted_pair(s[x], dx, s[om], (n - 1) * dw) <= 0:
-                worst = (x, y, om)
-                break
     correct = worst is None
     margin = max(margin, 0.0) if correct else min(margin, 0.0)
     if correct:
-        return Verdict(task, M, n, "exact-histogram", True, margin, tol, exact_rechecks=rechecks)
+        return Verdict(task, M, n, "exact-histogram", True, margin, tolerance, exact_rechecks=rechecks)
 
     def token(i: int) -> int:  # mirrored 0-based index -> original 1-based token
         return M - i if task == "max" else i + 1
@@ -182,10 +432,57 @@ def verify_exact_one_head(head: TokenHead, classifier: Classifier, task: str, n:
     x, y, om = worst
     lst = tuple(sorted([token(x)] + [token(om)] * (n - 1)))
     decision = int(decide_exact(head, classifier, np.array([lst]))[0])
-    answer = token(x)
-    if decision == answer:
-        raise AssertionError(f"verifier bug: counterexample {lst} for {task} is decided correctly")
-    return Verdict(task, M, n, "exact-histogram", False, margin, tol, lst, token(y), decision, exact_rechecks=rechecks)
+    if decision == token(x):
+        raise InternalError(f"verifier bug: the exact verifier's counterexample {lst} for {task} is decided "
+                            "correctly by the exact decision")
+    return Verdict(task, M, n, "exact-histogram", False, margin, tolerance, lst, token(y), decision,
+                   exact_rechecks=rechecks)
+
+
+# ---------------------------------------------------------------- brute force over all multisets
+
+
+def _brute_chunk(layer, classifier, prod, x, truth, cache) -> tuple[np.ndarray, float, float, int]:
+    """Exact right/wrong [batch] of a chunk of lists x (0-based tokens; truth: 1-based answers), the float
+    margin and its error bound (scaled units), and how many rows needed exact arithmetic."""
+    L, R = _logit_bounds(layer, prod, x)
+    rows, f = np.arange(L.shape[0]), truth - 1
+    others = L.copy()
+    others[rows, f] = -np.inf
+    gaps = L[rows, f] - others.max(axis=1)
+    Rp = R * (1 + 4 * U) + 2 * U * np.abs(L)
+    Rp_others = Rp.copy()
+    Rp_others[rows, f] = 0.0
+    tol = float((Rp[rows, f] + Rp_others.max(axis=1)).max())
+    below_f = _below(L, R, f)  # classes proven below the true answer
+    below_f[rows, f] = True
+    right = below_f.all(axis=1)
+    maybe = np.nonzero(~right)[0]
+    if maybe.size:  # the answer proven below the top class: wrong without exact work
+        Lm, Rm = L[maybe], R[maybe]
+        best = np.argmax(np.where(np.isnan(Lm), -np.inf, Lm), axis=1)
+        beaten = _below(Lm, Rm, best)[np.arange(maybe.size), f[maybe]]
+        maybe = maybe[~beaten]
+    for b in maybe:
+        h = _hist_dict(x[b])
+        right[b] = all(layer_gap_sign(layer.heads, classifier.theta, h, int(f[b]), int(c), cache) > 0
+                       for c in np.nonzero(~below_f[b])[0])
+    margin = float(np.nanmin(gaps)) if not np.all(np.isnan(gaps)) else np.nan
+    return right, margin, tol, int(maybe.size)
+
+
+def _wrong_class(layer: TokenLayer, classifier: Classifier, lst: tuple[int, ...], answer: int,
+                 decision: int, cache: dict) -> int:
+    """A class y ≠ answer whose exact logit is ≥ the answer's on lst: the decision itself when it is a
+    token, else (a tie at the top) another top class."""
+    if decision != BOTTOM:
+        return decision
+    h = _hist_dict(np.array(lst) - 1)
+    f = answer - 1
+    for y in range(layer.M):
+        if y != f and layer_gap_sign(layer.heads, classifier.theta, h, y, f, cache) >= 0:
+            return y + 1
+    raise InternalError(f"verifier bug: {lst} decides ⊥ but no class reaches the answer's logit")
 
 
 def verify_brute(
@@ -195,33 +492,34 @@ def verify_brute(
     layer = as_layer(model)
     _check(layer, classifier, task, n)
     X = all_multisets(layer.M, n)
-    tol = logit_tolerance(layer, classifier, n)
-    errors, first, margin = 0, None, np.inf
-    for start in range(0, X.shape[0], chunk):
-        xb = X[start : start + chunk]
+    prod = _scaled_products(classifier.theta, [h.values for h in layer.heads])
+    errors, first, margin, tol, rechecks = 0, None, np.inf, 0.0, 0
+    cache: dict = {}
+    step = min(chunk, _chunk_rows(layer.M, n))
+    for start in range(0, X.shape[0], step):
+        xb = X[start : start + step]
         truth = min_max(xb)[0 if task == "min" else 1]
-        logits = classifier.logits(forward(layer, xb))  # [batch M]
-        rows = np.arange(xb.shape[0])
-        true_logit = logits[rows, truth - 1].copy()
-        logits[rows, truth - 1] = -np.inf
-        gaps = true_logit - logits.max(axis=1)  # [batch]
-        margin = min(margin, float(gaps.min()))
-        dec = np.where(gaps > 2 * tol, truth, -2)  # -2: decide exactly
-        unsure = np.nonzero(dec == -2)[0]
-        if unsure.size:
-            dec[unsure] = decide_exact(layer, classifier, xb[unsure])
-        wrong = np.nonzero(dec != truth)[0]
+        right, m, t, r = _brute_chunk(layer, classifier, prod, xb - 1, truth, cache)
+        margin, tol, rechecks = min(margin, m), max(tol, t), rechecks + r
+        wrong = np.nonzero(~right)[0]
         errors += int(wrong.size)
         if first is None and wrong.size:
-            b = int(wrong[0])
-            lg = classifier.logits(forward(layer, xb[b : b + 1]))[0]
-            lg[truth[b] - 1] = -np.inf
-            first = (tuple(int(t) for t in xb[b]), int(np.argmax(lg)) + 1, int(dec[b]))
+            first = (tuple(int(t) for t in xb[wrong[0]]), int(truth[wrong[0]]))
+    margin, tol = _to_original(margin, prod.shift), _to_original(tol, prod.shift)
     correct = errors == 0
     margin = max(margin, 0.0) if correct else min(margin, 0.0)
     if correct:
-        return Verdict(task, layer.M, n, "brute-force", True, margin, 2 * tol, errors=0)
-    return Verdict(task, layer.M, n, "brute-force", False, margin, 2 * tol, first[0], first[1], first[2], errors=errors)
+        return Verdict(task, layer.M, n, "brute-force", True, margin, tol, errors=0, exact_rechecks=rechecks)
+    lst, answer = first
+    decision = int(_decide_lists(layer, classifier, prod, np.array([lst]) - 1, cache)[0][0])
+    if decision == answer:
+        raise InternalError(f"verifier bug: brute force counts {lst} for {task} as wrong, the exact decision is right")
+    wrong_class = _wrong_class(layer, classifier, lst, answer, decision, cache)
+    return Verdict(task, layer.M, n, "brute-force", False, margin, tol, lst, wrong_class, decision, errors=errors,
+                   exact_rechecks=rechecks)
+
+
+# ---------------------------------------------------------------- block reduction
 
 
 def block_head(layer: TokenLayer, classifier: Classifier) -> int:
