@@ -7,7 +7,8 @@ millions of sequences are streamed and re-streamed, never held in memory. One ce
 2. fixed:p search: the smallest p with no *confirmed* error. Candidate p starts at 1; the fast float64
    emulation of fixed:p points at inputs that may be wrong, and p is rejected only when the exact fixed:p
    model (rigorous bounds, else the exact evaluator of headcount.core.exact) is proven wrong on one of
-   them. Every rejected p is reported with that input (``rejected``).
+   them. Every rejected p is reported with that input (``rejected``: {p, family, input, position,
+   expected, got}; for a causal model the input is the prefix up to the wrong position).
 3. certification at that p: every position's output of the exact fixed:p model is proven — by the
    rigorous bounds of headcount.core.bounds, or, where they leave it open, by the exact evaluator (within
    a work limit). A position proven wrong rejects p (reported too) and the pass restarts at p + 1 (the
@@ -35,7 +36,7 @@ from headcount.core.symbols import token_text
 InputStream = Callable[[], Iterator[tuple[str, np.ndarray]]]
 Reference = Callable[[np.ndarray], np.ndarray]
 MAX_BITS = 60
-CONFIRM_ROWS = 64  # inputs of a chunk the search tries to confirm an emulated error on, per p
+CONFIRM_ROWS = 16  # inputs of a chunk the search tries to confirm an emulated error on, per p
 
 
 @dataclass
@@ -108,13 +109,23 @@ def _wrong_record(p: int, tokens: np.ndarray, target: np.ndarray, got: np.ndarra
 def confirmed_error(model: Model, tokens: np.ndarray, target: np.ndarray, p: int,
                     family: str | None = None) -> dict[str, Any] | None:
     """An input on which the exact fixed:p model is proven wrong, among those whose float64 emulation is
-    wrong (at most CONFIRM_ROWS of them); None if none is proven (the emulation's errors were its own)."""
-    suspects = np.flatnonzero(np.any(emulate(model, tokens, fixed(p)) != target, axis=1))[:CONFIRM_ROWS]
+    wrong (at most CONFIRM_ROWS of them, earliest first error first); None if none is proven (the
+    emulation's errors were its own). A causal model's output at position i depends on the first i tokens
+    only, so each suspect is confirmed on its prefix up to its first emulated error — cheap at any n — and
+    that prefix is the input reported (the full input errs at the same position)."""
+    wrong = emulate(model, tokens, fixed(p)) != target
+    suspects = np.flatnonzero(wrong.any(axis=1))
     if suspects.size == 0:
         return None
-    got, decided = fixed_predict(model, tokens[suspects], p)
-    wrong = decided & (got != target[suspects])
-    return _wrong_record(p, tokens[suspects], target[suspects], got, wrong, family) if wrong.any() else None
+    first = wrong[suspects].argmax(axis=1)
+    for row, position in zip(suspects[np.argsort(first, kind="stable")][:CONFIRM_ROWS], np.sort(first, kind="stable")):
+        end = tokens.shape[1] if model.mask == "full" else int(position) + 1
+        prefix, expected = tokens[row : row + 1, :end], target[row : row + 1, :end]
+        got, decided = fixed_predict(model, prefix, p)
+        proven_wrong = decided & (got != expected)
+        if proven_wrong.any():
+            return _wrong_record(p, prefix, expected, got, proven_wrong, family)
+    return None
 
 
 def minimal_precision_bits(model: Model, tokens: np.ndarray, target: np.ndarray, start: int = 1) -> int | None:
