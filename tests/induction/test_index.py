@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 import math
 import time
+import zlib
+from fractions import Fraction
 
+import flint
 import numpy as np
 import pytest
+from scipy.special import expit
 
 from headcount.core.evaluate import predict
 from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
@@ -357,6 +361,7 @@ def test_one_layer_weight_model_is_accepted():
     lambda: check_protocol(two_layer_induction(9, 3), 4, 5),
     lambda: refute(_weight_model(2), 4, 5),
     lambda: refute(one_layer_induction(9, 3), 0, 5),
+    lambda: check_protocol(one_layer_induction(9, 3), 4, index.MAX_PRECISION_BITS + 1),
     lambda: alice_message(one_layer_induction(9, 3), [0, 2, 1], 5),
     lambda: bob_output(one_layer_induction(9, 3), alice_message(one_layer_induction(9, 3), [0, 1], 5), 3, 5),
 ])
@@ -364,3 +369,224 @@ def test_bad_input_raises_value_error(call):
     with pytest.raises(ValueError) as excinfo:
         call()
     assert "\n" not in str(excinfo.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# "Explained" means proven, at every p (issue 11, finding 7)
+# ---------------------------------------------------------------------------------------------
+
+PRECISIONS = [8, 16, 24, 32, 40, 52]
+SCALES = ["1", "2^(p/2)"]
+
+
+def _flip(out: np.ndarray) -> np.ndarray:
+    """A wrong answer for every honest one: 0 ↔ 1, anything else (⊥, ?) becomes 0."""
+    return np.where(out == 0, 1, 0)
+
+
+def _scaled_model(p: int, scale: str) -> tuple[OneLayerTable, int]:
+    """A seeded random table with entries of size 1 or 2^(p/2) (scores near 2^p: float64 cannot weigh them
+    at large p). Large values send predict to its exact evaluator, so that case uses a smaller k."""
+    k = 8 if scale == "1" else 4
+    value = 1.0 if scale == "1" else 2.0 ** (p // 2)
+    return random_table(np.random.default_rng(p), 2 * k + 1, 3, 2, 3, scale=value), k
+
+
+@pytest.fixture
+def wrong_bob(monkeypatch):
+    """Plant a wrong Bob: check_protocol decodes Bob's residual with _decode_final, now flipped."""
+    honest = index._decode_final
+    monkeypatch.setattr(index, "_decode_final", lambda st, residual: _flip(honest(st, residual)))
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize("p", PRECISIONS)
+def test_wrong_bob_is_caught_at_every_precision(wrong_bob, p, scale):
+    """The old fixed slack 1e-12·max(1, |v|) covered the whole 2^-p grid at p ≥ 40 (or p ≥ 32 with values
+    near 2^(p/2)), so a Bob that is wrong on every pair came out fully "explained" and exact."""
+    model, k = _scaled_model(p, scale)
+    report = check_protocol(model, k, p)
+    assert report.disagreements == report.pairs_checked == (1 << k) * k  # the honest Bob agrees everywhere
+    assert not report.exact and report.first_unexplained is not None
+    assert report.disagreements_explained * 50 <= report.disagreements  # only chance near-ties
+    assert report.bound_violations == 0
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize("p", PRECISIONS)
+def test_honest_protocol_exact_at_every_precision(p, scale):
+    model, k = _scaled_model(p, scale)
+    report = check_protocol(model, k, p)
+    assert report.exact and report.disagreements == 0 and report.bound_violations == 0
+    assert report.pairs_checked == (1 << k) * k
+
+
+@pytest.mark.parametrize("p", PRECISIONS)
+def test_honest_protocol_exact_on_construction_at_every_precision(p):
+    report = check_protocol(one_layer_induction(13, 3), 6, p)
+    assert report.exact and report.disagreements == 0
+    assert report.model_correct == report.pairs_checked == 6 * 64
+
+
+def test_partly_wrong_bob_counts_exactly(monkeypatch):
+    """Bob wrong on the pairs whose residual hashes to 0 mod 3: exactly those pairs disagree."""
+    honest, picked = index._decode_final, []
+
+    def sometimes(st, residual):
+        pick = np.array([zlib.crc32(row.tobytes()) % 3 == 0 for row in residual], dtype=bool)
+        picked.append(int(pick.sum()))
+        out = honest(st, residual)
+        return np.where(pick, _flip(out), out)
+
+    monkeypatch.setattr(index, "_decode_final", sometimes)
+    model, k = _scaled_model(40, "1")
+    report = check_protocol(model, k, 40)
+    assert 0 < sum(picked) < report.pairs_checked
+    assert report.disagreements == sum(picked) and report.agreements == report.pairs_checked - sum(picked)
+    assert not report.exact and report.disagreements_explained * 50 <= report.disagreements
+
+
+def test_float_limited_and_exactly_decided_counts(wrong_bob):
+    """At p = 52 float64's error is not small against 2^-p: no float tolerance may explain anything, every
+    disagreement is re-decided exactly, and each unexplained one is flagged float-limited."""
+    model, k = _scaled_model(52, "1")
+    report = check_protocol(model, k, 52)
+    assert report.disagreements_decided_exactly == report.disagreements == report.pairs_checked
+    assert report.disagreements_float_limited == report.disagreements - report.disagreements_explained
+    assert report.disagreements_undecided == 0 and report.first_unexplained["float_limited"] is True
+    low = check_protocol(model, k, 8)  # p = 8: float64 settles every pair, nothing is float-limited
+    assert low.disagreements_decided_exactly == low.disagreements_float_limited == 0 and not low.exact
+
+
+def test_exact_budget_exhausted_counts_undecided(wrong_bob, monkeypatch):
+    monkeypatch.setattr(index, "EXACT_BUDGET", 5)
+    model, k = _scaled_model(52, "1")
+    report = check_protocol(model, k, 52)
+    assert report.disagreements_decided_exactly == 5
+    assert report.disagreements_undecided >= report.disagreements - 5
+    assert report.disagreements_explained <= 5 and not report.exact
+
+
+def test_unbounded_float_error_reports_null_bound():
+    model, k = _scaled_model(52, "2^(p/2)")  # scores near 2^52: float64 cannot weigh them at all
+    report = check_protocol(model, k, 52)
+    assert report.max_error_bound == math.inf and report.exact
+    d = report.as_dict()
+    assert d["max_error_bound"] is None
+    json.dumps(d, allow_nan=False)
+
+
+def _uniform_value_model(v0: float) -> OneLayerTable:
+    """k = 2 (n = 5), one head, m = d_head = 1: every value is v0 and the scores differ (1, 2 or 3), so
+    Y = v0 exactly while every weight is transcendental — arb balls can never pin |Y − t| down exactly."""
+    n = 5
+    embed, Q, K = np.zeros((n, 3, 1)), np.zeros((1, n, 3, 1)), np.zeros((1, n, 3, 1))
+    Q[0, n - 1, 2, 0] = 1.0
+    K[0, :, :, 0] = [[1.0, 2.0, 3.0]] * n
+    V = np.full((1, n, 3, 1), v0)
+    return OneLayerTable(embed, Q, K, V, LinearDecoder(np.ones((1, 4)), np.zeros(4)))
+
+
+def test_exact_redecision_settles_a_boundary_case_by_lindemann(monkeypatch):
+    """|Y − t| equal to the tolerance exactly: only Lindemann–Weierstrass can say 'within'."""
+    p, v0 = 6, 3 * 2.0**-6
+    st = index._setup(_uniform_value_model(v0), 2, p)
+    calls = []
+    real = index.sign_exp_poly
+    monkeypatch.setattr(index, "sign_exp_poly", lambda poly: calls.append(poly) or real(poly))
+    exact = index._ExactHeads(st)
+    tokens = index_input(np.array([1, 0]), 2)
+    tie = 3.5 * 2.0**-6  # nearest tie to Y = v0 = 3·2^-6
+    tol = tie - v0
+    assert exact.explained(tokens, [(0, 0, tol)]) is True and calls
+    assert exact.explained(tokens, [(0, 0, float(np.nextafter(tol, 0)))]) is False
+    assert exact.explained(tokens, [(0, 0, 2.0**-20)]) is False  # far from every tie
+
+
+def _exact_quantities(st, f: np.ndarray, i_star: int, prec: int = 400):
+    """Independent arb values (python-flint, `prec` bits) of r, s (Alice), b, log Z_B (Bob) and Y per head,
+    from exact rational scores of the rounded q, k and exact values."""
+    table, p, k = st.table, st.p, st.k
+    n = 2 * k + 1
+    sigma = index_input(f, i_star)
+    q = round_fixed(table.Q[:, n - 1, 2], p)
+    keys = round_fixed(table.K[:, np.arange(n), sigma], p)
+    vals = round_fixed(table.V[:, np.arange(n), sigma], p)
+    old = flint.ctx.prec
+    flint.ctx.prec = prec
+    try:
+        out = []
+        for h in range(q.shape[0]):
+            scores = [sum((Fraction(a) * Fraction(c) for a, c in zip(q[h], keys[h, j])), Fraction(0))
+                      for j in range(n)]
+            w = [flint.arb(flint.fmpq(sc.numerator, sc.denominator)).exp() for sc in scores]
+
+            def average(idx):
+                den = sum((w[j] for j in idx), flint.arb(0))
+                return [sum((w[j] * flint.arb(float(vals[h, j, c])) for j in idx), flint.arb(0)) / den
+                        for c in range(vals.shape[-1])], den.log()
+
+            r, s = average(range(1, 2 * k, 2))
+            b, log_zb = average(list(range(0, 2 * k, 2)) + [n - 1])
+            y, _ = average(range(n))
+            out.append((r, s, b, log_zb, y))
+        return out
+    finally:
+        flint.ctx.prec = old
+
+
+def _not_above(exact_ball, computed: float, bound: float) -> bool:
+    """|computed − exact| ≤ bound is not refuted (the arb ball's radius is far below any bound here)."""
+    return not bool(abs(flint.arb(computed) - exact_ball) > flint.arb(bound))
+
+
+@pytest.mark.parametrize("case", range(24))
+def test_float_error_bounds_hold_exactly(case):
+    """Every float64 quantity of the protocol lies within its proven bound of the exact value: Alice's r̃, s̃,
+    Bob's b̃, log Z̃_B, check_protocol's Y (δ_Y) and Bob's Ỹ (T_Bob = E + Φ)."""
+    rng = np.random.default_rng(100 + case)
+    k, p = int(rng.integers(1, 7)), int(rng.integers(2, 30))
+    scale = float(rng.choice([0.5, 1.0, 4.0, 2.0 ** (p // 4)]))
+    model = random_table(rng, 2 * k + 1, 3, int(rng.integers(1, 3)), int(rng.integers(1, 4)), scale=scale)
+    st = index._setup(model, k, p)
+    fe = index._float_errors(st)
+    F, stars = rng.integers(0, 2, size=(6, k)), rng.integers(1, k + 1, size=6)
+    r, s = index._alice_exact(st, F)
+    r_hat, s_hat, _, _ = index._quantize(st, r, s)
+    y_bob, lam_hat, b = index._mix(st, r_hat, s_hat, stars)
+    y, lam, _ = index._mix(st, r, s, stars)
+    e, phi = index._bob_bound(st, fe, r_hat, s_hat, stars, lam_hat, b, y_bob)
+    delta_y, _ = index._mix_error(st, fe, r, s, stars, lam, b, y, fe.r, fe.s)
+    assert np.all(np.isfinite(e))
+    for row in range(len(F)):
+        for h, (r_x, s_x, b_x, lzb_x, y_x) in enumerate(_exact_quantities(st, F[row], int(stars[row]))):
+            assert _not_above(s_x, s[row, h], fe.s[h])
+            assert _not_above(lzb_x, st.log_zb[stars[row] - 1, h], fe.log_zb[h])
+            for c in range(st.dim):
+                assert _not_above(r_x[c], r[row, h, c], fe.r[h, c])
+                assert _not_above(b_x[c], b[row, h, c], fe.b[h, c])
+                assert _not_above(y_x[c], y[row, h, c], delta_y[row, h, c])
+                assert _not_above(y_x[c], y_bob[row, h, c], e[row, h, c] + phi[row, h, c])
+
+
+def test_libm_and_expit_within_the_assumed_error():
+    """The float model's assumptions: exp and log within 8u relative (4 ulp), scipy's expit within 16u."""
+    rng = np.random.default_rng(0)
+    xs = np.concatenate([rng.uniform(-800, 800, 3000), rng.normal(0, 5, 3000), [0.0, 709.7, -709.7, -745.0]])
+    lam = expit(xs)
+    ex = np.exp(np.clip(xs, -745.0, 0.0))
+    zs = rng.uniform(1.0, 64.0, 3000)
+    logs = np.log(zs)
+    old = flint.ctx.prec
+    flint.ctx.prec = 200
+    try:
+        for x, got, e in zip(xs, lam, ex):
+            true = 1 / (1 + flint.arb(-float(x)).exp())
+            assert abs(flint.arb(float(got)) - true) <= 16 * 2.0**-53 * true + flint.arb(2.0**-1020)
+            true_e = flint.arb(float(min(max(x, -745.0), 0.0))).exp()
+            assert abs(flint.arb(float(e)) - true_e) <= 8 * 2.0**-53 * true_e + flint.arb(2.0**-1072)
+        for z, got in zip(zs, logs):
+            true = flint.arb(float(z)).log()
+            assert abs(flint.arb(float(got)) - true) <= 8 * 2.0**-53 * abs(true) + flint.arb(2.0**-1074)
+    finally:
+        flint.ctx.prec = old

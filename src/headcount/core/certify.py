@@ -130,9 +130,15 @@ def confirmed_error(model: Model, tokens: np.ndarray, target: np.ndarray, p: int
 
 def minimal_precision_bits(model: Model, tokens: np.ndarray, target: np.ndarray, start: int = 1) -> int | None:
     """Smallest p ≥ start at which the exact fixed:p model reproduces `target` on `tokens` (None if p > 60).
-    Exact evaluation without a work limit: meant for small input sets."""
+    A p is passed over as soon as an error is proven (cheaply, by confirmed_error or the bounds); the
+    exact evaluator runs without a work limit only at a p where nothing is proven wrong: small input sets."""
     for p in range(start, MAX_BITS + 1):
-        got, decided = fixed_predict(model, tokens, p, budget=WorkBudget(None))
+        if confirmed_error(model, tokens, target, p) is not None:
+            continue
+        got, proven = certified_predict(model, tokens, fixed(p))
+        if np.any(proven & (got != target)):
+            continue
+        got, decided = fixed_predict(model, tokens, p, budget=WorkBudget(None), proven_in=(got, proven))
         if decided.all() and np.array_equal(got, target):
             return p
     return None

@@ -29,11 +29,46 @@ function is 1/4-Lipschitz, so |λ − λ̂| ≤ ε/8. Hence
     |Y − Ỹ| ≤ λ̂·ε/2 + (ε/8)·|r − b| ≤ (ε/2)·(1 + |r − b|/4),
 
 and Bob can evaluate a bound himself from what he knows, using |r − b| ≤ |r̂ − b| + ε/2:
-bound = λ̂·ε/2 + (ε/8)(|r̂ − b| + ε/2) (plus float64 slack). This is a little sharper than the seed's
+E = λ̂·ε/2 + (ε/8)(|r̂ − b| + ε/2). This is a little sharper than the seed's
 Appendix A (|T1| + |T2| + |T3| ≤ 2^p ε/4 + ε + 1.25·2^p ε); with |v| ≤ 2^p (fixed:p clips) it is at most
 2^{-3p-1} + 2^{-2p-2}, far below the 2^{-p} grid. So round_p(Ỹ) = round_p(Y) unless Y lies within the bound
-of a rounding tie point (an odd multiple of 2^{-p-1}): only then can Bob's output differ from the model's,
-and :func:`check_protocol` calls such a disagreement *explained*.
+of a rounding tie point (an odd multiple of 2^{-p-1}): only then can Bob's output differ from the model's.
+
+Float evaluation. Everything above runs in float64, so three more errors enter, each bounded rigorously
+(u = 2^-53, γ_d = d·u/(1 − d·u), |fl(a∘b) − a∘b| ≤ u|fl(a∘b)|; libm's exp and log within 4 ulp and scipy's
+expit = 1/(1 + e^{−x}) within 16u relative — the assumptions of :mod:`headcount.core.bounds`):
+
+* a weighted average Σ_j w̃_j v_j / Σ_j w̃_j over N terms with w̃_j = exp(fl(s̃_j − s̃_top)) (Alice's r and
+  Bob's b, N = k and k+1): each float score errs by σ ≤ γ_d·Σ|q_i k_i|, so each weight
+  by a factor e^{±η}(1 ± 8u), η = 2σ + u·min(spread, 746), ρ = that factor − 1; weights that underflow are
+  off by < 2^-1070 absolutely against a total ≥ 1 (the top weight is exactly 1). Then, with V the largest
+  |v_j| and Z the exact total, the average errs by ≤ 2V·((1+ρ)γ_N + ρ + N·2^-1069)/(1 − ρ − γ_N − N·2^-1069)
+  + u·|result|, and log Z̃ by ≤ (ρ + γ_N + ργ_N + N·2^-1069)/(1 − ρ − γ_N − N·2^-1069). (Unusable — +∞ — once
+  η > 1/2: scores too large for float64 to weigh.) So s = log Z_A and log Z_B err by σ + that + 8u(log N + 1)
+  + u(max|s| + log N + 2); Alice's s bound also covers the float ends of the layout interval (+2σ).
+* the mix Y = b + λ(r − b) with λ = expit(s − log Z_B): from input errors δ_r, δ_s, δ_b, δ_{log Z_B},
+  |fl Y − Y| ≤ u(|Y| + |λ(r−b)| + λ|r−b|) + max(δ_b, δ_r) + Δλ·(|r−b|(1+u) + δ_r + δ_b) with
+  Δλ = (δ_s + δ_{log Z_B} + u|s − log Z_B|)/4 + 16uλ + 2^-1020 (the logistic function is 1/4-Lipschitz).
+* Alice rounds her float r̃, s̃, so |r − r̂| ≤ ε/2 + δ_r and |s − ŝ| ≤ ε/2 + δ_s, which adds
+  Φ_A = λ̂δ_r + (δ_s/4)(|r̂ − b| + ε/2 + δ_r) + (ε/8)δ_r to E; Bob's own float error is Φ_B (the mix bound
+  with exact inputs r̂, ŝ). Bob's proven bound on |Y − fl Ỹ| is T_Bob = E + Φ_A + Φ_B, all evaluated from what
+  Bob knows (λ̂ and |r̂ − b| from his float values plus their error bounds, capped by 1 and |r̂| + max|v_Bob|).
+
+Explained disagreements. check_protocol compares Bob with predict at fixed:p, which is the exact model
+(core.exact), so Bob's answer can legitimately differ only where his rounding of fl Ỹ differs from the
+model's rounding of Y. A disagreement is *explained* when some coordinate of the model's exact head output Y
+provably lies within T of a tie point, where T = T_Bob while its float part Φ_A + Φ_B is at most
+2^-p·2^-10 (_FLOAT_SHARE), and T = E (the protocol's own ε error only) where it is larger: a float error
+that is not small against the 2^-p grid could not tell a tie from a real disagreement, so it never explains
+one. The decision is made from check_protocol's float Y (its own error δ_Y is the mix bound with Alice's
+input errors) when that settles it, and otherwise *exactly*: the scores are exact rationals, python-flint
+arb balls at rising precision give Y, and Lindemann–Weierstrass (core.expsum.sign_exp_poly) settles a
+boundary case |Y − t| = T. At most EXACT_BUDGET disagreeing pairs are re-decided exactly per call; beyond
+that (or if arb cannot settle one) the pair counts as unexplained (`disagreements_undecided`). An unexplained
+disagreement where the float part was too large is also counted in `disagreements_float_limited`: the
+report is then not exact, and the cause may be float64 (large p or large values) rather than the protocol.
+Bob decodes his float64 residual with the decoder's float64 decode; a disagreement that comes from that
+(a logit tie) is unexplained too — never explained by mistake.
 
 Bit accounting (the exact message length). Bob knows the model, so before any message he knows an interval
 that each transmitted number lies in, and Alice sends the index of the rounded number in the grid of
@@ -82,23 +117,29 @@ import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
+import flint
 import numpy as np
 from scipy.special import expit
 
+from headcount.core.bounds import U, _gamma
 from headcount.core.evaluate import predict
 from headcount.core.model import LinearDecoder, Transformer
 from headcount.core.precision import fixed, round_fixed
 from headcount.core.symbols import BOTTOM, BOTTOM_TEXT
 from headcount.core.table import OneLayerTable, table_from_weights
 from headcount.induction.task import INDEX_QUERY, all_sequences, index_input
+from headcount.core.expsum import sign_exp_poly
 
 __all__ = [
     "AliceMessage",
     "BobHeads",
     "DEFAULT_BUDGET",
+    "EXACT_BUDGET",
     "EXHAUSTIVE_K",
+    "MAX_PRECISION_BITS",
     "MessageLayout",
     "ProtocolReport",
     "Refutation",
@@ -120,6 +161,8 @@ DEFAULT_SAMPLES = 1 << 16
 DEFAULT_BUDGET = 1 << 20
 # Largest k for which refute's collision search enumerates all 2^k strings f.
 COLLISION_ENUMERATE_K = 20
+# Largest p: Alice's s·2^{3p} (|s| up to d_head·2^{2p}) must stay within float64's range.
+MAX_PRECISION_BITS = 200
 # Working-set size (float64 elements) that the vectorized steps aim for per chunk.
 _CHUNK_ELEMENTS = 1 << 21
 
@@ -187,7 +230,8 @@ class AliceMessage:
 
 @dataclass(frozen=True, eq=False)
 class BobHeads:
-    """Bob's view of each head at N: Ỹ [h m], his error bound on |Y − Ỹ| [h m], λ̂ [h], b [h m]."""
+    """Bob's view of each head at N: Ỹ [h m], his proven bound T_Bob on |Y − Ỹ| [h m] (the protocol's ε error
+    plus every float64 error, module docstring; +inf where float64 cannot bound it), λ̂ [h], b [h m]."""
 
     y_tilde: np.ndarray
     bound: np.ndarray
@@ -218,13 +262,20 @@ class ProtocolReport:
     model_correct: int
     bound_violations: int
     max_bob_error: float
-    max_error_bound: float
+    max_error_bound: float  # largest T_Bob; +inf (null in JSON) where float64 cannot bound Bob's error
     seconds: float
     first_unexplained: dict[str, Any] | None = None
+    # Unexplained disagreements where a float64 error bound was too large (not ≤ 2^-p·_FLOAT_SHARE) to
+    # count as an explanation: a float artifact is possible there (large p or large values).
+    disagreements_float_limited: int = 0
+    # Disagreements the float check could not classify, re-decided exactly (arb balls).
+    disagreements_decided_exactly: int = 0
+    # Disagreements left unexplained because the exact re-decision budget ran out or could not settle them.
+    disagreements_undecided: int = 0
 
     @property
     def exact(self) -> bool:
-        """True when every disagreement is explained by a rounding tie (and none violated the bound)."""
+        """True when every disagreement is provably explained by a rounding tie (and none violated the bound)."""
         return self.disagreements == self.disagreements_explained and self.bound_violations == 0
 
     def as_dict(self) -> dict[str, Any]:
@@ -236,7 +287,11 @@ class ProtocolReport:
             "pairs_checked": self.pairs_checked, "agreements": self.agreements,
             "disagreements": self.disagreements, "disagreements_explained": self.disagreements_explained,
             "exact": self.exact, "model_correct": self.model_correct, "bound_violations": self.bound_violations,
-            "max_bob_error": self.max_bob_error, "max_error_bound": self.max_error_bound,
+            "max_bob_error": self.max_bob_error,
+            "max_error_bound": self.max_error_bound if math.isfinite(self.max_error_bound) else None,
+            "disagreements_float_limited": self.disagreements_float_limited,
+            "disagreements_decided_exactly": self.disagreements_decided_exactly,
+            "disagreements_undecided": self.disagreements_undecided,
             "seconds": round(self.seconds, 3), "first_unexplained": self.first_unexplained,
         }
 
@@ -294,7 +349,6 @@ class _Setup:
     b: np.ndarray  # [k h m]
     x_final: np.ndarray  # [m]    round_p(ψ_in(N, ?))
     layout: MessageLayout
-    value_scale: float  # max |v| over everything the head at N can read (for float slack)
 
     @property
     def n(self) -> int:
@@ -311,11 +365,6 @@ class _Setup:
     @property
     def eps(self) -> float:
         return 2.0 ** (-3 * self.p)
-
-    @property
-    def slack(self) -> float:
-        """float64 slack added to proven bounds: the model and Bob both evaluate sums of k+1 terms."""
-        return 1e-9 * 2.0**-self.p + 1e-12 * max(1.0, self.value_scale)
 
 
 def _as_table(model: Any) -> tuple[OneLayerTable, str]:
@@ -352,6 +401,9 @@ def _grid_bits(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 def _setup(model: Any, k: Any, p: Any) -> _Setup:
     k = _check_int("k", k, 1)
     p = _check_int("p (precision bits)", p, 1)
+    if p > MAX_PRECISION_BITS:
+        raise ValueError(f"p (precision bits) must be at most {MAX_PRECISION_BITS} for the INDEX protocol "
+                         f"(its float64 message grid 2^-3p), got {p}")
     table, form = _as_table(model)
     n = 2 * k + 1
     if n > table.n_ctx:
@@ -392,9 +444,8 @@ def _setup(model: Any, k: Any, p: Any) -> _Setup:
     r_lo, r_hi = np.round(value_alice.min(axis=(1, 2)) * scale), np.round(value_alice.max(axis=(1, 2)) * scale)
     s_lo, s_hi = np.round(_lse(score_alice.min(axis=2)) * scale), np.round(_lse(score_alice.max(axis=2)) * scale)
     layout = MessageLayout(k, p, r_lo, r_hi, s_lo, s_hi, _grid_bits(r_lo, r_hi), _grid_bits(s_lo, s_hi))
-    value_scale = float(np.abs(values).max(initial=0.0))
     return _Setup(table, model, form, k, p, score_alice, value_alice, log_zb, b, rp(table.embed[last, INDEX_QUERY]),
-                  layout, value_scale)
+                  layout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -452,19 +503,6 @@ def _decode_final(st: _Setup, residual: np.ndarray) -> np.ndarray:
     return out
 
 
-def _bob_bound(st: _Setup, lam_hat: np.ndarray, r_hat: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Bob's proven bound on |Y − Ỹ| per coordinate (module docstring), plus float slack."""
-    eps = st.eps
-    return lam_hat[..., None] * eps / 2 + eps / 8 * (np.abs(r_hat - b) + eps / 2) + st.slack
-
-
-def _near_tie(st: _Setup, y: np.ndarray, bound: np.ndarray) -> np.ndarray:
-    """[B] True where some coordinate of y lies within `bound` of a tie point of the 2^-p grid."""
-    unit = 2.0**-st.p
-    tie = (np.floor(y / unit) + 0.5) * unit
-    return (np.abs(y - tie) <= bound).reshape(len(y), -1).any(axis=1)
-
-
 def _model_at_n(st: _Setup, F: np.ndarray, stars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(outputs [B], exact heads [B h m]) of the table model at N, from the closed form (fast path for
     search; reported counterexamples are always re-run through predict)."""
@@ -477,6 +515,265 @@ def _confirm_wrong(st: _Setup, F: np.ndarray, stars: np.ndarray) -> tuple[np.nda
     """(wrong [B], outputs [B]): predict(model as given, σ(f, i*), fixed:p) at N versus f_{i*}."""
     out = predict(st.model, index_input(F, stars), fixed(st.p))[:, st.n - 1]
     return out != F[np.arange(len(F)), stars - 1], out
+
+
+# ---------------------------------------------------------------------------------------------
+# Proven float64 error bounds and the "explained" test (module docstring, "Float evaluation")
+# ---------------------------------------------------------------------------------------------
+
+_EXP_REL = 8 * U  # libm exp and log within 4 ulp, i.e. 8u relative (the assumption of core.bounds)
+_EXPIT_REL = 16 * U  # scipy's expit = 1/(1 + exp(−x)): an exp, an add and a divide
+_UNDERFLOW = 2.0**-1069  # per weight: weights that underflow, absolutely, with their summation error
+_INFLATE = 1 + 2.0**-20  # relative margin over the rounding of a bound's own computation
+# The float part of a tolerance explains a disagreement only while it is at most this share of 2^-p.
+_FLOAT_SHARE = 2.0**-10
+# Disagreeing pairs check_protocol re-decides exactly (arb balls) per call, at most.
+EXACT_BUDGET = 1 << 15
+# Largest arb precision (bits) tried before the Lindemann–Weierstrass fallback.
+_MAX_ARB_PREC = 1 << 13
+
+
+@dataclass(frozen=True, eq=False)
+class _FloatErrors:
+    """Proven bounds on float64 evaluation errors, the same for every (f, i*): per head [h] or per head
+    and coordinate [h m]. r, s: Alice's r̃, s̃ (s also covers the layout's float ends); b, log_zb: Bob's
+    tabulated b̃, log Z̃_B; bob_span: max |v| over Bob's values (so |b| ≤ bob_span)."""
+
+    r: np.ndarray
+    s: np.ndarray
+    b: np.ndarray
+    log_zb: np.ndarray
+    bob_span: np.ndarray
+
+
+def _average_error(terms: int, sigma: np.ndarray, spread: np.ndarray,
+                   vmax: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(bound [h m] on |fl(Σ w̃v / Σ w̃) − Σ wv / Σ w|, bound [h] on |log Z̃ − log Z|) for `terms` weights
+    w̃_j = exp(fl(s̃_j − s̃_top)), float scores within sigma [h] of the exact ones and spread [h] apart,
+    |v_j| ≤ vmax [h m]. +∞ where the scores are too large for float64 to weigh (η > 1/2)."""
+    eta = 2 * sigma + U * np.minimum(spread, 746.0)
+    rho = np.expm1(np.minimum(eta, 1.0)) * (1 + _EXP_REL) + _EXP_REL  # past η = 1/2 it is unusable anyway
+    g, tiny = _gamma(terms), terms * _UNDERFLOW
+    den = 1 - rho - g - tiny
+    usable = (eta <= 0.5) & (den >= 0.5)
+    ratio = np.where(usable, ((1 + rho) * g + rho + tiny) / den, np.inf)[:, None]
+    with np.errstate(invalid="ignore"):  # 0·∞ where a coordinate's values are all 0: exact, error 0
+        avg = 2 * vmax * ratio
+        avg = np.where(vmax == 0, 0.0, avg + U * (vmax + avg))
+    log_z = np.where(usable, (rho + g + rho * g + tiny) / den, np.inf)
+    return avg * _INFLATE, log_z * _INFLATE
+
+
+def _lse_error(terms: int, sigma: np.ndarray, log_z: np.ndarray, score_abs: np.ndarray) -> np.ndarray:
+    """Bound [h] on |fl(s̃_top + log Z̃) − log Z|: the top score, log Z̃, log's 4 ulp and the final add."""
+    logs = math.log(terms) + 1
+    return (sigma + log_z + _EXP_REL * logs + U * (score_abs + logs + 1)) * _INFLATE
+
+
+def _float_errors(st: _Setup) -> _FloatErrors:
+    """The uniform float error bounds for st's model, k and p (module docstring, "Float evaluation")."""
+    table, p, n, k = st.table, st.p, st.n, st.k
+    last = n - 1
+    q = round_fixed(table.Q[:, last, INDEX_QUERY], p)  # [h d_head]
+    keys, values = round_fixed(table.K[:, :n, :3], p), round_fixed(table.V[:, :n, :3], p)
+    scores = np.einsum("hd,hjtd->hjt", q, keys)
+    sigma = _gamma(q.shape[-1]) * np.einsum("hd,hjtd->hjt", np.abs(q), np.abs(keys)).max(axis=(1, 2)) * _INFLATE
+    spread = scores.max(axis=(1, 2)) - scores.min(axis=(1, 2)) + 2 * sigma
+    score_abs = np.abs(scores).max(axis=(1, 2)) + sigma
+    absv = np.abs(values)
+    v_alice = absv[:, 1 : 2 * k : 2, :2].max(axis=(1, 2))  # [h m]
+    v_bob = np.maximum(absv[:, 0 : 2 * k : 2][:, :, [0, INDEX_QUERY]].max(axis=(1, 2)), absv[:, last, INDEX_QUERY])
+    r, log_za = _average_error(k, sigma, spread, v_alice)
+    b, log_zb = _average_error(k + 1, sigma, spread, v_bob)
+    s = _lse_error(k, sigma, log_za, score_abs) + 2 * sigma  # + 2σ: the layout's ends use float min/max scores
+    return _FloatErrors(r, s, b, _lse_error(k + 1, sigma, log_zb, score_abs), v_bob)
+
+
+def _mix_error(st: _Setup, fe: _FloatErrors, r: np.ndarray, s: np.ndarray, stars: np.ndarray, lam: np.ndarray,
+               b: np.ndarray, y: np.ndarray, d_r: Any, d_s: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(bound [B h m] on |y − Y|, bound [B h] on |λ − λ_exact|) for y = _mix(st, r, s, stars), whose inputs
+    r [B h m], s [B h] are within d_r, d_s of the exact ones (0 for Bob's r̂, ŝ, which are exact)."""
+    x = s - st.log_zb[stars - 1]
+    diff = np.abs(r - b)
+    lam3 = lam[..., None]
+    dl = np.minimum((d_s + fe.log_zb + U * np.abs(x)) / 4 + _EXPIT_REL * lam + 2.0**-1020, 1.0)
+    err = (U * (np.abs(y) + 2 * lam3 * diff) + np.maximum(fe.b, d_r)
+           + dl[..., None] * (diff * (1 + U) + d_r + fe.b))
+    return err * _INFLATE, dl * _INFLATE
+
+
+def _bob_bound(st: _Setup, fe: _FloatErrors, r_hat: np.ndarray, s_hat: np.ndarray, stars: np.ndarray,
+               lam_hat: np.ndarray, b: np.ndarray, y_bob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(E, Φ) [B h m]: the protocol's own ε error bound E and the float part Φ = Φ_A + Φ_B of Bob's proven
+    bound T_Bob = E + Φ on |Y − fl Ỹ| (module docstring), from Bob's float λ̂, b and their error bounds."""
+    eps = st.eps
+    phi_bob, dl = _mix_error(st, fe, r_hat, s_hat, stars, lam_hat, b, y_bob, 0.0, 0.0)
+    lam = np.minimum(lam_hat + dl, 1.0)[..., None]
+    gap = np.minimum(np.abs(r_hat - b) + fe.b, np.abs(r_hat) + fe.bob_span)  # ≥ |r̂ − b| (b averages Bob's v)
+    e = (lam * eps / 2 + eps / 8 * (gap + eps / 2)) * _INFLATE
+    phi_alice = (lam * fe.r + fe.s[:, None] / 4 * (gap + eps / 2 + fe.r) + eps / 8 * fe.r) * _INFLATE
+    return e, phi_alice + phi_bob
+
+
+def _tie_distance(st: _Setup, y: np.ndarray) -> np.ndarray:
+    """|y − t| for t the tie point of y's 2^-p cell (the nearest tie), exact up to a factor 1 ± u."""
+    x = y / 2.0**-st.p  # exact: a power of two
+    return np.abs((x - np.floor(x)) - 0.5) * 2.0**-st.p  # x − ⌊x⌋ is exact; the − 0.5 errs by ≤ u relative
+
+
+def _fmpq(x: float) -> flint.fmpq:
+    return flint.fmpq(*float(x).as_integer_ratio())
+
+
+def _ball_verdict(y: flint.arb, tol: float, p: int) -> bool | None:
+    """Is the exact number in ball y within tol of a tie point (an odd multiple of 2^{-p-1})? None when the
+    ball is too wide to tell. Only the ties of y's cell and its two neighbours can be that close."""
+    if not y.is_finite() or y.rad() >= flint.arb(flint.fmpq(1, 1 << (p + 2))):
+        return None
+    man, exp = (int(z) for z in y.mid().man_exp())
+    shift = exp + p
+    cell = man << shift if shift >= 0 else man >> -shift  # ⌊mid / 2^-p⌋ (>> floors)
+    bound = flint.arb(tol)
+    far = True
+    for c in (cell - 1, cell, cell + 1):
+        gap = abs(y - flint.arb(flint.fmpq(2 * c + 1, 1 << (p + 1))))
+        if gap <= bound:
+            return True
+        far = far and bool(gap > bound)
+    return False if far else None
+
+
+class _ExactHeads:
+    """The model's exact head outputs at N for single pairs, for the disagreements float64 cannot classify.
+
+    Scores are exact rationals (q and k are float64 numbers); the weights e^{s − M_h} (M_h the head's largest
+    score) are arb balls cached per position, token and precision; values are exact. Why: at large p or
+    large values no float64 bound is small against 2^-p, and only an exact Y tells a tie from an error."""
+
+    def __init__(self, st: _Setup):
+        table, p, n = st.table, st.p, st.n
+        q = round_fixed(table.Q[:, n - 1, INDEX_QUERY], p)
+        keys, values = round_fixed(table.K[:, :n, :3], p), round_fixed(table.V[:, :n, :3], p)
+        self.p, self.heads = p, q.shape[0]
+        self.scores = [[[sum((_fmpq(a) * _fmpq(c) for a, c in zip(q[h], keys[h, j, t])), flint.fmpq(0))
+                         for t in range(3)] for j in range(n)] for h in range(self.heads)]
+        self.top = [max(max(row) for row in head) for head in self.scores]
+        self.values = values
+        self.value_balls = [[[[flint.arb(float(x)) for x in values[h, j, t]] for t in range(3)] for j in range(n)]
+                            for h in range(self.heads)]
+        span = max(int(abs(self.scores[h][j][t] - self.top[h]).ceil()) for h in range(self.heads)
+                   for j in range(n) for t in range(3))
+        vmax = int(math.ceil(float(np.abs(values).max(initial=0.0))))
+        self.base_prec = 64 + p + vmax.bit_length() + span.bit_length() + n.bit_length()
+        self._weights: dict[int, list] = {}
+
+    def _heads(self, tokens: np.ndarray, prec: int, wanted: set[int]) -> dict[int, list]:
+        """{h: [arb Y_hc for each c]} at flint.ctx.prec = prec (set by the caller)."""
+        if prec not in self._weights:
+            self._weights[prec] = [[[flint.arb(s - self.top[h]).exp() for s in row] for row in self.scores[h]]
+                                   for h in range(self.heads)]
+        weights, out = self._weights[prec], {}
+        for h in wanted:
+            den, num = flint.arb(0), [flint.arb(0)] * self.values.shape[-1]
+            for j, t in enumerate(tokens):
+                w = weights[h][j][t]
+                den += w
+                num = [acc + w * v for acc, v in zip(num, self.value_balls[h][j][t])]
+            out[h] = [acc / den for acc in num]
+        return out
+
+    def explained(self, tokens: np.ndarray, coords: list[tuple[int, int, float]]) -> bool | None:
+        """Does some (head h, coordinate c, tolerance) in coords have |Y_hc − tie| ≤ tolerance, exactly?
+        None when neither arb (up to _MAX_ARB_PREC bits) nor Lindemann–Weierstrass settles it."""
+        pending, prec, old = list(coords), self.base_prec, flint.ctx.prec
+        last: dict[int, list] = {}
+        try:
+            while pending and prec <= max(_MAX_ARB_PREC, self.base_prec):
+                flint.ctx.prec = prec
+                last = self._heads(tokens, prec, {h for h, _, _ in pending})
+                still = []
+                for h, c, tol in pending:
+                    verdict = _ball_verdict(last[h][c], tol, self.p)
+                    if verdict:
+                        return True
+                    if verdict is None:
+                        still.append((h, c, tol))
+                pending, prec = still, 2 * prec
+        finally:
+            flint.ctx.prec = old
+        settled = True
+        for h, c, tol in pending:
+            verdict = self._lindemann(tokens, h, c, tol, last.get(h, [None] * (c + 1))[c])
+            if verdict:
+                return True
+            settled = settled and verdict is not None
+        return False if settled else None
+
+    def _lindemann(self, tokens: np.ndarray, h: int, c: int, tol: float, ball: Any) -> bool | None:
+        """Exact fallback: |Y − t| ≤ tol ⟺ Σ_j e^{s_j}(v_j − t − tol) ≤ 0 ≤ Σ_j e^{s_j}(v_j − t + tol), signs of
+        exponential sums with rational exponents and coefficients (core.expsum.sign_exp_poly)."""
+        if ball is None or not ball.is_finite() or ball.rad() >= flint.arb(flint.fmpq(1, 1 << (self.p + 2))):
+            return None
+        man, exp = (int(z) for z in ball.mid().man_exp())
+        shift = exp + self.p
+        cell = man << shift if shift >= 0 else man >> -shift
+        exps = [Fraction(int(self.scores[h][j][t].p), int(self.scores[h][j][t].q)) for j, t in enumerate(tokens)]
+        vals = [Fraction(float(self.values[h, j, t, c])) for j, t in enumerate(tokens)]
+        try:
+            for cc in (cell - 1, cell, cell + 1):
+                tie = Fraction(2 * cc + 1, 1 << (self.p + 1))
+                above = sign_exp_poly(_collect(exps, [v - tie - Fraction(tol) for v in vals]))
+                below = sign_exp_poly(_collect(exps, [v - tie + Fraction(tol) for v in vals]))
+                if above <= 0 <= below:
+                    return True
+        except ArithmeticError:
+            return None
+        return False
+
+
+def _collect(exps: list[Fraction], coefs: list[Fraction]) -> dict:
+    """{exponent: summed coefficient} of Σ_j coef_j·e^{exp_j} (equal exponents merged)."""
+    out: dict = {}
+    for a, coef in zip(exps, coefs):
+        out[a] = out.get(a, Fraction(0)) + coef
+    return out
+
+
+@dataclass
+class _Explanations:
+    """check_protocol's running verdicts on disagreements (counts) and its exact re-decision state."""
+
+    explained: int = 0
+    decided_exactly: int = 0
+    undecided: int = 0
+    float_limited: int = 0
+    exact: _ExactHeads | None = None
+
+
+def _explain(st: _Setup, tally: _Explanations, F: np.ndarray, stars: np.ndarray, y: np.ndarray,
+             delta_y: np.ndarray, tol: np.ndarray, float_ok: np.ndarray) -> np.ndarray:
+    """[D] True where a disagreeing pair (F [D k], stars [D]) is explained: some coordinate of its exact head
+    output lies within tol [D h m] of a tie. Decided from the float y [D h m] (within delta_y of the exact Y)
+    when that settles it, else exactly (_ExactHeads), at most EXACT_BUDGET pairs per call; updates tally."""
+    dist = _tie_distance(st, y)
+    surely = dist * (1 + 2 * U) + delta_y <= tol
+    maybe = ~(dist * (1 - 2 * U) - delta_y > tol)
+    flat = lambda a: a.reshape(len(a), -1)  # noqa: E731
+    explained = flat(surely).any(axis=1)
+    for t in np.flatnonzero(~explained & flat(maybe).any(axis=1)):
+        if tally.decided_exactly >= EXACT_BUDGET:
+            tally.undecided += 1
+            continue
+        if tally.exact is None:
+            tally.exact = _ExactHeads(st)
+        coords = [(int(h), int(c), float(tol[t, h, c])) for h, c in zip(*np.nonzero(maybe[t]))]
+        verdict = tally.exact.explained(index_input(F[t], int(stars[t])), coords)
+        tally.decided_exactly += 1
+        tally.undecided += verdict is None
+        explained[t] = bool(verdict)
+    tally.explained += int(explained.sum())
+    tally.float_limited += int((~explained & ~flat(float_ok).all(axis=1)).sum())
+    return explained
 
 
 # ---------------------------------------------------------------------------------------------
@@ -535,8 +832,10 @@ def bob_heads(model: Any, message: AliceMessage, i_star: int, p: int) -> BobHead
     """Bob's head outputs Ỹ at N (before rounding) and his proven error bound on each coordinate."""
     st = _setup(model, message.k, p)
     i_star = _check_message(st, message, i_star)
-    y, lam, b = _mix(st, message.r_hat[None], message.s_hat[None], np.array([i_star]))
-    return BobHeads(y[0], _bob_bound(st, lam, message.r_hat[None], b)[0], lam[0], b[0])
+    stars = np.array([i_star])
+    y, lam, b = _mix(st, message.r_hat[None], message.s_hat[None], stars)
+    e, phi = _bob_bound(st, _float_errors(st), message.r_hat[None], message.s_hat[None], stars, lam, b, y)
+    return BobHeads(y[0], (e + phi)[0], lam[0], b[0])
 
 
 def bob_output(model: Any, message: AliceMessage, i_star: int, p: int) -> int:
@@ -593,43 +892,55 @@ def check_protocol(model: Any, k: int, p: int, pairs: int | None = None, seed: i
     """Run the protocol on every (f, i*) (all 2^k·k pairs for k ≤ EXHAUSTIVE_K; else `pairs` seeded
     samples, default DEFAULT_SAMPLES) and compare Bob's output with predict(model, σ, fixed:p) at N.
 
-    A disagreement is *explained* when some coordinate of the model's exact head output Y lies within
-    Bob's error bound (plus float slack) of a tie point of the 2^-p grid: there the model's rounded head
-    output may legitimately differ from Bob's. Alice's work depends only on f and Bob's only on i*, so
-    each f's message is computed once and reused for all its i*. For a weight-form model the comparison
-    is with its table form (table_from_weights), whose rounding points the protocol follows."""
+    A disagreement is *explained* only when some coordinate of the model's exact head output Y provably lies
+    within the tolerance T of a tie point of the 2^-p grid (module docstring, "Explained disagreements"):
+    there the model's rounded head output may legitimately differ from Bob's. T comes from the proven bounds
+    and shrinks with 2^-p; a float64 error that is not small against 2^-p never explains anything. Alice's
+    work depends only on f and Bob's only on i*, so each f's message is computed once and reused for all its
+    i*. For a weight-form model the comparison is with its table form (table_from_weights), whose rounding
+    points the protocol follows."""
     if pairs is not None:
         pairs = _check_int("pairs", pairs, 1)
     st = _setup(model, k, p)
+    fe = _float_errors(st)
+    share = _FLOAT_SHARE * 2.0**-st.p
     began = time.perf_counter()
     chunks, exhaustive = _pair_chunks(st, pairs, seed)
-    checked = agree = explained = correct = violations = 0
+    checked = agree = correct = violations = 0
     max_err = max_bound = 0.0
+    tally = _Explanations()
     first_unexplained = None
     for F, owner, stars in chunks:
         r, s = _alice_exact(st, F)
         r_hat, s_hat, _, _ = _quantize(st, r, s)
         r, s, r_hat, s_hat = r[owner], s[owner], r_hat[owner], s_hat[owner]
         y_bob, lam_hat, b = _mix(st, r_hat, s_hat, stars)
-        y_exact, _, _ = _mix(st, r, s, stars)
-        bound = _bob_bound(st, lam_hat, r_hat, b)
+        y_exact, lam, _ = _mix(st, r, s, stars)
+        e, phi = _bob_bound(st, fe, r_hat, s_hat, stars, lam_hat, b, y_bob)
+        delta_y, _ = _mix_error(st, fe, r, s, stars, lam, b, y_exact, fe.r, fe.s)
         err = np.abs(y_exact - y_bob)
-        violations += int((err > bound).sum())
-        max_err, max_bound = max(max_err, float(err.max())), max(max_bound, float(bound.max()))
+        violations += int((err > (e + phi + delta_y) * (1 + 4 * U)).sum())  # |fl Y − fl Ỹ| ≤ T_Bob + δ_Y
+        max_err, max_bound = max(max_err, float(err.max())), max(max_bound, float((e + phi).max()))
         bob = _decode_final(st, _residual(st, y_bob))
         pairs_f = F[owner]
         model_out = predict(st.table, index_input(pairs_f, stars), fixed(st.p))[:, st.n - 1]
         expected = pairs_f[np.arange(len(stars)), stars - 1]
         same = bob == model_out
         differ = np.flatnonzero(~same)
-        near = _near_tie(st, y_exact[differ], bound[differ]) if len(differ) else np.zeros(0, dtype=bool)
-        if first_unexplained is None and (~near).any():
-            t = differ[np.flatnonzero(~near)[0]]
-            first_unexplained = {"f": "".join(map(str, pairs_f[t])), "i_star": int(stars[t]),
-                                 "bob_output": _token_text(int(bob[t])), "model_output": _token_text(int(model_out[t]))}
+        if len(differ):
+            float_ok = phi[differ] <= share
+            tol = np.where(float_ok, e[differ] + phi[differ], e[differ])
+            near = _explain(st, tally, pairs_f[differ], stars[differ], y_exact[differ], delta_y[differ], tol,
+                            float_ok)
+            if first_unexplained is None and (~near).any():
+                w = int(np.flatnonzero(~near)[0])
+                t = differ[w]
+                first_unexplained = {"f": "".join(map(str, pairs_f[t])), "i_star": int(stars[t]),
+                                     "bob_output": _token_text(int(bob[t])),
+                                     "model_output": _token_text(int(model_out[t])),
+                                     "float_limited": not bool(float_ok[w].all())}
         checked += len(stars)
         agree += int(same.sum())
-        explained += int(near.sum())
         correct += int((model_out == expected).sum())
     lay = st.layout
     return ProtocolReport(
@@ -637,9 +948,11 @@ def check_protocol(model: Any, k: int, p: int, pairs: int | None = None, seed: i
         message_bits=lay.bits, seed_message_bits=lay.seed_bits,
         worst_case_message_bits=worst_case_bits(st.heads, st.dim, st.table.Q.shape[-1], st.p), model_form=st.form,
         exhaustive=exhaustive, seed=None if exhaustive else seed, pairs_checked=checked, agreements=agree,
-        disagreements=checked - agree, disagreements_explained=explained, model_correct=correct,
+        disagreements=checked - agree, disagreements_explained=tally.explained, model_correct=correct,
         bound_violations=violations, max_bob_error=max_err, max_error_bound=max_bound,
-        seconds=time.perf_counter() - began, first_unexplained=first_unexplained)
+        seconds=time.perf_counter() - began, first_unexplained=first_unexplained,
+        disagreements_float_limited=tally.float_limited, disagreements_decided_exactly=tally.decided_exactly,
+        disagreements_undecided=tally.undecided)
 
 
 # ---------------------------------------------------------------------------------------------
