@@ -165,3 +165,22 @@ def test_precision_bits_is_the_exact_models(capsys, tmp_path):
     assert cert["precision_bits"] == 1 and cert["rejected"] == []  # no p was rejected: none is wrong
     assert cert["errors"] == 2  # float64 (a different mode) does round the sum to 1.25 first
     assert cert["scope"] == "exhaustive"
+
+
+# ---- finding 9: a certificate says what it covers ------------------------------------------------
+
+
+def test_sampled_certificate_says_sampled(capsys):
+    """A certificate over sampled inputs is "certified on the inputs checked", not on all of Σ^n: its
+    JSON says scope "sampled" and counts the inputs per family; the README says so where it shows one."""
+    cert = run_json(capsys, "induction", "certify", "--layers", "2", "--n", "16", "--alphabet", "4", "--samples", "16")
+    assert cert["scope"] == "sampled" and cert["certified"] is True
+    assert sum(cert["families"].values()) == cert["inputs_checked"] < 4**16
+    assert {"uniform", "index"} <= set(cert["families"])
+    exhaustive = run_json(capsys, "induction", "certify", "--layers", "2", "--n", "6", "--alphabet", "2")
+    assert exhaustive["scope"] == "exhaustive" and exhaustive["inputs_checked"] == 2**6
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "# a trained model, certified\n" not in readme
+    assert "(scope: sampled)" in readme
