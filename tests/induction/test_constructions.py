@@ -136,7 +136,7 @@ def test_float32_exact_and_bfloat16_not_at_1024():
 
 
 def test_minimal_precision_bits_is_the_first_correct_p():
-    from headcount.core.certify import minimal_precision_bits
+    from headcount.core.certify import confirmed_error, minimal_precision_bits
 
     model = two_layer_induction(9, 3)
     tokens = task.all_sequences(9, 3)
@@ -144,5 +144,9 @@ def test_minimal_precision_bits_is_the_first_correct_p():
     p = minimal_precision_bits(model, tokens, target)
     assert p is not None
     assert np.array_equal(predict(model, tokens, fixed(p)), target)
-    assert all(not np.array_equal(predict(model, tokens, fixed(q)), target) for q in range(1, p))
+    for q in range(1, p):  # every smaller p: an input the exact fixed:q model is proven to get wrong
+        wrong = confirmed_error(model, tokens, target, q)
+        assert wrong is not None and wrong["p"] == q
+        prefix = np.array([wrong["input"]])
+        assert task.induction_targets(prefix)[0, wrong["position"] - 1] != predict(model, prefix, fixed(q))[0, wrong["position"] - 1]
     assert minimal_precision_bits(model, tokens, target, start=p + 3) == p + 3
