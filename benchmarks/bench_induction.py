@@ -311,6 +311,50 @@ def exactness_sweep(dtype: str, n_start: int, n_stop: int, uniform_seqs: int, fa
             "rows": rows}
 
 
+SOUNDNESS_BASELINE_REV = "1d68060"  # the last commit before the soundness work of issue 11
+
+
+def load_bounds_at(rev: str):
+    """headcount.core.bounds as it was at git revision `rev`, imported as a separate module (None when git
+    or the revision is not available): the baseline for what the soundness checks cost, in this process."""
+    import importlib.util
+    import subprocess
+    import tempfile
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        text = subprocess.run(["git", "-C", root, "show", f"{rev}:src/headcount/core/bounds.py"], check=True,
+                              capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(text)
+    spec = importlib.util.spec_from_file_location(f"bounds_at_{rev}", f.name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    os.unlink(f.name)
+    return module
+
+
+def soundness_cost(n: int, S: int, seqs: int, repeats: int, bits: int, baseline) -> dict[str, Any]:
+    """Seconds of the rigorous pass (residual_bounds at fixed:bits) today and at the baseline revision, timed
+    alternately on the same inputs (best of `repeats` each), and whether both prove every position."""
+    from headcount.core import bounds
+
+    model = two_layer_induction(n, S)
+    tokens = task.uniform(np.random.default_rng(11), seqs, n, S)
+    best = {"now": float("inf"), "baseline": float("inf")}
+    proven = {}
+    for _ in range(repeats):
+        for name, module in (("now", bounds), ("baseline", baseline)):
+            t0 = time.perf_counter()
+            mid, rad = module.residual_bounds(model, tokens, fixed(bits))
+            best[name] = min(best[name], time.perf_counter() - t0)
+            proven[name] = bool(model.decoder.decode_bounds(mid, rad)[1].all())
+    return {"n": n, "S": S, "seconds_now": best["now"], "seconds_baseline": best["baseline"],
+            "all_proven_now": proven["now"], "all_proven_baseline": proven["baseline"]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller run (< 60 s): fewer sequences, sweeps up to n=4096")
@@ -319,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="take p for the certified timing from certify_induction(samples=2) at each n (slow: ~2 min at n=4096)")
     ap.add_argument("--bits", type=int, default=24, help="fixed:p precision for the certified timing (default 24)")
     ap.add_argument("--max-gb", type=float, default=6.0, help="skip sweep lengths whose estimated peak memory exceeds this")
+    ap.add_argument("--baseline-rev", default=SOUNDNESS_BASELINE_REV,
+                    help="git revision whose core/bounds.py is timed against today's (the soundness checks' cost)")
     args = ap.parse_args(argv)
     quick = args.quick
 
@@ -365,6 +411,19 @@ def main(argv: list[str] | None = None) -> int:
                               "pos/s", "torch float64 scaled_dot_product_attention", r["torch_sdpa_positions_per_s"]))
         figures.append(figure(f"headcount float64 predict positions/s {tag} vs torch 1 thread", r["float64_positions_per_s"],
                               "pos/s", "torch float64, torch.set_num_threads(1)", r["torch_1thread_positions_per_s"]))
+
+    # --- 2b. what the soundness checks cost: today's rigorous pass against the baseline revision's ---------
+    baseline = load_bounds_at(args.baseline_rev)
+    results["soundness_cost"] = []
+    if baseline is None:
+        log(f"soundness cost: git revision {args.baseline_rev} not available, skipped")
+    for n, S, seqs, repeats, _ in configs if baseline is not None else []:
+        log(f"n={n}: residual_bounds today vs {args.baseline_rev} ({seqs} seq x {repeats}, alternating)")
+        r = soundness_cost(n, S, seqs, repeats, args.bits, baseline)
+        results["soundness_cost"].append(r)
+        figures.append(figure(f"rigorous pass seconds n={n} S={S} fixed:{args.bits} (all proven: {r['all_proven_now']})",
+                              r["seconds_now"], "s", f"bounds at {args.baseline_rev} (all proven: "
+                              f"{r['all_proven_baseline']})", r["seconds_baseline"]))
 
     # --- 3. FLOPs -------------------------------------------------------------------------------------
     log("numpy float64 matmul peak (2048x2048 @ 2048x2048, best of 3)")
