@@ -7,7 +7,8 @@ holds on its own, from the floating-point error model with underflow:
 * a rounded product or quotient is exact·(1 + δ) + η with |δ| ≤ u = 2^-53 and |η| ≤ 2^-1075 (the η term
   is what a product that underflows loses; a float dot product of length d therefore errs by at most
   γ_d·Σ|a_i b_i| + d·2^-1074, γ_d = d·u/(1 − d·u)); sums that land in the subnormal range are exact;
-* the C library's exp and expm1 are within 4 ulp on normal results (glibc documents < 1 ulp), and no
+* the C library's exp and expm1 are within 4 ulp on normal results (glibc documents < 1 ulp; check_libm
+  tests it against Arb balls once per process, and refuses to bound anything where it fails), and no
   softmax weight that the bound relies on is subnormal: keys whose weight is provably below e^-500 of
   the largest are bounded as a group by an absolute term instead (``attention_bounds``);
 * a radius computed from non-negative terms is inflated by a relative SAFETY margin that dominates its
@@ -21,6 +22,8 @@ then says at which positions every point of the box decodes to the same output: 
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -140,6 +143,43 @@ def _rounding_point(mid, rad, prec: Precision):
     return quantize_bounds(mid, rad, prec.bits) if prec.kind == "fixed" else (mid, rad)
 
 
+LIBM_ULPS = 4  # the accuracy of exp and expm1 the bounds assume (glibc documents < 1 ulp)
+_libm_checked: list[bool] = []
+_libm_lock = threading.Lock()  # chunks are bounded on several threads; flint's precision is global
+
+
+def check_libm() -> None:
+    """Check the one assumption about the platform that the softmax bounds rest on — exp and expm1 within
+    LIBM_ULPS ulp — against Arb balls on a fixed sample of the ranges they are used on (once per process,
+    about 20 ms). A machine where it fails gets an InternalError, never a certificate."""
+    with _libm_lock:
+        if not _libm_checked:
+            _check_libm()
+
+
+def _check_libm() -> None:
+    import flint
+
+    from headcount.core.errors import InternalError
+
+    rng = np.random.default_rng(0)
+    exp_points = np.concatenate([-rng.random(300) * (RHO_CAP - FAR + 1), -np.logspace(-17, 0, 60), [0.0]])
+    expm1_points = np.concatenate([rng.random(150) * RHO_CAP, np.logspace(-17, 1, 60)])
+    expm1_points = np.concatenate([expm1_points, -expm1_points])
+    old = flint.ctx.prec
+    flint.ctx.prec = 128
+    try:
+        for fn, arb_fn, points in ((np.exp, flint.arb.exp, exp_points), (np.expm1, flint.arb.expm1, expm1_points)):
+            for x, y in zip(points.tolist(), fn(points).tolist()):
+                exact = arb_fn(flint.arb(x))
+                if not abs(flint.arb(y) - exact) <= LIBM_ULPS * U * abs(exact):
+                    raise InternalError(f"np.{fn.__name__}({x!r}) = {y!r} is off by more than {LIBM_ULPS} ulp: the "
+                                        "rigorous bounds assume a libm at least that accurate")
+    finally:
+        flint.ctx.prec = old
+    _libm_checked.append(True)
+
+
 def weight_error(alpha: np.ndarray, rho: np.ndarray, theta) -> tuple[np.ndarray, np.ndarray]:
     """(e, unbounded): e_j ≥ |α_j − α̂_j| for every α_j = ᾱ_j e^{η_j} / Σ_k ᾱ_k e^{η_k} with |η_k| ≤ ρ_k, where
     ᾱ is a probability vector with |ᾱ_j/α̂_j − 1| ≤ θ (α̂ the float weights, [.. key]; θ broadcasts against
@@ -181,6 +221,7 @@ def attention_bounds(q, k, v, allowed: np.ndarray):
     score, a near key with ρ_j > RHO_CAP, R⁻ < 1/2) get radius +inf.
 
     The [batch query key] arrays dominate the cost, so they are updated in place where that stays clear."""
+    check_libm()
     (qm, qr), (km, kr), (vm, vr) = q, k, v
     kmT, krT = np.swapaxes(km, -1, -2), np.swapaxes(kr, -1, -2)
     keys = allowed.sum(axis=-1)[:, None]  # [query 1]: keys each query sees

@@ -58,6 +58,7 @@ from math import log
 
 import numpy as np
 
+from headcount.core.bounds import check_libm
 from headcount.core.errors import InternalError
 from headcount.core.symbols import BOTTOM
 from headcount.minmax.exact import exact_inner, layer_gap_sign, sign_weighted_pair
@@ -168,6 +169,7 @@ def _scaled_products(theta: np.ndarray, values: list[np.ndarray]) -> _Products:
 def _pair_weights(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(w, 1 − w) = (σ(t), σ(−t)) for a float array t, no overflow: e = exp(−|t|) ∈ [0, 1], then
     1/(1+e) and e/(1+e). Error analysis in ``_rho_weights``."""
+    check_libm()  # the bounds assume exp within 4 ulp: checked once per process
     with np.errstate(over="ignore", under="ignore"):
         e = np.exp(-np.abs(t))
         big = 1.0 / (1.0 + e)
@@ -200,6 +202,7 @@ def _gap_bound_matrix(prod: _Products, rho: float) -> np.ndarray:
 
 def _position_weights(scores: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Attention weights [batch n] of one head at the positions of lists x [batch n] (0-based tokens)."""
+    check_libm()
     s = scores[x]
     with np.errstate(over="ignore", under="ignore"):
         e = np.exp(s - s.max(axis=1, keepdims=True))
