@@ -184,3 +184,19 @@ def test_sampled_certificate_says_sampled(capsys):
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert "# a trained model, certified\n" not in readme
     assert "(scope: sampled)" in readme
+
+
+# ---- the one platform assumption, checked at run time ----------------------------------------------
+
+
+def test_a_libm_less_accurate_than_assumed_gets_no_certificate(monkeypatch):
+    from headcount.core import bounds
+    from headcount.core.errors import InternalError
+
+    exp = np.exp
+    monkeypatch.setattr(bounds, "_libm_checked", [])
+    monkeypatch.setattr(np, "exp", lambda x, *a, **k: exp(x, *a, **k) * (1 + 2.0**-40))
+    with pytest.raises(InternalError, match="off by more than 4 ulp"):
+        certified_predict(tie_embedding_model(), [[0]], fixed(3))
+    monkeypatch.undo()
+    bounds.check_libm()  # the real one passes
