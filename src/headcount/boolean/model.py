@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -31,6 +32,9 @@ from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
 from headcount.core.io import ModelFileError, atomic_write_bytes, read_config
+
+
+_RATIONAL = re.compile(r"\s*([+-]?\d+)(?:/(\d+))?\s*")
 
 
 def to_fmpq(x) -> fmpq:
@@ -47,6 +51,12 @@ def to_fmpq(x) -> fmpq:
             raise ValueError(f"not a finite number: {x!r}")
         fr = Fraction(x)
         return fmpq(fr.numerator, fr.denominator)
+    if isinstance(x, str) and (m := _RATIONAL.fullmatch(x)):
+        # "p" or "p/q": flint parses any length; Fraction stops at Python's 4300-digit int/str limit
+        p, q = fmpz(m.group(1).lstrip("+")), fmpz(m.group(2) or 1)
+        if q == 0:
+            raise ValueError(f"not a rational number: {x!r}")
+        return fmpq(p, q)
     if isinstance(x, (Fraction, str)):
         try:
             fr = Fraction(x)
