@@ -131,7 +131,7 @@ from headcount.core.precision import fixed, round_fixed
 from headcount.core.symbols import BOTTOM, BOTTOM_TEXT
 from headcount.core.table import OneLayerTable, table_from_weights
 from headcount.induction.task import INDEX_QUERY, all_sequences, index_input
-from headcount.core.expsum import sign_exp_poly
+from headcount.core.expsum import as_fmpq, sign_exp_poly
 
 __all__ = [
     "AliceMessage",
@@ -621,10 +621,6 @@ def _tie_distance(st: _Setup, y: np.ndarray) -> np.ndarray:
     return np.abs((x - np.floor(x)) - 0.5) * 2.0**-st.p  # x − ⌊x⌋ is exact; the − 0.5 errs by ≤ u relative
 
 
-def _fmpq(x: float) -> flint.fmpq:
-    return flint.fmpq(*float(x).as_integer_ratio())
-
-
 def _ball_verdict(y: flint.arb, tol: float, p: int) -> bool | None:
     """Is the exact number in ball y within tol of a tie point (an odd multiple of 2^{-p-1})? None when the
     ball is too wide to tell. Only the ties of y's cell and its two neighbours can be that close."""
@@ -655,7 +651,7 @@ class _ExactHeads:
         q = round_fixed(table.Q[:, n - 1, INDEX_QUERY], p)
         keys, values = round_fixed(table.K[:, :n, :3], p), round_fixed(table.V[:, :n, :3], p)
         self.p, self.heads = p, q.shape[0]
-        self.scores = [[[sum((_fmpq(a) * _fmpq(c) for a, c in zip(q[h], keys[h, j, t])), flint.fmpq(0))
+        self.scores = [[[sum((as_fmpq(a) * as_fmpq(c) for a, c in zip(q[h], keys[h, j, t])), flint.fmpq(0))
                          for t in range(3)] for j in range(n)] for h in range(self.heads)]
         self.top = [max(max(row) for row in head) for head in self.scores]
         self.values = values
