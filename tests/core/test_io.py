@@ -308,3 +308,27 @@ def test_successful_write_replaces_and_leaves_no_temporary(tmp_path):
     save_model(two_layer_induction(3, 2), path)
     assert os.listdir(tmp_path) == ["m.safetensors"]
     assert isinstance(load_model(path), Transformer)
+
+
+def test_saved_files_get_the_usual_permissions(tmp_path):
+    """Atomic writes go through mkstemp (mode 0600); the file must end up 0666 less the umask, like any
+    other file the user creates — a model saved with umask 022 is readable by the group and others."""
+    import os
+    import stat
+
+    from headcount.core.io import save_model
+    from headcount.induction.constructions import two_layer_induction
+    from headcount.report.render import write_atomic
+
+    old = os.umask(0o022)
+    try:
+        save_model(two_layer_induction(4, 2), tmp_path / "m.safetensors")
+        write_atomic(tmp_path / "r.md", "report")
+        os.umask(0o077)
+        save_model(two_layer_induction(4, 2), tmp_path / "private.safetensors")
+    finally:
+        os.umask(old)
+    mode = lambda name: stat.S_IMODE((tmp_path / name).stat().st_mode)  # noqa: E731
+    assert mode("m.safetensors") == 0o644 and mode("r.md") == 0o644
+    assert mode("private.safetensors") == 0o600
+    assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind

@@ -30,17 +30,26 @@ class ModelFileError(ValueError):
 
 
 def atomic_write_bytes(path: str | os.PathLike, write) -> None:
-    """Call write(tmp_path) on a temporary file beside `path`, then rename it into place."""
+    """Call write(tmp_path) on a temporary file beside `path`, then rename it into place, so a reader never
+    sees half a file. The file gets the permissions any new file gets (0666 less the umask), not mkstemp's
+    0600: a model or report is as readable as the user's other files."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)  # the only portable way to read it is to set it
+    os.umask(mask)
+    return mask
 
 
 def _write(tensors: dict[str, np.ndarray], config: dict[str, Any], path: str | os.PathLike) -> None:

@@ -14,39 +14,21 @@ import json
 import os
 import platform
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from headcount.core.io import atomic_write_bytes
 from headcount.report.claims import ClaimResult
 from headcount.report.figures import render_figures
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write `data` to `path` via a temporary file in the same folder and os.replace."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    """Write `data` to `path` atomically (core.io.atomic_write_bytes: a temporary file, then os.replace)."""
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    atomic_write_bytes(path, lambda tmp: Path(tmp).write_bytes(payload))
 
 
 def _version(dist: str) -> str:
