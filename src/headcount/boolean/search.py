@@ -46,15 +46,6 @@ class SearchTimeout(TimeoutError):
     """An exact search ran past its time limit (no claim of optimality is made)."""
 
 
-def _min_summands(B, D: int, limit: int) -> np.ndarray:
-    """dp[v] = least number of elements of B summing to v (v = 0..limit), _INF if > D or none."""
-    dp = np.full(limit + 1, _INF, dtype=np.int64)
-    dp[0] = 0
-    for b in B:
-        dp = _add_element(dp, int(b), D)
-    return dp
-
-
 def _add_element(dp: np.ndarray, b: int, D: int) -> np.ndarray:
     """Min-summand table after adding element b (using it c = 1..D times)."""
     new = dp.copy()

@@ -19,7 +19,7 @@ import numpy as np
 
 from headcount.core.bounds import add_bounds, attention_bounds, quantize_bounds
 from headcount.core.forward import attend, causal_mask, mask_bias
-from headcount.core.model import MASKS, Transformer
+from headcount.core.model import MASKS, LinearDecoder, Transformer
 from headcount.core.precision import FLOAT64, Precision
 
 
@@ -138,8 +138,6 @@ def random_table(rng: np.random.Generator, n_ctx: int, alphabet: int, heads: int
     LinearDecoder with a Gaussian W_U [dim, alphabet+1] (last column ⊥) and zero bias; `scale` does not
     touch it (an argmax does not care about the scale of W_U).
     """
-    from headcount.core.model import LinearDecoder
-
     n_ctx, alphabet, heads, dim = int(n_ctx), int(alphabet), int(heads), int(dim)
     d_head = dim if d_head is None else int(d_head)
     if min(n_ctx, alphabet, heads, dim, d_head) < 1:

@@ -21,11 +21,10 @@ import math
 import time
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-Scale = Literal["quick", "full"]
 SCALES: tuple[str, ...] = ("quick", "full")
 PASS, FAIL = "PASS", "FAIL"
 
