@@ -26,35 +26,58 @@ import sys
 from fractions import Fraction
 from typing import Any
 
+from bench_common import best_time, figure, finish_table, log
+from bench_common import machine_info as common_machine_info
 from headcount.boolean.certify import construct_and_certify
 from headcount.boolean.functions import parse_function
 from headcount.boolean.model import BooleanLayer, Readout, model_values_exact
 from headcount.boolean.theorem3 import construct
 from headcount.boolean.threshold import symmetric_truth_table, threshold_degree_lp
 
-from bench_common import best_time, figure, finish_table, log
-from bench_common import machine_info as common_machine_info
-
 
 def machine_info() -> dict[str, Any]:
     import flint
     import scipy
 
-    return common_machine_info(None, versions={"scipy": scipy.__version__,
-                                               "python_flint": getattr(flint, "__version__", "?")})
+    return common_machine_info(
+        None, versions={"scipy": scipy.__version__, "python_flint": getattr(flint, "__version__", "?")}
+    )
 
 
 def construction_row(n: int, D: int, H: int, repeats: int) -> dict[str, Any]:
     seconds, r = best_time(lambda: construct_and_certify("xor", n, D, H), repeats)
-    return {"n": n, "degree": D, "heads": H, "seconds": seconds, **{k: r[k] for k in (
-        "route", "dim", "dim_bound", "certified", "errors", "weights_checked", "float64_errors", "min_abs_margin")}}
+    return {
+        "n": n,
+        "degree": D,
+        "heads": H,
+        "seconds": seconds,
+        **{
+            k: r[k]
+            for k in (
+                "route",
+                "dim",
+                "dim_bound",
+                "certified",
+                "errors",
+                "weights_checked",
+                "float64_errors",
+                "min_abs_margin",
+            )
+        },
+    }
 
 
 def fraction_values(layer: BooleanLayer, readout: Readout, n: int) -> list[Fraction]:
     """g(layer output) at t = 0..n with Python Fractions, term by term: the straightforward baseline."""
-    heads = [(Fraction(int(h.w0.p), int(h.w0.q)), Fraction(int(h.w1.p), int(h.w1.q)),
-              [Fraction(int(x.p), int(x.q)) for x in h.v0], [Fraction(int(x.p), int(x.q)) for x in h.v1])
-             for h in layer.heads]
+    heads = [
+        (
+            Fraction(int(h.w0.p), int(h.w0.q)),
+            Fraction(int(h.w1.p), int(h.w1.q)),
+            [Fraction(int(x.p), int(x.q)) for x in h.v0],
+            [Fraction(int(x.p), int(x.q)) for x in h.v1],
+        )
+        for h in layer.heads
+    ]
     terms = [(K, Fraction(int(c.p), int(c.q))) for K, c in readout.terms.items()]
     out = []
     for t in range(n + 1):
@@ -66,7 +89,7 @@ def fraction_values(layer: BooleanLayer, readout: Readout, n: int) -> list[Fract
         for K, c in terms:
             term = c
             for zi, k in zip(z, K):
-                term *= zi ** k
+                term *= zi**k
             total += term
         out.append(total)
     return out
@@ -78,8 +101,18 @@ def evaluation_methods(n: int, D: int, H: int, repeats: int) -> dict[str, Any]:
     t_dir, v_dir = best_time(lambda: model_values_exact(layer, readout, n, method="direct"), 1)
     t_frac, v_frac = best_time(lambda: fraction_values(layer, readout, n), 1)
     agree = v_int == v_dir and all(Fraction(int(a.p), int(a.q)) == b for a, b in zip(v_int, v_frac))
-    return {"n": n, "degree": D, "heads": H, "route": route, "dim": d, "terms": len(readout.terms),
-            "integer_seconds": t_int, "direct_seconds": t_dir, "fraction_seconds": t_frac, "values_agree": bool(agree)}
+    return {
+        "n": n,
+        "degree": D,
+        "heads": H,
+        "route": route,
+        "dim": d,
+        "terms": len(readout.terms),
+        "integer_seconds": t_int,
+        "direct_seconds": t_dir,
+        "fraction_seconds": t_frac,
+        "values_agree": bool(agree),
+    }
 
 
 def lp_rows(ns: list[int]) -> list[dict[str, Any]]:
@@ -89,9 +122,17 @@ def lp_rows(ns: list[int]) -> list[dict[str, Any]]:
             F = parse_function(name, n)
             seconds, r = best_time(lambda: threshold_degree_lp(symmetric_truth_table(F, n), n), 1)
             changes = sum(F[t] != F[t + 1] for t in range(n))
-            rows.append({"n": n, "function": name, "seconds": seconds, "threshold_degree": r.threshold_degree,
-                         "sign_changes": int(changes), "lower_bound_certified": r.lower_bound_certified,
-                         "dual_support": len(r.dual or {})})
+            rows.append(
+                {
+                    "n": n,
+                    "function": name,
+                    "seconds": seconds,
+                    "threshold_degree": r.threshold_degree,
+                    "sign_changes": int(changes),
+                    "lower_bound_certified": r.lower_bound_certified,
+                    "dual_support": len(r.dual or {}),
+                }
+            )
     return rows
 
 
@@ -113,20 +154,46 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(construction_row(n, D, H, 1 if n == 1024 and quick else repeats))
     results["constructions"] = rows
     for r in rows:
-        figures.append(figure(f"xor n={r['n']} D={r['degree']} H={r['heads']}: construct + certify ({r['route']}, "
-                              f"d={r['dim']} ≤ {r['dim_bound']}, errors {r['errors']}/{r['weights_checked']}, "
-                              f"float64 errors {r['float64_errors']})", r["seconds"], "s"))
-    figures.append(figure("check: every construction certified with zero errors and d ≤ dim_bound",
-                          all(r["certified"] and r["errors"] == 0 and r["dim"] <= r["dim_bound"] for r in rows)))
+        figures.append(
+            figure(
+                f"xor n={r['n']} D={r['degree']} H={r['heads']}: construct + certify ({r['route']}, "
+                f"d={r['dim']} ≤ {r['dim_bound']}, errors {r['errors']}/{r['weights_checked']}, "
+                f"float64 errors {r['float64_errors']})",
+                r["seconds"],
+                "s",
+            )
+        )
+    figures.append(
+        figure(
+            "check: every construction certified with zero errors and d ≤ dim_bound",
+            all(r["certified"] and r["errors"] == 0 and r["dim"] <= r["dim_bound"] for r in rows),
+        )
+    )
 
     # --- 2. exact evaluation methods -------------------------------------------------------------------
-    log("exact evaluation: composed integer polynomial vs flint rationals vs Python Fractions (n=256, D=H=16)")
+    log(
+        "exact evaluation: composed integer polynomial vs flint rationals vs Python Fractions (n=256, D=H=16)"
+    )
     ev = evaluation_methods(256, 16, 16, repeats)
     results["evaluation"] = ev
-    figures.append(figure(f"exact evaluation at all t, xor n=256 D=H=16 ({ev['terms']} readout terms): default (composed)",
-                          ev["integer_seconds"], "s", "Python Fraction loop", ev["fraction_seconds"]))
-    figures.append(figure("  flint rationals point by point (method='direct')", ev["direct_seconds"], "s",
-                          "Python Fraction loop", ev["fraction_seconds"]))
+    figures.append(
+        figure(
+            f"exact evaluation at all t, xor n=256 D=H=16 ({ev['terms']} readout terms): default (composed)",
+            ev["integer_seconds"],
+            "s",
+            "Python Fraction loop",
+            ev["fraction_seconds"],
+        )
+    )
+    figures.append(
+        figure(
+            "  flint rationals point by point (method='direct')",
+            ev["direct_seconds"],
+            "s",
+            "Python Fraction loop",
+            ev["fraction_seconds"],
+        )
+    )
     figures.append(figure("check: the three evaluations give identical rationals", ev["values_agree"]))
 
     # --- 3. LP threshold degree with dual certificates ------------------------------------------------
@@ -135,15 +202,29 @@ def main(argv: list[str] | None = None) -> int:
     lp = lp_rows(ns)
     results["lp"] = lp
     for r in lp:
-        figures.append(figure(f"LP threshold degree {r['function']} n={r['n']}: T={r['threshold_degree']} "
-                              f"(sign changes {r['sign_changes']}), dual support {r['dual_support']} inputs",
-                              r["seconds"], "s"))
-    figures.append(figure("check: LP = sign changes, lower bound certified exactly, every case",
-                          all(r["threshold_degree"] == r["sign_changes"] and r["lower_bound_certified"] for r in lp)))
+        figures.append(
+            figure(
+                f"LP threshold degree {r['function']} n={r['n']}: T={r['threshold_degree']} "
+                f"(sign changes {r['sign_changes']}), dual support {r['dual_support']} inputs",
+                r["seconds"],
+                "s",
+            )
+        )
+    figures.append(
+        figure(
+            "check: LP = sign changes, lower bound certified exactly, every case",
+            all(r["threshold_degree"] == r["sign_changes"] and r["lower_bound_certified"] for r in lp),
+        )
+    )
 
     machine = results["machine"]
-    finish_table(results, figures, f"headcount boolean benchmark ({results['mode']}), {machine['cpu']}, "
-                                   f"{machine['cpus_usable']} cpus, python-flint {machine['python_flint']}", args.json)
+    finish_table(
+        results,
+        figures,
+        f"headcount boolean benchmark ({results['mode']}), {machine['cpu']}, "
+        f"{machine['cpus_usable']} cpus, python-flint {machine['python_flint']}",
+        args.json,
+    )
     if args.json:
         print(json.dumps(results, default=str))
     return 0

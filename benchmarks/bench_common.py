@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
-START = time.perf_counter()  # set when the first script imports this module; log() and run totals count from it
+START = (
+    time.perf_counter()
+)  # set when the first script imports this module; log() and run totals count from it
 
 
 def log(msg: str) -> None:
@@ -58,7 +60,9 @@ def _openblas_function(symbols: tuple[str, ...]):
 
 def numpy_blas_threads() -> int | None:
     """Threads numpy's bundled OpenBLAS uses (asked from the library itself), None if unknown."""
-    fn = _openblas_function(("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads"))
+    fn = _openblas_function(
+        ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads")
+    )
     if fn is not None:
         return int(fn())
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
@@ -69,7 +73,9 @@ def numpy_blas_threads() -> int | None:
 
 def set_numpy_blas_threads(threads: int) -> bool:
     """Ask numpy's bundled OpenBLAS to use `threads` threads; False if the library is not found."""
-    fn = _openblas_function(("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads"))
+    fn = _openblas_function(
+        ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads")
+    )
     if fn is None:
         return False
     fn(ctypes.c_int(threads))
@@ -92,8 +98,9 @@ def load_average() -> list[float] | None:
     return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
 
 
-def machine_info(blas_threads: int | None, versions: dict[str, Any] | None = None,
-                 threads: dict[str, Any] | None = None) -> dict[str, Any]:
+def machine_info(
+    blas_threads: int | None, versions: dict[str, Any] | None = None, threads: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The machine description both scripts report; `versions` (other libraries' versions) go after
     numpy's, `threads` (other libraries' thread counts) after numpy's BLAS threads."""
     info: dict[str, Any] = {
@@ -129,8 +136,10 @@ def busy_warning(machine: dict[str, Any], load_at_end: list[float] | None) -> st
     load = [machine.get("load_average_at_start"), load_at_end]
     if not any(l and l[0] > machine["cpus_usable"] for l in load):
         return None
-    return (f"  WARNING: machine busy (1-min load average start/end {load[0][0] if load[0] else '?'}/"
-            f"{load[1][0] if load[1] else '?'} on {machine['cpus_usable']} cpus): timings are noisy")
+    return (
+        f"  WARNING: machine busy (1-min load average start/end {load[0][0] if load[0] else '?'}/"
+        f"{load[1][0] if load[1] else '?'} on {machine['cpus_usable']} cpus): timings are noisy"
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -154,10 +163,18 @@ def fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
-def figure(name: str, value, unit: str = "", baseline_name: str | None = None, baseline=None) -> dict[str, Any]:
+def figure(
+    name: str, value, unit: str = "", baseline_name: str | None = None, baseline=None
+) -> dict[str, Any]:
     ratio = None if baseline in (None, 0) or not isinstance(value, (int, float)) else value / baseline
-    return {"name": name, "value": value, "unit": unit, "baseline_name": baseline_name, "baseline_value": baseline,
-            "ratio": ratio}
+    return {
+        "name": name,
+        "value": value,
+        "unit": unit,
+        "baseline_name": baseline_name,
+        "baseline_value": baseline,
+        "ratio": ratio,
+    }
 
 
 def figure_line(f: dict[str, Any]) -> str:

@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from bench_common import best_time, figure, finish_table, log, numpy_blas_threads
+from bench_common import machine_info as common_machine_info
 from headcount.core.evaluate import certified_predict, predict
 from headcount.core.forward import attend, mask_bias, residual_stream
 from headcount.core.model import Transformer
@@ -39,13 +41,12 @@ from headcount.induction import task
 from headcount.induction.certify import certify_induction
 from headcount.induction.constructions import two_layer_induction
 
-from bench_common import best_time, figure, finish_table, log, numpy_blas_threads
-from bench_common import machine_info as common_machine_info
-
 
 def machine_info(torch_threads: int, blas_threads: int | None) -> dict[str, Any]:
     """The common machine description plus torch's version and thread count."""
-    return common_machine_info(blas_threads, versions={"torch": torch.__version__}, threads={"torch_threads": torch_threads})
+    return common_machine_info(
+        blas_threads, versions={"torch": torch.__version__}, threads={"torch_threads": torch_threads}
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -62,7 +63,11 @@ class TorchModel:
         self.layers = []
         for layer in model.layers:
             heads = [(t(h.W_Q), t(h.W_K), t(h.W_V), t(h.W_O)) for h in layer.heads]
-            mlp = None if layer.mlp is None else tuple(t(a) for a in (layer.mlp.W_in, layer.mlp.b_in, layer.mlp.W_out, layer.mlp.b_out))
+            mlp = (
+                None
+                if layer.mlp is None
+                else tuple(t(a) for a in (layer.mlp.W_in, layer.mlp.b_in, layer.mlp.W_out, layer.mlp.b_out))
+            )
             self.layers.append((heads, mlp))
         if not hasattr(model.decoder, "W_U"):
             raise TypeError("the torch baseline handles the linear decoder only")
@@ -81,7 +86,9 @@ class TorchModel:
             for W_Q, W_K, W_V, W_O in heads:
                 q, k, v = x @ W_Q, x @ W_K, x @ W_V
                 if fused:
-                    z = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal, scale=1.0)
+                    z = torch.nn.functional.scaled_dot_product_attention(
+                        q, k, v, is_causal=self.causal, scale=1.0
+                    )
                 else:
                     scores = q @ k.transpose(-1, -2)  # [batch query key], no 1/sqrt(d) scaling
                     if hidden is not None:
@@ -110,8 +117,16 @@ def forward_flops(model: Transformer, n: int) -> dict[str, int]:
     """Floating-point operations of one float64 forward pass over one sequence of length n, as
     headcount executes it (the full n×n score matrix, masked entries included)."""
     d = model.d_model
-    f = {"embedding": n * d, "projections_qkvo": 0, "scores_qk": 0, "softmax": 0, "attention_value": 0,
-         "residual": 0, "mlp": 0, "decoder": 0}
+    f = {
+        "embedding": n * d,
+        "projections_qkvo": 0,
+        "scores_qk": 0,
+        "softmax": 0,
+        "attention_value": 0,
+        "residual": 0,
+        "mlp": 0,
+        "decoder": 0,
+    }
     for layer in model.layers:
         for h in layer.heads:
             dh, dv = h.W_Q.shape[1], h.W_V.shape[1]
@@ -188,7 +203,9 @@ def throughput(n: int, S: int, seqs: int, repeats: int, cert_repeats: int, bits:
     }
     # Interleaved repeats (headcount, torch, torch SDPA, torch 1 thread, headcount, ...), best of each: on a
     # shared machine all of them see the same background load.
-    log(f"n={n}: headcount float64 predict / torch float64 (SDPA, 1 thread), interleaved ({seqs} seq x {repeats})")
+    log(
+        f"n={n}: headcount float64 predict / torch float64 (SDPA, 1 thread), interleaved ({seqs} seq x {repeats})"
+    )
     best = {name: float("inf") for name in runs}
     outputs: dict[str, np.ndarray] = {}
     for _ in range(repeats):
@@ -217,7 +234,9 @@ def throughput(n: int, S: int, seqs: int, repeats: int, cert_repeats: int, bits:
     out["float64_flops_per_s"] = flops["total"] * seqs / out["float64_seconds"]
     out["torch_flops_per_s"] = flops["total"] * seqs / out["torch_seconds"]
     out["n2_bytes_per_sequence_estimate"] = n2_bytes_per_forward(model, n)
-    out["float64_n2_bytes_per_s_estimate"] = out["n2_bytes_per_sequence_estimate"] * seqs / out["float64_seconds"]
+    out["float64_n2_bytes_per_s_estimate"] = (
+        out["n2_bytes_per_sequence_estimate"] * seqs / out["float64_seconds"]
+    )
     return out
 
 
@@ -228,8 +247,9 @@ def attend_breakdown(n: int, S: int, repeats: int = 3) -> dict[str, float]:
     costs when skipped where its result underflows to exactly 0 (a bit-identical alternative)."""
     model = two_layer_induction(n, S)
     tokens = task.uniform(np.random.default_rng(7), 1, n, S)
-    after_layer1 = residual_stream(Transformer(model.W_E, model.W_pos, model.layers[:1], model.decoder, model.mask),
-                                   tokens, FLOAT64)
+    after_layer1 = residual_stream(
+        Transformer(model.W_E, model.W_pos, model.layers[:1], model.decoder, model.mask), tokens, FLOAT64
+    )
     embedded = model.W_E[tokens] + model.W_pos[:n]
     ms: dict[str, float] = {}
 
@@ -239,8 +259,11 @@ def attend_breakdown(n: int, S: int, repeats: int = 3) -> dict[str, float]:
         return r
 
     bias = step("mask_bias (once per forward)", lambda: mask_bias(n, "causal"))
-    heads = [("L1 previous-token", embedded, model.layers[0].heads[0]), ("L1 duplicate", embedded, model.layers[0].heads[1]),
-             ("L2 induction", after_layer1, model.layers[1].heads[0])]
+    heads = [
+        ("L1 previous-token", embedded, model.layers[0].heads[0]),
+        ("L1 duplicate", embedded, model.layers[0].heads[1]),
+        ("L2 induction", after_layer1, model.layers[1].heads[0]),
+    ]
     for label, x, head in heads:
         q, k, v = x @ head.W_Q, x @ head.W_K, x @ head.W_V
         step(f"attend() {label}", lambda: attend(q, k, v, bias, FLOAT64))
@@ -256,14 +279,20 @@ def attend_breakdown(n: int, S: int, repeats: int = 3) -> dict[str, float]:
     step("L2: weights @ v, / sum", lambda: (e @ v) / total)
     # exp(x) rounds to exactly 0 for x < -745.14; numpy's SIMD exp takes a slow path on such inputs.
     alt = np.zeros_like(scores)
-    step("L2: exp only where scores > -745.2 (alternative)", lambda: np.exp(scores, out=alt, where=scores > -745.2))
+    step(
+        "L2: exp only where scores > -745.2 (alternative)",
+        lambda: np.exp(scores, out=alt, where=scores > -745.2),
+    )
     ms["L2: alternative exp bit-identical"] = float(np.array_equal(alt, e))
-    ms["L2: fraction of finite shifted scores < -745.2"] = float((scores[np.isfinite(scores)] < -745.2).mean())
+    ms["L2: fraction of finite shifted scores < -745.2"] = float(
+        (scores[np.isfinite(scores)] < -745.2).mean()
+    )
     return ms
 
 
-def exactness_sweep(dtype: str, n_start: int, n_stop: int, uniform_seqs: int, far_seqs: int,
-                    max_bytes: float) -> dict[str, Any]:
+def exactness_sweep(
+    dtype: str, n_start: int, n_stop: int, uniform_seqs: int, far_seqs: int, max_bytes: float
+) -> dict[str, Any]:
     """Largest power-of-two n ≤ n_stop with outputs equal to the reference in `dtype`; stops at the first
     failing n; skips n whose estimated peak memory exceeds max_bytes."""
     # Peak bytes per n² of one sequence's predict, measured with tracemalloc at n=1024, rounded up.
@@ -292,23 +321,41 @@ def exactness_sweep(dtype: str, n_start: int, n_stop: int, uniform_seqs: int, fa
                 got = predict(model, seq[None], prec)
             wrong = np.flatnonzero(got[0] != ref[0])
             if wrong.size:
-                failure = {"family": family, "wrong_positions": int(wrong.size), "first_wrong_position": int(wrong[0])}
+                failure = {
+                    "family": family,
+                    "wrong_positions": int(wrong.size),
+                    "first_wrong_position": int(wrong[0]),
+                }
                 break
         seconds = time.perf_counter() - t0
-        row = {"n": n, "S": S, "exact": failure is None, "seconds": round(seconds, 3), "sequences": len(inputs)}
+        row = {
+            "n": n,
+            "S": S,
+            "exact": failure is None,
+            "seconds": round(seconds, 3),
+            "sequences": len(inputs),
+        }
         if failure:
             row.update(failure)
         rows.append(row)
-        log(f"{dtype}: n={n} S={S} {'exact' if failure is None else 'FAILS ' + json.dumps(failure)} ({seconds:.1f}s)")
+        log(
+            f"{dtype}: n={n} S={S} {'exact' if failure is None else 'FAILS ' + json.dumps(failure)} ({seconds:.1f}s)"
+        )
         if failure is not None:
             first_failure = n
             break
         largest_exact = n
         n *= 2
     skipped = [r["n"] for r in rows if r.get("skipped")]
-    return {"dtype": dtype, "largest_exact_n": largest_exact, "first_failing_n": first_failure,
-            "skipped_n": skipped, "tested_up_to": n_stop, "inputs_per_n": f"{uniform_seqs} uniform (S=min(n,64)) + {far_seqs} latest_match_far_back",
-            "rows": rows}
+    return {
+        "dtype": dtype,
+        "largest_exact_n": largest_exact,
+        "first_failing_n": first_failure,
+        "skipped_n": skipped,
+        "tested_up_to": n_stop,
+        "inputs_per_n": f"{uniform_seqs} uniform (S=min(n,64)) + {far_seqs} latest_match_far_back",
+        "rows": rows,
+    }
 
 
 SOUNDNESS_BASELINE_REV = "1d68060"  # the last commit before the soundness work of issue 11
@@ -323,8 +370,12 @@ def load_bounds_at(rev: str):
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
-        text = subprocess.run(["git", "-C", root, "show", f"{rev}:src/headcount/core/bounds.py"], check=True,
-                              capture_output=True, text=True).stdout
+        text = subprocess.run(
+            ["git", "-C", root, "show", f"{rev}:src/headcount/core/bounds.py"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
@@ -351,20 +402,43 @@ def soundness_cost(n: int, S: int, seqs: int, repeats: int, bits: int, baseline)
             mid, rad = module.residual_bounds(model, tokens, fixed(bits))
             best[name] = min(best[name], time.perf_counter() - t0)
             proven[name] = bool(model.decoder.decode_bounds(mid, rad)[1].all())
-    return {"n": n, "S": S, "seconds_now": best["now"], "seconds_baseline": best["baseline"],
-            "all_proven_now": proven["now"], "all_proven_baseline": proven["baseline"]}
+    return {
+        "n": n,
+        "S": S,
+        "seconds_now": best["now"],
+        "seconds_baseline": best["baseline"],
+        "all_proven_now": proven["now"],
+        "all_proven_baseline": proven["baseline"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smaller run (< 60 s): fewer sequences, sweeps up to n=4096")
-    ap.add_argument("--json", action="store_true", help="print one JSON object on stdout (the table goes to stderr)")
-    ap.add_argument("--certify-p", action="store_true",
-                    help="take p for the certified timing from certify_induction(samples=2) at each n (slow: ~2 min at n=4096)")
-    ap.add_argument("--bits", type=int, default=24, help="fixed:p precision for the certified timing (default 24)")
-    ap.add_argument("--max-gb", type=float, default=6.0, help="skip sweep lengths whose estimated peak memory exceeds this")
-    ap.add_argument("--baseline-rev", default=SOUNDNESS_BASELINE_REV,
-                    help="git revision whose core/bounds.py is timed against today's (the soundness checks' cost)")
+    ap.add_argument(
+        "--quick", action="store_true", help="smaller run (< 60 s): fewer sequences, sweeps up to n=4096"
+    )
+    ap.add_argument(
+        "--json", action="store_true", help="print one JSON object on stdout (the table goes to stderr)"
+    )
+    ap.add_argument(
+        "--certify-p",
+        action="store_true",
+        help="take p for the certified timing from certify_induction(samples=2) at each n (slow: ~2 min at n=4096)",
+    )
+    ap.add_argument(
+        "--bits", type=int, default=24, help="fixed:p precision for the certified timing (default 24)"
+    )
+    ap.add_argument(
+        "--max-gb",
+        type=float,
+        default=6.0,
+        help="skip sweep lengths whose estimated peak memory exceeds this",
+    )
+    ap.add_argument(
+        "--baseline-rev",
+        default=SOUNDNESS_BASELINE_REV,
+        help="git revision whose core/bounds.py is timed against today's (the soundness checks' cost)",
+    )
     args = ap.parse_args(argv)
     quick = args.quick
 
@@ -372,24 +446,34 @@ def main(argv: list[str] | None = None) -> int:
     torch_threads = blas_threads or os.cpu_count() or 1
     torch.set_num_threads(torch_threads)
     machine = machine_info(torch.get_num_threads(), blas_threads)
-    log(f"machine: {machine['cpu']}, {machine['cpus_usable']} cpus, numpy {machine['numpy']} "
-        f"({machine.get('numpy_blas', '?')}, {blas_threads} BLAS threads), torch {machine['torch']} ({torch.get_num_threads()} threads)")
+    log(
+        f"machine: {machine['cpu']}, {machine['cpus_usable']} cpus, numpy {machine['numpy']} "
+        f"({machine.get('numpy_blas', '?')}, {blas_threads} BLAS threads), torch {machine['torch']} ({torch.get_num_threads()} threads)"
+    )
 
     results: dict[str, Any] = {"machine": machine, "mode": "quick" if quick else "default"}
     figures: list[dict[str, Any]] = []
 
     # --- 0. precision: certify_induction at n=1024 (default mode), or at every timed n (--certify-p) ---
-    configs = [(1024, 16, 2 if quick else 4, 3 if quick else 5, 1 if quick else 2),
-               (4096, 64, 1 if quick else 2, 2 if quick else 3, 1)]
+    configs = [
+        (1024, 16, 2 if quick else 4, 3 if quick else 5, 1 if quick else 2),
+        (4096, 64, 1 if quick else 2, 2 if quick else 3, 1),
+    ]
     cert_runs = {}
     for n, S, *_ in configs:
         if (n == 1024 and not quick) or args.certify_p:
             log(f"certify_induction(two_layer_induction({n}, {S}), samples=2)")
             t0 = time.perf_counter()
             c = certify_induction(two_layer_induction(n, S), n, S, samples=2, seed=0)
-            cert_runs[n] = {k: c[k] for k in ("precision_bits", "certified", "inputs_checked", "errors", "dtypes_exact")}
+            cert_runs[n] = {
+                k: c[k] for k in ("precision_bits", "certified", "inputs_checked", "errors", "dtypes_exact")
+            }
             cert_runs[n]["seconds"] = round(time.perf_counter() - t0, 2)
-            figures.append(figure(f"certify_induction n={n} S={S} (samples=2): precision_bits", c["precision_bits"], "bits"))
+            figures.append(
+                figure(
+                    f"certify_induction n={n} S={S} (samples=2): precision_bits", c["precision_bits"], "bits"
+                )
+            )
     results["certify_induction"] = cert_runs
 
     # --- 1 & 2. throughput ----------------------------------------------------------------------------
@@ -399,18 +483,54 @@ def main(argv: list[str] | None = None) -> int:
         r = throughput(n, S, seqs, repeats, cert_repeats, bits)
         results["throughput"].append(r)
         tag = f"n={n} S={S}"
-        figures.append(figure(f"certified positions/s {tag} fixed:{bits}", r["certified_positions_per_s"], "pos/s",
-                              "headcount float64 predict", r["float64_positions_per_s"]))
-        figures.append(figure(f"certified outputs == reference and all certified {tag}",
-                              r["certified_matches_reference"] and r["certified_all"]))
-        figures.append(figure(f"headcount float64 predict positions/s {tag}", r["float64_positions_per_s"], "pos/s",
-                              "torch float64", r["torch_positions_per_s"]))
-        figures.append(figure(f"torch float64 outputs identical to headcount {tag}",
-                              r["torch_identical_to_headcount"] and r["float64_matches_reference"]))
-        figures.append(figure(f"headcount float64 predict positions/s {tag} vs torch SDPA", r["float64_positions_per_s"],
-                              "pos/s", "torch float64 scaled_dot_product_attention", r["torch_sdpa_positions_per_s"]))
-        figures.append(figure(f"headcount float64 predict positions/s {tag} vs torch 1 thread", r["float64_positions_per_s"],
-                              "pos/s", "torch float64, torch.set_num_threads(1)", r["torch_1thread_positions_per_s"]))
+        figures.append(
+            figure(
+                f"certified positions/s {tag} fixed:{bits}",
+                r["certified_positions_per_s"],
+                "pos/s",
+                "headcount float64 predict",
+                r["float64_positions_per_s"],
+            )
+        )
+        figures.append(
+            figure(
+                f"certified outputs == reference and all certified {tag}",
+                r["certified_matches_reference"] and r["certified_all"],
+            )
+        )
+        figures.append(
+            figure(
+                f"headcount float64 predict positions/s {tag}",
+                r["float64_positions_per_s"],
+                "pos/s",
+                "torch float64",
+                r["torch_positions_per_s"],
+            )
+        )
+        figures.append(
+            figure(
+                f"torch float64 outputs identical to headcount {tag}",
+                r["torch_identical_to_headcount"] and r["float64_matches_reference"],
+            )
+        )
+        figures.append(
+            figure(
+                f"headcount float64 predict positions/s {tag} vs torch SDPA",
+                r["float64_positions_per_s"],
+                "pos/s",
+                "torch float64 scaled_dot_product_attention",
+                r["torch_sdpa_positions_per_s"],
+            )
+        )
+        figures.append(
+            figure(
+                f"headcount float64 predict positions/s {tag} vs torch 1 thread",
+                r["float64_positions_per_s"],
+                "pos/s",
+                "torch float64, torch.set_num_threads(1)",
+                r["torch_1thread_positions_per_s"],
+            )
+        )
 
     # --- 2b. what the soundness checks cost: today's rigorous pass against the baseline revision's ---------
     baseline = load_bounds_at(args.baseline_rev)
@@ -421,9 +541,15 @@ def main(argv: list[str] | None = None) -> int:
         log(f"n={n}: residual_bounds today vs {args.baseline_rev} ({seqs} seq x {repeats}, alternating)")
         r = soundness_cost(n, S, seqs, repeats, args.bits, baseline)
         results["soundness_cost"].append(r)
-        figures.append(figure(f"rigorous pass seconds n={n} S={S} fixed:{args.bits} (all proven: {r['all_proven_now']})",
-                              r["seconds_now"], "s", f"bounds at {args.baseline_rev} (all proven: "
-                              f"{r['all_proven_baseline']})", r["seconds_baseline"]))
+        figures.append(
+            figure(
+                f"rigorous pass seconds n={n} S={S} fixed:{args.bits} (all proven: {r['all_proven_now']})",
+                r["seconds_now"],
+                "s",
+                f"bounds at {args.baseline_rev} (all proven: {r['all_proven_baseline']})",
+                r["seconds_baseline"],
+            )
+        )
 
     # --- 3. FLOPs -------------------------------------------------------------------------------------
     log("numpy float64 matmul peak (2048x2048 @ 2048x2048, best of 3)")
@@ -435,10 +561,24 @@ def main(argv: list[str] | None = None) -> int:
     for r in results["throughput"]:
         tag = f"n={r['n']} S={r['S']}"
         figures.append(figure(f"FLOPs per sequence {tag}", r["flops_per_sequence"]["total"], "flop"))
-        figures.append(figure(f"headcount float64 forward FLOP/s {tag}", r["float64_flops_per_s"], "flop/s",
-                              "numpy float64 matmul peak", peak))
-        figures.append(figure(f"headcount float64 forward n×n-tensor traffic {tag} (estimate)",
-                              r["float64_n2_bytes_per_s_estimate"], "B/s", "np.copyto bandwidth", bandwidth))
+        figures.append(
+            figure(
+                f"headcount float64 forward FLOP/s {tag}",
+                r["float64_flops_per_s"],
+                "flop/s",
+                "numpy float64 matmul peak",
+                peak,
+            )
+        )
+        figures.append(
+            figure(
+                f"headcount float64 forward n×n-tensor traffic {tag} (estimate)",
+                r["float64_n2_bytes_per_s_estimate"],
+                "B/s",
+                "np.copyto bandwidth",
+                bandwidth,
+            )
+        )
     if not quick:
         log("attend step breakdown at n=4096")
         results["attend_breakdown_ms_n4096"] = attend_breakdown(4096, 64)
@@ -454,16 +594,28 @@ def main(argv: list[str] | None = None) -> int:
     }
     for dtype, sweep in results["exactness"].items():
         value = sweep["largest_exact_n"]
-        note = f"first failure n={sweep['first_failing_n']}" if sweep["first_failing_n"] else f"no failure up to n={n_stop}"
+        note = (
+            f"first failure n={sweep['first_failing_n']}"
+            if sweep["first_failing_n"]
+            else f"no failure up to n={n_stop}"
+        )
         if sweep["skipped_n"]:
             note += f", skipped n={sweep['skipped_n']} (memory)"
         figures.append(figure(f"largest exact n in {dtype} ({note})", value))
 
-    table = finish_table(results, figures, f"headcount induction benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
-          f"numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} ({blas_threads} BLAS threads; ufuncs 1 thread), "
-          f"torch {machine['torch']} ({machine['torch_threads']} threads)", args.json)
+    table = finish_table(
+        results,
+        figures,
+        f"headcount induction benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
+        f"numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} ({blas_threads} BLAS threads; ufuncs 1 thread), "
+        f"torch {machine['torch']} ({machine['torch_threads']} threads)",
+        args.json,
+    )
     if "attend_breakdown_ms_n4096" in results:
-        print("  where headcount's float64 forward spends its time, n=4096, one sequence (ms unless noted):", file=table)
+        print(
+            "  where headcount's float64 forward spends its time, n=4096, one sequence (ms unless noted):",
+            file=table,
+        )
         for k, v in results["attend_breakdown_ms_n4096"].items():
             print(f"    {k}: {v:.3g}", file=table)
     print(f"  total time: {results['seconds_total']} s", file=table)

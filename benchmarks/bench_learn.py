@@ -42,11 +42,10 @@ import torch
 import torch.nn.functional as F_nn
 from torch import nn
 
-from headcount.learn.models import SequenceConfig, SequenceModel
-from headcount.learn.train import INDUCTION_LR, IGNORE, fit, induction_batch, lr_at, one_thread
-
 from bench_common import best_time, figure, finish_table, log, numpy_blas_threads
 from bench_common import machine_info as common_machine_info
+from headcount.learn.models import SequenceConfig, SequenceModel
+from headcount.learn.train import IGNORE, INDUCTION_LR, fit, induction_batch, lr_at, one_thread
 
 ALPHABET = 4  # the training experiments' default alphabet
 BATCH = 64
@@ -74,10 +73,19 @@ class EncoderBaseline(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(n_ctx, dim)
-        layer = nn.TransformerEncoderLayer(dim, heads, dim_feedforward=d_ff, dropout=0.0, activation="relu",
-                                           batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            dim,
+            heads,
+            dim_feedforward=d_ff,
+            dropout=0.0,
+            activation="relu",
+            batch_first=True,
+            norm_first=True,
+        )
         # enable_nested_tensor only matters for padding masks (none here) and warns with norm_first
-        self.encoder = nn.TransformerEncoder(layer, layers, norm=nn.LayerNorm(dim), enable_nested_tensor=False)
+        self.encoder = nn.TransformerEncoder(
+            layer, layers, norm=nn.LayerNorm(dim), enable_nested_tensor=False
+        )
         self.decoder = nn.Linear(dim, classes)
         self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(n_ctx), persistent=False)
 
@@ -94,8 +102,19 @@ def build(kind: str, size: dict[str, int]) -> nn.Module:
     if kind == "encoder":
         return EncoderBaseline(ALPHABET, ALPHABET + 1, n, L, H, d, 4 * d)
     full = kind == "ours_full"
-    return SequenceModel(SequenceConfig(vocab=ALPHABET, alphabet=ALPHABET, n_ctx=n, layers=L, heads=H, dim=d,
-                                        mlp=full, layernorm=full, d_mlp=4 * d if full else None))
+    return SequenceModel(
+        SequenceConfig(
+            vocab=ALPHABET,
+            alphabet=ALPHABET,
+            n_ctx=n,
+            layers=L,
+            heads=H,
+            dim=d,
+            mlp=full,
+            layernorm=full,
+            d_mlp=4 * d if full else None,
+        )
+    )
 
 
 def parameter_count(model: nn.Module) -> int:
@@ -112,8 +131,9 @@ def batches(size: dict[str, int], count: int) -> list[tuple[np.ndarray, np.ndarr
 def batch_loss(model: nn.Module, inputs: np.ndarray, target: np.ndarray) -> torch.Tensor:
     """train_induction's loss: cross-entropy over every position, ⊥ (class alphabet) included."""
     logits = model(torch.from_numpy(inputs))
-    return F_nn.cross_entropy(logits.reshape(-1, ALPHABET + 1), torch.from_numpy(target).reshape(-1),
-                              ignore_index=IGNORE)
+    return F_nn.cross_entropy(
+        logits.reshape(-1, ALPHABET + 1), torch.from_numpy(target).reshape(-1), ignore_index=IGNORE
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -126,8 +146,15 @@ class Trainer:
     (betas (0.9, 0.98)), lr_at schedule over `steps` with fit's default warm-up, zero_grad(set_to_none),
     clip_grad_norm_ at 1 and loss.item() per step. check_fit() verifies that it reproduces fit exactly."""
 
-    def __init__(self, model: nn.Module, data: list[tuple[np.ndarray, np.ndarray]], steps: int,
-                 lr: float = INDUCTION_LR, weight_decay: float = WEIGHT_DECAY, clip: float = 1.0):
+    def __init__(
+        self,
+        model: nn.Module,
+        data: list[tuple[np.ndarray, np.ndarray]],
+        steps: int,
+        lr: float = INDUCTION_LR,
+        weight_decay: float = WEIGHT_DECAY,
+        clip: float = 1.0,
+    ):
         self.model, self.data, self.steps, self.lr, self.clip = model, data, steps, lr, clip
         self.warmup = max(1, min(100, steps // 10))  # fit's default
         self.opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
@@ -154,7 +181,9 @@ def check_fit(kind: str, size: dict[str, int], steps: int) -> bool:
     data = batches(size, steps)
     a = build(kind, size)
     b = copy.deepcopy(a)
-    losses_fit = fit(a, lambda step: batch_loss(a, *data[step]), steps, INDUCTION_LR, weight_decay=WEIGHT_DECAY)
+    losses_fit = fit(
+        a, lambda step: batch_loss(a, *data[step]), steps, INDUCTION_LR, weight_decay=WEIGHT_DECAY
+    )
     trainer = Trainer(b, data, steps)
     trainer.run(steps)
     same_weights = all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
@@ -191,18 +220,30 @@ def train_timing(size: dict[str, int], warmup: int, block: int, rounds: int) -> 
         for kind, t in trainers.items():
             s, _ = best_time(lambda: t.run(block), 1)
             seconds[kind].append(s)
-    out: dict[str, Any] = {"warmup_steps": warmup, "block_steps": block, "rounds": rounds, "threads": torch.get_num_threads()}
+    out: dict[str, Any] = {
+        "warmup_steps": warmup,
+        "block_steps": block,
+        "rounds": rounds,
+        "threads": torch.get_num_threads(),
+    }
     for kind, t in trainers.items():
         timed = t.losses[warmup:]
         first, last = float(np.mean(timed[:block])), float(np.mean(timed[-block:]))
-        out[kind] = {"steps_per_s": block / min(seconds[kind]), "block_seconds": seconds[kind],
-                     "first_loss": t.losses[0], "loss_first_timed_block": first, "loss_last_timed_block": last,
-                     "loss_decreased": last < first}
+        out[kind] = {
+            "steps_per_s": block / min(seconds[kind]),
+            "block_seconds": seconds[kind],
+            "first_loss": t.losses[0],
+            "loss_first_timed_block": first,
+            "loss_last_timed_block": last,
+            "loss_decreased": last < first,
+        }
     out["models"] = {kind: t.model for kind, t in trainers.items()}  # dropped before JSON
     return out
 
 
-def forward_timing(models: dict[str, nn.Module], size: dict[str, int], calls: int, rounds: int) -> dict[str, Any]:
+def forward_timing(
+    models: dict[str, nn.Module], size: dict[str, int], calls: int, rounds: int
+) -> dict[str, Any]:
     """Forward-only batches/s (eval mode, no grad) on one batch, best of `rounds` interleaved blocks."""
     x = torch.from_numpy(batches(size, 1)[0][0])
     seconds = {kind: [] for kind in models}
@@ -219,15 +260,20 @@ def forward_timing(models: dict[str, nn.Module], size: dict[str, int], calls: in
     for _ in range(rounds):
         for kind, m in models.items():
             seconds[kind].append(best_time(lambda: forwards(m), 1)[0])
-    return {"calls": calls, "rounds": rounds, **{kind: {"batches_per_s": calls / min(s), "block_seconds": s}
-                                                  for kind, s in seconds.items()}}
+    return {
+        "calls": calls,
+        "rounds": rounds,
+        **{kind: {"batches_per_s": calls / min(s), "block_seconds": s} for kind, s in seconds.items()},
+    }
 
 
 def data_timing(size: dict[str, int], calls: int, repeats: int) -> float:
     """Seconds per induction_batch call (the per-step data cost train_induction pays), best of `repeats`."""
     rng = np.random.default_rng(SEED)
-    s, _ = best_time(lambda: [induction_batch(rng, BATCH, size["n"], ALPHABET, 1, False, "uniform") for _ in range(calls)],
-                     repeats)
+    s, _ = best_time(
+        lambda: [induction_batch(rng, BATCH, size["n"], ALPHABET, 1, False, "uniform") for _ in range(calls)],
+        repeats,
+    )
     return s / calls
 
 
@@ -242,32 +288,52 @@ def size_tag(size: dict[str, int]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smaller run (< 30 s): the first size only, fewer steps")
-    ap.add_argument("--json", action="store_true", help="print one JSON object on stdout (the table goes to stderr)")
-    ap.add_argument("--two-threads", action="store_true",
-                    help="add 2-thread training rows (fresh models, fewer steps; ~30-50 s more, noisy on a shared machine)")
+    ap.add_argument(
+        "--quick", action="store_true", help="smaller run (< 30 s): the first size only, fewer steps"
+    )
+    ap.add_argument(
+        "--json", action="store_true", help="print one JSON object on stdout (the table goes to stderr)"
+    )
+    ap.add_argument(
+        "--two-threads",
+        action="store_true",
+        help="add 2-thread training rows (fresh models, fewer steps; ~30-50 s more, noisy on a shared machine)",
+    )
     args = ap.parse_args(argv)
     quick = args.quick
     two_threads = args.two_threads
 
     threads_at_start = torch.get_num_threads()
-    machine = common_machine_info(numpy_blas_threads(), versions={"torch": torch.__version__},
-                                  threads={"torch_threads": 1, "torch_threads_default": threads_at_start})
-    log(f"machine: {machine['cpu']}, {machine['cpus_usable']} cpus, torch {torch.__version__} "
-        f"(default {threads_at_start} threads; timed with 1{' and 2' if two_threads else ''})")
+    machine = common_machine_info(
+        numpy_blas_threads(),
+        versions={"torch": torch.__version__},
+        threads={"torch_threads": 1, "torch_threads_default": threads_at_start},
+    )
+    log(
+        f"machine: {machine['cpu']}, {machine['cpus_usable']} cpus, torch {torch.__version__} "
+        f"(default {threads_at_start} threads; timed with 1{' and 2' if two_threads else ''})"
+    )
     sizes = [{"n": 16, "dim": 32, "layers": 2, "heads": 1}]
     if not quick:
         sizes.append({"n": 64, "dim": 64, "layers": 2, "heads": 4})
     # (warm-up steps, timed block steps, rounds) for training; (calls, rounds) for forward-only
-    plan = {16: ((20, 25, 5), (50, 5)) if quick else ((20, 40, 7), (100, 7)),
-            64: ((10, 15, 7), (20, 7))}
+    plan = {16: ((20, 25, 5), (50, 5)) if quick else ((20, 40, 7), (100, 7)), 64: ((10, 15, 7), (20, 7))}
     plan_two = {16: (10, 20, 3), 64: (5, 10, 2)}
     results: dict[str, Any] = {
-        "machine": machine, "mode": "quick" if quick else "default",
-        "settings": {"alphabet": ALPHABET, "batch": BATCH, "lr": INDUCTION_LR, "weight_decay": WEIGHT_DECAY,
-                     "betas": [0.9, 0.98], "clip": 1.0, "seed": SEED, "generator": "uniform",
-                     "encoder": "pre-LN (norm_first) nn.TransformerEncoderLayer, ReLU, dim_feedforward 4d, dropout 0, "
-                                "final LayerNorm, is_causal=True"},
+        "machine": machine,
+        "mode": "quick" if quick else "default",
+        "settings": {
+            "alphabet": ALPHABET,
+            "batch": BATCH,
+            "lr": INDUCTION_LR,
+            "weight_decay": WEIGHT_DECAY,
+            "betas": [0.9, 0.98],
+            "clip": 1.0,
+            "seed": SEED,
+            "generator": "uniform",
+            "encoder": "pre-LN (norm_first) nn.TransformerEncoderLayer, ReLU, dim_feedforward 4d, dropout 0, "
+            "final LayerNorm, is_causal=True",
+        },
         "sizes": [],
     }
     figures: list[dict[str, Any]] = []
@@ -297,35 +363,98 @@ def main(argv: list[str] | None = None) -> int:
             results["sizes"].append(row)
 
             p, enc = row["params"], tr["encoder"]
-            figures.append(figure(f"{tag} — parameters (a) SequenceModel mlp+LN, d_mlp=4d", p["ours_full"], "",
-                                  "nn.TransformerEncoder model", p["encoder"]))
-            figures.append(figure(f"{tag} — parameters (b) SequenceModel attention-only", p["ours_attn"], "",
-                                  "nn.TransformerEncoder model", p["encoder"]))
-            figures.append(figure(f"{tag} — training steps/s, 1 thread, (a) SequenceModel mlp+LN vs encoder (same size)",
-                                  tr["ours_full"]["steps_per_s"], "steps/s", "nn.TransformerEncoder", enc["steps_per_s"]))
-            figures.append(figure(f"{tag} — training steps/s, 1 thread, (b) SequenceModel attention-only vs encoder",
-                                  tr["ours_attn"]["steps_per_s"], "steps/s", "nn.TransformerEncoder", enc["steps_per_s"]))
+            figures.append(
+                figure(
+                    f"{tag} — parameters (a) SequenceModel mlp+LN, d_mlp=4d",
+                    p["ours_full"],
+                    "",
+                    "nn.TransformerEncoder model",
+                    p["encoder"],
+                )
+            )
+            figures.append(
+                figure(
+                    f"{tag} — parameters (b) SequenceModel attention-only",
+                    p["ours_attn"],
+                    "",
+                    "nn.TransformerEncoder model",
+                    p["encoder"],
+                )
+            )
+            figures.append(
+                figure(
+                    f"{tag} — training steps/s, 1 thread, (a) SequenceModel mlp+LN vs encoder (same size)",
+                    tr["ours_full"]["steps_per_s"],
+                    "steps/s",
+                    "nn.TransformerEncoder",
+                    enc["steps_per_s"],
+                )
+            )
+            figures.append(
+                figure(
+                    f"{tag} — training steps/s, 1 thread, (b) SequenceModel attention-only vs encoder",
+                    tr["ours_attn"]["steps_per_s"],
+                    "steps/s",
+                    "nn.TransformerEncoder",
+                    enc["steps_per_s"],
+                )
+            )
             decreased = all(tr[kind]["loss_decreased"] for kind in MODELS)
             ok &= decreased
-            figures.append(figure(f"{tag} — check: every model's loss falls over the timed steps (mean of first → last "
-                                  "timed block: " + ", ".join(
-                                      f"{kind} {tr[kind]['loss_first_timed_block']:.3f} → {tr[kind]['loss_last_timed_block']:.3f}"
-                                      for kind in MODELS) + ")", decreased))
+            figures.append(
+                figure(
+                    f"{tag} — check: every model's loss falls over the timed steps (mean of first → last "
+                    "timed block: "
+                    + ", ".join(
+                        f"{kind} {tr[kind]['loss_first_timed_block']:.3f} → {tr[kind]['loss_last_timed_block']:.3f}"
+                        for kind in MODELS
+                    )
+                    + ")",
+                    decreased,
+                )
+            )
             is_causal = all(row["causal"].values())
             ok &= is_causal
-            figures.append(figure(f"{tag} — check: every model is causal (train and eval forward)", is_causal))
-            figures.append(figure(f"{tag} — forward-only batches/s (eval, no grad), 1 thread, (a) SequenceModel mlp+LN",
-                                  fw["ours_full"]["batches_per_s"], "batches/s", "nn.TransformerEncoder",
-                                  fw["encoder"]["batches_per_s"]))
-            figures.append(figure(f"{tag} — forward-only batches/s (eval, no grad), 1 thread, (b) SequenceModel attention-only",
-                                  fw["ours_attn"]["batches_per_s"], "batches/s", "nn.TransformerEncoder",
-                                  fw["encoder"]["batches_per_s"]))
-            figures.append(figure(f"{tag} — induction_batch ms per batch (data; not in the step times, train_induction "
-                                  "pays it every step)", 1e3 * row["data_seconds_per_batch"], "ms",
-                                  "attention-only step", 1e3 / tr["ours_attn"]["steps_per_s"]))
+            figures.append(
+                figure(f"{tag} — check: every model is causal (train and eval forward)", is_causal)
+            )
+            figures.append(
+                figure(
+                    f"{tag} — forward-only batches/s (eval, no grad), 1 thread, (a) SequenceModel mlp+LN",
+                    fw["ours_full"]["batches_per_s"],
+                    "batches/s",
+                    "nn.TransformerEncoder",
+                    fw["encoder"]["batches_per_s"],
+                )
+            )
+            figures.append(
+                figure(
+                    f"{tag} — forward-only batches/s (eval, no grad), 1 thread, (b) SequenceModel attention-only",
+                    fw["ours_attn"]["batches_per_s"],
+                    "batches/s",
+                    "nn.TransformerEncoder",
+                    fw["encoder"]["batches_per_s"],
+                )
+            )
+            figures.append(
+                figure(
+                    f"{tag} — induction_batch ms per batch (data; not in the step times, train_induction "
+                    "pays it every step)",
+                    1e3 * row["data_seconds_per_batch"],
+                    "ms",
+                    "attention-only step",
+                    1e3 / tr["ours_attn"]["steps_per_s"],
+                )
+            )
 
-    figures.insert(0, figure("check: the benchmark's training step reproduces train.fit bit for bit (losses and "
-                             "weights, 15 steps, every model)", all(fit_same.values())))
+    figures.insert(
+        0,
+        figure(
+            "check: the benchmark's training step reproduces train.fit bit for bit (losses and "
+            "weights, 15 steps, every model)",
+            all(fit_same.values()),
+        ),
+    )
 
     if two_threads:
         torch.set_num_threads(2)
@@ -333,21 +462,42 @@ def main(argv: list[str] | None = None) -> int:
             for size, row in zip(sizes, results["sizes"]):
                 tag = size_tag(size)
                 warmup, block, rounds = plan_two[size["n"]]
-                log(f"{tag}: training, 2 threads ({warmup} warm-up + {rounds} × {block} timed steps per model)")
+                log(
+                    f"{tag}: training, 2 threads ({warmup} warm-up + {rounds} × {block} timed steps per model)"
+                )
                 tr = train_timing(size, warmup, block, rounds)
                 tr.pop("models")
                 row["train_2threads"] = tr
                 enc = tr["encoder"]["steps_per_s"]
-                figures.append(figure(f"{tag} — training steps/s, 2 threads, (a) SequenceModel mlp+LN vs encoder",
-                                      tr["ours_full"]["steps_per_s"], "steps/s", "nn.TransformerEncoder", enc))
-                figures.append(figure(f"{tag} — training steps/s, 2 threads, (b) SequenceModel attention-only vs encoder",
-                                      tr["ours_attn"]["steps_per_s"], "steps/s", "nn.TransformerEncoder", enc))
+                figures.append(
+                    figure(
+                        f"{tag} — training steps/s, 2 threads, (a) SequenceModel mlp+LN vs encoder",
+                        tr["ours_full"]["steps_per_s"],
+                        "steps/s",
+                        "nn.TransformerEncoder",
+                        enc,
+                    )
+                )
+                figures.append(
+                    figure(
+                        f"{tag} — training steps/s, 2 threads, (b) SequenceModel attention-only vs encoder",
+                        tr["ours_attn"]["steps_per_s"],
+                        "steps/s",
+                        "nn.TransformerEncoder",
+                        enc,
+                    )
+                )
         finally:
             torch.set_num_threads(threads_at_start)
 
-    table = finish_table(results, figures, f"headcount learn benchmark ({results['mode']}), {machine['cpu']}, "
-                                           f"{machine['cpus_usable']} cpus, torch {torch.__version__} "
-                                           f"(1 thread unless a line says 2)", args.json)
+    table = finish_table(
+        results,
+        figures,
+        f"headcount learn benchmark ({results['mode']}), {machine['cpu']}, "
+        f"{machine['cpus_usable']} cpus, torch {torch.__version__} "
+        f"(1 thread unless a line says 2)",
+        args.json,
+    )
     print(f"  total time: {results['seconds_total']} s", file=table)
     if args.json:
         print(json.dumps(results, default=float))

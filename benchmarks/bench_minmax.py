@@ -27,14 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from bench_common import best_time, figure, finish_table, log, numpy_blas_threads, set_numpy_blas_threads
+from bench_common import machine_info as common_machine_info
 from headcount.minmax.certify import certify_minmax
 from headcount.minmax.construction import max_head, min_head, sign_code
 from headcount.minmax.model import Classifier, TokenHead, random_single_head
 from headcount.minmax.task import count_multisets
 from headcount.minmax.verify import verify_brute, verify_exact_one_head
-
-from bench_common import best_time, figure, finish_table, log, numpy_blas_threads, set_numpy_blas_threads
-from bench_common import machine_info as common_machine_info
 
 
 def machine_info(blas_threads: int | None) -> dict[str, Any]:
@@ -42,8 +41,10 @@ def machine_info(blas_threads: int | None) -> dict[str, Any]:
     import flint
     import scipy
 
-    return common_machine_info(blas_threads, versions={"scipy": scipy.__version__,
-                                                       "python_flint": getattr(flint, "__version__", "?")})
+    return common_machine_info(
+        blas_threads,
+        versions={"scipy": scipy.__version__, "python_flint": getattr(flint, "__version__", "?")},
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -54,14 +55,18 @@ def machine_info(blas_threads: int | None) -> dict[str, Any]:
 FAMILIES = ("random", "perturbed", "construction")
 
 
-def perturbed_min_head(M: int, n: int, seed: int, beta_scale: float = 1.0, noise: float = 0.1) -> tuple[TokenHead, Classifier]:
+def perturbed_min_head(
+    M: int, n: int, seed: int, beta_scale: float = 1.0, noise: float = 0.1
+) -> tuple[TokenHead, Classifier]:
     """The construction's min head with generic weights: scores β_scale·(−β·ω) + 0.01·N(0, 1), values
     code + noise·N(0, 1), θ = those values. At β_scale = 1 it is correct (a generic correct head: no ±1
     structure, no exact ties); at β_scale = 1/2 it is wrong on most small (M, n)."""
     rng = np.random.default_rng(seed)
     head, _ = min_head(M, n, sign_code(M, seed=seed))
     values = head.values + noise * rng.standard_normal(head.values.shape)
-    return TokenHead(beta_scale * head.scores + 0.01 * rng.standard_normal(M), values), Classifier(values.copy())
+    return TokenHead(beta_scale * head.scores + 0.01 * rng.standard_normal(M), values), Classifier(
+        values.copy()
+    )
 
 
 def small_cases(M: int, n: int, seeds: int, d: int) -> list[tuple[str, Any, Any, str]]:
@@ -107,10 +112,18 @@ def exact_vs_brute(M: int, n: int, seeds: int, d: int) -> dict[str, Any]:
         margin_slack = max(margin_slack, diff - (ve.tolerance + vb.tolerance))
     total_e, total_b = sum(t_exact.values()), sum(t_brute.values())
     return {
-        "M": M, "n": n, "multisets": inputs, "cases": len(cases), "random_seeds": seeds, "random_dim": d,
+        "M": M,
+        "n": n,
+        "multisets": inputs,
+        "cases": len(cases),
+        "random_seeds": seeds,
+        "random_dim": d,
         "repeats": repeats,
-        "exact_seconds": total_e, "brute_seconds": total_b, "ratio_brute_over_exact": total_b / total_e,
-        "exact_seconds_by_family": t_exact, "brute_seconds_by_family": t_brute,
+        "exact_seconds": total_e,
+        "brute_seconds": total_b,
+        "ratio_brute_over_exact": total_b / total_e,
+        "exact_seconds_by_family": t_exact,
+        "brute_seconds_by_family": t_brute,
         "construction_ratio_brute_over_exact": t_brute["construction"] / t_exact["construction"],
         "verdicts_agree": bool(agree),
         "verdicts_correct_wrong_by_family": verdicts,
@@ -139,13 +152,21 @@ def scaling(Ms: list[int], n: int, d_random: int, repeats: int) -> dict[str, Any
         hper, cper = perturbed_min_head(M, n, seed=M)
         rnd = random_single_head(np.random.default_rng(M), M, d_random)
         row: dict[str, Any] = {"M": M}
-        for fam, head, clf in (("construction", hmin, cmin), ("perturbed", hper, cper),
-                               ("random", rnd.layer.heads[0], rnd.classifier_min)):
+        for fam, head, clf in (
+            ("construction", hmin, cmin),
+            ("perturbed", hper, cper),
+            ("random", rnd.layer.heads[0], rnd.classifier_min),
+        ):
             t, v = best_time(lambda: verify_exact_one_head(head, clf, "min", n), repeats)
             row.update({f"{fam}_dim": head.dim, f"{fam}_seconds": t, f"{fam}_correct": v.correct})
         rows.append(row)
-        log(f"exact verifier M={M} n={n}: " + ", ".join(
-            f"{fam} (d={row[fam + '_dim']}) {row[fam + '_seconds']:.3g} s [{row[fam + '_correct']}]" for fam in SCALING_FAMILIES))
+        log(
+            f"exact verifier M={M} n={n}: "
+            + ", ".join(
+                f"{fam} (d={row[fam + '_dim']}) {row[fam + '_seconds']:.3g} s [{row[fam + '_correct']}]"
+                for fam in SCALING_FAMILIES
+            )
+        )
     out: dict[str, Any] = {"n": n, "repeats": repeats, "rows": rows}
     for fam in SCALING_FAMILIES:
         ts = [r[f"{fam}_seconds"] for r in rows]
@@ -162,18 +183,37 @@ def scaling(Ms: list[int], n: int, d_random: int, repeats: int) -> dict[str, Any
 
 def certify_timed(M: int, n: int, method: str | None = None, repeats: int = 1) -> dict[str, Any]:
     t, r = best_time(lambda: certify_minmax(M, n, 2, method=method), repeats)
-    return {"M": M, "n": n, "method": r["method"], "seconds": t, "errors_min": r["errors_min"],
-            "errors_max": r["errors_max"], "margin_min": r["margin_min"], "margin_max": r["margin_max"],
-            "dim": r["dim"], "inputs_covered_digits": len(str(r["inputs_covered"]))}
+    return {
+        "M": M,
+        "n": n,
+        "method": r["method"],
+        "seconds": t,
+        "errors_min": r["errors_min"],
+        "errors_max": r["errors_max"],
+        "margin_min": r["margin_min"],
+        "margin_max": r["margin_max"],
+        "dim": r["dim"],
+        "inputs_covered_digits": len(str(r["inputs_covered"])),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smaller run (< 30 s): fewer heads, M up to 512, small grid")
-    ap.add_argument("--json", action="store_true", help="print one JSON object on stdout (the table goes to stderr)")
-    ap.add_argument("--seeds", type=int, default=None, help="random heads per (M, n) in part 1 (default 10, quick 3)")
-    ap.add_argument("--blas-threads", type=int, default=None,
-                    help="set numpy's OpenBLAS thread count first (default: leave it; 1 is steadier on a loaded machine)")
+    ap.add_argument(
+        "--quick", action="store_true", help="smaller run (< 30 s): fewer heads, M up to 512, small grid"
+    )
+    ap.add_argument(
+        "--json", action="store_true", help="print one JSON object on stdout (the table goes to stderr)"
+    )
+    ap.add_argument(
+        "--seeds", type=int, default=None, help="random heads per (M, n) in part 1 (default 10, quick 3)"
+    )
+    ap.add_argument(
+        "--blas-threads",
+        type=int,
+        default=None,
+        help="set numpy's OpenBLAS thread count first (default: leave it; 1 is steadier on a loaded machine)",
+    )
     args = ap.parse_args(argv)
     quick = args.quick
     if args.blas_threads is not None and not set_numpy_blas_threads(args.blas_threads):
@@ -182,8 +222,10 @@ def main(argv: list[str] | None = None) -> int:
 
     blas_threads = numpy_blas_threads()
     machine = machine_info(blas_threads)
-    log(f"machine: {machine['cpu']}, {machine['cpus_usable']} cpus, numpy {machine['numpy']} "
-             f"({machine.get('numpy_blas', '?')}, {blas_threads} BLAS threads)")
+    log(
+        f"machine: {machine['cpu']}, {machine['cpus_usable']} cpus, numpy {machine['numpy']} "
+        f"({machine.get('numpy_blas', '?')}, {blas_threads} BLAS threads)"
+    )
     results: dict[str, Any] = {"machine": machine, "mode": "quick" if quick else "default"}
     figures: list[dict[str, Any]] = []
 
@@ -195,25 +237,50 @@ def main(argv: list[str] | None = None) -> int:
     for M, n in grid:
         r = exact_vs_brute(M, n, seeds, d=4)
         rows.append(r)
-        log(f"exact vs brute M={M} n={n} ({r['multisets']} multisets, {r['cases']} heads): exact {r['exact_seconds']:.3g} s, "
-                 f"brute {r['brute_seconds']:.3g} s, agree {r['verdicts_agree']}")
+        log(
+            f"exact vs brute M={M} n={n} ({r['multisets']} multisets, {r['cases']} heads): exact {r['exact_seconds']:.3g} s, "
+            f"brute {r['brute_seconds']:.3g} s, agree {r['verdicts_agree']}"
+        )
     results["exact_vs_brute"] = rows
     for r in rows:
         tag = f"M={r['M']} n={r['n']} ({r['multisets']} multisets, {r['cases']} heads)"
-        figures.append(figure(f"brute-force verifier seconds {tag}", r["brute_seconds"], "s",
-                              "exact verifier", r["exact_seconds"]))
-        figures.append(figure("  of which the construction's min + max heads", r["brute_seconds_by_family"]["construction"], "s",
-                              "exact verifier", r["exact_seconds_by_family"]["construction"]))
+        figures.append(
+            figure(
+                f"brute-force verifier seconds {tag}",
+                r["brute_seconds"],
+                "s",
+                "exact verifier",
+                r["exact_seconds"],
+            )
+        )
+        figures.append(
+            figure(
+                "  of which the construction's min + max heads",
+                r["brute_seconds_by_family"]["construction"],
+                "s",
+                "exact verifier",
+                r["exact_seconds_by_family"]["construction"],
+            )
+        )
     all_agree = all(r["verdicts_agree"] for r in rows)
     margins_agree = all(r["margins_agree_within_tolerance"] for r in rows)
     n_cases = sum(r["cases"] for r in rows)
     correct = sum(r["verdicts_correct_wrong_by_family"][f][0] for r in rows for f in FAMILIES)
     ratios = [r["ratio_brute_over_exact"] for r in rows]
-    figures.append(figure(f"check: exact and brute-force verdicts agree on all {n_cases} (head, task) cases "
-                          f"({correct} correct, {n_cases - correct} wrong)", all_agree))
+    figures.append(
+        figure(
+            f"check: exact and brute-force verdicts agree on all {n_cases} (head, task) cases "
+            f"({correct} correct, {n_cases - correct} wrong)",
+            all_agree,
+        )
+    )
     figures.append(figure("check: margins agree within the verifiers' float tolerances", margins_agree))
-    figures.append(figure("brute/exact time ratio, smallest … largest (M, n)",
-                          f"{ratios[0]:.3g} … {ratios[-1]:.3g} (min {min(ratios):.3g}, max {max(ratios):.3g})"))
+    figures.append(
+        figure(
+            "brute/exact time ratio, smallest … largest (M, n)",
+            f"{ratios[0]:.3g} … {ratios[-1]:.3g} (min {min(ratios):.3g}, max {max(ratios):.3g})",
+        )
+    )
 
     # --- 2. scaling ----------------------------------------------------------------------------------
     Ms = [64, 128, 256, 512] if quick else [64, 128, 256, 512, 1024]
@@ -222,13 +289,32 @@ def main(argv: list[str] | None = None) -> int:
     for row in sc["rows"]:
         for fam in SCALING_FAMILIES:
             verdict = "correct" if row[f"{fam}_correct"] else "wrong"
-            figures.append(figure(f"exact verifier seconds M={row['M']} n=1000, {fam} head (d={row[fam + '_dim']}, {verdict})",
-                                  row[f"{fam}_seconds"], "s"))
+            figures.append(
+                figure(
+                    f"exact verifier seconds M={row['M']} n=1000, {fam} head (d={row[fam + '_dim']}, {verdict})",
+                    row[f"{fam}_seconds"],
+                    "s",
+                )
+            )
     for fam in SCALING_FAMILIES:
-        figures.append(figure(f"exact verifier exponent of time vs M ({fam}, log-log fit M={Ms[0]}..{Ms[-1]})",
-                              sc[f"{fam}_exponent_all"], "", "O(M^3) expectation", 3))
-        figures.append(figure(f"exact verifier exponent of time vs M ({fam}, M={Ms[-2]}..{Ms[-1]} only)",
-                              sc[f"{fam}_exponent_last_two"], "", "O(M^3) expectation", 3))
+        figures.append(
+            figure(
+                f"exact verifier exponent of time vs M ({fam}, log-log fit M={Ms[0]}..{Ms[-1]})",
+                sc[f"{fam}_exponent_all"],
+                "",
+                "O(M^3) expectation",
+                3,
+            )
+        )
+        figures.append(
+            figure(
+                f"exact verifier exponent of time vs M ({fam}, M={Ms[-2]}..{Ms[-1]} only)",
+                sc[f"{fam}_exponent_last_two"],
+                "",
+                "O(M^3) expectation",
+                3,
+            )
+        )
 
     # --- 3. certify_minmax -----------------------------------------------------------------------------
     log("certify_minmax(1024, 1024, 2) exact-histogram")
@@ -237,13 +323,29 @@ def main(argv: list[str] | None = None) -> int:
     c_suff_small = certify_timed(1024, 1024, method="sufficient-condition", repeats=1 if quick else 2)
     log("certify_minmax(4096, 4096, 2) sufficient-condition")
     c_suff = certify_timed(4096, 4096, repeats=1 if quick else 2)
-    results["certify"] = {"1024x1024_exact": c_exact, "1024x1024_sufficient": c_suff_small, "4096x4096_sufficient": c_suff}
+    results["certify"] = {
+        "1024x1024_exact": c_exact,
+        "1024x1024_sufficient": c_suff_small,
+        "4096x4096_sufficient": c_suff,
+    }
     for c in (c_exact, c_suff):
-        figures.append(figure(f"certify_minmax(M={c['M']}, n={c['n']}, heads=2) {c['method']} seconds "
-                              f"(errors {c['errors_min']}/{c['errors_max']}, margins {c['margin_min']:.4g}/{c['margin_max']:.4g})",
-                              c["seconds"], "s"))
-    figures.append(figure("certify_minmax(1024, 1024, 2) exact-histogram seconds", c_exact["seconds"], "s",
-                          "sufficient-condition", c_suff_small["seconds"]))
+        figures.append(
+            figure(
+                f"certify_minmax(M={c['M']}, n={c['n']}, heads=2) {c['method']} seconds "
+                f"(errors {c['errors_min']}/{c['errors_max']}, margins {c['margin_min']:.4g}/{c['margin_max']:.4g})",
+                c["seconds"],
+                "s",
+            )
+        )
+    figures.append(
+        figure(
+            "certify_minmax(1024, 1024, 2) exact-histogram seconds",
+            c_exact["seconds"],
+            "s",
+            "sufficient-condition",
+            c_suff_small["seconds"],
+        )
+    )
 
     values = (2, 256, 4096) if quick else (2, 16, 256, 1024, 4096)
     acc = []
@@ -254,17 +356,34 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 c = certify_timed(M, n)
             acc.append(c)
-            log(f"certify M={M} n={n}: {c['method']} errors {c['errors_min']}/{c['errors_max']} {c['seconds']:.3g} s")
+            log(
+                f"certify M={M} n={n}: {c['method']} errors {c['errors_min']}/{c['errors_max']} {c['seconds']:.3g} s"
+            )
     results["acceptance_grid"] = acc
     zero = all(c["errors_min"] == 0 and c["errors_max"] == 0 for c in acc)
     slowest = max(acc, key=lambda c: c["seconds"])
-    figures.append(figure(f"acceptance: certify --heads 2 zero errors for all M, n in {list(values)} ({len(acc)} certificates)", zero))
-    figures.append(figure(f"acceptance: slowest certificate (M={slowest['M']}, n={slowest['n']}, {slowest['method']})",
-                          slowest["seconds"], "s"))
+    figures.append(
+        figure(
+            f"acceptance: certify --heads 2 zero errors for all M, n in {list(values)} ({len(acc)} certificates)",
+            zero,
+        )
+    )
+    figures.append(
+        figure(
+            f"acceptance: slowest certificate (M={slowest['M']}, n={slowest['n']}, {slowest['method']})",
+            slowest["seconds"],
+            "s",
+        )
+    )
 
-    table = finish_table(results, figures, f"headcount minmax benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
-          f"numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} ({blas_threads} BLAS threads; ufuncs 1 thread), "
-          f"scipy {machine['scipy']}, python-flint {machine['python_flint']}", args.json)
+    table = finish_table(
+        results,
+        figures,
+        f"headcount minmax benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
+        f"numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} ({blas_threads} BLAS threads; ufuncs 1 thread), "
+        f"scipy {machine['scipy']}, python-flint {machine['python_flint']}",
+        args.json,
+    )
     print(f"  total time: {results['seconds_total']} s", file=table)
     if args.json:
         print(json.dumps(results, default=float))

@@ -10,11 +10,21 @@ from flint import fmpq, fmpq_poly
 from headcount.boolean.bases import basis_range, lemma14_basis, representation
 from headcount.boolean.certify import construct_and_certify, dim_bound, format_rational
 from headcount.boolean.functions import (
-    change_points, parse_function, sign_changes, symmetric_values, threshold_degree_symmetric,
+    change_points,
+    parse_function,
+    sign_changes,
+    symmetric_values,
+    threshold_degree_symmetric,
 )
 from headcount.boolean.model import (
-    BooleanHead, BooleanLayer, Readout, layer_output_exact, layer_outputs_exact, model_sign_exact,
-    model_sign_float, model_values_exact,
+    BooleanHead,
+    BooleanLayer,
+    Readout,
+    layer_output_exact,
+    layer_outputs_exact,
+    model_sign_exact,
+    model_sign_float,
+    model_values_exact,
 )
 from headcount.boolean.theorem2 import check_feasible, find_wrong_input, theorem2_check
 from headcount.boolean.theorem3 import construct, lemma9_head, lemma11_layer
@@ -25,6 +35,7 @@ def q(s):
 
 
 # --- the spec's worked example ------------------------------------------------------------------
+
 
 def test_worked_example_exact():
     n, H = 2, 2
@@ -46,11 +57,14 @@ def test_worked_example_exact():
 
 
 def test_one_head_cannot_do_2bit_xor():
-    with pytest.raises(ValueError, match=r"degree·heads = 1 < threshold degree 2 of xor on 2 bits.*heads ≥ 2"):
+    with pytest.raises(
+        ValueError, match=r"degree·heads = 1 < threshold degree 2 of xor on 2 bits.*heads ≥ 2"
+    ):
         construct_and_certify("xor", 2, 1, 1)
 
 
 # --- XOR n = 12 over the whole (D, H) grid -----------------------------------------------------
+
 
 def test_xor_12_grid():
     n = 12
@@ -82,6 +96,7 @@ def test_both_routes_forced_agree_with_F():
 
 # --- Theorem 2 on random layers ----------------------------------------------------------------
 
+
 def test_theorem2_random_layers():
     rng = random.Random(4)
 
@@ -91,7 +106,8 @@ def test_theorem2_random_layers():
     for trial in range(25):
         n, H, d, D = rng.randint(1, 9), rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 3)
         heads = tuple(
-            BooleanHead(rq(1, 9), rq(1, 9), [rq() for _ in range(d)], [rq() for _ in range(d)]) for _ in range(H)
+            BooleanHead(rq(1, 9), rq(1, 9), [rq() for _ in range(d)], [rq() for _ in range(d)])
+            for _ in range(H)
         )
         layer = BooleanLayer(heads)
         terms = {}
@@ -118,13 +134,23 @@ def test_find_wrong_input_on_too_small_model():
     rng = random.Random(1)
     F = symmetric_values("xor", 3)
     for _ in range(10):
-        head = BooleanHead(fmpq(rng.randint(1, 5)), fmpq(rng.randint(1, 5)), [fmpq(rng.randint(-5, 5))],
-                           [fmpq(rng.randint(-5, 5))])
+        head = BooleanHead(
+            fmpq(rng.randint(1, 5)),
+            fmpq(rng.randint(1, 5)),
+            [fmpq(rng.randint(-5, 5))],
+            [fmpq(rng.randint(-5, 5))],
+        )
         w = find_wrong_input(BooleanLayer((head,)), Readout({(1,): 1}, 1, 1), F)
-        assert w is not None and len(w["x"]) == 3 and w["x"].count("1") == w["t"] and w["model_sign"] != w["target"]
+        assert (
+            w is not None
+            and len(w["x"]) == 3
+            and w["x"].count("1") == w["t"]
+            and w["model_sign"] != w["target"]
+        )
 
 
 # --- named functions ---------------------------------------------------------------------------
+
 
 def test_named_functions_values():
     assert symmetric_values("xor", 4) == (1, -1, 1, -1, 1)
@@ -140,15 +166,26 @@ def test_named_functions_values():
     assert change_points((1, -1, 1, 1)) == [fmpq(1, 2), fmpq(3, 2)]
 
 
-@pytest.mark.parametrize("name,n,T", [
-    ("and", 7, 1), ("or", 7, 1), ("majority", 8, 1), ("threshold:3", 8, 1), ("exact:3", 8, 2),
-    ("mod:3", 9, 6), ("xor", 9, 9), ("F:++--+-++-", 8, 5),
-])
+@pytest.mark.parametrize(
+    "name,n,T",
+    [
+        ("and", 7, 1),
+        ("or", 7, 1),
+        ("majority", 8, 1),
+        ("threshold:3", 8, 1),
+        ("exact:3", 8, 2),
+        ("mod:3", 9, 6),
+        ("xor", 9, 9),
+        ("F:++--+-++-", 8, 5),
+    ],
+)
 def test_named_functions_certify(name, n, T):
     for D in (1, 2, 3):
         H = -(-T // D)
         r = construct_and_certify(name, n, D, H, use_search=False)
-        assert r["threshold_degree"] == T and r["certified"] and r["errors"] == 0 and r["dim"] <= r["dim_bound"]
+        assert (
+            r["threshold_degree"] == T and r["certified"] and r["errors"] == 0 and r["dim"] <= r["dim_bound"]
+        )
         r = construct_and_certify(name, n, D + 2, H + 3, use_search=False)
         assert r["certified"], r
 
@@ -161,6 +198,7 @@ def test_constant_function_certifies():
 
 
 # --- bases -------------------------------------------------------------------------------------
+
 
 def test_bases():
     assert basis_range([1], 5) == 5
@@ -188,16 +226,20 @@ def test_format_rational():
 
 # --- bad input ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args,match", [
-    (("xor", 0, 1, 1), "n must be"),
-    (("nand", 4, 2, 2), "unknown function"),
-    (("xor", 4, 0, 5), "degree must be"),
-    (("xor", 4, 5, 0), "heads must be"),
-    (("threshold:9", 4, 2, 2), "threshold:k"),
-    (("exact:x", 4, 2, 2), "integer"),
-    (("mod:1", 4, 2, 2), "mod:m"),
-    (("F:+-", 4, 2, 2), "n \\+ 1 = 5"),
-])
+
+@pytest.mark.parametrize(
+    "args,match",
+    [
+        (("xor", 0, 1, 1), "n must be"),
+        (("nand", 4, 2, 2), "unknown function"),
+        (("xor", 4, 0, 5), "degree must be"),
+        (("xor", 4, 5, 0), "heads must be"),
+        (("threshold:9", 4, 2, 2), "threshold:k"),
+        (("exact:x", 4, 2, 2), "integer"),
+        (("mod:1", 4, 2, 2), "mod:m"),
+        (("F:+-", 4, 2, 2), "n \\+ 1 = 5"),
+    ],
+)
 def test_bad_input(args, match):
     with pytest.raises(ValueError, match=match):
         construct_and_certify(*args)

@@ -1,4 +1,5 @@
 """Threshold degree by LP (headcount.boolean.threshold) and additive-basis searches (.search)."""
+
 from itertools import combinations, product
 from math import comb
 
@@ -6,30 +7,29 @@ import numpy as np
 import pytest
 
 from headcount.boolean.bases import basis_range
-
 from headcount.boolean.search import (
     search_smallest_basis,
     smallest_basis,
     stamps,
 )
 from headcount.boolean.threshold import (
+    check_dual_certificate,
+    dual_certificate,
     evaluate_polynomial,
     parse_truth_table,
     threshold_degree_lp,
-    check_dual_certificate,
-    dual_certificate,
 )
 
 
 def sym_table(F, n):
     """Truth table (index = x_1..x_n, x_1 most significant) of f(x) = F(|x|), computed here."""
-    return np.array([F[bin(i).count("1")] for i in range(2 ** n)], dtype=np.int8)
+    return np.array([F[bin(i).count("1")] for i in range(2**n)], dtype=np.int8)
 
 
 def table(fn, n):
     """±1 truth table of a Boolean predicate fn(x) (x a tuple of bits x_1..x_n); True -> -1."""
     out = []
-    for i in range(2 ** n):
+    for i in range(2**n):
         x = tuple((i >> (n - j)) & 1 for j in range(1, n + 1))
         out.append(-1 if fn(x) else 1)
     return np.array(out, dtype=np.int8)
@@ -51,6 +51,7 @@ def check(res, f, n):
 
 
 # ---------------------------------------------------------------- threshold degree
+
 
 @pytest.mark.parametrize("n", [*range(1, 7), *(pytest.param(n, marks=pytest.mark.slow) for n in (7, 8))])
 def test_lp_matches_sign_changes_all_symmetric(n):
@@ -121,11 +122,11 @@ def test_invariant_under_symmetries():
     # T is invariant under permuting/negating inputs and negating the output.
     rng = np.random.default_rng(5)
     n = 5
-    f = rng.choice(np.array([1, -1], dtype=np.int8), 2 ** n)
+    f = rng.choice(np.array([1, -1], dtype=np.int8), 2**n)
     T = threshold_degree_lp(f, n).threshold_degree
     perm = rng.permutation(n)
     g = np.empty_like(f)
-    for i in range(2 ** n):
+    for i in range(2**n):
         bits = [(i >> (n - 1 - j)) & 1 for j in range(n)]
         bits = [bits[perm[j]] for j in range(n)]
         bits[0] ^= 1
@@ -146,7 +147,7 @@ def test_constant_and_parse():
     with pytest.raises(ValueError, match="only '0' and '1'"):
         parse_truth_table("01x1")
     with pytest.raises(ValueError, match="too large"):
-        parse_truth_table("0" * 2 ** 15)
+        parse_truth_table("0" * 2**15)
     with pytest.raises(ValueError):
         threshold_degree_lp(np.array([1, 0]), 1)
     with pytest.raises(ValueError):
@@ -154,6 +155,7 @@ def test_constant_and_parse():
 
 
 # ---------------------------------------------------------------- additive bases
+
 
 def brute_smallest_size(D, H, T):
     for k in range(0, H + 1):
@@ -194,8 +196,18 @@ def test_smallest_basis_errors_and_timeout():
 # 3, 7, 15, 24, 36); n(h, 1) = h; n(h, 2) = floor((h^2 + 6h + 1)/4) (Stöhr).  Also cross-checked below
 # by brute force over all k-subsets of {1..C(k+h, h)} (an optimal basis never needs an element larger
 # than its range + 1 ≤ C(k+h, h)).
-KNOWN = {(2, 1): 2, (2, 2): 4, (2, 3): 8, (2, 4): 12, (2, 5): 16,
-         (3, 1): 3, (3, 2): 7, (3, 3): 15, (3, 4): 24, (3, 5): 36}
+KNOWN = {
+    (2, 1): 2,
+    (2, 2): 4,
+    (2, 3): 8,
+    (2, 4): 12,
+    (2, 5): 16,
+    (3, 1): 3,
+    (3, 2): 7,
+    (3, 3): 15,
+    (3, 4): 24,
+    (3, 5): 36,
+}
 
 
 @pytest.mark.parametrize("key", sorted(KNOWN))

@@ -109,7 +109,10 @@ def reference_residual(model: Transformer, seq, prec: Precision) -> list:
                 top = max(float(s.mid()) for s in scores)
                 weights = [(s - top).exp() for s in scores]  # shifting is exact in ball arithmetic
                 total = sum(weights, arb(0))
-                z = [sum((w * v[j][c] for w, j in zip(weights, keys)), arb(0)) / total for c in range(len(v[0]))]
+                z = [
+                    sum((w * v[j][c] for w, j in zip(weights, keys)), arb(0)) / total
+                    for c in range(len(v[0]))
+                ]
                 out = [rp(o) for o in vecmat(z, WO)]
                 update[i] = [u + o for u, o in zip(update[i], out)]
         x = [[a + b for a, b in zip(xi, ui)] for xi, ui in zip(x, update)]
@@ -177,7 +180,9 @@ def random_model(seed: int, dyadic: bool = False) -> Transformer:
         heads = []
         for _ in range(int(rng.integers(1, 4))):
             d_head, d_value = int(rng.integers(1, 5)), int(rng.integers(1, 4))
-            heads.append(AttentionHead(mat(d, d_head), mat(d, d_head), mat(d, d_value, scale=2.0), mat(d_value, d)))
+            heads.append(
+                AttentionHead(mat(d, d_head), mat(d, d_head), mat(d, d_value, scale=2.0), mat(d_value, d))
+            )
         mlp = None
         if rng.random() < 0.4:
             d_mlp = int(rng.integers(1, 6))
@@ -237,7 +242,9 @@ def near_tie_embedding_model(seed: int, bits: int) -> Transformer:
     scale = 2.0**bits
     W_E = (rng.integers(-(2**bits), 2**bits, size=base.W_E.shape) + 0.5) / scale
     W_pos = rng.choice([-1.0, 1.0], size=base.W_pos.shape) * 2.0 ** -(bits + 56)
-    assert np.array_equal(W_E[:, None, :] + W_pos[None], np.broadcast_to(W_E[:, None, :], (*W_E.shape[:1], *W_pos.shape)))
+    assert np.array_equal(
+        W_E[:, None, :] + W_pos[None], np.broadcast_to(W_E[:, None, :], (*W_E.shape[:1], *W_pos.shape))
+    )
     return Transformer(W_E, W_pos, base.layers, base.decoder, base.mask)
 
 
@@ -304,10 +311,21 @@ def test_table_residual_bounds_contain_exact_value(seed):
         one_layer = Transformer(base.W_E, base.W_pos, (Layer(base.layers[0].heads),), base.decoder, base.mask)
         table = table_from_weights(one_layer)
     else:  # a random table (ψ_in need not be W_E + W_pos)
-        n, S, d, H, w = int(rng.integers(2, 6)), int(rng.integers(2, 4)), int(rng.integers(2, 5)), int(rng.integers(1, 4)), 3
-        table = OneLayerTable(rng.normal(size=(n, S, d)), rng.normal(size=(H, n, S, w)), rng.normal(size=(H, n, S, w)),
-                              rng.normal(size=(H, n, S, d)) * 2, LinearDecoder(np.eye(d, S + 1), np.zeros(S + 1)),
-                              "causal" if seed % 4 == 0 else "full")
+        n, S, d, H, w = (
+            int(rng.integers(2, 6)),
+            int(rng.integers(2, 4)),
+            int(rng.integers(2, 5)),
+            int(rng.integers(1, 4)),
+            3,
+        )
+        table = OneLayerTable(
+            rng.normal(size=(n, S, d)),
+            rng.normal(size=(H, n, S, w)),
+            rng.normal(size=(H, n, S, w)),
+            rng.normal(size=(H, n, S, d)) * 2,
+            LinearDecoder(np.eye(d, S + 1), np.zeros(S + 1)),
+            "causal" if seed % 4 == 0 else "full",
+        )
     tokens = rng.integers(0, table.alphabet, size=(3, table.n_ctx))
     checked = 0
     for prec in MODES:
@@ -376,7 +394,9 @@ def _round_exact(x: Fraction, bits: int) -> Fraction:
 @settings(max_examples=300, deadline=None)
 @given(
     mid=st.one_of(st.floats(-40, 40), st.builds(lambda k: k / 64, st.integers(-3000, 3000))),
-    rad=st.one_of(st.just(0.0), st.floats(0, 1e-12), st.floats(0, 3), st.builds(lambda k: k / 128, st.integers(0, 300))),
+    rad=st.one_of(
+        st.just(0.0), st.floats(0, 1e-12), st.floats(0, 3), st.builds(lambda k: k / 128, st.integers(0, 300))
+    ),
     bits=st.sampled_from([1, 2, 3, 6, 10, 30]),
 )
 def test_quantize_bounds_contains_every_rounded_point(mid, rad, bits):
@@ -395,8 +415,9 @@ def test_quantize_bounds_contains_every_rounded_point(mid, rad, bits):
 
 
 def test_quantize_bounds_examples():
-    qm, qr = quantize_bounds(np.array([0.3, 0.3, 0.3, 100.0, -0.125, 0.125]),
-                             np.array([0.0, 0.01, 0.2, 1.0, 0.0, 1e-20]), 2)
+    qm, qr = quantize_bounds(
+        np.array([0.3, 0.3, 0.3, 100.0, -0.125, 0.125]), np.array([0.0, 0.01, 0.2, 1.0, 0.0, 1e-20]), 2
+    )
     # 0.3 -> 0.25; [0.29, 0.31] -> {0.25}; [0.1, 0.5] -> [0, 0.5]; clipped to 4; tie -0.125 -> 0;
     # an interval around the tie 0.125 covers both neighbours
     np.testing.assert_array_equal(qm - qr, [0.25, 0.25, 0.0, 4.0, 0.0, 0.0])
@@ -456,8 +477,10 @@ def test_add_bounds_exact_sums_have_no_radius():
 
 @settings(max_examples=300, deadline=None)
 @given(
-    a=st.floats(-1e12, 1e12), b=st.floats(-1e12, 1e12),
-    ra=st.one_of(st.just(0.0), st.floats(0, 1e-3)), rb=st.one_of(st.just(0.0), st.floats(0, 1e-3)),
+    a=st.floats(-1e12, 1e12),
+    b=st.floats(-1e12, 1e12),
+    ra=st.one_of(st.just(0.0), st.floats(0, 1e-3)),
+    rb=st.one_of(st.just(0.0), st.floats(0, 1e-3)),
 )
 def test_add_bounds_covers_the_true_sum(a, b, ra, rb):
     mid, rad = add_bounds(np.array([a]), np.array([ra]), np.array([b]), np.array([rb]))

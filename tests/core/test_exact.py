@@ -68,8 +68,10 @@ def test_sign_exp_poly_near_cancellations():
 def test_sign_exp_poly_matches_minmax_on_random_sums():
     rng = np.random.default_rng(5)
     for _ in range(200):
-        poly = {Fraction(int(a), 4): Fraction(int(c), int(rng.integers(1, 9)))
-                for a, c in zip(rng.integers(-8, 9, size=4), rng.integers(-5, 6, size=4))}
+        poly = {
+            Fraction(int(a), 4): Fraction(int(c), int(rng.integers(1, 9)))
+            for a, c in zip(rng.integers(-8, 9, size=4), rng.integers(-5, 6, size=4))
+        }
         assert expsum.sign_exp_poly(poly) == minmax_exact.sign_exp_poly({k: v for k, v in poly.items() if v})
 
 
@@ -120,8 +122,12 @@ def test_finding4_embedding_tie_float_gets_wrong(layers):
 def test_mlp_hidden_layer_is_exact():
     # relu(x·1 + (1/4 + 2^-54)) at x = 1 is 1.25 + 2^-54 exactly: the MLP output rounds up to 1.5 at p = 1
     mlp = MLP(np.array([[1.0]]), np.array([0.25 + 2.0**-54]), np.array([[1.0]]), np.array([0.0]))
-    model = Transformer(np.array([[1.0]]), np.array([[0.0]]), (Layer((), mlp),),
-                        LinearDecoder(np.array([[0.0, 1.0]]), np.array([0.0, -2.375])))
+    model = Transformer(
+        np.array([[1.0]]),
+        np.array([[0.0]]),
+        (Layer((), mlp),),
+        LinearDecoder(np.array([[0.0, 1.0]]), np.array([0.0, -2.375])),
+    )
     assert residual_fractions(model, [0], 1) == [[Fraction(5, 2)]]
     assert exact_fixed_predict(model, [[0]], 1).tolist() == [[BOTTOM]]
     assert emulate(model, [[0]], fixed(1)).tolist() == [[0]]
@@ -173,24 +179,38 @@ def test_near_tie_decided_exactly_where_float_says_tie():
 def test_clipping_at_every_rounding_point():
     # embedding 3 → 2 (p = 1), −3 → −2; head output v·W_O = 2·4 = 8 → 2; q, k, v clip at 2 as well
     head = AttentionHead(np.array([[1.0]]), np.array([[1.0]]), np.array([[4.0]]), np.array([[4.0]]))
-    model = Transformer(np.array([[3.0], [-3.0]]), np.zeros((2, 1)), (Layer((head,)),),
-                        LinearDecoder(np.zeros((1, 2)), np.zeros(2)))
+    model = Transformer(
+        np.array([[3.0], [-3.0]]),
+        np.zeros((2, 1)),
+        (Layer((head,)),),
+        LinearDecoder(np.zeros((1, 2)), np.zeros(2)),
+    )
     # position 0 sees itself: v = clip(2·4 = 8) = 2, u = 2·4 = 8 → 2, x = 2 + 2. Position 1: q = −2, scores
     # −4 (key 0) and 4 (key 1), u = 8, −8: y ≈ −8·(1 − 2e^-8) → −2, x = −2 − 2
     assert residual_fractions(model, [0, 1], 1) == [[Fraction(4)], [Fraction(-4)]]
     mlp = MLP(np.array([[1.0]]), np.array([0.0]), np.array([[1e300]]), np.array([-1e300]))
-    model = Transformer(np.array([[1.0]]), np.zeros((1, 1)), (Layer((), mlp),),
-                        LinearDecoder(np.zeros((1, 2)), np.zeros(2)))
+    model = Transformer(
+        np.array([[1.0]]), np.zeros((1, 1)), (Layer((), mlp),), LinearDecoder(np.zeros((1, 2)), np.zeros(2))
+    )
     assert residual_fractions(model, [0], 4) == [[Fraction(1)]]  # 1e300·1 − 1e300 = 0 exactly: no clip
-    model = Transformer(np.array([[2.0**-3]]), np.zeros((1, 1)), (Layer((), mlp),),
-                        LinearDecoder(np.zeros((1, 2)), np.zeros(2)))
+    model = Transformer(
+        np.array([[2.0**-3]]),
+        np.zeros((1, 1)),
+        (Layer((), mlp),),
+        LinearDecoder(np.zeros((1, 2)), np.zeros(2)),
+    )
     assert residual_fractions(model, [0], 4) == [[Fraction(1, 8) - 16]]  # 1e300·(1/8 − 1) → −2^4
 
 
 def test_clipped_head_output_value():
     head = AttentionHead(np.zeros((1, 1)), np.zeros((1, 1)), np.array([[1.0]]), np.array([[4.0]]))
-    model = Transformer(np.array([[2.0], [-2.0]]), np.zeros((2, 1)), (Layer((head,)),),
-                        LinearDecoder(np.zeros((1, 2)), np.zeros(2)), "full")
+    model = Transformer(
+        np.array([[2.0], [-2.0]]),
+        np.zeros((2, 1)),
+        (Layer((head,)),),
+        LinearDecoder(np.zeros((1, 2)), np.zeros(2)),
+        "full",
+    )
     # p = 1: v = ±2, uniform attention; position 0 (token 0) and 1 (token 1): y = 4·(2 − 2)/2 = 0
     assert residual_fractions(model, [0, 1], 1) == [[Fraction(2)], [Fraction(-2)]]
     # both tokens 0: y = 4·2 = 8 → 2
@@ -210,14 +230,17 @@ def test_full_mask_sees_later_keys():
 # Agreement with the float64 emulation where nothing is near a tie
 
 
-def gaussian_model(rng: np.random.Generator, layers: int, mlp: bool, mask: str, n: int = 5, d: int = 4,
-                   alphabet: int = 3) -> Transformer:
+def gaussian_model(
+    rng: np.random.Generator, layers: int, mlp: bool, mask: str, n: int = 5, d: int = 4, alphabet: int = 3
+) -> Transformer:
     g = lambda *shape: rng.standard_normal(shape)  # noqa: E731
     stack = []
     for _ in range(layers):
         heads = tuple(AttentionHead(g(d, 2), g(d, 2), g(d, 3), g(3, d)) for _ in range(2))
         stack.append(Layer(heads, MLP(g(d, 6), g(6), g(6, d), g(d)) if mlp else None))
-    return Transformer(g(alphabet, d), g(n, d), tuple(stack), LinearDecoder(g(d, alphabet + 1), g(alphabet + 1)), mask)
+    return Transformer(
+        g(alphabet, d), g(n, d), tuple(stack), LinearDecoder(g(d, alphabet + 1), g(alphabet + 1)), mask
+    )
 
 
 @pytest.mark.parametrize("mask", ["causal", "full"])
@@ -248,8 +271,12 @@ def test_table_models_match_float_emulation(mask):
 def test_two_layer_construction_exact_at_its_precision():
     n, S = 12, 3
     model = two_layer_induction(n, S)
-    tokens = np.concatenate([task.uniform(np.random.default_rng(2), 6, n, S),
-                             task.latest_match_far_back(np.random.default_rng(3), 3, n, S)])
+    tokens = np.concatenate(
+        [
+            task.uniform(np.random.default_rng(2), 6, n, S),
+            task.latest_match_far_back(np.random.default_rng(3), 3, n, S),
+        ]
+    )
     target = task.induction_targets(tokens)
     exact = {bits: exact_fixed_predict(model, tokens, bits) for bits in range(6, 13)}
     good = [bits for bits, out in exact.items() if np.array_equal(out, target)]

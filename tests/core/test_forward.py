@@ -48,7 +48,9 @@ def test_softmax_rows_is_stable_for_huge_scores(mode):
     if dt == np.float32:
         np.testing.assert_array_equal(w[0], [1.0, 0.0, 0.0])  # a gap of 2^17 is decisive
     else:
-        np.testing.assert_allclose(w[0], [1 / (1 + math.exp(-1)), math.exp(-1) / (1 + math.exp(-1)), 0.0], rtol=1e-6)
+        np.testing.assert_allclose(
+            w[0], [1 / (1 + math.exp(-1)), math.exp(-1) / (1 + math.exp(-1)), 0.0], rtol=1e-6
+        )
     np.testing.assert_allclose(w[1], [1 / 3] * 3, rtol=1e-6)
     np.testing.assert_array_equal(w[2], [1.0, 0.0, 0.0])
     np.testing.assert_array_equal(w[3], [0.0, 0.0, 1.0])
@@ -67,7 +69,9 @@ def test_softmax_rows_batched_matches_formula():
 
 
 def test_causal_mask():
-    np.testing.assert_array_equal(causal_mask(3), [[True, False, False], [True, True, False], [True, True, True]])
+    np.testing.assert_array_equal(
+        causal_mask(3), [[True, False, False], [True, True, False], [True, True, True]]
+    )
     assert causal_mask(1).tolist() == [[True]]
 
 
@@ -89,25 +93,31 @@ def hand_model(mask: str, mlp: MLP | None = None) -> Transformer:
     W_pos = np.zeros((3, 2))
     head = AttentionHead(W_Q=[[0.0], [1.0]], W_K=[[1.0], [1.0]], W_V=[[1.0], [0.0]], W_O=[[0.0, 1.0]])
     W_U = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # logits (x0, x1, 0); ⊥ is class 2
-    return Transformer(W_E, W_pos, (Layer((head,), mlp),), LinearDecoder(W_U, np.array([0.0, 0.0, 0.5])), mask)
+    return Transformer(
+        W_E, W_pos, (Layer((head,), mlp),), LinearDecoder(W_U, np.array([0.0, 0.0, 0.5])), mask
+    )
 
 
 def test_hand_model_causal_residual():
     # tokens 0 1 0: x = (1,0), (0,2), (1,0); q = 0, 2, 0; k = 1, 2, 1; v = 1, 0, 1
     x = residual_stream(hand_model("causal"), np.array([[0, 1, 0]]))
     e2 = math.exp(2)
-    expected = [[1.0, 1.0],  # only key 0: z = v_0 = 1
-                [0.0, 2.0 + 1 / (1 + e2)],  # scores 2, 4: z = e^2 / (e^2 + e^4)
-                [1.0, 2 / 3]]  # q = 0: uniform over three keys, z = (1 + 0 + 1)/3
+    expected = [
+        [1.0, 1.0],  # only key 0: z = v_0 = 1
+        [0.0, 2.0 + 1 / (1 + e2)],  # scores 2, 4: z = e^2 / (e^2 + e^4)
+        [1.0, 2 / 3],
+    ]  # q = 0: uniform over three keys, z = (1 + 0 + 1)/3
     np.testing.assert_allclose(x[0], expected, rtol=0, atol=1e-15)
 
 
 def test_hand_model_full_residual():
     x = residual_stream(hand_model("full"), np.array([[0, 1, 0]]))
     e2 = math.exp(2)
-    expected = [[1.0, 2 / 3],  # q = 0: uniform over all three keys
-                [0.0, 2.0 + 2 / (2 + e2)],  # scores 2, 4, 2
-                [1.0, 2 / 3]]
+    expected = [
+        [1.0, 2 / 3],  # q = 0: uniform over all three keys
+        [0.0, 2.0 + 2 / (2 + e2)],  # scores 2, 4, 2
+        [1.0, 2 / 3],
+    ]
     np.testing.assert_allclose(x[0], expected, rtol=0, atol=1e-15)
 
 
@@ -147,8 +157,14 @@ def test_hand_model_fixed_precision_rounding_points():
 def test_residual_stream_shapes_and_dtypes():
     model = two_layer_induction(5, 3)
     tokens = np.array([[0, 1, 2, 0, 1], [2, 2, 2, 2, 2]])
-    for mode, dtype in [("float64", np.float64), ("float32", np.float32), ("exact", np.float64),
-                        ("fixed:8", np.float64), ("float16", np.float32), ("bfloat16", np.float32)]:
+    for mode, dtype in [
+        ("float64", np.float64),
+        ("float32", np.float32),
+        ("exact", np.float64),
+        ("fixed:8", np.float64),
+        ("float16", np.float32),
+        ("bfloat16", np.float32),
+    ]:
         with np.errstate(all="ignore"):
             x = residual_stream(model, tokens, parse_precision(mode))
         assert x.shape == (2, 5, model.d_model) and x.dtype == dtype, mode
@@ -158,7 +174,9 @@ def test_residual_stream_shapes_and_dtypes():
 # predict: batching and chunking are invisible
 
 
-def random_model(rng: np.random.Generator, n_ctx=6, alphabet=4, d=5, layers=2, heads=2, mlp=True, mask="causal"):
+def random_model(
+    rng: np.random.Generator, n_ctx=6, alphabet=4, d=5, layers=2, heads=2, mlp=True, mask="causal"
+):
     def mat(*shape):
         return rng.normal(scale=0.8, size=shape)
 
@@ -167,8 +185,13 @@ def random_model(rng: np.random.Generator, n_ctx=6, alphabet=4, d=5, layers=2, h
         hs = tuple(AttentionHead(mat(d, 3), mat(d, 3), mat(d, 2), mat(2, d)) for _ in range(heads))
         m = MLP(mat(d, 4), mat(4), mat(4, d), mat(d)) if mlp else None
         layer_list.append(Layer(hs, m))
-    return Transformer(mat(alphabet, d), mat(n_ctx, d), tuple(layer_list),
-                       LinearDecoder(mat(d, alphabet + 1), mat(alphabet + 1)), mask)
+    return Transformer(
+        mat(alphabet, d),
+        mat(n_ctx, d),
+        tuple(layer_list),
+        LinearDecoder(mat(d, alphabet + 1), mat(alphabet + 1)),
+        mask,
+    )
 
 
 @pytest.mark.parametrize("mask", ["causal", "full"])
@@ -284,7 +307,9 @@ def test_precision_modes_on_two_layer_construction():
     np.testing.assert_array_equal(p64, want)
     np.testing.assert_array_equal(predict(model, tokens, Precision("float32")), p64)
     np.testing.assert_array_equal(predict(model, tokens, EXACT), p64)
-    np.testing.assert_array_equal(residual_stream(model, tokens, EXACT), residual_stream(model, tokens, FLOAT64))
+    np.testing.assert_array_equal(
+        residual_stream(model, tokens, EXACT), residual_stream(model, tokens, FLOAT64)
+    )
     # enough fixed-point bits reproduce the real-arithmetic answers
     np.testing.assert_array_equal(predict(model, tokens, fixed(24)), p64)
     # predictions are tokens or ⊥

@@ -25,19 +25,42 @@ def random_mlp_model(seed: int = 0) -> Transformer:
     rng = np.random.default_rng(seed)
     d, n, S = 5, 4, 3
     layers = (
-        Layer((AttentionHead(rng.normal(size=(d, 2)), rng.normal(size=(d, 2)), rng.normal(size=(d, 3)),
-                             rng.normal(size=(3, d))),),
-              MLP(rng.normal(size=(d, 7)), rng.normal(size=7), rng.normal(size=(7, d)), rng.normal(size=d))),
-        Layer(tuple(AttentionHead(rng.normal(size=(d, 1)), rng.normal(size=(d, 1)), rng.normal(size=(d, 2)),
-                                  rng.normal(size=(2, d))) for _ in range(3)), None),
+        Layer(
+            (
+                AttentionHead(
+                    rng.normal(size=(d, 2)),
+                    rng.normal(size=(d, 2)),
+                    rng.normal(size=(d, 3)),
+                    rng.normal(size=(3, d)),
+                ),
+            ),
+            MLP(rng.normal(size=(d, 7)), rng.normal(size=7), rng.normal(size=(7, d)), rng.normal(size=d)),
+        ),
+        Layer(
+            tuple(
+                AttentionHead(
+                    rng.normal(size=(d, 1)),
+                    rng.normal(size=(d, 1)),
+                    rng.normal(size=(d, 2)),
+                    rng.normal(size=(2, d)),
+                )
+                for _ in range(3)
+            ),
+            None,
+        ),
     )
     W_E = rng.normal(size=(S, d))
     W_E[0, 0] = 5e-324  # a subnormal, a negative zero and extreme values survive bit for bit
     W_E[0, 1] = -0.0
     W_E[1, 0] = 1.7976931348623157e308
-    return Transformer(W_E, rng.normal(size=(n, d)), layers,
-                       LinearDecoder(rng.normal(size=(d, S + 1)), rng.normal(size=S + 1)), "full",
-                       {"name": "random", "seed": seed, "nested": {"list": [1, 2.5, None, "⊥"], "flag": True}})
+    return Transformer(
+        W_E,
+        rng.normal(size=(n, d)),
+        layers,
+        LinearDecoder(rng.normal(size=(d, S + 1)), rng.normal(size=S + 1)),
+        "full",
+        {"name": "random", "seed": seed, "nested": {"list": [1, 2.5, None, "⊥"], "flag": True}},
+    )
 
 
 def same_array(a: np.ndarray, b: np.ndarray) -> bool:
@@ -202,12 +225,16 @@ def test_wrong_format_field(tmp_path, fmt):
     _expect_model_file_error(tmp_path / "m.safetensors", FORMAT)
 
 
-@pytest.mark.parametrize("missing", ["W_E", "W_pos", "layers.1.heads.0.W_O", "layers.0.heads.1.W_K", "decoder.W_U"])
+@pytest.mark.parametrize(
+    "missing", ["W_E", "W_pos", "layers.1.heads.0.W_O", "layers.0.heads.1.W_K", "decoder.W_U"]
+)
 def test_missing_tensor(tmp_path, missing):
     tensors, config = _good_file(tmp_path)
     del tensors[missing]
     save_file(tensors, str(tmp_path / "m.safetensors"), metadata={"headcount": json.dumps(config)})
-    _expect_model_file_error(tmp_path / "m.safetensors", "not a valid headcount model", missing.split(".")[-1])
+    _expect_model_file_error(
+        tmp_path / "m.safetensors", "not a valid headcount model", missing.split(".")[-1]
+    )
 
 
 @pytest.mark.parametrize("missing", ["embed", "Q", "K", "V"])

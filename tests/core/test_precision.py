@@ -62,7 +62,9 @@ def test_parse_precision_every_ieee_dtype_and_every_bit_count():
 ALL_FORMS = ("fixed:p", "exact", "float16", "bfloat16", "float32", "float64")
 
 
-@pytest.mark.parametrize("text", ["float8", "", "   ", "fixed", "FIXED:3", "Exact", "fp32", "int8", "float", "fixed3"])
+@pytest.mark.parametrize(
+    "text", ["float8", "", "   ", "fixed", "FIXED:3", "Exact", "fp32", "int8", "float", "fixed3"]
+)
 def test_parse_precision_unknown_lists_every_allowed_form(text):
     with pytest.raises(ValueError) as info:
         parse_precision(text)
@@ -73,7 +75,9 @@ def test_parse_precision_unknown_lists_every_allowed_form(text):
     assert "60" in message  # the allowed range of p
 
 
-@pytest.mark.parametrize("text", ["fixed:0", "fixed:61", "fixed:-3", "fixed:x", "fixed:", "fixed:2.5", "fixed:1e3"])
+@pytest.mark.parametrize(
+    "text", ["fixed:0", "fixed:61", "fixed:-3", "fixed:x", "fixed:", "fixed:2.5", "fixed:1e3"]
+)
 def test_parse_precision_bad_bits_says_what_p_may_be(text):
     with pytest.raises(ValueError) as info:
         parse_precision(text)
@@ -193,7 +197,10 @@ def _assert_same_bits(x32: np.ndarray) -> None:
     nan = np.isnan(want)
     np.testing.assert_array_equal(np.isnan(got), nan)
     bad = np.flatnonzero(got.view(np.uint32)[~nan] != want.view(np.uint32)[~nan])
-    assert bad.size == 0, [(hex(int(b)), float(g), float(w)) for b, g, w in zip(x32.view(np.uint32)[~nan][bad[:5]], got[~nan][bad[:5]], want[~nan][bad[:5]])]
+    assert bad.size == 0, [
+        (hex(int(b)), float(g), float(w))
+        for b, g, w in zip(x32.view(np.uint32)[~nan][bad[:5]], got[~nan][bad[:5]], want[~nan][bad[:5]])
+    ]
 
 
 def test_round_bfloat16_random_bit_patterns_match_torch():
@@ -212,9 +219,27 @@ def test_round_bfloat16_random_normal_values_match_torch():
 def test_round_bfloat16_special_values_match_torch():
     f32 = np.finfo(np.float32)
     special = np.array(
-        [0.0, -0.0, np.inf, -np.inf, f32.max, -f32.max, f32.tiny, -f32.tiny, f32.smallest_subnormal,
-         -f32.smallest_subnormal, 1.0, -1.0, 1.0 + 2.0**-8, 1.0 + 2.0**-9, 1.0 + 3 * 2.0**-9, 65504.0,
-         3.3895314e38, 3.3961776e38, 3.40e38],
+        [
+            0.0,
+            -0.0,
+            np.inf,
+            -np.inf,
+            f32.max,
+            -f32.max,
+            f32.tiny,
+            -f32.tiny,
+            f32.smallest_subnormal,
+            -f32.smallest_subnormal,
+            1.0,
+            -1.0,
+            1.0 + 2.0**-8,
+            1.0 + 2.0**-9,
+            1.0 + 3 * 2.0**-9,
+            65504.0,
+            3.3895314e38,
+            3.3961776e38,
+            3.40e38,
+        ],
         dtype=np.float32,
     )
     _assert_same_bits(special)
@@ -233,8 +258,14 @@ def test_round_bfloat16_exact_halfway_points_match_torch():
     plus one ulp either side, across normal, subnormal and near-overflow exponents."""
     rng = np.random.default_rng(3)
     upper = rng.integers(0, 2**16, size=20_000, dtype=np.uint64)
-    upper = np.concatenate([upper, np.arange(0, 0x100, dtype=np.uint64), np.arange(0x7F00, 0x7F80, dtype=np.uint64),
-                            np.arange(0xFF00, 0xFF80, dtype=np.uint64)])
+    upper = np.concatenate(
+        [
+            upper,
+            np.arange(0, 0x100, dtype=np.uint64),
+            np.arange(0x7F00, 0x7F80, dtype=np.uint64),
+            np.arange(0xFF00, 0xFF80, dtype=np.uint64),
+        ]
+    )
     upper = upper[((upper >> 7) & 0xFF) != 0xFF]  # skip inf/NaN exponents
     for low in (0x8000, 0x7FFF, 0x8001, 0x0000, 0xFFFF, 0x0001):
         bits = ((upper << 16) | low).astype(np.uint32)
@@ -281,6 +312,8 @@ def test_at_rounding_point_and_after_op_per_mode():
     np.testing.assert_array_equal(FLOAT64.after_op(x), x)
     np.testing.assert_array_equal(Precision("float16").after_op(x), x.astype(np.float16).astype(np.float32))
     assert Precision("float16").after_op(x)[-1] == np.inf  # 70000 overflows float16
-    np.testing.assert_array_equal(Precision("bfloat16").at_rounding_point(x), _torch_bfloat16(x.astype(np.float32)))
+    np.testing.assert_array_equal(
+        Precision("bfloat16").at_rounding_point(x), _torch_bfloat16(x.astype(np.float32))
+    )
     x32 = x.astype(np.float32)
     assert Precision("float32").after_op(x32) is x32

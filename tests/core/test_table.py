@@ -15,7 +15,9 @@ from headcount.induction.readout import InductionReadoutDecoder
 from headcount.induction.task import all_sequences, induction_targets
 
 
-def random_one_layer(seed: int, mask: str, heads: int = 3, with_mlp: bool = False, layers: int = 1) -> Transformer:
+def random_one_layer(
+    seed: int, mask: str, heads: int = 3, with_mlp: bool = False, layers: int = 1
+) -> Transformer:
     rng = np.random.default_rng(seed)
     d = int(rng.integers(2, 7))
     n_ctx = int(rng.integers(2, 8))
@@ -25,13 +27,29 @@ def random_one_layer(seed: int, mask: str, heads: int = 3, with_mlp: bool = Fals
         hs = []
         for _ in range(heads):
             d_head, d_value = int(rng.integers(1, 5)), int(rng.integers(1, 5))  # heads of different widths
-            hs.append(AttentionHead(rng.normal(size=(d, d_head)), rng.normal(size=(d, d_head)),
-                                    rng.normal(size=(d, d_value)), rng.normal(size=(d_value, d))))
-        mlp = MLP(rng.normal(size=(d, 3)), rng.normal(size=3), rng.normal(size=(3, d)), rng.normal(size=d)) if with_mlp else None
+            hs.append(
+                AttentionHead(
+                    rng.normal(size=(d, d_head)),
+                    rng.normal(size=(d, d_head)),
+                    rng.normal(size=(d, d_value)),
+                    rng.normal(size=(d_value, d)),
+                )
+            )
+        mlp = (
+            MLP(rng.normal(size=(d, 3)), rng.normal(size=3), rng.normal(size=(3, d)), rng.normal(size=d))
+            if with_mlp
+            else None
+        )
         layer_list.append(Layer(tuple(hs), mlp))
     decoder = LinearDecoder(rng.normal(size=(d, alphabet + 1)), rng.normal(size=alphabet + 1))
-    return Transformer(rng.normal(size=(alphabet, d)), rng.normal(size=(n_ctx, d)), tuple(layer_list), decoder, mask,
-                       {"seed": seed})
+    return Transformer(
+        rng.normal(size=(alphabet, d)),
+        rng.normal(size=(n_ctx, d)),
+        tuple(layer_list),
+        decoder,
+        mask,
+        {"seed": seed},
+    )
 
 
 @pytest.mark.parametrize("mask", ["causal", "full"])
@@ -51,7 +69,9 @@ def test_table_from_weights_agrees_with_weight_form(seed, mask):
     np.testing.assert_allclose(x_table, x_weights, rtol=1e-12, atol=1e-12)
     # prefixes too
     short = tokens[:, : max(1, model.n_ctx - 1)]
-    np.testing.assert_allclose(table_residual(table, short), residual_stream(model, short), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        table_residual(table, short), residual_stream(model, short), rtol=1e-12, atol=1e-12
+    )
     # predictions agree except where two logits are within rounding of each other
     logits = x_weights @ model.decoder.W_U + model.decoder.b_U
     top2 = np.sort(logits, axis=-1)[..., -2:]

@@ -29,18 +29,35 @@ UPDATE = os.environ.get("HEADCOUNT_GOLDEN_UPDATE") == "1"
 COMMANDS = [
     ("induction-solve", "induction solve --input '3 0 2 3 0 2'"),
     ("induction-solve-hops", "induction solve --input '1 2 1 2 1' --hops 2"),
-    ("induction-construct-two", "induction construct --layers 2 --n 16 --alphabet 4 --out {tmp}/two.safetensors"),
-    ("induction-construct-one", "induction construct --layers 1 --n 8 --alphabet 3 --out {tmp}/one.safetensors"),
-    ("induction-predict-file-fixed", "induction predict --model {tmp}/two.safetensors --input '3 0 2 3 0 2 1 3' "
-                                     "--precision fixed:8"),
+    (
+        "induction-construct-two",
+        "induction construct --layers 2 --n 16 --alphabet 4 --out {tmp}/two.safetensors",
+    ),
+    (
+        "induction-construct-one",
+        "induction construct --layers 1 --n 8 --alphabet 3 --out {tmp}/one.safetensors",
+    ),
+    (
+        "induction-predict-file-fixed",
+        "induction predict --model {tmp}/two.safetensors --input '3 0 2 3 0 2 1 3' --precision fixed:8",
+    ),
     ("induction-predict-one-layer", "induction predict --layers 1 --alphabet 4 --input '3 0 2 3 0 2 1 3'"),
-    ("induction-predict-bfloat16", "induction predict --layers 2 --alphabet 4 --input '3 0 2 3' --precision bfloat16"),
+    (
+        "induction-predict-bfloat16",
+        "induction predict --layers 2 --alphabet 4 --input '3 0 2 3' --precision bfloat16",
+    ),
     ("induction-certify-two-exhaustive", "induction certify --layers 2 --n 6 --alphabet 3"),
     ("induction-certify-one-exhaustive", "induction certify --layers 1 --n 6 --alphabet 2"),
     ("induction-certify-sampled", "induction certify --layers 2 --n 64 --alphabet 8 --samples 8 --seed 1"),
-    ("induction-certify-file", "induction certify --model {tmp}/two.safetensors --n 16 --alphabet 4 --samples 8"),
+    (
+        "induction-certify-file",
+        "induction certify --model {tmp}/two.safetensors --n 16 --alphabet 4 --samples 8",
+    ),
     ("induction-protocol", "induction protocol --k 6 --random-seed 0 --heads 1 --dim 2 --precision-bits 6"),
-    ("induction-protocol-two-heads", "induction protocol --k 5 --random-seed 3 --heads 2 --dim 3 --precision-bits 8"),
+    (
+        "induction-protocol-two-heads",
+        "induction protocol --k 5 --random-seed 3 --heads 2 --dim 3 --precision-bits 8",
+    ),
     ("induction-refute", "induction refute --k 12 --random-seed 0 --heads 1 --dim 2 --precision-bits 4"),
     ("induction-certify-bad-n", "induction certify --layers 2 --n 0 --alphabet 3"),
     ("minmax-certify", "minmax certify --M 16 --n 8 --heads 2"),
@@ -50,7 +67,10 @@ COMMANDS = [
     ("minmax-verify-two-heads-refused", "minmax verify --model {tmp}/mm.safetensors --M 8 --n 4"),
     ("minmax-search", "minmax search --M 6 --n 3 --dim 2 --restarts 1 --steps 10"),
     ("boolean-construct", "boolean construct --function xor --n 8 --degree 2 --heads 4"),
-    ("boolean-construct-out", "boolean construct --function xor --n 6 --degree 2 --heads 3 --out {tmp}/xor.safetensors"),
+    (
+        "boolean-construct-out",
+        "boolean construct --function xor --n 6 --degree 2 --heads 3 --out {tmp}/xor.safetensors",
+    ),
     ("boolean-check", "boolean check --model {tmp}/xor.safetensors --function xor"),
     ("boolean-construct-impossible", "boolean construct --function xor --n 8 --degree 1 --heads 4"),
     ("boolean-threshold-degree", "boolean threshold-degree --truth-table 0110100110010110"),
@@ -63,8 +83,11 @@ COMMANDS = [
 
 def _drop_timing(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _drop_timing(v) for k, v in value.items()
-                if k not in ("seconds", "wall_seconds") and not k.endswith("_seconds")}
+        return {
+            k: _drop_timing(v)
+            for k, v in value.items()
+            if k not in ("seconds", "wall_seconds") and not k.endswith("_seconds")
+        }
     if isinstance(value, list):
         return [_drop_timing(v) for v in value]
     return value

@@ -4,7 +4,7 @@ import pytest
 
 from headcount.induction.certify import EXHAUSTIVE_LIMIT, certify_induction
 from headcount.induction.constructions import two_layer_induction
-from headcount.report.induction_claims import exhaustive_cases
+from headcount.report.induction import exhaustive_cases
 
 
 @pytest.mark.slow

@@ -91,7 +91,9 @@ def test_certificate_fields_two_layer_exhaustive():
     assert "float64" in result["dtypes_exact"] and result["float32_exact"] is True
     # p is minimal: one bit less makes an error somewhere on Σ^7
     tokens = task.all_sequences(7, 3)
-    assert not np.array_equal(predict(two_layer_induction(7, 3), tokens, fixed(p - 1)), task.induction_targets(tokens))
+    assert not np.array_equal(
+        predict(two_layer_induction(7, 3), tokens, fixed(p - 1)), task.induction_targets(tokens)
+    )
 
 
 def test_certificate_sampled_is_seeded_and_covers_families():
@@ -110,7 +112,12 @@ def test_certificate_reports_counterexample_for_a_broken_model():
     broken_W_U[:, -1] = 0  # ⊥ logit can no longer win
     from dataclasses import replace
 
-    broken = replace(model, decoder=replace(model.decoder, W_U=broken_W_U, b_U=np.where(np.arange(4) == 3, -1e9, model.decoder.b_U)))
+    broken = replace(
+        model,
+        decoder=replace(
+            model.decoder, W_U=broken_W_U, b_U=np.where(np.arange(4) == 3, -1e9, model.decoder.b_U)
+        ),
+    )
     result = certify_induction(broken, 6, 3)
     assert result["errors"] > 0 and result["certified"] is False
     cex = result["first_counterexample"]
@@ -121,7 +128,9 @@ def test_certificate_reports_counterexample_for_a_broken_model():
 
 
 def test_precision_bits_grow_logarithmically():
-    bits = [certify_induction(two_layer_induction(n, 8), n, 8, samples=8)["precision_bits"] for n in (16, 64, 256)]
+    bits = [
+        certify_induction(two_layer_induction(n, 8), n, 8, samples=8)["precision_bits"] for n in (16, 64, 256)
+    ]
     assert bits[0] < bits[1] < bits[2]
     assert bits[2] - bits[0] <= 2 * 4  # n grows 16× (4 doublings); c ≤ 2 bits per doubling allows ≤ 8
 
@@ -148,5 +157,8 @@ def test_minimal_precision_bits_is_the_first_correct_p():
         wrong = confirmed_error(model, tokens, target, q)
         assert wrong is not None and wrong["p"] == q
         prefix = np.array([wrong["input"]])
-        assert task.induction_targets(prefix)[0, wrong["position"] - 1] != predict(model, prefix, fixed(q))[0, wrong["position"] - 1]
+        assert (
+            task.induction_targets(prefix)[0, wrong["position"] - 1]
+            != predict(model, prefix, fixed(q))[0, wrong["position"] - 1]
+        )
     assert minimal_precision_bits(model, tokens, target, start=p + 3) == p + 3

@@ -20,12 +20,30 @@ from headcount.core.precision import fixed, round_fixed
 from headcount.core.table import OneLayerTable, random_table, table_residual
 from headcount.induction import index
 from headcount.induction.constructions import one_layer_induction, two_layer_induction
-from headcount.induction.index import (alice_message, bob_heads, bob_output, check_protocol, exact_heads,
-                                       message_layout, refute, worst_case_bits)
+from headcount.induction.index import (
+    alice_message,
+    bob_heads,
+    bob_output,
+    check_protocol,
+    exact_heads,
+    message_layout,
+    refute,
+    worst_case_bits,
+)
 from headcount.induction.task import index_family, index_input
 
-REPORT_KEYS = {"k", "n", "heads", "dim", "precision_bits", "message_bits", "pairs_checked", "agreements",
-               "disagreements", "disagreements_explained"}
+REPORT_KEYS = {
+    "k",
+    "n",
+    "heads",
+    "dim",
+    "precision_bits",
+    "message_bits",
+    "pairs_checked",
+    "agreements",
+    "disagreements",
+    "disagreements_explained",
+}
 
 
 def minimal_index_precision(model, k: int) -> int:
@@ -97,7 +115,9 @@ def test_protocol_exact_on_one_layer_construction(k):
 @pytest.mark.parametrize("p", [8, 16])
 def test_protocol_on_random_tables(seed, heads, dim, p):
     k = 8 if seed % 2 else 5 + seed
-    model = random_table(np.random.default_rng(seed), 2 * k + 1, 3, heads, dim, mask=("causal", "full")[seed % 2])
+    model = random_table(
+        np.random.default_rng(seed), 2 * k + 1, 3, heads, dim, mask=("causal", "full")[seed % 2]
+    )
     report = check_protocol(model, k, p)
     assert report.exhaustive and report.pairs_checked == (1 << k) * k
     assert report.disagreements == report.disagreements_explained
@@ -110,7 +130,9 @@ def test_disagreements_at_tiny_precision_are_all_explained():
     every one is explained by Bob's bound (this exercises the 'explained' path, not just the zero case)."""
     total = 0
     for seed in range(12):
-        model = random_table(np.random.default_rng(seed), 13, 3, 1 + seed % 3, 2 + seed % 5, scale=0.5 + seed % 4)
+        model = random_table(
+            np.random.default_rng(seed), 13, 3, 1 + seed % 3, 2 + seed % 5, scale=0.5 + seed % 4
+        )
         for p in (1, 2, 3):
             report = check_protocol(model, 6, p)
             assert report.exact, report.as_dict()
@@ -180,13 +202,21 @@ def test_bob_error_bound_holds_numerically():
     for case in range(300):
         k = int(rng.integers(1, 9))
         p = int(rng.integers(1, 13))
-        model = random_table(rng, 2 * k + 1, 3, int(rng.integers(1, 4)), int(rng.integers(1, 6)),
-                             scale=float(rng.choice([0.3, 1.0, 2.0])))
+        model = random_table(
+            rng,
+            2 * k + 1,
+            3,
+            int(rng.integers(1, 4)),
+            int(rng.integers(1, 6)),
+            scale=float(rng.choice([0.3, 1.0, 2.0])),
+        )
         f, i_star = rng.integers(0, 2, size=k), int(rng.integers(1, k + 1))
         r, s, b, y_naive = _by_hand(model, f, i_star, p)
         msg = alice_message(model, f, p)
         eps = 2.0 ** (-3 * p)
-        assert np.all(np.abs(msg.r_hat - r) <= eps / 2 + 1e-12) and np.all(np.abs(msg.s_hat - s) <= eps / 2 + 1e-12)
+        assert np.all(np.abs(msg.r_hat - r) <= eps / 2 + 1e-12) and np.all(
+            np.abs(msg.s_hat - s) <= eps / 2 + 1e-12
+        )
         bob = bob_heads(model, msg, i_star, p)
         y = exact_heads(model, f, i_star, p)
         np.testing.assert_allclose(y, y_naive, rtol=1e-9, atol=1e-12)
@@ -264,8 +294,10 @@ def test_refute_finds_collision(k):
     assert ev["f"] != ev["f_prime"] and ev["f"][ev["i_star"] - 1] != ev["f_prime"][ev["i_star"] - 1]
     assert ev["message_bits"] == 0 < k
     assert confirmed_wrong(model, result, 8)
-    assert alice_message(model, [int(c) for c in ev["f"]], 8).digest() == \
-        alice_message(model, [int(c) for c in ev["f_prime"]], 8).digest()
+    assert (
+        alice_message(model, [int(c) for c in ev["f"]], 8).digest()
+        == alice_message(model, [int(c) for c in ev["f_prime"]], 8).digest()
+    )
     json.dumps(result.as_dict())
 
 
@@ -305,8 +337,9 @@ def _majority_model(k: int) -> OneLayerTable:
     W_U = np.zeros((2, 4))
     W_U[0, :2] = [-1.0, 1.0]
     b_U = np.array([0.0, 0.0, -100.0, -100.0])
-    return OneLayerTable(np.zeros((n, 3, 2)), np.zeros((1, n, 3, 1)), np.zeros((1, n, 3, 1)), V,
-                         LinearDecoder(W_U, b_U))
+    return OneLayerTable(
+        np.zeros((n, 3, 2)), np.zeros((1, n, 3, 1)), np.zeros((1, n, 3, 1)), V, LinearDecoder(W_U, b_U)
+    )
 
 
 def test_local_search_walks_to_an_error():
@@ -319,8 +352,9 @@ def test_local_search_walks_to_an_error():
     searched = {"guided": info}
     found, margin = index._evaluate(st, F, stars, info, searched, time.perf_counter())
     assert found is None and np.all(margin > 0)  # both starts are answered right
-    result = index._local_search(st, np.random.default_rng(0), F, stars, margin, 10_000, info, searched,
-                                 time.perf_counter())
+    result = index._local_search(
+        st, np.random.default_rng(0), F, stars, margin, 10_000, info, searched, time.perf_counter()
+    )
     assert result is not None and result.method == "guided"
     assert info["local_search_steps"] >= 1
     assert confirmed_wrong(model, result, p)
@@ -338,9 +372,12 @@ def _weight_model(layers: int, mlp: bool = False, n_ctx: int = 9) -> Transformer
     block = None
     if mlp:
         block = MLP(rng.normal(size=(d, 4)), rng.normal(size=4), rng.normal(size=(4, d)), rng.normal(size=d))
-    return Transformer(rng.normal(size=(3, d)), rng.normal(size=(n_ctx, d)),
-                       tuple(Layer((head(), head()), block) for _ in range(layers)),
-                       LinearDecoder(rng.normal(size=(d, 4)), np.zeros(4)))
+    return Transformer(
+        rng.normal(size=(3, d)),
+        rng.normal(size=(n_ctx, d)),
+        tuple(Layer((head(), head()), block) for _ in range(layers)),
+        LinearDecoder(rng.normal(size=(d, 4)), np.zeros(4)),
+    )
 
 
 def test_one_layer_weight_model_is_accepted():
@@ -351,20 +388,25 @@ def test_one_layer_weight_model_is_accepted():
     assert result.found is False or confirmed_wrong(model, result, 10)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: check_protocol(one_layer_induction(9, 3), 0, 5),
-    lambda: check_protocol(one_layer_induction(9, 3), 4, 0),
-    lambda: check_protocol(one_layer_induction(9, 3), 5, 5),  # n = 11 > n_ctx = 9
-    lambda: check_protocol(one_layer_induction(9, 2), 4, 5),  # alphabet 2
-    lambda: check_protocol(_weight_model(2), 4, 5),
-    lambda: check_protocol(_weight_model(1, mlp=True), 4, 5),
-    lambda: check_protocol(two_layer_induction(9, 3), 4, 5),
-    lambda: refute(_weight_model(2), 4, 5),
-    lambda: refute(one_layer_induction(9, 3), 0, 5),
-    lambda: check_protocol(one_layer_induction(9, 3), 4, index.MAX_PRECISION_BITS + 1),
-    lambda: alice_message(one_layer_induction(9, 3), [0, 2, 1], 5),
-    lambda: bob_output(one_layer_induction(9, 3), alice_message(one_layer_induction(9, 3), [0, 1], 5), 3, 5),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: check_protocol(one_layer_induction(9, 3), 0, 5),
+        lambda: check_protocol(one_layer_induction(9, 3), 4, 0),
+        lambda: check_protocol(one_layer_induction(9, 3), 5, 5),  # n = 11 > n_ctx = 9
+        lambda: check_protocol(one_layer_induction(9, 2), 4, 5),  # alphabet 2
+        lambda: check_protocol(_weight_model(2), 4, 5),
+        lambda: check_protocol(_weight_model(1, mlp=True), 4, 5),
+        lambda: check_protocol(two_layer_induction(9, 3), 4, 5),
+        lambda: refute(_weight_model(2), 4, 5),
+        lambda: refute(one_layer_induction(9, 3), 0, 5),
+        lambda: check_protocol(one_layer_induction(9, 3), 4, index.MAX_PRECISION_BITS + 1),
+        lambda: alice_message(one_layer_induction(9, 3), [0, 2, 1], 5),
+        lambda: bob_output(
+            one_layer_induction(9, 3), alice_message(one_layer_induction(9, 3), [0, 1], 5), 3, 5
+        ),
+    ],
+)
 def test_bad_input_raises_value_error(call):
     with pytest.raises(ValueError) as excinfo:
         call()
@@ -517,14 +559,18 @@ def _exact_quantities(st, f: np.ndarray, i_star: int, prec: int = 400):
     try:
         out = []
         for h in range(q.shape[0]):
-            scores = [sum((Fraction(a) * Fraction(c) for a, c in zip(q[h], keys[h, j])), Fraction(0))
-                      for j in range(n)]
+            scores = [
+                sum((Fraction(a) * Fraction(c) for a, c in zip(q[h], keys[h, j])), Fraction(0))
+                for j in range(n)
+            ]
             w = [flint.arb(flint.fmpq(sc.numerator, sc.denominator)).exp() for sc in scores]
 
             def average(idx):
                 den = sum((w[j] for j in idx), flint.arb(0))
-                return [sum((w[j] * flint.arb(float(vals[h, j, c])) for j in idx), flint.arb(0)) / den
-                        for c in range(vals.shape[-1])], den.log()
+                return [
+                    sum((w[j] * flint.arb(float(vals[h, j, c])) for j in idx), flint.arb(0)) / den
+                    for c in range(vals.shape[-1])
+                ], den.log()
 
             r, s = average(range(1, 2 * k, 2))
             b, log_zb = average(list(range(0, 2 * k, 2)) + [n - 1])

@@ -298,9 +298,9 @@ def test_index_family_for_length(n):
     assert x.shape == (100, n)
     query = 2 * k  # 0-based position of '?'
     assert (x[:, query] == 2).all()
-    assert ((x[:, 0:2 * k:2] == 2).sum(axis=1) == 1).all()
-    assert np.isin(x[:, 1:2 * k:2], (0, 1)).all()
-    i_star = np.argmax(x[:, 0:2 * k:2] == 2, axis=1) + 1
+    assert ((x[:, 0 : 2 * k : 2] == 2).sum(axis=1) == 1).all()
+    assert np.isin(x[:, 1 : 2 * k : 2], (0, 1)).all()
+    i_star = np.argmax(x[:, 0 : 2 * k : 2] == 2, axis=1) + 1
     assert induction_targets(x)[:, query].tolist() == x[np.arange(100), 2 * i_star - 1].tolist()
     if n % 2 == 0:
         assert np.isin(x[:, -1], (0, 1)).all()

@@ -36,8 +36,13 @@ def solve(config: dict) -> dict:
     tokens = rng.integers(0, alphabet, size=(4, n))
     targets = induction_targets(tokens, 1)
     answered = float((targets >= 0).mean())
-    return {"accuracy": answered, "solved": answered >= 0.5, "steps": np.int64(n * alphabet),
-            "detail": {"alphabet": alphabet, "first": float(targets[0, -1])}, "note": "text is ignored by tables"}
+    return {
+        "accuracy": answered,
+        "solved": answered >= 0.5,
+        "steps": np.int64(n * alphabet),
+        "detail": {"alphabet": alphabet, "first": float(targets[0, -1])},
+        "note": "text is ignored by tables",
+    }
 
 
 def flaky(config: dict) -> dict:

@@ -10,8 +10,8 @@ import pytest
 from headcount.cli import main
 from headcount.learn import experiments
 from headcount.learn.experiments import EXPERIMENTS, experiment_spec, run_experiment, summarize_experiment
-from headcount.learn.sweep import load_spec
 from headcount.learn.store import ResultsStore
+from headcount.learn.sweep import load_spec
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
@@ -34,8 +34,16 @@ def test_unknown_experiment_and_scale():
 def tiny(monkeypatch):
     """Shrink the quick scales so a whole experiment runs in seconds (same code path, fewer/shorter runs)."""
     sizes = {
-        "xor-phase": {"fixed": {"function": "xor", "n": 3, "steps": 300}, "grid": {"degree": [1, 3], "heads": [1, 2]}, "seeds": [0]},
-        "minmax-heads": {"fixed": {"M": 4, "n": 3, "steps": 200}, "grid": {"heads": [1, 2], "dim": [2]}, "seeds": [0]},
+        "xor-phase": {
+            "fixed": {"function": "xor", "n": 3, "steps": 300},
+            "grid": {"degree": [1, 3], "heads": [1, 2]},
+            "seeds": [0],
+        },
+        "minmax-heads": {
+            "fixed": {"M": 4, "n": 3, "steps": 200},
+            "grid": {"heads": [1, 2], "dim": [2]},
+            "seeds": [0],
+        },
     }
     patched = dict(EXPERIMENTS)
     for name, quick in sizes.items():
@@ -57,7 +65,9 @@ def test_xor_phase_tiny_end_to_end(tiny, tmp_path):
     assert summarize_experiment("xor-phase", "quick", db) == s
     with ResultsStore(db) as store:
         assert store.count("done") == 4
-    assert (tmp_path / "xor-phase-quick.png").stat().st_size > 1000 and (tmp_path / "xor-phase-quick.svg").exists()
+    assert (tmp_path / "xor-phase-quick.png").stat().st_size > 1000 and (
+        tmp_path / "xor-phase-quick.svg"
+    ).exists()
     assert "| degree | heads |" in result["table"]
     again = run_experiment("xor-phase", "quick", db, workers=1, figure_dir=tmp_path)
     assert again["sweep"]["runs_done_now"] == 0 and again["summary"] == s
@@ -67,7 +77,10 @@ def test_minmax_heads_tiny_verifier_agrees(tiny, tmp_path):
     result = run_experiment("minmax-heads", "quick", tmp_path / "r.sqlite", workers=1, figure_dir=tmp_path)
     s = result["summary"]
     assert s["single_heads_checked"] == 1 and s["verifier_agrees_with_exhaustive"]
-    assert s["construction_dims"] == {4: pytest.approx(s["construction_dims"][4])} and s["construction_dims"][4] >= 1
+    assert (
+        s["construction_dims"] == {4: pytest.approx(s["construction_dims"][4])}
+        and s["construction_dims"][4] >= 1
+    )
 
 
 def run_cli(capsys, *args):
@@ -82,8 +95,22 @@ def run_cli(capsys, *args):
 
 
 def test_cli_train_boolean_contract(capsys):
-    code, out, _ = run_cli(capsys, "train", "boolean", "--function", "xor", "--n", "3", "--degree", "1", "--heads", "2",
-                           "--steps", "100", "--json")
+    code, out, _ = run_cli(
+        capsys,
+        "train",
+        "boolean",
+        "--function",
+        "xor",
+        "--n",
+        "3",
+        "--degree",
+        "1",
+        "--heads",
+        "2",
+        "--steps",
+        "100",
+        "--json",
+    )
     assert code == 0
     r = json.loads(out)
     assert r["below_bound"] and not r["solved_exact"] and r["threshold_degree"] == 3
@@ -91,8 +118,10 @@ def test_cli_train_boolean_contract(capsys):
 
 def test_cli_sweep_run_and_table(capsys, tmp_path):
     spec = tmp_path / "s.toml"
-    spec.write_text('[sweep]\nname = "t"\nexperiment = "t"\ntask = "boolean"\nseeds = [0]\n'
-                    '[fixed]\nfunction = "xor"\nn = 2\nsteps = 50\n[grid]\nheads = [1, 2]\n')
+    spec.write_text(
+        '[sweep]\nname = "t"\nexperiment = "t"\ntask = "boolean"\nseeds = [0]\n'
+        '[fixed]\nfunction = "xor"\nn = 2\nsteps = 50\n[grid]\nheads = [1, 2]\n'
+    )
     db = tmp_path / "r.sqlite"
     code, out, _ = run_cli(capsys, "sweep", "run", str(spec), "--db", str(db), "--workers", "1", "--json")
     assert code == 0
@@ -107,8 +136,29 @@ def test_cli_sweep_run_and_table(capsys, tmp_path):
 
 def test_cli_sweep_from_flags(capsys, tmp_path):
     db = tmp_path / "r.sqlite"
-    args = ["sweep", "run", "--db", str(db), "--workers", "1", "--task", "boolean", "--name", "flags",
-            "--fixed", "function=xor", "--fixed", "n=2", "--fixed", "steps=50", "--grid", "heads=1,2", "--seeds", "0,1", "--json"]
+    args = [
+        "sweep",
+        "run",
+        "--db",
+        str(db),
+        "--workers",
+        "1",
+        "--task",
+        "boolean",
+        "--name",
+        "flags",
+        "--fixed",
+        "function=xor",
+        "--fixed",
+        "n=2",
+        "--fixed",
+        "steps=50",
+        "--grid",
+        "heads=1,2",
+        "--seeds",
+        "0,1",
+        "--json",
+    ]
     code, out, _ = run_cli(capsys, *args)
     assert code == 0 and json.loads(out)["runs_done_now"] == 4
     with ResultsStore(db) as store:
@@ -116,18 +166,24 @@ def test_cli_sweep_from_flags(capsys, tmp_path):
     assert configs == [(1, 0), (1, 1), (2, 0), (2, 1)]
 
 
-@pytest.mark.parametrize("args,words", [
-    (["sweep", "run", "--db", "x.sqlite", "--grid", "heads=1"], "--task"),
-    (["sweep", "run", "--db", "x.sqlite", "--task", "boolean", "--grid", "heads"], "KEY=VALUE"),
-    (["sweep", "run", "--db", "x.sqlite", "--task", "boolean", "--grid", "heads=1", "--seeds", "a"], "--seeds"),
-    (["experiment", "nope"], "unknown experiment"),
-    (["experiment", "xor-phase", "--scale", "huge"], "--scale"),
-    (["sweep", "run", "/nonexistent.toml", "--db", "x.sqlite"], "does not exist"),
-    (["sweep", "table", "--db", "/nonexistent.sqlite", "--experiment", "x"], "does not exist"),
-    (["train", "boolean", "--n", "0"], "n must be"),
-    (["train", "induction", "--layers", "0", "--steps", "1"], "layers"),
-    (["train", "boolean", "--function", "nope", "--n", "3"], "nope"),
-])
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["sweep", "run", "--db", "x.sqlite", "--grid", "heads=1"], "--task"),
+        (["sweep", "run", "--db", "x.sqlite", "--task", "boolean", "--grid", "heads"], "KEY=VALUE"),
+        (
+            ["sweep", "run", "--db", "x.sqlite", "--task", "boolean", "--grid", "heads=1", "--seeds", "a"],
+            "--seeds",
+        ),
+        (["experiment", "nope"], "unknown experiment"),
+        (["experiment", "xor-phase", "--scale", "huge"], "--scale"),
+        (["sweep", "run", "/nonexistent.toml", "--db", "x.sqlite"], "does not exist"),
+        (["sweep", "table", "--db", "/nonexistent.sqlite", "--experiment", "x"], "does not exist"),
+        (["train", "boolean", "--n", "0"], "n must be"),
+        (["train", "induction", "--layers", "0", "--steps", "1"], "layers"),
+        (["train", "boolean", "--function", "nope", "--n", "3"], "nope"),
+    ],
+)
 def test_cli_bad_input_exits_2(capsys, args, words):
     code, out, err = run_cli(capsys, *args)
     assert code == 2 and out == ""

@@ -10,8 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from headcount.boolean.model import BooleanHead, BooleanLayer, Readout, model_sign_exact
 from headcount.boolean.functions import parse_function
+from headcount.boolean.model import (
+    BooleanHead,
+    BooleanLayer,
+    Readout,
+    load_boolean,
+    model_sign_exact,
+    save_boolean,
+)
 from headcount.boolean.theorem3 import construct
 from headcount.core.evaluate import predict
 from headcount.core.forward import residual_stream
@@ -25,11 +32,19 @@ from headcount.induction.certify import certify_induction
 from headcount.induction.constructions import one_layer_induction, two_layer_induction
 from headcount.induction.index import refute
 from headcount.learn.models import (
-    BooleanNet, MinMaxNet, SequenceConfig, SequenceModel, boolean_net_from_model, boolean_net_to_model,
-    minmax_net_from_model, minmax_net_to_model, monomial_exponents, positional_table,
-    sequence_model_from_transformer, sequence_model_to_transformer,
+    BooleanNet,
+    MinMaxNet,
+    SequenceConfig,
+    SequenceModel,
+    boolean_net_from_model,
+    boolean_net_to_model,
+    minmax_net_from_model,
+    minmax_net_to_model,
+    monomial_exponents,
+    positional_table,
+    sequence_model_from_transformer,
+    sequence_model_to_transformer,
 )
-from headcount.boolean.model import load_boolean, save_boolean
 from headcount.minmax import construction
 from headcount.minmax.model import forward as minmax_forward
 from headcount.minmax.model import predict as minmax_predict
@@ -45,7 +60,9 @@ def torch_predict(model: SequenceModel, tokens: np.ndarray) -> np.ndarray:
 def inputs(n: int, S: int, seed: int = 0, per_family: int = 32) -> np.ndarray:
     """Random plus every generator's inputs (the index family where it applies)."""
     rng = np.random.default_rng(seed)
-    parts = [gen(rng, per_family, n, S) for name, gen in task.GENERATORS.items() if not (name == "index" and S < 3)]
+    parts = [
+        gen(rng, per_family, n, S) for name, gen in task.GENERATORS.items() if not (name == "index" and S < 3)
+    ]
     return np.concatenate(parts)
 
 
@@ -80,11 +97,15 @@ def test_two_layer_construction_loads_exactly(n, S):
 def random_core(rng: np.random.Generator, n: int = 6, S: int = 3, d: int = 5) -> Transformer:
     """Heads of different widths (2 + 1), an MLP in the second layer only."""
     g = rng.standard_normal
-    heads1 = (AttentionHead(g((d, 3)), g((d, 3)), g((d, 2)), g((2, d))),
-              AttentionHead(g((d, 1)), g((d, 1)), g((d, 4)), g((4, d))))
+    heads1 = (
+        AttentionHead(g((d, 3)), g((d, 3)), g((d, 2)), g((2, d))),
+        AttentionHead(g((d, 1)), g((d, 1)), g((d, 4)), g((4, d))),
+    )
     heads2 = (AttentionHead(g((d, 2)), g((d, 2)), g((d, 2)), g((2, d))),)
     mlp = MLP(g((d, 7)), g(7), g((7, d)), g(d))
-    return Transformer(g((S, d)), g((n, d)), (Layer(heads1), Layer(heads2, mlp)), LinearDecoder(g((d, S + 1)), g(S + 1)))
+    return Transformer(
+        g((S, d)), g((n, d)), (Layer(heads1), Layer(heads2, mlp)), LinearDecoder(g((d, S + 1)), g(S + 1))
+    )
 
 
 def test_mixed_widths_and_partial_mlp_round_trip():
@@ -117,7 +138,9 @@ def test_random_model_exports_saves_and_certifies(kw, tmp_path):
     path = tmp_path / "m.safetensors"
     save_model(core, path)
     loaded = load_model(path)
-    assert loaded.info["note"] == "random" and loaded.info["config"]["positional"] == kw.get("positional", "learned")
+    assert loaded.info["note"] == "random" and loaded.info["config"]["positional"] == kw.get(
+        "positional", "learned"
+    )
     assert np.array_equal(predict(loaded, tokens), got)
     cert = certify_induction(loaded, n, S, dtypes=False)
     assert cert["exhaustive"] and cert["inputs_checked"] == len(tokens)
@@ -133,7 +156,9 @@ def test_one_layer_export_works_with_table_form_and_refute():
     tokens = inputs(n, S)
     assert np.array_equal(predict(table, tokens), predict(core, tokens))
     result = refute(core, k, 12)
-    assert result.found and result.model_output != result.expected  # a random model is wrong somewhere on INDEX
+    assert (
+        result.found and result.model_output != result.expected
+    )  # a random model is wrong somewhere on INDEX
 
 
 def test_forward_shapes_patterns_and_dtypes():
@@ -164,10 +189,16 @@ def test_positional_tables():
     assert "W_pos" not in dict(model.named_parameters())  # fixed encodings are not trained
 
 
-@pytest.mark.parametrize("bad,match", [
-    (dict(positional="rope"), "positional"), (dict(heads=0), "heads"), (dict(dim=1, positional="circle"), "dim ≥ 2"),
-    (dict(mlp=1), "mlp"), (dict(d_head=0), "d_head"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (dict(positional="rope"), "positional"),
+        (dict(heads=0), "heads"),
+        (dict(dim=1, positional="circle"), "dim ≥ 2"),
+        (dict(mlp=1), "mlp"),
+        (dict(d_head=0), "d_head"),
+    ],
+)
 def test_bad_config(bad, match):
     with pytest.raises(ValueError, match=match):
         SequenceConfig(**{"vocab": 3, "alphabet": 3, "n_ctx": 4, **bad})
@@ -175,8 +206,12 @@ def test_bad_config(bad, match):
 
 def test_bad_tokens():
     model = SequenceModel(SequenceConfig(vocab=3, alphabet=3, n_ctx=4))
-    for tokens, match in [(torch.tensor([[0, 3]]), "0..2"), (torch.zeros(1, 5, dtype=torch.long), "context length"),
-                          (torch.zeros(1, 2), "integers"), (torch.zeros(1, 0, dtype=torch.long), "shape")]:
+    for tokens, match in [
+        (torch.tensor([[0, 3]]), "0..2"),
+        (torch.zeros(1, 5, dtype=torch.long), "context length"),
+        (torch.zeros(1, 2), "integers"),
+        (torch.zeros(1, 0, dtype=torch.long), "shape"),
+    ]:
         with pytest.raises(ValueError, match=match):
             model(tokens)
     with pytest.raises(ValueError, match="Transformer, got OneLayerTable"):
@@ -236,8 +271,10 @@ def test_monomials():
         assert all(sum(K) <= D for K in exps)
 
 
-@pytest.mark.parametrize("function,n,D,H", [("xor", 6, 2, 3), ("xor", 8, 4, 2), ("majority", 7, 1, 1),
-                                             ("exact:3", 8, 1, 2), ("mod:3", 8, 2, 3)])
+@pytest.mark.parametrize(
+    "function,n,D,H",
+    [("xor", 6, 2, 3), ("xor", 8, 4, 2), ("majority", 7, 1, 1), ("exact:3", 8, 1, 2), ("mod:3", 8, 2, 3)],
+)
 def test_theorem3_construction_same_signs(function, n, D, H, tmp_path):
     F = parse_function(function, n)
     layer, readout, _, _ = construct(F, n, D, H)
@@ -303,7 +340,9 @@ def test_one_layer_construction_loads_into_table_model(n, S):
     for name, generate in GENERATORS.items():
         tokens = generate(rng, 32, n, S)
         residual, patterns = m(tokens, return_patterns=True)
-        np.testing.assert_allclose(residual.detach().numpy(), table_residual(table, tokens), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            residual.detach().numpy(), table_residual(table, tokens), rtol=0, atol=1e-12
+        )
         assert patterns[0].shape == (32, 1, n, n)
         expected = predict(table, tokens)
         assert np.array_equal(m.predict(tokens), expected), name

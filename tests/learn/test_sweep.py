@@ -17,17 +17,35 @@ from pathlib import Path
 import pytest
 
 from headcount.learn.store import ResultsDBError, ResultsStore, run_id_for
-from headcount.learn.sweep import (RAY_MISSING, BackendUnavailableError, SpecError, SweepError, load_spec,
-                                   run_sweep, spec_from_dict, sweep_plan, sweep_table, table_rows)
+from headcount.learn.sweep import (
+    RAY_MISSING,
+    BackendUnavailableError,
+    SpecError,
+    SweepError,
+    load_spec,
+    run_sweep,
+    spec_from_dict,
+    sweep_plan,
+    sweep_table,
+    table_rows,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 RUNNERS = "tests.learn.sweep_runners"
 
 
 def spec_dict(runner: str = "solve", xs=(1, 2), seeds=(0, 1), **fixed) -> dict:
-    return {"sweep": {"name": "t", "experiment": "exp", "task": "toy", "seeds": list(seeds),
-                      "runner": f"{RUNNERS}:{runner}"},
-            "fixed": {"n": 8, **fixed}, "grid": {"x": list(xs)}}
+    return {
+        "sweep": {
+            "name": "t",
+            "experiment": "exp",
+            "task": "toy",
+            "seeds": list(seeds),
+            "runner": f"{RUNNERS}:{runner}",
+        },
+        "fixed": {"n": 8, **fixed},
+        "grid": {"x": list(xs)},
+    }
 
 
 def done_rows(db: Path) -> int:
@@ -71,18 +89,38 @@ def test_toml_spec_expands_deterministically(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(TOML)
     spec = load_spec(path)
-    assert (spec.name, spec.experiment, spec.task, spec.seeds) == ("xor-phase-quick", "xor-phase", "boolean", (0, 1, 2))
+    assert (spec.name, spec.experiment, spec.task, spec.seeds) == (
+        "xor-phase-quick",
+        "xor-phase",
+        "boolean",
+        (0, 1, 2),
+    )
     assert spec.runner == "headcount.learn.train:run_config"
     runs = spec.runs()
     assert len(runs) == (3 * 4 + 1) * 3
-    assert runs[0].config == {"task": "boolean", "function": "xor", "n": 8, "degree": 1, "heads": 1, "seed": 0}
+    assert runs[0].config == {
+        "task": "boolean",
+        "function": "xor",
+        "n": 8,
+        "degree": 1,
+        "heads": 1,
+        "seed": 0,
+    }
     assert list(runs[0].config) == ["task", "function", "n", "degree", "heads", "seed"]
     assert [r.config["seed"] for r in runs[:4]] == [0, 1, 2, 0]  # seed fastest, then the last axis
     assert runs[3].config["heads"] == 2
-    assert runs[-1].config == {"task": "boolean", "function": "xor", "n": 8, "degree": 8, "heads": 1, "seed": 2}
+    assert runs[-1].config == {
+        "task": "boolean",
+        "function": "xor",
+        "n": 8,
+        "degree": 8,
+        "heads": 1,
+        "seed": 2,
+    }
     assert len({r.run_id for r in runs}) == len(runs)
     # the same spec as a dict (what CLI flags build) gives the same runs, in the same order
     import tomllib
+
     assert [r.run_id for r in load_spec(tomllib.loads(TOML)).runs()] == [r.run_id for r in runs]
 
 
@@ -92,35 +130,55 @@ def test_run_ids_are_stable():
     assert run_id_for(config) == run_id_for(shuffled) == "b9b8f583f672b152"  # pinned: ids must never change
     assert run_id_for({**config, "seed": 1}) != run_id_for(config)
     assert run_id_for({**config, "n": 8.0}) != run_id_for(config)
-    a, b = spec_from_dict(spec_dict()), spec_from_dict({**spec_dict(), "sweep": {**spec_dict()["sweep"], "name": "other"}})
-    assert [r.run_id for r in a.runs()] == [r.run_id for r in b.runs()]  # the sweep name is not part of the id
+    a, b = (
+        spec_from_dict(spec_dict()),
+        spec_from_dict({**spec_dict(), "sweep": {**spec_dict()["sweep"], "name": "other"}}),
+    )
+    assert [r.run_id for r in a.runs()] == [
+        r.run_id for r in b.runs()
+    ]  # the sweep name is not part of the id
     assert spec_from_dict({**spec_dict(), "sweep": {**spec_dict()["sweep"], "seeds": 2}}).seeds == (0, 1)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"extra": {}}, "unknown section [extra]"),
-    ({"sweep": None}, "missing section [sweep]"),
-    ({"sweep": {"name": "t", "task": "toy", "runner": f"{RUNNERS}:solve", "seed": [0]}}, "[sweep] seed: unknown key"),
-    ({"sweep": {"task": "boolean"}}, "missing required key 'name'"),
-    ({"sweep": {"name": "t"}}, "missing required key 'task'"),
-    ({"sweep": {"name": "t", "task": "boolen"}}, "unknown task 'boolen'; tasks: induction, khop, minmax, boolean"),
-    ({"sweep": {"name": "t", "task": "toy", "runner": "no colon"}}, "is not of the form 'package.module:function'"),
-    ({"sweep": {"name": "t", "task": "boolean", "seeds": []}}, "[sweep] seeds: the list is empty"),
-    ({"sweep": {"name": "t", "task": "boolean", "seeds": ["0"]}}, "seeds must be integers, got '0'"),
-    ({"sweep": {"name": "t", "task": "boolean", "seeds": [1, 1]}}, "seeds repeat"),
-    ({"sweep": {"name": "t", "task": "boolean", "seeds": 0}}, "a seed count must be ≥ 1"),
-    ({"sweep": {"name": 3, "task": "boolean"}}, "[sweep] name: must be a non-empty string, got 3"),
-    ({"grid": {"x": []}}, "[grid] x: the list is empty"),
-    ({"grid": {"x": 3}}, "[grid] x: a grid axis must be a list of values, got integer"),
-    ({"grid": {"x": [1, 1]}}, "[grid] x: values repeat"),
-    ({"grid": {"n": [8, 16]}}, "[grid] n: 'n' is also in [fixed]"),
-    ({"grid": {"seed": [0, 1]}}, "[grid] seed: 'seed' is reserved; set it with [sweep] seeds"),
-    ({"fixed": {"task": "khop"}}, "[fixed] task: 'task' is reserved; set it with [sweep] task"),
-    ({"fixed": {"lr": float("nan")}}, "[fixed] lr: nan is not allowed"),
-    ({"fixed": {"when": __import__("datetime").date(2024, 1, 1)}}, "[fixed] when: date values are not allowed"),
-    ({"fixed": [1]}, "[fixed] must be a table"),
-    ({"include": [{}]}, "[include 1]: is empty"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"extra": {}}, "unknown section [extra]"),
+        ({"sweep": None}, "missing section [sweep]"),
+        (
+            {"sweep": {"name": "t", "task": "toy", "runner": f"{RUNNERS}:solve", "seed": [0]}},
+            "[sweep] seed: unknown key",
+        ),
+        ({"sweep": {"task": "boolean"}}, "missing required key 'name'"),
+        ({"sweep": {"name": "t"}}, "missing required key 'task'"),
+        (
+            {"sweep": {"name": "t", "task": "boolen"}},
+            "unknown task 'boolen'; tasks: induction, khop, minmax, boolean",
+        ),
+        (
+            {"sweep": {"name": "t", "task": "toy", "runner": "no colon"}},
+            "is not of the form 'package.module:function'",
+        ),
+        ({"sweep": {"name": "t", "task": "boolean", "seeds": []}}, "[sweep] seeds: the list is empty"),
+        ({"sweep": {"name": "t", "task": "boolean", "seeds": ["0"]}}, "seeds must be integers, got '0'"),
+        ({"sweep": {"name": "t", "task": "boolean", "seeds": [1, 1]}}, "seeds repeat"),
+        ({"sweep": {"name": "t", "task": "boolean", "seeds": 0}}, "a seed count must be ≥ 1"),
+        ({"sweep": {"name": 3, "task": "boolean"}}, "[sweep] name: must be a non-empty string, got 3"),
+        ({"grid": {"x": []}}, "[grid] x: the list is empty"),
+        ({"grid": {"x": 3}}, "[grid] x: a grid axis must be a list of values, got integer"),
+        ({"grid": {"x": [1, 1]}}, "[grid] x: values repeat"),
+        ({"grid": {"n": [8, 16]}}, "[grid] n: 'n' is also in [fixed]"),
+        ({"grid": {"seed": [0, 1]}}, "[grid] seed: 'seed' is reserved; set it with [sweep] seeds"),
+        ({"fixed": {"task": "khop"}}, "[fixed] task: 'task' is reserved; set it with [sweep] task"),
+        ({"fixed": {"lr": float("nan")}}, "[fixed] lr: nan is not allowed"),
+        (
+            {"fixed": {"when": __import__("datetime").date(2024, 1, 1)}},
+            "[fixed] when: date values are not allowed",
+        ),
+        ({"fixed": [1]}, "[fixed] must be a table"),
+        ({"include": [{}]}, "[include 1]: is empty"),
+    ],
+)
 def test_spec_errors(change, message):
     data = spec_dict()
     data.update(change)
@@ -154,10 +212,19 @@ def test_store_records_each_run_once_and_retries_failures(tmp_path):
     config = {"task": "toy", "x": 1, "seed": 0}
     rid = run_id_for(config)
     with ResultsStore(db) as store:
-        assert store.record(run_id=rid, config=config, status="failed", error="boom", sweep="s", experiment="e")
+        assert store.record(
+            run_id=rid, config=config, status="failed", error="boom", sweep="s", experiment="e"
+        )
         assert store.finished_ids() == set()  # failed runs are retried
-        assert store.record(run_id=rid, config=config, status="done", metrics={"accuracy": 1.0}, sweep="s",
-                            experiment="e", wall_seconds=0.5)
+        assert store.record(
+            run_id=rid,
+            config=config,
+            status="done",
+            metrics={"accuracy": 1.0},
+            sweep="s",
+            experiment="e",
+            wall_seconds=0.5,
+        )
         assert not store.record(run_id=rid, config=config, status="done", metrics={"accuracy": 0.0})
         assert not store.record(run_id=rid, config=config, status="failed", error="late")
         assert store.finished_ids() == {rid}
@@ -201,14 +268,24 @@ def test_store_refuses_other_files(tmp_path):
 def test_local_sweep_runs_records_and_skips_finished(tmp_path, capfd):
     db = tmp_path / "r.db"
     spec = spec_dict(xs=(1, 2, 3))
-    assert sweep_plan(spec, db) == {"runs_total": 6, "runs_done": 0, "runs_failed": 0, "runs_pending": 6,
-                                    "sweep": "t", "experiment": "exp"}
+    assert sweep_plan(spec, db) == {
+        "runs_total": 6,
+        "runs_done": 0,
+        "runs_failed": 0,
+        "runs_pending": 6,
+        "sweep": "t",
+        "experiment": "exp",
+    }
     assert not db.exists()
     summary = run_sweep(spec, db, workers=2, progress=True)
     out, err = capfd.readouterr()
     assert out == "" and "sweep t" in err  # the progress bar goes to stderr only
-    assert {k: summary[k] for k in ("runs_total", "runs_done_before", "runs_done_now", "runs_failed")} == \
-        {"runs_total": 6, "runs_done_before": 0, "runs_done_now": 6, "runs_failed": 0}
+    assert {k: summary[k] for k in ("runs_total", "runs_done_before", "runs_done_now", "runs_failed")} == {
+        "runs_total": 6,
+        "runs_done_before": 0,
+        "runs_done_now": 6,
+        "runs_failed": 0,
+    }
     with ResultsStore(db) as store:
         rows = store.rows(sweep="t")
     assert sorted(r["run_id"] for r in rows) == sorted(r.run_id for r in load_spec(spec).runs())
@@ -239,7 +316,9 @@ def test_failed_runs_are_recorded_and_retried(tmp_path):
         [failed] = store.rows(status="failed")
         assert len(store.finished_ids()) == 1
     assert failed["config"]["x"] == 2 and failed["metrics"] is None
-    assert failed["error"].startswith("ValueError: flag file present second line for x=2 [at sweep_runners.py:")
+    assert failed["error"].startswith(
+        "ValueError: flag file present second line for x=2 [at sweep_runners.py:"
+    )
     assert "\n" not in failed["error"]
     assert sweep_plan(spec, db)["runs_failed"] == 1
     flag.unlink()
@@ -278,9 +357,13 @@ def test_workers_use_one_torch_thread(tmp_path):
 
 def test_bad_runner_or_backend_fails_before_anything_is_written(tmp_path, monkeypatch):
     db = tmp_path / "r.db"
-    with pytest.raises(SweepError, match="runner 'tests.learn.sweep_runners:nope': module .* has no function 'nope'"):
+    with pytest.raises(
+        SweepError, match="runner 'tests.learn.sweep_runners:nope': module .* has no function 'nope'"
+    ):
         run_sweep(spec_dict("nope"), db)
-    with pytest.raises(SweepError, match="runner 'no_such_module_xyz:f' cannot be imported: ModuleNotFoundError"):
+    with pytest.raises(
+        SweepError, match="runner 'no_such_module_xyz:f' cannot be imported: ModuleNotFoundError"
+    ):
         run_sweep({**spec_dict(), "sweep": {**spec_dict()["sweep"], "runner": "no_such_module_xyz:f"}}, db)
     with pytest.raises(SweepError, match="unknown backend 'dask'; backends: local, ray"):
         run_sweep(spec_dict(), db, backend="dask")
@@ -289,7 +372,11 @@ def test_bad_runner_or_backend_fails_before_anything_is_written(tmp_path, monkey
     monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
     with pytest.raises(BackendUnavailableError) as info:
         run_sweep(spec_dict(), db, backend="ray")
-    assert str(info.value) == RAY_MISSING == "backend 'ray' needs the optional extra: pip install 'headcount[ray]'"
+    assert (
+        str(info.value)
+        == RAY_MISSING
+        == "backend 'ray' needs the optional extra: pip install 'headcount[ray]'"
+    )
     assert not db.exists()
 
 
@@ -300,12 +387,23 @@ def test_sweep_killed_with_sigkill_resumes_exactly_once(tmp_path):
     spec = spec_dict(xs=(1, 2, 3, 4), seeds=(0, 1), sleep=0.4, log_dir=str(log_dir))
     expected = {r.run_id for r in load_spec(spec).runs()}
     assert len(expected) == 8
-    code = ("import json, sys; from headcount.learn.sweep import run_sweep; "
-            "run_sweep(json.loads(sys.argv[1]), sys.argv[2], workers=2)")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    code = (
+        "import json, sys; from headcount.learn.sweep import run_sweep; "
+        "run_sweep(json.loads(sys.argv[1]), sys.argv[2], workers=2)"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
     with open(tmp_path / "stderr.txt", "wb") as err:
-        proc = subprocess.Popen([sys.executable, "-c", code, json.dumps(spec), str(db)], cwd=REPO, env=env,
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code, json.dumps(spec), str(db)],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
     try:
         deadline = time.monotonic() + 60
         while done_rows(db) < 2:
@@ -342,19 +440,44 @@ def fill(db: Path) -> None:
         for degree in (2, 1):
             for heads in (1, 2):
                 for seed in (0, 1, 2):
-                    config = {"task": "boolean", "function": "xor", "n": 4, "degree": degree, "heads": heads,
-                              "seed": seed}
+                    config = {
+                        "task": "boolean",
+                        "function": "xor",
+                        "n": 4,
+                        "degree": degree,
+                        "heads": heads,
+                        "seed": seed,
+                    }
                     if (degree, heads, seed) == (2, 2, 2):
-                        store.record(run_id=run_id_for(config), config=config, status="failed", error="x",
-                                     experiment="xor")
+                        store.record(
+                            run_id=run_id_for(config),
+                            config=config,
+                            status="failed",
+                            error="x",
+                            experiment="xor",
+                        )
                         continue
                     acc = 0.5 + 0.125 * degree * heads - 0.0625 * seed
-                    store.record(run_id=run_id_for(config), config=config, status="done", experiment="xor",
-                                 metrics={"accuracy": acc, "solved": acc >= 0.75, "loss": float("nan") if seed else 0.1,
-                                          "eval": {"errors": degree + seed}, "name": "xor", "heads": heads,
-                                          "lr": 0.03, "dim": degree})
+                    store.record(
+                        run_id=run_id_for(config),
+                        config=config,
+                        status="done",
+                        experiment="xor",
+                        metrics={
+                            "accuracy": acc,
+                            "solved": acc >= 0.75,
+                            "loss": float("nan") if seed else 0.1,
+                            "eval": {"errors": degree + seed},
+                            "name": "xor",
+                            "heads": heads,
+                            "lr": 0.03,
+                            "dim": degree,
+                        },
+                    )
         other = {"task": "khop", "seed": 0}
-        store.record(run_id=run_id_for(other), config=other, status="done", metrics={"a": 1}, experiment="khop")
+        store.record(
+            run_id=run_id_for(other), config=other, status="done", metrics={"a": 1}, experiment="khop"
+        )
 
 
 def test_sweep_table_formats(tmp_path):
@@ -363,25 +486,58 @@ def test_sweep_table_formats(tmp_path):
     columns, rows = table_rows(db, "xor")
     # config echoes (heads) and text metrics are left out; metrics equal across each group's seeds are one
     # column (loss: its NaNs are dropped; lr; dim), the rest mean/min/max
-    assert columns == ["degree", "heads", "seeds", "failed", "accuracy_mean", "accuracy_min", "accuracy_max",
-                       "solved_fraction", "loss", "eval.errors_mean", "eval.errors_min", "eval.errors_max", "lr", "dim"]
-    assert [(r["degree"], r["heads"], r["seeds"], r["failed"], r["dim"]) for r in rows] == \
-        [(1, 1, 3, 0, 1), (1, 2, 3, 0, 1), (2, 1, 3, 0, 2), (2, 2, 2, 1, 2)]
+    assert columns == [
+        "degree",
+        "heads",
+        "seeds",
+        "failed",
+        "accuracy_mean",
+        "accuracy_min",
+        "accuracy_max",
+        "solved_fraction",
+        "loss",
+        "eval.errors_mean",
+        "eval.errors_min",
+        "eval.errors_max",
+        "lr",
+        "dim",
+    ]
+    assert [(r["degree"], r["heads"], r["seeds"], r["failed"], r["dim"]) for r in rows] == [
+        (1, 1, 3, 0, 1),
+        (1, 2, 3, 0, 1),
+        (2, 1, 3, 0, 2),
+        (2, 2, 2, 1, 2),
+    ]
     r = rows[1]
-    assert r["accuracy_mean"] == pytest.approx(0.75 - 0.0625) and r["accuracy_min"] == 0.625 and r["accuracy_max"] == 0.75
+    assert (
+        r["accuracy_mean"] == pytest.approx(0.75 - 0.0625)
+        and r["accuracy_min"] == 0.625
+        and r["accuracy_max"] == 0.75
+    )
     assert r["solved_fraction"] == pytest.approx(1 / 3)
     assert r["loss"] == 0.1 and r["lr"] == 0.03 and r["eval.errors_max"] == 3 and isinstance(r["dim"], int)
 
     md = sweep_table(db, "xor").splitlines()
-    assert md[0].startswith("| degree | heads | seeds | failed | accuracy_mean |") and md[1].startswith("|---|")
+    assert md[0].startswith("| degree | heads | seeds | failed | accuracy_mean |") and md[1].startswith(
+        "|---|"
+    )
     assert md[2] == "| 1 | 1 | 3 | 0 | 0.5625 | 0.5 | 0.625 | 0 | 0.1 | 2 | 1 | 3 | 0.03 | 1 |"
     parsed = list(csv.DictReader(io.StringIO(sweep_table(db, "xor", "csv"))))
     assert len(parsed) == 4 and parsed[3]["seeds"] == "2" and float(parsed[0]["accuracy_mean"]) == 0.5625
     data = json.loads(sweep_table(db, "xor", "json"))
     assert data["experiment"] == "xor" and data["columns"] == columns and data["rows"] == rows
-    assert table_rows(db, "xor", metrics=["accuracy", "eval"])[0] == \
-        ["degree", "heads", "seeds", "failed", "accuracy_mean", "accuracy_min", "accuracy_max",
-         "eval.errors_mean", "eval.errors_min", "eval.errors_max"]
+    assert table_rows(db, "xor", metrics=["accuracy", "eval"])[0] == [
+        "degree",
+        "heads",
+        "seeds",
+        "failed",
+        "accuracy_mean",
+        "accuracy_min",
+        "accuracy_max",
+        "eval.errors_mean",
+        "eval.errors_min",
+        "eval.errors_max",
+    ]
     with pytest.raises(SweepError, match="has no numeric or boolean metric 'acc'; metrics: accuracy, solved"):
         sweep_table(db, "xor", metrics=["acc"])
     # one group only: the task is the label column
@@ -432,12 +588,19 @@ def test_ray_backend_local_instance(tmp_path, monkeypatch):
 def test_default_runner_xor_sweep(tmp_path):
     """End to end with headcount.learn.train:run_config: a tiny XOR grid, two workers, then its table."""
     path = tmp_path / "xor.toml"
-    path.write_text('[sweep]\nname = "xor-smoke"\nexperiment = "xor-phase"\ntask = "boolean"\nseeds = [0, 1]\n'
-                    '[fixed]\nfunction = "xor"\nn = 4\nheads = 1\nsteps = 50\n[grid]\ndegree = [1, 4]\n')
+    path.write_text(
+        '[sweep]\nname = "xor-smoke"\nexperiment = "xor-phase"\ntask = "boolean"\nseeds = [0, 1]\n'
+        '[fixed]\nfunction = "xor"\nn = 4\nheads = 1\nsteps = 50\n[grid]\ndegree = [1, 4]\n'
+    )
     db = tmp_path / "r.db"
     summary = run_sweep(path, db, workers=2)
     assert (summary["runs_total"], summary["runs_done_now"], summary["runs_failed"]) == (4, 4, 0)
     columns, rows = table_rows(db, "xor-phase", metrics=["solved", "below_bound"])
-    assert columns == ["degree", "seeds", "below_bound_fraction", "solved_fraction"]  # order the runner reports
+    assert columns == [
+        "degree",
+        "seeds",
+        "below_bound_fraction",
+        "solved_fraction",
+    ]  # order the runner reports
     assert [(r["degree"], r["seeds"], r["below_bound_fraction"]) for r in rows] == [(1, 2, 1.0), (4, 2, 0.0)]
     assert rows[0]["solved_fraction"] == 0.0  # D·H = 1 < n = 4: no model can (Theorem 2)

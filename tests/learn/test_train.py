@@ -15,14 +15,20 @@ import json
 import numpy as np
 import pytest
 
-from headcount.boolean.model import model_sign_exact
+from headcount.boolean.model import load_boolean, model_sign_exact
 from headcount.core.evaluate import predict
 from headcount.core.io import load_model
 from headcount.induction import task
 from headcount.induction.certify import certify_induction
 from headcount.induction.index import refute
-from headcount.boolean.model import load_boolean
-from headcount.learn.train import heldout_sequences, lr_at, run_config, train_boolean, train_induction, train_minmax
+from headcount.learn.train import (
+    heldout_sequences,
+    lr_at,
+    run_config,
+    train_boolean,
+    train_induction,
+    train_minmax,
+)
 from headcount.minmax.model import load_minmax
 from headcount.minmax.model import predict as minmax_predict
 
@@ -51,7 +57,11 @@ def test_induction_tiny_run_is_exact_and_learns(tmp_path):
         assert result[key] == metrics[key], key
     assert result["accuracy"] > 0.5  # well above chance (1/3) after 120 steps
     assert 0 <= result["accuracy_index"] <= 1 and set(result["adversarial"]) == {
-        "latest_match_far_back", "all_equal", "bottom_heavy", "repeated_block"}
+        "latest_match_far_back",
+        "all_equal",
+        "bottom_heavy",
+        "repeated_block",
+    }
     assert [(h["layer"], h["head"]) for h in result["head_scores"]] == [(0, 0), (1, 0)]
     for h in result["head_scores"]:
         assert 0 <= h["previous_token_score"] <= 1 and 0 <= h["induction_score"] <= 1
@@ -71,7 +81,9 @@ def test_head_scores_of_the_construction():
     from headcount.learn.models import sequence_model_from_transformer
     from headcount.learn.train import evaluate_induction
 
-    metrics = evaluate_induction(sequence_model_from_transformer(two_layer_induction(16, 4)), 16, 4, eval_size=256)
+    metrics = evaluate_induction(
+        sequence_model_from_transformer(two_layer_induction(16, 4)), 16, 4, eval_size=256
+    )
     assert metrics["accuracy"] == metrics["accuracy_bottom"] == metrics["accuracy_index"] == 1.0
     scores = {(h["layer"], h["head"]): h for h in metrics["head_scores"]}
     assert scores[(0, 0)]["previous_token_score"] > 0.99
@@ -80,24 +92,44 @@ def test_head_scores_of_the_construction():
 
 def test_khop_and_variants(tmp_path):
     path = tmp_path / "khop.safetensors"
-    result = run_config({"task": "khop", "hops": 2, "n": 8, "alphabet": 4, "dim": 16, "steps": 20, "batch": 16,
-                         "out": str(path)})
+    result = run_config(
+        {
+            "task": "khop",
+            "hops": 2,
+            "n": 8,
+            "alphabet": 4,
+            "dim": 16,
+            "steps": 20,
+            "batch": 16,
+            "out": str(path),
+        }
+    )
     json.dumps(result, allow_nan=False)
     assert result["task"] == "khop" and result["hop_token"] and result["generator"] == "no_adjacent_repeats"
-    assert set(result["accuracy_by_hop"]) == {"1", "2"} and result["accuracy"] == result["accuracy_by_hop"]["2"]
+    assert (
+        set(result["accuracy_by_hop"]) == {"1", "2"} and result["accuracy"] == result["accuracy_by_hop"]["2"]
+    )
     assert result["accuracy_index"] is None
     model = load_model(path)
     assert model.alphabet == 4 + 2 and model.n_ctx == 9 and model.decoder.alphabet == 4
     # LayerNorm, MLP, fixed positional encodings train too (not exportable with LayerNorm)
-    result = train_induction(layers=1, dim=8, n=6, alphabet=3, steps=5, batch=8, layernorm=True, mlp=True,
-                             positional="circle")
+    result = train_induction(
+        layers=1, dim=8, n=6, alphabet=3, steps=5, batch=8, layernorm=True, mlp=True, positional="circle"
+    )
     assert result["model_path"] is None and np.isfinite(result["final_loss"])
 
 
-@pytest.mark.parametrize("bad,match", [
-    (dict(generator="zipf"), "unknown generator"), (dict(layernorm=True, out="x.safetensors"), "layernorm=False"),
-    (dict(steps=-1), "steps"), (dict(positional="fixed"), "from scratch"), (dict(lr=0), "lr"), (dict(alphabet=1), "alphabet"),
-])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        (dict(generator="zipf"), "unknown generator"),
+        (dict(layernorm=True, out="x.safetensors"), "layernorm=False"),
+        (dict(steps=-1), "steps"),
+        (dict(positional="fixed"), "from scratch"),
+        (dict(lr=0), "lr"),
+        (dict(alphabet=1), "alphabet"),
+    ],
+)
 def test_induction_bad_input(bad, match):
     with pytest.raises(ValueError, match=match):
         train_induction(**{**TINY, "steps": 1, **bad})
@@ -121,7 +153,9 @@ def test_minmax_tiny_run_exact_metrics_and_verifier(tmp_path):
     pmin, pmax = minmax_predict(model, lists)
     assert result["accuracy_min"] == pytest.approx(np.mean(pmin == lists.min(1)), abs=1e-12)
     assert result["accuracy_max"] == pytest.approx(np.mean(pmax == lists.max(1)), abs=1e-12)
-    assert result["accuracy_both"] == pytest.approx(np.mean((pmin == lists.min(1)) & (pmax == lists.max(1))), abs=1e-12)
+    assert result["accuracy_both"] == pytest.approx(
+        np.mean((pmin == lists.min(1)) & (pmax == lists.max(1))), abs=1e-12
+    )
     for name in ("min", "max"):
         v = result[f"verifier_{name}"]
         assert v["correct"] == (result[f"accuracy_{name}"] == 1.0)  # exhaustive, so the verifier must agree
@@ -152,14 +186,17 @@ def test_boolean_xor_solves_above_and_fails_below_the_bound(tmp_path):
     layer, readout, info = load_boolean(path)
     assert model_sign_exact(layer, readout, 4) == [1, -1, 1, -1, 1] and info["function"] == "xor"
 
-    below = train_boolean("xor", n=4, degree=1, heads=2, steps=300, seed=0)  # D·H = 2 < 4: impossible (Theorem 2)
+    below = train_boolean(
+        "xor", n=4, degree=1, heads=2, steps=300, seed=0
+    )  # D·H = 2 < 4: impossible (Theorem 2)
     assert below["below_bound"] and not below["solved"] and not below["solved_exact"]
     assert below["accuracy_all_inputs"] < 1.0
 
 
 def test_run_config_dispatch_and_keys(capsys):
-    result = run_config({"task": "boolean", "function": "and", "n": 3, "degree": 1, "heads": 1, "steps": 50,
-                         "progress": True})
+    result = run_config(
+        {"task": "boolean", "function": "and", "n": 3, "degree": 1, "heads": 1, "steps": 50, "progress": True}
+    )
     assert result["task"] == "boolean" and result["function"] == "and"
     captured = capsys.readouterr()
     assert captured.out == ""  # the sweep engine owns stdout

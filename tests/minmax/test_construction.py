@@ -35,7 +35,10 @@ def test_beta_is_dyadic_and_rounded_up():
 @pytest.mark.parametrize("heads", [1, 2])
 @pytest.mark.parametrize("code", ["sign", "compact"])
 def test_all_methods_agree_small(M, n, heads, code):
-    results = {m: certify_minmax(M, n, heads, code, method=m) for m in ("exact-histogram", "sufficient-condition", "brute-force")}
+    results = {
+        m: certify_minmax(M, n, heads, code, method=m)
+        for m in ("exact-histogram", "sufficient-condition", "brute-force")
+    }
     for r in results.values():
         assert r["errors_min"] == 0 and r["errors_max"] == 0
         assert r["inputs_covered"] == count_multisets(M, n) and r["value_bits"] == 0

@@ -54,7 +54,11 @@ def test_monotone_run_matches_dp_with_ties():
         assert run.obstructs == ("both" if up == down else ("min" if up > down else "max"))
     # weights and scores give the same runs (exp is increasing)
     s = rng.standard_normal(30)
-    assert longest_monotone_run(np.exp(s)) == longest_monotone_run(s) == longest_monotone_run(TokenHead(s, np.ones((30, 1))))
+    assert (
+        longest_monotone_run(np.exp(s))
+        == longest_monotone_run(s)
+        == longest_monotone_run(TokenHead(s, np.ones((30, 1))))
+    )
 
 
 def test_erdos_szekeres():

@@ -13,7 +13,14 @@ from headcount.core.io import ModelFileError, read_config
 from headcount.core.symbols import BOTTOM
 from headcount.minmax.construction import compact_code, two_head_layer
 from headcount.minmax.model import (
-    Classifier, MinMaxModel, TokenHead, TokenLayer, forward, load_minmax, predict, save_minmax,
+    Classifier,
+    MinMaxModel,
+    TokenHead,
+    TokenLayer,
+    forward,
+    load_minmax,
+    predict,
+    save_minmax,
 )
 from headcount.minmax.task import all_multisets, count_multisets, histograms, min_max
 
@@ -89,7 +96,11 @@ def test_bad_files(tmp_path):
     with pytest.raises(ModelFileError):
         load_minmax(junk)
     other = tmp_path / "other.safetensors"
-    save_file({"W_E": np.zeros((2, 2))}, str(other), metadata={"headcount": json.dumps({"format": "headcount-transformer"})})
+    save_file(
+        {"W_E": np.zeros((2, 2))},
+        str(other),
+        metadata={"headcount": json.dumps({"format": "headcount-transformer"})},
+    )
     with pytest.raises(ModelFileError, match="expected 'headcount-minmax'"):
         load_minmax(other)
     broken = tmp_path / "broken.safetensors"

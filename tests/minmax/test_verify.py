@@ -22,7 +22,9 @@ def _random_head(rng):
         theta = rng.integers(-1, 2, (M, d)).astype(float)
     else:  # near the construction: monotone scores, ±1 codes, θ = v, sometimes perturbed
         b = float(rng.choice([0.0, 0.5, 1.0, 2.0, 3.0]))
-        scores = (-1 if kind == 1 else 1) * b * np.arange(1, M + 1) + rng.integers(-1, 2, M) * 0.5 * rng.integers(0, 2)
+        scores = (-1 if kind == 1 else 1) * b * np.arange(1, M + 1) + rng.integers(
+            -1, 2, M
+        ) * 0.5 * rng.integers(0, 2)
         values = rng.choice([-1.0, 1.0], (M, d))
         theta = values + rng.integers(-1, 2, (M, d)) * rng.integers(0, 2)
     return TokenHead(scores, values), Classifier(theta)
@@ -168,7 +170,21 @@ def test_finding5_through_the_cli(tmp_path, capsys):
     save_minmax(MinMaxModel(TokenLayer((head,)), clf, clf), path)
     for method, errors_min in (("exact", None), ("brute", 1)):
         with pytest.raises(SystemExit) as info:
-            main(["minmax", "verify", "--M", "2", "--n", "2", "--model", str(path), "--method", method, "--json"])
+            main(
+                [
+                    "minmax",
+                    "verify",
+                    "--M",
+                    "2",
+                    "--n",
+                    "2",
+                    "--model",
+                    str(path),
+                    "--method",
+                    method,
+                    "--json",
+                ]
+            )
             raise SystemExit(0)
         out, err = capsys.readouterr()
         assert (info.value.code or 0) == 0, err

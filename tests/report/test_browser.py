@@ -52,9 +52,21 @@ def chromium() -> str:
 
 
 def headless(browser: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           f"--window-size={LAPTOP[0]},{LAPTOP[1]}", "--virtual-time-budget=10000", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--window-size={LAPTOP[0]},{LAPTOP[1]}",
+            "--virtual-time-budget=10000",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.slow
@@ -96,9 +108,21 @@ def test_report_renders_in_headless_chromium(tmp_path):
     height = int(max(im["top"] + im["height"] for im in laid["images"]) + 40)
     shot = Path(os.environ.get("HEADCOUNT_SCREENSHOT_DIR", tmp_path)) / "report-screenshot.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           f"--window-size={LAPTOP[0]},{height}", f"--screenshot={shot}", (out / "report.html").as_uri()],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--window-size={LAPTOP[0]},{height}",
+            f"--screenshot={shot}",
+            (out / "report.html").as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert shot.exists(), done.stderr[-500:]
     import matplotlib.image
 
@@ -107,7 +131,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
     ink = pixels.min(axis=2) < 0.8  # not white / light grey
 
     def region_has_ink(top: float, bottom: float, left: float, right: float) -> float:
-        return float(ink[int(top):int(bottom), int(left):int(right)].mean())
+        return float(ink[int(top) : int(bottom), int(left) : int(right)].mean())
 
     t = laid["table"]
     assert region_has_ink(t["top"], t["top"] + t["height"], t["left"], t["right"]) > 0.01

@@ -19,7 +19,9 @@ import numpy as np
 import pytest
 
 from headcount.learn import experiments
-from headcount.report import boolean_claims, index_claims, induction_claims
+from headcount.report import boolean as boolean_claims
+from headcount.report import induction as induction_claims
+from headcount.report import induction_lower_bound as index_claims
 from headcount.report.claims import FAIL, PASS, ClaimResult, Context
 from headcount.report.reproduce import load_claims, run_claim
 
@@ -27,8 +29,9 @@ from headcount.report.reproduce import load_claims, run_claim
 def run(claim_id: str, ctx: Context | None = None, **params: Any) -> ClaimResult:
     """Run one registered claim with explicit (small) parameters, exceptions turned into FAIL as in reproduce."""
     registered = load_claims()[claim_id]
-    return run_claim(SimpleNamespace(function=registered.function, params_for=lambda scale: params),
-                     ctx or Context())
+    return run_claim(
+        SimpleNamespace(function=registered.function, params_for=lambda scale: params), ctx or Context()
+    )
 
 
 # ---------------------------------------------------------------------------------------------- induction
@@ -38,14 +41,38 @@ def fake_cert(construction: str, n: int, S: int, samples: int | None, **changes:
     one = construction == "one_layer"
     p = math.ceil(math.log2(n)) + (2 if one else 4)
     heads, dim = ([1], n + 1) if one else ([2, 1], 19)
-    families = ({"exhaustive": S**n} if exhaustive else
-                {"uniform": samples, "no_adjacent_repeats": samples, "latest_match_far_back": 2, "all_equal": 2,
-                 "bottom_heavy": 2, "repeated_block": 2, **({"index": 2} if S >= 3 else {})})
-    cert = {"construction": f"{construction}_induction", "n": n, "alphabet": S, "exhaustive": exhaustive,
-            "scope": "exhaustive" if exhaustive else "sampled", "families": families,
-            "inputs_checked": sum(families.values()), "positions_checked": n * sum(families.values()), "errors": 0,
-            "precision_bits": p, "certified": True, "uncertified_positions": 0, "heads": heads, "dim": dim,
-            "size": sum(heads) * dim * p, "dtypes_exact": ["float64"], "first_counterexample": None}
+    families = (
+        {"exhaustive": S**n}
+        if exhaustive
+        else {
+            "uniform": samples,
+            "no_adjacent_repeats": samples,
+            "latest_match_far_back": 2,
+            "all_equal": 2,
+            "bottom_heavy": 2,
+            "repeated_block": 2,
+            **({"index": 2} if S >= 3 else {}),
+        }
+    )
+    cert = {
+        "construction": f"{construction}_induction",
+        "n": n,
+        "alphabet": S,
+        "exhaustive": exhaustive,
+        "scope": "exhaustive" if exhaustive else "sampled",
+        "families": families,
+        "inputs_checked": sum(families.values()),
+        "positions_checked": n * sum(families.values()),
+        "errors": 0,
+        "precision_bits": p,
+        "certified": True,
+        "uncertified_positions": 0,
+        "heads": heads,
+        "dim": dim,
+        "size": sum(heads) * dim * p,
+        "dtypes_exact": ["float64"],
+        "first_counterexample": None,
+    }
     return cert | changes
 
 
@@ -53,32 +80,53 @@ def cert_ctx(certs: list[tuple[str, int, int, int | None, dict[str, Any]]]) -> C
     """A Context whose cache holds the given (construction, n, S, samples, changes) certificates."""
     ctx = Context()
     for construction, n, S, samples, changes in certs:
-        ctx.cache[("induction", construction, n, S, samples)] = fake_cert(construction, n, S, samples, **changes)
+        ctx.cache[("induction", construction, n, S, samples)] = fake_cert(
+            construction, n, S, samples, **changes
+        )
     return ctx
 
 
-@pytest.mark.parametrize("changes, reason", [
-    ({}, None),
-    ({"errors": 3, "first_counterexample": {"input": "0 1"}}, "3 float64 errors"),
-    ({"inputs_checked": 15}, "not checked on all of Σ^n"),  # says exhaustive, but 15 ≠ 2^4
-    ({"scope": "sampled", "exhaustive": False}, "not checked on all of Σ^n"),
-    ({"certified": False, "uncertified_positions": 2}, "not certified"),
-])
+@pytest.mark.parametrize(
+    "changes, reason",
+    [
+        ({}, None),
+        ({"errors": 3, "first_counterexample": {"input": "0 1"}}, "3 float64 errors"),
+        ({"inputs_checked": 15}, "not checked on all of Σ^n"),  # says exhaustive, but 15 ≠ 2^4
+        ({"scope": "sampled", "exhaustive": False}, "not checked on all of Σ^n"),
+        ({"certified": False, "uncertified_positions": 2}, "not certified"),
+    ],
+)
 def test_two_layer_exhaustive(changes, reason):
     r = run("induction.two_layer.exhaustive", cert_ctx([("two_layer", 4, 2, None, changes)]), cases=[(2, 4)])
     assert r.status == (PASS if reason is None else FAIL), r.detail
     assert reason is None or reason in r.detail
 
 
-@pytest.mark.parametrize("changes, reason", [
-    ({}, None),
-    ({"families": {"uniform": 8, "no_adjacent_repeats": 8, "all_equal": 2, "bottom_heavy": 2,
-                   "repeated_block": 2, "index": 2}}, "no inputs from latest_match_far_back"),
-    ({"certified": False, "uncertified_positions": 7}, "not certified"),
-    ({"precision_bits": None}, "no precision"),
-])
+@pytest.mark.parametrize(
+    "changes, reason",
+    [
+        ({}, None),
+        (
+            {
+                "families": {
+                    "uniform": 8,
+                    "no_adjacent_repeats": 8,
+                    "all_equal": 2,
+                    "bottom_heavy": 2,
+                    "repeated_block": 2,
+                    "index": 2,
+                }
+            },
+            "no inputs from latest_match_far_back",
+        ),
+        ({"certified": False, "uncertified_positions": 7}, "not certified"),
+        ({"precision_bits": None}, "no precision"),
+    ],
+)
 def test_two_layer_large_n(changes, reason):
-    r = run("induction.two_layer.large_n", cert_ctx([("two_layer", 1024, 16, 8, changes)]), cases=[(1024, 16, 8)])
+    r = run(
+        "induction.two_layer.large_n", cert_ctx([("two_layer", 1024, 16, 8, changes)]), cases=[(1024, 16, 8)]
+    )
     assert r.status == (PASS if reason is None else FAIL), r.detail
     assert reason is None or reason in r.detail
     if reason is None:
@@ -96,7 +144,9 @@ def test_two_layer_constant_dim(monkeypatch, falsify):
     assert r.measured["dim_values"] == ([19, 20] if falsify else [19])
 
 
-@pytest.mark.parametrize("bits, status", [((10, 13, 16), PASS), ((10, 15, 20), FAIL)])  # 1.5 vs 2.5 bits/doubling
+@pytest.mark.parametrize(
+    "bits, status", [((10, 13, 16), PASS), ((10, 15, 20), FAIL)]
+)  # 1.5 vs 2.5 bits/doubling
 def test_two_layer_precision_log_n(bits, status):
     cases = [(64, 64, 8), (256, 64, 8), (1024, 64, 4)]
     ctx = cert_ctx([("two_layer", n, S, s, {"precision_bits": p}) for (n, S, s), p in zip(cases, bits)])
@@ -105,12 +155,15 @@ def test_two_layer_precision_log_n(bits, status):
     assert (status == FAIL) == ("exceeds" in r.detail)
 
 
-@pytest.mark.parametrize("changes, reason", [
-    ({}, None),
-    ({"precision_bits": 14, "size": 65 * 14}, "size 910 > 2·n·log₂ n"),  # bound at n = 64: 768
-    ({"heads": [2], "size": 2 * 65 * 8}, "not one head"),
-    ({"errors": 1}, "1 float64 errors"),
-])
+@pytest.mark.parametrize(
+    "changes, reason",
+    [
+        ({}, None),
+        ({"precision_bits": 14, "size": 65 * 14}, "size 910 > 2·n·log₂ n"),  # bound at n = 64: 768
+        ({"heads": [2], "size": 2 * 65 * 8}, "not one head"),
+        ({"errors": 1}, "1 float64 errors"),
+    ],
+)
 def test_one_layer_n_log_n(changes, reason):
     cases = [(10, 2, None), (64, 3, 32)]
     ctx = cert_ctx([("one_layer", 10, 2, None, {}), ("one_layer", 64, 3, 32, changes)])
@@ -126,9 +179,11 @@ def test_one_layer_n_log_n(changes, reason):
 def test_separation(two_layer_p_at_128, status):
     one_layer, two_layer = [(64, 3, 32), (128, 3, 32)], [(256, 64, 8), (1024, 64, 4)]
     p128 = {"precision_bits": two_layer_p_at_128, "size": 57 * two_layer_p_at_128}  # 57·25 > one-layer 129·9
-    ctx = cert_ctx([("one_layer", n, S, s, {}) for n, S, s in one_layer]
-                   + [("two_layer", 64, 3, 32, {}), ("two_layer", 128, 3, 32, p128)]
-                   + [("two_layer", n, S, s, {}) for n, S, s in two_layer])
+    ctx = cert_ctx(
+        [("one_layer", n, S, s, {}) for n, S, s in one_layer]
+        + [("two_layer", 64, 3, 32, {}), ("two_layer", 128, 3, 32, p128)]
+        + [("two_layer", n, S, s, {}) for n, S, s in two_layer]
+    )
     r = run("induction.separation", ctx, one_layer=one_layer, two_layer=two_layer)
     assert r.status == status, r.detail
     assert r.measured["n0"] == (128 if status == PASS else None)
@@ -137,44 +192,77 @@ def test_separation(two_layer_p_at_128, status):
 # ---------------------------------------------------------------------------------------------- INDEX
 def protocol_report(k: int, **changes: Any) -> SimpleNamespace:
     """check_protocol's answer for a correct model at INDEX size k (pairs = k·2^k), with changes."""
-    report = {"message_bits": 3 * k, "seed_message_bits": 3 * k, "disagreements": 0, "disagreements_explained": 0,
-              "model_correct": k * 2**k, "pairs_checked": k * 2**k, "agreements": k * 2**k} | changes
+    report = {
+        "message_bits": 3 * k,
+        "seed_message_bits": 3 * k,
+        "disagreements": 0,
+        "disagreements_explained": 0,
+        "model_correct": k * 2**k,
+        "pairs_checked": k * 2**k,
+        "agreements": k * 2**k,
+    } | changes
     return SimpleNamespace(as_dict=lambda: dict(report))
 
 
-@pytest.mark.parametrize("construction, random_model, reason", [
-    ({}, {}, None),
-    ({"message_bits": 3}, {}, "sent 3 < k bits"),
-    ({"disagreements": 2}, {}, "2 disagreements on the one-layer construction"),
-    ({"model_correct": 60}, {}, "errs on INDEX"),
-    ({}, {"disagreements": 5, "disagreements_explained": 4}, "1 unexplained disagreements"),
-])
+@pytest.mark.parametrize(
+    "construction, random_model, reason",
+    [
+        ({}, {}, None),
+        ({"message_bits": 3}, {}, "sent 3 < k bits"),
+        ({"disagreements": 2}, {}, "2 disagreements on the one-layer construction"),
+        ({"model_correct": 60}, {}, "errs on INDEX"),
+        ({}, {"disagreements": 5, "disagreements_explained": 4}, "1 unexplained disagreements"),
+    ],
+)
 def test_index_protocol(monkeypatch, construction, random_model, reason):
     monkeypatch.setattr(index_claims, "index_precision", lambda model, k: 6)
     monkeypatch.setattr(index_claims, "certify_induction", lambda *a, **kw: {"size": 57 * 6})
     monkeypatch.setattr(index_claims, "random_table", lambda rng, n, S, h, m: "random model")
-    monkeypatch.setattr(index_claims, "check_protocol", lambda model, k, p: protocol_report(
-        k, **(random_model if model == "random model" else construction)))
+    monkeypatch.setattr(
+        index_claims,
+        "check_protocol",
+        lambda model, k, p: protocol_report(k, **(random_model if model == "random model" else construction)),
+    )
     r = run("induction.index.protocol", ks=[4], random=[(0, 1, 2, 8)], random_k=4, two_layer_samples=2)
     assert r.status == (PASS if reason is None else FAIL), r.detail
     assert reason is None or reason in r.detail
 
 
-@pytest.mark.parametrize("found, message_bits, model_right, construction, reason", [
-    (True, 36, False, {}, None),
-    (True, 36, True, {}, "answered correctly — not a counterexample"),  # the refuter's input is not wrong
-    (False, 36, False, {}, "no counterexample found"),
-    (True, 40, False, {}, "no random model has a message shorter than k bits"),  # the theorem's case untested
-    (True, 36, False, {"found": True, "input": ["0", "?"]}, "a 'counterexample' for the correct construction"),
-    (True, 36, False, {"searched": {"exhaustive": {"inputs": 7}}}, "covered 7 inputs, not all k·2^k = 8"),
-])
+@pytest.mark.parametrize(
+    "found, message_bits, model_right, construction, reason",
+    [
+        (True, 36, False, {}, None),
+        (True, 36, True, {}, "answered correctly — not a counterexample"),  # the refuter's input is not wrong
+        (False, 36, False, {}, "no counterexample found"),
+        (
+            True,
+            40,
+            False,
+            {},
+            "no random model has a message shorter than k bits",
+        ),  # the theorem's case untested
+        (
+            True,
+            36,
+            False,
+            {"found": True, "input": ["0", "?"]},
+            "a 'counterexample' for the correct construction",
+        ),
+        (True, 36, False, {"searched": {"exhaustive": {"inputs": 7}}}, "covered 7 inputs, not all k·2^k = 8"),
+    ],
+)
 def test_index_refute(monkeypatch, found, message_bits, model_right, construction, reason):
     k = 40
     index_input = ["0", "1"] * k + ["?"]  # n = 2k + 1 tokens; the last one's answer is ⊥
 
     def fake_refute(model, k_, p, seed=0):
         if model == "random model":
-            result = {"found": found, "message_bits": message_bits, "method": "collision", "input": index_input}
+            result = {
+                "found": found,
+                "message_bits": message_bits,
+                "method": "collision",
+                "input": index_input,
+            }
         else:  # the construction at k_ = 2: nothing found in all 2·2^2 inputs
             result = {"found": False, "searched": {"exhaustive": {"inputs": k_ * 2**k_}}} | construction
         return SimpleNamespace(as_dict=lambda: result)
@@ -196,17 +284,30 @@ def test_index_refute(monkeypatch, found, message_bits, model_right, constructio
 def minmax_cert(M: int, n: int, code: str, **changes: Any) -> dict[str, Any]:
     """certify_minmax's answer for the correct two-head construction, with changes."""
     d = math.ceil(8 * math.log(M)) if code == "sign" else math.ceil(math.log2(M))
-    cert = {"M": M, "n": n, "code": code, "dim": 2 * d, "method": "exact-histogram", "errors_min": 0,
-            "errors_max": 0, "margin_min": 1.0, "margin_max": 1.0, "inputs_covered": math.comb(n + M - 1, n)}
+    cert = {
+        "M": M,
+        "n": n,
+        "code": code,
+        "dim": 2 * d,
+        "method": "exact-histogram",
+        "errors_min": 0,
+        "errors_max": 0,
+        "margin_min": 1.0,
+        "margin_max": 1.0,
+        "inputs_covered": math.comb(n + M - 1, n),
+    }
     return cert | changes
 
 
-@pytest.mark.parametrize("changes, reason", [
-    ({}, None),
-    ({"errors_max": None}, "errors 0/None"),
-    ({"dim": 60}, "value dimension 60, not 68"),
-    ({"inputs_covered": 1000}, "input count is not C(n+M−1, n)"),
-])
+@pytest.mark.parametrize(
+    "changes, reason",
+    [
+        ({}, None),
+        ({"errors_max": None}, "errors 0/None"),
+        ({"dim": 60}, "value dimension 60, not 68"),
+        ({"inputs_covered": 1000}, "input count is not C(n+M−1, n)"),
+    ],
+)
 def test_minmax_two_heads_certified(changes, reason):
     ctx = Context()
     ctx.cache[("minmax", 64, 16, 2, "sign")] = minmax_cert(64, 16, "sign", **changes)
@@ -215,18 +316,30 @@ def test_minmax_two_heads_certified(changes, reason):
     assert reason is None or reason in r.detail
 
 
-@pytest.mark.parametrize("smallest_d, covered, confirmed, reason", [
-    (None, [1, 2], True, None),
-    (2, [1, 2], True, "found a single head doing both at d = 2"),
-    (None, [1], True, "covered d = [1], not 1..2"),
-    (None, [1, 2], False, "lacks a confirmed counterexample"),
-])
+@pytest.mark.parametrize(
+    "smallest_d, covered, confirmed, reason",
+    [
+        (None, [1, 2], True, None),
+        (2, [1, 2], True, "found a single head doing both at d = 2"),
+        (None, [1], True, "covered d = [1], not 1..2"),
+        (None, [1, 2], False, "lacks a confirmed counterexample"),
+    ],
+)
 def test_minmax_one_head_obstructed(monkeypatch, smallest_d, covered, confirmed, reason):
     from headcount.minmax import lower_bound
 
     results = {d: {"best_margins": [-1.0, -1.0], "all_failed_confirmed": confirmed} for d in covered}
-    monkeypatch.setattr(lower_bound, "smallest_dimension", lambda M, n, d_max, **kw: {
-        "M": M, "n": n, "d_max": d_max, "smallest_d": smallest_d, "results": results})
+    monkeypatch.setattr(
+        lower_bound,
+        "smallest_dimension",
+        lambda M, n, d_max, **kw: {
+            "M": M,
+            "n": n,
+            "d_max": d_max,
+            "smallest_d": smallest_d,
+            "results": results,
+        },
+    )
     ctx = Context()
     ctx.cache[("minmax", 8, 4, 2, "compact")] = minmax_cert(8, 4, "compact")
     r = run("minmax.one_head.obstructed", ctx, M=8, n=4, d_max=2, restarts=1, steps=1)
@@ -244,8 +357,11 @@ def test_xor_dh_iff_true_measurement_passes():
 
 def test_xor_dh_iff_fails_when_low_dh_is_not_refused(monkeypatch):
     real = boolean_claims.construct_and_certify
-    monkeypatch.setattr(boolean_claims, "construct_and_certify",  # check_feasible broken: never refuses
-                        lambda f, n, D, H, **kw: {"certified": True} if D * H < n else real(f, n, D, H, **kw))
+    monkeypatch.setattr(
+        boolean_claims,
+        "construct_and_certify",  # check_feasible broken: never refuses
+        lambda f, n, D, H, **kw: {"certified": True} if D * H < n else real(f, n, D, H, **kw),
+    )
     r = run("boolean.xor.DH_iff", n=4, max_DH=5)
     assert r.status == FAIL and "D=1 H=1: D·H < n was not refused" in r.detail
 
@@ -269,17 +385,21 @@ def test_xor_dh_iff_fails_when_the_wrong_input_is_answered_right(monkeypatch):
 
 
 def test_xor_dh_iff_fails_on_a_bad_theorem2_degree(monkeypatch):
-    monkeypatch.setattr(boolean_claims, "theorem2_check", lambda layer, readout, n: {"degree_R": n - 1,
-                                                                                     "signs_match": True})
+    monkeypatch.setattr(
+        boolean_claims, "theorem2_check", lambda layer, readout, n: {"degree_R": n - 1, "signs_match": True}
+    )
     r = run("boolean.xor.DH_iff", n=4, max_DH=5)
     assert r.status == FAIL and "Theorem-2 polynomial of degree 3" in r.detail
 
 
-@pytest.mark.parametrize("shift, dual, reason", [
-    (0, True, None),
-    (1, True, "≠ sign changes"),
-    (0, False, "bounds not certified"),
-])
+@pytest.mark.parametrize(
+    "shift, dual, reason",
+    [
+        (0, True, None),
+        (1, True, "≠ sign changes"),
+        (0, False, "bounds not certified"),
+    ],
+)
 def test_symmetric_threshold_degree(monkeypatch, shift, dual, reason):
     from headcount.boolean import threshold
 
@@ -310,17 +430,24 @@ def induction_rows(one: float = 0.6, two: dict[int, float] | None = None) -> lis
     two = {16: 1.0, 32: 1.0} if two is None else two
     rows = []
     for layers, n, acc in [(1, 16, one), (1, 32, one)] + [(2, n, a) for n, a in two.items()]:
-        rows.append({"config": {"layers": layers, "n": n, "alphabet": 4, "heads": 1, "dim": 32},
-                     "metrics": {"accuracy": acc, "accuracy_bottom": 1.0, "accuracy_index": acc}})
+        rows.append(
+            {
+                "config": {"layers": layers, "n": n, "alphabet": 4, "heads": 1, "dim": 32},
+                "metrics": {"accuracy": acc, "accuracy_bottom": 1.0, "accuracy_index": acc},
+            }
+        )
     return rows
 
 
-@pytest.mark.parametrize("rows, reason", [
-    (induction_rows(), None),
-    (induction_rows(two={16: 1.0, 32: 0.95}), "n=32: 95.00%"),  # two layers below 99% at n = 32
-    (induction_rows(one=1.0), "NOT below its two-layer counterpart"),  # one layer ties two
-    (induction_rows(two={16: 1.0}), "two-layer models missing at some n"),
-])
+@pytest.mark.parametrize(
+    "rows, reason",
+    [
+        (induction_rows(), None),
+        (induction_rows(two={16: 1.0, 32: 0.95}), "n=32: 95.00%"),  # two layers below 99% at n = 32
+        (induction_rows(one=1.0), "NOT below its two-layer counterpart"),  # one layer ties two
+        (induction_rows(two={16: 1.0}), "two-layer models missing at some n"),
+    ],
+)
 def test_learning_induction_depth(tmp_path, rows, reason):
     r = run("learning.induction.depth", summary_ctx(tmp_path, "induction-depth", rows))
     assert r.status == (PASS if reason is None else FAIL), r.detail
@@ -331,17 +458,34 @@ MEASURED_KHOP = {2: [0.001, 0.322, 0.529, 0.716], 3: [0.0, 0.088, 0.451, 0.589],
 
 
 def khop_rows(errors: dict[int, list[float]]) -> list[dict[str, Any]]:
-    return [{"config": {"layers": L}, "metrics": {"accuracy_by_hop": {str(k + 1): 1 - e for k, e in enumerate(row)}}}
-            for L, row in errors.items()]
+    return [
+        {
+            "config": {"layers": L},
+            "metrics": {"accuracy_by_hop": {str(k + 1): 1 - e for k, e in enumerate(row)}},
+        }
+        for L, row in errors.items()
+    ]
 
 
-@pytest.mark.parametrize("errors, reason", [
-    (MEASURED_KHOP, None),  # the quick sweep's measured table (rounded)
-    (MEASURED_KHOP | {2: [0.3, 0.3, 0.3, 0.3]}, "L=2: error at k=4 (0.3000) is not above error at k=1"),  # a tie
-    (MEASURED_KHOP | {4: [0.0, 0.2, 0.4, 0.716]}, "is not better than the shallowest"),  # tie at the largest k
-    (MEASURED_KHOP | {3: [0.0, 0.088, 0.01, 0.589]}, "not growing with k"),  # L = 3 solves k = 3 but not k = 2
-    ({4: MEASURED_KHOP[4]}, "need ≥ 2 depths"),
-])
+@pytest.mark.parametrize(
+    "errors, reason",
+    [
+        (MEASURED_KHOP, None),  # the quick sweep's measured table (rounded)
+        (
+            MEASURED_KHOP | {2: [0.3, 0.3, 0.3, 0.3]},
+            "L=2: error at k=4 (0.3000) is not above error at k=1",
+        ),  # a tie
+        (
+            MEASURED_KHOP | {4: [0.0, 0.2, 0.4, 0.716]},
+            "is not better than the shallowest",
+        ),  # tie at the largest k
+        (
+            MEASURED_KHOP | {3: [0.0, 0.088, 0.01, 0.589]},
+            "not growing with k",
+        ),  # L = 3 solves k = 3 but not k = 2
+        ({4: MEASURED_KHOP[4]}, "need ≥ 2 depths"),
+    ],
+)
 def test_learning_khop_depth(tmp_path, errors, reason):
     r = run("learning.khop.depth", summary_ctx(tmp_path, "khop", khop_rows(errors)))
     assert r.status == (PASS if reason is None else FAIL), r.detail
@@ -352,35 +496,69 @@ def minmax_rows(two_solved: bool = True, verifier_lies: bool = False) -> list[di
     rows = []
     for heads, dim, both in [(1, 2, 0.7), (2, 3, 1.0 if two_solved else 0.9)]:
         verdict = {"counterexample_exists": heads == 1, "correct": heads == 2 or verifier_lies}
-        rows.append({"config": {"M": 8, "n": 4, "heads": heads, "dim": dim},
-                     "metrics": {"accuracy_both": both, "accuracy_min": both, "accuracy_max": both,
-                                 "verifier_min": verdict, "verifier_max": verdict, "exhaustive": True}})
+        rows.append(
+            {
+                "config": {"M": 8, "n": 4, "heads": heads, "dim": dim},
+                "metrics": {
+                    "accuracy_both": both,
+                    "accuracy_min": both,
+                    "accuracy_max": both,
+                    "verifier_min": verdict,
+                    "verifier_max": verdict,
+                    "exhaustive": True,
+                },
+            }
+        )
     return rows
 
 
-@pytest.mark.parametrize("two_solved, verifier_lies, status", [
-    (True, False, PASS),
-    (False, False, FAIL),  # no two-head run solves both
-    (True, True, FAIL),  # the verifier calls a single head correct that exhaustive evaluation finds 70% right
-])
+@pytest.mark.parametrize(
+    "two_solved, verifier_lies, status",
+    [
+        (True, False, PASS),
+        (False, False, FAIL),  # no two-head run solves both
+        (
+            True,
+            True,
+            FAIL,
+        ),  # the verifier calls a single head correct that exhaustive evaluation finds 70% right
+    ],
+)
 def test_learning_minmax_heads(tmp_path, two_solved, verifier_lies, status):
-    r = run("learning.minmax.heads", summary_ctx(tmp_path, "minmax-heads", minmax_rows(two_solved, verifier_lies)))
+    r = run(
+        "learning.minmax.heads", summary_ctx(tmp_path, "minmax-heads", minmax_rows(two_solved, verifier_lies))
+    )
     assert r.status == status, r.detail
     assert r.measured["two_heads_solved"] == int(two_solved)
     assert r.measured["verifier_agrees_with_exhaustive"] is not verifier_lies
 
 
 def xor_rows(solved: dict[tuple[int, int], bool], n: int = 4) -> list[dict[str, Any]]:
-    return [{"config": {"function": "xor", "n": n, "degree": D, "heads": H},
-             "metrics": {"threshold_degree": n, "dim": 1, "solved_exact": s, "accuracy_all_inputs": 1.0 if s else 0.5}}
-            for (D, H), s in solved.items()]
+    return [
+        {
+            "config": {"function": "xor", "n": n, "degree": D, "heads": H},
+            "metrics": {
+                "threshold_degree": n,
+                "dim": 1,
+                "solved_exact": s,
+                "accuracy_all_inputs": 1.0 if s else 0.5,
+            },
+        }
+        for (D, H), s in solved.items()
+    ]
 
 
-@pytest.mark.parametrize("solved, reason", [
-    ({(1, 1): False, (1, 2): False, (2, 2): True, (1, 4): False}, None),
-    ({(1, 1): False, (1, 2): True, (2, 2): True, (1, 4): False}, "1 of 2 cells below D·H = n solved"),
-    ({(2, 2): True, (1, 4): True}, "0 of 0 cells below"),  # nothing below the curve: the claim is untested
-])
+@pytest.mark.parametrize(
+    "solved, reason",
+    [
+        ({(1, 1): False, (1, 2): False, (2, 2): True, (1, 4): False}, None),
+        ({(1, 1): False, (1, 2): True, (2, 2): True, (1, 4): False}, "1 of 2 cells below D·H = n solved"),
+        (
+            {(2, 2): True, (1, 4): True},
+            "0 of 0 cells below",
+        ),  # nothing below the curve: the claim is untested
+    ],
+)
 def test_learning_xor_phase(tmp_path, solved, reason):
     r = run("learning.xor.phase", summary_ctx(tmp_path, "xor-phase", xor_rows(solved)))
     assert r.status == (PASS if reason is None else FAIL), r.detail
@@ -390,9 +568,16 @@ def test_learning_xor_phase(tmp_path, solved, reason):
 # ---------------------------------------------------------------------------------------------- scope wording
 def test_certificate_wording_follows_scope():
     wording = induction_claims.certified_wording
-    assert wording({"scope": "sampled", "exhaustive": False}) == "certified on the inputs checked (scope: sampled)"
-    assert wording({"scope": "exhaustive", "exhaustive": True}) == "certified on all of Σ^n (scope: exhaustive)"
-    assert wording({"exhaustive": False}) == "certified on the inputs checked (scope: sampled)"  # before "scope"
+    assert (
+        wording({"scope": "sampled", "exhaustive": False})
+        == "certified on the inputs checked (scope: sampled)"
+    )
+    assert (
+        wording({"scope": "exhaustive", "exhaustive": True}) == "certified on all of Σ^n (scope: exhaustive)"
+    )
+    assert (
+        wording({"exhaustive": False}) == "certified on the inputs checked (scope: sampled)"
+    )  # before "scope"
     assert wording({"exhaustive": True}) == "certified on all of Σ^n (scope: exhaustive)"
 
 
@@ -409,6 +594,6 @@ def test_boolean_certificates_are_exhaustive():
 def test_every_claim_has_a_falsification_test():
     """A claim registered without a test in this file (a call of run with its id) makes this fail, and so does
     a test of an id that is not registered."""
-    tested = set(re.findall(r'\brun\("([\w.]+)"', Path(__file__).read_text()))
+    tested = set(re.findall(r'\brun\(\s*"([\w.]+)"', Path(__file__).read_text()))
     registered = {cid for cid in load_claims() if not cid.startswith("test.")}
     assert (registered - tested, tested - registered) == (set(), set())

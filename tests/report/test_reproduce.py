@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from headcount.report.claims import ClaimResult, claim, fit_line, fit_log2, jsonable, unregister
-from headcount.report.induction_claims import exhaustive_cases
+from headcount.report.induction import exhaustive_cases
 from headcount.report.reproduce import load_claims, run_reproduce, select_claims
 
 CHEAP = "induction.two_layer.constant_dim"
@@ -62,15 +62,21 @@ def test_report_files_exist_and_agree(tmp_path, capsys):
 
 def test_figure_inlined_and_no_external_refs(tmp_path, temporary_claims):
     # A synthetic precision claim with series drives the precision figure without running certificates.
-    from headcount.report import figures
+    from headcount.report import figures, induction
 
     def fake(ctx):
         n = [64, 256, 1024]
-        return ClaimResult({"c": 1.5}, "PASS", "synthetic",
-                           {"n": n, "precision_bits": [10, 13, 16], "S": [64], "c": 1.5, "c_prime": 1.0})
+        return ClaimResult(
+            {"c": 1.5},
+            "PASS",
+            "synthetic",
+            {"n": n, "precision_bits": [10, 13, 16], "S": [64], "c": 1.5, "c_prime": 1.0},
+        )
 
     temporary_claims("test.synthetic.precision", fake)
-    figures.FIGURES["test_fig"] = figures.FigureSpec("test_fig", "test.synthetic.precision", figures.draw_precision)
+    figures.FIGURES["test_fig"] = figures.FigureSpec(
+        "test_fig", "test.synthetic.precision", induction.draw_precision
+    )
     try:
         summary = run_reproduce("quick", only="test.synthetic.*", out_dir=tmp_path, progress=_quiet)
     finally:

@@ -33,7 +33,16 @@ class Fill(Protocol):
 
 
 BENIGN = (0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 0.75, -1.25, 3.0, 0.3, -0.7, 1.7)
-EXP_EDGE = (700.0, 708.39, 709.79, 744.44, 745.13, 745.2, 26.5, 27.3)  # e^-s underflows near s ≈ 745; 27.3² ≈ 745
+EXP_EDGE = (
+    700.0,
+    708.39,
+    709.79,
+    744.44,
+    745.13,
+    745.2,
+    26.5,
+    27.3,
+)  # e^-s underflows near s ≈ 745; 27.3² ≈ 745
 HUGE = (1e6, 1e15, 1e100, 1e300)
 TINY = (2.0**-1074, 3 * 2.0**-1074, 2.0**-1022, 2.0**-1020, 1.5 * 2.0**-1020)
 
@@ -44,8 +53,14 @@ def adversarial(bits: int) -> tuple[float, ...]:
     g = 2.0**-bits
     ties = (0.5 * g, 1.5 * g, 3.5 * g, 2.0**bits - 0.5 * g)  # odd multiples of 2^-(p+1)
     clip = (2.0**bits, 2.0**bits - g, 2.0**bits + g)
-    near_half = (0.5 + 2.0**-(bits + 1), 0.5 - 2.0**-(bits + 1), 0.5 + 2.0**-53, 0.5 - 2.0**-54,
-                 0.25 + 2.0**-54, 1.25)  # a float sum of these lands on a tie the exact sum misses
+    near_half = (
+        0.5 + 2.0 ** -(bits + 1),
+        0.5 - 2.0 ** -(bits + 1),
+        0.5 + 2.0**-53,
+        0.5 - 2.0**-54,
+        0.25 + 2.0**-54,
+        1.25,
+    )  # a float sum of these lands on a tie the exact sum misses
     big_grid = (2.0 ** (52 - bits),)  # adding a grid step to it rounds in float64
     return ties + clip + near_half + big_grid + TINY + EXP_EDGE + HUGE + (1 / 3,)
 
@@ -80,7 +95,17 @@ def mode_values(mode: str, bits: int) -> np.ndarray:
     return np.array(sorted(set(values) | {-v for v in values}), dtype=np.float64)
 
 
-MODES = ("mixed", "mixed", "mixed", "benign", "zero", "subnormal", "tiny", "grid", "huge")  # repeats weight the draw
+MODES = (
+    "mixed",
+    "mixed",
+    "mixed",
+    "benign",
+    "zero",
+    "subnormal",
+    "tiny",
+    "grid",
+    "huge",
+)  # repeats weight the draw
 
 # A theme biases the mode each role (which matrix of the model) draws, so that the structure an edge needs
 # appears often: "underflow" silences heads and makes the decoder subnormal, so logits are sums of
@@ -88,11 +113,18 @@ MODES = ("mixed", "mixed", "mixed", "benign", "zero", "subnormal", "tiny", "grid
 # grid; "range" mixes huge and tiny magnitudes. "*" is every role not named.
 THEMES: dict[str, dict[str, tuple[str, ...]]] = {
     "mixed": {"*": MODES},
-    "underflow": {"*": ("benign", "grid", "mixed"), "W_O": ("zero", "zero", "zero", "subnormal"),
-                  "mlp_out": ("zero", "zero", "subnormal"), "decoder": ("subnormal", "subnormal", "subnormal", "tiny"),
-                  "near_tie": ("subnormal", "tiny")},
-    "ties": {"*": ("grid", "grid", "benign", "mixed"), "W_O": ("grid", "benign", "zero"),
-             "decoder": ("benign", "grid", "subnormal")},
+    "underflow": {
+        "*": ("benign", "grid", "mixed"),
+        "W_O": ("zero", "zero", "zero", "subnormal"),
+        "mlp_out": ("zero", "zero", "subnormal"),
+        "decoder": ("subnormal", "subnormal", "subnormal", "tiny"),
+        "near_tie": ("subnormal", "tiny"),
+    },
+    "ties": {
+        "*": ("grid", "grid", "benign", "mixed"),
+        "W_O": ("grid", "benign", "zero"),
+        "decoder": ("benign", "grid", "subnormal"),
+    },
     "range": {"*": ("huge", "tiny", "mixed", "benign"), "decoder": ("benign", "huge", "tiny", "subnormal")},
 }
 THEME_NAMES = ("mixed", "mixed", "underflow", "ties", "range")
@@ -135,10 +167,17 @@ class Shape:
 
 
 def random_shape(rng: np.random.Generator, layers: int, mlp: bool, mask: str) -> Shape:
-    return Shape(n=int(rng.integers(1, 4)), d=int(rng.integers(1, 4)), layers=layers,
-                 heads=tuple(int(h) for h in rng.integers(1, 3, size=layers)), d_head=int(rng.integers(1, 3)),
-                 d_value=int(rng.integers(1, 3)), d_mlp=int(rng.integers(1, 3)) if mlp else 0, mask=mask,
-                 near_tie_decoder=bool(rng.random() < 0.3))
+    return Shape(
+        n=int(rng.integers(1, 4)),
+        d=int(rng.integers(1, 4)),
+        layers=layers,
+        heads=tuple(int(h) for h in rng.integers(1, 3, size=layers)),
+        d_head=int(rng.integers(1, 3)),
+        d_value=int(rng.integers(1, 3)),
+        d_mlp=int(rng.integers(1, 3)) if mlp else 0,
+        mask=mask,
+        near_tie_decoder=bool(rng.random() < 0.3),
+    )
 
 
 def build_model(shape: Shape, fill: Fill) -> Transformer:
@@ -148,14 +187,24 @@ def build_model(shape: Shape, fill: Fill) -> Transformer:
     part = lambda dims, role: fill(dims, fill.mode(role))  # noqa: E731
     layers = []
     for heads in shape.heads:
-        attention = tuple(AttentionHead(part((d, shape.d_head), "W_Q"), part((d, shape.d_head), "W_K"),
-                                        part((d, shape.d_value), "W_V"), part((shape.d_value, d), "W_O"))
-                          for _ in range(heads))
+        attention = tuple(
+            AttentionHead(
+                part((d, shape.d_head), "W_Q"),
+                part((d, shape.d_head), "W_K"),
+                part((d, shape.d_value), "W_V"),
+                part((shape.d_value, d), "W_O"),
+            )
+            for _ in range(heads)
+        )
         mlp = None
         if shape.d_mlp:
             m_in, m_out = fill.mode("mlp_in"), fill.mode("mlp_out")
-            mlp = MLP(fill((d, shape.d_mlp), m_in), fill((shape.d_mlp,), m_in), fill((shape.d_mlp, d), m_out),
-                      fill((d,), m_out))
+            mlp = MLP(
+                fill((d, shape.d_mlp), m_in),
+                fill((shape.d_mlp,), m_in),
+                fill((shape.d_mlp, d), m_out),
+                fill((d,), m_out),
+            )
         layers.append(Layer(attention, mlp))
     classes = shape.alphabet + 1
     m_u = fill.mode("decoder")
@@ -168,8 +217,14 @@ def build_model(shape: Shape, fill: Fill) -> Transformer:
     return Transformer(W_E, W_pos, tuple(layers), decoder, shape.mask)
 
 
-def random_case(rng: np.random.Generator, layers: int, mlp: bool, mask: str, theme: str | None = None,
-                silent: bool = False) -> tuple[Transformer, int]:
+def random_case(
+    rng: np.random.Generator,
+    layers: int,
+    mlp: bool,
+    mask: str,
+    theme: str | None = None,
+    silent: bool = False,
+) -> tuple[Transformer, int]:
     """(tiny model, p) of one family: p in 1..8 half the time, else in 1..60; a theme drawn unless given;
     `silent` zeroes every W_O (silence_heads)."""
     bits = int(rng.integers(1, 9)) if rng.random() < 0.5 else int(rng.integers(1, 61))
@@ -182,15 +237,18 @@ def fuzz_cases(layers: int, mlp: bool, mask: str, theme: str | None = None, sile
     generation favours simple draws (first palette entries, repeats), which reached the edges far less
     often than uniform draws when measured against the bounds of issue 11."""
     return st.integers(0, 2**64 - 1).map(
-        lambda seed: random_case(np.random.default_rng(seed), layers, mlp, mask, theme, silent))
+        lambda seed: random_case(np.random.default_rng(seed), layers, mlp, mask, theme, silent)
+    )
 
 
 def silence_heads(model: Transformer) -> Transformer:
     """The model with every head's W_O zeroed: the residual is the rounded embedding (plus MLP outputs),
     exactly, with radius 0 in the bounds — so a decoder step that loses an error term cannot hide behind
     a radius carried from the layers below (issue 11, finding 1 had this shape)."""
-    layers = tuple(Layer(tuple(AttentionHead(h.W_Q, h.W_K, h.W_V, np.zeros_like(h.W_O)) for h in layer.heads),
-                         layer.mlp) for layer in model.layers)
+    layers = tuple(
+        Layer(tuple(AttentionHead(h.W_Q, h.W_K, h.W_V, np.zeros_like(h.W_O)) for h in layer.heads), layer.mlp)
+        for layer in model.layers
+    )
     return Transformer(model.W_E, model.W_pos, layers, model.decoder, model.mask, dict(model.info))
 
 
@@ -211,11 +269,15 @@ def describe(model: Transformer, bits: int) -> str:
     parts = [f"fixed:{bits} mask={model.mask}", f"W_E={model.W_E.tolist()}", f"W_pos={model.W_pos.tolist()}"]
     for i, layer in enumerate(model.layers):
         for h, head in enumerate(layer.heads):
-            parts.append(f"L{i}H{h} W_Q={head.W_Q.tolist()} W_K={head.W_K.tolist()} W_V={head.W_V.tolist()} "
-                         f"W_O={head.W_O.tolist()}")
+            parts.append(
+                f"L{i}H{h} W_Q={head.W_Q.tolist()} W_K={head.W_K.tolist()} W_V={head.W_V.tolist()} "
+                f"W_O={head.W_O.tolist()}"
+            )
         if layer.mlp is not None:
             m = layer.mlp
-            parts.append(f"L{i} MLP W_in={m.W_in.tolist()} b_in={m.b_in.tolist()} W_out={m.W_out.tolist()} "
-                         f"b_out={m.b_out.tolist()}")
+            parts.append(
+                f"L{i} MLP W_in={m.W_in.tolist()} b_in={m.b_in.tolist()} W_out={m.W_out.tolist()} "
+                f"b_out={m.b_out.tolist()}"
+            )
     parts.append(f"W_U={model.decoder.W_U.tolist()} b_U={model.decoder.b_U.tolist()}")
     return "\n  ".join(parts)

@@ -61,7 +61,14 @@ from hypothesis import strategies as st
 import headcount.boolean.certify as certify_module
 from headcount.boolean.bases import basis_range, lemma14_basis  # case generation only, never the oracle
 from headcount.boolean.certify import certify_boolean_model, construct_and_certify
-from headcount.boolean.model import BooleanHead, BooleanLayer, Readout, load_boolean, model_values_exact, save_boolean
+from headcount.boolean.model import (
+    BooleanHead,
+    BooleanLayer,
+    Readout,
+    load_boolean,
+    model_values_exact,
+    save_boolean,
+)
 from headcount.boolean.theorem3 import construct
 from headcount.cli import main
 from tests.soundness.palettes import BENIGN, EXP_EDGE, HUGE, TINY, palette
@@ -89,8 +96,10 @@ class ExactModel:
 
     @classmethod
     def of(cls, layer: BooleanLayer, readout: Readout) -> ExactModel:
-        heads = tuple(((_fraction(h.w0), _fraction(h.w1)),
-                       (tuple(map(_fraction, h.v0)), tuple(map(_fraction, h.v1)))) for h in layer.heads)
+        heads = tuple(
+            ((_fraction(h.w0), _fraction(h.w1)), (tuple(map(_fraction, h.v0)), tuple(map(_fraction, h.v1))))
+            for h in layer.heads
+        )
         terms = tuple((tuple(K), _fraction(c)) for K, c in readout.terms.items())
         return cls(heads, terms, layer.dim)
 
@@ -136,7 +145,9 @@ class Oracle:
     @classmethod
     def evaluate(cls, layer: BooleanLayer, readout: Readout, n: int) -> Oracle:
         model = ExactModel.of(layer, readout)
-        return cls(n, {x: readout_value(model, layer_output(model, x)) for x in itertools.product((0, 1), repeat=n)})
+        return cls(
+            n, {x: readout_value(model, layer_output(model, x)) for x in itertools.product((0, 1), repeat=n)}
+        )
 
     def sign(self, x: Bits) -> int:
         return sign(self.values[x])
@@ -240,11 +251,22 @@ def _wrong_input_disagreements(wi, oracle: Oracle, F: Sequence[int], wrong_t: li
 # ---------------------------------------------------------------- adversarial palettes for Boolean models
 
 # exact rationals no float64 holds: 1/3, 1/2 ± 2^-m past 53 bits, magnitudes past float64's range
-EXACT = (Fraction(1, 3), Fraction(2, 3), Fraction(1, 2) + Fraction(1, 2**60), Fraction(1, 2) - Fraction(1, 2**100),
-         Fraction(1, 2) + Fraction(1, 2**200), Fraction(1, 2**1100), Fraction(2**1100), Fraction(3, 2**1080))
+EXACT = (
+    Fraction(1, 3),
+    Fraction(2, 3),
+    Fraction(1, 2) + Fraction(1, 2**60),
+    Fraction(1, 2) - Fraction(1, 2**100),
+    Fraction(1, 2) + Fraction(1, 2**200),
+    Fraction(1, 2**1100),
+    Fraction(2**1100),
+    Fraction(3, 2**1080),
+)
 # exp-weights of palette scores s as a float64 model stores them: e^-745 is subnormal, e^700 ≈ 1e304
-SCORE_WEIGHTS = tuple(sorted({math.exp(-s) for s in EXP_EDGE if math.exp(-s) > 0}
-                             | {math.exp(s) for s in EXP_EDGE if s < 709.78}))
+SCORE_WEIGHTS = tuple(
+    sorted(
+        {math.exp(-s) for s in EXP_EDGE if math.exp(-s) > 0} | {math.exp(s) for s in EXP_EDGE if s < 709.78}
+    )
+)
 
 
 def value_palette(bits: int) -> list:
@@ -397,7 +419,9 @@ def _nudge(rng: np.random.Generator, x: Fraction, positive: bool) -> Fraction:
     return y if (y > 0 or not positive) else x + step
 
 
-def perturb(rng: np.random.Generator, layer: BooleanLayer, readout: Readout, n: int) -> tuple[BooleanLayer, Readout]:
+def perturb(
+    rng: np.random.Generator, layer: BooleanLayer, readout: Readout, n: int
+) -> tuple[BooleanLayer, Readout]:
     """One adversarial change to a (correct) construction: one weight or value nudged, a readout
     coefficient nudged, or the constant term moved by exactly the smallest |g| (a planted tie at the
     closest input), possibly by a hair more or less."""
@@ -423,7 +447,9 @@ def perturb(rng: np.random.Generator, layer: BooleanLayer, readout: Readout, n: 
     else:
         oracle = Oracle.evaluate(layer, readout, n)
         x = min(oracle.values, key=lambda y: abs(oracle.values[y]))
-        shift = oracle.values[x] * [1, 1, 1 + Fraction(1, 2**60), 1 - Fraction(1, 2**60)][int(rng.integers(4))]
+        shift = (
+            oracle.values[x] * [1, 1, 1 + Fraction(1, 2**60), 1 - Fraction(1, 2**60)][int(rng.integers(4))]
+        )
         zero = (0,) * readout.dim
         terms[zero] = terms.get(zero, Fraction(0)) - shift
     return layer, Readout(terms, readout.degree, readout.dim)
@@ -442,11 +468,15 @@ class Case:
     constructed: bool = False  # Theorem 3 says it is right on every input
 
     def describe(self) -> str:
-        heads = "; ".join(f"w=({h.w0}, {h.w1}) v0={[str(x) for x in h.v0]} v1={[str(x) for x in h.v1]}"
-                          for h in self.layer.heads)
+        heads = "; ".join(
+            f"w=({h.w0}, {h.w1}) v0={[str(x) for x in h.v0]} v1={[str(x) for x in h.v1]}"
+            for h in self.layer.heads
+        )
         terms = {K: str(c) for K, c in self.readout.terms.items()}
-        return (f"[{self.label}] n={self.n} F={list(self.F)} D={self.readout.degree} d={self.layer.dim}\n"
-                f"  heads: {heads}\n  readout: {terms}")
+        return (
+            f"[{self.label}] n={self.n} F={list(self.F)} D={self.readout.degree} d={self.layer.dim}\n"
+            f"  heads: {heads}\n  readout: {terms}"
+        )
 
 
 FAMILIES = ("random", "ties", "perturbed", "constructed")
@@ -490,9 +520,11 @@ class Counts:
             self.examples.append(text)
 
     def summary(self, label: str) -> str:
-        return (f"boolean soundness {label}: models {self.models}, inputs checked {self.inputs}, certified "
-                f"{self.certified}, with ties {self.ties}, CLI checks {self.cli}, disagreements {self.disagreements}, "
-                f"exceptions {self.exceptions}")
+        return (
+            f"boolean soundness {label}: models {self.models}, inputs checked {self.inputs}, certified "
+            f"{self.certified}, with ties {self.ties}, CLI checks {self.cli}, disagreements {self.disagreements}, "
+            f"exceptions {self.exceptions}"
+        )
 
 
 def run_check_cli(path: str, F: Sequence[int], n: int | None) -> dict:
@@ -525,9 +557,17 @@ def cli_disagreements(case: Case, out: dict, oracle: Oracle) -> list[str]:
     T = sum(case.F[t] != case.F[t + 1] for t in range(case.n))
     DH = case.readout.degree * case.layer.num_heads
     found = disagreements(out, oracle, case.F)
-    expected = {"n": case.n, "threshold_degree": T, "degree": case.readout.degree, "heads": case.layer.num_heads,
-                "dim": case.layer.dim, "below_bound": DH < T}
-    found += [f"check says {k} = {out.get(k)!r}, expected {v!r}" for k, v in expected.items() if out.get(k) != v]
+    expected = {
+        "n": case.n,
+        "threshold_degree": T,
+        "degree": case.readout.degree,
+        "heads": case.layer.num_heads,
+        "dim": case.layer.dim,
+        "below_bound": DH < T,
+    }
+    found += [
+        f"check says {k} = {out.get(k)!r}, expected {v!r}" for k, v in expected.items() if out.get(k) != v
+    ]
     t2 = out.get("theorem2", {})
     if not (t2.get("degree_ok") is True and t2.get("signs_match") is True and t2.get("bound") == DH):
         found.append(f"theorem2 {t2!r}: Lemma 8 makes deg R ≤ D·H = {DH} and sign R = the model's sign")
@@ -551,7 +591,11 @@ def check_case(case: Case, counts: Counts, cli_folder: str | None = None) -> Non
     try:
         cert = certify_boolean_model(case.layer, case.readout, case.F)
         values = model_values_exact(case.layer, case.readout, case.n)
-        direct = None if cli_folder is None else model_values_exact(case.layer, case.readout, case.n, method="direct")
+        direct = (
+            None
+            if cli_folder is None
+            else model_values_exact(case.layer, case.readout, case.n, method="direct")
+        )
         cli = None if cli_folder is None else run_saved_check(case, cli_folder)
     except Exception as error:  # noqa: BLE001 — certify / check must not raise on a valid model
         counts.exceptions += 1
@@ -584,7 +628,9 @@ def assert_sound(counts: Counts) -> None:
 
 def test_oracle_worked_example():
     # spec/boolean.md's worked check (n = 2, XOR, H = 2, D = 1): layer outputs 3/16, −1/48, −1/48, 1/32
-    layer = BooleanLayer((BooleanHead(1, 2, ("-31/16",), ("-27/32",)), BooleanHead(1, 3, ("17/8",), ("7/8",))))
+    layer = BooleanLayer(
+        (BooleanHead(1, 2, ("-31/16",), ("-27/32",)), BooleanHead(1, 3, ("17/8",), ("7/8",)))
+    )
     model = ExactModel.of(layer, Readout({(1,): 1}, 1, 1))
     outs = [layer_output(model, x)[0] for x in ((0, 0), (0, 1), (1, 0), (1, 1))]
     assert outs == [Fraction(3, 16), Fraction(-1, 48), Fraction(-1, 48), Fraction(1, 32)]
@@ -597,7 +643,12 @@ def test_oracle_ties_are_errors_and_margin_text():
     layer = BooleanLayer((BooleanHead(1, 1, (0,), (1,)),))
     readout = Readout({(1,): 1, (0,): "-1/4"}, 1, 1)
     oracle = Oracle.evaluate(layer, readout, 4)
-    assert sorted(oracle.wrong_inputs((-1, 1, 1, 1, 1))) == [(0, 0, 0, 1), (0, 0, 1, 0), (0, 1, 0, 0), (1, 0, 0, 0)]
+    assert sorted(oracle.wrong_inputs((-1, 1, 1, 1, 1))) == [
+        (0, 0, 0, 1),
+        (0, 0, 1, 0),
+        (0, 1, 0, 0),
+        (1, 0, 0, 0),
+    ]
     assert oracle.wrong_inputs((-1, -1, 1, 1, 1)) == oracle.wrong_inputs((-1, 1, 1, 1, 1))  # 0 wrong for ±1
     cert = certify_boolean_model(layer, readout, (-1, 1, 1, 1, 1))
     assert cert["min_abs_margin"] == "0" and cert["errors"] == 1 and cert["wrong_input"]["x"] == "1000"
@@ -637,16 +688,26 @@ def test_a_corrupted_verdict_is_caught(monkeypatch):
     found = disagreements(certify_boolean_model(layer, readout, G), oracle, G)
     assert any(text.startswith("errors = 2,") for text in found)
     monkeypatch.undo()
-    for field_, bad in (("wrong_input", {"t": 3, "x": "111", "model_sign": -1, "target": -1}),
-                        ("wrong_input", {"t": 1, "x": "100", "model_sign": 1, "target": 1}),
-                        ("wrong_input", None), ("min_abs_margin", "1/7"), ("errors", 2), ("certified", True)):
+    for field_, bad in (
+        ("wrong_input", {"t": 3, "x": "111", "model_sign": -1, "target": -1}),
+        ("wrong_input", {"t": 1, "x": "100", "model_sign": 1, "target": 1}),
+        ("wrong_input", None),
+        ("min_abs_margin", "1/7"),
+        ("errors", 2),
+        ("certified", True),
+    ):
         assert disagreements(honest_G | {field_: bad}, oracle, G) != [], (field_, bad)
 
 
 # ---------------------------------------------------------------- fast set: Hypothesis, derandomized
 
-FAST = settings(max_examples=250, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FAST = settings(
+    max_examples=250,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -64,14 +64,18 @@ def check_soundness(model, bits: int, counts: Counts, catch_exact: bool = False)
             if not catch_exact:
                 raise
             counts.exceptions += 1
-            counts.note(f"exact evaluator raised {error!r} on input {tokens[row].tolist()}:\n  "
-                        f"{describe(model, bits)}")
+            counts.note(
+                f"exact evaluator raised {error!r} on input {tokens[row].tolist()}:\n  "
+                f"{describe(model, bits)}"
+            )
             continue
         wrong = [i for i in asked if out[row, i] != exact[i]]
         if wrong:
             counts.mismatches += len(wrong)
-            counts.note(f"input {tokens[row].tolist()} positions {wrong}: certified {out[row, wrong].tolist()}, "
-                        f"exact {exact[wrong].tolist()}:\n  {describe(model, bits)}")
+            counts.note(
+                f"input {tokens[row].tolist()} positions {wrong}: certified {out[row, wrong].tolist()}, "
+                f"exact {exact[wrong].tolist()}:\n  {describe(model, bits)}"
+            )
 
 
 def assert_sound(counts: Counts) -> None:
@@ -103,8 +107,13 @@ def test_finding1_bottom_is_not_proven(finding1):
 # ---------------------------------------------------------------------------------------------------
 # Fast set: Hypothesis, derandomized
 
-FAST = settings(max_examples=300, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FAST = settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def fuzz(strategy, examples: int = FAST.max_examples) -> Counts:
@@ -151,9 +160,11 @@ def slow_family(label: str, seed: int, **family) -> None:
     with np.errstate(all="ignore"):
         for _ in range(SLOW_MODELS):
             check_soundness(*random_case(rng, **family), counts, catch_exact=True)
-    print(f"\nsoundness {label}: models {counts.models}, positions {counts.positions}, proven {counts.proven}, "
-          f"mismatches {counts.mismatches}, exact-evaluator exceptions {counts.exceptions}, "
-          f"{time.perf_counter() - start:.0f} s")
+    print(
+        f"\nsoundness {label}: models {counts.models}, positions {counts.positions}, proven {counts.proven}, "
+        f"mismatches {counts.mismatches}, exact-evaluator exceptions {counts.exceptions}, "
+        f"{time.perf_counter() - start:.0f} s"
+    )
     for text in counts.examples:
         print(text)
     assert counts.models == SLOW_MODELS
@@ -171,5 +182,12 @@ def test_certified_positions_are_exact_many_models(family):
 @pytest.mark.slow
 @pytest.mark.parametrize("mask", ["causal", "full"])
 def test_decoder_on_exact_residual_many_models(mask):
-    slow_family(f"silent-heads-{mask}", 30_000 + (mask == "full"), layers=1, mlp=False, mask=mask,
-                theme="underflow", silent=True)
+    slow_family(
+        f"silent-heads-{mask}",
+        30_000 + (mask == "full"),
+        layers=1,
+        mlp=False,
+        mask=mask,
+        theme="underflow",
+        silent=True,
+    )

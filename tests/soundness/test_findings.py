@@ -72,8 +72,14 @@ def test_underflow_model_is_not_certified(capsys, tmp_path):
     assert cert["errors"] == 0  # float64 itself answers ⊥ …
     assert cert["certified"] is False and cert["precision_bits"] is None  # … but no fixed:p model does
     assert len(cert["rejected"]) == 60
-    assert cert["rejected"][0] == {"p": 1, "family": "exhaustive", "input": [0], "position": 1,
-                                   "expected": "⊥", "got": "0"}
+    assert cert["rejected"][0] == {
+        "p": 1,
+        "family": "exhaustive",
+        "input": [0],
+        "position": 1,
+        "expected": "⊥",
+        "got": "0",
+    }
 
 
 # ---- finding 2: quantize_bounds at p ≥ 27 ----------------------------------------------------------
@@ -112,10 +118,12 @@ def test_quantize_bounds_point_boxes_stay_exact():
 
 def _exact_extremes(alpha_bar: list[arb], rho: list[arb], j: int) -> tuple[arb, arb]:
     """max and min of ᾱ_j e^{η_j} / Σ_k ᾱ_k e^{η_k} over |η| ≤ ρ (attained at η_j = ±ρ_j, η_k = ∓ρ_k)."""
+
     def ratio(sign: int) -> arb:
         num = alpha_bar[j] * (sign * rho[j]).exp()
         rest = sum((alpha_bar[k] * (-sign * rho[k]).exp() for k in range(len(rho)) if k != j), arb(0))
         return num / (num + rest)
+
     return ratio(1), ratio(-1)
 
 
@@ -135,7 +143,9 @@ def test_weight_error_bounds_every_weight_on_its_own(seed):
         exact = [fmpq(*float(a).as_integer_ratio()) for a in alpha]
         total = sum(exact, fmpq(0))
         alpha_bar = [arb(a / total) for a in exact]  # the exact normalisation, as balls
-        theta = max(float(abs(ab / arb(float(a)) - 1).upper()) if a else 0.0 for ab, a in zip(alpha_bar, alpha))
+        theta = max(
+            float(abs(ab / arb(float(a)) - 1).upper()) if a else 0.0 for ab, a in zip(alpha_bar, alpha)
+        )
         err, unbounded = weight_error(alpha[None, :].copy(), rho[None, :].copy(), theta * (1 + 1e-6))
         assert not unbounded.any()
         arb_rho = [arb(float(r)) for r in rho]
@@ -159,7 +169,9 @@ def test_fixed_p_predict_rounds_the_exact_value(capsys):
 def test_precision_bits_is_the_exact_models(capsys, tmp_path):
     path = tmp_path / "tie.safetensors"
     save_model(tie_embedding_model(), path)
-    got = run_json(capsys, "induction", "predict", "--model", str(path), "--input", "0", "--precision", "fixed:1")
+    got = run_json(
+        capsys, "induction", "predict", "--model", str(path), "--input", "0", "--precision", "fixed:1"
+    )
     assert got["outputs"] == ["⊥"]
     cert = run_json(capsys, "induction", "certify", "--model", str(path), "--n", "1", "--alphabet", "2")
     assert cert["precision_bits"] == 1 and cert["rejected"] == []  # no p was rejected: none is wrong
@@ -173,7 +185,9 @@ def test_precision_bits_is_the_exact_models(capsys, tmp_path):
 def test_sampled_certificate_says_sampled(capsys):
     """A certificate over sampled inputs is "certified on the inputs checked", not on all of Σ^n: its
     JSON says scope "sampled" and counts the inputs per family; the README says so where it shows one."""
-    cert = run_json(capsys, "induction", "certify", "--layers", "2", "--n", "16", "--alphabet", "4", "--samples", "16")
+    cert = run_json(
+        capsys, "induction", "certify", "--layers", "2", "--n", "16", "--alphabet", "4", "--samples", "16"
+    )
     assert cert["scope"] == "sampled" and cert["certified"] is True
     assert sum(cert["families"].values()) == cert["inputs_checked"] < 4**16
     assert {"uniform", "index"} <= set(cert["families"])

@@ -64,13 +64,21 @@ def fill(rng: np.random.Generator, shape: tuple[int, ...], mode: str, p: int) ->
         return rng.integers(-3, 4, size=shape) * g
     if mode == "zero":
         return np.zeros(shape)
-    edge = [g, 0.5 * g, 1.5 * g, 1.0, 0.5, 1 / 3, 2.0**p, 2.0 ** (p // 2), 27.3, 745.2 ** 0.5]
+    edge = [g, 0.5 * g, 1.5 * g, 1.0, 0.5, 1 / 3, 2.0**p, 2.0 ** (p // 2), 27.3, 745.2**0.5]
     palette = np.array([0.0] + edge + [-v for v in edge])
     return rng.choice(palette, size=shape)
 
 
-def make_model(seed: int, k: int, heads: int, dim: int, d_head: int, p: int,
-               modes: tuple[str, str, str, str], full_mask: bool) -> OneLayerTable:
+def make_model(
+    seed: int,
+    k: int,
+    heads: int,
+    dim: int,
+    d_head: int,
+    p: int,
+    modes: tuple[str, str, str, str],
+    full_mask: bool,
+) -> OneLayerTable:
     rng = np.random.default_rng(seed)
     n = 2 * k + 1
     embed = fill(rng, (n, 3, dim), "gaussian", p)
@@ -116,13 +124,19 @@ def exact_heads(model: OneLayerTable, f: np.ndarray, i_star: int, p: int) -> lis
     try:
         heads = []
         for h in range(q.shape[0]):
-            scores = [sum((Fraction(a) * Fraction(c) for a, c in zip(q[h], keys[h, j])), Fraction(0))
-                      for j in range(n)]
+            scores = [
+                sum((Fraction(a) * Fraction(c) for a, c in zip(q[h], keys[h, j])), Fraction(0))
+                for j in range(n)
+            ]
             top = max(scores)
             w = [flint.arb(flint.fmpq((sc - top).numerator, (sc - top).denominator)).exp() for sc in scores]
             den = sum(w, flint.arb(0))
-            heads.append([sum((w[j] * flint.arb(float(vals[h, j, c])) for j in range(n)), flint.arb(0)) / den
-                          for c in range(vals.shape[-1])])
+            heads.append(
+                [
+                    sum((w[j] * flint.arb(float(vals[h, j, c])) for j in range(n)), flint.arb(0)) / den
+                    for c in range(vals.shape[-1])
+                ]
+            )
         return heads
     finally:
         flint.ctx.prec = old
@@ -196,7 +210,9 @@ def check_case(model: OneLayerTable, k: int, p: int, flip: str, tally: Tally) ->
     for f, s in sorted(disagree):
         gap = tie_distance(exact_heads(model, np.array(f), s, p), p)
         if verdicts[(f, s)]:
-            assert not gap > limit, f"pair f={f} i*={s} counted explained but its head output is {gap} from a tie"
+            assert not gap > limit, (
+                f"pair f={f} i*={s} counted explained but its head output is {gap} from a tie"
+            )
         far = far or bool(gap > limit)
     if flip != "none":
         tally.planted_cases += 1
@@ -222,9 +238,17 @@ def test_documented_float_share_is_the_one_used():
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 6), heads=st.integers(1, 2), dim=st.integers(1, 3),
-       d_head=st.integers(1, 3), p=st.integers(1, 60), modes=st.tuples(*[st.sampled_from(MODES)] * 4),
-       full_mask=st.booleans(), flip=st.sampled_from(FLIPS))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(1, 6),
+    heads=st.integers(1, 2),
+    dim=st.integers(1, 3),
+    d_head=st.integers(1, 3),
+    p=st.integers(1, 60),
+    modes=st.tuples(*[st.sampled_from(MODES)] * 4),
+    full_mask=st.booleans(),
+    flip=st.sampled_from(FLIPS),
+)
 def test_verdicts_are_sound(seed, k, heads, dim, d_head, p, modes, full_mask, flip):
     k = min(k, 4) if "big" in modes or "palette" in modes else k  # exact predict is slower there
     model = make_model(seed, k, heads, dim, d_head, p, modes, full_mask)
@@ -256,8 +280,16 @@ def test_verdicts_are_sound_on_many_models():
         modes = tuple(str(m) for m in rng.choice(MODES, size=4))
         if "big" in modes or "palette" in modes:
             k = min(k, 4)
-        model = make_model(int(rng.integers(2**32)), k, int(rng.integers(1, 3)), int(rng.integers(1, 4)),
-                           int(rng.integers(1, 4)), p, modes, bool(rng.integers(2)))
+        model = make_model(
+            int(rng.integers(2**32)),
+            k,
+            int(rng.integers(1, 3)),
+            int(rng.integers(1, 4)),
+            int(rng.integers(1, 4)),
+            p,
+            modes,
+            bool(rng.integers(2)),
+        )
         check_case(model, k, p, str(rng.choice(FLIPS)), tally)
     print(f"\n{tally} in {time.perf_counter() - began:.0f} s")
     assert tally.models == SLOW_MODELS

@@ -60,8 +60,16 @@ class Oracle:
         self.M = theta.shape[0]
         self.s = [[Fraction(float(a)) for a in scores] for scores, _ in heads]
         tq = [[Fraction(float(a)) for a in row] for row in theta]
-        self.c = [[[sum((t * Fraction(float(v)) for t, v in zip(tq[i], values[w])), Fraction(0))
-                    for w in range(self.M)] for i in range(self.M)] for _, values in heads]
+        self.c = [
+            [
+                [
+                    sum((t * Fraction(float(v)) for t, v in zip(tq[i], values[w])), Fraction(0))
+                    for w in range(self.M)
+                ]
+                for i in range(self.M)
+            ]
+            for _, values in heads
+        ]
 
     def _deltas(self, i: int, j: int) -> list[list[Fraction]]:
         return [[ck[i][w] - ck[j][w] for w in range(self.M)] for ck in self.c]
@@ -86,8 +94,10 @@ class Oracle:
         total = flint.arb(0)
         for a, c in terms.items():
             d = a - top
-            total += flint.arb(flint.fmpq(c.numerator, c.denominator)) * flint.arb(
-                flint.fmpq(d.numerator, d.denominator)).exp()
+            total += (
+                flint.arb(flint.fmpq(c.numerator, c.denominator))
+                * flint.arb(flint.fmpq(d.numerator, d.denominator)).exp()
+            )
         return total
 
     def sign(self, hist: dict[int, int], i: int, j: int) -> int:
@@ -155,11 +165,14 @@ class Model:
 def _array(draw, shape, pool):
     """Entries from the model's pool (± and 0 included: ties and cancellations) or fresh palette values."""
     entry = st.one_of(st.sampled_from(pool), st.sampled_from([-p for p in pool] + [0.0]), WEIGHT)
-    return np.array(draw(st.lists(entry, min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))).reshape(shape)
+    return np.array(
+        draw(st.lists(entry, min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))
+    ).reshape(shape)
 
 
 BETA = st.sampled_from([1.0, 2.0, 5.0, 30.0, 700.0, 745.0, 1e6, 1e300, None]).flatmap(
-    lambda b: _MAGNITUDES if b is None else st.just(b))
+    lambda b: _MAGNITUDES if b is None else st.just(b)
+)
 
 
 @st.composite
@@ -187,7 +200,9 @@ def models(draw, heads: int, block: bool = False) -> Model:
             theta = np.clip(hs[0][1] * scale, -FMAX, FMAX)
             if draw(st.sampled_from([True, False, False])):
                 i, j = draw(st.integers(0, M - 1)), draw(st.integers(0, d - 1))
-                theta[i, j] = np.clip(theta[i, j] + draw(WEIGHT) if draw(st.booleans()) else draw(WEIGHT), -FMAX, FMAX)
+                theta[i, j] = np.clip(
+                    theta[i, j] + draw(WEIGHT) if draw(st.booleans()) else draw(WEIGHT), -FMAX, FMAX
+                )
     else:
         theta = draw(_array((M, d), pool))
     if block:  # head 0 reads the first d coordinates, head 1 the next d; θ lives on head 0's block
@@ -234,7 +249,10 @@ def check_model(model: Model, stats: Stats) -> None:
         bf = _call(lambda: verify_brute(layer, clf, task, n), stats)
         if bf is not None:
             assert bf.errors == len(wrong) and bf.correct == (not wrong), (model, task, bf)
-            assert bf.correct or (bf.worst_input in wrong and bf.decision == wrong[bf.worst_input]), (model, bf)
+            assert bf.correct or (bf.worst_input in wrong and bf.decision == wrong[bf.worst_input]), (
+                model,
+                bf,
+            )
         verdicts = []
         if len(model.heads) == 1:
             verdicts.append(_call(lambda: verify_exact_one_head(layer.heads[0], clf, task, n), stats))
@@ -243,7 +261,10 @@ def check_model(model: Model, stats: Stats) -> None:
         for v in verdicts:
             if v is not None:
                 assert v.correct == (not wrong), (model, task, v)
-                assert v.correct or (v.worst_input in wrong and v.decision == wrong[v.worst_input]), (model, v)
+                assert v.correct or (v.worst_input in wrong and v.decision == wrong[v.worst_input]), (
+                    model,
+                    v,
+                )
 
 
 FAMILIES = {
@@ -257,7 +278,9 @@ HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_t
 def _run(family: str, examples: int) -> Stats:
     stats = Stats()
 
-    @settings(max_examples=examples, deadline=None, derandomize=True, database=None, suppress_health_check=HEALTH)
+    @settings(
+        max_examples=examples, deadline=None, derandomize=True, database=None, suppress_health_check=HEALTH
+    )
     @given(model=FAMILIES[family])
     def prop(model):
         check_model(model, stats)
@@ -277,8 +300,10 @@ def test_verifiers_match_independent_exact_brute_force(family, examples):
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_verifiers_match_independent_exact_brute_force_slow(family):
     stats = _run(family, 20_000)
-    print(f"\n{family}: {stats.models} models, verdicts {stats.verdicts}, disagreements 0, "
-          f"ValueErrors {stats.value_errors}, other exceptions 0")
+    print(
+        f"\n{family}: {stats.models} models, verdicts {stats.verdicts}, disagreements 0, "
+        f"ValueErrors {stats.value_errors}, other exceptions 0"
+    )
     assert stats.models >= 20_000
 
 
@@ -294,20 +319,35 @@ def _fixed(scores, values, theta, n, heads2=None):
 
 REGIMES = {
     "finding-5 overflow 1e200": _fixed([0, 0], [[3, 1e200], [1, 1e200]], [[3, 1e200], [1, 1e200]], 2),
-    "finding-6 rounded difference": _fixed([0, -1e4], [[1, 1 + 2**-52], [0, 1]], [[1, 0], [2**-54, 1 - 2**-52]], 2),
-    "1e300 values and theta": _fixed([0, 1, 2], [[1e300, 1], [-1e300, 1], [1e300, -1]],
-                                     [[1e300, 1e300], [1e300, -1e300], [-1e300, 1e300]], 3),
-    "largest float": _fixed([0, 0, 0], [[1.7976931348623157e308], [-1.7976931348623157e308], [1e308]],
-                            [[1.7976931348623157e308], [1.0], [-1e308]], 3),
-    "subnormal values": _fixed([0, 0, 0], [[5e-324, 1], [1e-323, 1], [0, 1]], [[1, 0.5], [-1, 0.5], [0, 0.5]], 4),
-    "2^-1020 scale": _fixed([1, 0, -1], [[2**-1020], [3 * 2**-1021], [2**-1019]], [[2**-1020], [-2**-1020], [0]], 3),
+    "finding-6 rounded difference": _fixed(
+        [0, -1e4], [[1, 1 + 2**-52], [0, 1]], [[1, 0], [2**-54, 1 - 2**-52]], 2
+    ),
+    "1e300 values and theta": _fixed(
+        [0, 1, 2],
+        [[1e300, 1], [-1e300, 1], [1e300, -1]],
+        [[1e300, 1e300], [1e300, -1e300], [-1e300, 1e300]],
+        3,
+    ),
+    "largest float": _fixed(
+        [0, 0, 0],
+        [[1.7976931348623157e308], [-1.7976931348623157e308], [1e308]],
+        [[1.7976931348623157e308], [1.0], [-1e308]],
+        3,
+    ),
+    "subnormal values": _fixed(
+        [0, 0, 0], [[5e-324, 1], [1e-323, 1], [0, 1]], [[1, 0.5], [-1, 0.5], [0, 0.5]], 4
+    ),
+    "2^-1020 scale": _fixed(
+        [1, 0, -1], [[2**-1020], [3 * 2**-1021], [2**-1019]], [[2**-1020], [-(2**-1020)], [0]], 3
+    ),
     "scores ±745": _fixed([745, -745, 0], [[1, 0], [0, 1], [1, 1]], [[1, 0], [0, 1], [1, 1 + 2**-52]], 4),
     "scores 700..745 near ties": _fixed([700, 744.5, 745], [[1], [-1], [0.5]], [[1], [-1], [0.5]], 3),
     "scores ±1e6": _fixed([1e6, -1e6, 1e6 - 1], [[1, 0], [0, 1], [1, 1]], [[1, 0], [0, 1], [0.5, 0.5]], 3),
     "scores ±1e300": _fixed([1e300, -1e300, 0], [[1], [2], [3]], [[1], [2], [3]], 4),
     "exact tie 1/3": _fixed([0, 0], [[1 / 3], [2 / 3]], [[1], [-0.5]], 3),
-    "two heads, 1e300 and subnormal": _fixed([0, 1], [[1e300], [-1e300]], [[1], [-1]], 3,
-                                             heads2=([745, -745], [[5e-324], [1e-323]])),
+    "two heads, 1e300 and subnormal": _fixed(
+        [0, 1], [[1e300], [-1e300]], [[1], [-1]], 3, heads2=([745, -745], [[5e-324], [1e-323]])
+    ),
 }
 
 
@@ -334,10 +374,21 @@ def _exact_scaled_logits(model: Model, lst: tuple[int, ...], shift: int, prec: i
             e = [flint.arb(flint.fmpq((a - top).numerator, (a - top).denominator)).exp() for a in s]
             den = sum(e, flint.arb(0))
             for i in range(M):
-                c = [sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(model.theta[i], values[t - 1])),
-                         Fraction(0)) * Fraction(2) ** -shift for t in lst]
-                num = sum((ej * flint.arb(flint.fmpq(cj.numerator, cj.denominator)) for ej, cj in zip(e, c)),
-                          flint.arb(0))
+                c = [
+                    sum(
+                        (
+                            Fraction(float(a)) * Fraction(float(b))
+                            for a, b in zip(model.theta[i], values[t - 1])
+                        ),
+                        Fraction(0),
+                    )
+                    * Fraction(2) ** -shift
+                    for t in lst
+                ]
+                num = sum(
+                    (ej * flint.arb(flint.fmpq(cj.numerator, cj.denominator)) for ej, cj in zip(e, c)),
+                    flint.arb(0),
+                )
                 out[i] = out[i] + num / den
         return out
     finally:
@@ -387,8 +438,14 @@ def test_scan_bounds_contain_the_exact_gaps(model, task):
     prod = vm._scaled_products(theta, [values])
     B = vm._gap_bound_matrix(prod, vm._rho_weights(n))
     floor = vm._scan_floor(prod)
-    c = [[sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(theta[i], values[w])), Fraction(0))
-          * Fraction(2) ** -prod.shift for w in range(M)] for i in range(M)]
+    c = [
+        [
+            sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(theta[i], values[w])), Fraction(0))
+            * Fraction(2) ** -prod.shift
+            for w in range(M)
+        ]
+        for i in range(M)
+    ]
     old = flint.ctx.prec
     try:
         flint.ctx.prec = 4096
@@ -403,10 +460,24 @@ def test_scan_bounds_contain_the_exact_gaps(model, task):
                 d = Fraction(float(scores[x + om])) - Fraction(float(scores[x]))
                 r = (n - 1) * flint.arb(flint.fmpq(d.numerator, d.denominator)).exp()  # (n−1)α_ω/α_x
                 dx, dw = c[x][x] - c[y][x], c[x][x + om] - c[y][x + om]
-                exact = (flint.arb(flint.fmpq(dx.numerator, dx.denominator))
-                         + r * flint.arb(flint.fmpq(dw.numerator, dw.denominator))) / (1 + r)
+                exact = (
+                    flint.arb(flint.fmpq(dx.numerator, dx.denominator))
+                    + r * flint.arb(flint.fmpq(dw.numerator, dw.denominator))
+                ) / (1 + r)
                 g, t = Fraction(float(gap[y, om])), Fraction(float(t))
-                assert exact >= flint.arb(flint.fmpq((g - t).numerator, (g - t).denominator)), (model, task, x, y, om)
-                assert exact <= flint.arb(flint.fmpq((g + t).numerator, (g + t).denominator)), (model, task, x, y, om)
+                assert exact >= flint.arb(flint.fmpq((g - t).numerator, (g - t).denominator)), (
+                    model,
+                    task,
+                    x,
+                    y,
+                    om,
+                )
+                assert exact <= flint.arb(flint.fmpq((g + t).numerator, (g + t).denominator)), (
+                    model,
+                    task,
+                    x,
+                    y,
+                    om,
+                )
     finally:
         flint.ctx.prec = old

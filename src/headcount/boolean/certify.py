@@ -67,7 +67,12 @@ def format_rational(q: fmpq, digits: int = DECIMAL_DIGITS, max_chars: int = EXAC
 
 
 def construct_and_certify(
-    name_or_F: str | Sequence[int], n: int, D: int, H: int, use_search: bool = True, out: str | None = None,
+    name_or_F: str | Sequence[int],
+    n: int,
+    D: int,
+    H: int,
+    use_search: bool = True,
+    out: str | None = None,
 ) -> dict:
     """Construct (Theorem 3) and certify exactly; D·H < T raises check_feasible's ValueError. `out`: also
     save the model (boolean.model.save_boolean, exact)."""

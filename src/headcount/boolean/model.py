@@ -33,7 +33,6 @@ from safetensors.numpy import load_file, save_file
 
 from headcount.core.io import ModelFileError, atomic_write_bytes, read_config
 
-
 _RATIONAL = re.compile(r"\s*([+-]?\d+)(?:/(\d+))?\s*")
 
 
@@ -309,7 +308,9 @@ BOOLEAN_FORMAT = "headcount-boolean"
 BOOLEAN_VERSION = 1
 
 
-def save_boolean(layer: BooleanLayer, readout: Readout, path: str | os.PathLike, info: dict[str, Any] | None = None) -> None:
+def save_boolean(
+    layer: BooleanLayer, readout: Readout, path: str | os.PathLike, info: dict[str, Any] | None = None
+) -> None:
     """Write an exact Boolean model to one safetensors file (atomic, no pickle). The JSON config under the
     metadata key "headcount" holds every weight, value and coefficient as an exact rational string ("p/q");
     the tensors (heads.w [H 2], heads.values [H 2 d], readout.exponents [m d], readout.coefficients [m])
@@ -318,17 +319,24 @@ def save_boolean(layer: BooleanLayer, readout: Readout, path: str | os.PathLike,
         raise ValueError(f"readout has d = {readout.dim} but the layer outputs d = {layer.dim}")
     terms = sorted(readout.terms.items())
     config = {
-        "format": BOOLEAN_FORMAT, "version": BOOLEAN_VERSION, "heads": layer.num_heads, "dim": layer.dim,
+        "format": BOOLEAN_FORMAT,
+        "version": BOOLEAN_VERSION,
+        "heads": layer.num_heads,
+        "dim": layer.dim,
         "degree": readout.degree,
-        "layer": [{"w0": str(h.w0), "w1": str(h.w1), "v0": [str(x) for x in h.v0], "v1": [str(x) for x in h.v1]}
-                  for h in layer.heads],
+        "layer": [
+            {"w0": str(h.w0), "w1": str(h.w1), "v0": [str(x) for x in h.v0], "v1": [str(x) for x in h.v1]}
+            for h in layer.heads
+        ],
         "readout": [[list(K), str(c)] for K, c in terms],
         "info": dict(info or {}),
     }
     f = fmpq_to_float
     tensors = {
         "heads.w": np.array([[f(h.w0), f(h.w1)] for h in layer.heads], dtype=np.float64),
-        "heads.values": np.array([[[f(x) for x in h.v0], [f(x) for x in h.v1]] for h in layer.heads], dtype=np.float64),
+        "heads.values": np.array(
+            [[[f(x) for x in h.v0], [f(x) for x in h.v1]] for h in layer.heads], dtype=np.float64
+        ),
         "readout.exponents": np.array([K for K, _ in terms], dtype=np.int64).reshape(len(terms), layer.dim),
         "readout.coefficients": np.array([f(c) for _, c in terms], dtype=np.float64),
     }
@@ -340,19 +348,31 @@ def load_boolean(path: str | os.PathLike) -> tuple[BooleanLayer, Readout, dict[s
     """(layer, readout, info) from a file written by save_boolean; ModelFileError (a ValueError) if invalid."""
     config = read_config(path, formats=(BOOLEAN_FORMAT,))
     try:
-        load_file(str(path))  # the file must be a readable safetensors file, though the exact values are in JSON
+        load_file(
+            str(path)
+        )  # the file must be a readable safetensors file, though the exact values are in JSON
     except (SafetensorError, OSError, ValueError) as err:
         raise ModelFileError(f"{str(path)!r}: cannot read its tensors ({err})") from None
     try:
         if config.get("version") != BOOLEAN_VERSION:
             raise ValueError(f"version {config.get('version')!r}, expected {BOOLEAN_VERSION}")
-        heads = tuple(BooleanHead(to_fmpq(h["w0"]), to_fmpq(h["w1"]), tuple(map(to_fmpq, h["v0"])), tuple(map(to_fmpq, h["v1"])))
-                      for h in config["layer"])
+        heads = tuple(
+            BooleanHead(
+                to_fmpq(h["w0"]), to_fmpq(h["w1"]), tuple(map(to_fmpq, h["v0"])), tuple(map(to_fmpq, h["v1"]))
+            )
+            for h in config["layer"]
+        )
         layer = BooleanLayer(heads)
-        readout = Readout({tuple(K): to_fmpq(c) for K, c in config["readout"]}, int(config["degree"]), int(config["dim"]))
+        readout = Readout(
+            {tuple(K): to_fmpq(c) for K, c in config["readout"]}, int(config["degree"]), int(config["dim"])
+        )
         if (layer.num_heads, layer.dim) != (config["heads"], config["dim"]):
-            raise ValueError(f"the layer has H, d = {layer.num_heads}, {layer.dim}; "
-                             f"config says {config['heads']}, {config['dim']}")
+            raise ValueError(
+                f"the layer has H, d = {layer.num_heads}, {layer.dim}; "
+                f"config says {config['heads']}, {config['dim']}"
+            )
         return layer, readout, dict(config.get("info", {}))
     except (KeyError, TypeError, ValueError) as err:
-        raise ModelFileError(f"{str(path)!r} is not a valid headcount-boolean model: {type(err).__name__}: {err}") from None
+        raise ModelFileError(
+            f"{str(path)!r} is not a valid headcount-boolean model: {type(err).__name__}: {err}"
+        ) from None

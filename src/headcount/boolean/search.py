@@ -21,11 +21,12 @@ Pruning used by both searches (elements chosen in increasing order b_1 < b_2 < .
   * a k-element set represents at most C(k + D, D) − 1 distinct positive integers, so sizes k with
     C(k + D, D) − 1 < T are skipped.
 """
+
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from math import comb
-import time
 
 import numpy as np
 
@@ -122,8 +123,9 @@ def _dfs_fixed_size(D, H, T, k, deadline, stats):
     return rec(dp0, 0, 0)
 
 
-def search_smallest_basis(D: int, H: int, T: int, time_limit: float = 10.0,
-                          max_size: int | None = None) -> BasisSearchResult:
+def search_smallest_basis(
+    D: int, H: int, T: int, time_limit: float = 10.0, max_size: int | None = None
+) -> BasisSearchResult:
     """Smallest B ⊆ {1..H} whose range with ≤ D summands is ≥ T; see module docstring.
     ``max_size`` stops the search after sizes ≤ max_size (a caller that already has a basis of
     max_size + 1 elements need not prove anything about larger ones)."""
@@ -133,7 +135,9 @@ def search_smallest_basis(D: int, H: int, T: int, time_limit: float = 10.0,
     if T > 0 and (D < 1 or H < 1):
         raise ValueError(f"no basis exists: T = {T} > 0 needs D ≥ 1 and H ≥ 1")
     if T > D * H:
-        raise ValueError(f"no basis exists: T = {T} > D·H = {D * H} (every sum of ≤ D elements of [H] is ≤ D·H)")
+        raise ValueError(
+            f"no basis exists: T = {T} > D·H = {D * H} (every sum of ≤ D elements of [H] is ≤ D·H)"
+        )
     t0 = time.perf_counter()
     if T == 0:
         return BasisSearchResult(D, H, T, [], 0, False, True, 0, 0.0)
@@ -146,15 +150,18 @@ def search_smallest_basis(D: int, H: int, T: int, time_limit: float = 10.0,
                 found = _dfs_fixed_size(D, H, T, k, deadline, stats)
                 if found is not None:
                     B = sorted(found)
-                    return BasisSearchResult(D, H, T, B, basis_range(B, D), False, True, stats[0],
-                                             time.perf_counter() - t0)
+                    return BasisSearchResult(
+                        D, H, T, B, basis_range(B, D), False, True, stats[0], time.perf_counter() - t0
+                    )
             k += 1
         return BasisSearchResult(D, H, T, None, None, False, True, stats[0], time.perf_counter() - t0)
     except SearchTimeout:
         return BasisSearchResult(D, H, T, None, None, True, False, stats[0], time.perf_counter() - t0)
 
 
-def smallest_basis(D: int, H: int, T: int, time_limit: float = 10.0, max_size: int | None = None) -> list[int] | None:
+def smallest_basis(
+    D: int, H: int, T: int, time_limit: float = 10.0, max_size: int | None = None
+) -> list[int] | None:
     """Smallest B ⊆ {1..H} with range ≥ T (sorted), or None if ``time_limit`` seconds ran out (or
     none has ≤ ``max_size`` elements)."""
     return search_smallest_basis(D, H, T, time_limit, max_size).basis

@@ -40,7 +40,8 @@ def lemma9_head(a: Sequence, b: Sequence, c, n: int) -> BooleanHead:
     if len(a) != len(b):
         raise ValueError(f"a and b need the same dimension, got {len(a)} and {len(b)}")
     return BooleanHead(
-        fmpq(1), 1 + c,
+        fmpq(1),
+        1 + c,
         tuple(x + y / n for x, y in zip(a, b)),
         tuple(x + y / (n * (1 + c)) for x, y in zip(a, b)),
     )
@@ -89,7 +90,7 @@ def factorization_route(F: Sequence[int], n: int, D: int, H: int) -> tuple[Boole
     polys, pos = [], 0
     for s in sizes:
         p = fmpq_poly([1])
-        for r in roots[pos:pos + s]:
+        for r in roots[pos : pos + s]:
             p *= fmpq_poly([-r, 1])
         polys.append(p)
         pos += s
@@ -97,7 +98,9 @@ def factorization_route(F: Sequence[int], n: int, D: int, H: int) -> tuple[Boole
     return layer, Readout({(1,) * k: fmpq(c)}, D, k)
 
 
-def additive_basis_route(F: Sequence[int], n: int, D: int, H: int, B: Sequence[int]) -> tuple[BooleanLayer, Readout]:
+def additive_basis_route(
+    F: Sequence[int], n: int, D: int, H: int, B: Sequence[int]
+) -> tuple[BooleanLayer, Readout]:
     """Lemma 13 with basis B ⊆ [H] of range ≥ T: P_i = t^{β_i}, P_d = 1,
     g = Σ_ℓ a_ℓ Π_i z_i^{c_ℓ,i} z_d^{D − Σ_i c_ℓ,i} where Σ_ℓ a_ℓ t^ℓ = c·Π_j (t − r_j)."""
     c, roots = sign_polynomial_factors(F)
@@ -145,8 +148,13 @@ def _search_basis(D: int, H: int, T: int, max_size: int):
 
 
 def construct(
-    F: Sequence[int], n: int, D: int, H: int, basis: Sequence[int] | None = None,
-    route: str | None = None, use_search: bool = True,
+    F: Sequence[int],
+    n: int,
+    D: int,
+    H: int,
+    basis: Sequence[int] | None = None,
+    route: str | None = None,
+    use_search: bool = True,
 ) -> tuple[BooleanLayer, Readout, str, int]:
     """(layer, readout, route, d) for F with D·H ≥ T, choosing the route with the smallest d.
 

@@ -31,12 +31,13 @@ Verification, both directions:
   :func:`check_dual_certificate` re-checks every orthogonality equation with integers.  Done for
   n ≤ ``DUAL_MAX_N``; above that the lower bound is HiGHS's verdict and the result says so.
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from itertools import combinations
 import math
 import time
+from dataclasses import dataclass, field
+from itertools import combinations
 
 import numpy as np
 
@@ -92,15 +93,21 @@ class ThresholdDegree:
             "lp_calls": [{"degree": d, "feasible": ok} for d, ok in self.lp_calls],
             "seconds": self.seconds,
             "lower_bound_certified": self.lower_bound_certified,
-            "dual_certificate": None if self.dual is None else {
+            "dual_certificate": None
+            if self.dual is None
+            else {
                 "degree": self.threshold_degree - 1,
-                "weights": [{"input": format(x, f"0{self.n}b") if self.n else "", "weight": str(w)}
-                            for x, w in sorted(self.dual.items())],
+                "weights": [
+                    {"input": format(x, f"0{self.n}b") if self.n else "", "weight": str(w)}
+                    for x, w in sorted(self.dual.items())
+                ],
             },
             "note": "upper bound: the witness, checked in float64 on all inputs with margin; lower bound: "
-                    + ("an exact dual certificate μ ≥ 0 with Σ μ(x) f(x) x^S = 0 for all |S| < T (Gordan)"
-                       if self.lower_bound_certified or self.threshold_degree == 0 else
-                       f"HiGHS's infeasibility verdict at degree T-1 (no exact certificate above n = {DUAL_MAX_N})"),
+            + (
+                "an exact dual certificate μ ≥ 0 with Σ μ(x) f(x) x^S = 0 for all |S| < T (Gordan)"
+                if self.lower_bound_certified or self.threshold_degree == 0
+                else f"HiGHS's infeasibility verdict at degree T-1 (no exact certificate above n = {DUAL_MAX_N})"
+            ),
         }
 
 
@@ -131,8 +138,8 @@ def _check_values(values, n: int) -> np.ndarray:
     if n > MAX_N:
         raise ValueError(f"n = {n} bits is too large for the threshold-degree LP; allowed n ≤ {MAX_N}")
     f = np.asarray(values)
-    if f.ndim != 1 or f.shape[0] != 2 ** n:
-        raise ValueError(f"values must be a 1-D array of length 2^n = {2 ** n}, got shape {f.shape}")
+    if f.ndim != 1 or f.shape[0] != 2**n:
+        raise ValueError(f"values must be a 1-D array of length 2^n = {2**n}, got shape {f.shape}")
     if not np.all((f == 1) | (f == -1)):
         raise ValueError("values must all be +1 or -1")
     return f.astype(np.int8)
@@ -154,7 +161,7 @@ def _mask(mono: tuple[int, ...], n: int) -> int:
 
 def _monomial_matrix(n: int, monos: list[tuple[int, ...]]) -> np.ndarray:
     """Dense 0/1 matrix A[x, S] = x^S (rows ordered by the integer index of x)."""
-    xs = np.arange(2 ** n, dtype=np.int64)
+    xs = np.arange(2**n, dtype=np.int64)
     masks = np.array([_mask(m, n) for m in monos], dtype=np.int64)
     return ((xs[:, None] & masks[None, :]) == masks[None, :]).astype(np.float64)
 
@@ -163,7 +170,7 @@ def evaluate_polynomial(witness: dict[tuple[int, ...], float], n: int) -> np.nda
     """Evaluate Σ c_S x^S on every x ∈ {0,1}^n in float64 (same index order as ``values``)."""
     monos = list(witness)
     if not monos:
-        return np.zeros(2 ** n)
+        return np.zeros(2**n)
     A = _monomial_matrix(n, monos)
     c = np.array([witness[m] for m in monos], dtype=np.float64)
     return A @ c
@@ -174,11 +181,11 @@ def _mobius_witness(f: np.ndarray, n: int) -> dict[tuple[int, ...], float]:
     a = f.astype(np.int64).copy()
     for j in range(n):
         bit = 1 << j
-        idx = np.arange(2 ** n)
+        idx = np.arange(2**n)
         sel = (idx & bit) != 0
         a[sel] -= a[idx[sel] ^ bit]
     out: dict[tuple[int, ...], float] = {}
-    for i in range(2 ** n):
+    for i in range(2**n):
         if a[i] != 0:
             mono = tuple(j for j in range(1, n + 1) if i & (1 << (n - j)))
             out[mono] = float(a[i])
@@ -198,13 +205,13 @@ def _lp_feasible(f: np.ndarray, n: int, degree: int):
     monos = _monomials(n, degree)
     m = len(monos)
     A = _monomial_matrix(n, monos)
-    A_ub = hstack([csr_matrix(-(f.astype(np.float64)[:, None] * A)), np.ones((2 ** n, 1))]).tocsr()
+    A_ub = hstack([csr_matrix(-(f.astype(np.float64)[:, None] * A)), np.ones((2**n, 1))]).tocsr()
     c = np.zeros(m + 1)
     c[-1] = -1.0
     res = linprog(
         c=c,
         A_ub=A_ub,
-        b_ub=np.zeros(2 ** n),
+        b_ub=np.zeros(2**n),
         bounds=[(None, None)] * m + [(None, 1.0)],
         method="highs",
     )
@@ -218,7 +225,7 @@ def _lp_feasible(f: np.ndarray, n: int, degree: int):
 
 def _signed_monomial_matrix(f: np.ndarray, n: int, degree: int) -> np.ndarray:
     """B[x, S] = f(x)·x^S over monomials |S| ≤ degree, as int64."""
-    return (f.astype(np.int64)[:, None] * _monomial_matrix(n, _monomials(n, degree)).astype(np.int64))
+    return f.astype(np.int64)[:, None] * _monomial_matrix(n, _monomials(n, degree)).astype(np.int64)
 
 
 def check_dual_certificate(values, n: int, degree: int, mu: dict[int, int]) -> bool:
@@ -230,7 +237,7 @@ def check_dual_certificate(values, n: int, degree: int, mu: dict[int, int]) -> b
     if not mu or any(int(w) < 0 for w in mu.values()) or all(int(w) == 0 for w in mu.values()):
         return False
     xs = sorted(mu)
-    if xs[0] < 0 or xs[-1] >= 2 ** n:
+    if xs[0] < 0 or xs[-1] >= 2**n:
         return False
     B = _signed_monomial_matrix(f, n, degree)[xs]  # [support monomials]
     BT = fmpz_mat(B.T.tolist())  # [monomials support]
@@ -245,12 +252,12 @@ def dual_certificate(values, n: int, degree: int) -> dict[int, int] | None:
 
     HiGHS finds a vertex of {μ ≥ 0, Σ μ = 1, Bᵀμ = 0}; on its support the system is solved again in
     exact rationals (fmpz rref), free variables fixed to the LP's values, and the result is checked."""
-    from scipy.optimize import linprog
     from flint import fmpq, fmpq_mat
+    from scipy.optimize import linprog
 
     f = _check_values(values, n)
     B = _signed_monomial_matrix(f, n, degree).astype(np.float64)  # [inputs monomials]
-    N = 2 ** n
+    N = 2**n
     A_eq = np.vstack([B.T, np.ones((1, N))])
     b_eq = np.zeros(A_eq.shape[0])
     b_eq[-1] = 1.0
@@ -263,7 +270,9 @@ def dual_certificate(values, n: int, degree: int) -> dict[int, int] | None:
     k = len(support)
     # Exact system on the support: Bᵀ_P μ_P = 0, Σ μ_P = 1, as an augmented rational matrix.
     rows = np.vstack([B[support].T, np.ones((1, k))]).astype(np.int64)
-    aug = fmpq_mat(rows.shape[0], k + 1, [int(v) for v in np.hstack([rows, b_eq[:, None].astype(np.int64)]).ravel()])
+    aug = fmpq_mat(
+        rows.shape[0], k + 1, [int(v) for v in np.hstack([rows, b_eq[:, None].astype(np.int64)]).ravel()]
+    )
     R, rank = aug.rref()
     pivots = []
     for r in range(rank):
@@ -282,7 +291,9 @@ def dual_certificate(values, n: int, degree: int) -> dict[int, int] | None:
     return mu if check_dual_certificate(f, n, degree, mu) else None
 
 
-def threshold_degree_lp(values, n: int, *, margin: float = 0.5, certify_lower: bool = True) -> ThresholdDegree:
+def threshold_degree_lp(
+    values, n: int, *, margin: float = 0.5, certify_lower: bool = True
+) -> ThresholdDegree:
     """Threshold degree T of f (±1 ``values`` of length 2^n) with a verified witness polynomial and,
     for n ≤ DUAL_MAX_N (``certify_lower``), an exact dual certificate that degree T − 1 is impossible.
 
@@ -336,10 +347,11 @@ def threshold_degree_lp(values, n: int, *, margin: float = 0.5, certify_lower: b
 
 # --- helpers for symmetric functions (used to cross-check the LP) -------------------------------
 
+
 def symmetric_truth_table(F, n: int) -> np.ndarray:
     """±1 values of the symmetric f(x) = F(|x|), F a length-(n+1) sequence of ±1."""
     F = np.asarray(F)
     if F.shape != (n + 1,):
         raise ValueError(f"F must have length n + 1 = {n + 1}, got {F.shape}")
-    weights = np.array([bin(i).count("1") for i in range(2 ** n)], dtype=np.int64)
+    weights = np.array([bin(i).count("1") for i in range(2**n)], dtype=np.int64)
     return F[weights].astype(np.int8)

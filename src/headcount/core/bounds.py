@@ -24,12 +24,16 @@ then says at which positions every point of the box decodes to the same output: 
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from headcount.core.errors import InternalError
 from headcount.core.forward import causal_mask
-from headcount.core.model import Transformer
 from headcount.core.precision import Precision, round_fixed
+
+if TYPE_CHECKING:  # model.py imports this module (decoders bound their logits); only the annotation needs it
+    from headcount.core.model import Transformer
 
 U = 2.0**-53
 TINY = 2.0**-1074  # the smallest subnormal: a product that underflows loses at most half of it
@@ -160,8 +164,6 @@ def check_libm() -> None:
 def _check_libm() -> None:
     import flint
 
-    from headcount.core.errors import InternalError
-
     rng = np.random.default_rng(0)
     exp_points = np.concatenate([-rng.random(300) * (RHO_CAP - FAR + 1), -np.logspace(-17, 0, 60), [0.0]])
     expm1_points = np.concatenate([rng.random(150) * RHO_CAP, np.logspace(-17, 1, 60)])
@@ -169,12 +171,17 @@ def _check_libm() -> None:
     old = flint.ctx.prec
     flint.ctx.prec = 128
     try:
-        for fn, arb_fn, points in ((np.exp, flint.arb.exp, exp_points), (np.expm1, flint.arb.expm1, expm1_points)):
+        for fn, arb_fn, points in (
+            (np.exp, flint.arb.exp, exp_points),
+            (np.expm1, flint.arb.expm1, expm1_points),
+        ):
             for x, y in zip(points.tolist(), fn(points).tolist()):
                 exact = arb_fn(flint.arb(x))
                 if not abs(flint.arb(y) - exact) <= LIBM_ULPS * U * abs(exact):
-                    raise InternalError(f"np.{fn.__name__}({x!r}) = {y!r} is off by more than {LIBM_ULPS} ulp: the "
-                                        "rigorous bounds assume a libm at least that accurate")
+                    raise InternalError(
+                        f"np.{fn.__name__}({x!r}) = {y!r} is off by more than {LIBM_ULPS} ulp: the "
+                        "rigorous bounds assume a libm at least that accurate"
+                    )
     finally:
         flint.ctx.prec = old
     _libm_checked.append(True)

@@ -66,8 +66,12 @@ class Certificate:
             "errors": self.errors,
             "errors_bottom": self.errors_bottom,
             "errors_token": self.errors_token,
-            "accuracy": 1.0 if token_positions == 0 else (token_positions - self.errors_token) / token_positions,
-            "accuracy_bottom": 1.0 if self.bottom_positions == 0 else (self.bottom_positions - self.errors_bottom) / self.bottom_positions,
+            "accuracy": 1.0
+            if token_positions == 0
+            else (token_positions - self.errors_token) / token_positions,
+            "accuracy_bottom": 1.0
+            if self.bottom_positions == 0
+            else (self.bottom_positions - self.errors_bottom) / self.bottom_positions,
             "families": self.families,
             "first_counterexample": self.first_counterexample,
             "precision_bits": self.precision_bits,
@@ -99,15 +103,23 @@ def _progress(label: str, done: int) -> None:
         print(f"\r{label}: {done} inputs", end="", file=sys.stderr, flush=True)
 
 
-def _wrong_record(p: int, tokens: np.ndarray, target: np.ndarray, got: np.ndarray, wrong: np.ndarray,
-                  family: str | None) -> dict[str, Any]:
+def _wrong_record(
+    p: int, tokens: np.ndarray, target: np.ndarray, got: np.ndarray, wrong: np.ndarray, family: str | None
+) -> dict[str, Any]:
     row, pos = map(int, np.argwhere(wrong)[0])
-    return {"p": p, "family": family, "input": [int(t) for t in tokens[row]], "position": pos + 1,
-            "expected": token_text(target[row, pos]), "got": token_text(got[row, pos])}
+    return {
+        "p": p,
+        "family": family,
+        "input": [int(t) for t in tokens[row]],
+        "position": pos + 1,
+        "expected": token_text(target[row, pos]),
+        "got": token_text(got[row, pos]),
+    }
 
 
-def confirmed_error(model: Model, tokens: np.ndarray, target: np.ndarray, p: int,
-                    family: str | None = None) -> dict[str, Any] | None:
+def confirmed_error(
+    model: Model, tokens: np.ndarray, target: np.ndarray, p: int, family: str | None = None
+) -> dict[str, Any] | None:
     """An input on which the exact fixed:p model is proven wrong, among those whose float64 emulation is
     wrong (at most CONFIRM_ROWS of them, earliest first error first); None if none is proven (the
     emulation's errors were its own). A causal model's output at position i depends on the first i tokens
@@ -118,7 +130,9 @@ def confirmed_error(model: Model, tokens: np.ndarray, target: np.ndarray, p: int
     if suspects.size == 0:
         return None
     first = wrong[suspects].argmax(axis=1)
-    for row, position in zip(suspects[np.argsort(first, kind="stable")][:CONFIRM_ROWS], np.sort(first, kind="stable")):
+    for row, position in zip(
+        suspects[np.argsort(first, kind="stable")][:CONFIRM_ROWS], np.sort(first, kind="stable")
+    ):
         end = tokens.shape[1] if model.mask == "full" else int(position) + 1
         prefix, expected = tokens[row : row + 1, :end], target[row : row + 1, :end]
         got, decided = fixed_predict(model, prefix, p)
@@ -128,7 +142,9 @@ def confirmed_error(model: Model, tokens: np.ndarray, target: np.ndarray, p: int
     return None
 
 
-def minimal_precision_bits(model: Model, tokens: np.ndarray, target: np.ndarray, start: int = 1) -> int | None:
+def minimal_precision_bits(
+    model: Model, tokens: np.ndarray, target: np.ndarray, start: int = 1
+) -> int | None:
     """Smallest p ≥ start at which the exact fixed:p model reproduces `target` on `tokens` (None if p > 60).
     A p is passed over as soon as an error is proven (cheaply, by confirmed_error or the bounds); the
     exact evaluator runs without a work limit only at a p where nothing is proven wrong: small input sets."""
@@ -180,8 +196,9 @@ def _certify_pass(model: Model, inputs: InputStream, reference: Reference, cert:
         if not wrong.any() and (~proven).any():  # open positions: the exact evaluator decides them
             open_rows = np.flatnonzero(~proven.all(axis=1))
             before = int((~proven[open_rows]).sum())
-            sub, sub_proven = fixed_predict(model, tokens[open_rows], p, budget=budget,
-                                            proven_in=(got[open_rows], proven[open_rows]))
+            sub, sub_proven = fixed_predict(
+                model, tokens[open_rows], p, budget=budget, proven_in=(got[open_rows], proven[open_rows])
+            )
             got[open_rows], proven[open_rows] = sub, sub_proven
             exact += before - int((~sub_proven).sum())
             wrong = proven & (got != target)
@@ -197,7 +214,9 @@ def _certify_pass(model: Model, inputs: InputStream, reference: Reference, cert:
     return True
 
 
-def certify_model(model: Model, inputs: InputStream, reference: Reference, *, dtypes: bool = True) -> Certificate:
+def certify_model(
+    model: Model, inputs: InputStream, reference: Reference, *, dtypes: bool = True
+) -> Certificate:
     """The four passes of the module docstring; see Certificate for what is reported."""
     cert = Certificate()
     clock = time.perf_counter()
@@ -211,7 +230,9 @@ def certify_model(model: Model, inputs: InputStream, reference: Reference, *, dt
 
     if dtypes:
         clock = time.perf_counter()
-        cert.dtypes_exact = [name for name in IEEE_DTYPES if _exact_in(model, inputs, reference, Precision(name))]
+        cert.dtypes_exact = [
+            name for name in IEEE_DTYPES if _exact_in(model, inputs, reference, Precision(name))
+        ]
         cert.seconds["dtypes"] = time.perf_counter() - clock
     if sys.stderr.isatty():
         print(file=sys.stderr)

@@ -16,34 +16,20 @@ from __future__ import annotations
 import contextvars
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 
 from headcount.core.bounds import residual_bounds
+from headcount.core.exact import exact_fixed_predict
 from headcount.core.forward import residual_stream, rows_per_chunk
 from headcount.core.model import Transformer
 from headcount.core.precision import FLOAT64, Precision, fixed
+from headcount.core.symbols import check_tokens
 from headcount.core.table import OneLayerTable, table_residual, table_residual_bounds
 
 Model = Transformer | OneLayerTable
-
-
-def check_tokens(model: Model, tokens: np.ndarray) -> np.ndarray:
-    """A [batch pos] int64 array of valid tokens for `model` (ValueError saying what is wrong)."""
-    tokens = np.asarray(tokens)
-    if tokens.size and not np.issubdtype(tokens.dtype, np.integer):
-        raise ValueError(f"tokens must be integers, got dtype {tokens.dtype}")
-    if tokens.ndim == 1:
-        tokens = tokens[None, :]
-    if tokens.ndim != 2 or tokens.shape[1] < 1:
-        raise ValueError(f"tokens must have shape [batch pos], got {tokens.shape}")
-    if tokens.shape[1] > model.n_ctx:
-        raise ValueError(f"input length {tokens.shape[1]} exceeds the model's context length {model.n_ctx}")
-    if tokens.size and (tokens.min() < 0 or tokens.max() >= model.alphabet):
-        raise ValueError(f"tokens must lie in 0..{model.alphabet - 1}")
-    return tokens.astype(np.int64, copy=False)
 
 
 def _chunks(model: Model, tokens: np.ndarray, shrink: int = 1) -> Iterator[np.ndarray]:
@@ -71,7 +57,9 @@ def emulate(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.n
     if len(tokens) == 0:
         return np.zeros(tokens.shape, dtype=np.int64)
     residual = table_residual if isinstance(model, OneLayerTable) else residual_stream
-    outs = _map_chunks(lambda part: model.decoder.decode(residual(model, part, prec)), list(_chunks(model, tokens)))
+    outs = _map_chunks(
+        lambda part: model.decoder.decode(residual(model, part, prec)), list(_chunks(model, tokens))
+    )
     return np.concatenate(outs)
 
 
@@ -130,8 +118,14 @@ def exact_work(model: Model, positions: int) -> int:
     return max(1, sum(model.heads)) * m * m
 
 
-def fixed_predict(model: Model, tokens: np.ndarray, bits: int, *, budget: WorkBudget | None = None,
-                  proven_in: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray]:
+def fixed_predict(
+    model: Model,
+    tokens: np.ndarray,
+    bits: int,
+    *,
+    budget: WorkBudget | None = None,
+    proven_in: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """(outputs, decided) [batch pos] of the exact fixed:p model: rigorous bounds first, then the exact
     evaluator on the positions they leave open, input by input while `budget` lasts (default: a fresh
     EXACT_WORK_LIMIT). Where `decided` is False the output is the bounds' midpoint guess, not proven.
@@ -144,9 +138,10 @@ def fixed_predict(model: Model, tokens: np.ndarray, bits: int, *, budget: WorkBu
         open_positions = np.flatnonzero(~decided[row])
         if not budget.take(exact_work(model, int(open_positions.max()) + 1)):
             continue
-        from headcount.core.exact import exact_fixed_predict  # imported when needed: it is the slow path
 
-        exact = exact_fixed_predict(model, tokens[row : row + 1], bits, positions=[int(i) for i in open_positions])
+        exact = exact_fixed_predict(
+            model, tokens[row : row + 1], bits, positions=[int(i) for i in open_positions]
+        )
         out[row, open_positions] = exact[0, open_positions]
         decided[row, open_positions] = True
     return out, decided

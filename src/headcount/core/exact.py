@@ -16,8 +16,9 @@ wrong side of a rounding tie or of the clip. This module computes the seed's def
 * Rounding is to the nearest multiple of 2^-p, ties to even, then clipping to [-2^p, 2^p]; residual sums,
   scores, the MLP's hidden layer and decoder logits are exact.
 
-Decoders: "linear" (exact logits, argmax with ties to the lowest class) and "induction_readout"
-(σ_j = ⌊i·y_j + ½⌋ − 1 computed exactly). Any other kind is refused with a ValueError.
+Decoders: "linear" (exact logits, argmax with ties to the lowest class) here, and any decoder with a
+``decode_grid(x, bits, positions)`` method that decodes the exact residual itself (the induction
+readout: σ_j = ⌊i·y_j + ½⌋ − 1 in integers). Any other kind is refused with a ValueError.
 """
 
 from __future__ import annotations
@@ -27,10 +28,9 @@ from collections.abc import Sequence
 import flint
 import numpy as np
 
-from headcount.core.evaluate import check_tokens
 from headcount.core.expsum import MAX_PREC, UndecidedError, as_fmpq, sign_exp_poly
 from headcount.core.model import Transformer
-from headcount.core.symbols import BOTTOM
+from headcount.core.symbols import BOTTOM, check_tokens
 from headcount.core.table import OneLayerTable
 
 MAX_BITS = 4096  # fixed:p is exact here for any p ≥ 1; the cap only keeps integer sizes sane
@@ -188,7 +188,9 @@ class _HeadRounder:
         poly: dict = {}
         for j, d in self.shifted[r]:
             exponent = flint.fmpq(d, self.score_den)
-            poly[exponent] = poly.get(exponent, flint.fmpq(0)) + flint.fmpq(int(self.us[j, c]), self.den_factor) - t
+            poly[exponent] = (
+                poly.get(exponent, flint.fmpq(0)) + flint.fmpq(int(self.us[j, c]), self.den_factor) - t
+            )
         sign = sign_exp_poly(poly)
         if sign == 0:  # a true tie: half to even
             return (t - 1) // 2 if ((t - 1) // 2) % 2 == 0 else (t + 1) // 2
@@ -209,7 +211,9 @@ class _HeadRounder:
         while where == "wide":
             prec *= 2
             if prec > MAX_PREC:
-                raise UndecidedError(f"undecided: a head output was not resolved at {MAX_PREC} bits of arb precision")
+                raise UndecidedError(
+                    f"undecided: a head output was not resolved at {MAX_PREC} bits of arb precision"
+                )
             where, value = self._locate(self.ball(r, c, prec))
         return value if where == "grid" else self._settle_tie(r, c, value)
 
@@ -226,8 +230,9 @@ def _dyadic_fmpq(man: int, exp: int) -> flint.fmpq:
     return flint.fmpq(man << exp) if exp >= 0 else flint.fmpq(man, 1 << -exp)
 
 
-def _head_output(q: np.ndarray, k: np.ndarray, u: np.ndarray, e_u: int, bits: int, causal: bool,
-                 rows: Sequence[int]) -> np.ndarray:
+def _head_output(
+    q: np.ndarray, k: np.ndarray, u: np.ndarray, e_u: int, bits: int, causal: bool, rows: Sequence[int]
+) -> np.ndarray:
     """Rounded softmax(q kᵀ) u for the query rows `rows` of one sequence: [len(rows) d] grid ints.
     q, k: [pos d_head] grid ints (units 2^-p); u: [pos d] ints with value u / 2^e_u."""
     n = q.shape[0]
@@ -302,8 +307,9 @@ class _TransformerPass:
                 k = self._project(flat, w_k).reshape(batch, n, -1)
                 u = _matmul(self._project(flat, w_v), w_o[0]).reshape(batch, n, d)  # value ints / 2^(p+e_O)
                 for b in range(batch):
-                    update[b, rows] += _head_output(q[b], k[b], u[b], self.bits + w_o[1], self.bits, self.causal,
-                                                    rows)
+                    update[b, rows] += _head_output(
+                        q[b], k[b], u[b], self.bits + w_o[1], self.bits, self.causal, rows
+                    )
             x = x + update
             if mlp is not None:
                 x = x + self._mlp(x.reshape(batch * n, d), mlp).reshape(batch, n, d)
@@ -366,21 +372,6 @@ def _decode_linear(decoder, x: np.ndarray, bits: int) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def _decode_readout(decoder, x: np.ndarray, bits: int, positions: Sequence[int]) -> np.ndarray:
-    """induction_readout on one sequence: σ_j = ⌊i·y_j + ½⌋ − 1 exactly (i 1-based, y_j = x_j / 2^p)."""
-    from headcount.induction.readout import _answer_from_prefixes
-
-    n, d_model = x.shape
-    if d_model != decoder.n_ctx + 1:
-        raise ValueError(f"induction_readout needs d_model = n_ctx + 1 = {decoder.n_ctx + 1}, got {d_model}")
-    prefix = np.full((1, n, n), -1, dtype=np.int64)
-    half = 1 << (bits - 1)
-    for i in positions:
-        for j in range(i + 1):
-            prefix[0, i, j] = (((i + 1) * int(x[i, j]) + half) >> bits) - 1
-    return _answer_from_prefixes(prefix)[0]
-
-
 # ---------------------------------------------------------------------------------------------------
 # Public entry points
 
@@ -399,13 +390,14 @@ def _needed(model: Model, n: int, positions: Sequence[int] | None) -> tuple[int,
 
 def _check_decoder(model: Model) -> str:
     kind = getattr(model.decoder, "kind", None)
-    if kind not in ("linear", "induction_readout"):
+    if kind != "linear" and not hasattr(model.decoder, "decode_grid"):
         raise ValueError(f"exact evaluation does not support decoder kind {kind}")
     return kind
 
 
-def exact_fixed_predict(model: Model, tokens: np.ndarray, bits: int,
-                        positions: Sequence[int] | None = None) -> np.ndarray:
+def exact_fixed_predict(
+    model: Model, tokens: np.ndarray, bits: int, positions: Sequence[int] | None = None
+) -> np.ndarray:
     """Outputs [batch pos] (int64, BOTTOM for ⊥) of the fixed:`bits` model, computed exactly.
 
     `positions` (0-based) limits which outputs are computed: with the causal mask only positions up to
@@ -425,7 +417,7 @@ def exact_fixed_predict(model: Model, tokens: np.ndarray, bits: int,
         if kind == "linear":
             out[b, asked] = _decode_linear(model.decoder, x[b, asked], bits)
         else:
-            out[b, asked] = _decode_readout(model.decoder, x[b], bits, asked)[asked]
+            out[b, asked] = model.decoder.decode_grid(x[b], bits, asked)[asked]
     return out
 
 

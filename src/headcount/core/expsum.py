@@ -78,4 +78,6 @@ def sign_exp_poly(p: dict, max_prec: int = MAX_PREC) -> int:
             prec *= 2
     finally:
         flint.ctx.prec = old
-    raise UndecidedError(f"undecided: the sign of a non-zero exponential sum is not resolved at {max_prec} bits")
+    raise UndecidedError(
+        f"undecided: the sign of a non-zero exponential sum is not resolved at {max_prec} bits"
+    )

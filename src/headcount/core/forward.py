@@ -7,11 +7,14 @@ The batch is split into chunks so that one chunk's score tensor [batch pos pos] 
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from headcount.core.model import Transformer
 from headcount.core.precision import FLOAT64, Precision
+
+if TYPE_CHECKING:  # model.py imports bounds.py, which imports this module
+    from headcount.core.model import Transformer
 
 CHUNK_BYTES = 64 * 2**20
 
@@ -60,7 +63,9 @@ def mask_bias(n: int, mask: str) -> np.ndarray | None:
     return _cached_masks(n)[1]
 
 
-def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None, prec: Precision) -> np.ndarray:
+def attend(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, bias: np.ndarray | None, prec: Precision
+) -> np.ndarray:
     """softmax(q kᵀ + bias) v, normalised after the value sum: (Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j − max}.
     In place on the [batch query key] score tensor, which dominates time and memory."""
     scores = prec.after_op(q @ np.swapaxes(k, -1, -2))  # [batch query key]
@@ -77,7 +82,9 @@ def residual_stream(model: Transformer, tokens: np.ndarray, prec: Precision = FL
     dt = prec.compute_dtype
     w = lambda a: prec.after_op(a.astype(dt))  # noqa: E731 — weights stored in the mode's type
     n = tokens.shape[1]
-    x = prec.at_rounding_point(prec.after_op(w(model.W_E)[tokens] + w(model.W_pos)[:n]))  # [batch pos d_model]
+    x = prec.at_rounding_point(
+        prec.after_op(w(model.W_E)[tokens] + w(model.W_pos)[:n])
+    )  # [batch pos d_model]
     bias = mask_bias(n, model.mask)
     for layer in model.layers:
         update = np.zeros_like(x)

@@ -62,7 +62,13 @@ def save_model(model: Transformer | OneLayerTable, path: str | os.PathLike) -> N
     decoder_cfg = {"kind": model.decoder.kind, "config": model.decoder.config()}
     decoder_tensors = {f"decoder.{k}": v for k, v in model.decoder.tensors().items()}
     if isinstance(model, OneLayerTable):
-        config = {"format": TABLE_FORMAT, "version": VERSION, "mask": model.mask, "decoder": decoder_cfg, "info": model.info}
+        config = {
+            "format": TABLE_FORMAT,
+            "version": VERSION,
+            "mask": model.mask,
+            "decoder": decoder_cfg,
+            "info": model.info,
+        }
         tables = {"embed": model.embed, "Q": model.Q, "K": model.K, "V": model.V}
         _write(tables | decoder_tensors, config, path)
         return
@@ -76,7 +82,14 @@ def save_model(model: Transformer | OneLayerTable, path: str | os.PathLike) -> N
             for name in ("W_in", "b_in", "W_out", "b_out"):
                 tensors[f"layers.{l}.mlp.{name}"] = getattr(layer.mlp, name)
         layers_cfg.append({"heads": len(layer.heads), "mlp": layer.mlp is not None})
-    config = {"format": FORMAT, "version": VERSION, "mask": model.mask, "layers": layers_cfg, "decoder": decoder_cfg, "info": model.info}
+    config = {
+        "format": FORMAT,
+        "version": VERSION,
+        "mask": model.mask,
+        "layers": layers_cfg,
+        "decoder": decoder_cfg,
+        "info": model.info,
+    }
     _write(tensors | decoder_tensors, config, path)
 
 
@@ -128,6 +141,10 @@ def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
             if layer_cfg.get("mlp"):
                 mlp = MLP(*(tensors[f"layers.{l}.mlp.{n}"] for n in ("W_in", "b_in", "W_out", "b_out")))
             layers.append(Layer(heads, mlp))
-        return Transformer(tensors["W_E"], tensors["W_pos"], tuple(layers), decoder, config["mask"], config.get("info", {}))
+        return Transformer(
+            tensors["W_E"], tensors["W_pos"], tuple(layers), decoder, config["mask"], config.get("info", {})
+        )
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
-        raise ModelFileError(f"{str(path)!r} is not a valid headcount model: {type(err).__name__}: {err}") from None
+        raise ModelFileError(
+            f"{str(path)!r} is not a valid headcount model: {type(err).__name__}: {err}"
+        ) from None

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
+from headcount.core.bounds import affine_bounds, outward
 from headcount.core.symbols import BOTTOM
 
 MASKS = ("causal", "full")
@@ -111,8 +112,6 @@ class LinearDecoder:
         return self._classes_to_tokens(np.argmax(logits, axis=-1))
 
     def decode_bounds(self, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        from headcount.core.bounds import affine_bounds, outward
-
         lmid, lrad = affine_bounds(mid, rad, self.W_U, self.b_U)
         cls = np.argmax(lmid, axis=-1)
         with np.errstate(invalid="ignore"):

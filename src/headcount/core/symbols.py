@@ -6,6 +6,8 @@ arrays and printed as "⊥".
 
 from __future__ import annotations
 
+import numpy as np
+
 BOTTOM = -1
 BOTTOM_TEXT = "⊥"
 
@@ -13,3 +15,19 @@ BOTTOM_TEXT = "⊥"
 def token_text(token: int) -> str:
     """How a token (or ⊥) is printed on the command line and in JSON."""
     return BOTTOM_TEXT if int(token) == BOTTOM else str(int(token))
+
+
+def check_tokens(model, tokens: np.ndarray) -> np.ndarray:
+    """A [batch pos] int64 array of valid tokens for `model` (anything with n_ctx and alphabet) (ValueError saying what is wrong)."""
+    tokens = np.asarray(tokens)
+    if tokens.size and not np.issubdtype(tokens.dtype, np.integer):
+        raise ValueError(f"tokens must be integers, got dtype {tokens.dtype}")
+    if tokens.ndim == 1:
+        tokens = tokens[None, :]
+    if tokens.ndim != 2 or tokens.shape[1] < 1:
+        raise ValueError(f"tokens must have shape [batch pos], got {tokens.shape}")
+    if tokens.shape[1] > model.n_ctx:
+        raise ValueError(f"input length {tokens.shape[1]} exceeds the model's context length {model.n_ctx}")
+    if tokens.size and (tokens.min() < 0 or tokens.max() >= model.alphabet):
+        raise ValueError(f"tokens must lie in 0..{model.alphabet - 1}")
+    return tokens.astype(np.int64, copy=False)

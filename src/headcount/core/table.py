@@ -42,7 +42,9 @@ class OneLayerTable:
         if self.Q.shape != self.K.shape or self.Q.shape[1:3] != (n_ctx, alphabet):
             raise ValueError(f"Q {self.Q.shape} / K {self.K.shape} do not match embed {self.embed.shape}")
         if self.V.shape != (self.Q.shape[0], n_ctx, alphabet, d_model):
-            raise ValueError(f"V {self.V.shape} does not match heads={self.Q.shape[0]}, embed {self.embed.shape}")
+            raise ValueError(
+                f"V {self.V.shape} does not match heads={self.Q.shape[0]}, embed {self.embed.shape}"
+            )
 
     @property
     def n_ctx(self) -> int:
@@ -75,10 +77,14 @@ def table_from_weights(model: Transformer, first_layer_only: bool = False) -> On
     if not model.layers:
         raise ValueError("a model with no layers has no one-layer table form")
     if model.layers[0].mlp is not None:
-        raise ValueError("a first layer with an MLP has no one-layer table form (ψ_out would have to absorb the MLP)")
+        raise ValueError(
+            "a first layer with an MLP has no one-layer table form (ψ_out would have to absorb the MLP)"
+        )
     if len(model.layers) != 1 and not first_layer_only:
-        raise ValueError(f"a {len(model.layers)}-layer model is not a one-layer model: pass first_layer_only=True "
-                         "for the tables of its first layer")
+        raise ValueError(
+            f"a {len(model.layers)}-layer model is not a one-layer model: pass first_layer_only=True "
+            "for the tables of its first layer"
+        )
     embed = model.W_pos[:, None, :] + model.W_E[None, :, :]  # [n_ctx alphabet d_model]
     heads = model.layers[0].heads
     width = max(h.W_Q.shape[1] for h in heads)
@@ -105,7 +111,11 @@ def table_residual(table: OneLayerTable, tokens: np.ndarray, prec: Precision = F
     x = rp(_lookup(table.embed, tokens))
     update = np.zeros_like(x)
     for h in range(table.heads[0]):
-        q, k, v = rp(_lookup(table.Q[h], tokens)), rp(_lookup(table.K[h], tokens)), rp(_lookup(table.V[h], tokens))
+        q, k, v = (
+            rp(_lookup(table.Q[h], tokens)),
+            rp(_lookup(table.K[h], tokens)),
+            rp(_lookup(table.V[h], tokens)),
+        )
         update = prec.after_op(update + rp(attend(q, k, v, bias, prec)))
     return prec.after_op(x + update)
 
@@ -122,14 +132,28 @@ def table_residual_bounds(table: OneLayerTable, tokens: np.ndarray, prec: Precis
     x = rp(_lookup(table.embed, tokens))
     update = (np.zeros_like(x[0]), np.zeros_like(x[0]))
     for h in range(table.heads[0]):
-        z = attention_bounds(rp(_lookup(table.Q[h], tokens)), rp(_lookup(table.K[h], tokens)), rp(_lookup(table.V[h], tokens)), allowed)
+        z = attention_bounds(
+            rp(_lookup(table.Q[h], tokens)),
+            rp(_lookup(table.K[h], tokens)),
+            rp(_lookup(table.V[h], tokens)),
+            allowed,
+        )
         z = quantize_bounds(*z, prec.bits) if prec.kind == "fixed" else z
         update = add_bounds(*update, *z)
     return add_bounds(*x, *update)
 
 
-def random_table(rng: np.random.Generator, n_ctx: int, alphabet: int, heads: int, dim: int, d_head: int | None = None,
-                 scale: float = 1.0, mask: str = "causal", decoder: Any = None) -> OneLayerTable:
+def random_table(
+    rng: np.random.Generator,
+    n_ctx: int,
+    alphabet: int,
+    heads: int,
+    dim: int,
+    d_head: int | None = None,
+    scale: float = 1.0,
+    mask: str = "causal",
+    decoder: Any = None,
+) -> OneLayerTable:
     """A seeded random one-layer table model: ψ_in, Q̃, K̃, Ṽ are i.i.d. standard Gaussians times `scale`.
 
     Why: the lower-bound tools (INDEX protocol, counterexample search) must work for *every* one-layer
@@ -141,14 +165,23 @@ def random_table(rng: np.random.Generator, n_ctx: int, alphabet: int, heads: int
     n_ctx, alphabet, heads, dim = int(n_ctx), int(alphabet), int(heads), int(dim)
     d_head = dim if d_head is None else int(d_head)
     if min(n_ctx, alphabet, heads, dim, d_head) < 1:
-        raise ValueError(f"random_table needs positive sizes, got n_ctx={n_ctx}, alphabet={alphabet}, heads={heads}, "
-                         f"dim={dim}, d_head={d_head}")
+        raise ValueError(
+            f"random_table needs positive sizes, got n_ctx={n_ctx}, alphabet={alphabet}, heads={heads}, "
+            f"dim={dim}, d_head={d_head}"
+        )
     embed = scale * rng.standard_normal((n_ctx, alphabet, dim))
     Q = scale * rng.standard_normal((heads, n_ctx, alphabet, d_head))
     K = scale * rng.standard_normal((heads, n_ctx, alphabet, d_head))
     V = scale * rng.standard_normal((heads, n_ctx, alphabet, dim))
     if decoder is None:
         decoder = LinearDecoder(rng.standard_normal((dim, alphabet + 1)), np.zeros(alphabet + 1))
-    info = {"construction": "random_table", "n_ctx": n_ctx, "alphabet": alphabet, "heads": heads, "dim": dim,
-            "d_head": d_head, "scale": float(scale)}
+    info = {
+        "construction": "random_table",
+        "n_ctx": n_ctx,
+        "alphabet": alphabet,
+        "heads": heads,
+        "dim": dim,
+        "d_head": d_head,
+        "scale": float(scale),
+    }
     return OneLayerTable(embed, Q, K, V, decoder, mask, info)

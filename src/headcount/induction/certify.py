@@ -25,7 +25,9 @@ def default_samples(n: int) -> int:
     return max(8, min(512, (1 << 17) // max(n, 1)))
 
 
-def induction_inputs(n: int, alphabet: int, samples: int | None = None, seed: int = 0, exhaustive: bool | None = None):
+def induction_inputs(
+    n: int, alphabet: int, samples: int | None = None, seed: int = 0, exhaustive: bool | None = None
+):
     """(stream, exhaustive): a re-playable stream of (family, tokens) chunks for certify_model."""
     if exhaustive is None:
         exhaustive = task.count_sequences(n, alphabet) <= EXHAUSTIVE_LIMIT
@@ -34,13 +36,19 @@ def induction_inputs(n: int, alphabet: int, samples: int | None = None, seed: in
 
         def stream() -> Iterator[tuple[str, np.ndarray]]:
             for start in range(0, total, EXHAUSTIVE_CHUNK):
-                yield "exhaustive", task.all_sequences(n, alphabet, start, min(total, start + EXHAUSTIVE_CHUNK))
+                yield (
+                    "exhaustive",
+                    task.all_sequences(n, alphabet, start, min(total, start + EXHAUSTIVE_CHUNK)),
+                )
 
         return stream, True
 
     samples = default_samples(n) if samples is None else samples
     per_family = max(2, samples // 8)
-    families: list[tuple[str, int]] = [("uniform", samples - samples // 2), ("no_adjacent_repeats", samples // 2)]
+    families: list[tuple[str, int]] = [
+        ("uniform", samples - samples // 2),
+        ("no_adjacent_repeats", samples // 2),
+    ]
     for name in task.ADVERSARIAL_FAMILIES:
         if name == "index" and (alphabet < 3 or n < 3):
             continue
@@ -57,8 +65,16 @@ def induction_inputs(n: int, alphabet: int, samples: int | None = None, seed: in
     return stream, False
 
 
-def certify_induction(model: Model, n: int, alphabet: int, samples: int | None = None, seed: int = 0,
-                      hops: int = 1, exhaustive: bool | None = None, dtypes: bool = True) -> dict[str, Any]:
+def certify_induction(
+    model: Model,
+    n: int,
+    alphabet: int,
+    samples: int | None = None,
+    seed: int = 0,
+    hops: int = 1,
+    exhaustive: bool | None = None,
+    dtypes: bool = True,
+) -> dict[str, Any]:
     """Certificate of `model` on induction heads (hop `hops`) at length n over `alphabet` tokens
     (dtypes=False skips the IEEE-dtype passes: dtypes_exact is then empty)."""
     if n > model.n_ctx:

@@ -73,8 +73,16 @@ def two_layer_parameters(n: int, alphabet: int) -> dict[str, float]:
     # are unchanged, but the largest query (2β2·(B−1)) and key ((B−1)²) meet near the geometric mean,
     # which is what fixed:p's range [-2^p, 2^p] rewards.
     shift = max(0, int(math.log2(2 * beta2 * (token_base - 1) / max(1, (token_base - 1) ** 2))) // 2)
-    return {"token_base": token_base, "pos_base": pos_base, "beta1": beta1, "g": g, "beta2": beta2,
-            "scale": scale, "bottom_gain": lam, "key_shift": shift}
+    return {
+        "token_base": token_base,
+        "pos_base": pos_base,
+        "beta1": beta1,
+        "g": g,
+        "beta2": beta2,
+        "scale": scale,
+        "bottom_gain": lam,
+        "key_shift": shift,
+    }
 
 
 def two_layer_induction(n: int, alphabet: int) -> Transformer:
@@ -82,8 +90,9 @@ def two_layer_induction(n: int, alphabet: int) -> Transformer:
     if n < 1 or alphabet < 2:
         raise ValueError(f"need n ≥ 1 and alphabet ≥ 2, got n={n}, alphabet={alphabet}")
     c = two_layer_parameters(n, alphabet)
-    tb, pb, beta1, g, beta2, s, lam, shift = (c[k] for k in ("token_base", "pos_base", "beta1", "g", "beta2", "scale",
-                                                           "bottom_gain", "key_shift"))
+    tb, pb, beta1, g, beta2, s, lam, shift = (
+        c[k] for k in ("token_base", "pos_base", "beta1", "g", "beta2", "scale", "bottom_gain", "key_shift")
+    )
     d = TWO_LAYER_DIM
 
     W_E = np.zeros((alphabet, d))  # [alphabet d_model]
@@ -122,12 +131,21 @@ def two_layer_induction(n: int, alphabet: int) -> Transformer:
         return W_V, W_O
 
     token_cols = (TOKEN_HI, TOKEN_LO, TOKEN_HI2, TOKEN_LO2)
-    prev_token = AttentionHead(*nearest_head((PREV_HI, PREV_LO), (POS_HI, POS_LO, POS_HI2, POS_LO2), beta1),
-                               *copy(token_cols, range(COPIED, COPIED + 4), gain=2.0**shift))
-    duplicate = AttentionHead(*nearest_head((TOKEN_HI, TOKEN_LO), token_cols, beta1), *copy((POS_SCALED,), (DUP,)))
+    prev_token = AttentionHead(
+        *nearest_head((PREV_HI, PREV_LO), (POS_HI, POS_LO, POS_HI2, POS_LO2), beta1),
+        *copy(token_cols, range(COPIED, COPIED + 4), gain=2.0**shift),
+    )
+    duplicate = AttentionHead(
+        *nearest_head((TOKEN_HI, TOKEN_LO), token_cols, beta1), *copy((POS_SCALED,), (DUP,))
+    )
     induction = AttentionHead(
-        *nearest_head((TOKEN_HI, TOKEN_LO), range(COPIED, COPIED + 4), beta2 / 2.0**shift,
-                      extra_q=[(ONE, g / s)], extra_k=[(POS_SCALED, 1.0)]),
+        *nearest_head(
+            (TOKEN_HI, TOKEN_LO),
+            range(COPIED, COPIED + 4),
+            beta2 / 2.0**shift,
+            extra_q=[(ONE, g / s)],
+            extra_k=[(POS_SCALED, 1.0)],
+        ),
         *copy((TOKEN_HI, TOKEN_LO), (ANSWER_HI, ANSWER_LO)),
     )
 
@@ -137,10 +155,22 @@ def two_layer_induction(n: int, alphabet: int) -> Transformer:
     b_U[:alphabet] = -(th**2) - tl**2
     W_U[DUP, alphabet], W_U[POS_SCALED, alphabet], b_U[alphabet] = lam, -lam, lam * s / 4
 
-    info = {"construction": "two_layer_induction", "task": "induction", "hops": 1, "n": n, "alphabet": alphabet,
-            "parameters": c}
-    return Transformer(W_E, W_pos, (Layer((prev_token, duplicate)), Layer((induction,))),
-                       LinearDecoder(W_U, b_U), "causal", info)
+    info = {
+        "construction": "two_layer_induction",
+        "task": "induction",
+        "hops": 1,
+        "n": n,
+        "alphabet": alphabet,
+        "parameters": c,
+    }
+    return Transformer(
+        W_E,
+        W_pos,
+        (Layer((prev_token, duplicate)), Layer((induction,))),
+        LinearDecoder(W_U, b_U),
+        "causal",
+        info,
+    )
 
 
 def one_layer_induction(n: int, alphabet: int) -> OneLayerTable:
@@ -155,5 +185,11 @@ def one_layer_induction(n: int, alphabet: int) -> OneLayerTable:
     values = np.zeros((1, n, alphabet, n + 1))  # [heads n_ctx alphabet d_model]
     values[0, np.arange(n), :, np.arange(n)] = token_code[None, :]
     zeros = np.zeros((1, n, alphabet, 1))  # [heads n_ctx alphabet d_head]
-    info = {"construction": "one_layer_induction", "task": "induction", "hops": 1, "n": n, "alphabet": alphabet}
+    info = {
+        "construction": "one_layer_induction",
+        "task": "induction",
+        "hops": 1,
+        "n": n,
+        "alphabet": alphabet,
+    }
     return OneLayerTable(embed, zeros, zeros, values, InductionReadoutDecoder(n), "causal", info)

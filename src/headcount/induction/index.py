@@ -126,12 +126,12 @@ from scipy.special import expit
 
 from headcount.core.bounds import U, _gamma
 from headcount.core.evaluate import predict
+from headcount.core.expsum import as_fmpq, sign_exp_poly
 from headcount.core.model import LinearDecoder, Transformer
 from headcount.core.precision import fixed, round_fixed
 from headcount.core.symbols import BOTTOM, BOTTOM_TEXT
 from headcount.core.table import OneLayerTable, table_from_weights
 from headcount.induction.task import INDEX_QUERY, all_sequences, index_input
-from headcount.core.expsum import as_fmpq, sign_exp_poly
 
 __all__ = [
     "AliceMessage",
@@ -280,19 +280,32 @@ class ProtocolReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "k": self.k, "n": self.n, "heads": self.heads, "dim": self.dim, "d_head": self.d_head,
-            "precision_bits": self.precision_bits, "message_bits": self.message_bits,
-            "seed_message_bits": self.seed_message_bits, "worst_case_message_bits": self.worst_case_message_bits,
-            "model_form": self.model_form, "exhaustive": self.exhaustive, "seed": self.seed,
-            "pairs_checked": self.pairs_checked, "agreements": self.agreements,
-            "disagreements": self.disagreements, "disagreements_explained": self.disagreements_explained,
-            "exact": self.exact, "model_correct": self.model_correct, "bound_violations": self.bound_violations,
+            "k": self.k,
+            "n": self.n,
+            "heads": self.heads,
+            "dim": self.dim,
+            "d_head": self.d_head,
+            "precision_bits": self.precision_bits,
+            "message_bits": self.message_bits,
+            "seed_message_bits": self.seed_message_bits,
+            "worst_case_message_bits": self.worst_case_message_bits,
+            "model_form": self.model_form,
+            "exhaustive": self.exhaustive,
+            "seed": self.seed,
+            "pairs_checked": self.pairs_checked,
+            "agreements": self.agreements,
+            "disagreements": self.disagreements,
+            "disagreements_explained": self.disagreements_explained,
+            "exact": self.exact,
+            "model_correct": self.model_correct,
+            "bound_violations": self.bound_violations,
             "max_bob_error": self.max_bob_error,
             "max_error_bound": self.max_error_bound if math.isfinite(self.max_error_bound) else None,
             "disagreements_float_limited": self.disagreements_float_limited,
             "disagreements_decided_exactly": self.disagreements_decided_exactly,
             "disagreements_undecided": self.disagreements_undecided,
-            "seconds": round(self.seconds, 3), "first_unexplained": self.first_unexplained,
+            "seconds": round(self.seconds, 3),
+            "first_unexplained": self.first_unexplained,
         }
 
 
@@ -318,11 +331,20 @@ class Refutation:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "found": self.found, "method": self.method, "k": self.k, "n": self.n,
-            "precision_bits": self.precision_bits, "message_bits": self.message_bits,
-            "model_form": self.model_form, "searched": self.searched, "input": self.input,
-            "position": self.position, "expected": self.expected, "model_output": self.model_output,
-            "evidence": self.evidence, "seconds": round(self.seconds, 3),
+            "found": self.found,
+            "method": self.method,
+            "k": self.k,
+            "n": self.n,
+            "precision_bits": self.precision_bits,
+            "message_bits": self.message_bits,
+            "model_form": self.model_form,
+            "searched": self.searched,
+            "input": self.input,
+            "position": self.position,
+            "expected": self.expected,
+            "model_output": self.model_output,
+            "evidence": self.evidence,
+            "seconds": round(self.seconds, 3),
         }
 
 
@@ -372,9 +394,13 @@ def _as_table(model: Any) -> tuple[OneLayerTable, str]:
         return model, "table"
     if isinstance(model, Transformer):
         if len(model.layers) != 1:
-            raise ValueError(f"the INDEX reduction is for one-layer models; this model has {len(model.layers)} layers")
+            raise ValueError(
+                f"the INDEX reduction is for one-layer models; this model has {len(model.layers)} layers"
+            )
         if model.layers[0].mlp is not None:
-            raise ValueError("the INDEX reduction is for one-layer attention-only models; this layer has an MLP")
+            raise ValueError(
+                "the INDEX reduction is for one-layer attention-only models; this layer has an MLP"
+            )
         return table_from_weights(model), "weights (converted with table_from_weights)"
     raise ValueError(f"expected a OneLayerTable or a one-layer Transformer, got {type(model).__name__}")
 
@@ -402,14 +428,20 @@ def _setup(model: Any, k: Any, p: Any) -> _Setup:
     k = _check_int("k", k, 1)
     p = _check_int("p (precision bits)", p, 1)
     if p > MAX_PRECISION_BITS:
-        raise ValueError(f"p (precision bits) must be at most {MAX_PRECISION_BITS} for the INDEX protocol "
-                         f"(its float64 message grid 2^-3p), got {p}")
+        raise ValueError(
+            f"p (precision bits) must be at most {MAX_PRECISION_BITS} for the INDEX protocol "
+            f"(its float64 message grid 2^-3p), got {p}"
+        )
     table, form = _as_table(model)
     n = 2 * k + 1
     if n > table.n_ctx:
-        raise ValueError(f"INDEX with k={k} needs n = 2k+1 = {n} positions; the model's context is {table.n_ctx}")
+        raise ValueError(
+            f"INDEX with k={k} needs n = 2k+1 = {n} positions; the model's context is {table.n_ctx}"
+        )
     if table.alphabet < 3:
-        raise ValueError(f"INDEX needs the tokens 0, 1, ? (alphabet ≥ 3); the model's alphabet is {table.alphabet}")
+        raise ValueError(
+            f"INDEX needs the tokens 0, 1, ? (alphabet ≥ 3); the model's alphabet is {table.alphabet}"
+        )
     rp = lambda a: round_fixed(a, p)  # noqa: E731 — the model's rounding point
     last = n - 1
     q = rp(table.Q[:, last, INDEX_QUERY])  # [h d_head]
@@ -441,11 +473,28 @@ def _setup(model: Any, k: Any, p: Any) -> _Setup:
         b[stars] = np.einsum("chj,chjm->chm", w, v) / z[..., None]
 
     scale = 2.0 ** (3 * p)
-    r_lo, r_hi = np.round(value_alice.min(axis=(1, 2)) * scale), np.round(value_alice.max(axis=(1, 2)) * scale)
-    s_lo, s_hi = np.round(_lse(score_alice.min(axis=2)) * scale), np.round(_lse(score_alice.max(axis=2)) * scale)
+    r_lo, r_hi = (
+        np.round(value_alice.min(axis=(1, 2)) * scale),
+        np.round(value_alice.max(axis=(1, 2)) * scale),
+    )
+    s_lo, s_hi = (
+        np.round(_lse(score_alice.min(axis=2)) * scale),
+        np.round(_lse(score_alice.max(axis=2)) * scale),
+    )
     layout = MessageLayout(k, p, r_lo, r_hi, s_lo, s_hi, _grid_bits(r_lo, r_hi), _grid_bits(s_lo, s_hi))
-    return _Setup(table, model, form, k, p, score_alice, value_alice, log_zb, b, rp(table.embed[last, INDEX_QUERY]),
-                  layout)
+    return _Setup(
+        table,
+        model,
+        form,
+        k,
+        p,
+        score_alice,
+        value_alice,
+        log_zb,
+        b,
+        rp(table.embed[last, INDEX_QUERY]),
+        layout,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -464,7 +513,9 @@ def _alice_exact(st: _Setup, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.einsum("bhk,bhkm->bhm", w, v) / z[..., None], top[..., 0] + np.log(z)
 
 
-def _quantize(st: _Setup, r: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _quantize(
+    st: _Setup, r: np.ndarray, s: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(r̂, ŝ, r grid index, s grid index): round to the ε grid, clamped into the layout's intervals."""
     scale, lay = 2.0 ** (3 * st.p), st.layout
     ri = np.clip(np.round(r * scale), lay.r_lo, lay.r_hi)
@@ -472,7 +523,9 @@ def _quantize(st: _Setup, r: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.
     return ri / scale + 0.0, si / scale + 0.0, ri, si  # + 0.0: no −0.0 (messages compare by bits)
 
 
-def _mix(st: _Setup, r: np.ndarray, s: np.ndarray, stars: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _mix(
+    st: _Setup, r: np.ndarray, s: np.ndarray, stars: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(Y [B h m], λ [B h], b [B h m]) with Y = λ r + (1−λ) b, λ = sigmoid(s − log Z_B): the head output
     at N given Alice's (r, s) — exact ones give the model's head, rounded ones give Bob's Ỹ."""
     lam = expit(s - st.log_zb[stars - 1])
@@ -546,8 +599,9 @@ class _FloatErrors:
     bob_span: np.ndarray
 
 
-def _average_error(terms: int, sigma: np.ndarray, spread: np.ndarray,
-                   vmax: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _average_error(
+    terms: int, sigma: np.ndarray, spread: np.ndarray, vmax: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(bound [h m] on |fl(Σ w̃v / Σ w̃) − Σ wv / Σ w|, bound [h] on |log Z̃ − log Z|) for `terms` weights
     w̃_j = exp(fl(s̃_j − s̃_top)), float scores within sigma [h] of the exact ones and spread [h] apart,
     |v_j| ≤ vmax [h m]. +∞ where the scores are too large for float64 to weigh (η > 1/2)."""
@@ -577,33 +631,60 @@ def _float_errors(st: _Setup) -> _FloatErrors:
     q = round_fixed(table.Q[:, last, INDEX_QUERY], p)  # [h d_head]
     keys, values = round_fixed(table.K[:, :n, :3], p), round_fixed(table.V[:, :n, :3], p)
     scores = np.einsum("hd,hjtd->hjt", q, keys)
-    sigma = _gamma(q.shape[-1]) * np.einsum("hd,hjtd->hjt", np.abs(q), np.abs(keys)).max(axis=(1, 2)) * _INFLATE
+    sigma = (
+        _gamma(q.shape[-1]) * np.einsum("hd,hjtd->hjt", np.abs(q), np.abs(keys)).max(axis=(1, 2)) * _INFLATE
+    )
     spread = scores.max(axis=(1, 2)) - scores.min(axis=(1, 2)) + 2 * sigma
     score_abs = np.abs(scores).max(axis=(1, 2)) + sigma
     absv = np.abs(values)
     v_alice = absv[:, 1 : 2 * k : 2, :2].max(axis=(1, 2))  # [h m]
-    v_bob = np.maximum(absv[:, 0 : 2 * k : 2][:, :, [0, INDEX_QUERY]].max(axis=(1, 2)), absv[:, last, INDEX_QUERY])
+    v_bob = np.maximum(
+        absv[:, 0 : 2 * k : 2][:, :, [0, INDEX_QUERY]].max(axis=(1, 2)), absv[:, last, INDEX_QUERY]
+    )
     r, log_za = _average_error(k, sigma, spread, v_alice)
     b, log_zb = _average_error(k + 1, sigma, spread, v_bob)
-    s = _lse_error(k, sigma, log_za, score_abs) + 2 * sigma  # + 2σ: the layout's ends use float min/max scores
+    s = (
+        _lse_error(k, sigma, log_za, score_abs) + 2 * sigma
+    )  # + 2σ: the layout's ends use float min/max scores
     return _FloatErrors(r, s, b, _lse_error(k + 1, sigma, log_zb, score_abs), v_bob)
 
 
-def _mix_error(st: _Setup, fe: _FloatErrors, r: np.ndarray, s: np.ndarray, stars: np.ndarray, lam: np.ndarray,
-               b: np.ndarray, y: np.ndarray, d_r: Any, d_s: Any) -> tuple[np.ndarray, np.ndarray]:
+def _mix_error(
+    st: _Setup,
+    fe: _FloatErrors,
+    r: np.ndarray,
+    s: np.ndarray,
+    stars: np.ndarray,
+    lam: np.ndarray,
+    b: np.ndarray,
+    y: np.ndarray,
+    d_r: Any,
+    d_s: Any,
+) -> tuple[np.ndarray, np.ndarray]:
     """(bound [B h m] on |y − Y|, bound [B h] on |λ − λ_exact|) for y = _mix(st, r, s, stars), whose inputs
     r [B h m], s [B h] are within d_r, d_s of the exact ones (0 for Bob's r̂, ŝ, which are exact)."""
     x = s - st.log_zb[stars - 1]
     diff = np.abs(r - b)
     lam3 = lam[..., None]
     dl = np.minimum((d_s + fe.log_zb + U * np.abs(x)) / 4 + _EXPIT_REL * lam + 2.0**-1020, 1.0)
-    err = (U * (np.abs(y) + 2 * lam3 * diff) + np.maximum(fe.b, d_r)
-           + dl[..., None] * (diff * (1 + U) + d_r + fe.b))
+    err = (
+        U * (np.abs(y) + 2 * lam3 * diff)
+        + np.maximum(fe.b, d_r)
+        + dl[..., None] * (diff * (1 + U) + d_r + fe.b)
+    )
     return err * _INFLATE, dl * _INFLATE
 
 
-def _bob_bound(st: _Setup, fe: _FloatErrors, r_hat: np.ndarray, s_hat: np.ndarray, stars: np.ndarray,
-               lam_hat: np.ndarray, b: np.ndarray, y_bob: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _bob_bound(
+    st: _Setup,
+    fe: _FloatErrors,
+    r_hat: np.ndarray,
+    s_hat: np.ndarray,
+    stars: np.ndarray,
+    lam_hat: np.ndarray,
+    b: np.ndarray,
+    y_bob: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """(E, Φ) [B h m]: the protocol's own ε error bound E and the float part Φ = Φ_A + Φ_B of Bob's proven
     bound T_Bob = E + Φ on |Y − fl Ỹ| (module docstring), from Bob's float λ̂, b and their error bounds."""
     eps = st.eps
@@ -651,14 +732,28 @@ class _ExactHeads:
         q = round_fixed(table.Q[:, n - 1, INDEX_QUERY], p)
         keys, values = round_fixed(table.K[:, :n, :3], p), round_fixed(table.V[:, :n, :3], p)
         self.p, self.heads = p, q.shape[0]
-        self.scores = [[[sum((as_fmpq(a) * as_fmpq(c) for a, c in zip(q[h], keys[h, j, t])), flint.fmpq(0))
-                         for t in range(3)] for j in range(n)] for h in range(self.heads)]
+        self.scores = [
+            [
+                [
+                    sum((as_fmpq(a) * as_fmpq(c) for a, c in zip(q[h], keys[h, j, t])), flint.fmpq(0))
+                    for t in range(3)
+                ]
+                for j in range(n)
+            ]
+            for h in range(self.heads)
+        ]
         self.top = [max(max(row) for row in head) for head in self.scores]
         self.values = values
-        self.value_balls = [[[[flint.arb(float(x)) for x in values[h, j, t]] for t in range(3)] for j in range(n)]
-                            for h in range(self.heads)]
-        span = max(int(abs(self.scores[h][j][t] - self.top[h]).ceil()) for h in range(self.heads)
-                   for j in range(n) for t in range(3))
+        self.value_balls = [
+            [[[flint.arb(float(x)) for x in values[h, j, t]] for t in range(3)] for j in range(n)]
+            for h in range(self.heads)
+        ]
+        span = max(
+            int(abs(self.scores[h][j][t] - self.top[h]).ceil())
+            for h in range(self.heads)
+            for j in range(n)
+            for t in range(3)
+        )
         vmax = int(math.ceil(float(np.abs(values).max(initial=0.0))))
         self.base_prec = 64 + p + vmax.bit_length() + span.bit_length() + n.bit_length()
         self._weights: dict[int, list] = {}
@@ -666,8 +761,10 @@ class _ExactHeads:
     def _heads(self, tokens: np.ndarray, prec: int, wanted: set[int]) -> dict[int, list]:
         """{h: [arb Y_hc for each c]} at flint.ctx.prec = prec (set by the caller)."""
         if prec not in self._weights:
-            self._weights[prec] = [[[flint.arb(s - self.top[h]).exp() for s in row] for row in self.scores[h]]
-                                   for h in range(self.heads)]
+            self._weights[prec] = [
+                [[flint.arb(s - self.top[h]).exp() for s in row] for row in self.scores[h]]
+                for h in range(self.heads)
+            ]
         weights, out = self._weights[prec], {}
         for h in wanted:
             den, num = flint.arb(0), [flint.arb(0)] * self.values.shape[-1]
@@ -713,7 +810,9 @@ class _ExactHeads:
         man, exp = (int(z) for z in ball.mid().man_exp())
         shift = exp + self.p
         cell = man << shift if shift >= 0 else man >> -shift
-        exps = [Fraction(int(self.scores[h][j][t].p), int(self.scores[h][j][t].q)) for j, t in enumerate(tokens)]
+        exps = [
+            Fraction(int(self.scores[h][j][t].p), int(self.scores[h][j][t].q)) for j, t in enumerate(tokens)
+        ]
         vals = [Fraction(float(self.values[h, j, t, c])) for j, t in enumerate(tokens)]
         try:
             for cc in (cell - 1, cell, cell + 1):
@@ -746,8 +845,16 @@ class _Explanations:
     exact: _ExactHeads | None = None
 
 
-def _explain(st: _Setup, tally: _Explanations, F: np.ndarray, stars: np.ndarray, y: np.ndarray,
-             delta_y: np.ndarray, tol: np.ndarray, float_ok: np.ndarray) -> np.ndarray:
+def _explain(
+    st: _Setup,
+    tally: _Explanations,
+    F: np.ndarray,
+    stars: np.ndarray,
+    y: np.ndarray,
+    delta_y: np.ndarray,
+    tol: np.ndarray,
+    float_ok: np.ndarray,
+) -> np.ndarray:
     """[D] True where a disagreeing pair (F [D k], stars [D]) is explained: some coordinate of its exact head
     output lies within tol [D h m] of a tie. Decided from the float y [D h m] (within delta_y of the exact Y)
     when that settles it, else exactly (_ExactHeads), at most EXACT_BUDGET pairs per call; updates tally."""
@@ -779,7 +886,12 @@ def _explain(st: _Setup, tally: _Explanations, F: np.ndarray, stars: np.ndarray,
 
 def _bits_of(f: Any, k: int | None = None) -> np.ndarray:
     arr = np.asarray(f)
-    if arr.ndim != 1 or len(arr) < 1 or (k is not None and arr.shape[0] != k) or not np.isin(arr, (0, 1)).all():
+    if (
+        arr.ndim != 1
+        or len(arr) < 1
+        or (k is not None and arr.shape[0] != k)
+        or not np.isin(arr, (0, 1)).all()
+    ):
         want = f"length {k} " if k is not None else ""
         raise ValueError(f"f must be a {want}bit vector (entries 0 or 1), got {arr.tolist()!r}")
     return arr.astype(np.int64)
@@ -795,7 +907,9 @@ def worst_case_bits(heads: int, dim: int, d_head: int, p: int) -> int:
     return heads * (dim * (4 * p + 2) + 5 * p + 2 + math.ceil(math.log2(max(1, d_head))))
 
 
-def _message_from(st: _Setup, r_hat: np.ndarray, s_hat: np.ndarray, ri: np.ndarray, si: np.ndarray) -> AliceMessage:
+def _message_from(
+    st: _Setup, r_hat: np.ndarray, s_hat: np.ndarray, ri: np.ndarray, si: np.ndarray
+) -> AliceMessage:
     lay = st.layout
     codes = []
     for h in range(st.heads):
@@ -817,7 +931,9 @@ def _check_message(st: _Setup, message: AliceMessage, i_star: Any) -> int:
     if message.p != st.p:
         raise ValueError(f"the message was made at p={message.p}, not p={st.p}")
     if message.r_hat.shape != (st.heads, st.dim):
-        raise ValueError(f"the message has r̂ of shape {message.r_hat.shape}; this model needs {(st.heads, st.dim)}")
+        raise ValueError(
+            f"the message has r̂ of shape {message.r_hat.shape}; this model needs {(st.heads, st.dim)}"
+        )
     i_star = _check_int("i_star", i_star, 1)
     if i_star > st.k:
         raise ValueError(f"i_star must be in 1..{st.k}, got {i_star}")
@@ -926,29 +1042,50 @@ def check_protocol(model: Any, k: int, p: int, pairs: int | None = None, seed: i
         if len(differ):
             float_ok = phi[differ] <= share
             tol = np.where(float_ok, e[differ] + phi[differ], e[differ])
-            near = _explain(st, tally, pairs_f[differ], stars[differ], y_exact[differ], delta_y[differ], tol,
-                            float_ok)
+            near = _explain(
+                st, tally, pairs_f[differ], stars[differ], y_exact[differ], delta_y[differ], tol, float_ok
+            )
             if first_unexplained is None and (~near).any():
                 w = int(np.flatnonzero(~near)[0])
                 t = differ[w]
-                first_unexplained = {"f": "".join(map(str, pairs_f[t])), "i_star": int(stars[t]),
-                                     "bob_output": _token_text(int(bob[t])),
-                                     "model_output": _token_text(int(model_out[t])),
-                                     "float_limited": not bool(float_ok[w].all())}
+                first_unexplained = {
+                    "f": "".join(map(str, pairs_f[t])),
+                    "i_star": int(stars[t]),
+                    "bob_output": _token_text(int(bob[t])),
+                    "model_output": _token_text(int(model_out[t])),
+                    "float_limited": not bool(float_ok[w].all()),
+                }
         checked += len(stars)
         agree += int(same.sum())
         correct += int((model_out == expected).sum())
     lay = st.layout
     return ProtocolReport(
-        k=st.k, n=st.n, heads=st.heads, dim=st.dim, d_head=st.table.Q.shape[-1], precision_bits=st.p,
-        message_bits=lay.bits, seed_message_bits=lay.seed_bits,
-        worst_case_message_bits=worst_case_bits(st.heads, st.dim, st.table.Q.shape[-1], st.p), model_form=st.form,
-        exhaustive=exhaustive, seed=None if exhaustive else seed, pairs_checked=checked, agreements=agree,
-        disagreements=checked - agree, disagreements_explained=tally.explained, model_correct=correct,
-        bound_violations=violations, max_bob_error=max_err, max_error_bound=max_bound,
-        seconds=time.perf_counter() - began, first_unexplained=first_unexplained,
-        disagreements_float_limited=tally.float_limited, disagreements_decided_exactly=tally.decided_exactly,
-        disagreements_undecided=tally.undecided)
+        k=st.k,
+        n=st.n,
+        heads=st.heads,
+        dim=st.dim,
+        d_head=st.table.Q.shape[-1],
+        precision_bits=st.p,
+        message_bits=lay.bits,
+        seed_message_bits=lay.seed_bits,
+        worst_case_message_bits=worst_case_bits(st.heads, st.dim, st.table.Q.shape[-1], st.p),
+        model_form=st.form,
+        exhaustive=exhaustive,
+        seed=None if exhaustive else seed,
+        pairs_checked=checked,
+        agreements=agree,
+        disagreements=checked - agree,
+        disagreements_explained=tally.explained,
+        model_correct=correct,
+        bound_violations=violations,
+        max_bob_error=max_err,
+        max_error_bound=max_bound,
+        seconds=time.perf_counter() - began,
+        first_unexplained=first_unexplained,
+        disagreements_float_limited=tally.float_limited,
+        disagreements_decided_exactly=tally.decided_exactly,
+        disagreements_undecided=tally.undecided,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -962,12 +1099,33 @@ def _token_text(token: int) -> str:
     return _TEXT.get(int(token), str(int(token)))
 
 
-def _found(st: _Setup, method: str, searched: dict, f: np.ndarray, i_star: int, output: int,
-           evidence: dict, began: float) -> Refutation:
+def _found(
+    st: _Setup,
+    method: str,
+    searched: dict,
+    f: np.ndarray,
+    i_star: int,
+    output: int,
+    evidence: dict,
+    began: float,
+) -> Refutation:
     sigma = index_input(f, i_star)
-    return Refutation(True, method, st.k, st.n, st.p, st.layout.bits, st.form, searched,
-                      input=[_token_text(t) for t in sigma], position=st.n, expected=_token_text(int(f[i_star - 1])),
-                      model_output=_token_text(output), evidence=evidence, seconds=time.perf_counter() - began)
+    return Refutation(
+        True,
+        method,
+        st.k,
+        st.n,
+        st.p,
+        st.layout.bits,
+        st.form,
+        searched,
+        input=[_token_text(t) for t in sigma],
+        position=st.n,
+        expected=_token_text(int(f[i_star - 1])),
+        model_output=_token_text(output),
+        evidence=evidence,
+        seconds=time.perf_counter() - began,
+    )
 
 
 def _hash_rows(keys: np.ndarray) -> np.ndarray:
@@ -987,7 +1145,9 @@ def _message_keys(st: _Setup, F: np.ndarray) -> np.ndarray:
     return np.concatenate([r_hat.reshape(len(F), -1), s_hat], axis=1)
 
 
-def _collision(st: _Setup, rng: np.random.Generator, budget: int, began: float, searched: dict) -> Refutation | None:
+def _collision(
+    st: _Setup, rng: np.random.Generator, budget: int, began: float, searched: dict
+) -> Refutation | None:
     """Pigeonhole search: hash the messages of many f; for f ≠ f' with equal messages and i* where they
     differ, Bob answers σ(f, i*) and σ(f', i*) alike, so (up to rounding ties) the model errs on one.
 
@@ -997,8 +1157,12 @@ def _collision(st: _Setup, rng: np.random.Generator, budget: int, began: float, 
     enumerate_all = k <= COLLISION_ENUMERATE_K and (1 << k) <= budget
     total = (1 << k) if enumerate_all else budget
     per = max(1024, _CHUNK_ELEMENTS // max(1, st.heads * k * st.dim))
-    info: dict[str, Any] = {"strings": "all 2^k" if enumerate_all else "seeded random", "messages": 0,
-                            "colliding_pairs_tried": 0, "inputs_confirmed": 0}
+    info: dict[str, Any] = {
+        "strings": "all 2^k" if enumerate_all else "seeded random",
+        "messages": 0,
+        "colliding_pairs_tried": 0,
+        "inputs_confirmed": 0,
+    }
     searched["collision"] = info
     seen: dict[int, int] = {}
     strings: list[np.ndarray] = []
@@ -1034,9 +1198,13 @@ def _collision(st: _Setup, rng: np.random.Generator, budget: int, began: float, 
             i_star = int(both_stars[t])
             msg = _message_from(st, *[part[0] for part in _quantize(st, *_alice_exact(st, f1[None]))])
             evidence = {
-                "f": "".join(map(str, f1)), "f_prime": "".join(map(str, f2)), "i_star": i_star,
+                "f": "".join(map(str, f1)),
+                "f_prime": "".join(map(str, f2)),
+                "i_star": i_star,
                 "wrong_input": "f" if t < len(stars) else "f_prime",
-                "message_bits": msg.bits, "k": k, "message_digest": msg.digest(),
+                "message_bits": msg.bits,
+                "k": k,
+                "message_digest": msg.digest(),
                 "message_first_values": [float(x) for x in np.concatenate([msg.r_hat[0, :4], msg.s_hat[:1]])],
                 "bob_output": _token_text(bob_output(st.table, msg, i_star, st.p)),
             }
@@ -1075,7 +1243,9 @@ def _margins(st: _Setup, y: np.ndarray, expected: np.ndarray) -> np.ndarray | No
     return right - logits.max(axis=1)
 
 
-def _guided(st: _Setup, rng: np.random.Generator, budget: int, began: float, searched: dict) -> Refutation | None:
+def _guided(
+    st: _Setup, rng: np.random.Generator, budget: int, began: float, searched: dict
+) -> Refutation | None:
     """Seeded random (f, i*) first (a quarter of the budget for linear decoders, all of it otherwise),
     then greedy local search from the 64 lowest-margin inputs seen. Candidates come from the closed-form
     evaluation at N; each is confirmed by predict before it is reported."""
@@ -1103,8 +1273,9 @@ def _guided(st: _Setup, rng: np.random.Generator, budget: int, began: float, sea
     return _local_search(st, rng, best_F, best_stars, best_margin, budget, info, searched, began)
 
 
-def _evaluate(st: _Setup, F: np.ndarray, stars: np.ndarray, info: dict, searched: dict,
-              began: float) -> tuple[Refutation | None, np.ndarray | None]:
+def _evaluate(
+    st: _Setup, F: np.ndarray, stars: np.ndarray, info: dict, searched: dict, began: float
+) -> tuple[Refutation | None, np.ndarray | None]:
     """Closed-form outputs at N for a batch; confirm up to 64 apparent errors with predict. Returns
     (confirmed refutation or None, margins or None)."""
     out, y = _model_at_n(st, F, stars)
@@ -1117,13 +1288,30 @@ def _evaluate(st: _Setup, F: np.ndarray, stars: np.ndarray, info: dict, searched
         if wrong.any():
             t = int(np.flatnonzero(wrong)[0])
             f, i_star = F[idx[t]], int(stars[idx[t]])
-            return _found(st, "guided", searched, f, i_star, int(got[t]),
-                          {"f": "".join(map(str, f)), "i_star": i_star}, began), None
+            return _found(
+                st,
+                "guided",
+                searched,
+                f,
+                i_star,
+                int(got[t]),
+                {"f": "".join(map(str, f)), "i_star": i_star},
+                began,
+            ), None
     return None, _margins(st, y, expected)
 
 
-def _local_search(st: _Setup, rng: np.random.Generator, F: np.ndarray, stars: np.ndarray, margin: np.ndarray,
-                  budget: int, info: dict, searched: dict, began: float) -> Refutation | None:
+def _local_search(
+    st: _Setup,
+    rng: np.random.Generator,
+    F: np.ndarray,
+    stars: np.ndarray,
+    margin: np.ndarray,
+    budget: int,
+    info: dict,
+    searched: dict,
+    began: float,
+) -> Refutation | None:
     """Greedy descent on the right answer's logit margin (linear decoders): each candidate moves to its
     best single-bit neighbour, never flipping f_{i*} (that would change the right answer); a candidate
     with no improving neighbour restarts at a random (f, i*)."""
@@ -1175,8 +1363,13 @@ def refute(model: Any, k: int, p: int, *, seed: int = 0, budget: int = DEFAULT_B
     budget = _check_int("budget", budget, 1)
     began = time.perf_counter()
     rng = np.random.default_rng(seed)
-    searched: dict[str, Any] = {"seed": seed, "budget": budget, "message_bits": st.layout.bits, "k": st.k,
-                                "methods": []}
+    searched: dict[str, Any] = {
+        "seed": seed,
+        "budget": budget,
+        "message_bits": st.layout.bits,
+        "k": st.k,
+        "methods": [],
+    }
     if st.layout.bits < st.k:
         searched["methods"].append("collision")
         found = _collision(st, rng, budget, began, searched)
@@ -1193,5 +1386,6 @@ def refute(model: Any, k: int, p: int, *, seed: int = 0, budget: int = DEFAULT_B
         found = _guided(st, rng, budget, began, searched)
         if found:
             return found
-    return Refutation(False, None, st.k, st.n, st.p, st.layout.bits, st.form, searched,
-                      seconds=time.perf_counter() - began)
+    return Refutation(
+        False, None, st.k, st.n, st.p, st.layout.bits, st.form, searched, seconds=time.perf_counter() - began
+    )

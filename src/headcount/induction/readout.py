@@ -49,7 +49,9 @@ class InductionReadoutDecoder:
 
     def _check(self, x: np.ndarray) -> None:
         if x.shape[-1] != self.n_ctx + 1:
-            raise ValueError(f"induction_readout needs d_model = n_ctx + 1 = {self.n_ctx + 1}, got {x.shape[-1]}")
+            raise ValueError(
+                f"induction_readout needs d_model = n_ctx + 1 = {self.n_ctx + 1}, got {x.shape[-1]}"
+            )
 
     def decode(self, x: np.ndarray) -> np.ndarray:
         self._check(x)
@@ -74,6 +76,20 @@ class InductionReadoutDecoder:
         same = round_half_up(lo) == round_half_up(hi)  # the whole interval reads one integer
         decided = np.all(same | (scale == 0), axis=-1)
         return self.decode(mid), decided
+
+    def decode_grid(self, x: np.ndarray, bits: int, positions) -> np.ndarray:
+        """The fixed:`bits` outputs at `positions` of one sequence from its exact residual x [pos d_model]
+        (integers: the values times 2^bits): σ_j = ⌊i·y_j + ½⌋ − 1 exactly (i 1-based, y_j = x_j / 2^p).
+        core.exact calls it; other positions come back as whatever the prefixes give (ignored)."""
+        n, d_model = x.shape
+        if d_model != self.n_ctx + 1:
+            raise ValueError(f"induction_readout needs d_model = n_ctx + 1 = {self.n_ctx + 1}, got {d_model}")
+        prefix = np.full((1, n, n), -1, dtype=np.int64)
+        half = 1 << (bits - 1)
+        for i in positions:
+            for j in range(i + 1):
+                prefix[0, i, j] = (((i + 1) * int(x[i, j]) + half) >> bits) - 1
+        return _answer_from_prefixes(prefix)[0]
 
     def tensors(self) -> dict[str, np.ndarray]:
         return {}

@@ -178,9 +178,7 @@ def all_sequences(n: int, S: int, start: int = 0, stop: int | None = None) -> np
     start = int(start)
     stop = total if stop is None else int(stop)
     if not 0 <= start <= stop <= total:
-        raise ValueError(
-            f"need 0 <= start <= stop <= S**n = {total}, got start={start}, stop={stop}"
-        )
+        raise ValueError(f"need 0 <= start <= stop <= S**n = {total}, got start={start}, stop={stop}")
     rows = stop - start
     out = np.empty((rows, n), dtype=np.int64)
     if rows == 0 or n == 0:
@@ -332,8 +330,8 @@ def index_input(f, i_star) -> np.ndarray:
     if batch and (stars.min() < 1 or stars.max() > k):
         raise ValueError(f"i_star must be in 1..{k} (1-based)")
     out = np.empty((batch, 2 * k + 1), dtype=np.int64)
-    out[:, 0:2 * k:2] = np.where(np.arange(1, k + 1)[None, :] == stars[:, None], INDEX_QUERY, 0)
-    out[:, 1:2 * k:2] = f2
+    out[:, 0 : 2 * k : 2] = np.where(np.arange(1, k + 1)[None, :] == stars[:, None], INDEX_QUERY, 0)
+    out[:, 1 : 2 * k : 2] = f2
     out[:, 2 * k] = INDEX_QUERY
     return out[0] if was_1d else out
 
@@ -432,9 +430,7 @@ def induction_metrics(predicted, target) -> dict:
         "errors": errors_bottom + errors_token,
         "errors_bottom": errors_bottom,
         "errors_token": errors_token,
-        "accuracy": (
-            1.0 if token_positions == 0 else (token_positions - errors_token) / token_positions
-        ),
+        "accuracy": (1.0 if token_positions == 0 else (token_positions - errors_token) / token_positions),
         "accuracy_bottom": (
             1.0 if bottom_positions == 0 else (bottom_positions - errors_bottom) / bottom_positions
         ),

@@ -82,7 +82,14 @@ class SequenceConfig:
     d_mlp: int | None = None
 
     def __post_init__(self) -> None:
-        for name, low in (("vocab", 1), ("alphabet", 1), ("n_ctx", 1), ("layers", 1), ("heads", 1), ("dim", 1)):
+        for name, low in (
+            ("vocab", 1),
+            ("alphabet", 1),
+            ("n_ctx", 1),
+            ("layers", 1),
+            ("heads", 1),
+            ("dim", 1),
+        ):
             _check_int(name, getattr(self, name), low)
         if self.positional not in POSITIONAL:
             raise ValueError(f"unknown positional {self.positional!r}: use one of {POSITIONAL}")
@@ -90,7 +97,9 @@ class SequenceConfig:
             raise ValueError(f"the circle positional encoding needs dim ≥ 2, got dim={self.dim}")
         d_head = max(1, self.dim // self.heads) if self.d_head is None else self.d_head
         object.__setattr__(self, "d_head", _check_int("d_head", d_head, 1))
-        object.__setattr__(self, "d_mlp", _check_int("d_mlp", 4 * self.dim if self.d_mlp is None else self.d_mlp, 1))
+        object.__setattr__(
+            self, "d_mlp", _check_int("d_mlp", 4 * self.dim if self.d_mlp is None else self.d_mlp, 1)
+        )
         for name in ("mlp", "layernorm"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -187,7 +196,9 @@ class SequenceModel(nn.Module):
         self.ln_final = nn.LayerNorm(d) if cfg.layernorm else nn.Identity()
         self.W_U = nn.Parameter(torch.randn(d, cfg.alphabet + 1) / math.sqrt(d))  # [d_model alphabet+1]
         self.b_U = nn.Parameter(torch.zeros(cfg.alphabet + 1))  # [alphabet+1]
-        self.register_buffer("allowed", torch.tril(torch.ones(cfg.n_ctx, cfg.n_ctx, dtype=torch.bool)), persistent=False)
+        self.register_buffer(
+            "allowed", torch.tril(torch.ones(cfg.n_ctx, cfg.n_ctx, dtype=torch.bool)), persistent=False
+        )
 
     def forward(self, tokens: Any, return_patterns: bool = False):
         tokens = _as_tokens(tokens, 0, self.cfg.vocab - 1, self.cfg.n_ctx).to(self.W_E.device)
@@ -217,7 +228,9 @@ def sequence_model_from_transformer(t: Transformer) -> SequenceModel:
     if not isinstance(t, Transformer):
         raise ValueError(f"expected a headcount.core.model.Transformer, got {type(t).__name__}")
     if not isinstance(t.decoder, LinearDecoder):
-        raise ValueError(f"only models with a linear decoder load into a SequenceModel, not {t.decoder.kind!r}")
+        raise ValueError(
+            f"only models with a linear decoder load into a SequenceModel, not {t.decoder.kind!r}"
+        )
     if t.mask != "causal":
         raise ValueError(f"SequenceModel is causal; this model's mask is {t.mask!r}")
     if not t.layers:
@@ -227,11 +240,27 @@ def sequence_model_from_transformer(t: Transformer) -> SequenceModel:
     mlps = [layer.mlp for layer in t.layers if layer.mlp is not None]
     d_mlp = max((m.W_in.shape[1] for m in mlps), default=None)
     d = t.d_model
-    cfg = SequenceConfig(vocab=t.alphabet, alphabet=t.decoder.alphabet, n_ctx=t.n_ctx, layers=len(t.layers), heads=heads,
-                         dim=d, d_head=max(1, d_head), positional="fixed", mlp=bool(mlps), layernorm=False, d_mlp=d_mlp)
+    cfg = SequenceConfig(
+        vocab=t.alphabet,
+        alphabet=t.decoder.alphabet,
+        n_ctx=t.n_ctx,
+        layers=len(t.layers),
+        heads=heads,
+        dim=d,
+        d_head=max(1, d_head),
+        positional="fixed",
+        mlp=bool(mlps),
+        layernorm=False,
+        d_mlp=d_mlp,
+    )
     model = SequenceModel(cfg).double()
     e = cfg.d_head
-    tensors: dict[str, np.ndarray] = {"W_E": t.W_E, "W_pos": t.W_pos, "W_U": t.decoder.W_U, "b_U": t.decoder.b_U}
+    tensors: dict[str, np.ndarray] = {
+        "W_E": t.W_E,
+        "W_pos": t.W_pos,
+        "W_U": t.decoder.W_U,
+        "b_U": t.decoder.b_U,
+    }
     for l, layer in enumerate(t.layers):
         zero = np.zeros((d, 1))
         padded = [(h.W_Q, h.W_K, h.W_V, h.W_O) for h in layer.heads]
@@ -275,8 +304,10 @@ def sequence_model_to_transformer(m: SequenceModel, info: dict[str, Any] | None 
     if not isinstance(m, SequenceModel):
         raise ValueError(f"expected a SequenceModel, got {type(m).__name__}")
     if m.cfg.layernorm:
-        raise ValueError("LayerNorm models cannot be exported to the certifiable weight form (the core model has no "
-                         "LayerNorm); train with layernorm=False")
+        raise ValueError(
+            "LayerNorm models cannot be exported to the certifiable weight form (the core model has no "
+            "LayerNorm); train with layernorm=False"
+        )
     layers = []
     for block in m.blocks:
         a = block.attn
@@ -298,7 +329,9 @@ def sequence_model_to_transformer(m: SequenceModel, info: dict[str, Any] | None 
                 mlp = MLP(*parts)
         layers.append(Layer(tuple(heads), mlp))
     meta = {"source": "headcount.learn", "config": asdict(m.cfg)} | dict(info or {})
-    return Transformer(_np(m.W_E), _np(m.W_pos), tuple(layers), LinearDecoder(_np(m.W_U), _np(m.b_U)), "causal", meta)
+    return Transformer(
+        _np(m.W_E), _np(m.W_pos), tuple(layers), LinearDecoder(_np(m.W_U), _np(m.b_U)), "causal", meta
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,7 +359,11 @@ class TableModel(nn.Module):
         n = tokens.shape[1]
         pos = torch.arange(n)[None, :]  # [1 pos]
         x = self.embed[pos, tokens]  # [batch pos d_model]
-        q, k, v = self.Q[:, pos, tokens], self.K[:, pos, tokens], self.V[:, pos, tokens]  # [heads batch pos *]
+        q, k, v = (
+            self.Q[:, pos, tokens],
+            self.K[:, pos, tokens],
+            self.V[:, pos, tokens],
+        )  # [heads batch pos *]
         scores = q @ k.transpose(-1, -2)  # [heads batch query key]
         if self.mask == "causal":
             scores = scores.masked_fill(~torch.tril(torch.ones(n, n, dtype=torch.bool)), float("-inf"))
@@ -352,7 +389,11 @@ class MinMaxNet(nn.Module):
 
     def __init__(self, M: int, heads: int = 1, dim: int = 4):
         super().__init__()
-        self.M, self.heads, self.dim = _check_int("M", M, 2), _check_int("heads", heads, 1), _check_int("dim", dim, 1)
+        self.M, self.heads, self.dim = (
+            _check_int("M", M, 2),
+            _check_int("heads", heads, 1),
+            _check_int("dim", dim, 1),
+        )
         self.scores = nn.Parameter(torch.randn(heads, M))  # [heads M]
         self.values = nn.Parameter(torch.randn(heads, M, dim))  # [heads M d]
         self.theta_min = nn.Parameter(torch.randn(M, dim) / math.sqrt(dim))  # [M d]
@@ -388,7 +429,9 @@ def minmax_net_to_model(net: MinMaxNet, info: dict[str, Any] | None = None) -> M
     scores, values = _np(net.scores), _np(net.values)
     heads = tuple(TokenHead(scores[h], values[h]) for h in range(net.heads))
     meta = {"source": "headcount.learn", "M": net.M, "heads": net.heads, "dim": net.dim} | dict(info or {})
-    return MinMaxModel(TokenLayer(heads), Classifier(_np(net.theta_min)), Classifier(_np(net.theta_max)), meta)
+    return MinMaxModel(
+        TokenLayer(heads), Classifier(_np(net.theta_min)), Classifier(_np(net.theta_max)), meta
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,7 +470,9 @@ class BooleanNet(nn.Module):
         """z(t) for weights t [batch] in 0..n: [batch d]."""
         t = _as_tokens(torch.as_tensor(t).reshape(1, -1), 0, self.n)[0].to(self.logw)
         r = self.logw[:, 1] - self.logw[:, 0]  # [heads]
-        lam = torch.sigmoid(r[:, None] + torch.log(t)[None, :] - torch.log(self.n - t)[None, :])  # [heads batch]
+        lam = torch.sigmoid(
+            r[:, None] + torch.log(t)[None, :] - torch.log(self.n - t)[None, :]
+        )  # [heads batch]
         v0, v1 = self.values[:, 0], self.values[:, 1]  # [heads d]
         return (v0[:, None, :] + lam[..., None] * (v1 - v0)[:, None, :]).sum(dim=0)
 
@@ -466,9 +511,17 @@ def boolean_net_from_model(layer: BooleanLayer, readout: Readout, n: int) -> Boo
     for K, c in readout.terms.items():
         coef[index[tuple(K)]] = fmpq_to_float(c)
     with torch.no_grad():
-        net.logw.copy_(torch.tensor([[_log_rational(h.w0), _log_rational(h.w1)] for h in layer.heads], dtype=torch.float64))
-        net.values.copy_(torch.tensor([[[fmpq_to_float(x) for x in h.v0], [fmpq_to_float(x) for x in h.v1]]
-                                       for h in layer.heads], dtype=torch.float64))
+        net.logw.copy_(
+            torch.tensor(
+                [[_log_rational(h.w0), _log_rational(h.w1)] for h in layer.heads], dtype=torch.float64
+            )
+        )
+        net.values.copy_(
+            torch.tensor(
+                [[[fmpq_to_float(x) for x in h.v0], [fmpq_to_float(x) for x in h.v1]] for h in layer.heads],
+                dtype=torch.float64,
+            )
+        )
         net.coef.copy_(torch.from_numpy(coef))
     return net
 
@@ -481,7 +534,13 @@ def boolean_net_to_model(net: BooleanNet) -> tuple[BooleanLayer, Readout]:
     heads = []
     for h in range(net.heads):
         w = np.maximum(np.exp(logw[h] - logw[h].max()), np.nextafter(0.0, 1.0))
-        heads.append(BooleanHead(to_fmpq(float(w[0])), to_fmpq(float(w[1])),
-                                 tuple(map(float, values[h, 0])), tuple(map(float, values[h, 1]))))
+        heads.append(
+            BooleanHead(
+                to_fmpq(float(w[0])),
+                to_fmpq(float(w[1])),
+                tuple(map(float, values[h, 0])),
+                tuple(map(float, values[h, 1])),
+            )
+        )
     terms = {K: to_fmpq(float(c)) for K, c in zip(monomial_exponents(net.dim, net.degree), coef) if c != 0}
     return BooleanLayer(tuple(heads)), Readout(terms, net.degree, net.dim)

@@ -41,8 +41,9 @@ import json
 import math
 import os
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 APP = "headcount-results"
 SCHEMA_VERSION = 1
@@ -72,8 +73,23 @@ CREATE INDEX runs_experiment ON runs (experiment);
 CREATE INDEX runs_sweep ON runs (sweep);
 """
 
-_COLUMNS = ("run_id", "sweep", "experiment", "task", "config", "seed", "status", "metrics", "error",
-            "wall_seconds", "versions", "started_at", "finished_at", "runner", "attempts")
+_COLUMNS = (
+    "run_id",
+    "sweep",
+    "experiment",
+    "task",
+    "config",
+    "seed",
+    "status",
+    "metrics",
+    "error",
+    "wall_seconds",
+    "versions",
+    "started_at",
+    "finished_at",
+    "runner",
+    "attempts",
+)
 
 
 class ResultsDBError(ValueError):
@@ -111,8 +127,10 @@ class ResultsStore:
         if existing:
             with open(self.path, "rb") as f:
                 if f.read(len(_SQLITE_MAGIC)) != _SQLITE_MAGIC:
-                    raise ResultsDBError(f"{str(self.path)!r} is not a headcount results database "
-                                         "(not an SQLite file); give a new file name or an existing results DB")
+                    raise ResultsDBError(
+                        f"{str(self.path)!r} is not a headcount results database "
+                        "(not an SQLite file); give a new file name or an existing results DB"
+                    )
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None)
@@ -124,7 +142,9 @@ class ResultsStore:
             # consistent always; a committed run survives the process being killed (not a power cut).
         except sqlite3.DatabaseError as err:
             self._conn.close()
-            raise ResultsDBError(f"{str(self.path)!r} is not a usable headcount results database: {err}") from None
+            raise ResultsDBError(
+                f"{str(self.path)!r} is not a usable headcount results database: {err}"
+            ) from None
         except BaseException:
             self._conn.close()
             raise
@@ -142,8 +162,10 @@ class ResultsStore:
                     for statement in _SCHEMA.strip().split(";"):
                         if statement.strip():
                             self._conn.execute(statement)
-                    self._conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)",
-                                           [("app", APP), ("schema_version", str(SCHEMA_VERSION))])
+                    self._conn.executemany(
+                        "INSERT INTO meta (key, value) VALUES (?, ?)",
+                        [("app", APP), ("schema_version", str(SCHEMA_VERSION))],
+                    )
                 self._conn.execute("COMMIT")
             except BaseException:
                 if self._conn.in_transaction:
@@ -151,26 +173,36 @@ class ResultsStore:
                 raise
         name = repr(str(self.path))
         if "meta" not in self._tables():
-            raise ResultsDBError(f"{name} is an SQLite database but not a headcount results database (no 'meta' table)")
+            raise ResultsDBError(
+                f"{name} is an SQLite database but not a headcount results database (no 'meta' table)"
+            )
         meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("app") != APP:
-            raise ResultsDBError(f"{name} is an SQLite database but not a headcount results database "
-                                 f"(meta app = {meta.get('app')!r}, expected {APP!r})")
+            raise ResultsDBError(
+                f"{name} is an SQLite database but not a headcount results database "
+                f"(meta app = {meta.get('app')!r}, expected {APP!r})"
+            )
         try:
             version = int(meta.get("schema_version", ""))
         except ValueError:
-            raise ResultsDBError(f"{name} has an unreadable schema_version {meta.get('schema_version')!r}") from None
+            raise ResultsDBError(
+                f"{name} has an unreadable schema_version {meta.get('schema_version')!r}"
+            ) from None
         if version > SCHEMA_VERSION:
-            raise ResultsDBError(f"{name} has results schema {version}, newer than this headcount reads "
-                                 f"(≤ {SCHEMA_VERSION}): upgrade headcount")
+            raise ResultsDBError(
+                f"{name} has results schema {version}, newer than this headcount reads "
+                f"(≤ {SCHEMA_VERSION}): upgrade headcount"
+            )
         if version < 1 or "runs" not in self._tables():
-            raise ResultsDBError(f"{name} is a damaged headcount results database (schema {version}, runs table "
-                                 f"{'present' if 'runs' in self._tables() else 'missing'})")
+            raise ResultsDBError(
+                f"{name} is a damaged headcount results database (schema {version}, runs table "
+                f"{'present' if 'runs' in self._tables() else 'missing'})"
+            )
 
     def close(self) -> None:
         self._conn.close()
 
-    def __enter__(self) -> "ResultsStore":
+    def __enter__(self) -> ResultsStore:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -189,8 +221,9 @@ class ResultsStore:
         found = dict(self._conn.execute("SELECT run_id, status FROM runs"))
         return found if run_ids is None else {r: found[r] for r in set(run_ids) if r in found}
 
-    def rows(self, experiment: str | None = None, sweep: str | None = None,
-             status: str | None = None) -> list[dict[str, Any]]:
+    def rows(
+        self, experiment: str | None = None, sweep: str | None = None, status: str | None = None
+    ) -> list[dict[str, Any]]:
         """Stored runs as dicts (config, metrics, versions decoded from JSON), in the order they finished.
 
         Filters combine; status None means both 'done' and 'failed'."""
@@ -212,8 +245,12 @@ class ResultsStore:
         return out
 
     def experiments(self) -> list[str]:
-        return [r[0] for r in self._conn.execute(
-            "SELECT DISTINCT experiment FROM runs WHERE experiment IS NOT NULL ORDER BY experiment")]
+        return [
+            r[0]
+            for r in self._conn.execute(
+                "SELECT DISTINCT experiment FROM runs WHERE experiment IS NOT NULL ORDER BY experiment"
+            )
+        ]
 
     def count(self, status: str | None = None) -> int:
         if status is None:
@@ -222,11 +259,22 @@ class ResultsStore:
 
     # -- writing ---------------------------------------------------------------------------------------
 
-    def record(self, *, run_id: str, config: dict[str, Any], status: str, sweep: str | None = None,
-               experiment: str | None = None, metrics: dict[str, Any] | None = None, error: str | None = None,
-               wall_seconds: float | None = None, versions: dict[str, Any] | None = None,
-               started_at: str | None = None, finished_at: str | None = None,
-               runner: str | None = None) -> bool:
+    def record(
+        self,
+        *,
+        run_id: str,
+        config: dict[str, Any],
+        status: str,
+        sweep: str | None = None,
+        experiment: str | None = None,
+        metrics: dict[str, Any] | None = None,
+        error: str | None = None,
+        wall_seconds: float | None = None,
+        versions: dict[str, Any] | None = None,
+        started_at: str | None = None,
+        finished_at: str | None = None,
+        runner: str | None = None,
+    ) -> bool:
         """Store one finished run in one transaction. Returns False (and writes nothing) when the run is
         already stored as 'done'; a stored 'failed' row is replaced (attempts + 1)."""
         if status not in STATUSES:
@@ -237,11 +285,20 @@ class ResultsStore:
             wall_seconds = None
         seed = config.get("seed")
         values = {
-            "run_id": run_id, "sweep": sweep, "experiment": experiment, "task": config.get("task"),
+            "run_id": run_id,
+            "sweep": sweep,
+            "experiment": experiment,
+            "task": config.get("task"),
             "config": json.dumps(config, ensure_ascii=False, allow_nan=False),
             "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
-            "status": status, "metrics": _encode(metrics), "error": error, "wall_seconds": wall_seconds,
-            "versions": _encode(versions), "started_at": started_at, "finished_at": finished_at, "runner": runner,
+            "status": status,
+            "metrics": _encode(metrics),
+            "error": error,
+            "wall_seconds": wall_seconds,
+            "versions": _encode(versions),
+            "started_at": started_at,
+            "finished_at": finished_at,
+            "runner": runner,
         }
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
@@ -252,8 +309,10 @@ class ResultsStore:
                 return False
             values["attempts"] = 1 if row is None else row[1] + 1
             names = list(values)
-            conn.execute(f"INSERT OR REPLACE INTO runs ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-                         [values[k] for k in names])
+            conn.execute(
+                f"INSERT OR REPLACE INTO runs ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                [values[k] for k in names],
+            )
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

@@ -75,10 +75,11 @@ import sys
 import time
 import tomllib
 from collections import deque
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from headcount.learn.store import ResultsStore, canonical_json, run_id_for
 
@@ -154,7 +155,8 @@ def _where(source: str | None, section: str, key: str | None = None) -> str:
 
 def _type_name(value: Any) -> str:
     return {str: "string", int: "integer", float: "float", bool: "boolean", list: "list", dict: "table"}.get(
-        type(value), type(value).__name__)
+        type(value), type(value).__name__
+    )
 
 
 def _check_value(value: Any, where: str) -> None:
@@ -174,8 +176,10 @@ def _check_value(value: Any, where: str) -> None:
                 raise SpecError(f"{where}: table keys must be strings, got {k!r}")
             _check_value(item, where)
         return
-    raise SpecError(f"{where}: {_type_name(value)} values are not allowed "
-                    "(use strings, numbers, booleans, or lists/tables of those)")
+    raise SpecError(
+        f"{where}: {_type_name(value)} values are not allowed "
+        "(use strings, numbers, booleans, or lists/tables of those)"
+    )
 
 
 def _check_config_keys(table: Any, section: str, source: str | None) -> dict[str, Any]:
@@ -196,8 +200,10 @@ def spec_from_dict(data: Mapping[str, Any], source: str | None = None) -> SweepS
         raise SpecError(f"{source or 'sweep spec'}: must be a table with sections {', '.join(_SECTIONS)}")
     unknown = [k for k in data if k not in _SECTIONS]
     if unknown:
-        raise SpecError(f"{source or 'sweep spec'}: unknown section [{unknown[0]}]; "
-                        f"allowed sections: {', '.join('[' + s + ']' for s in _SECTIONS)} ([[include]] repeats)")
+        raise SpecError(
+            f"{source or 'sweep spec'}: unknown section [{unknown[0]}]; "
+            f"allowed sections: {', '.join('[' + s + ']' for s in _SECTIONS)} ([[include]] repeats)"
+        )
     head = data.get("sweep")
     if head is None:
         raise SpecError(f"{source or 'sweep spec'}: missing section [sweep] (with name and task)")
@@ -205,7 +211,9 @@ def spec_from_dict(data: Mapping[str, Any], source: str | None = None) -> SweepS
         raise SpecError(f"{_where(source, 'sweep')} must be a table, got {_type_name(head)}")
     for key in head:
         if key not in _SWEEP_KEYS:
-            raise SpecError(f"{_where(source, 'sweep', key)}: unknown key; allowed keys: {', '.join(_SWEEP_KEYS)}")
+            raise SpecError(
+                f"{_where(source, 'sweep', key)}: unknown key; allowed keys: {', '.join(_SWEEP_KEYS)}"
+            )
 
     def string(key: str, required: bool, default: str | None = None) -> str | None:
         value = head.get(key)
@@ -223,16 +231,24 @@ def spec_from_dict(data: Mapping[str, Any], source: str | None = None) -> SweepS
     runner = string("runner", False, DEFAULT_RUNNER)
     description = head.get("description")
     if description is not None and not isinstance(description, str):
-        raise SpecError(f"{_where(source, 'sweep', 'description')}: must be a string, got {_type_name(description)}")
+        raise SpecError(
+            f"{_where(source, 'sweep', 'description')}: must be a string, got {_type_name(description)}"
+        )
     if not _RUNNER_RE.match(runner):
-        raise SpecError(f"{_where(source, 'sweep', 'runner')}: {runner!r} is not of the form 'package.module:function'")
+        raise SpecError(
+            f"{_where(source, 'sweep', 'runner')}: {runner!r} is not of the form 'package.module:function'"
+        )
     if runner == DEFAULT_RUNNER and task not in TASKS:
-        raise SpecError(f"{_where(source, 'sweep', 'task')}: unknown task {task!r}; tasks: {', '.join(TASKS)}")
+        raise SpecError(
+            f"{_where(source, 'sweep', 'task')}: unknown task {task!r}; tasks: {', '.join(TASKS)}"
+        )
 
     seeds_value = head.get("seeds", [0])
     if isinstance(seeds_value, int) and not isinstance(seeds_value, bool):
         if seeds_value < 1:
-            raise SpecError(f"{_where(source, 'sweep', 'seeds')}: a seed count must be ≥ 1, got {seeds_value}")
+            raise SpecError(
+                f"{_where(source, 'sweep', 'seeds')}: a seed count must be ≥ 1, got {seeds_value}"
+            )
         seeds = tuple(range(seeds_value))
     elif isinstance(seeds_value, list):
         if not seeds_value:
@@ -244,8 +260,10 @@ def spec_from_dict(data: Mapping[str, Any], source: str | None = None) -> SweepS
             raise SpecError(f"{_where(source, 'sweep', 'seeds')}: seeds repeat in {seeds_value}")
         seeds = tuple(seeds_value)
     else:
-        raise SpecError(f"{_where(source, 'sweep', 'seeds')}: must be a list of integers or a count, "
-                        f"got {_type_name(seeds_value)}")
+        raise SpecError(
+            f"{_where(source, 'sweep', 'seeds')}: must be a list of integers or a count, "
+            f"got {_type_name(seeds_value)}"
+        )
 
     fixed = dict(_check_config_keys(data.get("fixed", {}), "fixed", source))
     for key, value in fixed.items():
@@ -254,8 +272,10 @@ def spec_from_dict(data: Mapping[str, Any], source: str | None = None) -> SweepS
     for key, values in grid.items():
         where = _where(source, "grid", key)
         if not isinstance(values, list):
-            raise SpecError(f"{where}: a grid axis must be a list of values, got {_type_name(values)} "
-                            f"(put single values in [fixed])")
+            raise SpecError(
+                f"{where}: a grid axis must be a list of values, got {_type_name(values)} "
+                f"(put single values in [fixed])"
+            )
         if not values:
             raise SpecError(f"{where}: the list is empty; a grid axis needs at least one value")
         _check_value(values, where)
@@ -278,8 +298,18 @@ def spec_from_dict(data: Mapping[str, Any], source: str | None = None) -> SweepS
         for key, value in table.items():
             _check_value(value, _where(source, section, key))
         include.append(dict(table))
-    return SweepSpec(name=name, task=task, experiment=experiment, seeds=seeds, runner=runner, fixed=fixed,
-                     grid=grid, include=include, description=description, source=source)
+    return SweepSpec(
+        name=name,
+        task=task,
+        experiment=experiment,
+        seeds=seeds,
+        runner=runner,
+        fixed=fixed,
+        grid=grid,
+        include=include,
+        description=description,
+        source=source,
+    )
 
 
 def spec_from_toml(path: str | os.PathLike) -> SweepSpec:
@@ -330,7 +360,7 @@ def resolve_runner(path: str) -> Callable[[dict[str, Any]], Any]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _one_line(err: BaseException, limit: int = 1000) -> str:
@@ -358,19 +388,27 @@ def environment_versions() -> dict[str, Any]:
             except metadata.PackageNotFoundError:
                 return None
 
-        _VERSIONS.update(python=platform.python_version(), numpy=version("numpy"), torch=version("torch"),
-                         headcount=version("headcount"), platform=platform.platform(), host=platform.node())
+        _VERSIONS.update(
+            python=platform.python_version(),
+            numpy=version("numpy"),
+            torch=version("torch"),
+            headcount=version("headcount"),
+            platform=platform.platform(),
+            host=platform.node(),
+        )
     return dict(_VERSIONS)
 
 
 def _jsonable(value: Any) -> Any:
     """Numpy scalars and arrays, tuples → plain JSON values (NaN and ±inf kept as floats)."""
+
     def default(obj: Any) -> Any:
         if hasattr(obj, "tolist"):  # numpy scalar or array, torch tensor
             return obj.tolist()
         if isinstance(obj, (set, frozenset)):
             return sorted(obj)
         raise TypeError(f"metric value of type {type(obj).__name__} is not JSON-able")
+
     return json.loads(json.dumps(value, default=default))
 
 
@@ -386,8 +424,15 @@ def _execute(runner: str, config: dict[str, Any], limit_threads: bool) -> dict[s
         fn = resolve_runner(runner)
     except SweepError as err:
         now = _now()
-        return {"status": "failed", "metrics": None, "error": str(err), "wall_seconds": 0.0,
-                "started_at": now, "finished_at": now, "versions": environment_versions()}
+        return {
+            "status": "failed",
+            "metrics": None,
+            "error": str(err),
+            "wall_seconds": 0.0,
+            "started_at": now,
+            "finished_at": now,
+            "versions": environment_versions(),
+        }
     if limit_threads:
         _limit_torch_threads()
     started_at = _now()
@@ -401,8 +446,15 @@ def _execute(runner: str, config: dict[str, Any], limit_threads: bool) -> dict[s
     except Exception as err:
         status, metrics, error = "failed", None, _one_line(err)
     wall = time.perf_counter() - t0
-    return {"status": status, "metrics": metrics, "error": error, "wall_seconds": wall,
-            "started_at": started_at, "finished_at": _now(), "versions": environment_versions()}
+    return {
+        "status": status,
+        "metrics": metrics,
+        "error": error,
+        "wall_seconds": wall,
+        "started_at": started_at,
+        "finished_at": _now(),
+        "versions": environment_versions(),
+    }
 
 
 def _watch_parent(parent_pid: int) -> None:
@@ -417,17 +469,27 @@ def _worker_init(limit_threads: bool, parent_pid: int) -> None:
 
     if limit_threads:
         _limit_torch_threads()
-    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="headcount-parent-watch").start()
+    threading.Thread(
+        target=_watch_parent, args=(parent_pid,), daemon=True, name="headcount-parent-watch"
+    ).start()
 
 
 def _lost_result(message: str) -> dict[str, Any]:
     now = _now()
-    return {"status": "failed", "metrics": None, "error": message, "wall_seconds": None,
-            "started_at": None, "finished_at": now, "versions": None}
+    return {
+        "status": "failed",
+        "metrics": None,
+        "error": message,
+        "wall_seconds": None,
+        "started_at": None,
+        "finished_at": now,
+        "versions": None,
+    }
 
 
 # ---------------------------------------------------------------------------------------------------
 # Parent side
+
 
 @contextlib.contextmanager
 def _thread_env(limit: bool) -> Iterator[None]:
@@ -452,8 +514,9 @@ def _run_local(pending: list[RunSpec], runner: str, workers: int, on_result) -> 
     context = multiprocessing.get_context("spawn")
 
     def new_pool() -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=n, mp_context=context, initializer=_worker_init,
-                                   initargs=(limit, os.getpid()))
+        return ProcessPoolExecutor(
+            max_workers=n, mp_context=context, initializer=_worker_init, initargs=(limit, os.getpid())
+        )
 
     queue: deque[RunSpec] = deque(pending)
     suspects: deque[RunSpec] = deque()  # in flight when a worker died: re-run one at a time
@@ -498,10 +561,14 @@ def _run_local(pending: list[RunSpec], runner: str, workers: int, on_result) -> 
                 in_flight.clear()
                 pool.shutdown(wait=True, cancel_futures=True)
                 if len(broken) == 1:  # it was alone: it killed its worker
-                    on_result(broken[0], _lost_result(
-                        "WorkerDied: the worker process died while running this config (a crash, os._exit, "
-                        "killed e.g. out of memory; or a script that calls run_sweep outside "
-                        "`if __name__ == '__main__':`)"))
+                    on_result(
+                        broken[0],
+                        _lost_result(
+                            "WorkerDied: the worker process died while running this config (a crash, os._exit, "
+                            "killed e.g. out of memory; or a script that calls run_sweep outside "
+                            "`if __name__ == '__main__':`)"
+                        ),
+                    )
                 else:
                     suspects.extend(broken)
                 pool = new_pool()
@@ -562,14 +629,27 @@ class _Progress:
         self.bar = None
         if enabled:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                       TimeRemainingColumn)
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True))
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+            )
             self.name = name
             self.task = self.bar.add_task(f"sweep {name}", total=total, completed=done)
 
-    def __enter__(self) -> "_Progress":
+    def __enter__(self) -> _Progress:
         if self.bar is not None:
             self.bar.start()
         return self
@@ -584,9 +664,14 @@ class _Progress:
             self.bar.stop()
 
 
-def run_sweep(spec: SweepSpec | Mapping[str, Any] | str | os.PathLike, db_path: str | os.PathLike,
-              workers: int | None = None, backend: str = "local", address: str | None = None,
-              progress: bool = False) -> dict[str, Any]:
+def run_sweep(
+    spec: SweepSpec | Mapping[str, Any] | str | os.PathLike,
+    db_path: str | os.PathLike,
+    workers: int | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
     """Run every run of `spec` not yet done in the results DB `db_path`; returns
     {runs_total, runs_done_before, runs_done_now, runs_failed, sweep, experiment, backend, workers, db}.
 
@@ -608,19 +693,37 @@ def run_sweep(spec: SweepSpec | Mapping[str, Any] | str | os.PathLike, db_path: 
         done_before = store.finished_ids(r.run_id for r in runs)
         pending = [r for r in runs if r.run_id not in done_before]
         counts = {"done": 0, "failed": 0}
-        summary = {"runs_total": len(runs), "runs_done_before": len(done_before), "runs_done_now": 0,
-                   "runs_failed": 0, "sweep": spec.name, "experiment": spec.experiment, "backend": backend,
-                   "workers": workers, "db": str(db_path)}
+        summary = {
+            "runs_total": len(runs),
+            "runs_done_before": len(done_before),
+            "runs_done_now": 0,
+            "runs_failed": 0,
+            "sweep": spec.name,
+            "experiment": spec.experiment,
+            "backend": backend,
+            "workers": workers,
+            "db": str(db_path),
+        }
         if not pending:
             return summary
 
         with _Progress(progress, spec.name, len(runs), len(done_before)) as bar:
+
             def on_result(run: RunSpec, result: dict[str, Any]) -> None:
-                store.record(run_id=run.run_id, config=run.config, status=result["status"], sweep=spec.name,
-                             experiment=spec.experiment, metrics=result["metrics"], error=result["error"],
-                             wall_seconds=result["wall_seconds"], versions=result["versions"],
-                             started_at=result["started_at"], finished_at=result["finished_at"],
-                             runner=spec.runner)
+                store.record(
+                    run_id=run.run_id,
+                    config=run.config,
+                    status=result["status"],
+                    sweep=spec.name,
+                    experiment=spec.experiment,
+                    metrics=result["metrics"],
+                    error=result["error"],
+                    wall_seconds=result["wall_seconds"],
+                    versions=result["versions"],
+                    started_at=result["started_at"],
+                    finished_at=result["finished_at"],
+                    runner=spec.runner,
+                )
                 counts[result["status"]] += 1
                 bar.advance(counts["failed"])
 
@@ -633,7 +736,9 @@ def run_sweep(spec: SweepSpec | Mapping[str, Any] | str | os.PathLike, db_path: 
         return summary
 
 
-def sweep_plan(spec: SweepSpec | Mapping[str, Any] | str | os.PathLike, db_path: str | os.PathLike) -> dict[str, Any]:
+def sweep_plan(
+    spec: SweepSpec | Mapping[str, Any] | str | os.PathLike, db_path: str | os.PathLike
+) -> dict[str, Any]:
     """What run_sweep would do, without running or creating anything: runs_total, runs_done, runs_failed
     (stored as failed, to be retried), runs_pending (= total − done)."""
     spec = load_spec(spec)
@@ -645,8 +750,14 @@ def sweep_plan(spec: SweepSpec | Mapping[str, Any] | str | os.PathLike, db_path:
             statuses = store.statuses(ids)
     done = sum(s == "done" for s in statuses.values())
     failed = sum(s == "failed" for s in statuses.values())
-    return {"runs_total": len(runs), "runs_done": done, "runs_failed": failed, "runs_pending": len(runs) - done,
-            "sweep": spec.name, "experiment": spec.experiment}
+    return {
+        "runs_total": len(runs),
+        "runs_done": done,
+        "runs_failed": failed,
+        "runs_pending": len(runs) - done,
+        "sweep": spec.name,
+        "experiment": spec.experiment,
+    }
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -710,8 +821,9 @@ def _selected(name: str, wanted: tuple[str, ...] | None) -> bool:
     return wanted is None or any(name == w or name.startswith(w + ".") for w in wanted)
 
 
-def table_rows(db_path: str | os.PathLike, experiment: str,
-               metrics: list[str] | tuple[str, ...] | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+def table_rows(
+    db_path: str | os.PathLike, experiment: str, metrics: list[str] | tuple[str, ...] | None = None
+) -> tuple[list[str], list[dict[str, Any]]]:
     """(columns, rows) of `sweep_table`, as Python values (None where there is nothing)."""
     path = Path(db_path)
     if not path.is_file():
@@ -721,7 +833,9 @@ def table_rows(db_path: str | os.PathLike, experiment: str,
         known = store.experiments()
     if not rows:
         listed = ", ".join(repr(e) for e in known) or "none"
-        raise SweepError(f"no runs of experiment {experiment!r} in {str(path)!r}; experiments there: {listed}")
+        raise SweepError(
+            f"no runs of experiment {experiment!r} in {str(path)!r}; experiments there: {listed}"
+        )
 
     groups: dict[str, dict[str, Any]] = {}
     key_order: dict[str, None] = {}
@@ -735,8 +849,11 @@ def table_rows(db_path: str | os.PathLike, experiment: str,
         else:
             group["failed"] += 1
     configs = [g["config"] for g in groups.values()]
-    varying = [k for k in key_order  # keys whose value differs between groups (or is missing in some)
-               if len({canonical_json(c[k]) if k in c else "\0missing" for c in configs}) > 1]
+    varying = [
+        k
+        for k in key_order  # keys whose value differs between groups (or is missing in some)
+        if len({canonical_json(c[k]) if k in c else "\0missing" for c in configs}) > 1
+    ]
     if not varying:
         varying = ["task"] if "task" in key_order else []
 
@@ -756,17 +873,24 @@ def table_rows(db_path: str | os.PathLike, experiment: str,
         wanted = tuple(metrics)
         missing = [w for w in wanted if not any(_selected(k, (w,)) for k in kinds)]
         if missing:
-            raise SweepError(f"experiment {experiment!r} has no numeric or boolean metric {missing[0]!r}; "
-                             f"metrics: {', '.join(kinds) or 'none'}")
+            raise SweepError(
+                f"experiment {experiment!r} has no numeric or boolean metric {missing[0]!r}; "
+                f"metrics: {', '.join(kinds) or 'none'}"
+            )
         kinds = {k: v for k, v in kinds.items() if _selected(k, wanted)}
 
     def finite(group: dict[str, Any], k: str) -> list[float]:
-        values = [float(m[k]) for m in group["metrics"] if k in m and (_is_number(m[k]) or isinstance(m[k], bool))]
+        values = [
+            float(m[k]) for m in group["metrics"] if k in m and (_is_number(m[k]) or isinstance(m[k], bool))
+        ]
         return [v for v in values if math.isfinite(v)]
 
     # a numeric metric that never differs between the seeds of a group is one column, else mean/min/max
-    spread = {k: any(len(set(finite(g, k))) > 1 for g in groups.values()) for k, kind in kinds.items()
-              if kind != {"bool"}}
+    spread = {
+        k: any(len(set(finite(g, k))) > 1 for g in groups.values())
+        for k, kind in kinds.items()
+        if kind != {"bool"}
+    }
     any_failed = any(g["failed"] for g in groups.values())
     columns = list(varying) + ["seeds"] + (["failed"] if any_failed else [])
     for k, kind in kinds.items():
@@ -790,8 +914,13 @@ def table_rows(db_path: str | os.PathLike, experiment: str,
             nums = finite(group, k)
             if not spread[k]:
                 value = nums[0] if nums else None
-                record[k] = int(value) if value is not None and value.is_integer() and all(
-                    not isinstance(m.get(k), float) for m in group["metrics"]) else value
+                record[k] = (
+                    int(value)
+                    if value is not None
+                    and value.is_integer()
+                    and all(not isinstance(m.get(k), float) for m in group["metrics"])
+                    else value
+                )
                 continue
             record[f"{k}_mean"] = sum(nums) / len(nums) if nums else None
             record[f"{k}_min"] = min(nums) if nums else None
@@ -801,8 +930,12 @@ def table_rows(db_path: str | os.PathLike, experiment: str,
     return columns, out
 
 
-def sweep_table(db_path: str | os.PathLike, experiment: str, format: str = "md",
-                metrics: list[str] | tuple[str, ...] | None = None) -> str:
+def sweep_table(
+    db_path: str | os.PathLike,
+    experiment: str,
+    format: str = "md",
+    metrics: list[str] | tuple[str, ...] | None = None,
+) -> str:
     """The experiment's results aggregated over seeds, as a Markdown table, CSV, or one JSON object
     {"experiment", "columns", "rows"}. `metrics` keeps only those metrics (a name, or a prefix of
     flattened names: "eval" keeps "eval.errors"). See the module docstring for the columns."""
@@ -810,8 +943,9 @@ def sweep_table(db_path: str | os.PathLike, experiment: str, format: str = "md",
         raise SweepError(f"unknown table format {format!r}; formats: {', '.join(TABLE_FORMATS)}")
     columns, rows = table_rows(db_path, experiment, metrics)
     if format == "json":
-        return json.dumps({"experiment": experiment, "columns": columns, "rows": rows}, ensure_ascii=False,
-                          allow_nan=False)
+        return json.dumps(
+            {"experiment": experiment, "columns": columns, "rows": rows}, ensure_ascii=False, allow_nan=False
+        )
     if format == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -826,7 +960,23 @@ def sweep_table(db_path: str | os.PathLike, experiment: str, format: str = "md",
 
 
 __all__ = [
-    "BACKENDS", "DEFAULT_RUNNER", "TASKS", "TABLE_FORMATS", "BackendUnavailableError", "RunSpec", "SpecError",
-    "SweepError", "SweepSpec", "environment_versions", "load_spec", "resolve_runner", "run_id_for", "run_sweep",
-    "spec_from_dict", "spec_from_toml", "sweep_plan", "sweep_table", "table_rows",
+    "BACKENDS",
+    "DEFAULT_RUNNER",
+    "TASKS",
+    "TABLE_FORMATS",
+    "BackendUnavailableError",
+    "RunSpec",
+    "SpecError",
+    "SweepError",
+    "SweepSpec",
+    "environment_versions",
+    "load_spec",
+    "resolve_runner",
+    "run_id_for",
+    "run_sweep",
+    "spec_from_dict",
+    "spec_from_toml",
+    "sweep_plan",
+    "sweep_table",
+    "table_rows",
 ]

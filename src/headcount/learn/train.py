@@ -41,7 +41,12 @@ from headcount.core.io import save_model
 from headcount.core.symbols import BOTTOM
 from headcount.induction import task as itask
 from headcount.learn.models import (
-    BooleanNet, MinMaxNet, SequenceConfig, SequenceModel, boolean_net_to_model, minmax_net_to_model,
+    BooleanNet,
+    MinMaxNet,
+    SequenceConfig,
+    SequenceModel,
+    boolean_net_to_model,
+    minmax_net_to_model,
     sequence_model_to_transformer,
 )
 from headcount.minmax.model import save_minmax
@@ -49,7 +54,9 @@ from headcount.minmax.task import all_multisets, check_sizes, count_multisets
 from headcount.minmax.verify import decide_exact, verify_exact_one_head
 
 IGNORE = -100  # cross-entropy ignore_index: the hop token's position has no target
-EVAL_SEED = 20_240_601  # held-out sets are fixed (independent of the training seed), so runs compare on equal inputs
+EVAL_SEED = (
+    20_240_601  # held-out sets are fixed (independent of the training seed), so runs compare on equal inputs
+)
 EVAL_SIZE = 2048  # held-out sequences for induction metrics
 PATTERN_SIZE = 512  # held-out sequences for the head-pattern scores
 FAMILY_SIZE = 256  # sequences per adversarial family
@@ -84,15 +91,31 @@ def _progress_bar(progress: bool, label: str, steps: int):
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("loss {task.fields[loss]}"),
-                   TimeRemainingColumn(), console=Console(file=sys.stderr), transient=True)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]}"),
+        TimeRemainingColumn(),
+        console=Console(file=sys.stderr),
+        transient=True,
+    )
     bar.add_task(label, total=steps, loss="…")
     return bar
 
 
-def fit(model: torch.nn.Module, step_loss: Callable[[int], torch.Tensor], steps: int, lr: float, *,
-        weight_decay: float = 0.0, warmup: int | None = None, clip: float = 1.0, progress: bool = False,
-        label: str = "train") -> list[float]:
+def fit(
+    model: torch.nn.Module,
+    step_loss: Callable[[int], torch.Tensor],
+    steps: int,
+    lr: float,
+    *,
+    weight_decay: float = 0.0,
+    warmup: int | None = None,
+    clip: float = 1.0,
+    progress: bool = False,
+    label: str = "train",
+) -> list[float]:
     """Minimise step_loss(step) (a fresh batch per step) over `steps` steps; returns the loss per step."""
     warmup = max(1, min(100, steps // 10)) if warmup is None else warmup
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
@@ -150,7 +173,7 @@ def _loss_summary(losses: list[float]) -> dict[str, Any]:
     """first_loss, final_loss (mean over the last 10% of steps, 1 to 50 of them), loss_curve; None for no steps."""
     if not losses:
         return {"first_loss": None, "final_loss": None, "loss_curve": []}
-    tail = losses[-max(1, min(50, len(losses) // 10)):]
+    tail = losses[-max(1, min(50, len(losses) // 10)) :]
     return {"first_loss": losses[0], "final_loss": float(np.mean(tail)), "loss_curve": _curve(losses)}
 
 
@@ -179,8 +202,9 @@ def _out_path(out: Any) -> Path | None:
 # ---------------------------------------------------------------------------------------------
 
 
-def induction_batch(rng: np.random.Generator, batch: int, n: int, alphabet: int, hops: int, hop_token: bool,
-                    generator: str) -> tuple[np.ndarray, np.ndarray]:
+def induction_batch(
+    rng: np.random.Generator, batch: int, n: int, alphabet: int, hops: int, hop_token: bool, generator: str
+) -> tuple[np.ndarray, np.ndarray]:
     """(inputs, class targets) [batch n(+1)]: σ from `generator`, targets hop_k(σ) with ⊥ ↦ class alphabet;
     with hop_token, a first token alphabet + k − 1 with k uniform in 1..hops per row, its target IGNORE."""
     sigma = itask.GENERATORS[generator](rng, batch, n, alphabet)
@@ -198,7 +222,9 @@ def induction_batch(rng: np.random.Generator, batch: int, n: int, alphabet: int,
 
 
 @torch.no_grad()
-def sequence_predict(model: SequenceModel, tokens: np.ndarray, chunk: int = 512) -> tuple[np.ndarray, list[np.ndarray]]:
+def sequence_predict(
+    model: SequenceModel, tokens: np.ndarray, chunk: int = 512
+) -> tuple[np.ndarray, list[np.ndarray]]:
     """(predictions [batch pos] with BOTTOM for ⊥, attention patterns per layer [batch heads q k]) of `model`
     as it is (call on a float64 copy for exact metrics); argmax ties go to the lowest class, as in core."""
     preds, patterns = [], []
@@ -208,7 +234,9 @@ def sequence_predict(model: SequenceModel, tokens: np.ndarray, chunk: int = 512)
         cls = logits.argmax(dim=-1).numpy()
         preds.append(np.where(cls == alphabet, BOTTOM, cls))
         patterns.append([p.numpy() for p in pats])
-    return np.concatenate(preds), [np.concatenate([p[layer] for p in patterns]) for layer in range(len(model.blocks))]
+    return np.concatenate(preds), [
+        np.concatenate([p[layer] for p in patterns]) for layer in range(len(model.blocks))
+    ]
 
 
 def head_scores(patterns: list[np.ndarray], sigma: np.ndarray, offset: int = 0) -> list[dict[str, Any]]:
@@ -239,8 +267,15 @@ def heldout_sequences(n: int, alphabet: int, generator: str = "uniform", size: i
     return itask.GENERATORS[generator](heldout_rng(n, alphabet), size, n, alphabet)
 
 
-def evaluate_induction(model: SequenceModel, n: int, alphabet: int, hops: int = 1, hop_token: bool = False,
-                       generator: str = "uniform", eval_size: int = EVAL_SIZE) -> dict[str, Any]:
+def evaluate_induction(
+    model: SequenceModel,
+    n: int,
+    alphabet: int,
+    hops: int = 1,
+    hop_token: bool = False,
+    generator: str = "uniform",
+    eval_size: int = EVAL_SIZE,
+) -> dict[str, Any]:
     """Exact task metrics of `model` (run in float64) on fixed held-out sets (seeded by EVAL_SEED, n, alphabet):
 
     accuracy / accuracy_bottom: non-⊥ / ⊥ positions of `eval_size` sequences from `generator` (with a hop
@@ -256,7 +291,9 @@ def evaluate_induction(model: SequenceModel, n: int, alphabet: int, hops: int = 
     by_hop: dict[str, float] = {}
     for k in range(1, hops + 1) if hop_token else [hops]:
         target = itask.induction_targets(sigma, k)
-        inputs = np.concatenate([np.full((eval_size, 1), alphabet + k - 1), sigma], axis=1) if hop_token else sigma
+        inputs = (
+            np.concatenate([np.full((eval_size, 1), alphabet + k - 1), sigma], axis=1) if hop_token else sigma
+        )
         pred, patterns = sequence_predict(model64, inputs)
         metrics = itask.induction_metrics(pred[:, offset:], target)
         by_hop[str(k)] = metrics["accuracy"]
@@ -264,8 +301,15 @@ def evaluate_induction(model: SequenceModel, n: int, alphabet: int, hops: int = 
     cls = torch.from_numpy(np.where(target == BOTTOM, alphabet, target))
     with torch.no_grad():
         logits = torch.cat([model64(torch.from_numpy(inputs[s : s + 512])) for s in range(0, eval_size, 512)])
-    out["eval_loss"] = float(F_nn.cross_entropy(logits[:, offset:].reshape(-1, alphabet + 1), cls.reshape(-1)))
-    out.update({k: metrics[k] for k in ("accuracy", "accuracy_bottom", "errors", "token_positions", "bottom_positions")})
+    out["eval_loss"] = float(
+        F_nn.cross_entropy(logits[:, offset:].reshape(-1, alphabet + 1), cls.reshape(-1))
+    )
+    out.update(
+        {
+            k: metrics[k]
+            for k in ("accuracy", "accuracy_bottom", "errors", "token_positions", "bottom_positions")
+        }
+    )
     if hop_token:
         out["accuracy_by_hop"] = by_hop
     out["head_scores"] = head_scores([p[:PATTERN_SIZE] for p in patterns], sigma[:PATTERN_SIZE], offset)
@@ -284,39 +328,78 @@ def evaluate_induction(model: SequenceModel, n: int, alphabet: int, hops: int = 
                 out["accuracy_index"] = float(np.mean(pred[:, query] == target[:, query]))
                 out["accuracy_index_all"] = metrics["accuracy"]
             else:
-                out["adversarial"][name] = {"accuracy": metrics["accuracy"], "accuracy_bottom": metrics["accuracy_bottom"]}
+                out["adversarial"][name] = {
+                    "accuracy": metrics["accuracy"],
+                    "accuracy_bottom": metrics["accuracy_bottom"],
+                }
     return out
 
 
 @single_threaded
-def train_induction(layers: int = 2, heads: int = 1, dim: int = 32, n: int = 16, alphabet: int = 4, hops: int = 1,
-                    steps: int = INDUCTION_STEPS, batch: int = 64, lr: float = INDUCTION_LR, seed: int = 0,
-                    positional: str = "learned", mlp: bool = False, layernorm: bool = False, generator: str = "uniform",
-                    out: str | Path | None = None, progress: bool = False, hop_token: bool | None = None,
-                    weight_decay: float = 0.01) -> dict[str, Any]:
+def train_induction(
+    layers: int = 2,
+    heads: int = 1,
+    dim: int = 32,
+    n: int = 16,
+    alphabet: int = 4,
+    hops: int = 1,
+    steps: int = INDUCTION_STEPS,
+    batch: int = 64,
+    lr: float = INDUCTION_LR,
+    seed: int = 0,
+    positional: str = "learned",
+    mlp: bool = False,
+    layernorm: bool = False,
+    generator: str = "uniform",
+    out: str | Path | None = None,
+    progress: bool = False,
+    hop_token: bool | None = None,
+    weight_decay: float = 0.01,
+) -> dict[str, Any]:
     """Train a SequenceModel on induction heads (hops = 1) or k-hop (hop_token, default on when hops > 1; see
     the module docstring) and return evaluate_induction's metrics plus the run's facts. `out`: the exported
     core model file (core io); LayerNorm models cannot be exported, so out must be None for them."""
     began = time.perf_counter()
-    for name, value, low in (("layers", layers, 1), ("heads", heads, 1), ("dim", dim, 1), ("n", n, 1),
-                             ("alphabet", alphabet, 2), ("hops", hops, 1), ("steps", steps, 0), ("batch", batch, 1),
-                             ("seed", seed, 0)):
+    for name, value, low in (
+        ("layers", layers, 1),
+        ("heads", heads, 1),
+        ("dim", dim, 1),
+        ("n", n, 1),
+        ("alphabet", alphabet, 2),
+        ("hops", hops, 1),
+        ("steps", steps, 0),
+        ("batch", batch, 1),
+        ("seed", seed, 0),
+    ):
         _check_positive(name, value, low)
     lr = _check_lr(lr)
     if generator not in itask.GENERATORS:
         raise ValueError(f"unknown generator {generator!r}: use one of {sorted(itask.GENERATORS)}")
     if positional not in ("learned", "sinusoidal", "circle"):
-        raise ValueError(f"positional {positional!r} cannot be trained from scratch: use 'learned', 'sinusoidal' or "
-                         "'circle' ('fixed' is for loaded constructions)")
+        raise ValueError(
+            f"positional {positional!r} cannot be trained from scratch: use 'learned', 'sinusoidal' or "
+            "'circle' ('fixed' is for loaded constructions)"
+        )
     if generator == "index" and (alphabet < 3 or n < 3):
         raise ValueError(f"the index generator needs alphabet ≥ 3 and n ≥ 3, got alphabet={alphabet}, n={n}")
     hop_token = hops > 1 if hop_token is None else bool(hop_token)
     path = _out_path(out)
     if path is not None and layernorm:
-        raise ValueError("LayerNorm models cannot be exported to the certifiable weight form; pass out=None or "
-                         "train with layernorm=False")
-    cfg = SequenceConfig(vocab=alphabet + (hops if hop_token else 0), alphabet=alphabet, n_ctx=n + int(hop_token),
-                         layers=layers, heads=heads, dim=dim, positional=positional, mlp=mlp, layernorm=layernorm)
+        raise ValueError(
+            "LayerNorm models cannot be exported to the certifiable weight form; pass out=None or "
+            "train with layernorm=False"
+        )
+    cfg = SequenceConfig(
+        vocab=alphabet + (hops if hop_token else 0),
+        alphabet=alphabet,
+        n_ctx=n + int(hop_token),
+        layers=layers,
+        heads=heads,
+        dim=dim,
+        positional=positional,
+        mlp=mlp,
+        layernorm=layernorm,
+    )
     torch.manual_seed(seed)
     model = SequenceModel(cfg)
     rng = np.random.default_rng(seed)
@@ -324,21 +407,50 @@ def train_induction(layers: int = 2, heads: int = 1, dim: int = 32, n: int = 16,
     def step_loss(step: int) -> torch.Tensor:
         inputs, target = induction_batch(rng, batch, n, alphabet, hops, hop_token, generator)
         logits = model(torch.from_numpy(inputs))
-        return F_nn.cross_entropy(logits.reshape(-1, alphabet + 1), torch.from_numpy(target).reshape(-1),
-                                  ignore_index=IGNORE)
+        return F_nn.cross_entropy(
+            logits.reshape(-1, alphabet + 1), torch.from_numpy(target).reshape(-1), ignore_index=IGNORE
+        )
 
-    losses = fit(model, step_loss, steps, lr, weight_decay=weight_decay, progress=progress,
-                 label=f"induction L={layers} H={heads} d={dim} n={n} S={alphabet} k={hops}")
+    losses = fit(
+        model,
+        step_loss,
+        steps,
+        lr,
+        weight_decay=weight_decay,
+        progress=progress,
+        label=f"induction L={layers} H={heads} d={dim} n={n} S={alphabet} k={hops}",
+    )
     train_seconds = time.perf_counter() - began
-    result: dict[str, Any] = {"task": "khop" if hop_token else "induction", "layers": layers, "heads": heads, "dim": dim,
-                              "n": n, "alphabet": alphabet, "hops": hops, "hop_token": hop_token, "steps": steps,
-                              "batch": batch, "lr": lr, "seed": seed, "positional": positional, "mlp": mlp,
-                              "layernorm": layernorm, "generator": generator}
+    result: dict[str, Any] = {
+        "task": "khop" if hop_token else "induction",
+        "layers": layers,
+        "heads": heads,
+        "dim": dim,
+        "n": n,
+        "alphabet": alphabet,
+        "hops": hops,
+        "hop_token": hop_token,
+        "steps": steps,
+        "batch": batch,
+        "lr": lr,
+        "seed": seed,
+        "positional": positional,
+        "mlp": mlp,
+        "layernorm": layernorm,
+        "generator": generator,
+    }
     result.update(_loss_summary(losses))
     result.update(evaluate_induction(model, n, alphabet, hops, hop_token, generator))
     result["model_path"] = None
     if path is not None:
-        info = {"task": result["task"], "n": n, "alphabet": alphabet, "hops": hops, "hop_token": hop_token, "seed": seed}
+        info = {
+            "task": result["task"],
+            "n": n,
+            "alphabet": alphabet,
+            "hops": hops,
+            "hop_token": hop_token,
+            "seed": seed,
+        }
         save_model(sequence_model_to_transformer(model, info), path)
         result["model_path"] = str(path)
     result["train_seconds"] = train_seconds
@@ -380,8 +492,10 @@ def evaluate_minmax(net: MinMaxNet, n: int) -> dict[str, Any]:
     right_min = decide_exact(model, model.classifier_min, x) == x.min(axis=1)
     right_max = decide_exact(model, model.classifier_max, x) == x.max(axis=1)
     out: dict[str, Any] = {
-        "exhaustive": exhaustive, "inputs_evaluated": int(len(x)),
-        "accuracy_min": float(weight @ right_min), "accuracy_max": float(weight @ right_max),
+        "exhaustive": exhaustive,
+        "inputs_evaluated": int(len(x)),
+        "accuracy_min": float(weight @ right_min),
+        "accuracy_max": float(weight @ right_max),
         "accuracy_both": float(weight @ (right_min & right_max)),
     }
     if net.heads == 1:
@@ -389,21 +503,40 @@ def evaluate_minmax(net: MinMaxNet, n: int) -> dict[str, Any]:
         for name, clf in (("min", model.classifier_min), ("max", model.classifier_max)):
             v = verify_exact_one_head(head, clf, name, n)
             out[f"verifier_{name}"] = {
-                "correct": v.correct, "counterexample_exists": not v.correct, "margin": float(v.margin),
+                "correct": v.correct,
+                "counterexample_exists": not v.correct,
+                "margin": float(v.margin),
                 "counterexample": None if v.worst_input is None else [int(t) for t in v.worst_input],
-                "wrong_class": v.wrong_class, "decision": v.decision,
+                "wrong_class": v.wrong_class,
+                "decision": v.decision,
             }
     return out
 
 
 @single_threaded
-def train_minmax(M: int = 8, n: int = 4, heads: int = 1, dim: int = 4, steps: int = 2000, batch: int = 256,
-                 lr: float = 1e-2, seed: int = 0, out: str | Path | None = None, progress: bool = False) -> dict[str, Any]:
+def train_minmax(
+    M: int = 8,
+    n: int = 4,
+    heads: int = 1,
+    dim: int = 4,
+    steps: int = 2000,
+    batch: int = 256,
+    lr: float = 1e-2,
+    seed: int = 0,
+    out: str | Path | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
     """Train a MinMaxNet on lists uniform over [M]^n (cross-entropy of both classifiers); evaluate_minmax's
     metrics. `out`: the exported MinMaxModel (save_minmax)."""
     began = time.perf_counter()
     check_sizes(M, n)
-    for name, value, low in (("heads", heads, 1), ("dim", dim, 1), ("steps", steps, 0), ("batch", batch, 1), ("seed", seed, 0)):
+    for name, value, low in (
+        ("heads", heads, 1),
+        ("dim", dim, 1),
+        ("steps", steps, 0),
+        ("batch", batch, 1),
+        ("seed", seed, 0),
+    ):
         _check_positive(name, value, low)
     lr = _check_lr(lr)
     path = _out_path(out)
@@ -414,12 +547,23 @@ def train_minmax(M: int = 8, n: int = 4, heads: int = 1, dim: int = 4, steps: in
     def step_loss(step: int) -> torch.Tensor:
         x = torch.from_numpy(rng.integers(1, M + 1, size=(batch, n)))
         logits_min, logits_max = net(x)
-        return F_nn.cross_entropy(logits_min, x.min(dim=1).values - 1) + F_nn.cross_entropy(logits_max, x.max(dim=1).values - 1)
+        return F_nn.cross_entropy(logits_min, x.min(dim=1).values - 1) + F_nn.cross_entropy(
+            logits_max, x.max(dim=1).values - 1
+        )
 
     losses = fit(net, step_loss, steps, lr, progress=progress, label=f"minmax M={M} n={n} H={heads} d={dim}")
     train_seconds = time.perf_counter() - began
-    result: dict[str, Any] = {"task": "minmax", "M": M, "n": n, "heads": heads, "dim": dim, "steps": steps, "batch": batch,
-                              "lr": lr, "seed": seed}
+    result: dict[str, Any] = {
+        "task": "minmax",
+        "M": M,
+        "n": n,
+        "heads": heads,
+        "dim": dim,
+        "steps": steps,
+        "batch": batch,
+        "lr": lr,
+        "seed": seed,
+    }
     result.update(_loss_summary(losses))
     result.update(evaluate_minmax(net, n))
     result["model_path"] = None
@@ -437,9 +581,18 @@ def train_minmax(M: int = 8, n: int = 4, heads: int = 1, dim: int = 4, steps: in
 
 
 @single_threaded
-def train_boolean(function: str = "xor", n: int = 8, degree: int = 2, heads: int = 4, dim: int | None = None,
-                  steps: int = BOOLEAN_STEPS, lr: float = 3e-2, seed: int = 0, out: str | Path | None = None,
-                  progress: bool = False) -> dict[str, Any]:
+def train_boolean(
+    function: str = "xor",
+    n: int = 8,
+    degree: int = 2,
+    heads: int = 4,
+    dim: int | None = None,
+    steps: int = BOOLEAN_STEPS,
+    lr: float = 3e-2,
+    seed: int = 0,
+    out: str | Path | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
     """Train a BooleanNet on a symmetric function (a name or F:+-…, boolean/functions.py) over all 2^n inputs
     (module docstring). dim defaults to Theorem 3's bound min{D, 2·max{1, ⌈log₂ H⌉} + 2}. Metrics:
     accuracy_all_inputs (fraction of the 2^n inputs the float64 model gets right; sign 0 is wrong), solved
@@ -447,7 +600,13 @@ def train_boolean(function: str = "xor", n: int = 8, degree: int = 2, heads: int
     (min_t F(t)·g(t) in float64), threshold_degree T and below_bound (D·H < T: no model can solve it,
     Theorem 2). `out`: the exported exact model (save_boolean)."""
     began = time.perf_counter()
-    for name, value, low in (("n", n, 1), ("degree", degree, 1), ("heads", heads, 1), ("steps", steps, 0), ("seed", seed, 0)):
+    for name, value, low in (
+        ("n", n, 1),
+        ("degree", degree, 1),
+        ("heads", heads, 1),
+        ("steps", steps, 0),
+        ("seed", seed, 0),
+    ):
         _check_positive(name, value, low)
     dim = dim_bound(degree, heads) if dim is None else _check_positive("dim", dim)
     lr = _check_lr(lr)
@@ -463,7 +622,9 @@ def train_boolean(function: str = "xor", n: int = 8, degree: int = 2, heads: int
     def step_loss(step: int) -> torch.Tensor:
         return (prob.float() * F_nn.softplus(-target * net.score(t))).sum()
 
-    losses = fit(net, step_loss, steps, lr, progress=progress, label=f"boolean {function} n={n} D={degree} H={heads}")
+    losses = fit(
+        net, step_loss, steps, lr, progress=progress, label=f"boolean {function} n={n} D={degree} H={heads}"
+    )
     train_seconds = time.perf_counter() - began
     with torch.no_grad():
         g = copy.deepcopy(net).double().score(t).numpy()  # [n+1]
@@ -471,15 +632,30 @@ def train_boolean(function: str = "xor", n: int = 8, degree: int = 2, heads: int
     layer, readout = boolean_net_to_model(net)
     exact = model_sign_exact(layer, readout, n)
     result: dict[str, Any] = {
-        "task": "boolean", "function": str(function), "n": n, "degree": degree, "heads": heads, "dim": dim,
-        "dim_bound": dim_bound(degree, heads), "threshold_degree": T, "below_bound": degree * heads < T,
-        "steps": steps, "lr": lr, "seed": seed, **_loss_summary(losses),
-        "accuracy_all_inputs": float(prob.numpy() @ right), "weights_right": int(right.sum()), "solved": bool(right.all()),
-        "solved_exact": bool(all(s == f for s, f in zip(exact, F))), "min_margin": float(np.min(F * g)),
+        "task": "boolean",
+        "function": str(function),
+        "n": n,
+        "degree": degree,
+        "heads": heads,
+        "dim": dim,
+        "dim_bound": dim_bound(degree, heads),
+        "threshold_degree": T,
+        "below_bound": degree * heads < T,
+        "steps": steps,
+        "lr": lr,
+        "seed": seed,
+        **_loss_summary(losses),
+        "accuracy_all_inputs": float(prob.numpy() @ right),
+        "weights_right": int(right.sum()),
+        "solved": bool(right.all()),
+        "solved_exact": bool(all(s == f for s, f in zip(exact, F))),
+        "min_margin": float(np.min(F * g)),
     }
     result["model_path"] = None
     if path is not None:
-        save_boolean(layer, readout, path, {"task": "boolean", "function": str(function), "n": n, "seed": seed})
+        save_boolean(
+            layer, readout, path, {"task": "boolean", "function": str(function), "n": n, "seed": seed}
+        )
         result["model_path"] = str(path)
     result["train_seconds"] = train_seconds
     result["wall_seconds"] = time.perf_counter() - began
@@ -492,7 +668,10 @@ def train_boolean(function: str = "xor", n: int = 8, degree: int = 2, heads: int
 
 
 TASKS: dict[str, Callable[..., dict[str, Any]]] = {
-    "induction": train_induction, "khop": train_induction, "minmax": train_minmax, "boolean": train_boolean,
+    "induction": train_induction,
+    "khop": train_induction,
+    "minmax": train_minmax,
+    "boolean": train_boolean,
 }
 
 

@@ -71,7 +71,9 @@ def sufficient_condition(layer: TokenLayer, classifier: Classifier, task: str, n
     if d >= 2**53:  # the exactness argument above needs every partial sum below 2^53
         raise InternalError(f"code dimension {d} ≥ 2^53: the float64 Gram matrix would not be exact")
     gmin = d - max_ip
-    out.update(code_dim=d, max_inner_product=max_ip, code_gap=gmin, inner_products_below_half_d=2 * max_ip < d)
+    out.update(
+        code_dim=d, max_inner_product=max_ip, code_gap=gmin, inner_products_below_half_d=2 * max_ip < d
+    )
     if gmin < 2:
         out["reason"] = "two tokens share a code"
         return out
@@ -102,7 +104,9 @@ def sufficient_condition(layer: TokenLayer, classifier: Classifier, task: str, n
     return out
 
 
-def certify_minmax(M: int, n: int, heads: int, code: str = "sign", seed: int = 0, method: str | None = None) -> dict:
+def certify_minmax(
+    M: int, n: int, heads: int, code: str = "sign", seed: int = 0, method: str | None = None
+) -> dict:
     """Build the construction and certify it on all inputs; the command's JSON object (a dict).
 
     heads=2: the two-head layer, each classifier certified through its block; heads=1: the min head is
@@ -115,13 +119,17 @@ def certify_minmax(M: int, n: int, heads: int, code: str = "sign", seed: int = 0
     a failed sufficient condition proves nothing either way (see sufficient_*["reason"])."""
     check_sizes(M, n)
     if heads not in (1, 2):
-        raise ValueError(f"bad heads={heads!r}: the construction has 1 head per task (heads=1) or one layer with 2 heads")
+        raise ValueError(
+            f"bad heads={heads!r}: the construction has 1 head per task (heads=1) or one layer with 2 heads"
+        )
     if code not in ("sign", "compact"):
         raise ValueError(f"unknown code {code!r}: use 'sign' (d = ⌈8 ln M⌉) or 'compact' (d = ⌈log₂ M⌉)")
     if method is None:
         method = "exact-histogram" if M <= EXACT_MAX_M else "sufficient-condition"
     if method not in ("exact-histogram", "sufficient-condition", "brute-force"):
-        raise ValueError(f"unknown method {method!r}: use exact-histogram, sufficient-condition or brute-force")
+        raise ValueError(
+            f"unknown method {method!r}: use exact-histogram, sufficient-condition or brute-force"
+        )
     codes = sign_code(M, seed=seed) if code == "sign" else compact_code(M)
     if heads == 2:
         model = two_head_layer(M, n, codes)
@@ -133,7 +141,12 @@ def certify_minmax(M: int, n: int, heads: int, code: str = "sign", seed: int = 0
         pairs = {"min": (TokenLayer((hmin,)), cmin), "max": (TokenLayer((hmax,)), cmax)}
         dim = hmin.dim
     result = {
-        "M": M, "n": n, "heads": heads, "dim": dim, "code": code, "seed": seed,
+        "M": M,
+        "n": n,
+        "heads": heads,
+        "dim": dim,
+        "code": code,
+        "seed": seed,
         "value_bits": 0,
         "value_norm": float(np.sqrt(codes.shape[1])),
         "method": method,

@@ -44,7 +44,9 @@ def sign_code(M: int, d: int | None = None, seed: int = 0, max_tries: int = 1000
                 if count == M:
                     break
         if tries > max_tries * M:
-            raise ValueError(f"no ±1 code of {M} words in dimension {d} with inner products < d/2 found (seed {seed})")
+            raise ValueError(
+                f"no ±1 code of {M} words in dimension {d} with inner products < d/2 found (seed {seed})"
+            )
     return codes
 
 

@@ -74,7 +74,9 @@ def exact_inner(a: np.ndarray, b: np.ndarray) -> flint.fmpq:
     return total
 
 
-def layer_gap_sign(heads, theta: np.ndarray, hist: dict[int, int], i: int, j: int, cache: dict | None = None) -> int:
+def layer_gap_sign(
+    heads, theta: np.ndarray, hist: dict[int, int], i: int, j: int, cache: dict | None = None
+) -> int:
     """Exact sign of ⟨θ_i − θ_j, z(h)⟩ for a layer (heads: sequence of TokenHead) on histogram
     {0-based token: count}; i, j 0-based classes. cache: optional dict that keeps the exact inner products
     ⟨θ_i, v^k_ω⟩ between calls on the same layer and θ.

@@ -139,7 +139,9 @@ def lemma_n(M: int, n: int) -> int:
     return min(1 + isqrt(M - 1), (n - 1) // 2)
 
 
-def lemma6_quantities(head: TokenHead, n: int, value_bits: int | None = None, value_norm: float | None = None) -> dict:
+def lemma6_quantities(
+    head: TokenHead, n: int, value_bits: int | None = None, value_norm: float | None = None
+) -> dict:
     """Lemma 6's quantities for one head at list length n (reported, not asserted).
 
     N = min{⌊1+√(M−1)⌋, ⌊(n−1)/2⌋}; d = value dimension; p = value bits (smallest p with values in 2^-p·Z,
@@ -193,7 +195,9 @@ def _single_head(model: MinMaxModel) -> TokenHead:
     if not isinstance(model, MinMaxModel):
         raise TypeError(f"expected a MinMaxModel, got {type(model).__name__}")
     if len(model.layer.heads) != 1:
-        raise ValueError(f"the one-head tools need a single-head model, this one has {len(model.layer.heads)} heads")
+        raise ValueError(
+            f"the one-head tools need a single-head model, this one has {len(model.layer.heads)} heads"
+        )
     return model.layer.heads[0]
 
 
@@ -201,7 +205,12 @@ def _task_report(model: MinMaxModel, task: str, n: int) -> dict:
     head = _single_head(model)
     clf = model.classifier_min if task == "min" else model.classifier_max
     v = verify_exact_one_head(head, clf, task, n)
-    out: dict[str, Any] = {"correct": v.correct, "margin": v.margin, "tolerance": v.tolerance, "worst_input": None}
+    out: dict[str, Any] = {
+        "correct": v.correct,
+        "margin": v.margin,
+        "tolerance": v.tolerance,
+        "worst_input": None,
+    }
     if v.correct:
         return out
     x = np.array([v.worst_input], dtype=np.int64)
@@ -287,7 +296,9 @@ class SearchResult:
     steps: int
     seed: int
     succeeded: bool  # some restart solves both tasks (exactly verified)
-    best_margins: tuple[float, float]  # (min, max) of the restart with the largest min(margin_min, margin_max)
+    best_margins: tuple[
+        float, float
+    ]  # (min, max) of the restart with the largest min(margin_min, margin_max)
     best_model: MinMaxModel
     best_report: dict  # one_head_counterexamples of the best model (counterexamples confirmed when it fails)
     runs: list[dict] = field(default_factory=list)  # per restart: margins, correct, worst inputs, confirmed
@@ -300,9 +311,16 @@ class SearchResult:
 
     def summary(self) -> dict:
         return {
-            "M": self.M, "n": self.n, "d": self.d, "restarts": self.restarts, "steps": self.steps,
-            "seed": self.seed, "succeeded": self.succeeded, "best_margins": list(self.best_margins),
-            "all_failed_confirmed": self.all_failed_confirmed, "seconds": round(self.seconds, 3),
+            "M": self.M,
+            "n": self.n,
+            "d": self.d,
+            "restarts": self.restarts,
+            "steps": self.steps,
+            "seed": self.seed,
+            "succeeded": self.succeeded,
+            "best_margins": list(self.best_margins),
+            "all_failed_confirmed": self.all_failed_confirmed,
+            "seconds": round(self.seconds, 3),
             "best_counterexamples": {t: self.best_report[t]["worst_input"] for t in ("min", "max")},
         }
 
@@ -327,14 +345,20 @@ def search_single_head(
     min(margin_min, margin_max); every failing restart's counterexamples are re-decided to confirm them."""
     check_sizes(M, n)
     if d < 1 or restarts < 1 or steps < 0:
-        raise ValueError(f"need d ≥ 1, restarts ≥ 1, steps ≥ 0; got d={d}, restarts={restarts}, steps={steps}")
+        raise ValueError(
+            f"need d ≥ 1, restarts ≥ 1, steps ≥ 0; got d={d}, restarts={restarts}, steps={steps}"
+        )
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     best = None
     runs = []
     for r in range(restarts):
-        params = [rng.standard_normal(M), rng.standard_normal((M, d)), rng.standard_normal((M, d)),
-                  rng.standard_normal((M, d))]
+        params = [
+            rng.standard_normal(M),
+            rng.standard_normal((M, d)),
+            rng.standard_normal((M, d)),
+            rng.standard_normal((M, d)),
+        ]
         if r % 2 == 1:  # every other restart starts from equal attention
             params[0] = np.zeros(M)
         m1 = [np.zeros_like(p) for p in params]
@@ -352,20 +376,36 @@ def search_single_head(
         rep = one_head_counterexamples(model, n)
         margins = (rep["min"]["margin"], rep["max"]["margin"])
         wrong = [t for t in ("min", "max") if not rep[t]["correct"]]
-        runs.append({
-            "restart": r,
-            "margins": list(margins),
-            "solves_both": rep["solves_both"],
-            "wrong_tasks": wrong,
-            "counterexamples": {t: rep[t]["worst_input"] for t in wrong},
-            "confirmed_counterexample": bool(wrong) and all(rep[t]["confirmed"] for t in wrong),
-            "run": {k: rep["run"][k] for k in ("length_non_decreasing", "length_non_increasing", "obstructs")},
-        })
+        runs.append(
+            {
+                "restart": r,
+                "margins": list(margins),
+                "solves_both": rep["solves_both"],
+                "wrong_tasks": wrong,
+                "counterexamples": {t: rep[t]["worst_input"] for t in wrong},
+                "confirmed_counterexample": bool(wrong) and all(rep[t]["confirmed"] for t in wrong),
+                "run": {
+                    k: rep["run"][k] for k in ("length_non_decreasing", "length_non_increasing", "obstructs")
+                },
+            }
+        )
         if best is None or min(margins) > min(best[0]):
             best = (margins, model, rep)
     margins, model, rep = best
-    return SearchResult(M, n, d, restarts, steps, seed, any(r["solves_both"] for r in runs), margins, model, rep,
-                        runs, time.perf_counter() - t0)
+    return SearchResult(
+        M,
+        n,
+        d,
+        restarts,
+        steps,
+        seed,
+        any(r["solves_both"] for r in runs),
+        margins,
+        model,
+        rep,
+        runs,
+        time.perf_counter() - t0,
+    )
 
 
 def smallest_dimension(M: int, n: int, d_max: int, **search_kw) -> dict:

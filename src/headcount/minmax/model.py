@@ -47,7 +47,9 @@ class TokenHead:
     def __post_init__(self):
         s, v = _finite("scores", self.scores), _finite("values", self.values)
         if s.ndim != 1 or v.ndim != 2 or v.shape[0] != s.shape[0] or s.shape[0] < 2:
-            raise ValueError(f"a head needs scores [M] and values [M d] with M ≥ 2, got {s.shape} and {v.shape}")
+            raise ValueError(
+                f"a head needs scores [M] and values [M d] with M ≥ 2, got {s.shape} and {v.shape}"
+            )
         object.__setattr__(self, "scores", s)
         object.__setattr__(self, "values", v)
 
@@ -123,7 +125,9 @@ class MinMaxModel:
     def __post_init__(self):
         for c in (self.classifier_min, self.classifier_max):
             if c.theta.shape != (self.layer.M, self.layer.dim):
-                raise ValueError(f"classifier theta has shape {c.theta.shape}, expected [M d] = {(self.layer.M, self.layer.dim)}")
+                raise ValueError(
+                    f"classifier theta has shape {c.theta.shape}, expected [M d] = {(self.layer.M, self.layer.dim)}"
+                )
 
 
 def as_layer(model: MinMaxModel | TokenLayer | TokenHead) -> TokenLayer:
@@ -197,7 +201,8 @@ def load_minmax(path: str | os.PathLike) -> MinMaxModel:
         if config.get("version") != MINMAX_VERSION:
             raise ValueError(f"version {config.get('version')!r}, expected {MINMAX_VERSION}")
         heads = tuple(
-            TokenHead(tensors[f"heads.{k}.scores"], tensors[f"heads.{k}.values"]) for k in range(int(config["heads"]))
+            TokenHead(tensors[f"heads.{k}.scores"], tensors[f"heads.{k}.values"])
+            for k in range(int(config["heads"]))
         )
         model = MinMaxModel(
             TokenLayer(heads),
@@ -206,10 +211,14 @@ def load_minmax(path: str | os.PathLike) -> MinMaxModel:
             dict(config.get("info", {})),
         )
         if (model.layer.M, model.layer.dim) != (config["M"], config["dim"]):
-            raise ValueError(f"tensors have M, d = {model.layer.M}, {model.layer.dim}; config says {config['M']}, {config['dim']}")
+            raise ValueError(
+                f"tensors have M, d = {model.layer.M}, {model.layer.dim}; config says {config['M']}, {config['dim']}"
+            )
         return model
     except (KeyError, TypeError, ValueError) as err:
-        raise ModelFileError(f"{str(path)!r} is not a valid headcount-minmax model: {type(err).__name__}: {err}") from None
+        raise ModelFileError(
+            f"{str(path)!r} is not a valid headcount-minmax model: {type(err).__name__}: {err}"
+        ) from None
 
 
 def random_single_head(rng: np.random.Generator, M: int, dim: int, scale: float = 1.0) -> MinMaxModel:
@@ -219,5 +228,9 @@ def random_single_head(rng: np.random.Generator, M: int, dim: int, scale: float 
         raise ValueError(f"a random head needs M ≥ 2 and dim ≥ 1, got M={M}, dim={dim}")
     head = TokenHead(scale * rng.standard_normal(M), scale * rng.standard_normal((M, dim)))
     info = {"construction": "random_single_head", "M": M, "dim": dim, "scale": float(scale)}
-    return MinMaxModel(TokenLayer((head,)), Classifier(rng.standard_normal((M, dim))),
-                       Classifier(rng.standard_normal((M, dim))), info)
+    return MinMaxModel(
+        TokenLayer((head,)),
+        Classifier(rng.standard_normal((M, dim))),
+        Classifier(rng.standard_normal((M, dim))),
+        info,
+    )

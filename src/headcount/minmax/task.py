@@ -63,7 +63,9 @@ def all_multisets(M: int, n: int) -> np.ndarray:
         raise ValueError(f"all_multisets needs M ≥ 1 and n ≥ 1, got M={M}, n={n}")
     total = count_multisets(M, n)
     if total > MAX_ENUMERATE:
-        raise ValueError(f"C(n+M−1, n) = {total} multisets for M={M}, n={n}: more than {MAX_ENUMERATE} to enumerate")
+        raise ValueError(
+            f"C(n+M−1, n) = {total} multisets for M={M}, n={n}: more than {MAX_ENUMERATE} to enumerate"
+        )
     flat = np.fromiter(
         itertools.chain.from_iterable(itertools.combinations_with_replacement(range(1, M + 1), n)),
         dtype=np.int64,

@@ -101,8 +101,9 @@ def scope_of(*verdicts: Verdict) -> str:
 
 def _check_theta(layer: TokenLayer, classifier: Classifier) -> None:
     if classifier.theta.shape != (layer.M, layer.dim):
-        raise ValueError(f"classifier theta has shape {classifier.theta.shape}, "
-                         f"expected [M d] = {(layer.M, layer.dim)}")
+        raise ValueError(
+            f"classifier theta has shape {classifier.theta.shape}, expected [M d] = {(layer.M, layer.dim)}"
+        )
 
 
 def _check(layer: TokenLayer, classifier: Classifier, task: str, n: int) -> None:
@@ -124,7 +125,9 @@ def _to_original(x: float, shift: int) -> float:
     """x·2^shift as a float, saturating at ±FLOAT_MAX (a JSON number, never inf)."""
     with np.errstate(over="ignore"):
         y = float(np.ldexp(x, shift))
-    return float(np.clip(y, -FLOAT_MAX, FLOAT_MAX)) if np.isfinite(x) else (FLOAT_MAX if x > 0 else -FLOAT_MAX)
+    return (
+        float(np.clip(y, -FLOAT_MAX, FLOAT_MAX)) if np.isfinite(x) else (FLOAT_MAX if x > 0 else -FLOAT_MAX)
+    )
 
 
 @dataclass(frozen=True)
@@ -267,8 +270,9 @@ def _exact_argmax(layer: TokenLayer, theta: np.ndarray, hist: dict[int, int], ca
     return BOTTOM if tied else best + 1
 
 
-def _decide_lists(layer: TokenLayer, classifier: Classifier, prod: _Products, x: np.ndarray,
-                  cache: dict) -> tuple[np.ndarray, int]:
+def _decide_lists(
+    layer: TokenLayer, classifier: Classifier, prod: _Products, x: np.ndarray, cache: dict
+) -> tuple[np.ndarray, int]:
     """Exact decisions [batch] on lists x [batch n] (0-based tokens), and how many rows needed exact
     arithmetic."""
     L, R = _logit_bounds(layer, prod, x)
@@ -287,7 +291,9 @@ def _chunk_rows(M: int, n: int) -> int:
     return max(1, (1 << 21) // (M * n))
 
 
-def decide_exact(model: MinMaxModel | TokenLayer | TokenHead, classifier: Classifier, x: np.ndarray) -> np.ndarray:
+def decide_exact(
+    model: MinMaxModel | TokenLayer | TokenHead, classifier: Classifier, x: np.ndarray
+) -> np.ndarray:
     """Exact decisions [batch] (1-based token or BOTTOM) of classifier on the layer output for lists x.
 
     Float64 logits with rigorous bounds first; where another class is not proven below the top one, the
@@ -300,7 +306,9 @@ def decide_exact(model: MinMaxModel | TokenLayer | TokenHead, classifier: Classi
     cache: dict = {}
     step = _chunk_rows(layer.M, x.shape[1])
     for start in range(0, x.shape[0], step):
-        out[start : start + step] = _decide_lists(layer, classifier, prod, x[start : start + step] - 1, cache)[0]
+        out[start : start + step] = _decide_lists(
+            layer, classifier, prod, x[start : start + step] - 1, cache
+        )[0]
     return out
 
 
@@ -436,10 +444,23 @@ def verify_exact_one_head(head: TokenHead, classifier: Classifier, task: str, n:
     lst = tuple(sorted([token(x)] + [token(om)] * (n - 1)))
     decision = int(decide_exact(head, classifier, np.array([lst]))[0])
     if decision == token(x):
-        raise InternalError(f"verifier bug: the exact verifier's counterexample {lst} for {task} is decided "
-                            "correctly by the exact decision")
-    return Verdict(task, M, n, "exact-histogram", False, margin, tolerance, lst, token(y), decision,
-                   exact_rechecks=rechecks)
+        raise InternalError(
+            f"verifier bug: the exact verifier's counterexample {lst} for {task} is decided "
+            "correctly by the exact decision"
+        )
+    return Verdict(
+        task,
+        M,
+        n,
+        "exact-histogram",
+        False,
+        margin,
+        tolerance,
+        lst,
+        token(y),
+        decision,
+        exact_rechecks=rechecks,
+    )
 
 
 # ---------------------------------------------------------------- brute force over all multisets
@@ -468,14 +489,17 @@ def _brute_chunk(layer, classifier, prod, x, truth, cache) -> tuple[np.ndarray, 
         maybe = maybe[~beaten]
     for b in maybe:
         h = _hist_dict(x[b])
-        right[b] = all(layer_gap_sign(layer.heads, classifier.theta, h, int(f[b]), int(c), cache) > 0
-                       for c in np.nonzero(~below_f[b])[0])
+        right[b] = all(
+            layer_gap_sign(layer.heads, classifier.theta, h, int(f[b]), int(c), cache) > 0
+            for c in np.nonzero(~below_f[b])[0]
+        )
     margin = float(np.nanmin(gaps)) if not np.all(np.isnan(gaps)) else np.nan
     return right, margin, tol, int(maybe.size)
 
 
-def _wrong_class(layer: TokenLayer, classifier: Classifier, lst: tuple[int, ...], answer: int,
-                 decision: int, cache: dict) -> int:
+def _wrong_class(
+    layer: TokenLayer, classifier: Classifier, lst: tuple[int, ...], answer: int, decision: int, cache: dict
+) -> int:
     """A class y ≠ answer whose exact logit is ≥ the answer's on lst: the decision itself when it is a
     token, else (a tie at the top) another top class."""
     if decision != BOTTOM:
@@ -489,7 +513,11 @@ def _wrong_class(layer: TokenLayer, classifier: Classifier, lst: tuple[int, ...]
 
 
 def verify_brute(
-    model: MinMaxModel | TokenLayer | TokenHead, classifier: Classifier, task: str, n: int, chunk: int = 20_000
+    model: MinMaxModel | TokenLayer | TokenHead,
+    classifier: Classifier,
+    task: str,
+    n: int,
+    chunk: int = 20_000,
 ) -> Verdict:
     """Check every multiset of n tokens (any number of heads); exact decisions; first counterexample."""
     layer = as_layer(model)
@@ -516,10 +544,24 @@ def verify_brute(
     lst, answer = first
     decision = int(_decide_lists(layer, classifier, prod, np.array([lst]) - 1, cache)[0][0])
     if decision == answer:
-        raise InternalError(f"verifier bug: brute force counts {lst} for {task} as wrong, the exact decision is right")
+        raise InternalError(
+            f"verifier bug: brute force counts {lst} for {task} as wrong, the exact decision is right"
+        )
     wrong_class = _wrong_class(layer, classifier, lst, answer, decision, cache)
-    return Verdict(task, layer.M, n, "brute-force", False, margin, tol, lst, wrong_class, decision, errors=errors,
-                   exact_rechecks=rechecks)
+    return Verdict(
+        task,
+        layer.M,
+        n,
+        "brute-force",
+        False,
+        margin,
+        tol,
+        lst,
+        wrong_class,
+        decision,
+        errors=errors,
+        exact_rechecks=rechecks,
+    )
 
 
 # ---------------------------------------------------------------- block reduction
@@ -531,7 +573,9 @@ def block_head(layer: TokenLayer, classifier: Classifier) -> int:
     support = np.any(classifier.theta != 0, axis=0)  # [d]
     touching = [k for k, h in enumerate(layer.heads) if np.any(h.values[:, support] != 0)]
     if len(touching) > 1:
-        raise ValueError(f"not block-structured: heads {touching} all have values on the classifier's coordinates")
+        raise ValueError(
+            f"not block-structured: heads {touching} all have values on the classifier's coordinates"
+        )
     return touching[0] if touching else 0
 
 

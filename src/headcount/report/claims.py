@@ -1,6 +1,6 @@
 """The claim registry: one small function per paper claim, each computing its own evidence.
 
-A claim module (e.g. :mod:`headcount.report.induction_claims`) defines functions decorated with
+A claim module (e.g. :mod:`headcount.report.induction`) defines functions decorated with
 :func:`claim`. The decorator records the claim's id, paper, source (theorem or section) and statement,
 plus the per-scale parameters the function is called with::
 
@@ -64,15 +64,29 @@ class ClaimResult:
 REGISTRY: dict[str, Claim] = {}
 
 
-def claim(id: str, *, paper: str, source: str, statement: str, quick: dict[str, Any] | None = None,
-          full: dict[str, Any] | None = None) -> Callable[[Callable[..., ClaimResult]], Callable[..., ClaimResult]]:
+def claim(
+    id: str,
+    *,
+    paper: str,
+    source: str,
+    statement: str,
+    quick: dict[str, Any] | None = None,
+    full: dict[str, Any] | None = None,
+) -> Callable[[Callable[..., ClaimResult]], Callable[..., ClaimResult]]:
     """Register the decorated function as claim `id`; it is called as fn(ctx, **params[scale])."""
 
     def register(fn: Callable[..., ClaimResult]) -> Callable[..., ClaimResult]:
         if id in REGISTRY:
             raise ValueError(f"claim {id!r} is registered twice")
-        REGISTRY[id] = Claim(id, paper, source, statement, fn, {"quick": dict(quick or {}), "full": dict(full or {})},
-                             fn.__module__)
+        REGISTRY[id] = Claim(
+            id,
+            paper,
+            source,
+            statement,
+            fn,
+            {"quick": dict(quick or {}), "full": dict(full or {})},
+            fn.__module__,
+        )
         return fn
 
     return register

@@ -53,7 +53,7 @@ def machine_info() -> dict[str, Any]:
         "torch": _version("torch"),
         "python_flint": _version("python-flint"),
         "scipy": _version("scipy"),
-        "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "date": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
     }
 
 
@@ -78,16 +78,26 @@ def render_markdown(summary: dict[str, Any], figures: list[dict[str, Any]]) -> s
     ]
     for c in summary["claims"]:
         mark = "✅ PASS" if c["status"] == "PASS" else "❌ FAIL"
-        lines.append(f"| {mark} | `{c['id']}` | {_md_cell(c['paper'])} | {_md_cell(c['source'])} | "
-                     f"{_md_cell(c['statement'])} | {_md_cell(c['detail'])} |")
+        lines.append(
+            f"| {mark} | `{c['id']}` | {_md_cell(c['paper'])} | {_md_cell(c['source'])} | "
+            f"{_md_cell(c['statement'])} | {_md_cell(c['detail'])} |"
+        )
     if figures:
         lines += ["", "## Figures", ""]
         for f in figures:
             lines += [f"![{f['id']}]({f['png']})", "", f"*{f['caption']}* ([SVG]({f['svg']}))", ""]
     lines += ["", "## Measured values", ""]
     for c in summary["claims"]:
-        lines += [f"### {c['id']} — {c['status']} ({c['seconds']:.1f} s)", "", c["detail"], "", "```json",
-                  json.dumps(c["measured"], indent=1, ensure_ascii=False), "```", ""]
+        lines += [
+            f"### {c['id']} — {c['status']} ({c['seconds']:.1f} s)",
+            "",
+            c["detail"],
+            "",
+            "```json",
+            json.dumps(c["measured"], indent=1, ensure_ascii=False),
+            "```",
+            "",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -122,12 +132,15 @@ def render_html(summary: dict[str, Any], figures: list[dict[str, Any]], out_dir:
             f'<tr class="{e(c["status"])}"><td class="status">{e(c["status"])}</td><td><code>{e(c["id"])}</code></td>'
             f"<td>{e(c['paper'])}<br><small>{e(c['source'])}</small></td><td>{e(c['statement'])}</td>"
             f"<td>{e(c['detail'])}<details><summary>measured ({c['seconds']:.1f} s)</summary>"
-            f"<pre>{e(json.dumps(c['measured'], indent=1, ensure_ascii=False))}</pre></details></td></tr>")
+            f"<pre>{e(json.dumps(c['measured'], indent=1, ensure_ascii=False))}</pre></details></td></tr>"
+        )
     figs = []
     for f in figures:
         data = base64.b64encode((out_dir / f["png"]).read_bytes()).decode("ascii")
-        figs.append(f'<figure id="{e(f["id"])}"><img alt="{e(f["id"])}" src="data:image/png;base64,{data}">'
-                    f"<figcaption>{e(f['caption'])}</figcaption></figure>")
+        figs.append(
+            f'<figure id="{e(f["id"])}"><img alt="{e(f["id"])}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{e(f['caption'])}</figcaption></figure>"
+        )
     machine = " · ".join(f"{e(k)}: {e(str(v))}" for k, v in m.items())
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -139,8 +152,8 @@ def render_html(summary: dict[str, Any], figures: list[dict[str, Any]], out_dir:
 </head>
 <body>
 <h1>headcount reproduce report</h1>
-<p class="totals"><strong>{summary['passed']} passed, {summary['failed']} failed</strong> of {len(summary['claims'])} claims
-(scale <code>{e(summary['scale'])}</code>, {summary['wall_seconds']:.1f} s wall).</p>
+<p class="totals"><strong>{summary["passed"]} passed, {summary["failed"]} failed</strong> of {len(summary["claims"])} claims
+(scale <code>{e(summary["scale"])}</code>, {summary["wall_seconds"]:.1f} s wall).</p>
 <table class="claims">
 <thead><tr><th>status</th><th>claim</th><th>paper / source</th><th>statement</th><th>result</th></tr></thead>
 <tbody>
@@ -156,7 +169,9 @@ def render_html(summary: dict[str, Any], figures: list[dict[str, Any]], out_dir:
 """
 
 
-def render_report(summary: dict[str, Any], results: dict[str, ClaimResult], out_dir: Path) -> list[dict[str, Any]]:
+def render_report(
+    summary: dict[str, Any], results: dict[str, ClaimResult], out_dir: Path
+) -> list[dict[str, Any]]:
     """Write figures, summary.json, report.md and report.html into out_dir; return the figure list."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

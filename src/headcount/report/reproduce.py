@@ -20,8 +20,13 @@ from typing import Any
 from headcount.report.claims import FAIL, PASS, REGISTRY, SCALES, Claim, ClaimResult, Context, jsonable
 from headcount.report.render import machine_info, print_to_stderr, render_report
 
-CLAIM_MODULES = ("headcount.report.induction_claims", "headcount.report.index_claims", "headcount.report.minmax_claims",
-                 "headcount.report.boolean_claims", "headcount.report.learning_claims")
+CLAIM_MODULES = (
+    "headcount.report.induction",
+    "headcount.report.induction_lower_bound",
+    "headcount.report.minmax",
+    "headcount.report.boolean",
+    "headcount.report.learning",
+)
 RESULTS_DB = "results.sqlite"  # the learning experiments' runs, kept in the report folder (re-runs resume)
 
 
@@ -55,7 +60,9 @@ def select_claims(only: str | Iterable[str] | None = None) -> list[Claim]:
         return claims
     chosen = [c for c in claims if any(_matches(c.id, p) for p in patterns)]
     if not chosen:
-        raise ValueError(f"--only {','.join(patterns)!r} matches no claim; claim ids are: {', '.join(c.id for c in claims)}")
+        raise ValueError(
+            f"--only {','.join(patterns)!r} matches no claim; claim ids are: {', '.join(c.id for c in claims)}"
+        )
     return chosen
 
 
@@ -68,12 +75,19 @@ def run_claim(claim: Claim, ctx: Context) -> ClaimResult:
         return result
     except Exception as exc:  # a broken claim is a failed claim, not a crashed run
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        return ClaimResult({"error": f"{type(exc).__name__}: {exc}"}, FAIL,
-                           f"error: {type(exc).__name__}: {exc} (at {Path(where.filename).name}:{where.lineno})")
+        return ClaimResult(
+            {"error": f"{type(exc).__name__}: {exc}"},
+            FAIL,
+            f"error: {type(exc).__name__}: {exc} (at {Path(where.filename).name}:{where.lineno})",
+        )
 
 
-def run_reproduce(scale: str = "quick", only: str | Iterable[str] | None = None, out_dir: str | Path = "headcount-report",
-                  progress: Callable[[str], None] = print_to_stderr) -> dict[str, Any]:
+def run_reproduce(
+    scale: str = "quick",
+    only: str | Iterable[str] | None = None,
+    out_dir: str | Path = "headcount-report",
+    progress: Callable[[str], None] = print_to_stderr,
+) -> dict[str, Any]:
     """Run the selected claims at `scale`, write the report into out_dir, return the summary dict."""
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}: use one of {', '.join(SCALES)}")
@@ -91,9 +105,19 @@ def run_reproduce(scale: str = "quick", only: str | Iterable[str] | None = None,
         seconds = time.perf_counter() - start
         progress(f"[{i}/{len(chosen)}] {claim.id}: {result.status} in {seconds:.1f} s — {result.detail}")
         results[claim.id] = result
-        rows.append({"id": claim.id, "paper": claim.paper, "source": claim.source, "statement": claim.statement,
-                     "measured": jsonable(result.measured), "status": result.status, "detail": result.detail,
-                     "seconds": round(seconds, 2), "module": claim.module})
+        rows.append(
+            {
+                "id": claim.id,
+                "paper": claim.paper,
+                "source": claim.source,
+                "statement": claim.statement,
+                "measured": jsonable(result.measured),
+                "status": result.status,
+                "detail": result.detail,
+                "seconds": round(seconds, 2),
+                "module": claim.module,
+            }
+        )
     passed = sum(r["status"] == PASS for r in rows)
     summary: dict[str, Any] = {
         "claims": rows,
@@ -106,5 +130,7 @@ def run_reproduce(scale: str = "quick", only: str | Iterable[str] | None = None,
         "machine": machine_info(),
     }
     render_report(summary, results, out)
-    progress(f"{passed} passed, {len(rows) - passed} failed in {summary['wall_seconds']:.1f} s; report in {out}")
+    progress(
+        f"{passed} passed, {len(rows) - passed} failed in {summary['wall_seconds']:.1f} s; report in {out}"
+    )
     return summary

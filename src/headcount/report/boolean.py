@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+import matplotlib.pyplot as plt
+import numpy as np
 from flint import fmpq, fmpq_poly
 
 from headcount.boolean.certify import certify_boolean_model, construct_and_certify, dim_bound
@@ -12,6 +14,7 @@ from headcount.boolean.model import BooleanLayer, Readout
 from headcount.boolean.theorem2 import find_wrong_input, theorem2_check
 from headcount.boolean.theorem3 import construct, lemma11_layer
 from headcount.report.claims import SEED004, ClaimResult, Context, claim, status
+from headcount.report.figures import figure
 
 
 def xor_threshold_degree(n: int) -> dict:
@@ -30,7 +33,11 @@ def xor_threshold_degree(n: int) -> dict:
 
 def _threshold_problems(n: int, T: dict) -> list[str]:
     """Disagreements of the independently computed threshold degrees with the claimed T = n."""
-    out = [] if T["sign_changes"] == n else [f"sign changes of {n}-bit XOR give T = {T['sign_changes']}, not {n}"]
+    out = (
+        []
+        if T["sign_changes"] == n
+        else [f"sign changes of {n}-bit XOR give T = {T['sign_changes']}, not {n}"]
+    )
     if T["lp"] != "not run" and T["lp"] != n:
         out.append(f"the LP gives T = {T['lp']} for {n}-bit XOR, not a certified {n}")
     return out
@@ -44,7 +51,7 @@ def truncated_model(n: int, D: int, H: int) -> tuple[BooleanLayer, Readout]:
     polys = []
     for i in range(D):
         p = fmpq_poly([1])
-        for r in roots[i * H:(i + 1) * H]:
+        for r in roots[i * H : (i + 1) * H]:
             p *= fmpq_poly([-r, 1])
         polys.append(p)
     return lemma11_layer(polys, n, H), Readout({(1,) * D: fmpq((-1) ** (D * H))}, D, D)
@@ -95,21 +102,31 @@ def _built_cell(n: int, D: int, H: int) -> tuple[int | None, str | None]:
         return None, f"D={D} H={H}: D·H ≥ n was refused ({err})"
     cert = certify_boolean_model(layer, readout, F)
     if not cert["certified"] or cert["errors"] or dim > dim_bound(D, H):
-        return dim, f"D={D} H={H}: certified={cert['certified']} errors={cert['errors']} dim {dim} > {dim_bound(D, H)}?"
+        return (
+            dim,
+            f"D={D} H={H}: certified={cert['certified']} errors={cert['errors']} dim {dim} > {dim_bound(D, H)}?",
+        )
     t2 = theorem2_check(layer, readout, n)
     if not (n <= t2["degree_R"] <= D * H and t2["signs_match"]):
-        return dim, (f"D={D} H={H}: Theorem-2 polynomial of degree {t2['degree_R']} "
-                     f"(signs match: {t2['signs_match']}), not in [n, D·H] = [{n}, {D * H}]")
+        return dim, (
+            f"D={D} H={H}: Theorem-2 polynomial of degree {t2['degree_R']} "
+            f"(signs match: {t2['signs_match']}), not in [n, D·H] = [{n}, {D * H}]"
+        )
     return dim, None
 
 
-@claim("boolean.xor.DH_iff", paper=SEED004, source="Theorems 2 and 3, Corollary 1",
-       statement="H heads with a degree-D polynomial threshold readout compute n-bit XOR iff D·H ≥ n: the threshold "
-                 "degree of n-bit XOR is n (sign changes of F; for n ≤ 10 also the LP with both bounds certified); "
-                 "every (D, H) with D·H ≥ n gets an exactly certified construction with value dimension ≤ "
-                 "min{D, 2·max{1, ⌈log₂ H⌉}+2} whose Theorem-2 polynomial R has n ≤ deg R ≤ D·H; every (D, H) "
-                 "with D·H < n is refused, and the Theorem-3 recipe cut to D·H roots is wrong on a confirmed input.",
-       quick={"n": 10, "max_DH": 12}, full={"n": 12, "max_DH": 12})
+@claim(
+    "boolean.xor.DH_iff",
+    paper=SEED004,
+    source="Theorems 2 and 3, Corollary 1",
+    statement="H heads with a degree-D polynomial threshold readout compute n-bit XOR iff D·H ≥ n: the threshold "
+    "degree of n-bit XOR is n (sign changes of F; for n ≤ 10 also the LP with both bounds certified); "
+    "every (D, H) with D·H ≥ n gets an exactly certified construction with value dimension ≤ "
+    "min{D, 2·max{1, ⌈log₂ H⌉}+2} whose Theorem-2 polynomial R has n ≤ deg R ≤ D·H; every (D, H) "
+    "with D·H < n is refused, and the Theorem-3 recipe cut to D·H roots is wrong on a confirmed input.",
+    quick={"n": 10, "max_DH": 12},
+    full={"n": 12, "max_DH": 12},
+)
 def xor_dh_iff(ctx: Context, n: int, max_DH: int) -> ClaimResult:
     T = xor_threshold_degree(n)
     problems = _threshold_problems(n, T)
@@ -127,16 +144,26 @@ def xor_dh_iff(ctx: Context, n: int, max_DH: int) -> ClaimResult:
     detail = "; ".join(problems[:5]) or (
         f"threshold degree of {n}-bit XOR = {n} (sign changes{lp}); {built} (D, H) with D·H ≥ {n} certified "
         f"exactly on every weight 0..{n} (scope: exhaustive), dim ≤ bound, n ≤ deg R ≤ D·H; {refused} with "
-        f"D·H < {n} refused, and each cut-down construction wrong on a confirmed input")
-    return ClaimResult({"n": n, "threshold_degree": T, "certified": built, "refused": refused, "dims": grid},
-                       status(not problems), detail, {"n": n, "max": max_DH, "dims": grid})
+        f"D·H < {n} refused, and each cut-down construction wrong on a confirmed input"
+    )
+    return ClaimResult(
+        {"n": n, "threshold_degree": T, "certified": built, "refused": refused, "dims": grid},
+        status(not problems),
+        detail,
+        {"n": n, "max": max_DH, "dims": grid},
+    )
 
 
-@claim("boolean.symmetric.threshold_degree", paper=SEED004, source="§5 (threshold degree of symmetric functions)",
-       statement="The threshold degree of a symmetric Boolean function equals the number of sign changes of F along "
-                 "0..n: the LP (HiGHS) over monomials agrees on every symmetric function of n bits, with the upper "
-                 "bound witnessed by a checked polynomial and the lower bound by an exact dual certificate.",
-       quick={"max_n": 6}, full={"max_n": 8})
+@claim(
+    "boolean.symmetric.threshold_degree",
+    paper=SEED004,
+    source="§5 (threshold degree of symmetric functions)",
+    statement="The threshold degree of a symmetric Boolean function equals the number of sign changes of F along "
+    "0..n: the LP (HiGHS) over monomials agrees on every symmetric function of n bits, with the upper "
+    "bound witnessed by a checked polynomial and the lower bound by an exact dual certificate.",
+    quick={"max_n": 6},
+    full={"max_n": 8},
+)
 def symmetric_threshold_degree(ctx: Context, max_n: int) -> ClaimResult:
     import numpy as np
 
@@ -149,9 +176,66 @@ def symmetric_threshold_degree(ctx: Context, max_n: int) -> ClaimResult:
             lp = threshold_degree_lp(np.array(signs)[weights], n)
             checked += 1
             if lp.threshold_degree != sign_changes(signs):
-                problems.append(f"n={n} F={signs}: LP {lp.threshold_degree} ≠ sign changes {sign_changes(signs)}")
+                problems.append(
+                    f"n={n} F={signs}: LP {lp.threshold_degree} ≠ sign changes {sign_changes(signs)}"
+                )
             if not (lp.verified and lp.lower_bound_certified):
-                problems.append(f"n={n} F={signs}: bounds not certified (witness {lp.verified}, dual {lp.lower_bound_certified})")
-    detail = "; ".join(problems[:5]) or (f"LP threshold degree = sign changes on all {checked} symmetric functions of n ≤ {max_n}, "
-                                         "both bounds certified (witness checked on every input, exact Gordan dual)")
+                problems.append(
+                    f"n={n} F={signs}: bounds not certified (witness {lp.verified}, dual {lp.lower_bound_certified})"
+                )
+    detail = "; ".join(problems[:5]) or (
+        f"LP threshold degree = sign changes on all {checked} symmetric functions of n ≤ {max_n}, "
+        "both bounds certified (witness checked on every input, exact Gordan dual)"
+    )
     return ClaimResult({"functions_checked": checked, "max_n": max_n}, status(not problems), detail)
+
+
+# ------------------------------------------------------------------------------------------------
+# Figures
+
+
+@figure("xor_phase_diagram", claim="boolean.xor.DH_iff")
+def draw_xor_phase(fig: plt.Figure, result: ClaimResult) -> str:
+    s = result.series or {}
+    n, top, dims = s["n"], s["max"], s["dims"]
+    grid = np.full((top, top), np.nan)
+    for key, dim in dims.items():
+        D, H = map(int, key.split(","))
+        grid[H - 1, D - 1] = -1 if dim is None else dim
+    ax = fig.add_subplot(1, 1, 1)
+    refused = np.where(grid == -1, 1.0, np.nan)
+    ax.imshow(
+        refused,
+        origin="lower",
+        extent=(0.5, top + 0.5, 0.5, top + 0.5),
+        cmap="Greys",
+        vmin=0,
+        vmax=2.5,
+        aspect="auto",
+    )
+    built = np.where(grid >= 0, grid, np.nan)
+    levels = int(np.nanmax(built)) if np.isfinite(built).any() else 1
+    im = ax.imshow(
+        built,
+        origin="lower",
+        extent=(0.5, top + 0.5, 0.5, top + 0.5),
+        aspect="auto",
+        cmap=plt.get_cmap("viridis", levels),
+        vmin=0.5,
+        vmax=levels + 0.5,
+    )
+    fig.colorbar(im, ax=ax, label="value dimension d", ticks=range(1, levels + 1))
+    ds = np.linspace(1, top, 200)
+    ax.plot(ds, n / ds, "r-", lw=2, label=f"D·H = n = {n}")
+    ax.set_xlim(0.5, top + 0.5)
+    ax.set_ylim(0.5, top + 0.5)
+    ax.set_xlabel("readout degree D")
+    ax.set_ylabel("heads H")
+    ax.set_title(f"{n}-bit XOR: certified (colour) or refused by Theorem 2 (grey)")
+    ax.legend(loc="upper right")
+    return (
+        f"Paper (seed 004 Theorems 2, 3): H heads with a degree-D readout compute n-bit XOR iff D·H ≥ n. Measured "
+        f"at n = {n}: every cell on or above the red curve D·H = n holds an exactly certified construction "
+        f"(colour: its value dimension, at most min{{D, 2·max{{1, ⌈log₂ H⌉}}+2}}); every cell below is refused "
+        f"by Theorem 2 (grey)."
+    )

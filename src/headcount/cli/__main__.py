@@ -1,0 +1,3 @@
+from headcount.cli import main
+
+main()

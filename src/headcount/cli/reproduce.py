@@ -1,0 +1,33 @@
+"""`headcount reproduce`: every claim of both papers, re-derived into a report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from headcount.cli.common import JsonOpt, emit, fail
+
+
+def reproduce(
+    scale: str = typer.Option("quick", "--scale", help="quick (default, minutes) or full."),
+    only: str | None = typer.Option(None, "--only", help="Run only claims whose id matches this pattern."),
+    out: Path = typer.Option(Path("headcount-report"), "--out", help="Output folder."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Re-derive every claim of both papers and write a report (exit 1 if any claim fails)."""
+    if scale not in ("quick", "full"):
+        fail(f"--scale {scale!r} is not available: use quick or full")
+    from headcount.report.reproduce import run_reproduce
+
+    try:
+        summary = run_reproduce(scale=scale, only=only, out_dir=str(out))
+    except ValueError as err:
+        fail(str(err))
+    lines = [f"{c['status']:4}  {c['id']:40}  {c['statement']}" for c in summary["claims"]]
+    lines.append(
+        f"{summary['passed']} passed, {summary['failed']} failed in {summary['wall_seconds']:.0f} s; report in {summary['out_dir']}"
+    )
+    emit(summary, as_json, "\n".join(lines))
+    if summary["failed"]:
+        raise typer.Exit(1)

@@ -1,0 +1,30 @@
+"""The library's input checks, shared by the Python API and the CLI: each raises InputError with one line
+that says what is wrong and what is allowed (the CLI prints it and exits 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from headcount.core.errors import InputError
+
+
+def check_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
+    """`value` as an int if it is an integer (not a bool) in [low, high]; InputError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"{name} must be an integer, got {value!r}")
+    if low is not None and value < low:
+        raise InputError(f"{name} must be ≥ {low}, got {value}")
+    if high is not None and value > high:
+        raise InputError(f"{name} must be ≤ {high}, got {value}")
+    return int(value)
+
+
+def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
+    """`value` if it is one of `allowed`; InputError naming the allowed values otherwise."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise InputError(f"{name} {value!r} is not available: use {', '.join(str(a) for a in allowed)}")
+    return value
