@@ -5,7 +5,8 @@ Needs /usr/bin/chromium (`apt-get install chromium`); skipped without it. Slow: 
 subset first — or checks an existing report instead: HEADCOUNT_REPORT_DIR=headcount-report (e.g. the
 README's main job's output). Set HEADCOUNT_SCREENSHOT_DIR to keep the screenshot for a look by eye:
 
-    HEADCOUNT_REPORT_DIR=headcount-report HEADCOUNT_SCREENSHOT_DIR=. python -m pytest -m slow tests/report/test_browser.py
+    HEADCOUNT_REPORT_DIR=headcount-report HEADCOUNT_SCREENSHOT_DIR=. \
+        python -m pytest -m slow tests/report/test_browser.py
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ window.addEventListener("load", function () {
   var table = document.querySelector("table"), t = table.getBoundingClientRect();
   var out = {images: images, innerWidth: window.innerWidth, scrollWidth: document.documentElement.scrollWidth,
              table: {left: t.left, right: t.right, top: t.top, height: t.height, rows: table.rows.length},
-             statuses: Array.from(table.querySelectorAll("td")).map(function (c) { return c.textContent.trim(); })
-                                                             .filter(function (s) { return s === "PASS" || s === "FAIL"; })};
+             statuses: Array.from(table.querySelectorAll("td"))
+                         .map(function (c) { return c.textContent.trim(); })
+                         .filter(function (s) { return s === "PASS" || s === "FAIL"; })};
   var pre = document.createElement("pre"); pre.id = "headcount-probe"; pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
 });

@@ -9,7 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from headcount.report.claims import ClaimResult, claim, fit_line, fit_log2, jsonable, unregister
+from headcount.core.jsonable import jsonable
+from headcount.report.claims import ClaimResult, claim, fit_line, fit_log2, unregister
 from headcount.report.induction import exhaustive_cases
 from headcount.report.reproduce import load_claims, run_reproduce, select_claims
 
@@ -38,25 +39,25 @@ def temporary_claims():
 def test_report_files_exist_and_agree(tmp_path, capsys):
     summary = run_reproduce("quick", only=CHEAP, out_dir=tmp_path, progress=_quiet)
     assert capsys.readouterr().out == ""  # progress never goes to stdout
-    assert [c["id"] for c in summary["claims"]] == [CHEAP]
-    assert summary["passed"] + summary["failed"] == 1
+    assert [c.id for c in summary.claims] == [CHEAP]
+    assert summary.passed + summary.failed == 1
     for key in ("claims", "passed", "failed", "wall_seconds", "out_dir"):
-        assert key in summary
-    for c in summary["claims"]:
+        assert key in summary.to_json()
+    for c in summary.to_json()["claims"]:
         assert {"id", "paper", "statement", "measured", "status"} <= set(c)
         assert c["status"] in ("PASS", "FAIL")
 
     on_disk = json.loads((tmp_path / "summary.json").read_text())
-    assert on_disk == json.loads(json.dumps(summary))
+    assert on_disk == json.loads(json.dumps(summary.to_json()))
     assert on_disk["claims"][0]["measured"]["dim_values"] == [19]
 
     md = (tmp_path / "report.md").read_text()
     page = (tmp_path / "report.html").read_text()
-    for c in summary["claims"]:
+    for c in summary.to_json()["claims"]:
         assert c["id"] in md and c["id"] in page
         assert c["status"] in md and c["status"] in page
-    assert f"{summary['passed']} passed, {summary['failed']} failed" in md
-    assert f"{summary['passed']} passed, {summary['failed']} failed" in page
+    assert f"{summary.passed} passed, {summary.failed} failed" in md
+    assert f"{summary.passed} passed, {summary.failed} failed" in page
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporaries
 
 
@@ -81,7 +82,7 @@ def test_figure_inlined_and_no_external_refs(tmp_path, temporary_claims):
         summary = run_reproduce("quick", only="test.synthetic.*", out_dir=tmp_path, progress=_quiet)
     finally:
         figures.FIGURES.pop("test_fig")
-    assert summary["passed"] == 1
+    assert summary.passed == 1
     assert (tmp_path / "test_fig.png").stat().st_size > 1000
     assert (tmp_path / "test_fig.svg").read_text().lstrip().startswith("<?xml")
     page = (tmp_path / "report.html").read_text()
@@ -101,8 +102,8 @@ def test_raising_claim_becomes_fail(tmp_path, temporary_claims):
 
     temporary_claims("test.boom", boom)
     summary = run_reproduce("quick", only="test.boom", out_dir=tmp_path, progress=_quiet)
-    assert summary["failed"] == 1 and summary["passed"] == 0
-    (row,) = summary["claims"]
+    assert summary.failed == 1 and summary.passed == 0
+    (row,) = summary.to_json()["claims"]
     assert row["status"] == "FAIL"
     assert "RuntimeError" in row["detail"] and "deliberate failure" in row["detail"]
     assert "FAIL" in (tmp_path / "report.html").read_text()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, emit, fail
+from headcount.cli.common import JsonOpt, emit
 
 
 def reproduce(
@@ -16,18 +16,14 @@ def reproduce(
     as_json: bool = JsonOpt,
 ) -> None:
     """Re-derive every claim of both papers and write a report (exit 1 if any claim fails)."""
-    if scale not in ("quick", "full"):
-        fail(f"--scale {scale!r} is not available: use quick or full")
-    from headcount.report.reproduce import run_reproduce
+    from headcount.report.reproduce import run_reproduce  # matplotlib loads only for this command
 
-    try:
-        summary = run_reproduce(scale=scale, only=only, out_dir=str(out))
-    except ValueError as err:
-        fail(str(err))
-    lines = [f"{c['status']:4}  {c['id']:40}  {c['statement']}" for c in summary["claims"]]
+    summary = run_reproduce(scale=scale, only=only, out_dir=str(out))
+    lines = [f"{c.status:4}  {c.id:40}  {c.statement}" for c in summary.claims]
     lines.append(
-        f"{summary['passed']} passed, {summary['failed']} failed in {summary['wall_seconds']:.0f} s; report in {summary['out_dir']}"
+        f"{summary.passed} passed, {summary.failed} failed in {summary.wall_seconds:.0f} s; "
+        f"report in {summary.out_dir}"
     )
-    emit(summary, as_json, "\n".join(lines))
-    if summary["failed"]:
+    emit(summary.to_json(), as_json, "\n".join(lines))
+    if summary.failed:
         raise typer.Exit(1)

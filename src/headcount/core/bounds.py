@@ -98,7 +98,8 @@ def _exact_dot(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _underflow_count(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """How many products a_i·b_ij are non-zero in each entry of a @ b: each may lose ≤ 2^-1075 to underflow."""
+    """How many products a_i·b_ij are non-zero in each entry of a @ b (each may lose ≤ 2^-1075 to
+    underflow)."""
     return (a != 0).astype(np.float64) @ (b != 0).astype(np.float64)
 
 

@@ -52,7 +52,8 @@ def _map_chunks(fn: Callable[[np.ndarray], object], parts: list[np.ndarray]) -> 
 
 
 def emulate(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
-    """Outputs [batch pos] (tokens, BOTTOM for ⊥) of the float evaluation of mode `prec` (module docstring)."""
+    """Outputs [batch pos] (tokens, BOTTOM for ⊥) of the float evaluation of mode `prec` (see the module
+    docstring)."""
     tokens = check_tokens(model, tokens)
     if len(tokens) == 0:
         return np.zeros(tokens.shape, dtype=np.int64)
@@ -115,7 +116,7 @@ def exact_work(model: Model, positions: int) -> int:
     """Score entries the exact evaluator computes for one input up to `positions` positions (the full mask
     needs every position)."""
     m = model.n_ctx if model.mask == "full" else positions
-    return max(1, sum(model.heads)) * m * m
+    return max(1, sum(model.heads_per_layer)) * m * m
 
 
 def fixed_predict(

@@ -90,7 +90,8 @@ _round_shift = np.frompyfunc(_round_half_even_shift, 2, 1)
 
 
 def _to_grid(ints: np.ndarray, e: int, bits: int) -> np.ndarray:
-    """The rounding point: N = round(ints/2^e · 2^p) (ties to even), clipped to ±2^{2p}; the value is N/2^p."""
+    """The rounding point: N = round(ints/2^e · 2^p) (ties to even), clipped to ±2^{2p}; the value is
+    N/2^p."""
     shift = e - bits
     grid = ints << -shift if shift <= 0 else _round_shift(ints, shift)
     bound = 1 << (2 * bits)

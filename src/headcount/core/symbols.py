@@ -18,7 +18,8 @@ def token_text(token: int) -> str:
 
 
 def check_tokens(model, tokens: np.ndarray) -> np.ndarray:
-    """A [batch pos] int64 array of valid tokens for `model` (anything with n_ctx and alphabet) (ValueError saying what is wrong)."""
+    """A [batch pos] int64 array of valid tokens for `model` (anything with n_ctx and alphabet);
+    ValueError saying what is wrong."""
     tokens = np.asarray(tokens)
     if tokens.size and not np.issubdtype(tokens.dtype, np.integer):
         raise ValueError(f"tokens must be integers, got dtype {tokens.dtype}")

@@ -63,11 +63,16 @@ class OneLayerTable:
         return ("table",)
 
     @property
-    def heads(self) -> list[int]:
+    def heads_per_layer(self) -> list[int]:
         return [self.Q.shape[0]]
 
+    @property
+    def heads(self) -> list[int]:
+        """Old name of heads_per_layer (goes in the next release: `heads` means a number of heads)."""
+        return self.heads_per_layer
+
     def size(self, precision_bits: int) -> int:
-        return self.heads[0] * self.d_model * precision_bits
+        return self.heads_per_layer[0] * self.d_model * precision_bits
 
 
 def table_from_weights(model: Transformer, first_layer_only: bool = False) -> OneLayerTable:

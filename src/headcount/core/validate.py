@@ -26,5 +26,7 @@ def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
     """`value` if it is one of `allowed`; InputError naming the allowed values otherwise."""
     allowed = tuple(allowed)
     if value not in allowed:
-        raise InputError(f"{name} {value!r} is not available: use {', '.join(str(a) for a in allowed)}")
+        names = [str(a) for a in allowed]
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+        raise InputError(f"{name} {value!r} is not available: use {listed}")
     return value

@@ -144,20 +144,3 @@ def fit_line(x: Iterable[float], y: Iterable[float]) -> tuple[float, float]:
 def fit_log2(n: Iterable[float], y: Iterable[float]) -> tuple[float, float]:
     """Least-squares (c, c′) of y = c·log₂ n + c′."""
     return fit_line([math.log2(v) for v in n], y)
-
-
-def jsonable(value: Any) -> Any:
-    """value with numpy scalars/arrays, tuples and non-finite floats turned into plain JSON values."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return jsonable(value.item())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)

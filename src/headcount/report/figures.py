@@ -111,7 +111,9 @@ def render_figures(
         result = results.get(spec.claim)
         if result is None or not result.series:
             continue
-        saved = save_figure(lambda fig: spec.draw(fig, result), out_dir, spec.id, machine, write)
+        saved = save_figure(
+            lambda fig, spec=spec, result=result: spec.draw(fig, result), out_dir, spec.id, machine, write
+        )
         drawn.append({"id": spec.id, "claim": spec.claim, **saved})
     return drawn
 

@@ -8,19 +8,14 @@ scripts, fonts or links to anything outside the file.
 from __future__ import annotations
 
 import base64
-import datetime as _dt
 import html
 import json
-import os
-import platform
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from headcount.core.io import atomic_write_bytes
+from headcount.core.probe import machine_info  # noqa: F401 — old import path, for report/learning.py until it moves
 from headcount.report.claims import ClaimResult
 from headcount.report.figures import render_figures
 
@@ -29,32 +24,6 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     """Write `data` to `path` atomically (core.io.atomic_write_bytes: a temporary file, then os.replace)."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     atomic_write_bytes(path, lambda tmp: Path(tmp).write_bytes(payload))
-
-
-def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-def machine_info() -> dict[str, Any]:
-    import matplotlib
-
-    return {
-        "platform": platform.platform(),
-        "system": f"{platform.system()} {platform.machine()}",
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "matplotlib": matplotlib.__version__,
-        "headcount": _version("headcount"),
-        "torch": _version("torch"),
-        "python_flint": _version("python-flint"),
-        "scipy": _version("scipy"),
-        "date": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
-    }
 
 
 # ------------------------------------------------------------------------------------------------ md
@@ -103,12 +72,14 @@ def render_markdown(summary: dict[str, Any], figures: list[dict[str, Any]]) -> s
 
 # ---------------------------------------------------------------------------------------------- html
 CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 15px; line-height: 1.45;
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 15px;
+       line-height: 1.45;
        max-width: 1100px; margin: 2em auto; padding: 0 1em; color: #222; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 .totals { font-size: 1.1em; margin: 0.5em 0 1em; }
 table.claims { border-collapse: collapse; width: 100%; margin: 1em 0; }
-table.claims th, table.claims td { border: 1px solid #ccc; padding: 0.4em 0.6em; vertical-align: top; text-align: left; }
+table.claims th, table.claims td { border: 1px solid #ccc; padding: 0.4em 0.6em; vertical-align: top;
+                                   text-align: left; }
 table.claims th { background: #f2f2f2; }
 td.status { font-weight: bold; white-space: nowrap; }
 tr.PASS td.status { background: #d8f3dc; color: #1b5e20; }
@@ -129,7 +100,8 @@ def render_html(summary: dict[str, Any], figures: list[dict[str, Any]], out_dir:
     rows = []
     for c in summary["claims"]:
         rows.append(
-            f'<tr class="{e(c["status"])}"><td class="status">{e(c["status"])}</td><td><code>{e(c["id"])}</code></td>'
+            f'<tr class="{e(c["status"])}"><td class="status">{e(c["status"])}</td>'
+            f"<td><code>{e(c['id'])}</code></td>"
             f"<td>{e(c['paper'])}<br><small>{e(c['source'])}</small></td><td>{e(c['statement'])}</td>"
             f"<td>{e(c['detail'])}<details><summary>measured ({c['seconds']:.1f} s)</summary>"
             f"<pre>{e(json.dumps(c['measured'], indent=1, ensure_ascii=False))}</pre></details></td></tr>"
@@ -152,7 +124,8 @@ def render_html(summary: dict[str, Any], figures: list[dict[str, Any]], out_dir:
 </head>
 <body>
 <h1>headcount reproduce report</h1>
-<p class="totals"><strong>{summary["passed"]} passed, {summary["failed"]} failed</strong> of {len(summary["claims"])} claims
+<p class="totals"><strong>{summary["passed"]} passed, {summary["failed"]} failed</strong>
+of {len(summary["claims"])} claims
 (scale <code>{e(summary["scale"])}</code>, {summary["wall_seconds"]:.1f} s wall).</p>
 <table class="claims">
 <thead><tr><th>status</th><th>claim</th><th>paper / source</th><th>statement</th><th>result</th></tr></thead>
@@ -172,15 +145,17 @@ def render_html(summary: dict[str, Any], figures: list[dict[str, Any]], out_dir:
 def render_report(
     summary: dict[str, Any], results: dict[str, ClaimResult], out_dir: Path
 ) -> list[dict[str, Any]]:
-    """Write figures, summary.json, report.md and report.html into out_dir; return the figure list."""
+    """Write figures, summary.json (the summary plus its figure list), report.md and report.html into
+    out_dir; return the figure list as summary.json records it."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = render_figures(results, out_dir, summary["machine"], write_atomic)
-    summary["figures"] = [{k: f[k] for k in ("id", "claim", "png", "svg", "caption")} for f in figures]
+    figures_json = [{k: f[k] for k in ("id", "claim", "png", "svg", "caption")} for f in figures]
+    summary = {**summary, "figures": figures_json}
     write_atomic(out_dir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     write_atomic(out_dir / "report.md", render_markdown(summary, figures))
     write_atomic(out_dir / "report.html", render_html(summary, figures, out_dir))
-    return figures
+    return figures_json
 
 
 def print_to_stderr(line: str) -> None:

@@ -1,38 +1,39 @@
 """Re-derive the papers' claims and write a report: the library entry point behind `headcount reproduce`.
 
-    run_reproduce(scale="quick", only=None, out_dir="headcount-report") -> summary dict
+    run_reproduce(scale="quick", only=None, out_dir="headcount-report") -> ReproduceSummary
 
-Claims come from the modules in CLAIM_MODULES (a new scenario adds its module there). They run in
-registration order; an exception inside a claim becomes a FAIL with the error in its detail, never a crash.
+Claims come from the scenario modules in CLAIM_MODULES (a new scenario adds its module there, once).
+They run in registration order; an exception inside a claim becomes a FAIL with the error in its detail,
+never a crash.
 Progress goes to the `progress` callable (stderr by default), never to stdout.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
-import importlib
 import time
 import traceback
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from headcount.report.claims import FAIL, PASS, REGISTRY, SCALES, Claim, ClaimResult, Context, jsonable
-from headcount.report.render import machine_info, print_to_stderr, render_report
+from headcount.core.errors import InputError
+from headcount.core.jsonable import JsonResult, jsonable
+from headcount.core.probe import machine_info
+from headcount.core.validate import check_choice
+from headcount.report import boolean, induction, induction_lower_bound, learning, minmax
+from headcount.report.claims import FAIL, PASS, REGISTRY, SCALES, Claim, ClaimResult, Context
+from headcount.report.render import print_to_stderr, render_report
 
-CLAIM_MODULES = (
-    "headcount.report.induction",
-    "headcount.report.induction_lower_bound",
-    "headcount.report.minmax",
-    "headcount.report.boolean",
-    "headcount.report.learning",
-)
+# The scenario modules: importing one registers its claims and figures (report order = this order).
+CLAIM_MODULES = (induction, induction_lower_bound, minmax, boolean, learning)
 RESULTS_DB = "results.sqlite"  # the learning experiments' runs, kept in the report folder (re-runs resume)
 
 
 def load_claims() -> dict[str, Claim]:
-    for name in CLAIM_MODULES:
-        importlib.import_module(name)
+    """Every registered claim, by id (the modules above registered them when imported)."""
     return REGISTRY
 
 
@@ -56,12 +57,13 @@ def select_claims(only: str | Iterable[str] | None = None) -> list[Claim]:
     patterns = _patterns(only)
     if not patterns:
         if only is not None:
-            raise ValueError(f"empty --only pattern; claim ids are: {', '.join(c.id for c in claims)}")
+            raise InputError(f"empty --only pattern; claim ids are: {', '.join(c.id for c in claims)}")
         return claims
     chosen = [c for c in claims if any(_matches(c.id, p) for p in patterns)]
     if not chosen:
-        raise ValueError(
-            f"--only {','.join(patterns)!r} matches no claim; claim ids are: {', '.join(c.id for c in claims)}"
+        raise InputError(
+            f"--only {','.join(patterns)!r} matches no claim; "
+            f"claim ids are: {', '.join(c.id for c in claims)}"
         )
     return chosen
 
@@ -82,55 +84,74 @@ def run_claim(claim: Claim, ctx: Context) -> ClaimResult:
         )
 
 
+@dataclass(frozen=True)
+class ClaimRow:
+    """One claim's outcome as summary.json records it (`measured` already plain JSON)."""
+
+    id: str
+    paper: str
+    source: str
+    statement: str
+    measured: dict[str, Any]
+    status: str
+    detail: str
+    seconds: float
+    module: str
+
+
+@dataclass(frozen=True)
+class ReproduceSummary(JsonResult):
+    """What `headcount reproduce` did: summary.json is `to_json()` (plus the figures list render adds)."""
+
+    claims: tuple[ClaimRow, ...]
+    passed: int
+    failed: int
+    scale: str
+    wall_seconds: float
+    out_dir: str
+    certificates: dict[str, int]  # sub-results computed vs reused through Context.cached
+    machine: dict[str, Any]
+    figures: tuple[dict[str, Any], ...] = ()
+
+
+def _run_one(claim: Claim, ctx: Context, label: str) -> tuple[ClaimRow, ClaimResult]:
+    ctx.progress(f"{label} {claim.id} ({ctx.scale}) ...")
+    start = time.perf_counter()
+    result = run_claim(claim, ctx)
+    seconds = time.perf_counter() - start
+    ctx.progress(f"{label} {claim.id}: {result.status} in {seconds:.1f} s — {result.detail}")
+    row = ClaimRow(
+        claim.id, claim.paper, claim.source, claim.statement, jsonable(result.measured), result.status,
+        result.detail, round(seconds, 2), claim.module,
+    )  # fmt: skip
+    return row, result
+
+
 def run_reproduce(
     scale: str = "quick",
     only: str | Iterable[str] | None = None,
     out_dir: str | Path = "headcount-report",
     progress: Callable[[str], None] = print_to_stderr,
-) -> dict[str, Any]:
-    """Run the selected claims at `scale`, write the report into out_dir, return the summary dict."""
-    if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}: use one of {', '.join(SCALES)}")
+) -> ReproduceSummary:
+    """Run the selected claims at `scale`, write the report into out_dir, return its summary."""
+    check_choice("scale", scale, SCALES)
     chosen = select_claims(only)
     out = Path(out_dir)
     clock = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     ctx = Context(scale=scale, progress=progress, results_db=str(out / RESULTS_DB))
-    results: dict[str, ClaimResult] = {}
-    rows = []
-    for i, claim in enumerate(chosen, 1):
-        progress(f"[{i}/{len(chosen)}] {claim.id} ({scale}) ...")
-        start = time.perf_counter()
-        result = run_claim(claim, ctx)
-        seconds = time.perf_counter() - start
-        progress(f"[{i}/{len(chosen)}] {claim.id}: {result.status} in {seconds:.1f} s — {result.detail}")
-        results[claim.id] = result
-        rows.append(
-            {
-                "id": claim.id,
-                "paper": claim.paper,
-                "source": claim.source,
-                "statement": claim.statement,
-                "measured": jsonable(result.measured),
-                "status": result.status,
-                "detail": result.detail,
-                "seconds": round(seconds, 2),
-                "module": claim.module,
-            }
-        )
-    passed = sum(r["status"] == PASS for r in rows)
-    summary: dict[str, Any] = {
-        "claims": rows,
-        "passed": passed,
-        "failed": len(rows) - passed,
-        "scale": scale,
-        "wall_seconds": round(time.perf_counter() - clock, 2),
-        "out_dir": str(out.resolve()),
-        "certificates": {"computed": ctx.misses, "reused": ctx.hits},
-        "machine": machine_info(),
-    }
-    render_report(summary, results, out)
-    progress(
-        f"{passed} passed, {len(rows) - passed} failed in {summary['wall_seconds']:.1f} s; report in {out}"
+    ran = [_run_one(claim, ctx, f"[{i}/{len(chosen)}]") for i, claim in enumerate(chosen, 1)]
+    passed = sum(row.status == PASS for row, _ in ran)
+    summary = ReproduceSummary(
+        claims=tuple(row for row, _ in ran),
+        passed=passed,
+        failed=len(ran) - passed,
+        scale=scale,
+        wall_seconds=round(time.perf_counter() - clock, 2),
+        out_dir=str(out.resolve()),
+        certificates={"computed": ctx.misses, "reused": ctx.hits},
+        machine=machine_info(with_date=True),
     )
-    return summary
+    figures = render_report(summary.to_json(), {row.id: result for row, result in ran}, out)
+    progress(f"{passed} passed, {summary.failed} failed in {summary.wall_seconds:.1f} s; report in {out}")
+    return dataclasses.replace(summary, figures=tuple(figures))
