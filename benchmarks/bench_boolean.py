@@ -12,7 +12,8 @@ Figures (benchmarks/README.md, section "bench_boolean.py", explains each):
    (integer polynomials composed once in python-flint) against flint rationals evaluated point by
    point (``method="direct"``) and a plain Python ``fractions.Fraction`` loop — the straightforward
    way, the baseline the ratios are against;
-3. the LP threshold degree with its exact dual certificate (xor, mod:3 and majority at n = 8, 10): seconds, and that both bounds are certified.
+3. the LP threshold degree with its exact dual certificate (xor, mod:3 and majority at n = 8, 10):
+   seconds, and that both bounds are certified.
 
 The readable table goes to stdout, or to stderr with --json (then stdout holds one JSON object).
 Progress lines go to stderr. Default run: ~1 minute on 2 cores; --quick: ~20 s.
@@ -29,9 +30,9 @@ from typing import Any
 from bench_common import best_time, figure, finish_table, log
 from bench_common import machine_info as common_machine_info
 from headcount.boolean.certify import construct_and_certify
+from headcount.boolean.construction import construct
 from headcount.boolean.functions import parse_function
 from headcount.boolean.model import BooleanLayer, Readout, model_values_exact
-from headcount.boolean.theorem3 import construct
 from headcount.boolean.threshold import symmetric_truth_table, threshold_degree_lp
 
 
@@ -45,7 +46,8 @@ def machine_info() -> dict[str, Any]:
 
 
 def construction_row(n: int, D: int, H: int, repeats: int) -> dict[str, Any]:
-    seconds, r = best_time(lambda: construct_and_certify("xor", n, D, H), repeats)
+    seconds, result = best_time(lambda: construct_and_certify("xor", n, D, H), repeats)
+    r = result.to_json()
     return {
         "n": n,
         "degree": D,
@@ -96,7 +98,8 @@ def fraction_values(layer: BooleanLayer, readout: Readout, n: int) -> list[Fract
 
 
 def evaluation_methods(n: int, D: int, H: int, repeats: int) -> dict[str, Any]:
-    layer, readout, route, d = construct(parse_function("xor", n), n, D, H)
+    built = construct(parse_function("xor", n), n, D, H)
+    layer, readout = built.layer, built.readout
     t_int, v_int = best_time(lambda: model_values_exact(layer, readout, n), repeats)
     t_dir, v_dir = best_time(lambda: model_values_exact(layer, readout, n, method="direct"), 1)
     t_frac, v_frac = best_time(lambda: fraction_values(layer, readout, n), 1)
@@ -105,8 +108,8 @@ def evaluation_methods(n: int, D: int, H: int, repeats: int) -> dict[str, Any]:
         "n": n,
         "degree": D,
         "heads": H,
-        "route": route,
-        "dim": d,
+        "route": built.route,
+        "dim": built.dim,
         "terms": len(readout.terms),
         "integer_seconds": t_int,
         "direct_seconds": t_dir,
@@ -120,7 +123,7 @@ def lp_rows(ns: list[int]) -> list[dict[str, Any]]:
     for n in ns:
         for name in ("xor", "mod:3", "majority"):
             F = parse_function(name, n)
-            seconds, r = best_time(lambda: threshold_degree_lp(symmetric_truth_table(F, n), n), 1)
+            seconds, r = best_time(lambda F=F, n=n: threshold_degree_lp(symmetric_truth_table(F, n), n), 1)
             changes = sum(F[t] != F[t + 1] for t in range(n))
             rows.append(
                 {

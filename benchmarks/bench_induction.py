@@ -39,7 +39,7 @@ from headcount.core.precision import FLOAT64, fixed, parse_precision
 from headcount.core.symbols import BOTTOM
 from headcount.induction import task
 from headcount.induction.certify import certify_induction
-from headcount.induction.constructions import two_layer_induction
+from headcount.induction.construction import two_layer_induction
 
 
 def machine_info(torch_threads: int, blas_threads: int | None) -> dict[str, Any]:
@@ -147,7 +147,8 @@ def forward_flops(model: Transformer, n: int) -> dict[str, int]:
 
 def n2_bytes_per_forward(model: Transformer, n: int) -> int:
     """Estimated bytes moved over [pos pos] tensors by one float64 forward of one sequence (headcount.core.
-    forward.attend): per head q@kᵀ write 8, bias add r/r/w 24, max read 8, subtract r/w 16, exp r/w 16, sum read 8,
+    forward.attend): per head q@kᵀ write 8, bias add r/r/w 24, max read 8, subtract r/w 16, exp r/w 16,
+    sum read 8,
     weights@v read 8 = 88 bytes per score; plus mask_bias once (bool tri 1 + where read 1 + write 8)."""
     heads = sum(len(layer.heads) for layer in model.layers)
     return (88 * heads + 10) * n * n
@@ -204,7 +205,8 @@ def throughput(n: int, S: int, seqs: int, repeats: int, cert_repeats: int, bits:
     # Interleaved repeats (headcount, torch, torch SDPA, torch 1 thread, headcount, ...), best of each: on a
     # shared machine all of them see the same background load.
     log(
-        f"n={n}: headcount float64 predict / torch float64 (SDPA, 1 thread), interleaved ({seqs} seq x {repeats})"
+        f"n={n}: headcount float64 predict / torch float64 (SDPA, 1 thread), "
+        f"interleaved ({seqs} seq x {repeats})"
     )
     best = {name: float("inf") for name in runs}
     outputs: dict[str, np.ndarray] = {}
@@ -266,7 +268,7 @@ def attend_breakdown(n: int, S: int, repeats: int = 3) -> dict[str, float]:
     ]
     for label, x, head in heads:
         q, k, v = x @ head.W_Q, x @ head.W_K, x @ head.W_V
-        step(f"attend() {label}", lambda: attend(q, k, v, bias, FLOAT64))
+        step(f"attend() {label}", lambda q=q, k=k, v=v: attend(q, k, v, bias, FLOAT64))
     # The induction head, step by step (same operations as attend).
     scores = step("L2: q @ k^T (new n×n array)", lambda: q @ np.swapaxes(k, -1, -2))
     work = scores.copy()
@@ -339,7 +341,8 @@ def exactness_sweep(
             row.update(failure)
         rows.append(row)
         log(
-            f"{dtype}: n={n} S={S} {'exact' if failure is None else 'FAILS ' + json.dumps(failure)} ({seconds:.1f}s)"
+            f"{dtype}: n={n} S={S} "
+            f"{'exact' if failure is None else 'FAILS ' + json.dumps(failure)} ({seconds:.1f}s)"
         )
         if failure is not None:
             first_failure = n
@@ -423,7 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--certify-p",
         action="store_true",
-        help="take p for the certified timing from certify_induction(samples=2) at each n (slow: ~2 min at n=4096)",
+        help="take p for the certified timing from certify_induction(samples=2) at each n "
+        "(slow: ~2 min at n=4096)",
     )
     ap.add_argument(
         "--bits", type=int, default=24, help="fixed:p precision for the certified timing (default 24)"
@@ -448,7 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     machine = machine_info(torch.get_num_threads(), blas_threads)
     log(
         f"machine: {machine['cpu']}, {machine['cpus_usable']} cpus, numpy {machine['numpy']} "
-        f"({machine.get('numpy_blas', '?')}, {blas_threads} BLAS threads), torch {machine['torch']} ({torch.get_num_threads()} threads)"
+        f"({machine.get('numpy_blas', '?')}, {blas_threads} BLAS threads), "
+        f"torch {machine['torch']} ({torch.get_num_threads()} threads)"
     )
 
     results: dict[str, Any] = {"machine": machine, "mode": "quick" if quick else "default"}
@@ -464,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         if (n == 1024 and not quick) or args.certify_p:
             log(f"certify_induction(two_layer_induction({n}, {S}), samples=2)")
             t0 = time.perf_counter()
-            c = certify_induction(two_layer_induction(n, S), n, S, samples=2, seed=0)
+            c = certify_induction(two_layer_induction(n, S), n, S, samples=2, seed=0).to_json()
             cert_runs[n] = {
                 k: c[k] for k in ("precision_bits", "certified", "inputs_checked", "errors", "dtypes_exact")
             }
@@ -606,8 +611,9 @@ def main(argv: list[str] | None = None) -> int:
     table = finish_table(
         results,
         figures,
-        f"headcount induction benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
-        f"numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} ({blas_threads} BLAS threads; ufuncs 1 thread), "
+        f"headcount induction benchmark ({results['mode']}), {machine['cpu']}, "
+        f"{machine['cpus_usable']} cpus, numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} "
+        f"({blas_threads} BLAS threads; ufuncs 1 thread), "
         f"torch {machine['torch']} ({machine['torch_threads']} threads)",
         args.json,
     )

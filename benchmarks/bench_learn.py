@@ -218,7 +218,7 @@ def train_timing(size: dict[str, int], warmup: int, block: int, rounds: int) -> 
     seconds = {kind: [] for kind in MODELS}
     for _ in range(rounds):
         for kind, t in trainers.items():
-            s, _ = best_time(lambda: t.run(block), 1)
+            s, _ = best_time(lambda t=t: t.run(block), 1)
             seconds[kind].append(s)
     out: dict[str, Any] = {
         "warmup_steps": warmup,
@@ -259,7 +259,7 @@ def forward_timing(
         forwards(m)  # warm-up
     for _ in range(rounds):
         for kind, m in models.items():
-            seconds[kind].append(best_time(lambda: forwards(m), 1)[0])
+            seconds[kind].append(best_time(lambda m=m: forwards(m), 1)[0])
     return {
         "calls": calls,
         "rounds": rounds,
@@ -297,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--two-threads",
         action="store_true",
-        help="add 2-thread training rows (fresh models, fewer steps; ~30-50 s more, noisy on a shared machine)",
+        help="add 2-thread training rows (fresh models, fewer steps; ~30-50 s more, "
+        "noisy on a shared machine)",
     )
     args = ap.parse_args(argv)
     quick = args.quick
@@ -406,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{tag} — check: every model's loss falls over the timed steps (mean of first → last "
                     "timed block: "
                     + ", ".join(
-                        f"{kind} {tr[kind]['loss_first_timed_block']:.3f} → {tr[kind]['loss_last_timed_block']:.3f}"
+                        f"{kind} {tr[kind]['loss_first_timed_block']:.3f} → "
+                        f"{tr[kind]['loss_last_timed_block']:.3f}"
                         for kind in MODELS
                     )
                     + ")",
@@ -429,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             figures.append(
                 figure(
-                    f"{tag} — forward-only batches/s (eval, no grad), 1 thread, (b) SequenceModel attention-only",
+                    f"{tag} — forward-only batches/s (eval, no grad), 1 thread, "
+                    "(b) SequenceModel attention-only",
                     fw["ours_attn"]["batches_per_s"],
                     "batches/s",
                     "nn.TransformerEncoder",
@@ -463,7 +466,8 @@ def main(argv: list[str] | None = None) -> int:
                 tag = size_tag(size)
                 warmup, block, rounds = plan_two[size["n"]]
                 log(
-                    f"{tag}: training, 2 threads ({warmup} warm-up + {rounds} × {block} timed steps per model)"
+                    f"{tag}: training, 2 threads "
+                    f"({warmup} warm-up + {rounds} × {block} timed steps per model)"
                 )
                 tr = train_timing(size, warmup, block, rounds)
                 tr.pop("models")

@@ -98,8 +98,8 @@ def exact_vs_brute(M: int, n: int, seeds: int, d: int) -> dict[str, Any]:
     agree, margin_diff, margin_slack = True, 0.0, 0.0
     verdicts = {f: [0, 0] for f in FAMILIES}  # [correct, wrong]
     for family, head, clf, task in cases:
-        te, ve = best_time(lambda: verify_exact_one_head(head, clf, task, n), repeats)
-        tb, vb = best_time(lambda: verify_brute(head, clf, task, n), repeats)
+        te, ve = best_time(lambda h=head, c=clf, t=task: verify_exact_one_head(h, c, t, n), repeats)
+        tb, vb = best_time(lambda h=head, c=clf, t=task: verify_brute(h, c, t, n), repeats)
         t_exact[family] += te
         t_brute[family] += tb
         same = ve.correct == vb.correct and (vb.errors == 0) == ve.correct
@@ -157,7 +157,7 @@ def scaling(Ms: list[int], n: int, d_random: int, repeats: int) -> dict[str, Any
             ("perturbed", hper, cper),
             ("random", rnd.layer.heads[0], rnd.classifier_min),
         ):
-            t, v = best_time(lambda: verify_exact_one_head(head, clf, "min", n), repeats)
+            t, v = best_time(lambda h=head, c=clf: verify_exact_one_head(h, c, "min", n), repeats)
             row.update({f"{fam}_dim": head.dim, f"{fam}_seconds": t, f"{fam}_correct": v.correct})
         rows.append(row)
         log(
@@ -182,18 +182,18 @@ def scaling(Ms: list[int], n: int, d_random: int, repeats: int) -> dict[str, Any
 
 
 def certify_timed(M: int, n: int, method: str | None = None, repeats: int = 1) -> dict[str, Any]:
-    t, r = best_time(lambda: certify_minmax(M, n, 2, method=method), repeats)
+    t, cert = best_time(lambda: certify_minmax(M, n, 2, method=method), repeats)
     return {
         "M": M,
         "n": n,
-        "method": r["method"],
+        "method": cert.method,
         "seconds": t,
-        "errors_min": r["errors_min"],
-        "errors_max": r["errors_max"],
-        "margin_min": r["margin_min"],
-        "margin_max": r["margin_max"],
-        "dim": r["dim"],
-        "inputs_covered_digits": len(str(r["inputs_covered"])),
+        "errors_min": cert.errors_min,
+        "errors_max": cert.errors_max,
+        "margin_min": cert.margin_min,
+        "margin_max": cert.margin_max,
+        "dim": cert.dim,
+        "inputs_covered_digits": len(str(cert.inputs_covered)),
     }
 
 
@@ -238,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         r = exact_vs_brute(M, n, seeds, d=4)
         rows.append(r)
         log(
-            f"exact vs brute M={M} n={n} ({r['multisets']} multisets, {r['cases']} heads): exact {r['exact_seconds']:.3g} s, "
+            f"exact vs brute M={M} n={n} ({r['multisets']} multisets, {r['cases']} heads): "
+            f"exact {r['exact_seconds']:.3g} s, "
             f"brute {r['brute_seconds']:.3g} s, agree {r['verdicts_agree']}"
         )
     results["exact_vs_brute"] = rows
@@ -291,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
             verdict = "correct" if row[f"{fam}_correct"] else "wrong"
             figures.append(
                 figure(
-                    f"exact verifier seconds M={row['M']} n=1000, {fam} head (d={row[fam + '_dim']}, {verdict})",
+                    f"exact verifier seconds M={row['M']} n=1000, {fam} head "
+                    f"(d={row[fam + '_dim']}, {verdict})",
                     row[f"{fam}_seconds"],
                     "s",
                 )
@@ -332,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         figures.append(
             figure(
                 f"certify_minmax(M={c['M']}, n={c['n']}, heads=2) {c['method']} seconds "
-                f"(errors {c['errors_min']}/{c['errors_max']}, margins {c['margin_min']:.4g}/{c['margin_max']:.4g})",
+                f"(errors {c['errors_min']}/{c['errors_max']}, "
+                f"margins {c['margin_min']:.4g}/{c['margin_max']:.4g})",
                 c["seconds"],
                 "s",
             )
@@ -357,14 +360,16 @@ def main(argv: list[str] | None = None) -> int:
                 c = certify_timed(M, n)
             acc.append(c)
             log(
-                f"certify M={M} n={n}: {c['method']} errors {c['errors_min']}/{c['errors_max']} {c['seconds']:.3g} s"
+                f"certify M={M} n={n}: {c['method']} errors {c['errors_min']}/{c['errors_max']} "
+                f"{c['seconds']:.3g} s"
             )
     results["acceptance_grid"] = acc
     zero = all(c["errors_min"] == 0 and c["errors_max"] == 0 for c in acc)
     slowest = max(acc, key=lambda c: c["seconds"])
     figures.append(
         figure(
-            f"acceptance: certify --heads 2 zero errors for all M, n in {list(values)} ({len(acc)} certificates)",
+            f"acceptance: certify --heads 2 zero errors for all M, n in {list(values)} "
+            f"({len(acc)} certificates)",
             zero,
         )
     )
@@ -380,7 +385,8 @@ def main(argv: list[str] | None = None) -> int:
         results,
         figures,
         f"headcount minmax benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
-        f"numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} ({blas_threads} BLAS threads; ufuncs 1 thread), "
+        f"numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} "
+        f"({blas_threads} BLAS threads; ufuncs 1 thread), "
         f"scipy {machine['scipy']}, python-flint {machine['python_flint']}",
         args.json,
     )

@@ -489,11 +489,14 @@ def test_boolean_construct_out_and_check(capsys, tmp_path):
             ["boolean", "construct", "--function", "xor", "--n", "8", "--degree", "3", "--heads", "2"],
             "heads ≥ 3",
         ),
-        (["boolean", "construct", "--function", "xor", "--n", "0", "--degree", "3", "--heads", "2"], "--n 0"),
+        (
+            ["boolean", "construct", "--function", "xor", "--n", "0", "--degree", "3", "--heads", "2"],
+            "n must be ≥ 1",
+        ),
         (["boolean", "construct", "--function", "frob", "--n", "4", "--degree", "3", "--heads", "2"], "frob"),
         (
             ["boolean", "construct", "--function", "xor", "--n", "4", "--degree", "0", "--heads", "2"],
-            "--degree 0",
+            "degree must be ≥ 1",
         ),
         (["boolean", "threshold-degree", "--truth-table", "011"], "power"),
         (["boolean", "check", "--model", "/nonexistent.safetensors", "--function", "xor"], "does not exist"),

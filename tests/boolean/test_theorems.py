@@ -9,6 +9,7 @@ from flint import fmpq, fmpq_poly
 
 from headcount.boolean.bases import basis_range, lemma14_basis, representation
 from headcount.boolean.certify import construct_and_certify, dim_bound, format_rational
+from headcount.boolean.construction import construct, lemma9_head, lemma11_layer
 from headcount.boolean.functions import (
     change_points,
     parse_function,
@@ -16,6 +17,7 @@ from headcount.boolean.functions import (
     symmetric_values,
     threshold_degree_symmetric,
 )
+from headcount.boolean.lower_bound import check_feasible, find_wrong_input, theorem2_check
 from headcount.boolean.model import (
     BooleanHead,
     BooleanLayer,
@@ -26,8 +28,7 @@ from headcount.boolean.model import (
     model_sign_float,
     model_values_exact,
 )
-from headcount.boolean.theorem2 import check_feasible, find_wrong_input, theorem2_check
-from headcount.boolean.theorem3 import construct, lemma9_head, lemma11_layer
+from headcount.core.errors import InputError
 
 
 def q(s):
@@ -50,10 +51,10 @@ def test_worked_example_exact():
     assert [z[0] for z in layer_outputs_exact(layer, n)] == [q("3/16"), q("-1/48"), q("1/32")]
     readout = Readout({(1,): 1}, 1, 1)
     assert model_sign_exact(layer, readout, n) == list(symmetric_values("xor", 2)) == [1, -1, 1]
-    layer2, readout2, route, d = construct(symmetric_values("xor", 2), 2, 1, 2)
-    assert (route, d) == ("factorization", 1) and layer2 == layer
+    built = construct(symmetric_values("xor", 2), 2, 1, 2)
+    assert (built.route, built.dim) == ("factorization", 1) and built.layer == layer
     r = construct_and_certify("xor", 2, 1, 2)
-    assert r["certified"] and r["min_abs_margin"] == "1/48" and r["dim"] == 1
+    assert r.certified and r.certificate.min_abs_margin == "1/48" and r.dim == 1
 
 
 def test_one_head_cannot_do_2bit_xor():
@@ -72,9 +73,9 @@ def test_xor_12_grid():
         for H in range(1, 13):
             if D * H >= n:
                 r = construct_and_certify("xor", n, D, H, use_search=False)
-                assert r["certified"] and r["errors"] == 0, (D, H, r)
-                assert r["weights_checked"] == n + 1
-                assert r["dim"] <= r["dim_bound"] == dim_bound(D, H), (D, H, r)
+                assert r.certified and r.certificate.errors == 0, (D, H, r)
+                assert r.certificate.weights_checked == n + 1
+                assert r.dim <= r.dim_bound == dim_bound(D, H), (D, H, r)
             else:
                 with pytest.raises(ValueError) as e:
                     construct_and_certify("xor", n, D, H)
@@ -86,11 +87,12 @@ def test_xor_12_grid():
 def test_both_routes_forced_agree_with_F():
     F = symmetric_values("xor", 12)
     for route in ("factorization", "additive-basis"):
-        layer, readout, r, d = construct(F, 12, 4, 4, route=route, use_search=False)
-        assert r == route
+        built = construct(F, 12, 4, 4, route=route, use_search=False)
+        layer, readout = built.layer, built.readout
+        assert built.route == route
         assert model_sign_exact(layer, readout, 12) == list(F)
         rep = theorem2_check(layer, readout, 12)
-        assert rep["degree_ok"] and rep["signs_match"]
+        assert rep.degree_ok and rep.signs_match and rep.mismatches == ()
         assert find_wrong_input(layer, readout, F) is None
 
 
@@ -118,15 +120,15 @@ def test_theorem2_random_layers():
             terms[tuple(K)] = rq()
         readout = Readout(terms, D, d)
         rep = theorem2_check(layer, readout, n)
-        assert rep["degree_R"] <= D * H and rep["degree_ok"], (trial, rep)
-        assert rep["signs_match"], (trial, rep)
+        assert rep.degree_R <= D * H and rep.degree_ok, (trial, rep)
+        assert rep.signs_match, (trial, rep)
         # the batch path equals the per-t formula
         assert layer_outputs_exact(layer, n) == [layer_output_exact(layer, n, t) for t in range(n + 1)]
         vals = model_values_exact(layer, readout, n)
         assert vals == model_values_exact(layer, readout, n, method="direct")
         for t in range(n + 1):
             assert vals[t] == readout(layer_output_exact(layer, n, t))
-            assert (rep["polynomial"](t) > 0) == (vals[t] > 0)
+            assert (rep.polynomial(t) > 0) == (vals[t] > 0)
 
 
 def test_find_wrong_input_on_too_small_model():
@@ -141,12 +143,8 @@ def test_find_wrong_input_on_too_small_model():
             [fmpq(rng.randint(-5, 5))],
         )
         w = find_wrong_input(BooleanLayer((head,)), Readout({(1,): 1}, 1, 1), F)
-        assert (
-            w is not None
-            and len(w["x"]) == 3
-            and w["x"].count("1") == w["t"]
-            and w["model_sign"] != w["target"]
-        )
+        assert w is not None and len(w.x) == 3 and w.x.count("1") == w.t and w.model_sign != w.target
+        assert w.to_json() == {"t": w.t, "x": w.x, "model_sign": w.model_sign, "target": w.target}
 
 
 # --- named functions ---------------------------------------------------------------------------
@@ -183,18 +181,16 @@ def test_named_functions_certify(name, n, T):
     for D in (1, 2, 3):
         H = -(-T // D)
         r = construct_and_certify(name, n, D, H, use_search=False)
-        assert (
-            r["threshold_degree"] == T and r["certified"] and r["errors"] == 0 and r["dim"] <= r["dim_bound"]
-        )
+        assert r.threshold_degree == T and r.certified and r.certificate.errors == 0 and r.dim <= r.dim_bound
         r = construct_and_certify(name, n, D + 2, H + 3, use_search=False)
-        assert r["certified"], r
+        assert r.certified, r
 
 
 def test_constant_function_certifies():
     r = construct_and_certify([1, 1, 1, 1], 3, 1, 1)
-    assert r["threshold_degree"] == 0 and r["certified"]
+    assert r.threshold_degree == 0 and r.certified
     r = construct_and_certify([-1, -1, -1], 2, 2, 3)
-    assert r["certified"]
+    assert r.certified and r.to_json()["function"] == "F:---"
 
 
 # --- bases -------------------------------------------------------------------------------------
@@ -241,25 +237,25 @@ def test_format_rational():
     ],
 )
 def test_bad_input(args, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(InputError, match=match):
         construct_and_certify(*args)
 
 
 def test_model_validation():
-    with pytest.raises(ValueError, match="> 0"):
+    with pytest.raises(InputError, match="> 0"):
         BooleanHead(0, 1, [1], [1])
-    with pytest.raises(ValueError, match="same dimension"):
+    with pytest.raises(InputError, match="same dimension"):
         BooleanHead(1, 1, [1, 2], [1])
-    with pytest.raises(ValueError, match="total"):
+    with pytest.raises(InputError, match="total"):
         Readout({(2, 1): 1}, 2, 2)
-    with pytest.raises(ValueError, match="c > −1"):
+    with pytest.raises(InputError, match="c > −1"):
         lemma9_head([0], [1], -1, 3)
-    with pytest.raises(ValueError, match="impossible by Theorem 2"):
+    with pytest.raises(InputError, match="impossible by Theorem 2"):
         check_feasible(8, 3, 2, "xor", 8)
-    with pytest.raises(ValueError, match="use heads ≥ 2"):
+    with pytest.raises(InputError, match="use heads ≥ 2"):
         check_feasible(8, 6, 1, "xor", 8)
 
 
 def test_float64_path_runs():
-    layer, readout, _, _ = construct(symmetric_values("xor", 4), 4, 2, 2, use_search=False)
-    assert model_sign_float(layer, readout, 4) == list(symmetric_values("xor", 4))
+    built = construct(symmetric_values("xor", 4), 4, 2, 2, use_search=False)
+    assert model_sign_float(built.layer, built.readout, 4) == list(symmetric_values("xor", 4))

@@ -19,6 +19,7 @@ from headcount.boolean.threshold import (
     parse_truth_table,
     threshold_degree_lp,
 )
+from headcount.core.errors import InputError
 
 
 def sym_table(F, n):
@@ -142,15 +143,15 @@ def test_constant_and_parse():
     assert res.threshold_degree == 2
     assert threshold_degree_lp(*parse_truth_table("1111")).threshold_degree == 0
     assert threshold_degree_lp(*parse_truth_table("0")).threshold_degree == 0
-    with pytest.raises(ValueError, match="power of 2"):
+    with pytest.raises(InputError, match="power of 2"):
         parse_truth_table("011")
-    with pytest.raises(ValueError, match="only '0' and '1'"):
+    with pytest.raises(InputError, match="only '0' and '1'"):
         parse_truth_table("01x1")
-    with pytest.raises(ValueError, match="too large"):
+    with pytest.raises(InputError, match="too large"):
         parse_truth_table("0" * 2**15)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         threshold_degree_lp(np.array([1, 0]), 1)
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError):
         threshold_degree_lp(np.array([1, 1, 1]), 2)
 
 
@@ -183,7 +184,7 @@ def test_smallest_basis_matches_brute_force(D, H):
 
 
 def test_smallest_basis_errors_and_timeout():
-    with pytest.raises(ValueError, match="no basis"):
+    with pytest.raises(InputError, match="no basis"):
         smallest_basis(2, 3, 7)
     r = search_smallest_basis(3, 16, 48)
     assert not r.timed_out and r.proven_minimal and r.range >= 48
@@ -213,18 +214,19 @@ KNOWN = {
 @pytest.mark.parametrize("key", sorted(KNOWN))
 def test_stamps_known(key):
     D, k = key
-    r, B = stamps(D, k)
-    assert r == KNOWN[key] and len(B) == k and basis_range(B, D) == r
+    s = stamps(D, k)
+    assert s.range == KNOWN[key] and len(s.basis) == k and basis_range(s.basis, D) == s.range
+    assert s.to_json() == {"range": s.range, "basis": sorted(s.basis)}
 
 
 @pytest.mark.parametrize("D", range(1, 9))
 def test_stamps_two_elements_formula(D):
-    assert stamps(D, 2)[0] == (D * D + 6 * D + 1) // 4
-    assert stamps(D, 1)[0] == D
+    assert stamps(D, 2).range == (D * D + 6 * D + 1) // 4
+    assert stamps(D, 1).range == D
 
 
 @pytest.mark.parametrize("D,k", [(2, 2), (2, 3), (2, 4), (3, 2), (3, 3), (4, 2)])
 def test_stamps_brute_force(D, k):
     M = comb(k + D, D)
     best = max(basis_range(B, D) for B in combinations(range(1, M + 1), k))
-    assert stamps(D, k)[0] == best
+    assert stamps(D, k).range == best

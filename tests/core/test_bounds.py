@@ -32,7 +32,7 @@ from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Trans
 from headcount.core.precision import EXACT, FLOAT64, Precision, fixed, round_fixed
 from headcount.core.symbols import BOTTOM
 from headcount.core.table import OneLayerTable, table_from_weights, table_residual_bounds
-from headcount.induction.constructions import one_layer_induction, two_layer_induction
+from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.task import all_sequences, induction_targets
 
 TIE_TOLERANCE = 1e-30
@@ -131,7 +131,7 @@ def reference_table_residual(table: OneLayerTable, seq, prec: Precision) -> list
     n, d = len(seq), table.d_model
     x = [[rp(A(table.embed[i, t, c])) for c in range(d)] for i, t in enumerate(seq)]
     result = [row[:] for row in x]
-    for h in range(table.heads[0]):
+    for h in range(table.heads_per_layer[0]):
         q = [[rp(A(u)) for u in table.Q[h, i, t]] for i, t in enumerate(seq)]
         k = [[rp(A(u)) for u in table.K[h, i, t]] for i, t in enumerate(seq)]
         v = [[rp(A(u)) for u in table.V[h, i, t]] for i, t in enumerate(seq)]
@@ -271,7 +271,7 @@ def test_random_models_cover_the_intended_space():
     models = [random_model(seed) for seed in range(36)]
     assert {m.mask for m in models} == {"causal", "full"}
     assert {len(m.layers) for m in models} == {1, 2}
-    assert {h for m in models for h in m.heads} == {1, 2, 3}
+    assert {h for m in models for h in m.heads_per_layer} == {1, 2, 3}
     assert any(layer.mlp is not None for m in models for layer in m.layers)
     assert {m.d_model for m in models} == {3, 4, 5, 6}
     assert {m.n_ctx for m in models} >= {2, 3, 4, 5, 6}

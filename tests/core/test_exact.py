@@ -24,7 +24,7 @@ from headcount.core.precision import fixed
 from headcount.core.symbols import BOTTOM
 from headcount.core.table import random_table, table_residual
 from headcount.induction import task
-from headcount.induction.constructions import one_layer_induction, two_layer_induction
+from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.minmax import exact as minmax_exact
 
 Q = flint.fmpq

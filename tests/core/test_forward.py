@@ -15,7 +15,7 @@ from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Trans
 from headcount.core.precision import EXACT, FLOAT64, Precision, fixed, parse_precision
 from headcount.core.symbols import BOTTOM
 from headcount.core.table import table_residual
-from headcount.induction.constructions import one_layer_induction, two_layer_induction
+from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.task import all_sequences, induction_targets
 
 # ---------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from headcount.core.evaluate import predict
 from headcount.core.io import FORMAT, TABLE_FORMAT, ModelFileError, load_model, read_config, save_model
 from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.table import OneLayerTable
-from headcount.induction.constructions import one_layer_induction, two_layer_induction
+from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.task import all_sequences
 
 
@@ -344,7 +344,7 @@ def test_saved_files_get_the_usual_permissions(tmp_path):
     import stat
 
     from headcount.core.io import save_model
-    from headcount.induction.constructions import two_layer_induction
+    from headcount.induction.construction import two_layer_induction
     from headcount.report.render import write_atomic
 
     old = os.umask(0o022)

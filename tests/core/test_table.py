@@ -10,7 +10,7 @@ from headcount.core.forward import residual_stream
 from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.precision import EXACT, FLOAT64, fixed
 from headcount.core.table import OneLayerTable, table_from_weights, table_residual, table_residual_bounds
-from headcount.induction.constructions import one_layer_induction, two_layer_induction
+from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.readout import InductionReadoutDecoder
 from headcount.induction.task import all_sequences, induction_targets
 
@@ -59,7 +59,7 @@ def test_table_from_weights_agrees_with_weight_form(seed, mask):
     table = table_from_weights(model)
     assert isinstance(table, OneLayerTable)
     assert table.n_ctx == model.n_ctx and table.alphabet == model.alphabet and table.d_model == model.d_model
-    assert table.heads == model.heads and table.mask == mask and table.decoder is model.decoder
+    assert table.heads_per_layer == model.heads_per_layer and table.mask == mask and table.decoder is model.decoder
     assert table.info == model.info and table.info is not model.info
     assert table.size(7) == model.size(7)
     rng = np.random.default_rng(100 + seed)
@@ -129,7 +129,7 @@ def test_one_layer_construction_is_a_valid_table(n):
     table = one_layer_induction(n, 3)
     assert isinstance(table, OneLayerTable)
     assert table.d_model == n + 1 and table.n_ctx == n and table.alphabet == 3
-    assert table.heads == [1] and table.layers == ("table",)
+    assert table.heads_per_layer == [1] and table.layers == ("table",)
     assert table.mask == "causal"
     assert isinstance(table.decoder, InductionReadoutDecoder) and table.decoder.n_ctx == n
     assert table.embed.dtype == np.float64
@@ -189,13 +189,13 @@ def test_table_residual_bounds_contain_float_evaluation():
 
 
 def test_first_layer_tables_of_a_two_layer_model():
-    from headcount.induction.constructions import two_layer_induction
+    from headcount.induction.construction import two_layer_induction
 
     model = two_layer_induction(8, 3)
     with pytest.raises(ValueError, match="first_layer_only"):
         table_from_weights(model)
     table = table_from_weights(model, first_layer_only=True)
-    assert table.heads == [2] and table.info["first_layer_of"] == 2
+    assert table.heads_per_layer == [2] and table.info["first_layer_of"] == 2
     # ψ_in table = W_E[σ] + W_pos[i]; Ṽ = ψ_in W_V W_O of each head
     head = model.layers[0].heads[1]
     np.testing.assert_array_equal(table.embed[3, 2], model.W_E[2] + model.W_pos[3])

@@ -1,4 +1,5 @@
-"""The four experiments: specs, a real (tiny) run through sweep → database → summary → figure, and the CLI."""
+"""The four experiments: specs, a real (tiny) run through sweep → database → summary (learn), constructions
+and figure (report.learning.run_experiment_with_figure, what `headcount experiment` calls), and the CLI."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from dataclasses import replace
 import pytest
 
 from headcount.cli import main
+from headcount.core.errors import InputError
 from headcount.learn import experiments
 from headcount.learn.experiments import EXPERIMENTS, experiment_spec, run_experiment, summarize_experiment
 from headcount.learn.store import ResultsStore
 from headcount.learn.sweep import load_spec
+from headcount.report.learning import run_experiment_with_figure
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))
@@ -26,8 +29,10 @@ def test_specs_expand(name, scale):
 def test_unknown_experiment_and_scale():
     with pytest.raises(ValueError, match="unknown experiment 'nope'"):
         experiment_spec("nope")
-    with pytest.raises(ValueError, match="unknown scale"):
+    with pytest.raises(InputError, match="scale 'huge' is not available: use quick"):
         experiment_spec("xor-phase", "huge")
+    with pytest.raises(InputError, match="backend 'dask' is not available: use local or ray"):
+        run_experiment("xor-phase", "quick", "unused.sqlite", backend="dask")
 
 
 @pytest.fixture
@@ -53,29 +58,44 @@ def tiny(monkeypatch):
 
 def test_xor_phase_tiny_end_to_end(tiny, tmp_path):
     db = tmp_path / "r.sqlite"
-    result = run_experiment("xor-phase", "quick", db, workers=1, figure_dir=tmp_path)
-    assert result["sweep"]["runs_total"] == 4 and result["sweep"]["runs_failed"] == 0
-    s = result["summary"]
+    report = run_experiment_with_figure("xor-phase", "quick", db, workers=1, figure_dir=tmp_path)
+    result = report.result
+    assert result.sweep.runs_total == 4 and result.sweep.runs_failed == 0
+    s = result.summary
     # below D·H = 3: (1,1), (1,2) — Theorem 2 says no model can solve them, whatever training does
     assert s["below_cells"] == 2 and s["below_solved"] == 0
     assert s["above_cells"] == 2 and s["above_constructions_certified"] == 2
     cells = {(c["degree"], c["heads"]): c for c in s["cells"]}
     assert cells[(1, 1)]["construction_certified"] is None and cells[(3, 1)]["construction_certified"] is True
-    # the summary is read from the database: the same numbers come back from a fresh read
-    assert summarize_experiment("xor-phase", "quick", db) == s
+    # the learn summary is read from the database alone (no certificates): the same numbers come back from
+    # a fresh read, and the report only added the constructions
+    plain = summarize_experiment("xor-phase", "quick", db)
+    assert "above_constructions_certified" not in plain
+    assert all("construction_certified" not in c for c in plain["cells"])
+    assert plain["cells"] == [
+        {k: v for k, v in c.items() if k != "construction_certified"} for c in s["cells"]
+    ]
+    assert {k: v for k, v in s.items() if k not in ("cells", "above_constructions_certified")} == {
+        k: v for k, v in plain.items() if k != "cells"
+    }
     with ResultsStore(db) as store:
         assert store.count("done") == 4
     assert (tmp_path / "xor-phase-quick.png").stat().st_size > 1000 and (
         tmp_path / "xor-phase-quick.svg"
     ).exists()
-    assert "| degree | heads |" in result["table"]
-    again = run_experiment("xor-phase", "quick", db, workers=1, figure_dir=tmp_path)
-    assert again["sweep"]["runs_done_now"] == 0 and again["summary"] == s
+    assert report.figure.png == str(tmp_path / "xor-phase-quick.png") and report.figure.caption
+    assert "| degree | heads |" in result.table
+    assert list(report.to_json()) == ["experiment", "scale", "db", "sweep", "summary", "table", "figure"]
+    again = run_experiment("xor-phase", "quick", db, workers=1)
+    assert again.sweep.runs_done_now == 0 and again.summary == plain
 
 
 def test_minmax_heads_tiny_verifier_agrees(tiny, tmp_path):
-    result = run_experiment("minmax-heads", "quick", tmp_path / "r.sqlite", workers=1, figure_dir=tmp_path)
-    s = result["summary"]
+    report = run_experiment_with_figure(
+        "minmax-heads", "quick", tmp_path / "r.sqlite", workers=1, figure_dir=tmp_path
+    )
+    s = report.result.summary
+    assert list(s)[:2] == ["cells", "construction_dims"]
     assert s["single_heads_checked"] == 1 and s["verifier_agrees_with_exhaustive"]
     assert (
         s["construction_dims"] == {4: pytest.approx(s["construction_dims"][4])}
@@ -176,7 +196,10 @@ def test_cli_sweep_from_flags(capsys, tmp_path):
             "--seeds",
         ),
         (["experiment", "nope"], "unknown experiment"),
-        (["experiment", "xor-phase", "--scale", "huge"], "--scale"),
+        (["experiment", "xor-phase", "--scale", "huge"], "scale 'huge' is not available"),
+        (["experiment", "xor-phase", "--backend", "dask"], "backend 'dask' is not available"),
+        (["sweep", "run", "--db", "x.sqlite", "--task", "boolean", "--workers", "0"], "workers must be ≥ 1"),
+        (["sweep", "table", "--db", "x.sqlite", "--experiment", "x", "--format", "html"], "format 'html'"),
         (["sweep", "run", "/nonexistent.toml", "--db", "x.sqlite"], "does not exist"),
         (["sweep", "table", "--db", "/nonexistent.sqlite", "--experiment", "x"], "does not exist"),
         (["train", "boolean", "--n", "0"], "n must be"),

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from headcount.boolean.construction import construct
 from headcount.boolean.functions import parse_function
 from headcount.boolean.model import (
     BooleanHead,
@@ -19,7 +20,6 @@ from headcount.boolean.model import (
     model_sign_exact,
     save_boolean,
 )
-from headcount.boolean.theorem3 import construct
 from headcount.core.evaluate import predict
 from headcount.core.forward import residual_stream
 from headcount.core.io import ModelFileError, load_model, save_model
@@ -29,8 +29,8 @@ from headcount.core.symbols import BOTTOM
 from headcount.core.table import table_from_weights
 from headcount.induction import task
 from headcount.induction.certify import certify_induction
-from headcount.induction.constructions import one_layer_induction, two_layer_induction
-from headcount.induction.index import refute
+from headcount.induction.construction import one_layer_induction, two_layer_induction
+from headcount.induction.lower_bound.refute import refute
 from headcount.learn.models import (
     BooleanNet,
     MinMaxNet,
@@ -85,7 +85,9 @@ def test_two_layer_construction_loads_exactly(n, S):
     np.testing.assert_allclose(logits, core_logits, rtol=1e-9, atol=1e-9 * np.abs(core_logits).max())
 
     back = sequence_model_to_transformer(model)
-    assert back.heads == core.heads == [2, 1]  # the zero head padding layer 2 is dropped again
+    assert (
+        back.heads_per_layer == core.heads_per_layer == [2, 1]
+    )  # the zero head padding layer 2 is dropped again
     for la, lb in zip(back.layers, core.layers):
         for ha, hb in zip(la.heads, lb.heads):
             for name in ("W_Q", "W_K", "W_V", "W_O"):
@@ -115,7 +117,7 @@ def test_mixed_widths_and_partial_mlp_round_trip():
     tokens = task.all_sequences(6, 3)
     assert np.array_equal(torch_predict(model, tokens), predict(core, tokens))
     back = sequence_model_to_transformer(model)
-    assert back.heads == [2, 1] and back.layers[0].mlp is None and back.layers[1].mlp is not None
+    assert back.heads_per_layer == [2, 1] and back.layers[0].mlp is None and back.layers[1].mlp is not None
     assert np.array_equal(predict(back, tokens), predict(core, tokens))
 
 
@@ -142,7 +144,7 @@ def test_random_model_exports_saves_and_certifies(kw, tmp_path):
         "positional", "learned"
     )
     assert np.array_equal(predict(loaded, tokens), got)
-    cert = certify_induction(loaded, n, S, dtypes=False)
+    cert = certify_induction(loaded, n, S, dtypes=False).to_json()
     assert cert["exhaustive"] and cert["inputs_checked"] == len(tokens)
     assert cert["errors"] == int((got != task.induction_targets(tokens)).sum())
 
@@ -277,7 +279,8 @@ def test_monomials():
 )
 def test_theorem3_construction_same_signs(function, n, D, H, tmp_path):
     F = parse_function(function, n)
-    layer, readout, _, _ = construct(F, n, D, H)
+    built = construct(F, n, D, H)
+    layer, readout = built.layer, built.readout
     exact = model_sign_exact(layer, readout, n)
     assert exact == list(F)
     net = boolean_net_from_model(layer, readout, n)
@@ -289,7 +292,8 @@ def test_theorem3_construction_same_signs(function, n, D, H, tmp_path):
     np.testing.assert_array_equal(g_bits, g[bits.sum(1)])  # forward on bits = score at t = |x|
     # exact files: the construction round-trips exactly
     save_boolean(layer, readout, tmp_path / "b.safetensors", {"function": function})
-    layer2, readout2, info = load_boolean(tmp_path / "b.safetensors")
+    loaded = load_boolean(tmp_path / "b.safetensors")
+    layer2, readout2, info = loaded.layer, loaded.readout, loaded.info
     assert info == {"function": function} and layer2 == layer and readout2.terms == readout.terms
     assert readout2.degree == readout.degree and readout2.dim == readout.dim
     # export of the float net: the same signs in exact arithmetic

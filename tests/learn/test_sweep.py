@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from headcount.core.errors import InputError
 from headcount.learn.store import ResultsDBError, ResultsStore, run_id_for
 from headcount.learn.sweep import (
     RAY_MISSING,
@@ -268,7 +269,7 @@ def test_store_refuses_other_files(tmp_path):
 def test_local_sweep_runs_records_and_skips_finished(tmp_path, capfd):
     db = tmp_path / "r.db"
     spec = spec_dict(xs=(1, 2, 3))
-    assert sweep_plan(spec, db) == {
+    assert sweep_plan(spec, db).to_json() == {
         "runs_total": 6,
         "runs_done": 0,
         "runs_failed": 0,
@@ -280,7 +281,9 @@ def test_local_sweep_runs_records_and_skips_finished(tmp_path, capfd):
     summary = run_sweep(spec, db, workers=2, progress=True)
     out, err = capfd.readouterr()
     assert out == "" and "sweep t" in err  # the progress bar goes to stderr only
-    assert {k: summary[k] for k in ("runs_total", "runs_done_before", "runs_done_now", "runs_failed")} == {
+    assert {
+        k: summary.to_json()[k] for k in ("runs_total", "runs_done_before", "runs_done_now", "runs_failed")
+    } == {
         "runs_total": 6,
         "runs_done_before": 0,
         "runs_done_now": 6,
@@ -298,10 +301,10 @@ def test_local_sweep_runs_records_and_skips_finished(tmp_path, capfd):
     assert len({r["versions"]["host"] for r in rows}) == 1
     # again: nothing to do, nothing started
     again = run_sweep(spec, db, workers=2)
-    assert (again["runs_done_before"], again["runs_done_now"], again["runs_failed"]) == (6, 0, 0)
+    assert (again.runs_done_before, again.runs_done_now, again.runs_failed) == (6, 0, 0)
     # a bigger grid runs only the new points
     more = run_sweep(spec_dict(xs=(1, 2, 3, 4)), db, workers=1)
-    assert (more["runs_total"], more["runs_done_before"], more["runs_done_now"]) == (8, 6, 2)
+    assert (more.runs_total, more.runs_done_before, more.runs_done_now) == (8, 6, 2)
 
 
 def test_failed_runs_are_recorded_and_retried(tmp_path):
@@ -311,7 +314,7 @@ def test_failed_runs_are_recorded_and_retried(tmp_path):
     spec = spec_dict("flaky", xs=(1,), seeds=(0,))
     spec["include"] = [{"x": 2, "fail_if_exists": str(flag)}]
     first = run_sweep(spec, db, workers=2)
-    assert (first["runs_done_now"], first["runs_failed"]) == (1, 1)
+    assert (first.runs_done_now, first.runs_failed) == (1, 1)
     with ResultsStore(db) as store:
         [failed] = store.rows(status="failed")
         assert len(store.finished_ids()) == 1
@@ -320,10 +323,10 @@ def test_failed_runs_are_recorded_and_retried(tmp_path):
         "ValueError: flag file present second line for x=2 [at sweep_runners.py:"
     )
     assert "\n" not in failed["error"]
-    assert sweep_plan(spec, db)["runs_failed"] == 1
+    assert sweep_plan(spec, db).runs_failed == 1
     flag.unlink()
     second = run_sweep(spec, db, workers=2)
-    assert (second["runs_done_before"], second["runs_done_now"], second["runs_failed"]) == (1, 1, 0)
+    assert (second.runs_done_before, second.runs_done_now, second.runs_failed) == (1, 1, 0)
     with ResultsStore(db) as store:
         row = next(r for r in store.rows() if r["config"]["x"] == 2)
     assert row["status"] == "done" and row["error"] is None and row["attempts"] == 2
@@ -334,13 +337,13 @@ def test_runner_that_kills_its_worker_is_isolated(tmp_path):
     spec = spec_dict("crash", xs=(1, 2, 3), seeds=(0,), sleep=0.3)
     spec["include"] = [{"x": 9, "crash": True}, {"x": 10, "bad": True}]
     summary = run_sweep(spec, db, workers=2)
-    assert (summary["runs_done_now"], summary["runs_failed"]) == (4, 1)
+    assert (summary.runs_done_now, summary.runs_failed) == (4, 1)
     with ResultsStore(db) as store:
         [failed] = store.rows(status="failed")
     assert failed["config"]["x"] == 9 and failed["error"].startswith("WorkerDied: the worker process died")
     # a runner that returns something else than a dict fails cleanly
     bad = run_sweep(spec_dict("not_a_dict", xs=(1,), seeds=(0,)), tmp_path / "b.db", workers=1)
-    assert bad["runs_failed"] == 1
+    assert bad.runs_failed == 1
     with ResultsStore(tmp_path / "b.db") as store:
         assert "returned list, not a dict of metrics" in store.rows()[0]["error"]
 
@@ -348,7 +351,7 @@ def test_runner_that_kills_its_worker_is_isolated(tmp_path):
 def test_workers_use_one_torch_thread(tmp_path):
     db = tmp_path / "r.db"
     env = dict(os.environ)
-    assert run_sweep(spec_dict("threads", xs=(1,), seeds=(0, 1)), db, workers=2)["runs_done_now"] == 2
+    assert run_sweep(spec_dict("threads", xs=(1,), seeds=(0, 1)), db, workers=2).runs_done_now == 2
     assert dict(os.environ) == env  # the parent's environment is restored
     with ResultsStore(db) as store:
         metrics = [r["metrics"] for r in store.rows()]
@@ -365,9 +368,9 @@ def test_bad_runner_or_backend_fails_before_anything_is_written(tmp_path, monkey
         SweepError, match="runner 'no_such_module_xyz:f' cannot be imported: ModuleNotFoundError"
     ):
         run_sweep({**spec_dict(), "sweep": {**spec_dict()["sweep"], "runner": "no_such_module_xyz:f"}}, db)
-    with pytest.raises(SweepError, match="unknown backend 'dask'; backends: local, ray"):
+    with pytest.raises(InputError, match="backend 'dask' is not available: use local or ray"):
         run_sweep(spec_dict(), db, backend="dask")
-    with pytest.raises(SweepError, match="workers must be an integer ≥ 1"):
+    with pytest.raises(InputError, match="workers must be ≥ 1, got 0"):
         run_sweep(spec_dict(), db, workers=0)
     monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
     with pytest.raises(BackendUnavailableError) as info:
@@ -418,8 +421,8 @@ def test_sweep_killed_with_sigkill_resumes_exactly_once(tmp_path):
     assert 2 <= len(before) < 8 and all(r["status"] == "done" for r in before.values())
 
     summary = run_sweep(spec, db, workers=2)
-    assert summary["runs_done_before"] == len(before)
-    assert summary["runs_done_now"] == 8 - len(before) and summary["runs_failed"] == 0
+    assert summary.runs_done_before == len(before)
+    assert summary.runs_done_now == 8 - len(before) and summary.runs_failed == 0
     with ResultsStore(db) as store:
         after = store.rows()
         assert store.finished_ids() == expected
@@ -544,7 +547,7 @@ def test_sweep_table_formats(tmp_path):
     assert table_rows(db, "khop") == (["task", "seeds", "a"], [{"task": "khop", "seeds": 1, "a": 1}])
     with pytest.raises(SweepError, match="no runs of experiment 'nope' .* experiments there: 'khop', 'xor'"):
         sweep_table(db, "nope")
-    with pytest.raises(SweepError, match="unknown table format 'html'"):
+    with pytest.raises(InputError, match="format 'html' is not available: use md, csv or json"):
         sweep_table(db, "xor", "html")
     with pytest.raises(SweepError, match="does not exist"):
         sweep_table(tmp_path / "missing.db", "xor")
@@ -572,7 +575,7 @@ def test_ray_backend_local_instance(tmp_path, monkeypatch):
         if ray.is_initialized():
             ray.shutdown()
     assert not ray.is_initialized()  # run_sweep shut down the instance it started
-    assert (summary["runs_total"], summary["runs_done_now"], summary["runs_failed"]) == (6, 4, 2)
+    assert (summary.runs_total, summary.runs_done_now, summary.runs_failed) == (6, 4, 2)
     with ResultsStore(db) as store:
         rows = store.rows()
     assert len(rows) == 6
@@ -594,7 +597,7 @@ def test_default_runner_xor_sweep(tmp_path):
     )
     db = tmp_path / "r.db"
     summary = run_sweep(path, db, workers=2)
-    assert (summary["runs_total"], summary["runs_done_now"], summary["runs_failed"]) == (4, 4, 0)
+    assert (summary.runs_total, summary.runs_done_now, summary.runs_failed) == (4, 4, 0)
     columns, rows = table_rows(db, "xor-phase", metrics=["solved", "below_bound"])
     assert columns == [
         "degree",

@@ -1,4 +1,5 @@
-"""minmax/lower_bound.py: monotone runs (Lemma 1), Lemma 6 quantities, one-head counterexamples, search."""
+"""minmax/lower_bound.py and search.py: monotone runs (Lemma 1), Lemma 6 quantities, one-head
+counterexamples, search."""
 
 from __future__ import annotations
 
@@ -7,15 +8,11 @@ from math import ceil, log, sqrt
 import numpy as np
 import pytest
 
+from headcount.core.errors import InputError
 from headcount.minmax.construction import compact_code, min_head, sign_code, two_head_layer
-from headcount.minmax.lower_bound import (
-    lemma6_quantities,
-    longest_monotone_run,
-    one_head_counterexamples,
-    search_single_head,
-    smallest_dimension,
-)
+from headcount.minmax.lower_bound import lemma6_quantities, longest_monotone_run, one_head_counterexamples
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, random_single_head
+from headcount.minmax.search import search_single_head, smallest_dimension
 from headcount.minmax.verify import verify_brute
 
 
@@ -80,16 +77,20 @@ def test_lemma6_on_construction_min_head():
     head, _ = min_head(M, n, code)
     q = lemma6_quantities(head, n)
     d = ceil(8 * log(M))
-    assert q["N"] == min(1 + 7, 15 // 2) == 7
-    assert q["d"] == d and q["p"] == 0 and q["ell"] == pytest.approx(sqrt(d))
-    assert q["run"]["length_non_increasing"] == M and q["run"]["length_non_decreasing"] == 1
-    assert q["run"]["obstructs"] == "max" and q["run_at_least_N"]
-    assert q["alt_dimension"] and q["either"]
+    assert q.N == min(1 + 7, 15 // 2) == 7
+    assert q.d == d and q.p == 0 and q.ell == pytest.approx(sqrt(d))
+    assert len(q.run.non_increasing) == M and len(q.run.non_decreasing) == 1
+    assert q.run.obstructs == "max" and q.run_at_least_N
+    assert q.alt_dimension and q.either
     # given p, ℓ override; half-integer values give p = 1
     q2 = lemma6_quantities(TokenHead(head.scores, head.values / 2), n)
-    assert q2["p"] == 1 and q2["ell"] == pytest.approx(sqrt(d) / 2)
+    assert q2.p == 1 and q2.ell == pytest.approx(sqrt(d) / 2)
     q3 = lemma6_quantities(head, n, value_bits=5, value_norm=2.0)
-    assert q3["p"] == 5 and q3["log2_ell"] == 1.0 and q3["d_times_p_plus_log2_ell"] == d * 6
+    assert q3.p == 5 and q3.log2_ell == 1.0 and q3.d_times_p_plus_log2_ell == d * 6
+    # the JSON: the run as its own object, non-finite values as null (ℓ = 0: log₂ ℓ = −inf)
+    js = lemma6_quantities(TokenHead(head.scores, 0 * head.values), n).to_json()
+    assert js["run"]["length_non_increasing"] == M and js["ell"] == 0.0 and js["log2_ell"] is None
+    assert list(js)[:5] == ["M", "n", "N", "erdos_szekeres_length", "d"]
 
 
 def test_one_head_counterexamples_construction_min_head():
@@ -97,12 +98,12 @@ def test_one_head_counterexamples_construction_min_head():
     head, clf = min_head(M, n, compact_code(M))
     model = MinMaxModel(TokenLayer((head,)), clf, Classifier(clf.theta.copy()), {"n": n})
     rep = one_head_counterexamples(model)
-    assert rep["min"]["correct"] and rep["min"]["margin"] > 0
-    mx = rep["max"]
-    assert not mx["correct"] and mx["confirmed"] and mx["margin"] <= 0
-    assert mx["decision_exact"] != max(mx["worst_input"]) == mx["answer"]
-    assert rep["run"]["obstructs"] == "max" and not rep["solves_both"]
-    with pytest.raises(ValueError):
+    assert rep.min.correct and rep.min.margin > 0
+    mx = rep.max
+    assert not mx.correct and mx.confirmed and mx.margin <= 0
+    assert mx.decision_exact != max(mx.worst_input) == mx.answer
+    assert rep.run.obstructs == "max" and not rep.solves_both and rep.task("max") is mx
+    with pytest.raises(InputError, match="single-head model, this one has 2 heads"):
         one_head_counterexamples(two_head_layer(M, n, compact_code(M)))
 
 
@@ -111,15 +112,19 @@ def test_one_head_counterexamples_random_heads():
     for _ in range(5):
         rep = one_head_counterexamples(random_single_head(rng, 8, 3), n=4)
         for task in ("min", "max"):
-            assert rep[task]["correct"] or rep[task]["confirmed"]
+            assert rep.task(task).correct or rep.task(task).confirmed
 
 
 def test_search_fails_with_confirmed_counterexamples_at_64_16():
     out = smallest_dimension(64, 16, 4, restarts=1, steps=10, seed=0)
-    assert out["smallest_d"] is None and set(out["results"]) == {1, 2, 3, 4}
-    for d, summ in out["results"].items():
-        assert not summ["succeeded"] and summ["all_failed_confirmed"]
-        assert min(summ["best_margins"]) <= 0
+    assert out.smallest_d is None and set(out.results) == {1, 2, 3, 4}
+    for d, res in out.results.items():
+        assert res.dim == d and not res.succeeded and res.all_failed_confirmed
+        assert min(res.best_margins) <= 0
+        assert all(not r.solves_both and r.confirmed_counterexample for r in res.runs)
+    js = out.to_json()
+    assert js["smallest_d"] is None and js["results"][1]["d"] == 1 and js["d_max"] == 4
+    assert set(js["results"][1]["best_counterexamples"]) == {"min", "max"}
 
 
 def test_search_succeeds_when_possible():
@@ -131,4 +136,19 @@ def test_search_succeeds_when_possible():
     for task, clf in (("min", model.classifier_min), ("max", model.classifier_max)):
         assert verify_brute(model, clf, task, 2).correct
     assert not search_single_head(3, 2, 1, restarts=2, steps=100, seed=0).succeeded
-    assert smallest_dimension(3, 2, 3, restarts=2, steps=200, seed=0)["smallest_d"] == 2
+    assert smallest_dimension(3, 2, 3, restarts=2, steps=200, seed=0).smallest_d == 2
+
+
+@pytest.mark.parametrize(
+    "call, needle",
+    [
+        (lambda: smallest_dimension(1, 3, 2), "M ≥ 2"),
+        (lambda: smallest_dimension(6, 3, 0), "--dim 0"),
+        (lambda: smallest_dimension(6, 3, 2, restarts=0), "--restarts 0"),
+        (lambda: search_single_head(6, 3, 2, steps=-1), "--steps -1"),
+    ],
+)
+def test_search_bad_input(call, needle):
+    with pytest.raises(InputError, match=needle) as err:
+        call()
+    assert "\n" not in str(err.value)

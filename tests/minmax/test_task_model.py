@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
+from headcount.core.errors import InputError
 from headcount.core.io import ModelFileError, read_config
 from headcount.core.symbols import BOTTOM
 from headcount.minmax.construction import compact_code, two_head_layer
@@ -22,7 +23,7 @@ from headcount.minmax.model import (
     predict,
     save_minmax,
 )
-from headcount.minmax.task import all_multisets, count_multisets, histograms, min_max
+from headcount.minmax.task import all_multisets, check_sizes, count_multisets, histograms, min_max
 
 
 @pytest.mark.parametrize("M,n", [(2, 2), (3, 4), (5, 3), (6, 5)])
@@ -111,12 +112,28 @@ def test_bad_files(tmp_path):
 
 
 def test_bad_model_shapes():
-    with pytest.raises(ValueError, match="M ≥ 2"):
+    with pytest.raises(InputError, match="M ≥ 2"):
         TokenHead(np.zeros(1), np.zeros((1, 2)))
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(InputError, match="finite"):
         TokenHead(np.array([0.0, np.inf]), np.zeros((2, 2)))
     head = TokenHead(np.zeros(3), np.zeros((3, 2)))
-    with pytest.raises(ValueError, match="expected"):
+    with pytest.raises(InputError, match="expected"):
         MinMaxModel(TokenLayer((head,)), Classifier(np.zeros((3, 2))), Classifier(np.zeros((4, 2))))
-    with pytest.raises(ValueError, match="tokens must be integers in 1..3"):
+    with pytest.raises(InputError, match="tokens must be integers in 1..3"):
         forward(head, np.array([[0, 1]]))
+    assert TokenLayer((head, head)).n_heads == 2
+
+
+@pytest.mark.parametrize(
+    "M, n, needle",
+    [
+        (1, 2, "bad M=1: the token range [M] = {1..M} needs an integer M ≥ 2"),
+        (2, 1, "bad n=1"),
+        (2.0, 2, "bad M=2.0"),
+    ],
+)
+def test_the_size_rule_is_one_input_error(M, n, needle):
+    with pytest.raises(InputError) as err:
+        check_sizes(M, n)
+    assert str(err.value).startswith(needle)
+    check_sizes(2, 2)

@@ -262,4 +262,88 @@ def test_verdicts_and_certificates_say_their_scope():
     verdicts = [verify_exact_one_head(head, clf, "min", 3), verify_brute(head, clf, "max", 3)]
     assert [v.scope for v in verdicts] == ["exhaustive", "exhaustive"] and scope_of(*verdicts) == "exhaustive"
     for method in ("exact-histogram", "brute-force", "sufficient-condition"):
-        assert certify_minmax(6, 3, 2, "compact", method=method)["scope"] == "exhaustive"
+        assert certify_minmax(6, 3, 2, "compact", method=method).scope == "exhaustive"
+
+
+# ---------------------------------------------------------------- verify_single_head (`minmax verify`)
+
+
+def test_verify_single_head_result_and_json(tmp_path):
+    from headcount.minmax.certify import verify_single_head
+    from headcount.minmax.model import MinMaxModel, ModelSource, save_minmax
+
+    head, clf = min_head(6, 3, compact_code(6))
+    model = MinMaxModel(TokenLayer((head,)), clf, clf)
+    exact, brute = verify_single_head(model, 6, 3), verify_single_head(model, 6, 3, "brute")
+    assert exact.method == "exact-histogram" and brute.method == "brute-force"
+    for r in (exact, brute):
+        assert r.min.correct and not r.max.correct and r.counterexample("min") is None
+        assert r.inputs_covered == 56 and r.scope == "exhaustive" and r.monotone_run.obstructs == "max"
+        assert r.lemma6.N == 1 and r.dim == head.dim
+    js = exact.to_json()
+    assert list(js) == [
+        "M",
+        "n",
+        "heads",
+        "dim",
+        "method",
+        "inputs_covered",
+        "errors_min",
+        "margin_min",
+        "counterexample_min",
+        "errors_max",
+        "margin_max",
+        "counterexample_max",
+        "scope",
+        "monotone_run",
+        "lemma6",
+    ]
+    assert (
+        js["errors_min"] == 0
+        and js["errors_max"] is None
+        and js["counterexample_max"] == list(exact.max.worst_input)
+    )
+    assert brute.to_json()["errors_max"] == brute.max.errors > 0
+    # the same verdicts through a ModelSource (a file, or a seeded random head)
+    save_minmax(model, tmp_path / "m.safetensors")
+    from_file = verify_single_head(ModelSource(tmp_path / "m.safetensors"), 6, 3)
+    assert from_file.to_json() == js
+    rand = verify_single_head(ModelSource(random_seed=0, dim=2), 8, 4)
+    assert rand.to_json()["counterexample_min"] == [1, 3, 3, 3]  # golden: minmax-verify-exact
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (dict(M=1, n=3, source=dict(random_seed=0, dim=2)), "M ≥ 2"),
+        (
+            dict(M=6, n=3, method="magic", source=dict(random_seed=0, dim=2)),
+            "--method 'magic' is not available",
+        ),
+        (dict(M=6, n=3, source=dict()), "give exactly one of --model FILE or --random-seed R"),
+        (dict(M=6, n=3, source=dict(random_seed=0)), "--random-seed needs --dim d ≥ 1"),
+        (dict(M=6, n=3, source=dict(path="no/such/file.safetensors")), "no/such/file.safetensors"),
+        (
+            dict(M=7, n=3, source="two"),
+            "the model has 2 heads: verify is for a single head (use certify for layers)",
+        ),
+        (dict(M=7, n=3, source="one"), "--M 7 does not match the model's M = 6"),
+        (dict(M=200, n=200, method="brute", source=dict(random_seed=1, dim=2)), "allowed up to 2000000"),
+    ],
+)
+def test_verify_single_head_bad_input(args, needle):
+    from headcount.core.errors import InputError
+    from headcount.minmax.certify import verify_single_head
+    from headcount.minmax.model import MinMaxModel, ModelSource
+
+    source = args.pop("source")
+    if source == "two":
+        source = two_head_layer(6, 3, compact_code(6))
+    elif source == "one":
+        head, clf = min_head(6, 3, compact_code(6))
+        source = MinMaxModel(TokenLayer((head,)), clf, clf)
+    else:
+        source = ModelSource(**source)
+    with pytest.raises(InputError) as err:
+        verify_single_head(source, **args)
+    assert needle in str(err.value) and "\n" not in str(err.value)

@@ -18,6 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from headcount.core.certify import Certificate, Counterexample
+from headcount.induction.certify import InductionCertificate
+from headcount.induction.lower_bound.refute import ExhaustiveSearch, Refutation, Searched
 from headcount.learn import experiments
 from headcount.report import boolean as boolean_claims
 from headcount.report import induction as induction_claims
@@ -27,7 +30,8 @@ from headcount.report.reproduce import load_claims, run_claim
 
 
 def run(claim_id: str, ctx: Context | None = None, **params: Any) -> ClaimResult:
-    """Run one registered claim with explicit (small) parameters, exceptions turned into FAIL as in reproduce."""
+    """Run one registered claim with explicit (small) parameters, exceptions turned into FAIL as in
+    reproduce."""
     registered = load_claims()[claim_id]
     return run_claim(
         SimpleNamespace(function=registered.function, params_for=lambda scale: params), ctx or Context()
@@ -35,12 +39,13 @@ def run(claim_id: str, ctx: Context | None = None, **params: Any) -> ClaimResult
 
 
 # ---------------------------------------------------------------------------------------------- induction
-def fake_cert(construction: str, n: int, S: int, samples: int | None, **changes: Any) -> dict[str, Any]:
-    """A certificate as certify_induction returns it, for a correct model: exhaustive when samples is None."""
+def fake_cert(construction: str, n: int, S: int, samples: int | None, **changes: Any) -> InductionCertificate:
+    """A certificate as certify_induction returns it, for a correct model: exhaustive when samples is None.
+    `changes` set fields of the InductionCertificate or of its core Certificate, by name."""
     exhaustive = samples is None
     one = construction == "one_layer"
     p = math.ceil(math.log2(n)) + (2 if one else 4)
-    heads, dim = ([1], n + 1) if one else ([2, 1], 19)
+    heads, dim = ((1,), n + 1) if one else ((2, 1), 19)
     families = (
         {"exhaustive": S**n}
         if exhaustive
@@ -54,26 +59,31 @@ def fake_cert(construction: str, n: int, S: int, samples: int | None, **changes:
             **({"index": 2} if S >= 3 else {}),
         }
     )
-    cert = {
-        "construction": f"{construction}_induction",
+    run = {
+        "hops": 1,
+        "layers": len(heads),
+        "heads_per_layer": heads,
+        "d_model": dim,
         "n": n,
         "alphabet": S,
+        "construction": f"{construction}_induction",
         "exhaustive": exhaustive,
-        "scope": "exhaustive" if exhaustive else "sampled",
+        "seed": None if exhaustive else 0,
+        "size": sum(heads) * dim * p,
+    }
+    checked = {
         "families": families,
         "inputs_checked": sum(families.values()),
         "positions_checked": n * sum(families.values()),
-        "errors": 0,
         "precision_bits": p,
+        "errors_at_precision_bits": 0,
         "certified": True,
         "uncertified_positions": 0,
-        "heads": heads,
-        "dim": dim,
-        "size": sum(heads) * dim * p,
-        "dtypes_exact": ["float64"],
-        "first_counterexample": None,
+        "dtypes_exact": ("float64",),
     }
-    return cert | changes
+    mine = {key: value for key, value in changes.items() if key in run}
+    checked |= {key: value for key, value in changes.items() if key not in run}
+    return InductionCertificate(**(run | mine), certificate=Certificate(**checked))
 
 
 def cert_ctx(certs: list[tuple[str, int, int, int | None, dict[str, Any]]]) -> Context:
@@ -90,9 +100,12 @@ def cert_ctx(certs: list[tuple[str, int, int, int | None, dict[str, Any]]]) -> C
     "changes, reason",
     [
         ({}, None),
-        ({"errors": 3, "first_counterexample": {"input": "0 1"}}, "3 float64 errors"),
+        (
+            {"errors": 3, "first_counterexample": Counterexample("exhaustive", (0, 1), 2, "⊥", "0")},
+            "3 float64 errors",
+        ),
         ({"inputs_checked": 15}, "not checked on all of Σ^n"),  # says exhaustive, but 15 ≠ 2^4
-        ({"scope": "sampled", "exhaustive": False}, "not checked on all of Σ^n"),
+        ({"exhaustive": False}, "not checked on all of Σ^n"),  # scope "sampled"
         ({"certified": False, "uncertified_positions": 2}, "not certified"),
     ],
 )
@@ -136,7 +149,7 @@ def test_two_layer_large_n(changes, reason):
 @pytest.mark.parametrize("falsify", [False, True])
 def test_two_layer_constant_dim(monkeypatch, falsify):
     def fake_two_layer(n, S):  # the construction's shape, with a dimension that grows with n when falsified
-        return SimpleNamespace(d_model=19 + (falsify and n > 64), heads=[2, 1])
+        return SimpleNamespace(d_model=19 + (falsify and n > 64), heads_per_layer=[2, 1])
 
     monkeypatch.setattr(induction_claims, "two_layer_induction", fake_two_layer)
     r = run("induction.two_layer.constant_dim", lengths=[8, 128], alphabets=[2, 3])
@@ -160,7 +173,7 @@ def test_two_layer_precision_log_n(bits, status):
     [
         ({}, None),
         ({"precision_bits": 14, "size": 65 * 14}, "size 910 > 2·n·log₂ n"),  # bound at n = 64: 768
-        ({"heads": [2], "size": 2 * 65 * 8}, "not one head"),
+        ({"heads_per_layer": (2,), "size": 2 * 65 * 8}, "not one head"),
         ({"errors": 1}, "1 float64 errors"),
     ],
 )
@@ -201,7 +214,7 @@ def protocol_report(k: int, **changes: Any) -> SimpleNamespace:
         "pairs_checked": k * 2**k,
         "agreements": k * 2**k,
     } | changes
-    return SimpleNamespace(as_dict=lambda: dict(report))
+    return SimpleNamespace(**report)
 
 
 @pytest.mark.parametrize(
@@ -216,7 +229,7 @@ def protocol_report(k: int, **changes: Any) -> SimpleNamespace:
 )
 def test_index_protocol(monkeypatch, construction, random_model, reason):
     monkeypatch.setattr(index_claims, "index_precision", lambda model, k: 6)
-    monkeypatch.setattr(index_claims, "certify_induction", lambda *a, **kw: {"size": 57 * 6})
+    monkeypatch.setattr(index_claims, "certify_induction", lambda *a, **kw: SimpleNamespace(size=57 * 6))
     monkeypatch.setattr(index_claims, "random_table", lambda rng, n, S, h, m: "random model")
     monkeypatch.setattr(
         index_claims,
@@ -245,27 +258,30 @@ def test_index_protocol(monkeypatch, construction, random_model, reason):
             True,
             36,
             False,
-            {"found": True, "input": ["0", "?"]},
+            {"found": True, "tokens": (0, 2)},
             "a 'counterexample' for the correct construction",
         ),
-        (True, 36, False, {"searched": {"exhaustive": {"inputs": 7}}}, "covered 7 inputs, not all k·2^k = 8"),
+        (True, 36, False, {"inputs": 7}, "covered 7 inputs, not all k·2^k = 8"),
     ],
 )
 def test_index_refute(monkeypatch, found, message_bits, model_right, construction, reason):
     k = 40
-    index_input = ["0", "1"] * k + ["?"]  # n = 2k + 1 tokens; the last one's answer is ⊥
+    index_input = (0, 1) * k + (2,)  # n = 2k + 1 tokens (the last is ?); the last one's answer is ⊥
 
     def fake_refute(model, k_, p, seed=0):
         if model == "random model":
-            result = {
-                "found": found,
-                "message_bits": message_bits,
-                "method": "collision",
-                "input": index_input,
-            }
-        else:  # the construction at k_ = 2: nothing found in all 2·2^2 inputs
-            result = {"found": False, "searched": {"exhaustive": {"inputs": k_ * 2**k_}}} | construction
-        return SimpleNamespace(as_dict=lambda: result)
+            searched = Searched(seed, 1 << 20, message_bits, k_)
+            tokens = index_input if found else None
+            return Refutation(found, "collision", k_, 2 * k_ + 1, p, message_bits, "table", searched, tokens)
+        # the construction at k_ = 2: nothing found in all 2·2^2 inputs
+        fields = {"found": False, "tokens": None, "inputs": k_ * 2**k_} | construction
+        searched = Searched(
+            seed, 1 << 20, 3 * k_, k_, exhaustive=ExhaustiveSearch(fields["inputs"], k_ * 2**k_)
+        )
+        method = "exhaustive" if fields["found"] else None
+        return Refutation(
+            fields["found"], method, k_, 2 * k_ + 1, p, 3 * k_, "table", searched, fields["tokens"]
+        )
 
     def fake_predict(model, tokens, precision):  # the model's answer at the last position: right or wrong
         target = int(index_claims.task.induction_targets(tokens)[-1])
@@ -281,8 +297,9 @@ def test_index_refute(monkeypatch, found, message_bits, model_right, constructio
 
 
 # ---------------------------------------------------------------------------------------------- min / max
-def minmax_cert(M: int, n: int, code: str, **changes: Any) -> dict[str, Any]:
-    """certify_minmax's answer for the correct two-head construction, with changes."""
+def minmax_cert(M: int, n: int, code: str, **changes: Any) -> SimpleNamespace:
+    """certify_minmax's answer (the fields the claims read) for the correct two-head construction, with
+    changes."""
     d = math.ceil(8 * math.log(M)) if code == "sign" else math.ceil(math.log2(M))
     cert = {
         "M": M,
@@ -296,7 +313,7 @@ def minmax_cert(M: int, n: int, code: str, **changes: Any) -> dict[str, Any]:
         "margin_max": 1.0,
         "inputs_covered": math.comb(n + M - 1, n),
     }
-    return cert | changes
+    return SimpleNamespace(**(cert | changes))
 
 
 @pytest.mark.parametrize(
@@ -326,19 +343,15 @@ def test_minmax_two_heads_certified(changes, reason):
     ],
 )
 def test_minmax_one_head_obstructed(monkeypatch, smallest_d, covered, confirmed, reason):
-    from headcount.minmax import lower_bound
+    from headcount.report import minmax as minmax_claims
 
-    results = {d: {"best_margins": [-1.0, -1.0], "all_failed_confirmed": confirmed} for d in covered}
+    results = {d: SimpleNamespace(best_margins=(-1.0, -1.0), all_failed_confirmed=confirmed) for d in covered}
     monkeypatch.setattr(
-        lower_bound,
+        minmax_claims,
         "smallest_dimension",
-        lambda M, n, d_max, **kw: {
-            "M": M,
-            "n": n,
-            "d_max": d_max,
-            "smallest_d": smallest_d,
-            "results": results,
-        },
+        lambda M, n, d_max, **kw: SimpleNamespace(
+            M=M, n=n, d_max=d_max, smallest_d=smallest_d, results=results
+        ),
     )
     ctx = Context()
     ctx.cache[("minmax", 8, 4, 2, "compact")] = minmax_cert(8, 4, "compact")
@@ -379,14 +392,22 @@ def test_xor_dh_iff_fails_when_a_too_small_model_is_right(monkeypatch):
 
 
 def test_xor_dh_iff_fails_when_the_wrong_input_is_answered_right(monkeypatch):
-    monkeypatch.setattr(boolean_claims, "find_wrong_input", lambda layer, readout, F: {"x": "0000"})
+    from headcount.boolean.lower_bound import WrongInput
+
+    # a fake: the model really answers XOR(0000) = +1
+    right = WrongInput(t=0, x="0000", model_sign=-1, target=1)
+    monkeypatch.setattr(boolean_claims, "find_wrong_input", lambda layer, readout, F: right)
     r = run("boolean.xor.DH_iff", n=4, max_DH=5)
     assert r.status == FAIL and "the 'wrong' input 0000 is answered correctly" in r.detail
 
 
 def test_xor_dh_iff_fails_on_a_bad_theorem2_degree(monkeypatch):
+    from headcount.boolean.lower_bound import Theorem2Check
+
     monkeypatch.setattr(
-        boolean_claims, "theorem2_check", lambda layer, readout, n: {"degree_R": n - 1, "signs_match": True}
+        boolean_claims,
+        "theorem2_check",
+        lambda layer, readout, n: Theorem2Check(degree_R=n - 1, bound=n, degree_ok=True, signs_match=True),
     )
     r = run("boolean.xor.DH_iff", n=4, max_DH=5)
     assert r.status == FAIL and "Theorem-2 polynomial of degree 3" in r.detail
@@ -401,15 +422,20 @@ def test_xor_dh_iff_fails_on_a_bad_theorem2_degree(monkeypatch):
     ],
 )
 def test_symmetric_threshold_degree(monkeypatch, shift, dual, reason):
+    import dataclasses
+
     from headcount.boolean import threshold
 
     real = threshold.threshold_degree_lp
 
     def falsified(values, n, **kw):
         out = real(values, n, **kw)
-        out.threshold_degree += shift * (out.threshold_degree == n)  # off by one on the parity-like functions
-        out.lower_bound_certified = out.lower_bound_certified and dual
-        return out
+        return dataclasses.replace(
+            out,
+            # off by one on the parity-like functions
+            threshold_degree=out.threshold_degree + shift * (out.threshold_degree == n),
+            lower_bound_certified=out.lower_bound_certified and dual,
+        )
 
     monkeypatch.setattr(threshold, "threshold_degree_lp", falsified)
     r = run("boolean.symmetric.threshold_degree", max_n=2)
@@ -568,27 +594,20 @@ def test_learning_xor_phase(tmp_path, solved, reason):
 # ---------------------------------------------------------------------------------------------- scope wording
 def test_certificate_wording_follows_scope():
     wording = induction_claims.certified_wording
-    assert (
-        wording({"scope": "sampled", "exhaustive": False})
-        == "certified on the inputs checked (scope: sampled)"
-    )
-    assert (
-        wording({"scope": "exhaustive", "exhaustive": True}) == "certified on all of Σ^n (scope: exhaustive)"
-    )
-    assert (
-        wording({"exhaustive": False}) == "certified on the inputs checked (scope: sampled)"
-    )  # before "scope"
-    assert wording({"exhaustive": True}) == "certified on all of Σ^n (scope: exhaustive)"
+    assert wording("sampled") == "certified on the inputs checked (scope: sampled)"
+    assert wording("exhaustive") == "certified on all of Σ^n (scope: exhaustive)"
+    for exhaustive, scope in [(True, "exhaustive"), (False, "sampled")]:  # the scope follows the input set
+        assert fake_cert("two_layer", 4, 2, None, exhaustive=exhaustive).scope == scope
 
 
 def test_boolean_certificates_are_exhaustive():
     from headcount.boolean.certify import certify_boolean_model, construct_and_certify
 
-    r = construct_and_certify("xor", 5, 2, 3, use_search=False)
-    assert (r["scope"], r["weights_checked"], r["certified"]) == ("exhaustive", 6, True)
+    r = construct_and_certify("xor", 5, 2, 3, use_search=False).certificate
+    assert (r.scope, r.weights_checked, r.certified) == ("exhaustive", 6, True)
     layer, readout = boolean_claims.truncated_model(5, 2, 2)  # a too-small model: still an exhaustive verdict
     wrong = certify_boolean_model(layer, readout, [(-1) ** t for t in range(6)])
-    assert (wrong["scope"], wrong["certified"], wrong["wrong_input"]["t"]) == ("exhaustive", False, 5)
+    assert (wrong.scope, wrong.certified, wrong.wrong_input.t) == ("exhaustive", False, 5)
 
 
 def test_every_claim_has_a_falsification_test():

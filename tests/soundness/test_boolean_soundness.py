@@ -15,16 +15,18 @@ s from the adversarial palette enter as the exp-weights a float64 model would st
 
 The target is a symmetric f(x) = F(|x|) (what the certificate takes), so F is read at |x|; the model's answer
 is not. Sign 0 (g = 0, an exact tie) is an error for either target value: spec/boolean.md ("g = 0 counts as an
-error"), boolean/model.py ("g = 0 is an error (sign 0)"), theorem2.find_wrong_input ("sign 0 is always wrong").
+error"), boolean/model.py ("g = 0 is an error (sign 0)"), lower_bound.find_wrong_input ("sign 0 is always
+wrong").
 
 What must agree with the oracle (``disagreements``), for certify_boolean_model and for
 `headcount boolean check --json` on a saved model:
   * ``certified`` ⇔ the oracle finds no wrong input among all 2^n;
-  * ``errors`` = the number of weights t carrying a wrong input (the certificate counts weights, n + 1 of them);
+  * ``errors`` = the number of weights t carrying a wrong input (the certificate counts weights, n + 1 of
+    them);
   * ``wrong_input`` is a bit string the oracle gets wrong, of the first wrong weight, with the oracle's sign
     and the target; ``None`` when nothing is wrong;
-  * ``min_abs_margin`` = min over all x of |g|: exactly (short "p/q") or as a 30-digit decimal rounded half up;
-    "0" exactly when some input ties.
+  * ``min_abs_margin`` = min over all x of |g|: exactly (short "p/q") or as a 30-digit decimal rounded half
+    up; "0" exactly when some input ties.
 Families: random models (palette themes), models with planted exact ties (g = 0 at chosen inputs),
 Theorem 3 constructions with one adversarial perturbation, and plain Theorem 3 constructions (which must
 also be right: Theorem 3). n ≤ 6, H ≤ 3, D ≤ 3, d ≤ 3 for the random families.
@@ -61,6 +63,7 @@ from hypothesis import strategies as st
 import headcount.boolean.certify as certify_module
 from headcount.boolean.bases import basis_range, lemma14_basis  # case generation only, never the oracle
 from headcount.boolean.certify import certify_boolean_model, construct_and_certify
+from headcount.boolean.construction import construct
 from headcount.boolean.model import (
     BooleanHead,
     BooleanLayer,
@@ -69,7 +72,6 @@ from headcount.boolean.model import (
     model_values_exact,
     save_boolean,
 )
-from headcount.boolean.theorem3 import construct
 from headcount.cli import main
 from tests.soundness.palettes import BENIGN, EXP_EDGE, HUGE, TINY, palette
 
@@ -201,7 +203,8 @@ def margin_disagreement(text, exact: Fraction) -> str | None:
 
 
 def disagreements(cert: dict, oracle: Oracle, F: Sequence[int]) -> list[str]:
-    """Every way `cert` (certify_boolean_model's dict or `boolean check --json`) contradicts the oracle."""
+    """Every way `cert` (certify_boolean_model(…).to_json() or `boolean check --json`) contradicts the
+    oracle."""
     n, out = oracle.n, []
     wrong = oracle.wrong_inputs(F)
     wrong_t = sorted({sum(x) for x in wrong})
@@ -223,7 +226,8 @@ def disagreements(cert: dict, oracle: Oracle, F: Sequence[int]) -> list[str]:
 
 
 def value_disagreements(values: Sequence, oracle: Oracle, method: str) -> list[str]:
-    """model_values_exact's g at t = 0..n (the numbers certify decides on) against the oracle's g on every x."""
+    """model_values_exact's g at t = 0..n (the numbers certify decides on) against the oracle's g on every
+    x."""
     if len(values) != oracle.n + 1:
         return [f"model_values_exact({method}) gave {len(values)} values for n = {oracle.n}"]
     bad = sorted({sum(x) for x, v in oracle.values.items() if _fraction(values[sum(x)]) != v})
@@ -395,19 +399,24 @@ def random_construction(rng: np.random.Generator, max_dh: int = 6) -> Constructi
     T = sum(F[t] != F[t + 1] for t in range(n))
     kind = rng.random()
     if kind < 0.5:
-        layer, readout, route, _ = construct(F, n, D, H, use_search=bool(rng.random() < 0.5))
-        return layer, readout, n, F, f"construct[{route}]"
+        built = construct(F, n, D, H, use_search=bool(rng.random() < 0.5))
+        return built.layer, built.readout, n, F, f"construct[{built.route}]"
     if kind < 0.7:
-        return (*construct(F, n, D, H, route="factorization")[:2], n, F, "factorization")
+        return (*_factorization(F, n, D, H), n, F, "factorization")
     bases = [B for B in [lemma14_basis(D, H)] if B]
     for _ in range(8):
         B = sorted({int(b) for b in rng.integers(1, H + 1, size=int(rng.integers(1, H + 1)))})
         bases.append(B)
     for B in bases:
         if basis_range(B, D) >= T:
-            layer, readout, _, _ = construct(F, n, D, H, basis=B, route="additive-basis")
-            return layer, readout, n, F, f"additive-basis {B}"
-    return (*construct(F, n, D, H, route="factorization")[:2], n, F, "factorization")
+            built = construct(F, n, D, H, basis=B, route="additive-basis")
+            return built.layer, built.readout, n, F, f"additive-basis {B}"
+    return (*_factorization(F, n, D, H), n, F, "factorization")
+
+
+def _factorization(F: Sequence[int], n: int, D: int, H: int) -> tuple[BooleanLayer, Readout]:
+    built = construct(F, n, D, H, route="factorization")
+    return built.layer, built.readout
 
 
 def _nudge(rng: np.random.Generator, x: Fraction, positive: bool) -> Fraction:
@@ -427,7 +436,7 @@ def perturb(
     closest input), possibly by a hair more or less."""
     kind = rng.random()
     if kind < 0.5:
-        h = int(rng.integers(layer.num_heads))
+        h = int(rng.integers(layer.n_heads))
         head = layer.heads[h]
         w = [_fraction(head.w0), _fraction(head.w1)]
         v = [list(map(_fraction, head.v0)), list(map(_fraction, head.v1))]
@@ -522,8 +531,8 @@ class Counts:
     def summary(self, label: str) -> str:
         return (
             f"boolean soundness {label}: models {self.models}, inputs checked {self.inputs}, certified "
-            f"{self.certified}, with ties {self.ties}, CLI checks {self.cli}, disagreements {self.disagreements}, "
-            f"exceptions {self.exceptions}"
+            f"{self.certified}, with ties {self.ties}, CLI checks {self.cli}, "
+            f"disagreements {self.disagreements}, exceptions {self.exceptions}"
         )
 
 
@@ -555,13 +564,13 @@ def run_saved_check(case: Case, folder: str) -> dict:
 def cli_disagreements(case: Case, out: dict, oracle: Oracle) -> list[str]:
     """`boolean check`'s JSON against the oracle, plus the fields check adds to the certificate."""
     T = sum(case.F[t] != case.F[t + 1] for t in range(case.n))
-    DH = case.readout.degree * case.layer.num_heads
+    DH = case.readout.degree * case.layer.n_heads
     found = disagreements(out, oracle, case.F)
     expected = {
         "n": case.n,
         "threshold_degree": T,
         "degree": case.readout.degree,
-        "heads": case.layer.num_heads,
+        "heads": case.layer.n_heads,
         "dim": case.layer.dim,
         "below_bound": DH < T,
     }
@@ -589,7 +598,7 @@ def check_case(case: Case, counts: Counts, cli_folder: str | None = None) -> Non
     counts.inputs += 2**case.n
     counts.ties += any(v == 0 for v in oracle.values.values())
     try:
-        cert = certify_boolean_model(case.layer, case.readout, case.F)
+        cert = certify_boolean_model(case.layer, case.readout, case.F).to_json()
         values = model_values_exact(case.layer, case.readout, case.n)
         direct = (
             None
@@ -650,7 +659,7 @@ def test_oracle_ties_are_errors_and_margin_text():
         (1, 0, 0, 0),
     ]
     assert oracle.wrong_inputs((-1, -1, 1, 1, 1)) == oracle.wrong_inputs((-1, 1, 1, 1, 1))  # 0 wrong for ±1
-    cert = certify_boolean_model(layer, readout, (-1, 1, 1, 1, 1))
+    cert = certify_boolean_model(layer, readout, (-1, 1, 1, 1, 1)).to_json()
     assert cert["min_abs_margin"] == "0" and cert["errors"] == 1 and cert["wrong_input"]["x"] == "1000"
     assert disagreements(cert, oracle, (-1, 1, 1, 1, 1)) == []
     third = Fraction(1, 3 * 2**200)  # 2.07433842595371390238135468459|337…e-61
@@ -670,9 +679,11 @@ def test_a_corrupted_verdict_is_caught(monkeypatch):
     construction (then certified = False, errors = 1) and for a wrong model (the count moves); and each
     corrupted field of an honest verdict is caught."""
     F, G = (1, -1, 1, -1), (1, 1, 1, -1)  # the construction for F is right; for G it is wrong at t = 1 only
-    layer, readout, _, _ = construct(F, 3, 3, 1)
+    built = construct(F, 3, 3, 1)
+    layer, readout = built.layer, built.readout
     oracle = Oracle.evaluate(layer, readout, 3)
-    honest_F, honest_G = certify_boolean_model(layer, readout, F), certify_boolean_model(layer, readout, G)
+    honest_F = certify_boolean_model(layer, readout, F).to_json()
+    honest_G = certify_boolean_model(layer, readout, G).to_json()
     assert disagreements(honest_F, oracle, F) == [] and disagreements(honest_G, oracle, G) == []
     assert honest_G["errors"] == 1 and honest_G["wrong_input"]["x"] == "100"
     exact = certify_module.model_values_exact
@@ -682,10 +693,10 @@ def test_a_corrupted_verdict_is_caught(monkeypatch):
         return [-values[0]] + values[1:]
 
     monkeypatch.setattr(certify_module, "model_values_exact", flipped)
-    found = disagreements(certify_boolean_model(layer, readout, F), oracle, F)
+    found = disagreements(certify_boolean_model(layer, readout, F).to_json(), oracle, F)
     assert any(text.startswith("certified = False") for text in found)
     assert any(text.startswith("errors = 1,") for text in found)
-    found = disagreements(certify_boolean_model(layer, readout, G), oracle, G)
+    found = disagreements(certify_boolean_model(layer, readout, G).to_json(), oracle, G)
     assert any(text.startswith("errors = 2,") for text in found)
     monkeypatch.undo()
     for field_, bad in (
@@ -749,9 +760,9 @@ def test_construct_and_certify_saved_model_equals_oracle(tmp_path):
         F = random_symmetric(rng, n, D * H)
         path = str(tmp_path / f"m{k}.safetensors")
         cert = construct_and_certify(F, n, D, H, out=path)
-        layer, readout, info = load_boolean(path)
-        oracle = Oracle.evaluate(layer, readout, n)
-        assert info["n"] == n and disagreements(cert, oracle, F) == [] and cert["certified"]
+        model = load_boolean(path)
+        oracle = Oracle.evaluate(model.layer, model.readout, n)
+        assert model.info["n"] == n and disagreements(cert.to_json(), oracle, F) == [] and cert.certified
         assert disagreements(run_check_cli(path, F, None), oracle, F) == []  # n read from the file
 
 
@@ -762,7 +773,8 @@ def test_saved_model_with_a_huge_exact_weight_loads(tmp_path):
     layer, readout = BooleanLayer((BooleanHead(1, 10**4300, (1,), (-1,)),)), Readout({(1,): 1}, 1, 1)
     path = str(tmp_path / "huge.safetensors")
     save_boolean(layer, readout, path, {"n": 2})
-    assert load_boolean(path)[:2] == (layer, readout)
+    model = load_boolean(path)
+    assert (model.layer, model.readout) == (layer, readout)
     F = (1, -1, -1)
     assert disagreements(run_check_cli(path, F, 2), Oracle.evaluate(layer, readout, 2), F) == []
 

@@ -1,4 +1,5 @@
-"""Soundness of the INDEX protocol check (headcount.induction.index.check_protocol; issue 11, finding 7).
+"""Soundness of the INDEX protocol check (headcount.induction.lower_bound.protocol.check_protocol; issue 11,
+finding 7).
 
 check_protocol's verdicts must never overstate: every pair it counts as agreeing must really agree (Bob's
 answer, recomputed through the public alice_message / bob_output, equals predict's exact fixed:p answer),
@@ -38,11 +39,12 @@ from headcount.core.evaluate import predict
 from headcount.core.model import LinearDecoder
 from headcount.core.precision import fixed, round_fixed
 from headcount.core.table import OneLayerTable
-from headcount.induction import index
-from headcount.induction.index import alice_message, bob_output, check_protocol
+from headcount.induction.lower_bound import exact as lb_exact
+from headcount.induction.lower_bound import protocol as lb_protocol
+from headcount.induction.lower_bound.protocol import alice_message, bob_output, check_protocol
 from headcount.induction.task import index_input
 
-FLOAT_SHARE = 2.0**-10  # the documented most a float error may weigh against 2^-p (index._FLOAT_SHARE)
+FLOAT_SHARE = 2.0**-10  # the documented most a float error may weigh against 2^-p (exact.FLOAT_SHARE)
 MODES = ("gaussian", "gaussian", "big", "grid", "palette", "palette", "zero")
 FLIPS = ("none", "all", "mod2", "mod5")
 SLOW_MODELS = int(os.environ.get("HEADCOUNT_INDEX_SOUNDNESS_MODELS", "20000"))
@@ -90,9 +92,9 @@ def make_model(
 
 
 def planted(flip: str):
-    """A replacement for index._decode_final: Bob's honest answer, wrong (0 ↔ 1, else 0) on the residual
+    """A replacement for protocol.decode_final: Bob's honest answer, wrong (0 ↔ 1, else 0) on the residual
     rows the rule picks (a deterministic function of the row, so every code path agrees on it)."""
-    honest = index._decode_final
+    honest = lb_protocol.decode_final
     modulus = {"none": 0, "all": 1, "mod2": 2, "mod5": 5}[flip]
 
     def decode(st_, residual):
@@ -184,7 +186,7 @@ class Tally:
 def check_case(model: OneLayerTable, k: int, p: int, flip: str, tally: Tally) -> None:
     """Run check_protocol with a spy on its verdicts, recompute everything independently, compare."""
     verdicts: dict[tuple[tuple[int, ...], int], bool] = {}
-    real_explain = index._explain
+    real_explain = lb_protocol.explain
 
     def spy(st_, counts, F, stars, *rest):
         explained = real_explain(st_, counts, F, stars, *rest)
@@ -192,7 +194,10 @@ def check_case(model: OneLayerTable, k: int, p: int, flip: str, tally: Tally) ->
             verdicts[(tuple(int(b) for b in f), int(s))] = bool(e)
         return explained
 
-    with mock.patch.object(index, "_decode_final", planted(flip)), mock.patch.object(index, "_explain", spy):
+    with (
+        mock.patch.object(lb_protocol, "decode_final", planted(flip)),
+        mock.patch.object(lb_protocol, "explain", spy),
+    ):
         report = check_protocol(model, k, p)
         pairs = [(tuple((f >> i) & 1 for i in range(k)), s) for f in range(1 << k) for s in range(1, k + 1)]
         messages = {f: alice_message(model, list(f), p) for f in {pair[0] for pair in pairs}}
@@ -229,7 +234,7 @@ def check_case(model: OneLayerTable, k: int, p: int, flip: str, tally: Tally) ->
 
 
 def test_documented_float_share_is_the_one_used():
-    assert index._FLOAT_SHARE <= FLOAT_SHARE
+    assert lb_exact.FLOAT_SHARE <= FLOAT_SHARE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,7 +261,8 @@ def test_verdicts_are_sound(seed, k, heads, dim, d_head, p, modes, full_mask, fl
 
 
 def test_planted_wrong_bob_caught_on_fixed_cases():
-    """A deterministic spot check of the property's power: every mode, flipped on all pairs, p from 1 to 60."""
+    """A deterministic spot check of the property's power: every mode, flipped on all pairs, p from 1 to
+    60."""
     tally = Tally()
     for p in (1, 8, 20, 33, 45, 60):
         for i, mode in enumerate(("gaussian", "big", "grid", "palette")):

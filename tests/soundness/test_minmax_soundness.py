@@ -24,7 +24,7 @@ exact ties (a model draws most weights from a small pool of values, so equal wei
 
 Two more properties check the float64 bounds themselves (not only the decisions built on them): every
 logit verify computes is within its bound of the exact logit, and every gap of the one-head scan is within
-its bound of the exact gap (arb at 4096 bits; these use verify's private helpers).
+its bound of the exact gap (arb at 4096 bits; these use float_bounds.py and verify's private scan helpers).
 
 Fast set: the default run (≈ 13 s of CPU). Slow set, 20,000 models per family, prints the counts:
     python -m pytest -m slow -s tests/soundness/test_minmax_soundness.py
@@ -222,10 +222,10 @@ class Stats:
     value_errors: int = 0
 
 
-def _call(fn, stats: Stats):
-    """Run a verifier; only a one-line ValueError (documented: undecided) may escape it."""
+def _call(stats: Stats, fn, *args):
+    """Run a verifier on args; only a one-line ValueError (documented: undecided) may escape it."""
     try:
-        return fn()
+        return fn(*args)
     except ValueError as err:
         assert "\n" not in str(err)
         stats.value_errors += 1
@@ -244,9 +244,9 @@ def check_model(model: Model, stats: Stats) -> None:
         wrong = {lst: dec for lst, dec, t in zip(lists, decisions, truth) if dec != t}
         stats.verdicts["wrong" if wrong else "correct"] += 1
         if task == "min":
-            got = _call(lambda: decide_exact(layer, clf, np.array(lists)), stats)
+            got = _call(stats, decide_exact, layer, clf, np.array(lists))
             assert got is None or list(got) == decisions, (model, task)
-        bf = _call(lambda: verify_brute(layer, clf, task, n), stats)
+        bf = _call(stats, verify_brute, layer, clf, task, n)
         if bf is not None:
             assert bf.errors == len(wrong) and bf.correct == (not wrong), (model, task, bf)
             assert bf.correct or (bf.worst_input in wrong and bf.decision == wrong[bf.worst_input]), (
@@ -255,9 +255,9 @@ def check_model(model: Model, stats: Stats) -> None:
             )
         verdicts = []
         if len(model.heads) == 1:
-            verdicts.append(_call(lambda: verify_exact_one_head(layer.heads[0], clf, task, n), stats))
+            verdicts.append(_call(stats, verify_exact_one_head, layer.heads[0], clf, task, n))
         if model.block:
-            verdicts.append(_call(lambda: verify_block_layer(layer, clf, task, n), stats))
+            verdicts.append(_call(stats, verify_block_layer, layer, clf, task, n))
         for v in verdicts:
             if v is not None:
                 assert v.correct == (not wrong), (model, task, v)
@@ -399,13 +399,13 @@ def _exact_scaled_logits(model: Model, lst: tuple[int, ...], shift: int, prec: i
 @given(model=st.one_of(models(1), models(2)))
 def test_logit_bounds_contain_the_exact_logits(model):
     """verify's float64 logits are within their rigorous bound R of the exact ones on every list (this
-    checks the bound itself, not just the decisions built on it; uses verify's private helpers)."""
-    from headcount.minmax import verify as vm
+    checks the bound itself, not just the decisions built on it; uses float_bounds.py directly)."""
+    from headcount.minmax import float_bounds as fb
 
     M = model.theta.shape[0]
-    prod = vm._scaled_products(model.theta, [v for _, v in model.heads])
+    prod = fb.scaled_products(model.theta, [v for _, v in model.heads])
     lists = np.array(list(itertools.combinations_with_replacement(range(M), model.n)))
-    L, R = vm._logit_bounds(model.layer(), prod, lists)
+    L, R = fb.logit_bounds(model.layer(), prod, lists)
     assert np.all(np.isfinite(L)) and np.all(np.isfinite(R))
     old = flint.ctx.prec
     for b, lst in enumerate(lists):
@@ -426,18 +426,19 @@ def test_logit_bounds_contain_the_exact_logits(model):
 def test_scan_bounds_contain_the_exact_gaps(model, task):
     """Every float G̃ of the one-head scan is within its own bound of the exact
     G = (α_x D_x + (n−1) α_ω D_ω) / (α_x + (n−1) α_ω), and the column bound dominates the entries' bounds
-    (this checks the bounds themselves; uses verify's private helpers)."""
+    (this checks the bounds themselves; uses float_bounds.py and verify's private scan helpers)."""
     from math import log
 
+    from headcount.minmax import float_bounds as fb
     from headcount.minmax import verify as vm
 
     (scores, values), theta, n = model.heads[0], model.theta, model.n
     if task == "max":
         scores, values, theta = scores[::-1], values[::-1], theta[::-1]
     M = theta.shape[0]
-    prod = vm._scaled_products(theta, [values])
-    B = vm._gap_bound_matrix(prod, vm._rho_weights(n))
-    floor = vm._scan_floor(prod)
+    prod = fb.scaled_products(theta, [values])
+    B = fb.gap_bound_matrix(prod, fb.rho_weights(n))
+    floor = fb.scan_floor(prod)
     c = [
         [
             sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(theta[i], values[w])), Fraction(0))

@@ -1,7 +1,15 @@
 """Symmetric Boolean functions with H heads and a degree-D polynomial readout (spec/boolean.md).
 
-Seed 004 §3.2 and §5 made executable: ``functions`` (named symmetric functions, threshold degree),
-``model`` (exact rational heads and readouts), ``theorem2`` (the D·H ≥ T lower bound as a program),
-``bases`` and ``theorem3`` (the construction for every D·H ≥ T), ``certify`` (build and check on
-all n + 1 weights, which covers all 2^n inputs).
+Seed 004 §3.2 and §5 made executable, in the shape every scenario shares:
+
+- ``functions``     named symmetric functions F(0..n), sign changes (= threshold degree)
+- ``threshold``     threshold degree of any truth table by LP (HiGHS): verified witness + exact dual
+- ``model``         exact rational heads, layers, polynomial readouts; exact and float64 evaluation; files
+- ``construction``  Theorem 3: Lemma 9/11 heads, the factorization (Lemma 12) and additive-basis
+                    (Lemmas 13–14) routes, ``construct`` picking the smallest value dimension
+- ``certify``       certificates on all n + 1 weights (which covers all 2^n inputs): construct_and_certify,
+                    certify_boolean_model, check_model
+- ``lower_bound``   Theorem 2: the polynomial R of degree ≤ D·H with sign R = the model; refusal when D·H < T;
+                    a wrong input of a too-small model
+- ``bases``, ``search``  support: Lemma 14 bases and ranges; exact smallest basis, postage stamps
 """

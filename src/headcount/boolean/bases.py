@@ -4,20 +4,22 @@ B ⊆ [H] = {1..H} is an additive D-basis with range ≥ T when every integer 0.
 elements of B, repetition allowed. ``basis_range`` and ``representation`` are one small dynamic program
 (fewest summands for each value); ``lemma14_basis`` is the (reconstructed) Lemma 14 family, each
 candidate checked by the DP before it is returned, so a wrong reconstruction can only cost size, never
-correctness.
+correctness. Bad input raises InputError.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from headcount.core.errors import InputError
+
 
 def _check_basis(B: Iterable[int], D: int) -> tuple[int, ...]:
     B = tuple(sorted(set(int(b) for b in B)))
     if not B or B[0] < 1:
-        raise ValueError(f"a basis needs positive integers, got {B}")
+        raise InputError(f"a basis needs positive integers, got {B}")
     if not isinstance(D, int) or D < 1:
-        raise ValueError(f"degree D must be an integer ≥ 1, got {D!r}")
+        raise InputError(f"degree D must be an integer ≥ 1, got {D!r}")
     return B
 
 
@@ -53,13 +55,13 @@ def basis_range(B: Iterable[int], D: int) -> int:
 
 
 def representation(ell: int, B: Iterable[int], D: int) -> dict[int, int]:
-    """ell as a sum of at most D elements of B: {element: count} (fewest summands), or ValueError."""
+    """ell as a sum of at most D elements of B: {element: count} (fewest summands), or InputError."""
     B = _check_basis(B, D)
     if not isinstance(ell, int) or ell < 0:
-        raise ValueError(f"ell must be an integer ≥ 0, got {ell!r}")
+        raise InputError(f"ell must be an integer ≥ 0, got {ell!r}")
     fewest, last = _fewest(B, D, ell)
     if fewest[ell] > D:
-        raise ValueError(f"{ell} is not a sum of at most D = {D} elements of {list(B)}")
+        raise InputError(f"{ell} is not a sum of at most D = {D} elements of {list(B)}")
     rep: dict[int, int] = {}
     v = ell
     while v:
@@ -93,7 +95,7 @@ def lemma14_basis(D: int, H: int) -> list[int] | None:
     """The smallest Lemma 14 basis over p = 1..max{1, ⌈log₂ H⌉} + 1 whose range (checked by DP) is
     ≥ D·H, or None if no p qualifies."""
     if not isinstance(D, int) or D < 1 or not isinstance(H, int) or H < 1:
-        raise ValueError(f"degree D and heads H must be integers ≥ 1, got D = {D!r}, H = {H!r}")
+        raise InputError(f"degree D and heads H must be integers ≥ 1, got D = {D!r}, H = {H!r}")
     best = None
     for p in range(1, max(1, (H - 1).bit_length()) + 2):
         B = lemma14_candidate(D, H, p)

@@ -1,6 +1,7 @@
-"""Build a Theorem 3 model for a symmetric function and certify it exactly on all inputs.
+"""Build a Theorem 3 model for a symmetric function and certify it exactly on all inputs; check any model.
 
-``construct_and_certify`` evaluates the model in exact rational arithmetic at every weight t = 0..n.
+``construct_and_certify`` (a ``ConstructionCertificate``) evaluates the model in exact rational arithmetic
+at every weight t = 0..n.
 The model's output depends on x only through t = |x|, so these n + 1 checks cover all 2^n inputs.
 The same weights evaluated in float64 are reported separately (``float64_errors``): the exact β's of
 Lemma 11 are huge, and float64 typically fails beyond small n — the certificate is the exact one.
@@ -10,6 +11,10 @@ the model's answer on x is its answer at weight |x|, and the n + 1 exact checks 
 the 2^n inputs — not a sample (compare the induction certificate, whose scope is "sampled" when S^n is too
 large to enumerate).
 
+``certify_boolean_model`` is the certificate of any layer + readout (a ``BooleanCertificate``);
+``check_model`` adds what `headcount boolean check` reports on a model file: the target's threshold degree,
+whether D·H is below it, and the Theorem 2 polynomial's check (a ``ModelCheck``).
+
 ``min_abs_margin`` = min_t |g(layer output at t)|, exact, as a string: the exact rational "p/q" when it
 has at most 40 characters, else a decimal in scientific notation with 30 significant digits, rounded
 half up (e.g. "1.23456789012345678901234567890e-812").
@@ -17,14 +22,35 @@ half up (e.g. "1.23456789012345678901234567890e-812").
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from flint import fmpq
 
+from headcount.boolean.construction import construct
 from headcount.boolean.functions import check_values, format_function, parse_function, sign_changes
-from headcount.boolean.model import BooleanLayer, Readout, model_sign_float, model_values_exact, save_boolean
-from headcount.boolean.theorem2 import check_feasible, find_wrong_input
-from headcount.boolean.theorem3 import construct
+from headcount.boolean.lower_bound import (
+    Theorem2Check,
+    WrongInput,
+    check_feasible,
+    check_sizes,
+    first_wrong_input,
+    theorem2_check,
+)
+from headcount.boolean.model import (
+    BooleanLayer,
+    BooleanModel,
+    Readout,
+    load_boolean,
+    model_sign_float,
+    model_values_exact,
+    save_boolean,
+    sign_of,
+)
+from headcount.core.errors import InputError
+from headcount.core.jsonable import JsonResult
 
 EXACT_MAX_CHARS = 40
 DECIMAL_DIGITS = 30
@@ -35,15 +61,8 @@ def dim_bound(D: int, H: int) -> int:
     return min(D, 2 * max(1, (H - 1).bit_length()) + 2)
 
 
-def format_rational(q: fmpq, digits: int = DECIMAL_DIGITS, max_chars: int = EXACT_MAX_CHARS) -> str:
-    """Exact "p/q" if short, else a decimal with ``digits`` significant digits (no big-int str())."""
-    s = str(q) if q.p.bit_length() + q.q.bit_length() < 4 * max_chars else None
-    if s is not None and len(s) <= max_chars:
-        return s
-    p, r = int(q.p), int(q.q)
-    neg, p = p < 0, abs(p)
-    if p == 0:
-        return "0"
+def _decimal(p: int, r: int, digits: int) -> str:
+    """p/r > 0 as a decimal with ``digits`` significant digits, rounded half up (no big-int str())."""
     # choose e with 10^(digits−1) ≤ round(p·10^−e / r) < 10^digits
     e = int((p.bit_length() - r.bit_length()) * 0.30102999566398120) - digits + 1
     lo, hi = 10 ** (digits - 1), 10**digits
@@ -63,7 +82,106 @@ def format_rational(q: fmpq, digits: int = DECIMAL_DIGITS, max_chars: int = EXAC
         e += 1
         m = scaled(e)
     ds = str(m)
-    return f"{'-' if neg else ''}{ds[0]}.{ds[1:]}e{e + digits - 1:+d}"
+    return f"{ds[0]}.{ds[1:]}e{e + digits - 1:+d}"
+
+
+def format_rational(q: fmpq, digits: int = DECIMAL_DIGITS, max_chars: int = EXACT_MAX_CHARS) -> str:
+    """Exact "p/q" if short, else a decimal with ``digits`` significant digits (no big-int str())."""
+    s = str(q) if q.p.bit_length() + q.q.bit_length() < 4 * max_chars else None
+    if s is not None and len(s) <= max_chars:
+        return s
+    p, r = int(q.p), int(q.q)
+    if p == 0:
+        return "0"
+    return ("-" if p < 0 else "") + _decimal(abs(p), r, digits)
+
+
+@dataclass(frozen=True)
+class BooleanCertificate(JsonResult):
+    """The exact verdict on a model against F at every weight t = 0..n (so on all 2^n inputs): ``scope`` is
+    "exhaustive", ``errors`` counts wrong weights, ``wrong_input`` is the first (None when certified),
+    ``min_abs_margin`` = min_t |g| as an exact string, ``float64_errors`` the weights float64 gets wrong."""
+
+    certified: bool
+    scope: str
+    weights_checked: int
+    errors: int
+    wrong_input: WrongInput | None
+    min_abs_margin: str
+    float64_errors: int
+
+
+def certify_boolean_model(layer: BooleanLayer, readout: Readout, F: Sequence[int]) -> BooleanCertificate:
+    """Exact check of any layer + readout against F on every weight t = 0..n (so on all 2^n inputs):
+    certified, errors, the first wrong input (Theorem 2 says one exists whenever D·H < T), the smallest
+    |g| as an exact string, and how many weights the same model gets wrong in float64. ``scope`` is
+    "exhaustive": the output depends on x only through t = |x|, so t = 0..n covers all 2^n inputs."""
+    F = check_values(F)
+    n = len(F) - 1
+    values = model_values_exact(layer, readout, n)
+    signs = [sign_of(v) for v in values]
+    wrong = [t for t in range(n + 1) if signs[t] != F[t]]
+    fsigns = model_sign_float(layer, readout, n)
+    return BooleanCertificate(
+        certified=not wrong,
+        scope="exhaustive",
+        weights_checked=n + 1,
+        errors=len(wrong),
+        wrong_input=first_wrong_input(signs, F),
+        min_abs_margin=format_rational(min(abs(v) for v in values)),
+        float64_errors=sum(s != f for s, f in zip(fsigns, F)),
+    )
+
+
+@dataclass(frozen=True)
+class ConstructionCertificate:
+    """A Theorem 3 construction (route, value dimension ``dim`` against Theorem 3's ``dim_bound``) with its
+    exact certificate, and where the model was saved (None: not saved). ``to_json()`` is written out: the
+    certificate's fields sit at the top level, and model_path only when the model was saved."""
+
+    function: str
+    n: int
+    threshold_degree: int
+    degree: int
+    heads: int
+    dim: int
+    dim_bound: int
+    route: str
+    certificate: BooleanCertificate
+    model_path: str | None = None
+
+    @property
+    def certified(self) -> bool:
+        return self.certificate.certified
+
+    def __getitem__(self, key: str) -> Any:
+        """The JSON value under ``key``, as the dict this function returned before gave it, for callers not
+        yet moved to the fields (learn/experiments.py reads ["certified"]); this goes in the next release."""
+        return self.to_json()[key]
+
+    def to_json(self) -> dict[str, Any]:
+        head = {
+            "function": self.function,
+            "n": self.n,
+            "threshold_degree": self.threshold_degree,
+            "degree": self.degree,
+            "heads": self.heads,
+            "dim": self.dim,
+            "dim_bound": self.dim_bound,
+            "route": self.route,
+        }
+        saved = {} if self.model_path is None else {"model_path": self.model_path}
+        return head | self.certificate.to_json() | saved
+
+
+def _target(name_or_F: str | Sequence[int], n: int) -> tuple[tuple[int, ...], str]:
+    """(F, its label): a name or F:+-… is parsed at n; explicit values must number n + 1."""
+    if isinstance(name_or_F, str):
+        return parse_function(name_or_F, n), name_or_F.strip()
+    F = check_values(name_or_F)
+    if len(F) != n + 1:
+        raise InputError(f"F needs n + 1 = {n + 1} values, got {len(F)}")
+    return F, format_function(F)
 
 
 def construct_and_certify(
@@ -72,59 +190,94 @@ def construct_and_certify(
     D: int,
     H: int,
     use_search: bool = True,
-    out: str | None = None,
-) -> dict:
-    """Construct (Theorem 3) and certify exactly; D·H < T raises check_feasible's ValueError. `out`: also
+    out: str | os.PathLike | None = None,
+) -> ConstructionCertificate:
+    """Construct (Theorem 3) and certify exactly; D·H < T raises check_feasible's InputError. `out`: also
     save the model (boolean.model.save_boolean, exact)."""
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be an integer ≥ 1, got {n!r}")
-    for name, v in (("degree", D), ("heads", H)):
-        if not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be an integer ≥ 1, got {v!r}")
-    if isinstance(name_or_F, str):
-        F = parse_function(name_or_F, n)
-        label = name_or_F.strip()
-    else:
-        F = check_values(name_or_F)
-        if len(F) != n + 1:
-            raise ValueError(f"F needs n + 1 = {n + 1} values, got {len(F)}")
-        label = format_function(F)
+    check_sizes(n, D, H)
+    F, label = _target(name_or_F, n)
     T = sign_changes(F)
     check_feasible(T, D, H, function=label, n=n)
-    layer, readout, route, d = construct(F, n, D, H, use_search=use_search)
+    built = construct(F, n, D, H, use_search=use_search)
     if out is not None:
-        save_boolean(layer, readout, out, {"construction": route, "function": label, "n": n})
-    return {
-        "function": label,
-        "n": n,
-        "threshold_degree": T,
-        "degree": D,
-        "heads": H,
-        "dim": d,
-        "dim_bound": dim_bound(D, H),
-        "route": route,
-        **certify_boolean_model(layer, readout, F),
-        **({"model_path": str(out)} if out is not None else {}),
-    }
+        save_boolean(
+            built.layer, built.readout, out, {"construction": built.route, "function": label, "n": n}
+        )
+    return ConstructionCertificate(
+        function=label,
+        n=n,
+        threshold_degree=T,
+        degree=D,
+        heads=H,
+        dim=built.dim,
+        dim_bound=dim_bound(D, H),
+        route=built.route,
+        certificate=certify_boolean_model(built.layer, built.readout, F),
+        model_path=None if out is None else str(out),
+    )
 
 
-def certify_boolean_model(layer: BooleanLayer, readout: Readout, F: Sequence[int]) -> dict:
-    """Exact check of any layer + readout against F on every weight t = 0..n (so on all 2^n inputs):
-    certified, errors, the first wrong input (Theorem 2 says one exists whenever D·H < T), the smallest
-    |g| as an exact string, and how many weights the same model gets wrong in float64. ``scope`` is
-    "exhaustive": the output depends on x only through t = |x|, so t = 0..n covers all 2^n inputs."""
-    F = check_values(F)
-    n = len(F) - 1
-    values = model_values_exact(layer, readout, n)
-    signs = [(v > 0) - (v < 0) for v in values]
-    wrong = [t for t in range(n + 1) if signs[t] != F[t]]
-    fsigns = model_sign_float(layer, readout, n)
-    return {
-        "certified": not wrong,
-        "scope": "exhaustive",
-        "weights_checked": n + 1,
-        "errors": len(wrong),
-        "wrong_input": find_wrong_input(layer, readout, F) if wrong else None,
-        "min_abs_margin": format_rational(min((abs(v) for v in values), key=lambda v: v)),
-        "float64_errors": sum(s != f for s, f in zip(fsigns, F)),
-    }
+@dataclass(frozen=True)
+class ModelCheck:
+    """`headcount boolean check` on one model: the target, the model's D, H and d, whether D·H is below the
+    target's threshold degree (then Theorem 2 says it is wrong somewhere), its exact certificate and the
+    Theorem 2 polynomial's check. ``to_json()`` puts the certificate's fields at the top level."""
+
+    function: str
+    n: int
+    threshold_degree: int
+    degree: int
+    heads: int
+    dim: int
+    below_bound: bool
+    certificate: BooleanCertificate
+    theorem2: Theorem2Check
+
+    @property
+    def certified(self) -> bool:
+        return self.certificate.certified
+
+    def to_json(self) -> dict[str, Any]:
+        head = {
+            "function": self.function,
+            "n": self.n,
+            "threshold_degree": self.threshold_degree,
+            "degree": self.degree,
+            "heads": self.heads,
+            "dim": self.dim,
+            "below_bound": self.below_bound,
+        }
+        return head | self.certificate.to_json() | {"theorem2": self.theorem2.to_json()}
+
+
+def _load(model: str | os.PathLike | BooleanModel) -> BooleanModel:
+    if isinstance(model, BooleanModel):
+        return model
+    try:
+        return load_boolean(model)  # a bad file: ModelFileError, an InputError
+    except OSError as err:  # a file that vanished or cannot be read while loading
+        raise InputError(f"{str(model)!r}: cannot read it ({err.strerror})") from None
+
+
+def check_model(model: str | os.PathLike | BooleanModel, function: str, n: int | None = None) -> ModelCheck:
+    """Check a model (a file or a BooleanModel) exactly against a symmetric function by name or F:+-… on all
+    2^n inputs, with its Theorem 2 polynomial; n defaults to the n the model records. InputError when the
+    file cannot be read, n is unknown or below 1, or the function is not one."""
+    m = _load(model)
+    n = n if n is not None else m.info.get("n")
+    if not isinstance(n, int) or n < 1:
+        raise InputError("--n N ≥ 1 is needed: the model file does not record its number of input bits")
+    F = parse_function(function, n)
+    T = sign_changes(F)
+    layer, readout = m.layer, m.readout
+    return ModelCheck(
+        function=function,
+        n=n,
+        threshold_degree=T,
+        degree=readout.degree,
+        heads=layer.n_heads,
+        dim=layer.dim,
+        below_bound=readout.degree * layer.n_heads < T,
+        certificate=certify_boolean_model(layer, readout, F),
+        theorem2=theorem2_check(layer, readout, n),
+    )

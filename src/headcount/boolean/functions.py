@@ -13,68 +13,88 @@ example where odd parity ↔ −1, i.e. F(t) = (−1)^t. With t = |x| the number
 - ``F:<signs>``    an explicit F given as n + 1 characters '+' / '-' for t = 0..n, e.g. ``F:+-+`` is
                    2-bit XOR.
 
-The threshold degree of a symmetric f is the number of sign changes of F (spec, "Model").
+The threshold degree of a symmetric f is the number of sign changes of F (spec, "Model"). Bad names,
+parameters and sizes raise InputError (one line: what is wrong, what is allowed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from flint import fmpq
 
+from headcount.core.errors import InputError
+
 NAMES = ("xor", "and", "or", "majority", "threshold:k", "exact:k", "mod:m", "F:<+/- for t = 0..n>")
+
+# name → (truth(t, n)) for the functions without a parameter
+_PLAIN: dict[str, Callable[[int, int], bool]] = {
+    "xor": lambda t, n: t % 2 == 1,
+    "and": lambda t, n: t == n,
+    "or": lambda t, n: t >= 1,
+    "majority": lambda t, n: 2 * t > n,
+}
+
+
+def _threshold(k: int, n: int) -> Callable[[int], bool]:
+    if not 1 <= k <= n:
+        raise InputError(f"threshold:k needs 1 ≤ k ≤ n = {n}, got k = {k}")
+    return lambda t: t >= k
+
+
+def _exact(k: int, n: int) -> Callable[[int], bool]:
+    if not 0 <= k <= n:
+        raise InputError(f"exact:k needs 0 ≤ k ≤ n = {n}, got k = {k}")
+    return lambda t: t == k
+
+
+def _mod(m: int, n: int) -> Callable[[int], bool]:
+    if m < 2:
+        raise InputError(f"mod:m needs m ≥ 2, got m = {m}")
+    return lambda t: t % m != 0
+
+
+# name → (parameter's name, truth(t) for that parameter and n, checking the parameter's range)
+_WITH_PARAM: dict[str, tuple[str, Callable[[int, int], Callable[[int], bool]]]] = {
+    "threshold": ("threshold:k", _threshold),
+    "exact": ("exact:k", _exact),
+    "mod": ("mod:m", _mod),
+}
 
 
 def _int_param(name: str, text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise ValueError(f"{name} needs an integer parameter, got {text!r}") from None
+        raise InputError(f"{name} needs an integer parameter, got {text!r}") from None
+
+
+def _check_n(n: int) -> None:
+    if not isinstance(n, int) or n < 1:
+        raise InputError(f"n must be an integer ≥ 1, got {n!r}")
 
 
 def symmetric_values(name: str, n: int) -> tuple[int, ...]:
     """F(0..n) ∈ {−1, +1} for a named symmetric function (true ↔ −1, see the module docstring)."""
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be an integer ≥ 1, got {n!r}")
+    _check_n(n)
     key, _, param = str(name).strip().lower().partition(":")
-    ts = range(n + 1)
-    if key == "xor" and not param:
-        truth = [t % 2 == 1 for t in ts]
-    elif key == "and" and not param:
-        truth = [t == n for t in ts]
-    elif key == "or" and not param:
-        truth = [t >= 1 for t in ts]
-    elif key == "majority" and not param:
-        truth = [2 * t > n for t in ts]
-    elif key == "threshold" and param:
-        k = _int_param("threshold:k", param)
-        if not 1 <= k <= n:
-            raise ValueError(f"threshold:k needs 1 ≤ k ≤ n = {n}, got k = {k}")
-        truth = [t >= k for t in ts]
-    elif key == "exact" and param:
-        k = _int_param("exact:k", param)
-        if not 0 <= k <= n:
-            raise ValueError(f"exact:k needs 0 ≤ k ≤ n = {n}, got k = {k}")
-        truth = [t == k for t in ts]
-    elif key == "mod" and param:
-        m = _int_param("mod:m", param)
-        if m < 2:
-            raise ValueError(f"mod:m needs m ≥ 2, got m = {m}")
-        truth = [t % m != 0 for t in ts]
-    else:
-        raise ValueError(f"unknown function {name!r}; allowed: {', '.join(NAMES)}")
-    return tuple(-1 if b else 1 for b in truth)
+    if key in _PLAIN and not param:
+        return tuple(-1 if _PLAIN[key](t, n) else 1 for t in range(n + 1))
+    if key in _WITH_PARAM and param:
+        label, make = _WITH_PARAM[key]
+        truth = make(_int_param(label, param), n)
+        return tuple(-1 if truth(t) else 1 for t in range(n + 1))
+    raise InputError(f"unknown function {name!r}; allowed: {', '.join(NAMES)}")
 
 
 def parse_function(text: str, n: int) -> tuple[int, ...]:
     """F(0..n) from a name (see ``symmetric_values``) or an explicit ``F:+-+...`` of n + 1 signs."""
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be an integer ≥ 1, got {n!r}")
+    _check_n(n)
     s = str(text).strip()
     if s[:2] in ("F:", "f:"):
         signs = s[2:]
         if len(signs) != n + 1 or set(signs) - {"+", "-"}:
-            raise ValueError(f"explicit F needs exactly n + 1 = {n + 1} characters '+' or '-', got {signs!r}")
+            raise InputError(f"explicit F needs exactly n + 1 = {n + 1} characters '+' or '-', got {signs!r}")
         return tuple(1 if c == "+" else -1 for c in signs)
     return symmetric_values(s, n)
 
@@ -85,10 +105,10 @@ def format_function(F: Sequence[int]) -> str:
 
 
 def check_values(F: Sequence[int]) -> tuple[int, ...]:
-    """F as a tuple of ±1 with at least two entries (n ≥ 1), or a one-line ValueError."""
+    """F as a tuple of ±1 with at least two entries (n ≥ 1), or a one-line InputError."""
     F = tuple(int(v) for v in F)
     if len(F) < 2 or any(v not in (-1, 1) for v in F):
-        raise ValueError("F must list values ±1 for t = 0..n with n ≥ 1")
+        raise InputError("F must list values ±1 for t = 0..n with n ≥ 1")
     return F
 
 

@@ -13,6 +13,9 @@ n + 1 weights t = 0..n checks all 2^n inputs.
 Speed: the exact batch evaluation goes through Lemma 7's rational form P(t)/Q(t) (fmpq_poly, evaluated
 in C) and the readout as a flint fmpq_mpoly, so n = 1024 stays fast; ``layer_output_exact`` is the
 direct per-t formula the batch path is tested against.
+
+Files: ``save_boolean`` / ``load_boolean`` (safetensors + exact rationals in the JSON metadata);
+``load_boolean`` returns a ``BooleanModel`` (layer, readout, info).
 """
 
 from __future__ import annotations
@@ -21,8 +24,8 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -31,40 +34,54 @@ from flint import fmpq, fmpq_mpoly_ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_po
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
+from headcount.core.errors import InputError
 from headcount.core.io import ModelFileError, atomic_write_bytes, read_config
+from headcount.core.validate import check_choice
 
 _RATIONAL = re.compile(r"\s*([+-]?\d+)(?:/(\d+))?\s*")
 
 
-def to_fmpq(x) -> fmpq:
-    """An exact rational from an int, Fraction, fmpz/fmpq, finite float (its exact value) or a string
-    like "3/4" or "-2"."""
-    if isinstance(x, fmpq):
-        return x
-    if isinstance(x, (bool,)):
-        raise ValueError(f"not a number: {x!r}")
-    if isinstance(x, (int, fmpz)):
-        return fmpq(int(x))
-    if isinstance(x, float):
-        if not np.isfinite(x):
-            raise ValueError(f"not a finite number: {x!r}")
-        fr = Fraction(x)
-        return fmpq(fr.numerator, fr.denominator)
-    if isinstance(x, str) and (m := _RATIONAL.fullmatch(x)):
-        # "p" or "p/q": flint parses any length; Fraction stops at Python's 4300-digit int/str limit
+def _rational_string(x: str) -> fmpq:
+    """ "p" or "p/q" as an fmpq: flint parses any length (Fraction stops at Python's 4300-digit int/str
+    limit); other spellings ("0.25", "1e-3") through Fraction."""
+    if m := _RATIONAL.fullmatch(x):
         p, q = fmpz(m.group(1).lstrip("+")), fmpz(m.group(2) or 1)
         if q == 0:
-            raise ValueError(f"not a rational number: {x!r}")
+            raise InputError(f"not a rational number: {x!r}")
         return fmpq(p, q)
-    if isinstance(x, (Fraction, str)):
-        try:
-            fr = Fraction(x)
-        except (ValueError, ZeroDivisionError):
-            raise ValueError(f"not a rational number: {x!r}") from None
-        return fmpq(fr.numerator, fr.denominator)
-    if isinstance(x, np.integer):
+    return _fraction(x)
+
+
+def _fraction(x: Fraction | str) -> fmpq:
+    try:
+        fr = Fraction(x)
+    except (ValueError, ZeroDivisionError):
+        raise InputError(f"not a rational number: {x!r}") from None
+    return fmpq(fr.numerator, fr.denominator)
+
+
+def _float(x: float) -> fmpq:
+    if not np.isfinite(x):
+        raise InputError(f"not a finite number: {x!r}")
+    return _fraction(Fraction(x))
+
+
+def to_fmpq(x) -> fmpq:
+    """An exact rational from an int, Fraction, fmpz/fmpq, finite float (its exact value) or a string
+    like "3/4" or "-2"; InputError for anything else (a bool included)."""
+    if isinstance(x, fmpq):
+        return x
+    if isinstance(x, bool):
+        raise InputError(f"not a number: {x!r}")
+    if isinstance(x, (int, fmpz, np.integer)):
         return fmpq(int(x))
-    raise ValueError(f"not a rational number: {x!r}")
+    if isinstance(x, float):
+        return _float(x)
+    if isinstance(x, str):
+        return _rational_string(x)
+    if isinstance(x, Fraction):
+        return _fraction(x)
+    raise InputError(f"not a rational number: {x!r}")
 
 
 def fmpq_to_float(q: fmpq) -> float:
@@ -88,10 +105,10 @@ class BooleanHead:
     def __post_init__(self):
         w0, w1 = to_fmpq(self.w0), to_fmpq(self.w1)
         if w0 <= 0 or w1 <= 0:
-            raise ValueError(f"head weights w0, w1 must be > 0, got {w0}, {w1}")
+            raise InputError(f"head weights w0, w1 must be > 0, got {w0}, {w1}")
         v0, v1 = tuple(map(to_fmpq, self.v0)), tuple(map(to_fmpq, self.v1))
         if not v0 or len(v0) != len(v1):
-            raise ValueError(f"values v0, v1 need the same dimension d ≥ 1, got {len(v0)} and {len(v1)}")
+            raise InputError(f"values v0, v1 need the same dimension d ≥ 1, got {len(v0)} and {len(v1)}")
         for k, v in (("w0", w0), ("w1", w1), ("v0", v0), ("v1", v1)):
             object.__setattr__(self, k, v)
 
@@ -115,12 +132,18 @@ class BooleanLayer:
     def __post_init__(self):
         heads = tuple(self.heads)
         if not heads or len({h.dim for h in heads}) != 1:
-            raise ValueError("a layer needs at least one head, all with the same value dimension d")
+            raise InputError("a layer needs at least one head, all with the same value dimension d")
         object.__setattr__(self, "heads", heads)
 
     @property
-    def num_heads(self) -> int:
+    def n_heads(self) -> int:
+        """H, the number of heads."""
         return len(self.heads)
+
+    @property
+    def num_heads(self) -> int:
+        """Old name of ``n_heads`` (learn/models.py still uses it); this alias goes in the next release."""
+        return self.n_heads
 
     @property
     def dim(self) -> int:
@@ -141,18 +164,20 @@ class Readout:
 
     def __post_init__(self):
         if not isinstance(self.dim, int) or self.dim < 1:
-            raise ValueError(f"readout dimension d must be ≥ 1, got {self.dim!r}")
+            raise InputError(f"readout dimension d must be ≥ 1, got {self.dim!r}")
         if not isinstance(self.degree, int) or self.degree < 1:
-            raise ValueError(f"readout degree D must be ≥ 1, got {self.degree!r}")
-        terms = {}
+            raise InputError(f"readout degree D must be ≥ 1, got {self.degree!r}")
+        terms: dict[tuple[int, ...], fmpq] = {}
         for K, c in dict(self.terms).items():
-            K = tuple(int(k) for k in K)
-            if len(K) != self.dim or min(K) < 0 or sum(K) > self.degree:
-                raise ValueError(f"exponent {K} needs {self.dim} entries ≥ 0 with total ≤ D = {self.degree}")
-            c = to_fmpq(c)
-            if c != 0:
-                terms[K] = terms.get(K, fmpq(0)) + c
+            K = self._exponent(K)
+            terms[K] = terms.get(K, fmpq(0)) + to_fmpq(c)
         object.__setattr__(self, "terms", {K: c for K, c in terms.items() if c != 0})
+
+    def _exponent(self, K) -> tuple[int, ...]:
+        K = tuple(int(k) for k in K)
+        if len(K) != self.dim or min(K) < 0 or sum(K) > self.degree:
+            raise InputError(f"exponent {K} needs {self.dim} entries ≥ 0 with total ≤ D = {self.degree}")
+        return K
 
     @property
     def homogeneous(self) -> bool:
@@ -165,7 +190,7 @@ class Readout:
 
     def __call__(self, z: Sequence[fmpq]) -> fmpq:
         if len(z) != self.dim:
-            raise ValueError(f"readout needs {self.dim} values, got {len(z)}")
+            raise InputError(f"readout needs {self.dim} values, got {len(z)}")
         if not self.terms:
             return fmpq(0)
         return self.mpoly()(*z)
@@ -173,9 +198,15 @@ class Readout:
 
 def _check_n_t(n: int, t: int | None = None) -> None:
     if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be an integer ≥ 1, got {n!r}")
+        raise InputError(f"n must be an integer ≥ 1, got {n!r}")
     if t is not None and not (isinstance(t, int) and 0 <= t <= n):
-        raise ValueError(f"t must be an integer in 0..n = 0..{n}, got {t!r}")
+        raise InputError(f"t must be an integer in 0..n = 0..{n}, got {t!r}")
+
+
+def check_dims(layer: BooleanLayer, readout: Readout) -> None:
+    """InputError unless the readout takes the layer's d outputs."""
+    if readout.dim != layer.dim:
+        raise InputError(f"readout has d = {readout.dim} but the layer outputs d = {layer.dim}")
 
 
 def layer_output_exact(layer: BooleanLayer, n: int, t: int) -> list[fmpq]:
@@ -225,15 +256,31 @@ def model_values_exact(layer: BooleanLayer, readout: Readout, n: int, method: st
     common denominator δ of its coefficients, composes once into the integer polynomial
     N(t) = g_hom(P̃(t), Q̃(t)) (flint, in C) and uses g(P̃/Q̃) = N(t) / (δ·Q̃(t)^D) — big-integer
     evaluation of one univariate polynomial, no rational arithmetic per term."""
-    if readout.dim != layer.dim:
-        raise ValueError(f"readout has d = {readout.dim} but the layer outputs d = {layer.dim}")
-    if method not in ("integer", "direct"):
-        raise ValueError(f"method must be 'integer' or 'direct', got {method!r}")
+    check_dims(layer, readout)
+    check_choice("method", method, ("integer", "direct"))
     if not readout.terms:
         return [fmpq(0)] * (n + 1)
     if method == "direct":
         g = readout.mpoly()
         return [g(*z) for z in layer_outputs_exact(layer, n)]
+    return _integer_values(layer, readout, n)
+
+
+def as_mpoly(p, ctx):
+    """A univariate flint polynomial as an mpoly in the one variable of ctx."""
+    return ctx.from_dict({(k,): c for k, c in enumerate(p.coeffs()) if c != 0})
+
+
+def dense_coefficients(coeffs: Mapping[tuple[int, ...], Any]) -> list:
+    """Dense coefficients (constant first) of an mpoly in one variable, given by its to_dict()."""
+    out = [0] * (max((K[0] for K in coeffs), default=-1) + 1)
+    for K, c in coeffs.items():
+        out[K[0]] = c
+    return out
+
+
+def _integer_values(layer: BooleanLayer, readout: Readout, n: int) -> list[fmpq]:
+    """``model_values_exact``'s "integer" method (see there)."""
     P, Q = rational_form(layer, n)
     L = math.lcm(*(int(p.denom()) for p in P + [Q]))
     Pi = [(p * L).numer() for p in P]
@@ -243,22 +290,19 @@ def model_values_exact(layer: BooleanLayer, readout: Readout, n: int, method: st
     ctx = fmpz_mpoly_ctx.get(("z", d + 1), "lex")
     gh = ctx.from_dict({K + (D - sum(K),): int(c.p) * (delta // int(c.q)) for K, c in readout.terms.items()})
     tctx = fmpz_mpoly_ctx.get(("t", 1), "lex")
-    as_mpoly = lambda p: tctx.from_dict({(k,): c for k, c in enumerate(p.coeffs()) if c != 0})  # noqa: E731
-    N = gh.compose(*[as_mpoly(p) for p in Pi + [Qi]], ctx=tctx).to_dict()
-    coeffs = [0] * (max((K[0] for K in N), default=0) + 1)
-    for K, c in N.items():
-        coeffs[K[0]] = c
-    numerator = fmpz_poly(coeffs)
+    N = gh.compose(*[as_mpoly(p, tctx) for p in Pi + [Qi]], ctx=tctx).to_dict()
+    numerator = fmpz_poly(dense_coefficients(N) or [0])
     return [fmpq(numerator(t), delta * Qi(t) ** D) for t in range(n + 1)]
 
 
-def _sign(x) -> int:
+def sign_of(x) -> int:
+    """−1, 0 or +1: the sign of an exact number."""
     return (x > 0) - (x < 0)
 
 
 def model_sign_exact(layer: BooleanLayer, readout: Readout, n: int) -> list[int]:
     """sign g(layer output) ∈ {−1, 0, +1} for t = 0..n (0: g is zero there, an error)."""
-    return [_sign(v) for v in model_values_exact(layer, readout, n)]
+    return [sign_of(v) for v in model_values_exact(layer, readout, n)]
 
 
 def layer_outputs_float(layer: BooleanLayer, n: int) -> np.ndarray:
@@ -278,8 +322,7 @@ def layer_outputs_float(layer: BooleanLayer, n: int) -> np.ndarray:
 
 def model_values_float(layer: BooleanLayer, readout: Readout, n: int) -> np.ndarray:
     """g(layer output) for t = 0..n with everything in float64."""
-    if readout.dim != layer.dim:
-        raise ValueError(f"readout has d = {readout.dim} but the layer outputs d = {layer.dim}")
+    check_dims(layer, readout)
     z = layer_outputs_float(layer, n)
     D = readout.degree
     with np.errstate(all="ignore"):
@@ -308,31 +351,47 @@ BOOLEAN_FORMAT = "headcount-boolean"
 BOOLEAN_VERSION = 1
 
 
-def save_boolean(
-    layer: BooleanLayer, readout: Readout, path: str | os.PathLike, info: dict[str, Any] | None = None
-) -> None:
-    """Write an exact Boolean model to one safetensors file (atomic, no pickle). The JSON config under the
-    metadata key "headcount" holds every weight, value and coefficient as an exact rational string ("p/q");
-    the tensors (heads.w [H 2], heads.values [H 2 d], readout.exponents [m d], readout.coefficients [m])
-    are float64 roundings for quick inspection — load_boolean reads the exact strings."""
-    if readout.dim != layer.dim:
-        raise ValueError(f"readout has d = {readout.dim} but the layer outputs d = {layer.dim}")
-    terms = sorted(readout.terms.items())
-    config = {
+@dataclass(frozen=True)
+class BooleanModel:
+    """An exact Boolean model as a file holds it: the layer, its readout and free-form ``info`` (e.g. the
+    function and n it was built for)."""
+
+    layer: BooleanLayer
+    readout: Readout
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        check_dims(self.layer, self.readout)
+        object.__setattr__(self, "info", dict(self.info))
+
+    def __iter__(self) -> Iterator[Any]:
+        """Unpacks as (layer, readout, info), the tuple load_boolean returned before, for callers not yet
+        moved to the fields (tests/learn); this goes in the next release."""
+        return iter((self.layer, self.readout, self.info))
+
+
+def _config(layer: BooleanLayer, readout: Readout, info: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The JSON config of a model file: every number an exact rational string."""
+    return {
         "format": BOOLEAN_FORMAT,
         "version": BOOLEAN_VERSION,
-        "heads": layer.num_heads,
+        "heads": layer.n_heads,
         "dim": layer.dim,
         "degree": readout.degree,
         "layer": [
             {"w0": str(h.w0), "w1": str(h.w1), "v0": [str(x) for x in h.v0], "v1": [str(x) for x in h.v1]}
             for h in layer.heads
         ],
-        "readout": [[list(K), str(c)] for K, c in terms],
+        "readout": [[list(K), str(c)] for K, c in sorted(readout.terms.items())],
         "info": dict(info or {}),
     }
+
+
+def _tensors(layer: BooleanLayer, readout: Readout) -> dict[str, np.ndarray]:
+    """float64 roundings of the model, for inspection only."""
     f = fmpq_to_float
-    tensors = {
+    terms = sorted(readout.terms.items())
+    return {
         "heads.w": np.array([[f(h.w0), f(h.w1)] for h in layer.heads], dtype=np.float64),
         "heads.values": np.array(
             [[[f(x) for x in h.v0], [f(x) for x in h.v1]] for h in layer.heads], dtype=np.float64
@@ -340,38 +399,52 @@ def save_boolean(
         "readout.exponents": np.array([K for K, _ in terms], dtype=np.int64).reshape(len(terms), layer.dim),
         "readout.coefficients": np.array([f(c) for _, c in terms], dtype=np.float64),
     }
-    meta = {"headcount": json.dumps(config)}
+
+
+def save_boolean(
+    layer: BooleanLayer, readout: Readout, path: str | os.PathLike, info: Mapping[str, Any] | None = None
+) -> None:
+    """Write an exact Boolean model to one safetensors file (atomic, no pickle). The JSON config under the
+    metadata key "headcount" holds every weight, value and coefficient as an exact rational string ("p/q");
+    the tensors (heads.w [H 2], heads.values [H 2 d], readout.exponents [m d], readout.coefficients [m])
+    are float64 roundings for quick inspection — load_boolean reads the exact strings."""
+    check_dims(layer, readout)
+    tensors = _tensors(layer, readout)
+    meta = {"headcount": json.dumps(_config(layer, readout, info))}
     atomic_write_bytes(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
 
 
-def load_boolean(path: str | os.PathLike) -> tuple[BooleanLayer, Readout, dict[str, Any]]:
-    """(layer, readout, info) from a file written by save_boolean; ModelFileError (a ValueError) if invalid."""
+def _model_from_config(config: Mapping[str, Any]) -> BooleanModel:
+    """The model a file's config describes; KeyError, TypeError or ValueError when it is not valid."""
+    if config.get("version") != BOOLEAN_VERSION:
+        raise ValueError(f"version {config.get('version')!r}, expected {BOOLEAN_VERSION}")
+    heads = tuple(
+        BooleanHead(
+            to_fmpq(h["w0"]), to_fmpq(h["w1"]), tuple(map(to_fmpq, h["v0"])), tuple(map(to_fmpq, h["v1"]))
+        )
+        for h in config["layer"]
+    )
+    layer = BooleanLayer(heads)
+    readout = Readout(
+        {tuple(K): to_fmpq(c) for K, c in config["readout"]}, int(config["degree"]), int(config["dim"])
+    )
+    if (layer.n_heads, layer.dim) != (config["heads"], config["dim"]):
+        raise ValueError(
+            f"the layer has H, d = {layer.n_heads}, {layer.dim}; "
+            f"config says {config['heads']}, {config['dim']}"
+        )
+    return BooleanModel(layer, readout, dict(config.get("info", {})))
+
+
+def load_boolean(path: str | os.PathLike) -> BooleanModel:
+    """The model in a file written by save_boolean; ModelFileError (a ValueError) if it is not a valid one."""
     config = read_config(path, formats=(BOOLEAN_FORMAT,))
-    try:
-        load_file(
-            str(path)
-        )  # the file must be a readable safetensors file, though the exact values are in JSON
+    try:  # the file must be a readable safetensors file, though the exact values are in JSON
+        load_file(str(path))
     except (SafetensorError, OSError, ValueError) as err:
         raise ModelFileError(f"{str(path)!r}: cannot read its tensors ({err})") from None
     try:
-        if config.get("version") != BOOLEAN_VERSION:
-            raise ValueError(f"version {config.get('version')!r}, expected {BOOLEAN_VERSION}")
-        heads = tuple(
-            BooleanHead(
-                to_fmpq(h["w0"]), to_fmpq(h["w1"]), tuple(map(to_fmpq, h["v0"])), tuple(map(to_fmpq, h["v1"]))
-            )
-            for h in config["layer"]
-        )
-        layer = BooleanLayer(heads)
-        readout = Readout(
-            {tuple(K): to_fmpq(c) for K, c in config["readout"]}, int(config["degree"]), int(config["dim"])
-        )
-        if (layer.num_heads, layer.dim) != (config["heads"], config["dim"]):
-            raise ValueError(
-                f"the layer has H, d = {layer.num_heads}, {layer.dim}; "
-                f"config says {config['heads']}, {config['dim']}"
-            )
-        return layer, readout, dict(config.get("info", {}))
+        return _model_from_config(config)
     except (KeyError, TypeError, ValueError) as err:
         raise ModelFileError(
             f"{str(path)!r} is not a valid headcount-boolean model: {type(err).__name__}: {err}"

@@ -6,11 +6,13 @@ at most D elements of B (repetition allowed; 0 is the empty sum) and r + 1 is no
 - :func:`smallest_basis` (D, H, T): a smallest B ⊆ {1..H} with range ≥ T, proven smallest by
   exhaustive search over sizes k = 1, 2, ... .  Returns the sorted list; returns ``None`` if the time
   limit is hit before the search finishes (``search_smallest_basis`` gives the same answer with a
-  ``timed_out`` flag and statistics).  Raises ``ValueError`` when no basis exists (T > D·H: every
+  ``timed_out`` flag and statistics).  Raises ``InputError`` when no basis exists (T > D·H: every
   element is ≤ H so every sum of ≤ D elements is ≤ D·H; and {1..H} reaches exactly D·H).
 - :func:`stamps` (D, k): the classic postage-stamp problem n(D, k): the largest range of a k-element
-  set of positive integers with at most D summands, with one optimal basis.  Raises
+  set of positive integers with at most D summands, with one optimal basis (a ``Stamps``).  Raises
   ``SearchTimeout`` if the time limit is hit.
+- :func:`choose_basis` (D, H, T, optimal): what `headcount boolean basis` prints — Lemma 14's basis or
+  the proven smallest one, as a ``BasisChoice``; InputError when there is none to give.
 
 Pruning used by both searches (elements chosen in increasing order b_1 < b_2 < ...):
   * b_1 = 1 whenever the target range is ≥ 1 (otherwise 1 is not representable);
@@ -30,14 +32,19 @@ from math import comb
 
 import numpy as np
 
-from headcount.boolean.bases import basis_range
+from headcount.boolean.bases import basis_range, lemma14_basis
+from headcount.core.errors import InputError
+from headcount.core.jsonable import JsonResult
 
 __all__ = [
     "SearchTimeout",
     "BasisSearchResult",
+    "BasisChoice",
+    "Stamps",
     "smallest_basis",
     "search_smallest_basis",
     "stamps",
+    "choose_basis",
 ]
 
 _INF = 1 << 30
@@ -65,7 +72,7 @@ def _range_of(dp: np.ndarray, D: int) -> int:
     return int(bad[0] - 1) if bad.size else dp.size - 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class BasisSearchResult:
     """Outcome of :func:`search_smallest_basis`. ``basis`` is None when the search timed out
     (``timed_out``) or, with ``max_size``, when no basis of at most ``max_size`` elements exists
@@ -123,40 +130,48 @@ def _dfs_fixed_size(D, H, T, k, deadline, stats):
     return rec(dp0, 0, 0)
 
 
+def _check_search(D: int, H: int, T: int) -> None:
+    """InputError unless D, H, T ≥ 0 are integers and some B ⊆ [H] reaches T with ≤ D summands."""
+    for name, v in (("D", D), ("H", H), ("T", T)):
+        if not isinstance(v, (int, np.integer)) or v < 0:
+            raise InputError(f"{name} must be a non-negative integer, got {v!r}")
+    if T > 0 and (D < 1 or H < 1):
+        raise InputError(f"no basis exists: T = {T} > 0 needs D ≥ 1 and H ≥ 1")
+    if T > D * H:
+        raise InputError(
+            f"no basis exists: T = {T} > D·H = {D * H} (every sum of ≤ D elements of [H] is ≤ D·H)"
+        )
+
+
+def _search_sizes(D: int, H: int, T: int, max_size: int | None, deadline: float, stats: list[int]):
+    """The first size k = 1, 2, … (up to max_size) with a basis reaching T: its sorted basis, or None."""
+    k = 1
+    while max_size is None or k <= max_size:
+        if comb(k + D, D) - 1 >= T:
+            found = _dfs_fixed_size(D, H, T, k, deadline, stats)
+            if found is not None:
+                return sorted(found)
+        k += 1
+    return None
+
+
 def search_smallest_basis(
     D: int, H: int, T: int, time_limit: float = 10.0, max_size: int | None = None
 ) -> BasisSearchResult:
     """Smallest B ⊆ {1..H} whose range with ≤ D summands is ≥ T; see module docstring.
     ``max_size`` stops the search after sizes ≤ max_size (a caller that already has a basis of
     max_size + 1 elements need not prove anything about larger ones)."""
-    for name, v in (("D", D), ("H", H), ("T", T)):
-        if not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
-    if T > 0 and (D < 1 or H < 1):
-        raise ValueError(f"no basis exists: T = {T} > 0 needs D ≥ 1 and H ≥ 1")
-    if T > D * H:
-        raise ValueError(
-            f"no basis exists: T = {T} > D·H = {D * H} (every sum of ≤ D elements of [H] is ≤ D·H)"
-        )
+    _check_search(D, H, T)
     t0 = time.perf_counter()
     if T == 0:
         return BasisSearchResult(D, H, T, [], 0, False, True, 0, 0.0)
-    deadline = t0 + time_limit
     stats = [0]
-    k = 1
     try:
-        while max_size is None or k <= max_size:
-            if comb(k + D, D) - 1 >= T:
-                found = _dfs_fixed_size(D, H, T, k, deadline, stats)
-                if found is not None:
-                    B = sorted(found)
-                    return BasisSearchResult(
-                        D, H, T, B, basis_range(B, D), False, True, stats[0], time.perf_counter() - t0
-                    )
-            k += 1
-        return BasisSearchResult(D, H, T, None, None, False, True, stats[0], time.perf_counter() - t0)
+        B = _search_sizes(D, H, T, max_size, t0 + time_limit, stats)
     except SearchTimeout:
         return BasisSearchResult(D, H, T, None, None, True, False, stats[0], time.perf_counter() - t0)
+    reach = None if B is None else basis_range(B, D)
+    return BasisSearchResult(D, H, T, B, reach, False, True, stats[0], time.perf_counter() - t0)
 
 
 def smallest_basis(
@@ -167,23 +182,31 @@ def smallest_basis(
     return search_smallest_basis(D, H, T, time_limit, max_size).basis
 
 
-def stamps(D: int, k: int, time_limit: float = 60.0) -> tuple[int, list[int]]:
+@dataclass(frozen=True)
+class Stamps(JsonResult):
+    """The postage-stamp number n(D, k) (``range``) and one k-element basis reaching it."""
+
+    range: int
+    basis: tuple[int, ...]
+
+
+def stamps(D: int, k: int, time_limit: float = 60.0) -> Stamps:
     """Postage-stamp number n(D, k) and one optimal basis (lexicographically first found).
 
     Largest r such that some k-element set of positive integers represents every 1..r as a sum of at
     most D elements (repetition allowed).  Exhaustive branch-and-bound; raises ``SearchTimeout``.
     """
     if not isinstance(D, (int, np.integer)) or D < 1:
-        raise ValueError(f"D must be a positive integer, got {D!r}")
+        raise InputError(f"D must be a positive integer, got {D!r}")
     if not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+        raise InputError(f"k must be a positive integer, got {k!r}")
     deadline = time.perf_counter() + time_limit
     # elements are ≤ r_{i} + 1, so the largest possible element bounds every table
     cap = _bound_after(0, k, D, 1 << 62)
     max_elem = cap // D + 1
     limit = D * max_elem + 1
     if limit > 5_000_000:
-        raise ValueError(f"stamps(D={D}, k={k}) is too large for the exact search")
+        raise InputError(f"stamps(D={D}, k={k}) is too large for the exact search")
     dp0 = np.full(limit + 1, _INF, dtype=np.int64)
     dp0[0] = 0
     best = [-1, []]
@@ -208,4 +231,41 @@ def stamps(D: int, k: int, time_limit: float = 60.0) -> tuple[int, list[int]]:
             chosen.pop()
 
     rec(dp0, 0, 0)
-    return best[0], best[1]
+    return Stamps(int(best[0]), tuple(sorted(int(b) for b in best[1])))
+
+
+@dataclass(frozen=True)
+class BasisChoice(JsonResult):
+    """An additive D-basis inside [H] (sorted), its size and range, and whether it is the proven smallest."""
+
+    basis: tuple[int, ...]
+    size: int
+    range_reached: int
+    optimal: bool
+
+
+def _check_basis_request(D: int, H: int, T: int) -> None:
+    """InputError unless D, H ≥ 1 and 0 ≤ T ≤ D·H are integers (no basis inside [H] reaches more)."""
+    if not all(isinstance(v, (int, np.integer)) for v in (D, H, T)) or D < 1 or H < 1 or T < 0:
+        raise InputError(f"degree {D}, heads {H}, range {T}: need D, H ≥ 1 and T ≥ 0")
+    if T > D * H:
+        raise InputError(
+            f"range {T} > degree·heads = {D * H}: no basis inside [H] reaches it with ≤ D summands"
+        )
+
+
+def choose_basis(D: int, H: int, T: int, optimal: bool = False) -> BasisChoice:
+    """A basis B ⊆ [H] reaching T with ≤ D summands: Lemma 14's, or with ``optimal`` the proven smallest
+    (``smallest_basis``, its default time limit). InputError when the sizes are out of range, no basis
+    can reach T, Lemma 14 gives none that reaches it, or the exact search runs out of time."""
+    _check_basis_request(D, H, T)
+    if optimal:
+        basis = smallest_basis(D, H, T)
+        if basis is None:
+            raise InputError("the exact search ran out of time: use smaller parameters or drop --optimal")
+    else:
+        basis = lemma14_basis(D, H)
+        if basis is None or basis_range(basis, D) < T:
+            raise InputError(f"Lemma 14 gives no basis with range ≥ {T} for D={D}, H={H}: try --optimal")
+    B = tuple(sorted(int(b) for b in basis))
+    return BasisChoice(B, len(B), basis_range(B, D), bool(optimal))

@@ -30,6 +30,10 @@ Verification, both directions:
   rebuilds it in exact integer arithmetic on the LP's support (python-flint rref) and
   :func:`check_dual_certificate` re-checks every orthogonality equation with integers.  Done for
   n ≤ ``DUAL_MAX_N``; above that the lower bound is HiGHS's verdict and the result says so.
+
+``threshold_degree`` is what `headcount boolean threshold-degree` prints: the sign changes of F for a
+named symmetric function (``SymmetricThresholdDegree``), else the LP on a truth table (``ThresholdDegree``).
+Bad input raises InputError.
 """
 
 from __future__ import annotations
@@ -41,9 +45,14 @@ from itertools import combinations
 
 import numpy as np
 
+from headcount.boolean.functions import parse_function, threshold_degree_symmetric
+from headcount.core.errors import InputError
+
 __all__ = [
     "MAX_N",
     "ThresholdDegree",
+    "SymmetricThresholdDegree",
+    "threshold_degree",
     "parse_truth_table",
     "threshold_degree_lp",
     "evaluate_polynomial",
@@ -59,7 +68,7 @@ DUAL_MAX_N = 10
 """Largest n for which the lower bound gets an exact dual certificate (exact rref of ≤ 2^n columns)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ThresholdDegree:
     """Result of :func:`threshold_degree_lp`.
 
@@ -68,7 +77,8 @@ class ThresholdDegree:
     ``min_margin`` = min_x f(x)·p(x) as evaluated in float64 (verified ≥ ``margin``);
     ``lp_calls`` records (D, feasible) for each LP solved; ``dual`` is the exact lower-bound
     certificate at degree T − 1 (input index → positive integer weight μ(x)), or None when T = 0 or it
-    was not attempted/found (``lower_bound_certified`` says which).
+    was not attempted/found (``lower_bound_certified`` says which). ``to_json()`` is written out: the
+    witness and the dual become lists of records, and a note says what each bound rests on.
     """
 
     n: int
@@ -82,8 +92,28 @@ class ThresholdDegree:
     dual: dict[int, int] | None = None
     lower_bound_certified: bool = False
 
+    method = "lp"
+
+    def _dual_json(self) -> dict | None:
+        if self.dual is None:
+            return None
+        weights = [
+            {"input": format(x, f"0{self.n}b") if self.n else "", "weight": str(w)}
+            for x, w in sorted(self.dual.items())
+        ]
+        return {"degree": self.threshold_degree - 1, "weights": weights}
+
+    def _note(self) -> str:
+        lower = (
+            "an exact dual certificate μ ≥ 0 with Σ μ(x) f(x) x^S = 0 for all |S| < T (Gordan)"
+            if self.lower_bound_certified or self.threshold_degree == 0
+            else f"HiGHS's infeasibility verdict at degree T-1 (no exact certificate above n = {DUAL_MAX_N})"
+        )
+        return "upper bound: the witness, checked in float64 on all inputs with margin; lower bound: " + lower
+
     def to_json(self) -> dict:
         return {
+            "method": self.method,
             "n": self.n,
             "threshold_degree": self.threshold_degree,
             "witness": [{"monomial": list(m), "coefficient": c} for m, c in self.witness.items()],
@@ -93,22 +123,44 @@ class ThresholdDegree:
             "lp_calls": [{"degree": d, "feasible": ok} for d, ok in self.lp_calls],
             "seconds": self.seconds,
             "lower_bound_certified": self.lower_bound_certified,
-            "dual_certificate": None
-            if self.dual is None
-            else {
-                "degree": self.threshold_degree - 1,
-                "weights": [
-                    {"input": format(x, f"0{self.n}b") if self.n else "", "weight": str(w)}
-                    for x, w in sorted(self.dual.items())
-                ],
-            },
-            "note": "upper bound: the witness, checked in float64 on all inputs with margin; lower bound: "
-            + (
-                "an exact dual certificate μ ≥ 0 with Σ μ(x) f(x) x^S = 0 for all |S| < T (Gordan)"
-                if self.lower_bound_certified or self.threshold_degree == 0
-                else f"HiGHS's infeasibility verdict at degree T-1 (no exact certificate above n = {DUAL_MAX_N})"
-            ),
+            "dual_certificate": self._dual_json(),
+            "note": self._note(),
         }
+
+
+@dataclass(frozen=True)
+class SymmetricThresholdDegree:
+    """The threshold degree of a named symmetric function: the sign changes of F (exact, no witness)."""
+
+    function: str
+    n: int
+    threshold_degree: int
+
+    method = "symmetric"
+
+    def to_json(self) -> dict:
+        return {
+            "function": self.function,
+            "n": self.n,
+            "threshold_degree": self.threshold_degree,
+            "method": self.method,
+            "witness": None,
+        }
+
+
+def threshold_degree(
+    function: str | None = None, n: int | None = None, truth_table: str | None = None
+) -> SymmetricThresholdDegree | ThresholdDegree:
+    """Threshold degree of a symmetric function given by name or F:+-… (with n), or of any function given
+    by its truth table (see ``parse_truth_table``): exactly one of the two."""
+    if (function is None) == (truth_table is None):
+        raise InputError("give exactly one of --function NAME (with --n N) or --truth-table BITS")
+    if function is None:
+        return threshold_degree_lp(*parse_truth_table(truth_table))
+    if n is None or n < 1:
+        raise InputError("--function needs --n N ≥ 1")
+    T = threshold_degree_symmetric(parse_function(function, n))
+    return SymmetricThresholdDegree(function, n, T)
 
 
 def parse_truth_table(bits: str) -> tuple[np.ndarray, int]:
@@ -117,31 +169,31 @@ def parse_truth_table(bits: str) -> tuple[np.ndarray, int]:
     '0' -> +1, '1' -> -1.  Surrounding whitespace is ignored.
     """
     if not isinstance(bits, str):
-        raise ValueError(f"truth table must be a string of '0'/'1', got {type(bits).__name__}")
+        raise InputError(f"truth table must be a string of '0'/'1', got {type(bits).__name__}")
     s = bits.strip()
     bad = sorted(set(s) - {"0", "1"})
     if bad:
-        raise ValueError(f"truth table may contain only '0' and '1', found {bad[0]!r}")
+        raise InputError(f"truth table may contain only '0' and '1', found {bad[0]!r}")
     length = len(s)
     if length == 0 or length & (length - 1):
-        raise ValueError(f"truth table length must be a power of 2 (2^n for n bits), got {length}")
+        raise InputError(f"truth table length must be a power of 2 (2^n for n bits), got {length}")
     n = length.bit_length() - 1
     if n > MAX_N:
-        raise ValueError(f"n = {n} bits is too large for the threshold-degree LP; allowed n ≤ {MAX_N}")
+        raise InputError(f"n = {n} bits is too large for the threshold-degree LP; allowed n ≤ {MAX_N}")
     values = np.fromiter((1 if ch == "0" else -1 for ch in s), dtype=np.int8, count=length)
     return values, n
 
 
 def _check_values(values, n: int) -> np.ndarray:
     if not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n must be a non-negative integer, got {n!r}")
+        raise InputError(f"n must be a non-negative integer, got {n!r}")
     if n > MAX_N:
-        raise ValueError(f"n = {n} bits is too large for the threshold-degree LP; allowed n ≤ {MAX_N}")
+        raise InputError(f"n = {n} bits is too large for the threshold-degree LP; allowed n ≤ {MAX_N}")
     f = np.asarray(values)
     if f.ndim != 1 or f.shape[0] != 2**n:
-        raise ValueError(f"values must be a 1-D array of length 2^n = {2**n}, got shape {f.shape}")
+        raise InputError(f"values must be a 1-D array of length 2^n = {2**n}, got shape {f.shape}")
     if not np.all((f == 1) | (f == -1)):
-        raise ValueError("values must all be +1 or -1")
+        raise InputError("values must all be +1 or -1")
     return f.astype(np.int8)
 
 
@@ -245,6 +297,39 @@ def check_dual_certificate(values, n: int, degree: int, mu: dict[int, int]) -> b
     return (BT * weights).is_zero()
 
 
+def _lp_vertex(B: np.ndarray):
+    """HiGHS's vertex of {μ ≥ 0, Σ μ = 1, Bᵀμ = 0}: (μ as floats, its right-hand side), or None."""
+    from scipy.optimize import linprog
+
+    N = B.shape[0]
+    A_eq = np.vstack([B.T, np.ones((1, N))])
+    b_eq = np.zeros(A_eq.shape[0])
+    b_eq[-1] = 1.0
+    res = linprog(np.zeros(N), A_eq=A_eq, b_eq=b_eq, bounds=[(0, None)] * N, method="highs-ds")
+    return None if res.status != 0 else (res.x, b_eq)
+
+
+def _exact_on_support(B: np.ndarray, b_eq: np.ndarray, x: np.ndarray, support: list[int]):
+    """Solve Bᵀ_P μ_P = 0, Σ μ_P = 1 exactly on the support (free variables fixed to the LP's values):
+    {position in support: μ as fmpq}, or None when the system is inconsistent."""
+    from flint import fmpq, fmpq_mat
+
+    k = len(support)
+    rows = np.vstack([B[support].T, np.ones((1, k))]).astype(np.int64)
+    aug = fmpq_mat(
+        rows.shape[0], k + 1, [int(v) for v in np.hstack([rows, b_eq[:, None].astype(np.int64)]).ravel()]
+    )
+    R, rank = aug.rref()
+    pivots = [next(c for c in range(k + 1) if R[r, c] != 0) for r in range(rank)]
+    if k in pivots:
+        return None  # inconsistent: the LP's support does not carry an exact solution
+    free = [c for c in range(k) if c not in set(pivots)]
+    value = {c: fmpq(*float(x[support[c]]).as_integer_ratio()) for c in free}
+    for r, c in enumerate(pivots):
+        value[c] = R[r, k] - sum((R[r, j] * value[j] for j in free), fmpq(0))
+    return value
+
+
 def dual_certificate(values, n: int, degree: int) -> dict[int, int] | None:
     """An exact Gordan certificate that f has threshold degree > ``degree``: integer weights μ(x) > 0 on
     a set of inputs with Σ_x μ(x) f(x) x^S = 0 for all |S| ≤ degree.  None if none is found (then a
@@ -252,43 +337,37 @@ def dual_certificate(values, n: int, degree: int) -> dict[int, int] | None:
 
     HiGHS finds a vertex of {μ ≥ 0, Σ μ = 1, Bᵀμ = 0}; on its support the system is solved again in
     exact rationals (fmpz rref), free variables fixed to the LP's values, and the result is checked."""
-    from flint import fmpq, fmpq_mat
-    from scipy.optimize import linprog
-
     f = _check_values(values, n)
     B = _signed_monomial_matrix(f, n, degree).astype(np.float64)  # [inputs monomials]
-    N = 2**n
-    A_eq = np.vstack([B.T, np.ones((1, N))])
-    b_eq = np.zeros(A_eq.shape[0])
-    b_eq[-1] = 1.0
-    res = linprog(np.zeros(N), A_eq=A_eq, b_eq=b_eq, bounds=[(0, None)] * N, method="highs-ds")
-    if res.status != 0:
+    vertex = _lp_vertex(B)
+    if vertex is None:
         return None
-    support = [int(x) for x in np.flatnonzero(res.x > 1e-12)]
-    if not support:
-        return None
-    k = len(support)
-    # Exact system on the support: Bᵀ_P μ_P = 0, Σ μ_P = 1, as an augmented rational matrix.
-    rows = np.vstack([B[support].T, np.ones((1, k))]).astype(np.int64)
-    aug = fmpq_mat(
-        rows.shape[0], k + 1, [int(v) for v in np.hstack([rows, b_eq[:, None].astype(np.int64)]).ravel()]
-    )
-    R, rank = aug.rref()
-    pivots = []
-    for r in range(rank):
-        c = next(c for c in range(k + 1) if R[r, c] != 0)
-        if c == k:
-            return None  # inconsistent: the LP's support does not carry an exact solution
-        pivots.append(c)
-    free = [c for c in range(k) if c not in set(pivots)]
-    value = {c: fmpq(*float(res.x[support[c]]).as_integer_ratio()) for c in free}
-    for r, c in enumerate(pivots):
-        value[c] = R[r, k] - sum((R[r, j] * value[j] for j in free), fmpq(0))
-    if any(v < 0 for v in value.values()):
+    x, b_eq = vertex
+    support = [int(i) for i in np.flatnonzero(x > 1e-12)]
+    value = _exact_on_support(B, b_eq, x, support) if support else None
+    if value is None or any(v < 0 for v in value.values()):
         return None
     denominator = math.lcm(*(int(v.q) for v in value.values()))
     mu = {support[c]: int(v * denominator) for c, v in value.items() if v != 0}
     return mu if check_dual_certificate(f, n, degree, mu) else None
+
+
+def _bisect(f: np.ndarray, n: int) -> tuple[int, dict[tuple[int, ...], float], list[tuple[int, bool]]]:
+    """(T, witness, LP calls) by bisection on D ∈ [0, n]: infeasible at lo, feasible at hi; D = n is always
+    feasible via the Möbius transform, and a constant f has T = 0."""
+    if np.all(f == f[0]):
+        return 0, {(): float(f[0])}, []
+    calls: list[tuple[int, bool]] = []
+    lo, hi, best = 0, n, None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        w = _lp_feasible(f, n, mid)
+        calls.append((mid, w is not None))
+        if w is not None:
+            hi, best = mid, w
+        else:
+            lo = mid
+    return hi, (best if best is not None else _mobius_witness(f, n)), calls
 
 
 def threshold_degree_lp(
@@ -297,31 +376,13 @@ def threshold_degree_lp(
     """Threshold degree T of f (±1 ``values`` of length 2^n) with a verified witness polynomial and,
     for n ≤ DUAL_MAX_N (``certify_lower``), an exact dual certificate that degree T − 1 is impossible.
 
-    Bisection on D ∈ [0, n] with HiGHS feasibility LPs.  Raises ``ValueError`` on bad input and
+    Bisection on D ∈ [0, n] with HiGHS feasibility LPs.  Raises ``InputError`` on bad input and
     ``RuntimeError`` if the best witness fails float64 verification with the given ``margin``.
     """
     t0 = time.perf_counter()
     f = _check_values(values, n)
-    calls: list[tuple[int, bool]] = []
-    if np.all(f == f[0]):
-        witness = {(): float(f[0])}
-        best_deg = 0
-    else:
-        # T >= 1 (f is not constant); D = n is always feasible via the Möbius transform.
-        lo, hi = 0, n  # invariant: infeasible at lo, feasible at hi
-        best = None
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            w = _lp_feasible(f, n, mid)
-            calls.append((mid, w is not None))
-            if w is not None:
-                hi, best = mid, w
-            else:
-                lo = mid
-        best_deg = hi
-        witness = best if best is not None else _mobius_witness(f, n)
-    p = evaluate_polynomial(witness, n)
-    prod = f.astype(np.float64) * p
+    best_deg, witness, calls = _bisect(f, n)
+    prod = f.astype(np.float64) * evaluate_polynomial(witness, n)
     min_margin = float(prod.min()) if prod.size else float("inf")
     verified = min_margin >= margin and all(len(m) <= best_deg for m in witness)
     if not verified:
@@ -352,6 +413,6 @@ def symmetric_truth_table(F, n: int) -> np.ndarray:
     """±1 values of the symmetric f(x) = F(|x|), F a length-(n+1) sequence of ±1."""
     F = np.asarray(F)
     if F.shape != (n + 1,):
-        raise ValueError(f"F must have length n + 1 = {n + 1}, got {F.shape}")
+        raise InputError(f"F must have length n + 1 = {n + 1}, got {F.shape}")
     weights = np.array([bin(i).count("1") for i in range(2**n)], dtype=np.int64)
     return F[weights].astype(np.int8)

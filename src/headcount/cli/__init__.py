@@ -15,6 +15,7 @@ from headcount.cli import boolean, induction, minmax, sweep, train
 from headcount.cli.experiment import experiment
 from headcount.cli.reproduce import reproduce
 from headcount.core.errors import InputError, InternalError
+from headcount.core.expsum import UndecidedError
 
 app = typer.Typer(
     add_completion=False,
@@ -32,11 +33,12 @@ app.command("reproduce")(reproduce)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: runs the Typer app, turning usage errors and InputError into one line and exit 2, and
+    """Entry point: runs the Typer app, turning usage errors, InputError and UndecidedError (a sign exact
+    arithmetic could not settle) into one line and exit 2, and
     an internal inconsistency (InternalError, AssertionError) into one line and exit 1."""
     try:
         app(args=argv, standalone_mode=False)
-    except InputError as err:
+    except (InputError, UndecidedError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     except typer.TyperException as err:  # usage errors (exit_code 2) and other click-level errors

@@ -1,4 +1,8 @@
-"""`headcount boolean …`: construct, check, threshold-degree, basis, stamps."""
+"""`headcount boolean …`: construct, check, threshold-degree, basis, stamps.
+
+Each command parses its options, calls one library function and prints the result; the library validates
+(InputError → `error: …`, exit 2). Imports sit inside the commands to keep the CLI's start-up fast.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, emit, fail
+from headcount.cli.common import JsonOpt, emit
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -31,18 +35,13 @@ def boolean_construct(
     weight t = 0..n (all 2^n inputs); D·H below the threshold degree is refused (Theorem 2)."""
     from headcount.boolean.certify import construct_and_certify
 
-    if n < 1 or degree < 1 or heads < 1:
-        fail(f"--n {n} --degree {degree} --heads {heads}: each must be ≥ 1")
-    try:
-        result = construct_and_certify(function, n, degree, heads, out=None if out is None else str(out))
-    except ValueError as err:
-        fail(str(err))
-    emit(
-        result,
-        as_json,
-        f"{function} on {n} bits, D={degree}, H={heads}: {result['route']}, dim {result['dim']} "
-        f"(bound {result['dim_bound']}), certified {result['certified']}, errors {result['errors']}",
+    result = construct_and_certify(function, n, degree, heads, out=None if out is None else str(out))
+    cert = result.certificate
+    human = (
+        f"{function} on {n} bits, D={degree}, H={heads}: {result.route}, dim {result.dim} "
+        f"(bound {result.dim_bound}), certified {cert.certified}, errors {cert.errors}"
     )
+    emit(result.to_json(), as_json, human)
 
 
 @app.command("check")
@@ -56,53 +55,17 @@ def boolean_check(
 ) -> None:
     """Check any Boolean model exactly on all 2^n inputs, with its Theorem-2 polynomial R (deg R ≤ D·H,
     sign R = the model): a wrong input when it errs — always, when D·H is below the threshold degree."""
-    from headcount.boolean.certify import certify_boolean_model
-    from headcount.boolean.functions import parse_function, sign_changes
-    from headcount.boolean.model import load_boolean
-    from headcount.boolean.theorem2 import theorem2_check
-    from headcount.core.io import ModelFileError
+    from headcount.boolean.certify import check_model
 
-    try:
-        layer, readout, info = load_boolean(model_file)
-    except (ModelFileError, OSError) as err:
-        fail(str(err))
-    n = n if n is not None else info.get("n")
-    if not isinstance(n, int) or n < 1:
-        fail("--n N ≥ 1 is needed: the model file does not record its number of input bits")
-    try:
-        F = parse_function(function, n)
-    except ValueError as err:
-        fail(str(err))
-    T = sign_changes(F)
-    t2 = theorem2_check(layer, readout, n)
-    result = {
-        "function": function,
-        "n": n,
-        "threshold_degree": T,
-        "degree": readout.degree,
-        "heads": layer.num_heads,
-        "dim": layer.dim,
-        "below_bound": readout.degree * layer.num_heads < T,
-        **certify_boolean_model(layer, readout, F),
-        "theorem2": {
-            "degree_R": t2["degree_R"],
-            "bound": t2["bound"],
-            "degree_ok": t2["degree_ok"],
-            "signs_match": t2["signs_match"],
-        },
-    }
-    wrong = result["wrong_input"]
-    emit(
-        result,
-        as_json,
-        f"{function} on {n} bits: "
-        + (
-            "correct on all inputs (exact)"
-            if result["certified"]
-            else f"{result['errors']} of {n + 1} weights wrong, e.g. x = {wrong['x']}"
-        )
-        + f"; Theorem 2: deg R = {t2['degree_R']} ≤ D·H = {t2['bound']}",
+    result = check_model(model_file, function, n)
+    cert, t2 = result.certificate, result.theorem2
+    verdict = (
+        "correct on all inputs (exact)"
+        if cert.certified
+        else f"{cert.errors} of {result.n + 1} weights wrong, e.g. x = {cert.wrong_input.x}"
     )
+    human = f"{function} on {result.n} bits: {verdict}; Theorem 2: deg R = {t2.degree_R} ≤ D·H = {t2.bound}"
+    emit(result.to_json(), as_json, human)
 
 
 @app.command("threshold-degree")
@@ -115,33 +78,15 @@ def boolean_threshold_degree(
     as_json: bool = JsonOpt,
 ) -> None:
     """Threshold degree: sign changes of F for symmetric functions, an LP (HiGHS) with a witness otherwise."""
-    from headcount.boolean.functions import parse_function, threshold_degree_symmetric
+    from headcount.boolean.threshold import threshold_degree
 
-    if (function is None) == (truth_table is None):
-        fail("give exactly one of --function NAME (with --n N) or --truth-table BITS")
-    try:
-        if function is not None:
-            if n is None or n < 1:
-                fail("--function needs --n N ≥ 1")
-            result = {
-                "function": function,
-                "n": n,
-                "threshold_degree": threshold_degree_symmetric(parse_function(function, n)),
-                "method": "symmetric",
-                "witness": None,
-            }
-        else:
-            from headcount.boolean.threshold import parse_truth_table, threshold_degree_lp
-
-            values, bits = parse_truth_table(truth_table)
-            lp = threshold_degree_lp(values, bits)
-            result = {"method": "lp", **lp.to_json()}
-    except ValueError as err:
-        fail(str(err))
-    certified = {True: ", both bounds certified", False: ", lower bound = HiGHS verdict"}.get(
-        result.get("lower_bound_certified"), ""
-    )
-    emit(result, as_json, f"threshold degree {result['threshold_degree']} ({result['method']}{certified})")
+    result = threshold_degree(function, n, truth_table)
+    bounds = ""
+    if result.method == "lp":
+        bounds = (
+            ", both bounds certified" if result.lower_bound_certified else ", lower bound = HiGHS verdict"
+        )
+    emit(result.to_json(), as_json, f"threshold degree {result.threshold_degree} ({result.method}{bounds})")
 
 
 @app.command("basis")
@@ -153,36 +98,11 @@ def boolean_basis(
     as_json: bool = JsonOpt,
 ) -> None:
     """An additive D-basis inside [H] with range ≥ T: Lemma 14's, or the proven smallest (--optimal)."""
-    from headcount.boolean.bases import basis_range, lemma14_basis
+    from headcount.boolean.search import choose_basis
 
-    if degree < 1 or heads < 1 or range_ < 0:
-        fail(f"--degree {degree} --heads {heads} --range {range_}: need D, H ≥ 1 and T ≥ 0")
-    if range_ > degree * heads:
-        fail(
-            f"--range {range_} > degree·heads = {degree * heads}: no basis inside [H] reaches it with ≤ D summands"
-        )
-    try:
-        if optimal:
-            from headcount.boolean.search import smallest_basis
-
-            basis = smallest_basis(degree, heads, range_)
-            if basis is None:
-                fail("the exact search ran out of time: use smaller parameters or drop --optimal")
-        else:
-            basis = lemma14_basis(degree, heads)
-            if basis is None or basis_range(basis, degree) < range_:
-                fail(
-                    f"Lemma 14 gives no basis with range ≥ {range_} for D={degree}, H={heads}: try --optimal"
-                )
-    except ValueError as err:
-        fail(str(err))
-    result = {
-        "basis": sorted(int(b) for b in basis),
-        "size": len(basis),
-        "range_reached": basis_range(basis, degree),
-        "optimal": bool(optimal),
-    }
-    emit(result, as_json, f"basis {result['basis']} (size {result['size']}, range {result['range_reached']})")
+    result = choose_basis(degree, heads, range_, optimal)
+    human = f"basis {list(result.basis)} (size {result.size}, range {result.range_reached})"
+    emit(result.to_json(), as_json, human)
 
 
 @app.command("stamps")
@@ -195,14 +115,5 @@ def boolean_stamps(
     with at most D summands, and one set reaching it."""
     from headcount.boolean.search import stamps
 
-    if summands < 1 or size < 1:
-        fail(f"--summands {summands} --size {size}: both must be ≥ 1")
-    try:
-        reach, basis = stamps(summands, size)
-    except ValueError as err:
-        fail(str(err))
-    emit(
-        {"range": int(reach), "basis": sorted(int(b) for b in basis)},
-        as_json,
-        f"range {reach} with {sorted(basis)}",
-    )
+    result = stamps(summands, size)
+    emit(result.to_json(), as_json, f"range {result.range} with {list(result.basis)}")

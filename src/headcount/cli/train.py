@@ -1,14 +1,14 @@
-"""`headcount train …`: induction, minmax, boolean."""
+"""`headcount train …`: induction, minmax, boolean (each: options → one library call → print).
+
+The library checks the settings (headcount.learn.train raises InputError; main() prints it and exits 2)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from headcount.cli.common import JsonOpt, ProgressOpt, emit, fail
+from headcount.cli.common import JsonOpt, ProgressOpt, emit
 
 app = typer.Typer(
     no_args_is_help=True, help="Train PyTorch models on a task; exact task metrics; save in the model format."
@@ -21,20 +21,6 @@ LrOpt = typer.Option(None, "--lr", help="Peak learning rate of AdamW (default: t
 OutOpt = typer.Option(
     None, "--out", help="Save the trained model here (.safetensors, headcount model format)."
 )
-
-
-def _train(task: str, as_json: bool, human: Callable[[dict], str], **kwargs: Any) -> None:
-    from headcount.learn.train import run_config
-
-    config = {
-        "task": task,
-        **{k: (str(v) if isinstance(v, Path) else v) for k, v in kwargs.items() if v is not None},
-    }
-    try:
-        result = run_config(config)
-    except ValueError as err:
-        fail(str(err))
-    emit(result, as_json, human(result))
 
 
 @app.command("induction")
@@ -55,15 +41,10 @@ def train_induction(
     as_json: bool = JsonOpt,
 ) -> None:
     """Train a causal attention model on induction heads (or k-hop); accuracy on non-⊥, ⊥ and INDEX inputs."""
-    _train(
-        "induction" if hops == 1 else "khop",
-        as_json,
-        lambda r: (
-            f"accuracy {r['accuracy']:.4f} (non-⊥), {r['accuracy_bottom']:.4f} (⊥)"
-            + (f", {r['accuracy_index']:.4f} (INDEX)" if r.get("accuracy_index") is not None else "")
-            + f"; {r['steps']} steps in {r['wall_seconds']:.0f} s"
-            + (f"; saved {r['model_path']}" if r.get("model_path") else "")
-        ),
+    from headcount.learn.train import train
+
+    r = train(
+        "induction",
         layers=layers,
         heads=heads,
         dim=dim,
@@ -78,6 +59,14 @@ def train_induction(
         out=out,
         progress=progress,
     )
+    m = r.metrics
+    human = (
+        f"accuracy {m.accuracy:.4f} (non-⊥), {m.accuracy_bottom:.4f} (⊥)"
+        + (f", {m.accuracy_index:.4f} (INDEX)" if m.accuracy_index is not None else "")
+        + f"; {r.steps} steps in {r.wall_seconds:.0f} s"
+        + (f"; saved {r.model_path}" if r.model_path else "")
+    )
+    emit(r.to_json(), as_json, human)
 
 
 @app.command("minmax")
@@ -94,12 +83,10 @@ def train_minmax(
     as_json: bool = JsonOpt,
 ) -> None:
     """Train H heads + min and max classifiers; exact accuracy, and the exact one-head verifier for H = 1."""
-    _train(
+    from headcount.learn.train import train
+
+    r = train(
         "minmax",
-        as_json,
-        lambda r: (
-            f"accuracy min {r['accuracy_min']:.4f}, max {r['accuracy_max']:.4f}, both {r['accuracy_both']:.4f}"
-        ),
         M=M,
         n=n,
         heads=heads,
@@ -110,6 +97,9 @@ def train_minmax(
         out=out,
         progress=progress,
     )
+    m = r.metrics
+    human = f"accuracy min {m.accuracy_min:.4f}, max {m.accuracy_max:.4f}, both {m.accuracy_both:.4f}"
+    emit(r.to_json(), as_json, human)
 
 
 @app.command("boolean")
@@ -127,13 +117,10 @@ def train_boolean(
     as_json: bool = JsonOpt,
 ) -> None:
     """Train H heads over {0,1} with a degree-D readout; checked on all 2^n inputs, exactly."""
-    _train(
+    from headcount.learn.train import train
+
+    r = train(
         "boolean",
-        as_json,
-        lambda r: (
-            f"{'solved' if r['solved_exact'] else 'not solved'}: {r['accuracy_all_inputs']:.4f} of all inputs"
-            + (" (D·H below the threshold degree: impossible by Theorem 2)" if r["below_bound"] else "")
-        ),
         function=function,
         n=n,
         degree=degree,
@@ -145,3 +132,8 @@ def train_boolean(
         out=out,
         progress=progress,
     )
+    m = r.metrics
+    human = f"{'solved' if m.solved_exact else 'not solved'}: {m.accuracy_all_inputs:.4f} of all inputs" + (
+        " (D·H below the threshold degree: impossible by Theorem 2)" if r.below_bound else ""
+    )
+    emit(r.to_json(), as_json, human)

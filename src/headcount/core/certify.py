@@ -7,8 +7,8 @@ millions of sequences are streamed and re-streamed, never held in memory. One ce
 2. fixed:p search: the smallest p with no *confirmed* error. Candidate p starts at 1; the fast float64
    emulation of fixed:p points at inputs that may be wrong, and p is rejected only when the exact fixed:p
    model (rigorous bounds, else the exact evaluator of headcount.core.exact) is proven wrong on one of
-   them. Every rejected p is reported with that input (``rejected``: {p, family, input, position,
-   expected, got}; for a causal model the input is the prefix up to the wrong position).
+   them. Every rejected p is reported with that input (``rejected``: Rejection records of p, family,
+   input, position, expected, got; for a causal model the input is the prefix up to the wrong position).
 3. certification at that p: every position's output of the exact fixed:p model is proven — by the
    rigorous bounds of headcount.core.bounds, or, where they leave it open, by the exact evaluator (within
    a work limit). A position proven wrong rejects p (reported too) and the pass restarts at p + 1 (the
@@ -39,8 +39,55 @@ MAX_BITS = 60
 CONFIRM_ROWS = 16  # inputs of a chunk the search tries to confirm an emulated error on, per p
 
 
-@dataclass
+@dataclass(frozen=True)
+class Counterexample:
+    """The first input the float64 model answers wrongly: `input` (tokens), the 1-based `position`, the
+    reference's answer `expected` and the model's `model_output` (both as printed: a token or ⊥)."""
+
+    family: str
+    input: tuple[int, ...]
+    position: int
+    expected: str
+    model_output: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "family": self.family,
+            "input": list(self.input),
+            "position": self.position,
+            "expected": self.expected,
+            "model_output": self.model_output,
+        }
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why precision p was rejected: the exact fixed:p model is proven to answer `got` instead of `expected`
+    at `position` of `input` (for a causal model, the prefix up to that position)."""
+
+    p: int
+    family: str | None
+    input: tuple[int, ...]
+    position: int
+    expected: str
+    got: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "p": self.p,
+            "family": self.family,
+            "input": list(self.input),
+            "position": self.position,
+            "expected": self.expected,
+            "got": self.got,
+        }
+
+
+@dataclass(frozen=True)
 class Certificate:
+    """What certify_model found (module docstring): counts of the float64 pass, the precision search and
+    its rejections, the proof at `precision_bits`, and the IEEE dtypes with zero errors."""
+
     inputs_checked: int = 0
     positions_checked: int = 0
     errors: int = 0
@@ -48,54 +95,121 @@ class Certificate:
     errors_token: int = 0
     bottom_positions: int = 0
     families: dict[str, int] = field(default_factory=dict)
-    first_counterexample: dict[str, Any] | None = None
+    first_counterexample: Counterexample | None = None
     precision_bits: int | None = None
-    rejected: list[dict[str, Any]] = field(default_factory=list)
+    rejected: tuple[Rejection, ...] = ()
     errors_at_precision_bits: int | None = None
     exact_positions: int = 0
     certified: bool = False
     uncertified_positions: int | None = None
-    dtypes_exact: list[str] = field(default_factory=list)
+    dtypes_exact: tuple[str, ...] = ()
     seconds: dict[str, float] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
+    @property
+    def accuracy(self) -> float:
+        """Share of non-⊥ target positions answered right in float64."""
         token_positions = self.positions_checked - self.bottom_positions
+        return 1.0 if token_positions == 0 else (token_positions - self.errors_token) / token_positions
+
+    @property
+    def accuracy_bottom(self) -> float:
+        """Share of ⊥ target positions answered right in float64."""
+        if self.bottom_positions == 0:
+            return 1.0
+        return (self.bottom_positions - self.errors_bottom) / self.bottom_positions
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form (derived accuracies and dtype flags included; seconds to the millisecond)."""
         return {
             "inputs_checked": self.inputs_checked,
             "positions_checked": self.positions_checked,
             "errors": self.errors,
             "errors_bottom": self.errors_bottom,
             "errors_token": self.errors_token,
-            "accuracy": 1.0
-            if token_positions == 0
-            else (token_positions - self.errors_token) / token_positions,
-            "accuracy_bottom": 1.0
-            if self.bottom_positions == 0
-            else (self.bottom_positions - self.errors_bottom) / self.bottom_positions,
-            "families": self.families,
-            "first_counterexample": self.first_counterexample,
+            "accuracy": self.accuracy,
+            "accuracy_bottom": self.accuracy_bottom,
+            "families": dict(self.families),
+            "first_counterexample": None
+            if self.first_counterexample is None
+            else self.first_counterexample.to_json(),
             "precision_bits": self.precision_bits,
-            "rejected": self.rejected,
+            "rejected": [r.to_json() for r in self.rejected],
             "errors_at_precision_bits": self.errors_at_precision_bits,
             "certified": self.certified,
             "uncertified_positions": self.uncertified_positions,
             "exact_positions": self.exact_positions,
-            "dtypes_exact": self.dtypes_exact,
+            "dtypes_exact": list(self.dtypes_exact),
             "float32_exact": "float32" in self.dtypes_exact,
             "bfloat16_exact": "bfloat16" in self.dtypes_exact,
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
         }
 
 
-def _counterexample(tokens: np.ndarray, target: np.ndarray, got: np.ndarray, family: str) -> dict[str, Any]:
+@dataclass
+class _Tally:
+    """certify_model's running counts while the passes stream the inputs (frozen into a Certificate)."""
+
+    inputs_checked: int = 0
+    positions_checked: int = 0
+    errors: int = 0
+    errors_bottom: int = 0
+    errors_token: int = 0
+    bottom_positions: int = 0
+    families: dict[str, int] = field(default_factory=dict)
+    first_counterexample: Counterexample | None = None
+    rejected: list[Rejection] = field(default_factory=list)
+    precision_bits: int | None = None  # pass 3's fields, set once a p is not rejected
+    errors_at_precision_bits: int | None = None
+    uncertified_positions: int | None = None
+    exact_positions: int = 0
+    certified: bool = False
+    dtypes_exact: tuple[str, ...] = ()
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def count(self, family: str, tokens: np.ndarray, target: np.ndarray, got: np.ndarray) -> None:
+        """Pass 1 on one chunk: float64 errors, per family, and the first counterexample."""
+        wrong = got != target
+        bottom = target < 0
+        self.inputs_checked += len(tokens)
+        self.positions_checked += tokens.size
+        self.bottom_positions += int(bottom.sum())
+        self.errors += int(wrong.sum())
+        self.errors_bottom += int((wrong & bottom).sum())
+        self.errors_token += int((wrong & ~bottom).sum())
+        self.families[family] = self.families.get(family, 0) + len(tokens)
+        if self.first_counterexample is None and wrong.any():
+            self.first_counterexample = _counterexample(tokens, target, got, family)
+
+    def freeze(self) -> Certificate:
+        return Certificate(
+            inputs_checked=self.inputs_checked,
+            positions_checked=self.positions_checked,
+            errors=self.errors,
+            errors_bottom=self.errors_bottom,
+            errors_token=self.errors_token,
+            bottom_positions=self.bottom_positions,
+            families=dict(self.families),
+            first_counterexample=self.first_counterexample,
+            rejected=tuple(self.rejected),
+            dtypes_exact=self.dtypes_exact,
+            seconds=dict(self.seconds),
+            precision_bits=self.precision_bits,
+            errors_at_precision_bits=self.errors_at_precision_bits,
+            uncertified_positions=self.uncertified_positions,
+            exact_positions=self.exact_positions,
+            certified=self.certified,
+        )
+
+
+def _counterexample(tokens: np.ndarray, target: np.ndarray, got: np.ndarray, family: str) -> Counterexample:
     row, pos = map(int, np.argwhere(target != got)[0])
-    return {
-        "family": family,
-        "input": [int(t) for t in tokens[row]],
-        "position": pos + 1,
-        "expected": token_text(target[row, pos]),
-        "model_output": token_text(got[row, pos]),
-    }
+    return Counterexample(
+        family,
+        tuple(int(t) for t in tokens[row]),
+        pos + 1,
+        token_text(target[row, pos]),
+        token_text(got[row, pos]),
+    )
 
 
 def _progress(label: str, done: int) -> None:
@@ -103,23 +217,23 @@ def _progress(label: str, done: int) -> None:
         print(f"\r{label}: {done} inputs", end="", file=sys.stderr, flush=True)
 
 
-def _wrong_record(
+def _rejection(
     p: int, tokens: np.ndarray, target: np.ndarray, got: np.ndarray, wrong: np.ndarray, family: str | None
-) -> dict[str, Any]:
+) -> Rejection:
     row, pos = map(int, np.argwhere(wrong)[0])
-    return {
-        "p": p,
-        "family": family,
-        "input": [int(t) for t in tokens[row]],
-        "position": pos + 1,
-        "expected": token_text(target[row, pos]),
-        "got": token_text(got[row, pos]),
-    }
+    return Rejection(
+        p,
+        family,
+        tuple(int(t) for t in tokens[row]),
+        pos + 1,
+        token_text(target[row, pos]),
+        token_text(got[row, pos]),
+    )
 
 
 def confirmed_error(
     model: Model, tokens: np.ndarray, target: np.ndarray, p: int, family: str | None = None
-) -> dict[str, Any] | None:
+) -> Rejection | None:
     """An input on which the exact fixed:p model is proven wrong, among those whose float64 emulation is
     wrong (at most CONFIRM_ROWS of them, earliest first error first); None if none is proven (the
     emulation's errors were its own). A causal model's output at position i depends on the first i tokens
@@ -138,7 +252,7 @@ def confirmed_error(
         got, decided = fixed_predict(model, prefix, p)
         proven_wrong = decided & (got != expected)
         if proven_wrong.any():
-            return _wrong_record(p, prefix, expected, got, proven_wrong, family)
+            return _rejection(p, prefix, expected, got, proven_wrong, family)
     return None
 
 
@@ -160,33 +274,22 @@ def minimal_precision_bits(
     return None
 
 
-def _search_pass(model: Model, inputs: InputStream, reference: Reference, cert: Certificate) -> int:
+def _search_pass(model: Model, inputs: InputStream, reference: Reference, tally: _Tally) -> int:
     """Passes 1 and 2 of the module docstring; returns the candidate p (MAX_BITS + 1 if none is left)."""
     candidate = 1
     for family, tokens in inputs():
         target = reference(tokens)
-        got = emulate(model, tokens, FLOAT64)
-        wrong = got != target
-        bottom = target < 0
-        cert.inputs_checked += len(tokens)
-        cert.positions_checked += tokens.size
-        cert.bottom_positions += int(bottom.sum())
-        cert.errors += int(wrong.sum())
-        cert.errors_bottom += int((wrong & bottom).sum())
-        cert.errors_token += int((wrong & ~bottom).sum())
-        cert.families[family] = cert.families.get(family, 0) + len(tokens)
-        if cert.first_counterexample is None and wrong.any():
-            cert.first_counterexample = _counterexample(tokens, target, got, family)
+        tally.count(family, tokens, target, emulate(model, tokens, FLOAT64))
         while candidate <= MAX_BITS and (found := confirmed_error(model, tokens, target, candidate, family)):
-            cert.rejected.append(found)
+            tally.rejected.append(found)
             candidate += 1
-        _progress("float64 + precision search", cert.inputs_checked)
+        _progress("float64 + precision search", tally.inputs_checked)
     return candidate
 
 
-def _certify_pass(model: Model, inputs: InputStream, reference: Reference, cert: Certificate, p: int) -> bool:
-    """Pass 3 at p: True when no position is proven wrong (counts filled in), False after recording the
-    proven error that rejects p."""
+def _certify_pass(model: Model, inputs: InputStream, reference: Reference, tally: _Tally, p: int) -> bool:
+    """Pass 3 at p: True when no position is proven wrong (the proof's fields filled in), False after
+    recording the proven error that rejects p."""
     uncertified = exact = 0
     budget = WorkBudget()
     for family, tokens in inputs():
@@ -203,14 +306,12 @@ def _certify_pass(model: Model, inputs: InputStream, reference: Reference, cert:
             exact += before - int((~sub_proven).sum())
             wrong = proven & (got != target)
         if wrong.any():
-            cert.rejected.append(_wrong_record(p, tokens, target, got, wrong, family))
+            tally.rejected.append(_rejection(p, tokens, target, got, wrong, family))
             return False
         uncertified += int((~proven).sum())
-    cert.precision_bits = p
-    cert.errors_at_precision_bits = 0
-    cert.uncertified_positions = uncertified
-    cert.exact_positions = exact
-    cert.certified = uncertified == 0 and cert.errors == 0
+    tally.precision_bits, tally.errors_at_precision_bits = p, 0
+    tally.uncertified_positions, tally.exact_positions = uncertified, exact
+    tally.certified = uncertified == 0 and tally.errors == 0
     return True
 
 
@@ -218,25 +319,25 @@ def certify_model(
     model: Model, inputs: InputStream, reference: Reference, *, dtypes: bool = True
 ) -> Certificate:
     """The four passes of the module docstring; see Certificate for what is reported."""
-    cert = Certificate()
+    tally = _Tally()
     clock = time.perf_counter()
-    candidate = _search_pass(model, inputs, reference, cert)
-    cert.seconds["float64_and_search"] = time.perf_counter() - clock
+    candidate = _search_pass(model, inputs, reference, tally)
+    tally.seconds["float64_and_search"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    while candidate <= MAX_BITS and not _certify_pass(model, inputs, reference, cert, candidate):
+    while candidate <= MAX_BITS and not _certify_pass(model, inputs, reference, tally, candidate):
         candidate += 1
-    cert.seconds["certify_at_precision_bits"] = time.perf_counter() - clock
+    tally.seconds["certify_at_precision_bits"] = time.perf_counter() - clock
 
     if dtypes:
         clock = time.perf_counter()
-        cert.dtypes_exact = [
+        tally.dtypes_exact = tuple(
             name for name in IEEE_DTYPES if _exact_in(model, inputs, reference, Precision(name))
-        ]
-        cert.seconds["dtypes"] = time.perf_counter() - clock
+        )
+        tally.seconds["dtypes"] = time.perf_counter() - clock
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    return cert
+    return tally.freeze()
 
 
 def _exact_in(model: Model, inputs: InputStream, reference: Reference, prec: Precision) -> bool:

@@ -337,7 +337,7 @@ def _table_residual(table: OneLayerTable, tokens: np.ndarray, bits: int, rows: S
     pos = np.arange(n)[None, :]
     x = _float_grid(table.embed[pos, tokens], bits)
     causal = table.mask == "causal"
-    for h in range(table.heads[0]):
+    for h in range(table.heads_per_layer[0]):
         q = _float_grid(table.Q[h][pos, tokens], bits)
         k = _float_grid(table.K[h][pos, tokens], bits)
         v = _float_grid(table.V[h][pos, tokens], bits)

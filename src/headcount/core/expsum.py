@@ -22,7 +22,8 @@ MAX_PREC = 1 << 16  # bits; a non-zero sum of the sizes headcount builds resolve
 class UndecidedError(ArithmeticError, ValueError):
     """A sign exact arithmetic could not settle within MAX_PREC bits: undecided, never a wrong answer.
 
-    An ArithmeticError (what it is) and a ValueError (so the CLI reports it on one line, as minmax does)."""
+    An ArithmeticError (what it is) and a ValueError (callers that catch ValueError keep working); the CLI
+    reports it on one line and exits 2, as for input beyond what can be decided."""
 
 
 def as_fmpq(x) -> flint.fmpq:

@@ -17,6 +17,7 @@ import numpy as np
 from safetensors import SafetensorError, safe_open
 from safetensors.numpy import load_file, save_file
 
+from headcount.core.errors import InputError
 from headcount.core.model import MLP, AttentionHead, Layer, Transformer, decoder_class
 from headcount.core.table import OneLayerTable
 
@@ -25,8 +26,8 @@ TABLE_FORMAT = "headcount-one-layer-table"
 VERSION = 1
 
 
-class ModelFileError(ValueError):
-    """A model file that cannot be read as a headcount model (the message says why)."""
+class ModelFileError(InputError):
+    """A model file that cannot be read as a headcount model (the message says why; the user can fix it)."""
 
 
 def atomic_write_bytes(path: str | os.PathLike, write) -> None:

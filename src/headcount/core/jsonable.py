@@ -30,22 +30,25 @@ def _convert(value: Any, nonfinite: NonFinite) -> Any:
         return value
     if isinstance(value, float):
         return value if nonfinite == "keep" or math.isfinite(value) else None
-    if hasattr(value, "to_json") and callable(value.to_json):
-        return _convert(value.to_json(), nonfinite)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _convert(getattr(value, f.name), nonfinite) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {str(k): _convert(v, nonfinite) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_convert(v, nonfinite) for v in value]
+    return _convert(_unwrap(value), nonfinite)
+
+
+def _unwrap(value: Any) -> Any:
+    """A value that is not plain JSON as one that is closer to it (a dict, a list, a number or a string)."""
+    if callable(getattr(value, "to_json", None)):
+        return value.to_json()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, (set, frozenset)):
-        return [_convert(v, nonfinite) for v in sorted(value)]
-    if isinstance(value, np.ndarray):
-        return _convert(value.tolist(), nonfinite)
+        return sorted(value)
     if isinstance(value, np.generic):
-        return _convert(value.item(), nonfinite)
-    if hasattr(value, "tolist"):  # a torch tensor
-        return _convert(value.tolist(), nonfinite)
+        return value.item()
+    if hasattr(value, "tolist"):  # a numpy array or a torch tensor
+        return value.tolist()
     return str(value)
 
 

@@ -190,11 +190,6 @@ class Transformer:
     def heads_per_layer(self) -> list[int]:
         return [len(layer.heads) for layer in self.layers]
 
-    @property
-    def heads(self) -> list[int]:
-        """Old name of heads_per_layer (goes in the next release: `heads` means a number of heads)."""
-        return self.heads_per_layer
-
     def size(self, precision_bits: int) -> int:
         """Σ over layers of heads · dim · precision_bits — the quantity the one-layer bound is about."""
         return sum(self.heads_per_layer) * self.d_model * precision_bits

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from headcount.core.errors import InputError
+
 IEEE_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
@@ -52,7 +54,7 @@ class Precision:
 
 
 def parse_precision(text: str) -> Precision:
-    """Parse "fixed:p", "exact" or an IEEE dtype name; ValueError with the allowed forms otherwise."""
+    """Parse "fixed:p", "exact" or an IEEE dtype name; InputError with the allowed forms otherwise."""
     text = text.strip()
     if text in IEEE_DTYPES or text == "exact":
         return Precision(text)
@@ -63,8 +65,8 @@ def parse_precision(text: str) -> Precision:
             bits = -1
         if 1 <= bits <= 60:
             return Precision("fixed", bits)
-        raise ValueError(f"bad precision {text!r}: fixed:p needs an integer p in 1..60")
-    raise ValueError(f"unknown precision {text!r}: use fixed:p (1 ≤ p ≤ 60), exact, {', '.join(IEEE_DTYPES)}")
+        raise InputError(f"bad precision {text!r}: fixed:p needs an integer p in 1..60")
+    raise InputError(f"unknown precision {text!r}: use fixed:p (1 ≤ p ≤ 60), exact, {', '.join(IEEE_DTYPES)}")
 
 
 FLOAT64 = Precision("float64")

@@ -66,11 +66,6 @@ class OneLayerTable:
     def heads_per_layer(self) -> list[int]:
         return [self.Q.shape[0]]
 
-    @property
-    def heads(self) -> list[int]:
-        """Old name of heads_per_layer (goes in the next release: `heads` means a number of heads)."""
-        return self.heads_per_layer
-
     def size(self, precision_bits: int) -> int:
         return self.heads_per_layer[0] * self.d_model * precision_bits
 
@@ -115,7 +110,7 @@ def table_residual(table: OneLayerTable, tokens: np.ndarray, prec: Precision = F
     bias = mask_bias(n, table.mask)
     x = rp(_lookup(table.embed, tokens))
     update = np.zeros_like(x)
-    for h in range(table.heads[0]):
+    for h in range(table.heads_per_layer[0]):
         q, k, v = (
             rp(_lookup(table.Q[h], tokens)),
             rp(_lookup(table.K[h], tokens)),
@@ -136,7 +131,7 @@ def table_residual_bounds(table: OneLayerTable, tokens: np.ndarray, prec: Precis
 
     x = rp(_lookup(table.embed, tokens))
     update = (np.zeros_like(x[0]), np.zeros_like(x[0]))
-    for h in range(table.heads[0]):
+    for h in range(table.heads_per_layer[0]):
         z = attention_bounds(
             rp(_lookup(table.Q[h], tokens)),
             rp(_lookup(table.K[h], tokens)),

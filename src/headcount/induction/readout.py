@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from headcount.core.bounds import fraction_bits, outward
+from headcount.core.errors import InputError
 from headcount.core.model import register_decoder
 from headcount.core.symbols import BOTTOM
 
@@ -49,7 +50,7 @@ class InductionReadoutDecoder:
 
     def _check(self, x: np.ndarray) -> None:
         if x.shape[-1] != self.n_ctx + 1:
-            raise ValueError(
+            raise InputError(
                 f"induction_readout needs d_model = n_ctx + 1 = {self.n_ctx + 1}, got {x.shape[-1]}"
             )
 
@@ -83,7 +84,7 @@ class InductionReadoutDecoder:
         core.exact calls it; other positions come back as whatever the prefixes give (ignored)."""
         n, d_model = x.shape
         if d_model != self.n_ctx + 1:
-            raise ValueError(f"induction_readout needs d_model = n_ctx + 1 = {self.n_ctx + 1}, got {d_model}")
+            raise InputError(f"induction_readout needs d_model = n_ctx + 1 = {self.n_ctx + 1}, got {d_model}")
         prefix = np.full((1, n, n), -1, dtype=np.int64)
         half = 1 << (bits - 1)
         for i in positions:

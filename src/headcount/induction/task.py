@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from headcount.core.symbols import BOTTOM
+from headcount.core.errors import InputError
+from headcount.core.symbols import BOTTOM, token_text
 
 __all__ = [
     "ADVERSARIAL_FAMILIES",
@@ -24,6 +25,7 @@ __all__ = [
     "index_family",
     "index_family_for_length",
     "index_input",
+    "index_token_text",
     "induction_metrics",
     "induction_targets",
     "induction_targets_literal",
@@ -33,8 +35,9 @@ __all__ = [
     "uniform",
 ]
 
-# Token id of the INDEX query symbol '?'; bits use 0 and 1.
+# Token id of the INDEX query symbol '?' and how it prints; bits use 0 and 1.
 INDEX_QUERY = 2
+INDEX_QUERY_TEXT = "?"
 
 # Largest k for which index_family enumerates all 2^k·k pairs.
 _MAX_EXHAUSTIVE_INDEX_K = 20
@@ -49,15 +52,15 @@ def _as_token_batch(tokens) -> tuple[np.ndarray, bool]:
     """Return (tokens as 2-D int64, was_1d), checking they are non-negative integers."""
     arr = np.asarray(tokens)
     if arr.dtype == bool or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)):
-        raise ValueError(f"tokens must be an integer array, got dtype {arr.dtype}")
+        raise InputError(f"tokens must be an integer array, got dtype {arr.dtype}")
     if arr.ndim not in (1, 2):
-        raise ValueError(f"tokens must be 1-D or 2-D, got shape {arr.shape}")
+        raise InputError(f"tokens must be 1-D or 2-D, got shape {arr.shape}")
     was_1d = arr.ndim == 1
     arr = arr.astype(np.int64, copy=False)
     if was_1d:
         arr = arr.reshape(1, -1)
     if arr.size and arr.min() < 0:
-        raise ValueError("tokens must be non-negative (BOTTOM is an output symbol, not an input)")
+        raise InputError("tokens must be non-negative (BOTTOM is an output symbol, not an input)")
     return arr, was_1d
 
 
@@ -155,7 +158,7 @@ def induction_targets_literal(seq: Sequence[int], hops: int = 1) -> list[int]:
 
 def _check_hops(hops: int) -> int:
     if isinstance(hops, bool) or int(hops) != hops or hops < 1:
-        raise ValueError(f"hops must be a positive integer, got {hops!r}")
+        raise InputError(f"hops must be a positive integer, got {hops!r}")
     return int(hops)
 
 
@@ -173,12 +176,12 @@ def all_sequences(n: int, S: int, start: int = 0, stop: int | None = None) -> np
     """Rows start..stop-1 of the lexicographic enumeration of Σ^n (row r = base-S digits of r)."""
     n, S = int(n), int(S)
     if n < 0 or S < 1:
-        raise ValueError(f"need n >= 0 and S >= 1, got n={n}, S={S}")
+        raise InputError(f"need n >= 0 and S >= 1, got n={n}, S={S}")
     total = count_sequences(n, S)
     start = int(start)
     stop = total if stop is None else int(stop)
     if not 0 <= start <= stop <= total:
-        raise ValueError(f"need 0 <= start <= stop <= S**n = {total}, got start={start}, stop={stop}")
+        raise InputError(f"need 0 <= start <= stop <= S**n = {total}, got start={start}, stop={stop}")
     rows = stop - start
     out = np.empty((rows, n), dtype=np.int64)
     if rows == 0 or n == 0:
@@ -208,9 +211,9 @@ def all_sequences(n: int, S: int, start: int = 0, stop: int | None = None) -> np
 def _check_shape(batch: int, n: int, S: int, min_S: int = 1) -> tuple[int, int, int]:
     batch, n, S = int(batch), int(n), int(S)
     if batch < 0 or n < 0:
-        raise ValueError(f"need batch >= 0 and n >= 0, got batch={batch}, n={n}")
+        raise InputError(f"need batch >= 0 and n >= 0, got batch={batch}, n={n}")
     if S < min_S:
-        raise ValueError(f"need S >= {min_S}, got S={S}")
+        raise InputError(f"need S >= {min_S}, got S={S}")
     return batch, n, S
 
 
@@ -320,20 +323,25 @@ def index_input(f, i_star) -> np.ndarray:
     was_1d = f_arr.ndim == 1
     f2 = f_arr.reshape(1, -1) if was_1d else f_arr
     if f2.ndim != 2:
-        raise ValueError(f"f must be 1-D or 2-D, got shape {f_arr.shape}")
+        raise InputError(f"f must be 1-D or 2-D, got shape {f_arr.shape}")
     batch, k = f2.shape
     if k < 1:
-        raise ValueError("INDEX needs k >= 1")
+        raise InputError("INDEX needs k >= 1")
     if f2.size and not np.isin(f2, (0, 1)).all():
-        raise ValueError("f must be a bit vector (entries 0 or 1)")
+        raise InputError("f must be a bit vector (entries 0 or 1)")
     stars = np.broadcast_to(np.asarray(i_star, dtype=np.int64), (batch,))
     if batch and (stars.min() < 1 or stars.max() > k):
-        raise ValueError(f"i_star must be in 1..{k} (1-based)")
+        raise InputError(f"i_star must be in 1..{k} (1-based)")
     out = np.empty((batch, 2 * k + 1), dtype=np.int64)
     out[:, 0 : 2 * k : 2] = np.where(np.arange(1, k + 1)[None, :] == stars[:, None], INDEX_QUERY, 0)
     out[:, 1 : 2 * k : 2] = f2
     out[:, 2 * k] = INDEX_QUERY
     return out[0] if was_1d else out
+
+
+def index_token_text(token: int) -> str:
+    """How a token of an INDEX input or answer prints: '?' for INDEX_QUERY, else core's token_text."""
+    return INDEX_QUERY_TEXT if int(token) == INDEX_QUERY else token_text(token)
 
 
 def index_family(
@@ -346,10 +354,10 @@ def index_family(
     """
     k = int(k)
     if k < 1:
-        raise ValueError(f"INDEX needs k >= 1, got {k}")
+        raise InputError(f"INDEX needs k >= 1, got {k}")
     if samples is None:
         if k > _MAX_EXHAUSTIVE_INDEX_K:
-            raise ValueError(
+            raise InputError(
                 f"exhaustive INDEX family for k={k} has 2^k·k pairs; pass samples= (k <= "
                 f"{_MAX_EXHAUSTIVE_INDEX_K} only)"
             )
@@ -359,7 +367,7 @@ def index_family(
     else:
         samples = int(samples)
         if samples < 0:
-            raise ValueError(f"samples must be >= 0, got {samples}")
+            raise InputError(f"samples must be >= 0, got {samples}")
         rng = np.random.default_rng(0) if rng is None else rng
         f_bits = rng.integers(0, 2, size=(samples, k), dtype=np.int64)
         i_stars = rng.integers(1, k + 1, size=samples, dtype=np.int64)
@@ -370,7 +378,7 @@ def index_family_for_length(rng: np.random.Generator, batch: int, n: int, S: int
     """Random INDEX inputs of length n: k = (n-1)//2, plus one random trailing bit if n is even."""
     batch, n, S = _check_shape(batch, n, S)
     if S < 3 or n < 3:
-        raise ValueError(f"INDEX inputs need S >= 3 and n >= 3, got S={S}, n={n}")
+        raise InputError(f"INDEX inputs need S >= 3 and n >= 3, got S={S}, n={n}")
     k = (n - 1) // 2
     f_bits = rng.integers(0, 2, size=(batch, k), dtype=np.int64)
     i_stars = rng.integers(1, k + 1, size=batch, dtype=np.int64)
@@ -407,11 +415,11 @@ def induction_metrics(predicted, target) -> dict:
     pred = np.asarray(predicted, dtype=np.int64)
     targ = np.asarray(target, dtype=np.int64)
     if pred.shape != targ.shape:
-        raise ValueError(f"shape mismatch: predicted {pred.shape} vs target {targ.shape}")
+        raise InputError(f"shape mismatch: predicted {pred.shape} vs target {targ.shape}")
     if targ.ndim == 1:
         pred, targ = pred.reshape(1, -1), targ.reshape(1, -1)
     elif targ.ndim != 2:
-        raise ValueError(f"expected 1-D or 2-D arrays, got shape {targ.shape}")
+        raise InputError(f"expected 1-D or 2-D arrays, got shape {targ.shape}")
     is_bottom = targ == BOTTOM
     wrong = pred != targ
     bottom_positions = int(is_bottom.sum())

@@ -1,2 +1,15 @@
-"""Learning experiments: PyTorch models that load and export the theory's exact models (models.py),
-plain training loops with exact task metrics (train.py), sweeps over grids of runs (sweep.py, store.py)."""
+"""Learning: real models trained on the theory's tasks, evaluated exactly, in resumable sweeps.
+
+    constants.py    TASKS, SCALES, DEFAULT_DB — each defined once, shared with the CLI and the report
+    models/         PyTorch models that load and export the theory's exact models (sequence, table,
+                    min/max, Boolean)
+    train.py        one plain training loop per task; run_config (the sweep runner) and train (the CLI's)
+    evaluate.py     exact metrics on fixed held-out sets (induction, k-hop, min/max)
+    results.py      typed training results; to_json() is the JSON a sweep stores
+    store.py        the SQLite results database: one row per finished run
+    sweep/          grids of runs: spec, schedulers (local workers or Ray), run, tables
+    experiments.py  the four experiments of spec/learning.md: sweep specs per scale, summaries from the
+                    database (figures and claims are report/learning.py's)
+
+learn/ imports core and the scenarios, never report/ or cli/.
+"""

@@ -1,19 +1,23 @@
-"""The four learning experiments of spec/learning.md, each one sweep + a table + a figure from the database.
+"""The four learning experiments of spec/learning.md: each one sweep, its table, and a summary read back
+from the database.
 
-    run_experiment("xor-phase", scale="quick", db="headcount-results.sqlite") -> result dict
+    run_experiment("xor-phase", scale="quick", db=DEFAULT_DB) -> ExperimentResult
 
-| experiment       | sweep (quick scale; `full` grows it)                                   | compared with      |
-|------------------|------------------------------------------------------------------------|--------------------|
-| induction-depth  | layers {1, 2} × n {16, 32}, 1 head, dim 32, alphabet 4                  | the INDEX bound     |
-| khop             | layers {2, 3, 4}, trained on 1..4 hops ("no adjacent repeats", α = 4)   | depth ≈ log₂ k      |
-| minmax-heads     | heads {1, 2} × dim {1, 2, 3, 4, 6}, M = 8, n = 4, 2 seeds               | exact verifier      |
-| xor-phase        | D, H ∈ {1, 2, 4, 8}, n = 8, 2 seeds                                     | D·H = n (Thms 2, 3) |
+| experiment      | sweep (quick scale; `full` grows it)                           | compared with   |
+|-----------------|----------------------------------------------------------------|-----------------|
+| induction-depth | layers {1, 2} × n {16, 32}, 1 head, dim 32, alphabet 4          | the INDEX bound |
+| khop            | layers {2, 3, 4}, trained on 1..4 hops (no adjacent repeats)    | depth ≈ log₂ k  |
+| minmax-heads    | heads {1, 2} × dim {1, 2, 3, 4, 6}, M = 8, n = 4, 2 seeds       | exact verifier  |
+| xor-phase       | D, H ∈ {1, 2, 4, 8}, n = 8, 2 seeds                             | D·H = n (Thm 2) |
 
-Each experiment is a sweep spec (`experiment_spec`) run by :func:`headcount.learn.sweep.run_sweep` —
-resumable, parallel, one row per run in the results database — then `summarize` reads *only the
-database* (the rows of this spec's run ids) and returns the series its figure and claim use. k-hop:
-one model per depth L is trained on hop counts drawn from 1..K (the hop count is the first token) and
-evaluated at every k ≤ K (`accuracy_by_hop`); the heat map shows the error by (L, k).
+Each experiment is a sweep spec (`experiment_spec`) run by `headcount.learn.sweep.run_sweep` — resumable,
+parallel, one row per run in the results database — then its summarizer (summarize_induction_depth,
+summarize_khop, summarize_minmax_heads, summarize_xor_phase) reads *only the database* (the rows of this
+spec's run ids) and returns the series its claim and figure use. What the theory's constructions achieve
+on the same cells (their certificates) is not a summary's business: report/learning.py adds it, draws the
+figure and checks the claims, so learn/ never imports report/. k-hop: one model per depth L is trained on
+hop counts drawn from 1..K (the hop count is the first token) and evaluated at every k ≤ K
+(`accuracy_by_hop`); the heat map shows the error by (L, k).
 """
 
 from __future__ import annotations
@@ -27,9 +31,14 @@ from typing import Any
 
 import numpy as np
 
+from headcount.core.errors import InputError
+from headcount.core.jsonable import jsonable
+from headcount.core.validate import check_choice
+from headcount.learn.constants import DEFAULT_DB, SCALES
 from headcount.learn.store import ResultsStore
+from headcount.learn.sweep import SweepCounts, load_spec, run_sweep, sweep_table
 
-DEFAULT_DB = "headcount-results.sqlite"
+Rows = list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -38,8 +47,32 @@ class Experiment:
     task: str
     description: str
     scales: dict[str, dict[str, Any]]  # scale -> {"fixed": …, "grid": …, "seeds": …}
-    summarize: Callable[[list[dict[str, Any]]], dict[str, Any]]
+    summarize: Callable[[Rows], dict[str, Any]]  # database rows -> the summary (series of claim and figure)
     table_metrics: tuple[str, ...]  # the metrics `headcount experiment` tabulates (sweep_table names)
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """One run_experiment call: the sweep's counts, the summary read from the database, the Markdown
+    table."""
+
+    experiment: str
+    scale: str
+    db: str
+    sweep: SweepCounts
+    summary: dict[str, Any]
+    table: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields in order; NaN in the summary kept as NaN (a mean over no values), as printed before."""
+        return {
+            "experiment": self.experiment,
+            "scale": self.scale,
+            "db": self.db,
+            "sweep": self.sweep.to_json(),
+            "summary": jsonable(self.summary, nonfinite="keep"),
+            "table": self.table,
+        }
 
 
 def _mean(values: list[float]) -> float:
@@ -47,10 +80,11 @@ def _mean(values: list[float]) -> float:
     return float(np.mean(values)) if values else float("nan")
 
 
-def _group(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[tuple, list[dict[str, Any]]]:
+def _group(rows: Rows, keys: tuple[str, ...]) -> dict[tuple, list[dict[str, Any]]]:
+    """The rows' metrics grouped by the config values of `keys`, groups sorted by those values."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
-        groups[tuple(row["config"][k] for k in keys)].append(row)
+        groups[tuple(row["config"][k] for k in keys)].append(row["metrics"])
     return dict(sorted(groups.items()))
 
 
@@ -58,50 +92,51 @@ def _group(rows: list[dict[str, Any]], keys: tuple[str, ...]) -> dict[tuple, lis
 # 1. induction heads: one layer vs two layers
 # ----------------------------------------------------------------------------------------------------
 
+_INDUCTION_KEYS = ("layers", "n", "alphabet", "heads", "dim")
 
-def summarize_induction_depth(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    cells = []
-    for (layers, n, alphabet, heads, dim), group in _group(
-        rows, ("layers", "n", "alphabet", "heads", "dim")
-    ).items():
-        m = [r["metrics"] for r in group]
-        cells.append(
-            {
-                "layers": layers,
-                "n": n,
-                "alphabet": alphabet,
-                "heads": heads,
-                "dim": dim,
-                "seeds": len(m),
-                "accuracy": _mean([x["accuracy"] for x in m]),
-                "accuracy_min": min(x["accuracy"] for x in m),
-                "accuracy_max": max(x["accuracy"] for x in m),
-                "accuracy_bottom": _mean([x["accuracy_bottom"] for x in m]),
-                "accuracy_index": _mean([x.get("accuracy_index") for x in m]),
-            }
-        )
+
+def _induction_cell(key: tuple, m: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        **dict(zip(_INDUCTION_KEYS, key)),
+        "seeds": len(m),
+        "accuracy": _mean([x["accuracy"] for x in m]),
+        "accuracy_min": min(x["accuracy"] for x in m),
+        "accuracy_max": max(x["accuracy"] for x in m),
+        "accuracy_bottom": _mean([x["accuracy_bottom"] for x in m]),
+        "accuracy_index": _mean([x.get("accuracy_index") for x in m]),
+    }
+
+
+def _best_by_n(cells: list[dict[str, Any]], key: str) -> dict[int, float]:
+    """n → the largest `key` over the cells of that length (NaN skipped), by n."""
+    best: dict[int, float] = {}
+    for c in cells:
+        if not math.isnan(c[key]):
+            best[c["n"]] = max(best.get(c["n"], 0.0), c[key])
+    return dict(sorted(best.items()))
+
+
+def _one_below_two(one: list[dict[str, Any]], two: list[dict[str, Any]]) -> bool:
+    """Every one-layer cell's best seed below that of the two-layer cell of the same n, alphabet, heads and
+    dim (and at least one such pair)."""
+    same = ("n", "alphabet", "heads", "dim")
+    pairs = [(o, t) for o in one for t in two if all(o[k] == t[k] for k in same)]
+    return bool(pairs) and all(o["accuracy_max"] < t["accuracy_max"] for o, t in pairs)
+
+
+def summarize_induction_depth(rows: Rows) -> dict[str, Any]:
+    cells = [_induction_cell(key, m) for key, m in _group(rows, _INDUCTION_KEYS).items()]
     two = [c for c in cells if c["layers"] >= 2]
     one = [c for c in cells if c["layers"] == 1]
-    pairs = [
-        (o, t)
-        for o in one
-        for t in two
-        if (o["n"], o["alphabet"], o["heads"], o["dim"]) == (t["n"], t["alphabet"], t["heads"], t["dim"])
-    ]
-    best_by_n, index_by_n = {}, {}
-    for c in two:
-        best_by_n[c["n"]] = max(best_by_n.get(c["n"], 0.0), c["accuracy_max"])
-        if not math.isnan(c["accuracy_index"]):
-            index_by_n[c["n"]] = max(index_by_n.get(c["n"], 0.0), c["accuracy_index"])
+    best_by_n = _best_by_n(two, "accuracy_max")
     return {
         "cells": cells,
-        "two_layer_best_by_n": dict(sorted(best_by_n.items())),
-        "two_layer_index_accuracy_by_n": dict(sorted(index_by_n.items())),  # best, at the INDEX query
+        "two_layer_best_by_n": best_by_n,
+        "two_layer_index_accuracy_by_n": _best_by_n(two, "accuracy_index"),  # best, at the INDEX query
         "two_layer_best_min_accuracy": min(best_by_n.values(), default=float("nan")),
         "two_layer_weakest_cell_accuracy": min((c["accuracy_max"] for c in two), default=float("nan")),
         "one_layer_best_accuracy": max((c["accuracy_max"] for c in one), default=float("nan")),
-        "one_below_two_everywhere": bool(pairs)
-        and all(o["accuracy_max"] < t["accuracy_max"] for o, t in pairs),
+        "one_below_two_everywhere": _one_below_two(one, two),
     }
 
 
@@ -110,21 +145,20 @@ def summarize_induction_depth(rows: list[dict[str, Any]]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------------
 
 
-def summarize_khop(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize_khop(rows: Rows) -> dict[str, Any]:
     table: dict[int, dict[int, float]] = {}
     for (layers,), group in _group(rows, ("layers",)).items():
         by_hop: dict[int, list[float]] = defaultdict(list)
-        for r in group:
-            for k, acc in r["metrics"]["accuracy_by_hop"].items():
+        for metrics in group:
+            for k, acc in metrics["accuracy_by_hop"].items():
                 by_hop[int(k)].append(acc)
         table[layers] = {k: 1.0 - _mean(v) for k, v in sorted(by_hop.items())}
     layers = sorted(table)
     hops = sorted({k for row in table.values() for k in row})
-    errors = [[table[L].get(k, float("nan")) for k in hops] for L in layers]
     return {
         "layers": layers,
         "hops": hops,
-        "error": errors,
+        "error": [[table[L].get(k, float("nan")) for k in hops] for L in layers],
         "one_hop_error_deepest": table[layers[-1]].get(1, float("nan")) if layers else float("nan"),
     }
 
@@ -135,50 +169,51 @@ def summarize_khop(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _all_right(accuracy: float) -> bool:
-    # accuracies are sums of normalised multiset weights: all right means 1 up to the float rounding of the sum
+    # accuracies are sums of normalised multiset weights: all right is 1 up to the rounding of the sum
     return accuracy > 1 - 1e-9
 
 
-def summarize_minmax(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    cells = []
-    single_verdicts = []
-    for (M, n, heads, dim), group in _group(rows, ("M", "n", "heads", "dim")).items():
-        m = [r["metrics"] for r in group]
-        cell = {
-            "M": M,
-            "n": n,
-            "heads": heads,
-            "dim": dim,
-            "seeds": len(m),
-            "accuracy_both": _mean([x["accuracy_both"] for x in m]),
-            "accuracy_both_max": max(x["accuracy_both"] for x in m),
-            "solved_both": sum(_all_right(x["accuracy_both"]) for x in m),
-        }
-        if heads == 1:
-            cell["counterexample_min_or_max"] = sum(
-                x["verifier_min"]["counterexample_exists"] or x["verifier_max"]["counterexample_exists"]
-                for x in m
-            )
-            for x in m:
-                # the exact verifier and the exhaustive accuracy must agree on every trained single head
-                if x.get("exhaustive"):
-                    single_verdicts.append(
-                        _all_right(x["accuracy_min"]) == x["verifier_min"]["correct"]
-                        and _all_right(x["accuracy_max"]) == x["verifier_max"]["correct"]
-                    )
-        cells.append(cell)
-    from headcount.minmax.certify import certify_minmax
+def _minmax_cell(key: tuple, m: list[dict[str, Any]]) -> dict[str, Any]:
+    M, n, heads, dim = key
+    cell = {
+        "M": M,
+        "n": n,
+        "heads": heads,
+        "dim": dim,
+        "seeds": len(m),
+        "accuracy_both": _mean([x["accuracy_both"] for x in m]),
+        "accuracy_both_max": max(x["accuracy_both"] for x in m),
+        "solved_both": sum(_all_right(x["accuracy_both"]) for x in m),
+    }
+    if heads == 1:
+        cell["counterexample_min_or_max"] = sum(
+            x["verifier_min"]["counterexample_exists"] or x["verifier_max"]["counterexample_exists"]
+            for x in m
+        )
+    return cell
 
-    construction_dims = {}
-    for M, n in sorted({(c["M"], c["n"]) for c in cells}):
-        cert = certify_minmax(M, n, 2, code="compact")
-        if cert["errors_min"] == 0 and cert["errors_max"] == 0:
-            construction_dims[M] = cert["dim"]
+
+def _verifier_agreements(m: list[dict[str, Any]]) -> list[bool]:
+    """Per exhaustively evaluated single head: do the exact verifier's verdicts and the exhaustive
+    accuracies agree (for min and for max)?"""
+    return [
+        _all_right(x["accuracy_min"]) == x["verifier_min"]["correct"]
+        and _all_right(x["accuracy_max"]) == x["verifier_max"]["correct"]
+        for x in m
+        if x.get("exhaustive")
+    ]
+
+
+def summarize_minmax_heads(rows: Rows) -> dict[str, Any]:
+    cells, agreements = [], []
+    for key, m in _group(rows, ("M", "n", "heads", "dim")).items():
+        cells.append(_minmax_cell(key, m))
+        if cells[-1]["heads"] == 1:
+            agreements += _verifier_agreements(m)
     return {
         "cells": cells,
-        "construction_dims": construction_dims,
-        "verifier_agrees_with_exhaustive": all(single_verdicts) and bool(single_verdicts),
-        "single_heads_checked": len(single_verdicts),
+        "verifier_agrees_with_exhaustive": all(agreements) and bool(agreements),
+        "single_heads_checked": len(agreements),
         "single_heads_with_counterexample": sum(c.get("counterexample_min_or_max", 0) for c in cells),
         "two_heads_solved": sum(c["solved_both"] for c in cells if c["heads"] == 2),
     }
@@ -189,14 +224,12 @@ def summarize_minmax(rows: list[dict[str, Any]]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------------
 
 
-def summarize_xor(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Training cells from the database, each with the Theorem-3 construction's exact certificate for the
-    same (D, H) overlaid (construct_and_certify; refused below the bound)."""
-    from headcount.boolean.certify import construct_and_certify
-
+def summarize_xor_phase(rows: Rows) -> dict[str, Any]:
+    """Training cells by (function, n, D, H): seeds solving exactly, mean accuracy, and the side of the
+    bound D·H < T (threshold degree) each cell lies on."""
     cells = []
-    for (function, n, degree, heads), group in _group(rows, ("function", "n", "degree", "heads")).items():
-        m = [r["metrics"] for r in group]
+    for (function, n, degree, heads), m in _group(rows, ("function", "n", "degree", "heads")).items():
+        T = m[0]["threshold_degree"]
         cells.append(
             {
                 "function": function,
@@ -204,16 +237,11 @@ def summarize_xor(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "degree": degree,
                 "heads": heads,
                 "seeds": len(m),
-                "T": m[0]["threshold_degree"],
+                "T": T,
                 "dim": m[0]["dim"],
-                "below_bound": degree * heads < m[0]["threshold_degree"],
+                "below_bound": degree * heads < T,
                 "solved": sum(bool(x["solved_exact"]) for x in m),
                 "accuracy": _mean([x["accuracy_all_inputs"] for x in m]),
-                "construction_certified": (
-                    None
-                    if degree * heads < m[0]["threshold_degree"]
-                    else construct_and_certify(function, n, degree, heads)["certified"]
-                ),
             }
         )
     below = [c for c in cells if c["below_bound"]]
@@ -225,7 +253,6 @@ def summarize_xor(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "below_solved": sum(c["solved"] > 0 for c in below),
         "above_cells": len(above),
         "above_solved": sum(c["solved"] > 0 for c in above),
-        "above_constructions_certified": sum(bool(c["construction_certified"]) for c in above),
     }
 
 
@@ -295,7 +322,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                     "seeds": [0, 1, 2],
                 },
             },
-            summarize_minmax,
+            summarize_minmax_heads,
             (
                 "accuracy_min",
                 "accuracy_max",
@@ -321,26 +348,23 @@ EXPERIMENTS: dict[str, Experiment] = {
                     "seeds": [0, 1, 2],
                 },
             },
-            summarize_xor,
+            summarize_xor_phase,
             ("accuracy_all_inputs", "solved", "solved_exact", "train_seconds"),
         ),
     )
 }
-SCALES = ("quick", "full")
 
 
 def _experiment(name: str) -> Experiment:
     if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}: experiments are {', '.join(EXPERIMENTS)}")
+        raise InputError(f"unknown experiment {name!r}: use one of {', '.join(EXPERIMENTS)}")
     return EXPERIMENTS[name]
 
 
 def experiment_spec(name: str, scale: str = "quick") -> dict[str, Any]:
     """The sweep spec (the dict form of a sweep TOML file) of experiment `name` at `scale`."""
     exp = _experiment(name)
-    if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}: use one of {', '.join(SCALES)}")
-    s = exp.scales[scale]
+    s = exp.scales[check_choice("scale", scale, SCALES)]
     return {
         "sweep": {
             "name": f"{name}-{scale}",
@@ -354,16 +378,15 @@ def experiment_spec(name: str, scale: str = "quick") -> dict[str, Any]:
     }
 
 
-def experiment_rows(name: str, scale: str, db: str | Path) -> list[dict[str, Any]]:
+def experiment_rows(name: str, scale: str, db: str | Path) -> Rows:
     """The done rows of this experiment's spec at `scale`, read from the database."""
-    from headcount.learn.sweep import load_spec
-
     ids = {run.run_id for run in load_spec(experiment_spec(name, scale)).runs()}
     with ResultsStore(db) as store:
         return [r for r in store.rows(experiment=name, status="done") if r["run_id"] in ids]
 
 
 def summarize_experiment(name: str, scale: str, db: str | Path) -> dict[str, Any]:
+    """The experiment's summary, from the database only."""
     return _experiment(name).summarize(experiment_rows(name, scale, db))
 
 
@@ -371,8 +394,6 @@ def ensure_experiment(
     name: str, scale: str, db: str | Path, workers: int | None = None, progress: bool = False
 ) -> dict[str, Any]:
     """Run whatever of the experiment's sweep is not yet in `db`, then its summary from the database."""
-    from headcount.learn.sweep import run_sweep
-
     run_sweep(experiment_spec(name, scale), db, workers=workers, progress=progress)
     return summarize_experiment(name, scale, db)
 
@@ -385,29 +406,17 @@ def run_experiment(
     backend: str = "local",
     address: str | None = None,
     progress: bool = False,
-    figure_dir: str | Path | None = None,
-) -> dict[str, Any]:
-    """Run (or resume) the experiment's sweep into `db`, then summarize it from the database and draw its
-    figure (PNG + SVG) into `figure_dir` (default: beside the database)."""
-    from headcount.learn.sweep import run_sweep, sweep_table
-
-    spec = experiment_spec(name, scale)
-    counts = run_sweep(spec, db, workers=workers, backend=backend, address=address, progress=progress)
-    summary = summarize_experiment(name, scale, db)
-    from headcount.report.learning import save_experiment_figure
-
-    out = Path(figure_dir) if figure_dir is not None else Path(db).resolve().parent
-    figure = (
-        save_experiment_figure(name, summary, out, f"{name}-{scale}")
-        if summary.get("cells") or summary.get("layers")
-        else None
+) -> ExperimentResult:
+    """Run (or resume) the experiment's sweep into `db`, then its summary and table from the database.
+    InputError for an unknown experiment, scale or backend, or a bad worker count, before anything runs."""
+    counts = run_sweep(
+        experiment_spec(name, scale), db, workers=workers, backend=backend, address=address, progress=progress
     )
-    return {
-        "experiment": name,
-        "scale": scale,
-        "db": str(Path(db).resolve()),
-        "sweep": counts,
-        "summary": summary,
-        "table": sweep_table(db, name, format="md", metrics=list(_experiment(name).table_metrics)),
-        "figure": figure,
-    }
+    return ExperimentResult(
+        experiment=name,
+        scale=scale,
+        db=str(Path(db).resolve()),
+        sweep=counts,
+        summary=summarize_experiment(name, scale, db),
+        table=sweep_table(db, name, format="md", metrics=list(_experiment(name).table_metrics)),
+    )

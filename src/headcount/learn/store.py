@@ -30,8 +30,8 @@ polling progress) never block the writer and several writers (two sweeps on one 
 other instead of failing. In `headcount.learn.sweep` only the parent process writes; workers return
 their results to it. WAL needs a local file system (not NFS).
 
-Opening a file that is not a headcount results database raises `ResultsDBError` (a ValueError) and
-leaves the file untouched; a missing or empty file is created and initialised.
+Opening a file that is not a headcount results database raises `ResultsDBError` (an InputError: the
+user gave the wrong file) and leaves the file untouched; a missing or empty file is created and initialised.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from headcount.core.errors import InputError
 
 APP = "headcount-results"
 SCHEMA_VERSION = 1
@@ -92,7 +94,7 @@ _COLUMNS = (
 )
 
 
-class ResultsDBError(ValueError):
+class ResultsDBError(InputError):
     """A file that cannot be used as a headcount results database (the message says why)."""
 
 
@@ -156,21 +158,29 @@ class ResultsStore:
 
     def _init_or_check(self) -> None:
         if not self._tables():
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                if not self._tables():  # nobody initialised it while we waited for the lock
-                    for statement in _SCHEMA.strip().split(";"):
-                        if statement.strip():
-                            self._conn.execute(statement)
-                    self._conn.executemany(
-                        "INSERT INTO meta (key, value) VALUES (?, ?)",
-                        [("app", APP), ("schema_version", str(SCHEMA_VERSION))],
-                    )
-                self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
+            self._initialise()
+        self._check_schema()
+
+    def _initialise(self) -> None:
+        """Create the tables and the meta rows, in one transaction."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            if not self._tables():  # nobody initialised it while we waited for the lock
+                for statement in _SCHEMA.strip().split(";"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                self._conn.executemany(
+                    "INSERT INTO meta (key, value) VALUES (?, ?)",
+                    [("app", APP), ("schema_version", str(SCHEMA_VERSION))],
+                )
+            self._conn.execute("COMMIT")
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+
+    def _check_schema(self) -> None:
+        """ResultsDBError unless the file is a headcount results database this version reads."""
         name = repr(str(self.path))
         if "meta" not in self._tables():
             raise ResultsDBError(
@@ -284,26 +294,33 @@ class ResultsStore:
         if wall_seconds is not None and not math.isfinite(wall_seconds):
             wall_seconds = None
         seed = config.get("seed")
-        values = {
-            "run_id": run_id,
-            "sweep": sweep,
-            "experiment": experiment,
-            "task": config.get("task"),
-            "config": json.dumps(config, ensure_ascii=False, allow_nan=False),
-            "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
-            "status": status,
-            "metrics": _encode(metrics),
-            "error": error,
-            "wall_seconds": wall_seconds,
-            "versions": _encode(versions),
-            "started_at": started_at,
-            "finished_at": finished_at,
-            "runner": runner,
-        }
+        return self._write(
+            {
+                "run_id": run_id,
+                "sweep": sweep,
+                "experiment": experiment,
+                "task": config.get("task"),
+                "config": json.dumps(config, ensure_ascii=False, allow_nan=False),
+                "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
+                "status": status,
+                "metrics": _encode(metrics),
+                "error": error,
+                "wall_seconds": wall_seconds,
+                "versions": _encode(versions),
+                "started_at": started_at,
+                "finished_at": finished_at,
+                "runner": runner,
+            }
+        )
+
+    def _write(self, values: dict[str, Any]) -> bool:
+        """Insert or replace the row `values` (attempts counted) unless its run is stored as 'done'."""
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            row = conn.execute("SELECT status, attempts FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            row = conn.execute(
+                "SELECT status, attempts FROM runs WHERE run_id = ?", (values["run_id"],)
+            ).fetchone()
             if row is not None and row[0] == "done":
                 conn.execute("ROLLBACK")
                 return False

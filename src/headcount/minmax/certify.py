@@ -1,6 +1,11 @@
-"""The certificate behind `headcount minmax certify` (command contract keys, spec/minmax.md).
+"""The certificates behind `headcount minmax certify` and `headcount minmax verify` (spec/minmax.md).
 
-Two methods, both about the stored weights as exact reals (the real-arithmetic model):
+``certify_minmax`` builds the Appendix-A construction and certifies it (a ``MinMaxCertificate``);
+``verify_single_head`` decides whether a given single head + two classifiers compute min and max on every
+input, with the lower-bound quantities beside the verdicts (a ``SingleHeadVerification``).
+
+Certificates of the construction come in two methods, both about the stored weights as exact reals (the
+real-arithmetic model):
 
 * "exact-histogram" (M ≤ 1024): verify.verify_exact_one_head / verify_block_layer — correct on all
   C(n+M−1, n) inputs iff it says so (float64 scan with an error bound, near-ties re-decided exactly).
@@ -27,40 +32,88 @@ inputs).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from math import log
+from typing import Any
 
 import flint
 import numpy as np
 
-from headcount.core.errors import InternalError
-from headcount.minmax.construction import compact_code, max_head, min_head, sign_code, two_head_layer
+from headcount.core.errors import InputError, InternalError
+from headcount.core.jsonable import jsonable
+from headcount.core.validate import check_choice
+from headcount.minmax.construction import CODES, make_code, max_head, min_head, two_head_layer
 from headcount.minmax.exact import frac
-from headcount.minmax.model import Classifier, TokenLayer
+from headcount.minmax.lower_bound import (
+    Lemma6Quantities,
+    MonotoneRun,
+    lemma6_quantities,
+    longest_monotone_run,
+)
+from headcount.minmax.model import Classifier, MinMaxModel, ModelSource, TokenHead, TokenLayer
 from headcount.minmax.task import check_sizes, count_multisets
-from headcount.minmax.verify import block_head, scope_of, verify_brute, verify_exact_one_head
+from headcount.minmax.verify import Verdict, block_head, scope_of, verify_brute, verify_exact_one_head
 
 EXACT_MAX_M = 1024
+METHODS = ("exact-histogram", "sufficient-condition", "brute-force")
+#: `verify --method brute` enumerates at most this many multisets
+BRUTE_MAX_INPUTS = 2_000_000
+TASKS = ("min", "max")
+
+
+# ---------------------------------------------------------------------------------------------- (a)–(d)
+
+
+@dataclass(frozen=True)
+class SufficientCondition:
+    """(a)–(d) of the module docstring for the head reading one classifier, checked exactly: ``holds``,
+    that head's index, the quantities computed before the first step that failed, and why it failed."""
+
+    holds: bool
+    head: int
+    reason: str | None = None  # the first of (a)–(d) that failed; None when it holds
+    code_dim: int | None = None  # (b)
+    max_inner_product: int | None = None
+    code_gap: int | None = None
+    inner_products_below_half_d: bool | None = None
+    score_gap: float | None = None  # (c): δ
+    attention_weight_low: float | None = None  # (d): W_low, rounded down
+    weight_at_least_4_5: bool | None = None
+    margin_lower_bound: float | None = None  # (2·W_low − 1)·g, rounded down
+
+    def to_json(self) -> dict[str, Any]:
+        """holds, head, the quantities computed (in the order of the steps), then the reason of a failure."""
+        out: dict[str, Any] = {"holds": self.holds, "head": self.head}
+        for key in _QUANTITIES:
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return jsonable(out)
+
+
+_QUANTITIES = (
+    "code_dim",
+    "max_inner_product",
+    "code_gap",
+    "inner_products_below_half_d",
+    "score_gap",
+    "attention_weight_low",
+    "weight_at_least_4_5",
+    "margin_lower_bound",
+)
 
 
 def _fmpq(x: Fraction) -> flint.fmpq:
     return flint.fmpq(x.numerator, x.denominator)
 
 
-def sufficient_condition(layer: TokenLayer, classifier: Classifier, task: str, n: int) -> dict:
-    """Check (a)–(d) of the module docstring exactly; returns a dict with "holds" and the quantities."""
-    k = block_head(layer, classifier)
-    head = layer.heads[k]
-    support = np.any(classifier.theta != 0, axis=0)
-    V = head.values[:, support]
-    out = {"holds": False, "head": k}
-    # (a) ±1 codes, θ = v on the block, zeros elsewhere
-    if not (np.all(np.abs(V) == 1) and np.array_equal(classifier.theta[:, support], V)):
-        out["reason"] = "values are not ±1 codes equal to θ on the classifier's block"
-        return out
-    # (b) exact integer Gram matrix, in row chunks
-    code = np.ascontiguousarray(V, dtype=np.float64)  # ±1 entries
+def _max_inner_product(code: np.ndarray) -> int:
+    """max over ω ≠ ω' of ⟨v_ω, v_ω'⟩ for ±1 codes [M d], exactly, in row chunks of the Gram matrix."""
     M, d = code.shape
+    if d >= 2**53:  # the exactness argument below needs every partial sum below 2^53
+        raise InternalError(f"code dimension {d} ≥ 2^53: the float64 Gram matrix would not be exact")
     max_ip = -d
     for start in range(0, M, 1024):
         # [chunk M]: BLAS in float64 is exact here — every product is ±1 and every partial sum an
@@ -68,113 +121,293 @@ def sufficient_condition(layer: TokenLayer, classifier: Classifier, task: str, n
         g = code[start : start + 1024] @ code.T
         g[np.arange(g.shape[0]), start + np.arange(g.shape[0])] = -d  # drop the diagonal
         max_ip = max(max_ip, int(g.max()))
-    if d >= 2**53:  # the exactness argument above needs every partial sum below 2^53
-        raise InternalError(f"code dimension {d} ≥ 2^53: the float64 Gram matrix would not be exact")
-    gmin = d - max_ip
-    out.update(
-        code_dim=d, max_inner_product=max_ip, code_gap=gmin, inner_products_below_half_d=2 * max_ip < d
-    )
-    if gmin < 2:
-        out["reason"] = "two tokens share a code"
-        return out
-    # (c) exact score gap δ
-    s = head.scores if task == "min" else head.scores[::-1]
+    return max_ip
+
+
+def _score_gap(scores: np.ndarray, task: str) -> Fraction:
+    """δ = min_m (s_m − max_{ω>m} s_ω) in the task's direction, exactly (the scores as rationals)."""
+    s = scores if task == "min" else scores[::-1]
     suffix_max = np.maximum.accumulate(s[::-1])[::-1]  # suffix_max[m] = max_{ω ≥ m} s_ω (exact: comparisons)
-    delta = min(frac(s[m]) - frac(suffix_max[m + 1]) for m in range(M - 1))
-    out["score_gap"] = float(delta)
-    if delta <= 0:
-        out["reason"] = "scores are not strictly monotone in the task's direction"
-        return out
+    return min(frac(s[m]) - frac(suffix_max[m + 1]) for m in range(s.shape[0] - 1))
+
+
+def _weight_bounds(delta: Fraction, n: int, gap: int) -> tuple[bool, dict[str, Any]]:
+    """(W_low > 1/2 proven, {attention_weight_low, weight_at_least_4_5, margin_lower_bound}) with arb balls
+    at 256 bits: W_low = 1/(1 + (n−1)e^{−δ})."""
     old = flint.ctx.prec
     try:
         flint.ctx.prec = 256
         rest = (n - 1) * (-flint.arb(_fmpq(delta))).exp()  # (n−1)e^{−δ}, a ball
         w_low = 1 / (1 + rest)
-        out["attention_weight_low"] = float(w_low.lower())
-        out["weight_at_least_4_5"] = bool(4 * rest <= 1)  # W_low ≥ 4/5 ⇔ (n−1)e^{−δ} ≤ 1/4, proven
-        above_half = bool(rest < 1)  # W_low > 1/2 ⇔ (n−1)e^{−δ} < 1, proven
-        bound = (2 * w_low - 1) * gmin
-        out["margin_lower_bound"] = float(bound.lower())
+        quantities = {
+            "attention_weight_low": float(w_low.lower()),
+            "weight_at_least_4_5": bool(4 * rest <= 1),  # W_low ≥ 4/5 ⇔ (n−1)e^{−δ} ≤ 1/4, proven
+            "margin_lower_bound": float(((2 * w_low - 1) * gap).lower()),
+        }
+        return bool(rest < 1), quantities  # W_low > 1/2 ⇔ (n−1)e^{−δ} < 1, proven
     finally:
         flint.ctx.prec = old
-    if not above_half:
-        out["reason"] = "attention weight on the extreme token not proven > 1/2"
-        return out
-    out["holds"] = True
-    return out
+
+
+def sufficient_condition(layer: TokenLayer, classifier: Classifier, task: str, n: int) -> SufficientCondition:
+    """Check (a)–(d) of the module docstring exactly."""
+    k = block_head(layer, classifier)
+    head = layer.heads[k]
+    support = np.any(classifier.theta != 0, axis=0)
+    V = head.values[:, support]
+    if not (np.all(np.abs(V) == 1) and np.array_equal(classifier.theta[:, support], V)):  # (a)
+        return SufficientCondition(False, k, "values are not ±1 codes equal to θ on the classifier's block")
+    d = V.shape[1]
+    max_ip = _max_inner_product(np.ascontiguousarray(V, dtype=np.float64))  # (b)
+    gap = d - max_ip
+    codes = {
+        "code_dim": d,
+        "max_inner_product": max_ip,
+        "code_gap": gap,
+        "inner_products_below_half_d": 2 * max_ip < d,
+    }
+    if gap < 2:
+        return SufficientCondition(False, k, "two tokens share a code", **codes)
+    delta = _score_gap(head.scores, task)  # (c)
+    if delta <= 0:
+        reason = "scores are not strictly monotone in the task's direction"
+        return SufficientCondition(False, k, reason, **codes, score_gap=float(delta))
+    above_half, weights = _weight_bounds(delta, n, gap)  # (d)
+    reason = None if above_half else "attention weight on the extreme token not proven > 1/2"
+    return SufficientCondition(above_half, k, reason, **codes, score_gap=float(delta), **weights)
+
+
+# ---------------------------------------------------------------------------------------------- certify
+
+
+@dataclass(frozen=True)
+class MinMaxCertificate:
+    """The construction's certificate (``certify_minmax``; the JSON of `headcount minmax certify`).
+
+    errors_*: 0 when certified; the exact number of wrong multisets under brute-force; None otherwise —
+    exact-histogram then also gives counterexample_* (a wrong input), while a failed sufficient condition
+    proves nothing either way (sufficient_*.reason). margin_*: module docstring."""
+
+    M: int
+    n: int
+    heads: int
+    dim: int
+    code: str
+    seed: int
+    value_bits: int
+    value_norm: float
+    method: str
+    inputs_covered: int
+    scope: str
+    beta: float
+    beta_target: float
+    errors_min: int | None
+    errors_max: int | None
+    margin_min: float | None
+    margin_max: float | None
+    counterexample_min: tuple[int, ...] | None = None
+    counterexample_max: tuple[int, ...] | None = None
+    sufficient_min: SufficientCondition | None = None
+    sufficient_max: SufficientCondition | None = None
+
+    @property
+    def certified(self) -> bool:
+        return self.errors_min == 0 and self.errors_max == 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The construction's sizes, then per task: margin, counterexample or sufficient (where given),
+        errors."""
+        out = {key: getattr(self, key) for key in _CERTIFICATE_HEAD}
+        for task in TASKS:
+            out[f"margin_{task}"] = getattr(self, f"margin_{task}")
+            for key in (f"counterexample_{task}", f"sufficient_{task}"):
+                if getattr(self, key) is not None:
+                    out[key] = getattr(self, key)
+            out[f"errors_{task}"] = getattr(self, f"errors_{task}")
+        return jsonable(out)
+
+
+_CERTIFICATE_HEAD = (
+    "M",
+    "n",
+    "heads",
+    "dim",
+    "code",
+    "seed",
+    "value_bits",
+    "value_norm",
+    "method",
+    "inputs_covered",
+    "scope",
+    "beta",
+    "beta_target",
+)
+
+
+@dataclass(frozen=True)
+class _TaskCertificate:
+    errors: int | None
+    margin: float | None
+    counterexample: tuple[int, ...] | None = None
+    sufficient: SufficientCondition | None = None
+    verdict: Verdict | None = None
+
+
+def _certify_task(layer: TokenLayer, clf: Classifier, task: str, n: int, method: str) -> _TaskCertificate:
+    if method == "exact-histogram":
+        v = verify_exact_one_head(layer.heads[block_head(layer, clf)], clf, task, n)
+        return _TaskCertificate(0 if v.correct else None, v.margin, v.worst_input, verdict=v)
+    if method == "brute-force":
+        v = verify_brute(layer, clf, task, n)
+        return _TaskCertificate(v.errors, v.margin, verdict=v)
+    sc = sufficient_condition(layer, clf, task, n)
+    return _TaskCertificate(0 if sc.holds else None, sc.margin_lower_bound, sufficient=sc)
+
+
+def _construction_pairs(
+    M: int, n: int, heads: int, codes: np.ndarray
+) -> dict[str, tuple[TokenLayer, Classifier]]:
+    """(layer, classifier) per task: the two-head layer for both (heads=2), or the min head for min and
+    the max head for max, each alone (heads=1)."""
+    if heads == 2:
+        model = two_head_layer(M, n, codes)
+        return {"min": (model.layer, model.classifier_min), "max": (model.layer, model.classifier_max)}
+    hmin, cmin = min_head(M, n, codes)
+    hmax, cmax = max_head(M, n, codes)
+    return {"min": (TokenLayer((hmin,)), cmin), "max": (TokenLayer((hmax,)), cmax)}
 
 
 def certify_minmax(
     M: int, n: int, heads: int, code: str = "sign", seed: int = 0, method: str | None = None
-) -> dict:
-    """Build the construction and certify it on all inputs; the command's JSON object (a dict).
+) -> MinMaxCertificate:
+    """Build the construction and certify it on all inputs.
 
     heads=2: the two-head layer, each classifier certified through its block; heads=1: the min head is
     certified for min and the max head for max, separately (one head cannot do both, Theorem 1).
     method: None (exact-histogram for M ≤ 1024, sufficient-condition beyond), or forced:
-    "exact-histogram", "sufficient-condition", "brute-force" (small M, n only).
-
-    errors_min / errors_max: 0 when certified; the exact number of wrong multisets under brute-force;
-    None (JSON null) otherwise — exact-histogram then also gives counterexample_* (a wrong input), while
-    a failed sufficient condition proves nothing either way (see sufficient_*["reason"])."""
+    "exact-histogram", "sufficient-condition", "brute-force" (small M, n only)."""
     check_sizes(M, n)
-    if heads not in (1, 2):
-        raise ValueError(
-            f"bad heads={heads!r}: the construction has 1 head per task (heads=1) or one layer with 2 heads"
-        )
-    if code not in ("sign", "compact"):
-        raise ValueError(f"unknown code {code!r}: use 'sign' (d = ⌈8 ln M⌉) or 'compact' (d = ⌈log₂ M⌉)")
+    check_choice("--heads", heads, (1, 2))
+    check_choice("--code", code, CODES)
     if method is None:
         method = "exact-histogram" if M <= EXACT_MAX_M else "sufficient-condition"
-    if method not in ("exact-histogram", "sufficient-condition", "brute-force"):
-        raise ValueError(
-            f"unknown method {method!r}: use exact-histogram, sufficient-condition or brute-force"
+    check_choice("--method", method, METHODS)
+    codes = make_code(M, code, seed)
+    pairs = _construction_pairs(M, n, heads, codes)
+    tasks = {task: _certify_task(layer, clf, task, n, method) for task, (layer, clf) in pairs.items()}
+    return MinMaxCertificate(
+        M=M,
+        n=n,
+        heads=heads,
+        dim=pairs["min"][0].dim,
+        code=code,
+        seed=seed,
+        value_bits=0,
+        value_norm=float(np.sqrt(codes.shape[1])),
+        method=method,
+        inputs_covered=count_multisets(M, n),
+        scope=scope_of(*(t.verdict for t in tasks.values() if t.verdict is not None)),
+        beta=float(-pairs["min"][0].heads[0].scores[0]),
+        beta_target=log(4 * (n - 1)),
+        errors_min=tasks["min"].errors,
+        errors_max=tasks["max"].errors,
+        margin_min=tasks["min"].margin,
+        margin_max=tasks["max"].margin,
+        counterexample_min=tasks["min"].counterexample,
+        counterexample_max=tasks["max"].counterexample,
+        sufficient_min=tasks["min"].sufficient,
+        sufficient_max=tasks["max"].sufficient,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- verify
+
+
+@dataclass(frozen=True)
+class SingleHeadVerification:
+    """Does one head + two classifiers compute min and max on every input (``verify_single_head``; the JSON
+    of `headcount minmax verify`): a verdict per task, with the head's monotone run and Lemma-6 quantities."""
+
+    M: int
+    n: int
+    dim: int
+    method: str  # "exact-histogram" | "brute-force"
+    inputs_covered: int
+    min: Verdict
+    max: Verdict
+    monotone_run: MonotoneRun
+    lemma6: Lemma6Quantities
+
+    @property
+    def scope(self) -> str:
+        return scope_of(self.min, self.max)
+
+    def counterexample(self, task: str) -> tuple[int, ...] | None:
+        """A wrong input for task "min" or "max", None when the classifier is right on every input."""
+        v = self.min if task == "min" else self.max
+        return None if v.correct else v.worst_input
+
+    def to_json(self) -> dict[str, Any]:
+        """Sizes, then per task errors (exact count under brute force; 0 or None otherwise), margin and
+        counterexample, then scope, the monotone run and Lemma 6."""
+        out: dict[str, Any] = {
+            "M": self.M,
+            "n": self.n,
+            "heads": 1,
+            "dim": self.dim,
+            "method": self.method,
+            "inputs_covered": self.inputs_covered,
+        }
+        for task, v in (("min", self.min), ("max", self.max)):
+            out[f"errors_{task}"] = v.errors if v.errors is not None else (0 if v.correct else None)
+            out[f"margin_{task}"] = v.margin
+            out[f"counterexample_{task}"] = self.counterexample(task)
+        out.update(scope=self.scope, monotone_run=self.monotone_run, lemma6=self.lemma6)
+        return jsonable(out)
+
+
+def _single_head_of(model: MinMaxModel, M: int) -> TokenHead:
+    if model.layer.n_heads != 1:
+        raise InputError(
+            f"the model has {model.layer.n_heads} heads: verify is for a single head (use certify for layers)"
         )
-    codes = sign_code(M, seed=seed) if code == "sign" else compact_code(M)
-    if heads == 2:
-        model = two_head_layer(M, n, codes)
-        pairs = {"min": (model.layer, model.classifier_min), "max": (model.layer, model.classifier_max)}
-        dim = model.layer.dim
+    if model.layer.M != M:
+        raise InputError(f"--M {M} does not match the model's M = {model.layer.M}")
+    return model.layer.heads[0]
+
+
+def verify_single_head(
+    model: MinMaxModel | ModelSource, M: int, n: int, method: str = "exact"
+) -> SingleHeadVerification:
+    """Decide whether a single head + its two classifiers compute min and max on every list in [M]^n.
+
+    method: "exact" (verify_exact_one_head: histogram linearity) or "brute" (verify_brute: every multiset,
+    at most BRUTE_MAX_INPUTS). A ModelSource is loaded after the sizes and the method are checked."""
+    check_sizes(M, n)
+    check_choice("--method", method, ("exact", "brute"))
+    if isinstance(model, ModelSource):
+        model = model.load(M)
+    head = _single_head_of(model, M)
+    covered = count_multisets(M, n)
+    if method == "brute" and covered > BRUTE_MAX_INPUTS:
+        raise InputError(
+            f"--method brute would enumerate {covered} inputs: allowed up to {BRUTE_MAX_INPUTS} (use exact)"
+        )
+    if method == "exact":
+        verdicts = [verify_exact_one_head(head, c, t, n) for t, c in _classifiers(model)]
     else:
-        hmin, cmin = min_head(M, n, codes)
-        hmax, cmax = max_head(M, n, codes)
-        pairs = {"min": (TokenLayer((hmin,)), cmin), "max": (TokenLayer((hmax,)), cmax)}
-        dim = hmin.dim
-    result = {
-        "M": M,
-        "n": n,
-        "heads": heads,
-        "dim": dim,
-        "code": code,
-        "seed": seed,
-        "value_bits": 0,
-        "value_norm": float(np.sqrt(codes.shape[1])),
-        "method": method,
-        "inputs_covered": count_multisets(M, n),
-        "scope": "exhaustive",
-        "beta": float(pairs["min"][0].heads[0].scores[0] * -1),
-        "beta_target": log(4 * (n - 1)),
-    }
-    verdicts = []
-    for task, (layer, clf) in pairs.items():
-        if method == "exact-histogram":
-            k = block_head(layer, clf)
-            v = verify_exact_one_head(layer.heads[k], clf, task, n)
-            verdicts.append(v)
-            errors = 0 if v.correct else None
-            result[f"margin_{task}"] = v.margin
-            if not v.correct:
-                result[f"counterexample_{task}"] = list(v.worst_input)
-        elif method == "brute-force":
-            v = verify_brute(layer, clf, task, n)
-            verdicts.append(v)
-            errors = v.errors
-            result[f"margin_{task}"] = v.margin
-        else:
-            sc = sufficient_condition(layer, clf, task, n)
-            errors = 0 if sc["holds"] else None
-            result[f"margin_{task}"] = sc.get("margin_lower_bound")
-            result[f"sufficient_{task}"] = sc
-        result[f"errors_{task}"] = errors
-    result["scope"] = scope_of(*verdicts)  # the sufficient condition argues about every histogram
-    return result
+        verdicts = [verify_brute(model, c, t, n) for t, c in _classifiers(model)]
+    return SingleHeadVerification(
+        M,
+        n,
+        head.dim,
+        "exact-histogram" if method == "exact" else "brute-force",
+        covered,
+        *verdicts,
+        longest_monotone_run(head),
+        lemma6_quantities(head, n),
+    )
+
+
+def _classifiers(model: MinMaxModel) -> tuple[tuple[str, Classifier], tuple[str, Classifier]]:
+    return ("min", model.classifier_min), ("max", model.classifier_max)

@@ -10,27 +10,36 @@ Codes: ``sign_code`` — greedy seeded random ±1 codes with pairwise inner prod
 work (certify.py checks it exactly): z = W·v_m + (1−W)·u with u a convex combination of codes, and for ±1
 codes ⟨v_m − v_j, z⟩ ≥ W(d − ⟨v_m, v_j⟩) − (1−W)‖v_m − v_j‖₁ = (2W−1)(d − ⟨v_m, v_j⟩), positive once
 W > 1/2 and the codes are distinct; the sign code's small inner products only enlarge the margin.
+
+``make_code`` picks a code by name, ``build_construction`` the model `headcount minmax construct` writes
+(two heads, or the min head alone with θ = v for both classifiers) and ``write_construction`` writes it.
 """
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
 from math import ceil, log, log2
 
 import numpy as np
 
-from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer
+from headcount.core.errors import InputError
+from headcount.core.jsonable import JsonResult
+from headcount.core.validate import check_choice
+from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, save_minmax
 from headcount.minmax.task import check_sizes
 
 BETA_BITS = 20
+CODES = ("sign", "compact")
 
 
 def sign_code(M: int, d: int | None = None, seed: int = 0, max_tries: int = 1000) -> np.ndarray:
     """M random ±1 codes [M d] (int64) with ⟨v_ω, v_ω'⟩ < d/2 for ω ≠ ω'; greedy rejection, seeded."""
     if M < 2:
-        raise ValueError(f"bad M={M}: codes need M ≥ 2")
+        raise InputError(f"bad M={M}: codes need M ≥ 2")
     d = max(1, ceil(8 * log(M))) if d is None else int(d)
     if d < 1:
-        raise ValueError(f"bad code dimension d={d}: need d ≥ 1")
+        raise InputError(f"bad code dimension d={d}: need d ≥ 1")
     rng = np.random.default_rng(seed)
     codes = np.empty((M, d), dtype=np.int64)
     count, tries = 0, 0
@@ -44,7 +53,7 @@ def sign_code(M: int, d: int | None = None, seed: int = 0, max_tries: int = 1000
                 if count == M:
                     break
         if tries > max_tries * M:
-            raise ValueError(
+            raise InputError(
                 f"no ±1 code of {M} words in dimension {d} with inner products < d/2 found (seed {seed})"
             )
     return codes
@@ -53,7 +62,7 @@ def sign_code(M: int, d: int | None = None, seed: int = 0, max_tries: int = 1000
 def compact_code(M: int) -> np.ndarray:
     """The binary expansions of 0..M−1 as ±1 codes: int64 [M ⌈log₂ M⌉], all distinct."""
     if M < 2:
-        raise ValueError(f"bad M={M}: codes need M ≥ 2")
+        raise InputError(f"bad M={M}: codes need M ≥ 2")
     d = max(1, ceil(log2(M)))
     bits = (np.arange(M)[:, None] >> np.arange(d)[None, :]) & 1  # [M d]
     return (2 * bits - 1).astype(np.int64)
@@ -68,7 +77,7 @@ def _head(M: int, n: int, code: np.ndarray, sign: int) -> tuple[TokenHead, Class
     check_sizes(M, n)
     code = np.asarray(code)
     if code.ndim != 2 or code.shape[0] != M:
-        raise ValueError(f"code must have shape [M d] = [{M} d], got {code.shape}")
+        raise InputError(f"code must have shape [M d] = [{M} d], got {code.shape}")
     v = code.astype(np.float64)
     scores = sign * beta(n) * np.arange(1, M + 1, dtype=np.float64)
     return TokenHead(scores, v), Classifier(v.copy())
@@ -95,3 +104,45 @@ def two_head_layer(M: int, n: int, code: np.ndarray) -> MinMaxModel:
     layer = TokenLayer((TokenHead(hmin.scores, vmin), TokenHead(hmax.scores, vmax)))
     info = {"construction": "two_head_layer", "M": M, "n": n, "code_dim": d, "beta": beta(n)}
     return MinMaxModel(layer, Classifier(vmin.copy()), Classifier(vmax.copy()), info)
+
+
+def make_code(M: int, code: str = "sign", seed: int = 0) -> np.ndarray:
+    """The value code by name: "sign" (``sign_code``, seeded) or "compact" (``compact_code``)."""
+    check_choice("--code", code, CODES)
+    return sign_code(M, seed=seed) if code == "sign" else compact_code(M)
+
+
+def build_construction(M: int, n: int, heads: int, code: str = "sign", seed: int = 0) -> MinMaxModel:
+    """The construction as a model: heads=2, the two-head layer; heads=1, the min head alone with θ = v for
+    both classifiers (a single head that does min and, by Theorem 1, fails max)."""
+    check_sizes(M, n)
+    check_choice("--heads", heads, (1, 2))
+    codes = make_code(M, code, seed)
+    if heads == 2:
+        return two_head_layer(M, n, codes)
+    head, clf = min_head(M, n, codes)
+    return MinMaxModel(TokenLayer((head,)), clf, clf, {"construction": "min_head_alone", "M": M, "n": n})
+
+
+@dataclass(frozen=True)
+class ConstructionFile(JsonResult):
+    """What `headcount minmax construct` wrote: the file and the construction's sizes."""
+
+    path: str
+    M: int
+    n: int
+    heads: int
+    dim: int
+    code: str
+
+
+def write_construction(
+    path: str | os.PathLike, M: int, n: int, heads: int, code: str = "sign", seed: int = 0
+) -> ConstructionFile:
+    """``build_construction`` saved to `path` (InputError when the file cannot be written)."""
+    model = build_construction(M, n, heads, code, seed)
+    try:
+        save_minmax(model, path)
+    except OSError as err:
+        raise InputError(f"cannot write {str(path)!r}: {err.strerror}") from None
+    return ConstructionFile(str(path), M, n, heads, model.layer.dim, code)

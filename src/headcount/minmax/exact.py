@@ -81,9 +81,9 @@ def layer_gap_sign(
     {0-based token: count}; i, j 0-based classes. cache: optional dict that keeps the exact inner products
     ⟨θ_i, v^k_ω⟩ between calls on the same layer and θ.
 
-    ⟨θ_i − θ_j, z⟩ = Σ_k N_k / D_k with N_k = Σ_ω h_ω e^{s^k_ω} ⟨θ_i − θ_j, v^k_ω⟩ and D_k = Σ_ω h_ω e^{s^k_ω} > 0,
-    so its sign is that of Σ_k N_k Π_{l≠k} D_l, an exponential polynomial. ⟨θ_i − θ_j, v⟩ is taken as
-    ⟨θ_i, v⟩ − ⟨θ_j, v⟩ exactly: the float difference θ_i − θ_j may round."""
+    ⟨θ_i − θ_j, z⟩ = Σ_k N_k / D_k with N_k = Σ_ω h_ω e^{s^k_ω} ⟨θ_i − θ_j, v^k_ω⟩ and
+    D_k = Σ_ω h_ω e^{s^k_ω} > 0, so its sign is that of Σ_k N_k Π_{l≠k} D_l, an exponential polynomial.
+    ⟨θ_i − θ_j, v⟩ is taken as ⟨θ_i, v⟩ − ⟨θ_j, v⟩ exactly: the float difference θ_i − θ_j may round."""
     cache = {} if cache is None else cache
 
     def inner(k: int, c: int, w: int) -> flint.fmpq:

@@ -8,7 +8,8 @@ histogram h. A layer outputs the sum of its heads. A classifier θ [M d] answers
 Everything is float64. Files: one safetensors file, format "headcount-minmax", tensors
 ``heads.{k}.scores [M]``, ``heads.{k}.values [M d]``, ``classifier_min.theta``, ``classifier_max.theta``,
 the JSON config (format, version, M, d, heads, info) in the metadata key "headcount" (core/io.py's
-convention, written atomically with its helpers).
+convention, written atomically with its helpers). ``ModelSource`` is where a single-head command's model
+comes from: such a file, or a seeded random head.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
+from headcount.core.errors import InputError
 from headcount.core.io import ModelFileError, atomic_write_bytes, read_config
 from headcount.core.symbols import BOTTOM
 from headcount.minmax.task import check_tokens
@@ -33,7 +35,7 @@ MINMAX_VERSION = 1
 def _finite(name: str, a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a, dtype=np.float64)
     if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} must be finite")
+        raise InputError(f"{name} must be finite")
     return a
 
 
@@ -47,7 +49,7 @@ class TokenHead:
     def __post_init__(self):
         s, v = _finite("scores", self.scores), _finite("values", self.values)
         if s.ndim != 1 or v.ndim != 2 or v.shape[0] != s.shape[0] or s.shape[0] < 2:
-            raise ValueError(
+            raise InputError(
                 f"a head needs scores [M] and values [M d] with M ≥ 2, got {s.shape} and {v.shape}"
             )
         object.__setattr__(self, "scores", s)
@@ -71,12 +73,16 @@ class TokenLayer:
     def __post_init__(self):
         heads = tuple(self.heads)
         if not heads or len({(h.M, h.dim) for h in heads}) != 1:
-            raise ValueError("a layer needs at least one head, all with the same M and d")
+            raise InputError("a layer needs at least one head, all with the same M and d")
         object.__setattr__(self, "heads", heads)
 
     @property
     def M(self) -> int:
         return self.heads[0].M
+
+    @property
+    def n_heads(self) -> int:
+        return len(self.heads)
 
     @property
     def dim(self) -> int:
@@ -92,7 +98,7 @@ class Classifier:
     def __post_init__(self):
         t = _finite("theta", self.theta)
         if t.ndim != 2 or t.shape[0] < 2:
-            raise ValueError(f"a classifier needs theta [M d] with M ≥ 2, got shape {t.shape}")
+            raise InputError(f"a classifier needs theta [M d] with M ≥ 2, got shape {t.shape}")
         object.__setattr__(self, "theta", t)
 
     @property
@@ -125,8 +131,9 @@ class MinMaxModel:
     def __post_init__(self):
         for c in (self.classifier_min, self.classifier_max):
             if c.theta.shape != (self.layer.M, self.layer.dim):
-                raise ValueError(
-                    f"classifier theta has shape {c.theta.shape}, expected [M d] = {(self.layer.M, self.layer.dim)}"
+                raise InputError(
+                    f"classifier theta has shape {c.theta.shape}, "
+                    f"expected [M d] = {(self.layer.M, self.layer.dim)}"
                 )
 
 
@@ -183,7 +190,7 @@ def save_minmax(model: MinMaxModel, path: str | os.PathLike) -> None:
         "version": MINMAX_VERSION,
         "M": model.layer.M,
         "dim": model.layer.dim,
-        "heads": len(model.layer.heads),
+        "heads": model.layer.n_heads,
         "info": model.info,
     }
     meta = {"headcount": json.dumps(config)}
@@ -212,7 +219,8 @@ def load_minmax(path: str | os.PathLike) -> MinMaxModel:
         )
         if (model.layer.M, model.layer.dim) != (config["M"], config["dim"]):
             raise ValueError(
-                f"tensors have M, d = {model.layer.M}, {model.layer.dim}; config says {config['M']}, {config['dim']}"
+                f"tensors have M, d = {model.layer.M}, {model.layer.dim}; "
+                f"config says {config['M']}, {config['dim']}"
             )
         return model
     except (KeyError, TypeError, ValueError) as err:
@@ -225,7 +233,7 @@ def random_single_head(rng: np.random.Generator, M: int, dim: int, scale: float 
     """A seeded random one-head model with two random classifiers (Gaussian scores, values, θ × scale):
     a generic model for the verifiers and the one-head lower-bound tools to work on."""
     if M < 2 or dim < 1:
-        raise ValueError(f"a random head needs M ≥ 2 and dim ≥ 1, got M={M}, dim={dim}")
+        raise InputError(f"a random head needs M ≥ 2 and dim ≥ 1, got M={M}, dim={dim}")
     head = TokenHead(scale * rng.standard_normal(M), scale * rng.standard_normal((M, dim)))
     info = {"construction": "random_single_head", "M": M, "dim": dim, "scale": float(scale)}
     return MinMaxModel(
@@ -234,3 +242,23 @@ def random_single_head(rng: np.random.Generator, M: int, dim: int, scale: float 
         Classifier(rng.standard_normal((M, dim))),
         info,
     )
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a single-head command's model comes from: a model file (``path``), or a seeded random head
+    (``random_seed`` with value dimension ``dim``). Checked when loaded, after the command's own sizes."""
+
+    path: str | os.PathLike | None = None
+    random_seed: int | None = None
+    dim: int | None = None
+
+    def load(self, M: int) -> MinMaxModel:
+        """The model (InputError for a bad choice of source or an unreadable file)."""
+        if (self.path is None) == (self.random_seed is None):
+            raise InputError("give exactly one of --model FILE or --random-seed R (with --dim d)")
+        if self.path is not None:
+            return load_minmax(self.path)  # a bad file: ModelFileError, an InputError
+        if self.dim is None or self.dim < 1:
+            raise InputError("--random-seed needs --dim d ≥ 1")
+        return random_single_head(np.random.default_rng(self.random_seed), M, self.dim)

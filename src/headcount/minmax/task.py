@@ -1,7 +1,8 @@
 """The min/max task on lists over [M] = {1..M} (tokens are 1-based, as in spec/minmax.md).
 
 Inputs are int arrays ``x [batch n]``. Because one attention head without positions sees a list only
-through its histogram, the verifiers work with multisets (sorted lists) and histograms.
+through its histogram, the verifiers work with multisets (sorted lists) and histograms. The size rule
+(M ≥ 2 and n ≥ 2) is checked here, once, for every command and the Python API (``check_sizes``).
 """
 
 from __future__ import annotations
@@ -11,33 +12,36 @@ from math import comb
 
 import numpy as np
 
+from headcount.core.errors import InputError
+
 #: refuse to enumerate more multisets than this (they are held in memory as one array)
 MAX_ENUMERATE = 5_000_000
 
 
 def check_sizes(M: int, n: int) -> None:
-    """ValueError (one line) unless M ≥ 2 and n ≥ 2 are integers."""
+    """InputError (one line) unless M ≥ 2 and n ≥ 2 are integers: the one place of the size rule."""
     if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or M < 2:
-        raise ValueError(f"bad M={M!r}: the token range [M] = {{1..M}} needs an integer M ≥ 2")
+        raise InputError(f"bad M={M!r}: the token range [M] = {{1..M}} needs an integer M ≥ 2")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
-        raise ValueError(f"bad n={n!r}: the list length needs an integer n ≥ 2")
+        raise InputError(f"bad n={n!r}: the list length needs an integer n ≥ 2")
 
 
 def check_task(task: str) -> str:
+    """`task` if it is "min" or "max" (InputError otherwise)."""
     if task not in ("min", "max"):
-        raise ValueError(f"unknown task {task!r}: use 'min' or 'max'")
+        raise InputError(f"unknown task {task!r}: use 'min' or 'max'")
     return task
 
 
 def check_tokens(x: np.ndarray, M: int) -> np.ndarray:
-    """x as an int64 array [batch n] with every entry in 1..M (ValueError otherwise)."""
+    """x as an int64 array [batch n] with every entry in 1..M (InputError otherwise)."""
     x = np.asarray(x)
     if x.ndim == 1:
         x = x[None, :]
     if x.ndim != 2 or x.shape[1] == 0:
-        raise ValueError(f"lists must be an int array [batch n] with n ≥ 1, got shape {x.shape}")
+        raise InputError(f"lists must be an int array [batch n] with n ≥ 1, got shape {x.shape}")
     if x.size and (not np.issubdtype(x.dtype, np.integer) or x.min() < 1 or x.max() > M):
-        raise ValueError(f"tokens must be integers in 1..{M}")
+        raise InputError(f"tokens must be integers in 1..{M}")
     return x.astype(np.int64)
 
 
@@ -60,10 +64,10 @@ def all_multisets(M: int, n: int) -> np.ndarray:
     These are all the inputs one position-free head can distinguish (it sees only the histogram).
     """
     if M < 1 or n < 1:
-        raise ValueError(f"all_multisets needs M ≥ 1 and n ≥ 1, got M={M}, n={n}")
+        raise InputError(f"all_multisets needs M ≥ 1 and n ≥ 1, got M={M}, n={n}")
     total = count_multisets(M, n)
     if total > MAX_ENUMERATE:
-        raise ValueError(
+        raise InputError(
             f"C(n+M−1, n) = {total} multisets for M={M}, n={n}: more than {MAX_ENUMERATE} to enumerate"
         )
     flat = np.fromiter(

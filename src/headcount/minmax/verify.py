@@ -26,25 +26,10 @@ margin > 0 (= 0 means a tie, i.e. ⊥, which counts as wrong). It is in the clas
   support), so the classifier's decisions are those of head k alone: the one-head test applies.
 
 What is proven. Every verdict is about the stored weights as exact reals (the real-arithmetic model), and
-every decision is either proven by a rigorous float64 error bound or taken in exact arithmetic
-(headcount.minmax.exact: exact rational inner products, Lindemann–Weierstrass for exact zeros, arb balls for
-the sign). The float64 side (``_scaled_products``, ``_pair_weights``, ``_logit_bounds``):
-
-* Θ and the values are first scaled by powers of two so the largest |entry| of each lies in [1/2, 1).
-  That is a positive factor on every logit, so no sign changes, and afterwards no product, sum or logit
-  can overflow (|C| ≤ d): values of 1e200 or 1e300 are no longer special. Scaling down can push tiny
-  entries into the subnormal range; that, every underflowing product and sum, and flush-to-zero hardware
-  lose at most 2^-1022 each, which the bounds carry as absolute terms (d·2^-1017 per entry of C).
-* C̃ = fl(Θ'V'ᵀ) errs by at most γ_d·(|Θ'||V'|ᵀ) + that absolute term, in any summation order, with or
-  without FMA.
-* Attention weights: a score difference is rounded with relative error u; libm's exp is assumed within
-  4 ulp on normal results (glibc documents < 1 ulp; the same assumption as core/bounds.py). Where a
-  computed exponent is ≥ −700 the weight is normal and carries a relative bound; where it is < −700 the
-  true weight is < e^-699 < 2^-1008 and is covered by an absolute term instead (weights below 2^-1022
-  never rely on the relative model).
-* Every other operation is one rounding (relative u, or an absolute 2^-1022 where it underflows). Each
-  bound is inflated by a few ulp to cover its own rounding; a NaN anywhere is never "proven" (every
-  proof is a strict comparison, false for NaN), so it falls through to the exact decision.
+every decision is either proven by a rigorous float64 error bound (float_bounds.py: what is assumed and
+why each bound holds) or taken in exact arithmetic (exact.py: exact rational inner products,
+Lindemann–Weierstrass for exact zeros, arb balls for the sign). A NaN or infinity is never "proven": it
+falls through to the exact decision.
 
 Entries whose float value is within their bound of zero are re-decided exactly. Margin and tolerance
 are reported in the original units (scaled back, saturating at ±1.8e308); the margin is the float64
@@ -58,20 +43,26 @@ from math import log
 
 import numpy as np
 
-from headcount.core.bounds import check_libm
-from headcount.core.errors import InternalError
+from headcount.core.errors import InputError, InternalError
 from headcount.core.symbols import BOTTOM
 from headcount.minmax.exact import exact_inner, layer_gap_sign, sign_weighted_pair
+from headcount.minmax.float_bounds import (
+    Products,
+    U,
+    gap_bound_matrix,
+    logit_bounds,
+    pair_weights,
+    proven_below,
+    rho_weights,
+    scaled_products,
+    scan_floor,
+    to_original,
+)
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, as_layer
 from headcount.minmax.task import all_multisets, check_sizes, check_task, check_tokens, min_max
 
-U = 2.0**-53
 #: at most this many near-tied (x, y, ω) triples are re-decided exactly before giving up (undecided)
 MAX_EXACT_RECHECKS = 200_000
-#: absolute allowance for an attention weight whose computed exponent is below −700 (its true value is
-#: < e^-699 < 2^-1008, and nothing relative is claimed about it); above −700 weights are normal floats
-TINY_WEIGHT = 2.0**-1000
-FLOAT_MAX = float(np.finfo(np.float64).max)
 
 
 @dataclass(frozen=True)
@@ -101,7 +92,7 @@ def scope_of(*verdicts: Verdict) -> str:
 
 def _check_theta(layer: TokenLayer, classifier: Classifier) -> None:
     if classifier.theta.shape != (layer.M, layer.dim):
-        raise ValueError(
+        raise InputError(
             f"classifier theta has shape {classifier.theta.shape}, expected [M d] = {(layer.M, layer.dim)}"
         )
 
@@ -110,143 +101,6 @@ def _check(layer: TokenLayer, classifier: Classifier, task: str, n: int) -> None
     check_task(task)
     check_sizes(layer.M, n)
     _check_theta(layer, classifier)
-
-
-# ---------------------------------------------------------------- rigorous float64 building blocks
-
-
-def _exponent(a: np.ndarray) -> int:
-    """e with max|a|·2^-e in [1/2, 1) (0 for an all-zero array)."""
-    m = float(np.abs(a).max()) if a.size else 0.0
-    return int(np.frexp(m)[1]) if m > 0 else 0
-
-
-def _to_original(x: float, shift: int) -> float:
-    """x·2^shift as a float, saturating at ±FLOAT_MAX (a JSON number, never inf)."""
-    with np.errstate(over="ignore"):
-        y = float(np.ldexp(x, shift))
-    return (
-        float(np.clip(y, -FLOAT_MAX, FLOAT_MAX)) if np.isfinite(x) else (FLOAT_MAX if x > 0 else -FLOAT_MAX)
-    )
-
-
-@dataclass(frozen=True)
-class _Products:
-    """C_k = fl(Θ'·V'_kᵀ) per head with Θ' = Θ·2^-eθ and V'_k = V_k·2^-ev (one ev for all heads), so that
-    ⟨θ_i, v^k_ω⟩ = 2^shift·(true C'_k[i, ω]) and |C_k − true C'_k| ≤ E_k entrywise (module docstring)."""
-
-    C: tuple[np.ndarray, ...]  # [M M] per head: C[i, ω] ≈ ⟨θ_i, v_ω⟩·2^-shift
-    E: tuple[np.ndarray, ...]  # [M M] per head: rigorous bound on the error of C
-    shift: int
-
-    @property
-    def c_max(self) -> float:
-        return max(float(np.abs(c).max()) for c in self.C)
-
-    @property
-    def e_max(self) -> float:
-        return max(float(e.max()) for e in self.E)
-
-
-def _scaled_products(theta: np.ndarray, values: list[np.ndarray]) -> _Products:
-    """Θ·Vᵀ for every head, scaled by powers of two into a range where nothing overflows, with bounds.
-
-    After scaling |θ'|, |v'| < 1, so |products| < 1 and |C| < d. The bound per entry is
-    γ_d·(|Θ'||V'|ᵀ) (any summation order, FMA or not; the computed |Θ'||V'|ᵀ may itself be low by a
-    factor 1 − γ_d, hence 2(d+1)u) plus d+1 absolute allowances of 2^-1017 for the scaling to subnormals
-    and every product or sum that underflows (each loses < 2^-1022, even with flush-to-zero)."""
-    d = theta.shape[1]
-    e_t = _exponent(theta)
-    e_v = max(_exponent(v) for v in values)
-    with np.errstate(under="ignore"):
-        t = np.ldexp(theta, -e_t)
-        t_abs = np.abs(t)
-        cs, es = [], []
-        for v in values:
-            v = np.ldexp(v, -e_v)
-            cs.append(t @ v.T)
-            es.append(2 * (d + 1) * U * (t_abs @ np.abs(v).T) + (d + 1) * 2.0**-1017)
-    return _Products(tuple(cs), tuple(es), e_t + e_v)
-
-
-def _pair_weights(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(w, 1 − w) = (σ(t), σ(−t)) for a float array t, no overflow: e = exp(−|t|) ∈ [0, 1], then
-    1/(1+e) and e/(1+e). Error analysis in ``_rho_weights``."""
-    check_libm()  # the bounds assume exp within 4 ulp: checked once per process
-    with np.errstate(over="ignore", under="ignore"):
-        e = np.exp(-np.abs(t))
-        big = 1.0 / (1.0 + e)
-        small = e / (1.0 + e)
-    pos = t >= 0
-    return np.where(pos, big, small), np.where(pos, small, big)
-
-
-def _rho_weights(n: int) -> float:
-    """Relative error bound of the weights of ``_pair_weights(fl(fl(s_ω − s_x) + fl(ln(n−1))))`` against
-    the true σ(s_ω − s_x + ln(n−1)), in the regime |t̃| ≤ 700 (beyond it the true small weight is below
-    e^-699 < 2^-1008: ``TINY_WEIGHT`` covers it absolutely and the large one is 1 within that).
-
-    t's error: ε ≤ 1.01u(|t̃| + |fl(s_ω − s_x)| + 8·ln(n−1)) ≤ 1.01u(1401 + 9 ln(n−1)) (log within 4 ulp);
-    σ changes by a relative e^ε − 1 ≤ 1.01ε (|d ln σ/dt| ≤ 1); computing σ(t̃): exp 8u, 1+e, the division:
-    ≤ 20u. Rounded up generously."""
-    eps = 1.01 * U * (1401 + 9 * log(n - 1))
-    return 24 * U + 1.1 * eps
-
-
-def _gap_bound_matrix(prod: _Products, rho: float) -> np.ndarray:
-    """B with |G̃ − G| ≤ (1−w̃)(B_xx + B_yx) + w̃(B_xω + B_yω) + floor for the one-head scan (one head).
-
-    With D̃ = fl(C̃_x· − C̃_y·): |D̃ − D| ≤ E_x· + E_y· + 1.01u|D̃|; weights err by ρ relative (+ TINY_WEIGHT
-    absolute, in the floor); two products and a sum round by 2u relative. Collecting the coefficient of
-    each weight gives B = (1+ρ)E + (1.01ρ + 4u)|C̃|, inflated by 1 + 8u for the rounding of the bound."""
-    C, E = prod.C[0], prod.E[0]
-    return (1 + 8 * U) * ((1 + rho) * E + (1.01 * rho + 4 * U) * np.abs(C))
-
-
-def _position_weights(scores: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Attention weights [batch n] of one head at the positions of lists x [batch n] (0-based tokens)."""
-    check_libm()
-    s = scores[x]
-    with np.errstate(over="ignore", under="ignore"):
-        e = np.exp(s - s.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
-
-
-def _logit_bounds(layer: TokenLayer, prod: _Products, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Scaled logits L̃ [batch M] (true logits = 2^shift·L) of the layer on lists x [batch n] (0-based
-    tokens), and a rigorous bound R [batch M] on |L̃ − L|.
-
-    Position weights p_j = e^{s_j − s_max} / Σ e: the top position has exponent exactly 0, so the
-    denominator is ≥ 1; a weight whose computed exponent is ≥ −700 errs by ≤ ρ_p relative (exponent
-    rounding ≤ 700u, exp 8u, a sum of n terms, the division, doubled), one below −700 is < e^-699 < 2^-1008
-    and errs by ≤ a_p = 2^-1000 absolutely. L_i = Σ_k Σ_j p^k_j C_k[i, x_j], so
-    |L̃_i − L_i| ≤ Σ_k Σ_j p̃^k_j·((γ + ρ_p)|C̃_k| + (1+ρ_p)E_k)[i, x_j] + H·n·(a_p(|C|max + E max + 1) + 2^-1018),
-    γ = γ_{n+H} covering the sums over positions and heads; the non-negative sum computing it is inflated
-    by 2γ."""
-    M, H, n = layer.M, len(layer.heads), x.shape[1]
-    gam = 2 * (n + H + 2) * U
-    rho_p = (1600 + 3 * n) * U + n * TINY_WEIGHT
-    a_p = TINY_WEIGHT
-    L = np.zeros((x.shape[0], M), dtype=np.float64)
-    K = np.zeros((x.shape[0], M), dtype=np.float64)
-    for h, C, E in zip(layer.heads, prod.C, prod.E):
-        p = _position_weights(h.scores, x)
-        W = (1 + 8 * U) * ((gam + rho_p) * np.abs(C) + (1 + rho_p) * E)
-        with np.errstate(under="ignore"):
-            L += np.einsum("bn,bnm->bm", p, C.T[x])
-            K += np.einsum("bn,bnm->bm", p, W.T[x])
-    c0 = H * n * (a_p * (prod.c_max + prod.e_max + 1) + 2.0**-1018)
-    return L, K * (1 + 2 * gam) + c0
-
-
-def _below(L: np.ndarray, R: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """[batch M] mask: class i is proven to have a smaller logit than class ref[b] (exact reals).
-
-    R' = R(1+4u) + 2u|L̃| absorbs the rounding of the two float comparisons' operands, so
-    fl(L̃_ref − L̃_i) > fl(R'_ref + R'_i) implies L_ref − L_i > 0. NaN compares false: never proven."""
-    rows = np.arange(L.shape[0])
-    Rp = R * (1 + 4 * U) + 2 * U * np.abs(L)
-    return (L[rows, ref][:, None] - L) > (Rp[rows, ref][:, None] + Rp)
 
 
 def _hist_dict(lst: np.ndarray) -> dict[int, int]:
@@ -271,13 +125,13 @@ def _exact_argmax(layer: TokenLayer, theta: np.ndarray, hist: dict[int, int], ca
 
 
 def _decide_lists(
-    layer: TokenLayer, classifier: Classifier, prod: _Products, x: np.ndarray, cache: dict
+    layer: TokenLayer, classifier: Classifier, prod: Products, x: np.ndarray, cache: dict
 ) -> tuple[np.ndarray, int]:
     """Exact decisions [batch] on lists x [batch n] (0-based tokens), and how many rows needed exact
     arithmetic."""
-    L, R = _logit_bounds(layer, prod, x)
+    L, R = logit_bounds(layer, prod, x)
     best = np.argmax(np.where(np.isnan(L), -np.inf, L), axis=1)
-    cand = ~_below(L, R, best)
+    cand = ~proven_below(L, R, best)
     cand[np.arange(L.shape[0]), best] = True
     out = best + 1
     unsure = np.nonzero(cand.sum(axis=1) > 1)[0]
@@ -301,7 +155,7 @@ def decide_exact(
     layer = as_layer(model)
     x = check_tokens(x, layer.M)
     _check_theta(layer, classifier)
-    prod = _scaled_products(classifier.theta, [h.values for h in layer.heads])
+    prod = scaled_products(classifier.theta, [h.values for h in layer.heads])
     out = np.empty(x.shape[0], dtype=np.int64)
     cache: dict = {}
     step = _chunk_rows(layer.M, x.shape[1])
@@ -326,22 +180,16 @@ class _Scan:
     near_total: int = 0
 
 
-def _scan_floor(prod: _Products) -> float:
-    """The absolute part of the scan's bound: the TINY_WEIGHT terms (a weight below e^-699 times |D| and
-    E, |D| ≤ 2|C|) and three products or sums that may underflow."""
-    return 8 * TINY_WEIGHT * (prod.c_max + prod.e_max + 1) + 2.0**-1019
-
-
-def _scan_one_head(s: np.ndarray, prod: _Products, n: int) -> _Scan:
-    """Float64 pass over every (x, y, ω ≥ x): G̃ and its rigorous bound (``_gap_bound_matrix``).
+def _scan_one_head(s: np.ndarray, prod: Products, n: int) -> _Scan:
+    """Float64 pass over every (x, y, ω ≥ x): G̃ and its rigorous bound (``gap_bound_matrix``).
 
     The bound is first taken per column ω with the largest B over y (O(M) per x, and for the
     constructions every entry clears it); only entries that do not clear it get their own bound."""
     C = prod.C[0]
     M = C.shape[0]
-    B = _gap_bound_matrix(prod, _rho_weights(n))
+    B = gap_bound_matrix(prod, rho_weights(n))
     b_col = B.max(axis=0)  # [M]: max over y of B_yω
-    floor = _scan_floor(prod)
+    floor = scan_floor(prod)
     ln_rest = log(n - 1)
     out = _Scan(near=[])
     for x in range(M):
@@ -357,7 +205,7 @@ def _scan_x(C, B, b_col, s, x: int, ln_rest: float, floor: float):
     """For one x: G̃ [M M−x] over (y, ω ≥ x) (row y = x set to +inf), the column bound [M−x] that is ≥ every
     entry's own bound, and the weights w, 1 − w [M−x] of the n−1 copies of ω and of the single x."""
     with np.errstate(over="ignore"):
-        w, wc = _pair_weights((s[x:] - s[x]) + ln_rest)
+        w, wc = pair_weights((s[x:] - s[x]) + ln_rest)
     with np.errstate(under="ignore"):
         gap = (C[x, x:][None, :] - C[:, x:]) * w[None, :]
         gap += (C[x, x] - C[:, x])[:, None] * wc[None, :]
@@ -367,7 +215,7 @@ def _scan_x(C, B, b_col, s, x: int, ln_rest: float, floor: float):
 
 
 def _entry_tol(B, x: int, ys: np.ndarray, oms: np.ndarray, w, wc, floor: float) -> np.ndarray:
-    """The bound on |G̃ − G| of the triples (x, ys, x + oms) (``_gap_bound_matrix``)."""
+    """The bound on |G̃ − G| of the triples (x, ys, x + oms) (``gap_bound_matrix``)."""
     with np.errstate(under="ignore"):
         return (B[x, x + oms] + B[ys, x + oms]) * w[oms] + (B[x, x] + B[ys, x]) * wc[oms] + floor
 
@@ -418,19 +266,19 @@ def verify_exact_one_head(head: TokenHead, classifier: Classifier, task: str, n:
     s, V, T = head.scores, head.values, classifier.theta
     if task == "max":  # mirror ω ↦ M+1−ω: max over [M] becomes min over the reversed order
         s, V, T = s[::-1], V[::-1], T[::-1]
-    prod = _scaled_products(T, [V])
+    prod = scaled_products(T, [V])
     scan = _scan_one_head(s, prod, n)
-    margin = _to_original(scan.margin, prod.shift)
-    tolerance = _to_original(scan.tolerance, prod.shift)
+    margin = to_original(scan.margin, prod.shift)
+    tolerance = to_original(scan.tolerance, prod.shift)
     rechecks = 0
     if scan.failure is not None:
         worst = scan.failure[1:]
     else:
         worst, rechecks = _recheck_near(s, T, V, n, scan.near)
         if worst is None and scan.near_total > len(scan.near):
-            raise ValueError(
-                f"undecided: {scan.near_total} near-tied (x, y, ω) triples (more than {MAX_EXACT_RECHECKS}) to "
-                "re-decide exactly; use verify_brute for a small case"
+            raise InputError(  # a limit the user can act on: brute force decides small cases
+                f"undecided: {scan.near_total} near-tied (x, y, ω) triples (more than {MAX_EXACT_RECHECKS}) "
+                "to re-decide exactly; use verify_brute for a small case"
             )
     correct = worst is None
     margin = max(margin, 0.0) if correct else min(margin, 0.0)
@@ -469,7 +317,7 @@ def verify_exact_one_head(head: TokenHead, classifier: Classifier, task: str, n:
 def _brute_chunk(layer, classifier, prod, x, truth, cache) -> tuple[np.ndarray, float, float, int]:
     """Exact right/wrong [batch] of a chunk of lists x (0-based tokens; truth: 1-based answers), the float
     margin and its error bound (scaled units), and how many rows needed exact arithmetic."""
-    L, R = _logit_bounds(layer, prod, x)
+    L, R = logit_bounds(layer, prod, x)
     rows, f = np.arange(L.shape[0]), truth - 1
     others = L.copy()
     others[rows, f] = -np.inf
@@ -478,14 +326,14 @@ def _brute_chunk(layer, classifier, prod, x, truth, cache) -> tuple[np.ndarray, 
     Rp_others = Rp.copy()
     Rp_others[rows, f] = 0.0
     tol = float((Rp[rows, f] + Rp_others.max(axis=1)).max())
-    below_f = _below(L, R, f)  # classes proven below the true answer
+    below_f = proven_below(L, R, f)  # classes proven below the true answer
     below_f[rows, f] = True
     right = below_f.all(axis=1)
     maybe = np.nonzero(~right)[0]
     if maybe.size:  # the answer proven below the top class: wrong without exact work
         Lm, Rm = L[maybe], R[maybe]
         best = np.argmax(np.where(np.isnan(Lm), -np.inf, Lm), axis=1)
-        beaten = _below(Lm, Rm, best)[np.arange(maybe.size), f[maybe]]
+        beaten = proven_below(Lm, Rm, best)[np.arange(maybe.size), f[maybe]]
         maybe = maybe[~beaten]
     for b in maybe:
         h = _hist_dict(x[b])
@@ -523,7 +371,7 @@ def verify_brute(
     layer = as_layer(model)
     _check(layer, classifier, task, n)
     X = all_multisets(layer.M, n)
-    prod = _scaled_products(classifier.theta, [h.values for h in layer.heads])
+    prod = scaled_products(classifier.theta, [h.values for h in layer.heads])
     errors, first, margin, tol, rechecks = 0, None, np.inf, 0.0, 0
     cache: dict = {}
     step = min(chunk, _chunk_rows(layer.M, n))
@@ -536,7 +384,7 @@ def verify_brute(
         errors += int(wrong.size)
         if first is None and wrong.size:
             first = (tuple(int(t) for t in xb[wrong[0]]), int(truth[wrong[0]]))
-    margin, tol = _to_original(margin, prod.shift), _to_original(tol, prod.shift)
+    margin, tol = to_original(margin, prod.shift), to_original(tol, prod.shift)
     correct = errors == 0
     margin = max(margin, 0.0) if correct else min(margin, 0.0)
     if correct:
@@ -568,12 +416,12 @@ def verify_brute(
 
 
 def block_head(layer: TokenLayer, classifier: Classifier) -> int:
-    """The index k of the only head whose values meet the classifier's support (ValueError if the
+    """The index k of the only head whose values meet the classifier's support (InputError if the
     layer is not block-structured for this classifier)."""
     support = np.any(classifier.theta != 0, axis=0)  # [d]
     touching = [k for k, h in enumerate(layer.heads) if np.any(h.values[:, support] != 0)]
     if len(touching) > 1:
-        raise ValueError(
+        raise InputError(
             f"not block-structured: heads {touching} all have values on the classifier's coordinates"
         )
     return touching[0] if touching else 0

@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-SCALES: tuple[str, ...] = ("quick", "full")
 PASS, FAIL = "PASS", "FAIL"
 
 # Paper names used by the claims (one string per paper, so reports group them consistently).

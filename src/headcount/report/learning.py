@@ -1,34 +1,128 @@
-"""Headline figures of the learning experiments (spec/learning.md), as claims.
+"""Learning claims and figures (spec/learning.md): what the theory says training can and cannot do.
 
-Each claim runs (or resumes) its experiment's sweep into the report's results database (Context.results_db),
-summarizes it from the database and checks what the theory says training can and cannot do. What the
-theorems forbid is asserted (no XOR cell below D·H = n may be solved); what they allow is reported with
-the measured rates, and asserted only where the expectation is robust (two layers reach ≥ 99% at n ≤ 32).
+Claims: measure → check → describe. Measure: the experiment's summary (its sweep run or resumed into
+Context.results_db, then read from the database) plus what the constructions achieve on the same cells
+(`with_constructions`: certificates are computed here, never by a learn/ summarizer). Check: what the
+theorems forbid is asserted (no XOR cell below D·H = n solved); what they allow is reported, and asserted
+only where robust (two layers reach ≥ 99% at n ≤ 32). Describe: one line.
+
+Each drawing of a summary is registered once (`_draws`): as its claim's report figure, and as the figure
+`run_experiment_with_figure` (what `headcount experiment NAME` calls) draws beside the database.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from headcount.learn.experiments import ensure_experiment
+from headcount.boolean.certify import construct_and_certify
+from headcount.core.jsonable import JsonResult
+from headcount.core.probe import machine_info
+from headcount.learn.constants import DEFAULT_DB
+from headcount.learn.experiments import ExperimentResult, ensure_experiment, run_experiment
+from headcount.minmax.certify import certify_minmax
 from headcount.report.claims import SEED000, SEED004, ClaimResult, Context, claim, status
 from headcount.report.figures import figure, log2_axis, save_figure
+from headcount.report.render import write_atomic
 
 SHT2024 = "Sanford–Hsu–Telgarsky 2024 (k-hop)"
+Summary = dict[str, Any]
 
 
-def _summary(ctx: Context, name: str) -> dict:
-    db = ctx.results_db or "headcount-results.sqlite"
-    return ctx.cached(
-        ("experiment", name, ctx.scale, db),
-        lambda: ensure_experiment(name, ctx.scale, db, workers=os.cpu_count()),
-        label=f"{name} sweep",
+# ------------------------------------------------------------------------------------------------
+# Measure
+
+
+def _xor_certified(c: dict[str, Any]) -> bool | None:
+    """The Theorem-3 construction's certificate for the cell's (D, H); None below the bound (refused)."""
+    if c["below_bound"]:
+        return None
+    return construct_and_certify(c["function"], c["n"], c["degree"], c["heads"]).certified
+
+
+def with_xor_constructions(s: Summary) -> Summary:
+    """The xor-phase summary with each cell's construction_certified (_xor_certified), and how many cells
+    above the bound have a certified construction."""
+    cells = [{**c, "construction_certified": _xor_certified(c)} for c in s["cells"]]
+    certified = sum(bool(c["construction_certified"]) for c in cells if not c["below_bound"])
+    return {**s, "cells": cells, "above_constructions_certified": certified}
+
+
+def with_minmax_constructions(s: Summary) -> Summary:
+    """The minmax-heads summary with construction_dims: M → the value dimension of the two-head construction
+    (compact code), certified by certify_minmax at each (M, n) of the sweep."""
+    dims = {}
+    for M, n in sorted({(c["M"], c["n"]) for c in s["cells"]}):
+        cert = certify_minmax(M, n, 2, code="compact")
+        if cert.errors_min == 0 and cert.errors_max == 0:
+            dims[M] = cert.dim
+    return {"cells": s["cells"], "construction_dims": dims} | {k: v for k, v in s.items() if k != "cells"}
+
+
+CONSTRUCTIONS: dict[str, Callable[[Summary], Summary]] = {
+    "xor-phase": with_xor_constructions,
+    "minmax-heads": with_minmax_constructions,
+}
+
+
+def with_constructions(name: str, summary: Summary) -> Summary:
+    """`summary` of experiment `name` with what the theory's constructions achieve on its cells (if any)."""
+    add = CONSTRUCTIONS.get(name)
+    return summary if add is None else add(summary)
+
+
+def _summary(ctx: Context, name: str) -> Summary:
+    """The experiment's summary at ctx.scale from the report's results database (its sweep run or resumed
+    there first), with the constructions; both cached for the run."""
+    db = ctx.results_db or DEFAULT_DB
+    key = (name, ctx.scale, db)
+    summary = ctx.cached(
+        ("experiment", *key), lambda: ensure_experiment(name, ctx.scale, db), f"{name} sweep"
+    )
+    if name not in CONSTRUCTIONS:
+        return summary
+    add = lambda: with_constructions(name, summary)
+    return ctx.cached(("experiment-constructions", *key), add, f"{name} constructions")
+
+
+# ------------------------------------------------------------------------------------------------
+# Claims: measure → check → describe
+
+
+def _percentages(by_n: dict[int, float], digits: int) -> str:
+    return ", ".join(f"n={n}: {100 * a:.{digits}f}%" for n, a in by_n.items())
+
+
+def _missing_two_layer(s: Summary) -> str | None:
+    """Why "at every n" cannot be checked (some n of the sweep has no two-layer result), or None."""
+    lengths = sorted({c["n"] for c in s["cells"]})
+    if lengths and sorted(s["two_layer_best_by_n"]) == lengths:
+        return None
+    return (
+        f"two-layer models missing at some n: sweep n = {lengths}, two-layer "
+        f"results at n = {sorted(s['two_layer_best_by_n'])}"
+    )
+
+
+def _describe_induction_depth(s: Summary) -> str:
+    below = (
+        "below its two-layer counterpart in every configuration"
+        if s["one_below_two_everywhere"]
+        else "NOT below its two-layer counterpart in some configuration"
+    )
+    return (
+        f"best two-layer model ≥ {100 * s['two_layer_best_min_accuracy']:.2f}% at every n ("
+        f"{_percentages(s['two_layer_best_by_n'], 2)}; weakest two-layer configuration "
+        f"{100 * s['two_layer_weakest_cell_accuracy']:.1f}%); one layer at most "
+        f"{100 * s['one_layer_best_accuracy']:.1f}%, {below}; INDEX-family query accuracy of the best "
+        f"two-layer model (reported, not asserted): {_percentages(s['two_layer_index_accuracy_by_n'], 0)}"
     )
 
 
@@ -36,54 +130,31 @@ def _summary(ctx: Context, name: str) -> dict:
     "learning.induction.depth",
     paper=SEED000,
     source="§1, experiments",
-    statement="Trained two-layer attention models solve induction heads (the best two-layer model of the sweep is "
-    "≥ 99% right on non-⊥ positions at every n); one-layer models of the same width, heads and alphabet "
-    "stay below their two-layer counterparts everywhere.",
+    statement="Trained two-layer attention models solve induction heads (the best two-layer model of the "
+    "sweep is ≥ 99% right on non-⊥ positions at every n); one-layer models of the same width, heads and "
+    "alphabet stay below their two-layer counterparts everywhere.",
 )
 def induction_depth(ctx: Context) -> ClaimResult:
     s = _summary(ctx, "induction-depth")
-    lengths = sorted({c["n"] for c in s["cells"]})
-    every_n = (
-        bool(lengths) and sorted(s["two_layer_best_by_n"]) == lengths
-    )  # "at every n": each n has two layers
-    ok = every_n and s["two_layer_best_min_accuracy"] >= 0.99 and s["one_below_two_everywhere"]
-    if not every_n:
-        return ClaimResult(
-            s,
-            status(False),
-            f"two-layer models missing at some n: sweep n = {lengths}, two-layer "
-            f"results at n = {sorted(s['two_layer_best_by_n'])}",
-            s,
-        )
-    below = (
-        "below its two-layer counterpart in every configuration"
-        if s["one_below_two_everywhere"]
-        else "NOT below its two-layer counterpart in some configuration"
-    )
-    detail = (
-        f"best two-layer model ≥ {100 * s['two_layer_best_min_accuracy']:.2f}% at every n ("
-        + ", ".join(f"n={n}: {100 * a:.2f}%" for n, a in s["two_layer_best_by_n"].items())
-        + f"; weakest two-layer configuration {100 * s['two_layer_weakest_cell_accuracy']:.1f}%); one layer at "
-        f"most {100 * s['one_layer_best_accuracy']:.1f}%, {below}; "
-        "INDEX-family query accuracy of the best two-layer model (reported, not asserted): "
-        + ", ".join(f"n={n}: {100 * a:.0f}%" for n, a in s["two_layer_index_accuracy_by_n"].items())
-    )
-    return ClaimResult(s, status(ok), detail, s)
+    missing = _missing_two_layer(s)
+    ok = missing is None and s["two_layer_best_min_accuracy"] >= 0.99 and s["one_below_two_everywhere"]
+    return ClaimResult(s, status(ok), missing or _describe_induction_depth(s), s)
 
 
 KHOP_SOLVED = 0.05  # a depth "solves" hop count k when its error at k is at most this
 
 
 def khop_min_depths(layers: list[int], err: list[list[float]]) -> list[float]:
-    """For each hop count (column of err), the smallest depth whose error there is ≤ KHOP_SOLVED (inf: none)."""
+    """For each hop count (column of err), the smallest depth whose error there is ≤ KHOP_SOLVED (inf:
+    none)."""
     return [
         min((L for L, row in zip(layers, err) if row[j] <= KHOP_SOLVED), default=math.inf)
         for j in range(len(err[0]))
     ]
 
 
-def _khop_problems(layers: list[int], hops: list[int], err: list[list[float]]) -> list[str]:
-    """Where the k-hop error table contradicts the claim's three statements (empty: it agrees)."""
+def _khop_shape_problem(layers: list[int], hops: list[int], err: list[list[float]]) -> str | None:
+    """Why the error table cannot be checked (fewer than 2 depths or hop counts, a missing or NaN error)."""
     shape_ok = (
         len(layers) >= 2
         and len(hops) >= 2
@@ -91,7 +162,15 @@ def _khop_problems(layers: list[int], hops: list[int], err: list[list[float]]) -
         and all(len(r) == len(hops) for r in err)
     )
     if not shape_ok or any(not 0 <= e <= 1 for row in err for e in row):  # NaN fails the range test too
-        return [f"need ≥ 2 depths and ≥ 2 hop counts with an error each, got layers {layers}, hops {hops}"]
+        return f"need ≥ 2 depths and ≥ 2 hop counts with an error each, got layers {layers}, hops {hops}"
+    return None
+
+
+def _khop_problems(layers: list[int], hops: list[int], err: list[list[float]]) -> list[str]:
+    """Where the k-hop error table contradicts the claim's three statements (empty: it agrees)."""
+    shape = _khop_shape_problem(layers, hops, err)
+    if shape is not None:
+        return [shape]
     out = [
         f"L={L}: error at k={hops[-1]} ({row[-1]:.4f}) is not above error at k={hops[0]} ({row[0]:.4f})"
         for L, row in zip(layers, err)
@@ -108,19 +187,7 @@ def _khop_problems(layers: list[int], hops: list[int], err: list[list[float]]) -
     return out
 
 
-@claim(
-    "learning.khop.depth",
-    paper=SHT2024,
-    source="k-hop induction heads, depth vs k",
-    statement="k-hop induction heads needs depth growing with k. Measured on one model per depth L trained on "
-    f"k = 1..K: at every depth whose error exceeds {100 * KHOP_SOLVED:g}% at some k, the error at the "
-    "largest k is strictly above the error at k = 1; the smallest depth with error ≤ "
-    f"{100 * KHOP_SOLVED:g}% at k never decreases as k grows and is strictly larger at the largest k "
-    "than at k = 1; and at the largest k the deepest model's error is strictly below the shallowest's.",
-)
-def khop_depth(ctx: Context) -> ClaimResult:
-    s = _summary(ctx, "khop")
-    problems = _khop_problems(s["layers"], s["hops"], s["error"])
+def _describe_khop(s: Summary, problems: list[str]) -> str:
     table = "error (%) by L × k={}: ".format(s["hops"]) + "; ".join(
         f"L={L}: " + " ".join(f"{100 * e:.1f}" for e in row) for L, row in zip(s["layers"], s["error"])
     )
@@ -129,7 +196,33 @@ def khop_depth(ctx: Context) -> ClaimResult:
         table += f"; smallest depth with error ≤ {100 * KHOP_SOLVED:g}% by k: " + ", ".join(
             f"k={k}: {'none' if L == math.inf else L}" for k, L in zip(s["hops"], need)
         )
-    return ClaimResult(s, status(not problems), "; ".join(problems + [table]), s)
+    return "; ".join(problems + [table])
+
+
+@claim(
+    "learning.khop.depth",
+    paper=SHT2024,
+    source="k-hop induction heads, depth vs k",
+    statement="k-hop induction heads needs depth growing with k. Measured on one model per depth L trained "
+    f"on k = 1..K: at every depth whose error exceeds {100 * KHOP_SOLVED:g}% at some k, the error at the "
+    "largest k is strictly above the error at k = 1; the smallest depth with error ≤ "
+    f"{100 * KHOP_SOLVED:g}% at k never decreases as k grows and is strictly larger at the largest k "
+    "than at k = 1; and at the largest k the deepest model's error is strictly below the shallowest's.",
+)
+def khop_depth(ctx: Context) -> ClaimResult:
+    s = _summary(ctx, "khop")
+    problems = _khop_problems(s["layers"], s["hops"], s["error"])
+    return ClaimResult(s, status(not problems), _describe_khop(s, problems), s)
+
+
+def _describe_minmax_heads(s: Summary) -> str:
+    single = sum(c["seeds"] for c in s["cells"] if c["heads"] == 1)
+    agree = "agree" if s["verifier_agrees_with_exhaustive"] else "do NOT agree"
+    return (
+        f"two heads solved both tasks exactly in {s['two_heads_solved']} runs; single heads: the exact "
+        f"verifier found a counterexample for {s['single_heads_with_counterexample']} of {single} trained "
+        f"heads (verdicts {agree} with exhaustive evaluation on all {s['single_heads_checked']} compared)"
+    )
 
 
 @claim(
@@ -144,17 +237,15 @@ def khop_depth(ctx: Context) -> ClaimResult:
 def minmax_heads(ctx: Context) -> ClaimResult:
     s = _summary(ctx, "minmax-heads")
     ok = s["two_heads_solved"] > 0 and s["verifier_agrees_with_exhaustive"]
-    single = sum(c["seeds"] for c in s["cells"] if c["heads"] == 1)
-    detail = (
-        f"two heads solved both tasks exactly in {s['two_heads_solved']} runs; single heads: the exact verifier "
-        f"found a counterexample for {s['single_heads_with_counterexample']} of {single} trained heads "
-        + (
-            f"(verdicts agree with exhaustive evaluation on all {s['single_heads_checked']} compared)"
-            if s["verifier_agrees_with_exhaustive"]
-            else f"(verdicts do NOT agree with exhaustive evaluation on all {s['single_heads_checked']} compared)"
-        )
-    )
-    return ClaimResult(s, status(ok), detail, s)
+    return ClaimResult(s, status(ok), _describe_minmax_heads(s), s)
+
+
+def _xor_sides(s: Summary) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The XOR cells below and above D·H = n, the side read from (D, H, n) alone (T of n-bit XOR is n)."""
+    cells = [c for c in s["cells"] if c["function"] == "xor"]
+    below = [c for c in cells if c["degree"] * c["heads"] < c["n"]]
+    above = [c for c in cells if c["degree"] * c["heads"] >= c["n"]]
+    return below, above
 
 
 @claim(
@@ -166,10 +257,7 @@ def minmax_heads(ctx: Context) -> ClaimResult:
 )
 def xor_phase(ctx: Context) -> ClaimResult:
     s = _summary(ctx, "xor-phase")
-    cells = [c for c in s["cells"] if c["function"] == "xor"]
-    # which side of D·H = n a cell lies on, from (D, H, n) alone (the threshold degree of n-bit XOR is n)
-    below = [c for c in cells if c["degree"] * c["heads"] < c["n"]]
-    above = [c for c in cells if c["degree"] * c["heads"] >= c["n"]]
+    below, above = _xor_sides(s)
     below_solved = sum(c["solved"] > 0 for c in below)
     certified = sum(c["construction_certified"] is True for c in above)
     ok = bool(below) and bool(above) and below_solved == 0 and certified == len(above)
@@ -182,33 +270,57 @@ def xor_phase(ctx: Context) -> ClaimResult:
 
 
 # ------------------------------------------------------------------------------------------------
-# Figures (also drawn by `headcount experiment NAME`, beside its database)
+# Figures (also drawn by `headcount experiment NAME`, beside its database), from a summary
 
 
-def draw_induction_depth(fig: plt.Figure, s: dict[str, Any]) -> str:
+DRAW: dict[str, Callable[[plt.Figure, Summary], str]] = {}  # experiment → its drawing of a summary
+
+
+def _draws(experiment: str, id: str, claim: str) -> Callable[[Callable], Callable]:
+    """Register a drawing of an experiment's summary: as DRAW[experiment], and as report figure `id` of the
+    claim whose series is that summary."""
+
+    def register(draw: Callable[[plt.Figure, Summary], str]) -> Callable[[plt.Figure, Summary], str]:
+        DRAW[experiment] = draw
+        figure(id, claim=claim)(lambda fig, result: draw(fig, result.series))
+        return draw
+
+    return register
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count > 1 else ''}"
+
+
+def _cell_text(ax: plt.Axes, x: float, y: float, text: str, dark: bool) -> None:
+    """A label centred in a heat-map cell, white on dark cells."""
+    ax.text(x, y, text, ha="center", va="center", fontsize=10, color="white" if dark else "black")
+
+
+def _accuracy_by_n(cells: list[dict[str, Any]]) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """(n, mean accuracy, [2 n] distances to the min and max seed) of cells of one configuration, by n."""
+    pts = sorted(cells, key=lambda c: c["n"])
+    acc = np.array([c["accuracy"] for c in pts])
+    spread = np.vstack([acc - [c["accuracy_min"] for c in pts], [c["accuracy_max"] for c in pts] - acc])
+    return [c["n"] for c in pts], acc, spread
+
+
+@_draws("induction-depth", "learning_induction_depth", claim="learning.induction.depth")
+def draw_induction_depth(fig: plt.Figure, s: Summary) -> str:
     ax = fig.add_subplot(1, 1, 1)
     cells = s["cells"]
     colors = {1: "tab:red", 2: "tab:blue", 3: "tab:green"}
-    for key in sorted({(c["layers"], c["alphabet"], c["heads"], c["dim"]) for c in cells}):
-        L, S, h, m = key
-        pts = sorted(
-            (c for c in cells if (c["layers"], c["alphabet"], c["heads"], c["dim"]) == key),
-            key=lambda c: c["n"],
-        )
-        ns = [c["n"] for c in pts]
-        acc = np.array([c["accuracy"] for c in pts])
-        lo, hi = (
-            acc - np.array([c["accuracy_min"] for c in pts]),
-            np.array([c["accuracy_max"] for c in pts]) - acc,
-        )
+    config = lambda c: (c["layers"], c["alphabet"], c["heads"], c["dim"])
+    for L, S, h, m in sorted({config(c) for c in cells}):
+        ns, acc, spread = _accuracy_by_n([c for c in cells if config(c) == (L, S, h, m)])
         ax.errorbar(
             ns,
             100 * acc,
-            yerr=100 * np.vstack([lo, hi]),
+            yerr=100 * spread,
             fmt="o-" if S == min(c["alphabet"] for c in cells) else "s--",
             color=colors.get(L, "tab:gray"),
             capsize=3,
-            label=f"{L} layer{'s' if L > 1 else ''}, {h} head{'s' if h > 1 else ''}, dim {m}, S = {S}",
+            label=f"{_plural(L, 'layer')}, {_plural(h, 'head')}, dim {m}, S = {S}",
         )
     log2_axis(ax, [c["n"] for c in cells])
     ax.set_xlabel("sequence length n (tokens)")
@@ -217,28 +329,21 @@ def draw_induction_depth(fig: plt.Figure, s: dict[str, Any]) -> str:
     ax.set_title("Induction heads, trained: one layer vs two layers")
     ax.legend(loc="lower left", fontsize=10)
     return (
-        "Paper (seed 000): a one-layer transformer needs heads·dim·bits = Ω(n) to solve induction heads, two layers "
-        "of constant size suffice. Measured: trained models (mean over seeds, bars min–max) on held-out uniform "
-        f"sequences; the best two-layer model reaches {100 * s['two_layer_best_min_accuracy']:.2f}% or more at every n, "
-        f"one layer at most {100 * s['one_layer_best_accuracy']:.1f}%."
+        "Paper (seed 000): a one-layer transformer needs heads·dim·bits = Ω(n) to solve induction heads, two "
+        "layers of constant size suffice. Measured: trained models (mean over seeds, bars min–max) on "
+        "held-out uniform sequences; the best two-layer model reaches "
+        f"{100 * s['two_layer_best_min_accuracy']:.2f}% or more at every n, one layer at most "
+        f"{100 * s['one_layer_best_accuracy']:.1f}%."
     )
 
 
-def draw_khop(fig: plt.Figure, s: dict[str, Any]) -> str:
+@_draws("khop", "learning_khop_heatmap", claim="learning.khop.depth")
+def draw_khop(fig: plt.Figure, s: Summary) -> str:
     ax = fig.add_subplot(1, 1, 1)
     err = 100 * np.array(s["error"], dtype=float)
     im = ax.imshow(err, origin="lower", aspect="auto", cmap="magma_r", vmin=0, vmax=100)
-    for i in range(err.shape[0]):
-        for j in range(err.shape[1]):
-            ax.text(
-                j,
-                i,
-                f"{err[i, j]:.1f}",
-                ha="center",
-                va="center",
-                fontsize=10,
-                color="white" if err[i, j] > 50 else "black",
-            )
+    for (i, j), e in np.ndenumerate(err):
+        _cell_text(ax, j, i, f"{e:.1f}", e > 50)
     ax.set_xticks(range(len(s["hops"])), [str(k) for k in s["hops"]])
     ax.set_yticks(range(len(s["layers"])), [str(L) for L in s["layers"]])
     fig.colorbar(im, ax=ax, label="error on positions with an answer (%)")
@@ -246,13 +351,30 @@ def draw_khop(fig: plt.Figure, s: dict[str, Any]) -> str:
     ax.set_ylabel("layers L")
     ax.set_title("k-hop induction heads: error of trained models by depth")
     return (
-        "Paper (Sanford, Hsu, Telgarsky 2024): k-hop induction heads is solvable with about log₂ k + 2 layers and "
-        "needs depth growing with log k. Measured: one model per depth L, trained on hop counts 1..K given as the "
-        "first token ('no adjacent repeats', alphabet 4), error at each k on held-out positions with an answer."
+        "Paper (Sanford, Hsu, Telgarsky 2024): k-hop induction heads is solvable with about log₂ k + 2 "
+        "layers and needs depth growing with log k. Measured: one model per depth L, trained on hop counts "
+        "1..K given as the first token ('no adjacent repeats', alphabet 4), error at each k on held-out "
+        "positions with an answer."
     )
 
 
-def draw_minmax(fig: plt.Figure, s: dict[str, Any]) -> str:
+def _mark_counterexamples(ax: plt.Axes, pts: list[dict[str, Any]]) -> None:
+    """Label single-head points with how many seeds the exact verifier refuted (min or max)."""
+    for c in pts:
+        if c["counterexample_min_or_max"]:
+            ax.annotate(
+                f"{c['counterexample_min_or_max']}/{c['seeds']}",
+                (c["dim"], 100 * c["accuracy_both_max"]),
+                textcoords="offset points",
+                xytext=(0, -16),
+                ha="center",
+                fontsize=10,
+                color="tab:red",
+            )
+
+
+@_draws("minmax-heads", "learning_minmax_heads", claim="learning.minmax.heads")
+def draw_minmax(fig: plt.Figure, s: Summary) -> str:
     ax = fig.add_subplot(1, 1, 1)
     cells = s["cells"]
     colors = {1: "tab:red", 2: "tab:blue"}
@@ -264,38 +386,28 @@ def draw_minmax(fig: plt.Figure, s: dict[str, Any]) -> str:
             [100 * c["accuracy_both_max"] for c in pts],
             "o-",
             color=colors.get(H, "tab:gray"),
-            label=f"{H} head{'s' if H > 1 else ''}, M = {M}, n = {n} (best seed)",
+            label=f"{_plural(H, 'head')}, M = {M}, n = {n} (best seed)",
         )
         if H == 1:
-            for c in pts:
-                if c["counterexample_min_or_max"]:
-                    ax.annotate(
-                        f"{c['counterexample_min_or_max']}/{c['seeds']}",
-                        (c["dim"], 100 * c["accuracy_both_max"]),
-                        textcoords="offset points",
-                        xytext=(0, -16),
-                        ha="center",
-                        fontsize=10,
-                        color="tab:red",
-                    )
+            _mark_counterexamples(ax, pts)
     for M, d in sorted(s.get("construction_dims", {}).items()):
-        ax.axvline(
-            d, color="tab:blue", ls=":", lw=1.5, label=f"two-head construction certified, M = {M}: d = {d}"
-        )
+        label = f"two-head construction certified, M = {M}: d = {d}"
+        ax.axvline(d, color="tab:blue", ls=":", lw=1.5, label=label)
     ax.set_xlabel("value dimension d")
     ax.set_ylabel("lists right on both min and max (%)")
     ax.set_title("Min and max, trained: one head vs two heads")
     ax.set_ylim(0, 102)
     ax.legend(loc="lower right", fontsize=10)
     return (
-        "Paper (seed 004 §3.1): one attention head cannot support both min and max with small resources; two heads "
-        "can (Appendix A, certified here for the dotted d). Measured: exact accuracy of trained models on every "
-        "multiset (weighted to all M^n lists); red labels: trained single heads for which the exact one-head "
-        "verifier found a counterexample to min or max, out of the seeds."
+        "Paper (seed 004 §3.1): one attention head cannot support both min and max with small resources; "
+        "two heads can (Appendix A, certified here for the dotted d). Measured: exact accuracy of trained "
+        "models on every multiset (weighted to all M^n lists); red labels: trained single heads for which "
+        "the exact one-head verifier found a counterexample to min or max, out of the seeds."
     )
 
 
-def draw_xor_training(fig: plt.Figure, s: dict[str, Any]) -> str:
+@_draws("xor-phase", "learning_xor_phase", claim="learning.xor.phase")
+def draw_xor_training(fig: plt.Figure, s: Summary) -> str:
     ax = fig.add_subplot(1, 1, 1)
     cells, n = s["cells"], s["n"]
     Ds = sorted({c["degree"] for c in cells})
@@ -305,28 +417,15 @@ def draw_xor_training(fig: plt.Figure, s: dict[str, Any]) -> str:
         grid[Hs.index(c["heads"]), Ds.index(c["degree"])] = c["solved"] / c["seeds"]
     im = ax.imshow(100 * grid, origin="lower", aspect="auto", cmap="Greens", vmin=0, vmax=100)
     for c in cells:
-        i, j = Hs.index(c["heads"]), Ds.index(c["degree"])
         mark = "" if c["construction_certified"] is None else (" C" if c["construction_certified"] else " C?")
-        ax.text(
-            j,
-            i,
-            f"{c['solved']}/{c['seeds']}{mark}",
-            ha="center",
-            va="center",
-            fontsize=10,
-            color="white" if c["solved"] / c["seeds"] > 0.6 else "black",
-        )
+        text = f"{c['solved']}/{c['seeds']}{mark}"
+        _cell_text(ax, Ds.index(c["degree"]), Hs.index(c["heads"]), text, c["solved"] / c["seeds"] > 0.6)
     # the curve D·H = n in cell coordinates (interpolated along the D axis)
     ds = np.linspace(Ds[0], Ds[-1], 200)
     hs = n / ds
     ok = (hs >= Hs[0]) & (hs <= Hs[-1])
-    ax.plot(
-        np.interp(ds[ok], Ds, range(len(Ds))),
-        np.interp(hs[ok], Hs, range(len(Hs))),
-        "r-",
-        lw=2,
-        label=f"D·H = n = {n}",
-    )
+    x, y = np.interp(ds[ok], Ds, range(len(Ds))), np.interp(hs[ok], Hs, range(len(Hs)))
+    ax.plot(x, y, "r-", lw=2, label=f"D·H = n = {n}")
     ax.set_xticks(range(len(Ds)), [str(d) for d in Ds])
     ax.set_yticks(range(len(Hs)), [str(h) for h in Hs])
     fig.colorbar(im, ax=ax, label="seeds solving all 2^n inputs (%)")
@@ -335,39 +434,67 @@ def draw_xor_training(fig: plt.Figure, s: dict[str, Any]) -> str:
     ax.set_title(f"{n}-bit XOR, trained: (D, H) phase diagram")
     ax.legend(loc="upper right")
     return (
-        f"Paper (seed 004 Theorems 2, 3): H heads with a degree-D readout compute n-bit XOR iff D·H ≥ n. Measured at "
-        f"n = {n}: cells give seeds whose trained model is exactly right on all 2^n inputs; 'C' marks cells where the "
-        f"Theorem-3 construction is certified exactly. Below the red curve no model can succeed "
-        f"({s['below_solved']} of {s['below_cells']} cells did); above it training solved {s['above_solved']} of "
-        f"{s['above_cells']} cells."
+        "Paper (seed 004 Theorems 2, 3): H heads with a degree-D readout compute n-bit XOR iff D·H ≥ n. "
+        f"Measured at n = {n}: cells give seeds whose trained model is exactly right on all 2^n inputs; 'C' "
+        "marks cells where the Theorem-3 construction is certified exactly. Below the red curve no model can "
+        f"succeed ({s['below_solved']} of {s['below_cells']} cells did); above it training solved "
+        f"{s['above_solved']} of {s['above_cells']} cells."
     )
 
 
-DRAW = {
-    "induction-depth": draw_induction_depth,
-    "khop": draw_khop,
-    "minmax-heads": draw_minmax,
-    "xor-phase": draw_xor_training,
-}
+# ------------------------------------------------------------------------------------------------
+# `headcount experiment NAME`: run the experiment, add the constructions, draw its figure
 
 
-def save_experiment_figure(
-    name: str, summary: dict[str, Any], out_dir: str | Path, stem: str
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ExperimentFigure(JsonResult):
+    """The figure's caption and the paths of its PNG and SVG files."""
+
+    caption: str
+    png: str
+    svg: str
+
+
+@dataclass(frozen=True)
+class ExperimentReport:
+    """run_experiment's result (its summary with the constructions) and its figure (None: nothing to draw)."""
+
+    result: ExperimentResult
+    figure: ExperimentFigure | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.result.to_json(), "figure": None if self.figure is None else self.figure.to_json()}
+
+
+def save_experiment_figure(name: str, summary: Summary, out_dir: str | Path, stem: str) -> ExperimentFigure:
     """Draw experiment `name`'s figure from its summary into out_dir/stem.{png,svg} (atomic writes)."""
-    from headcount.report.render import machine_info, write_atomic
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    saved = save_figure(lambda fig: DRAW[name](fig, summary), out, stem, machine_info(), write_atomic)
-    return {**saved, "png": str(out / saved["png"]), "svg": str(out / saved["svg"])}
+    saved = save_figure(
+        lambda fig: DRAW[name](fig, summary), out, stem, machine_info(with_date=True), write_atomic
+    )
+    return ExperimentFigure(saved["caption"], str(out / saved["png"]), str(out / saved["svg"]))
 
 
-# Report figures: each draws the series of the learning claim of the same experiment.
-for _id, _claim, _name in (
-    ("learning_induction_depth", "learning.induction.depth", "induction-depth"),
-    ("learning_khop_heatmap", "learning.khop.depth", "khop"),
-    ("learning_minmax_heads", "learning.minmax.heads", "minmax-heads"),
-    ("learning_xor_phase", "learning.xor.phase", "xor-phase"),
-):
-    figure(_id, claim=_claim)(lambda fig, result, _name=_name: DRAW[_name](fig, result.series))
+def run_experiment_with_figure(
+    name: str,
+    scale: str = "quick",
+    db: str | Path = DEFAULT_DB,
+    workers: int | None = None,
+    backend: str = "local",
+    address: str | None = None,
+    progress: bool = False,
+    figure_dir: str | Path | None = None,
+) -> ExperimentReport:
+    """Run (or resume) the experiment (learn.experiments.run_experiment), add what the constructions
+    achieve on its cells, and draw its figure (PNG + SVG) into `figure_dir` (default: beside the
+    database)."""
+    result = run_experiment(
+        name, scale, db, workers=workers, backend=backend, address=address, progress=progress
+    )
+    summary = with_constructions(name, result.summary)
+    out = Path(figure_dir) if figure_dir is not None else Path(db).resolve().parent
+    drawn = None
+    if summary.get("cells") or summary.get("layers"):
+        drawn = save_experiment_figure(name, summary, out, f"{name}-{scale}")
+    return ExperimentReport(dataclasses.replace(result, summary=summary), drawn)

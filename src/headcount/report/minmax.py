@@ -1,38 +1,82 @@
-"""Claims of seed 004 §3.1 (min and max with attention heads), each recomputed. First increment: the
-two-head construction (Appendix A) certified on all inputs; the one-head lower-bound claims come with
-the lower-bound tools."""
+"""Claims of seed 004 §3.1 (min and max with attention heads), each recomputed: the two-head construction
+(Appendix A) certified on all inputs, and one head obstructed (Theorem 1).
+
+Each claim measures (certificates, verdicts and searches: typed results from headcount.minmax), checks the
+measurement against the paper with computations independent of the code that produced it (the stated
+dimension and C(n+M−1, n) are recomputed here), and describes what it found — three steps per claim.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
-from headcount.minmax.certify import certify_minmax
+from headcount.minmax.certify import MinMaxCertificate, certify_minmax
+from headcount.minmax.construction import build_construction
+from headcount.minmax.lower_bound import OneHeadCheck, one_head_counterexamples
+from headcount.minmax.search import DimensionSearch, smallest_dimension
 from headcount.report.claims import SEED004, ClaimResult, Context, claim, status
 
 
 def stated_dim(M: int, code: str) -> int:
-    """The claim's value dimension: 2·⌈8 ln M⌉ with sign codes, 2·⌈log₂ M⌉ with compact codes (at least 1 per head)."""
+    """The claim's value dimension: 2·⌈8 ln M⌉ with sign codes, 2·⌈log₂ M⌉ with compact codes (at least 1
+    per head)."""
     return 2 * max(1, math.ceil(8 * math.log(M)) if code == "sign" else math.ceil(math.log2(M)))
 
 
-def _two_heads_problems(r: dict) -> list[str]:
-    """What in one certificate row contradicts the claim: errors, another dimension, fewer inputs covered."""
-    case, out = f"M={r['M']} n={r['n']} {r['code']}", []
-    if r["errors_min"] != 0 or r["errors_max"] != 0:  # None: not certified
-        out.append(f"{case}: errors {r['errors_min']}/{r['errors_max']}")
-    if r["dim"] != stated_dim(r["M"], r["code"]):
-        out.append(f"{case}: value dimension {r['dim']}, not {stated_dim(r['M'], r['code'])}")
-    if r["inputs_covered"] != math.comb(r["n"] + r["M"] - 1, r["n"]):
+def two_head_certificate(ctx: Context, M: int, n: int, code: str) -> MinMaxCertificate:
+    """certify_minmax(M, n, 2, code), once per run (both claims use it)."""
+    return ctx.cached(
+        ("minmax", M, n, 2, code),
+        lambda: certify_minmax(M, n, 2, code=code),
+        f"certify minmax M={M} n={n} heads=2 code={code}",
+    )
+
+
+# ---------------------------------------------------------------------------------------------- two heads
+
+
+def check_two_heads(cert: MinMaxCertificate) -> list[str]:
+    """What in one certificate contradicts the claim: errors, another dimension, fewer inputs covered."""
+    case, out = f"M={cert.M} n={cert.n} {cert.code}", []
+    if cert.errors_min != 0 or cert.errors_max != 0:  # None: not certified
+        out.append(f"{case}: errors {cert.errors_min}/{cert.errors_max}")
+    if cert.dim != stated_dim(cert.M, cert.code):
+        out.append(f"{case}: value dimension {cert.dim}, not {stated_dim(cert.M, cert.code)}")
+    if cert.inputs_covered != math.comb(cert.n + cert.M - 1, cert.n):
         out.append(f"{case}: the certificate's input count is not C(n+M−1, n)")
     return out
+
+
+def two_heads_point(cert: MinMaxCertificate) -> dict[str, Any]:
+    """One certificate as a row of the claim's measurement."""
+    return {
+        "M": cert.M,
+        "n": cert.n,
+        "code": cert.code,
+        "dim": cert.dim,
+        "method": cert.method,
+        "errors_min": cert.errors_min,
+        "errors_max": cert.errors_max,
+        "margin_min": cert.margin_min,
+        "margin_max": cert.margin_max,
+        "inputs_covered_digits": len(str(cert.inputs_covered)),
+    }
+
+
+def describe_two_heads(certs: list[MinMaxCertificate]) -> str:
+    return "zero errors for min and max on every input: " + ", ".join(
+        f"M={c.M} n={c.n} ({c.code}, d={c.dim}, {c.method}, margin {c.margin_min:.2f})" for c in certs
+    )
 
 
 @claim(
     "minmax.two_heads.certified",
     paper=SEED004,
     source="§3.1, Appendix A (upper bound)",
-    statement="One layer with two heads (value dimension 2·⌈8 ln M⌉ with sign codes, or 2·⌈log₂ M⌉ with compact "
-    "codes, integer values) supports both min and max: both linear classifiers are right on every "
+    statement="One layer with two heads (value dimension 2·⌈8 ln M⌉ with sign codes, or 2·⌈log₂ M⌉ with "
+    "compact codes, integer values) supports both min and max: both linear classifiers are right on every "
     "one of the C(n+M−1, n) inputs.",
     quick={"cases": [(64, 16, "sign"), (1024, 64, "compact"), (4096, 4096, "sign")]},
     full={
@@ -45,97 +89,104 @@ def _two_heads_problems(r: dict) -> list[str]:
     },
 )
 def two_heads_certified(ctx: Context, cases: list[tuple[int, int, str]]) -> ClaimResult:
-    rows, problems = [], []
-    for M, n, code in cases:
-        r = ctx.cached(
-            ("minmax", M, n, 2, code),
-            lambda M=M, n=n, code=code: certify_minmax(M, n, 2, code=code),
-            f"certify minmax M={M} n={n} heads=2 code={code}",
-        )
-        rows.append(
-            {
-                key: r[key]
-                for key in (
-                    "M",
-                    "n",
-                    "code",
-                    "dim",
-                    "method",
-                    "errors_min",
-                    "errors_max",
-                    "margin_min",
-                    "margin_max",
-                )
-            }
-            | {"inputs_covered_digits": len(str(r["inputs_covered"]))}
-        )
-        problems += _two_heads_problems(r)
-    detail = "; ".join(problems) or "zero errors for min and max on every input: " + ", ".join(
-        f"M={r['M']} n={r['n']} ({r['code']}, d={r['dim']}, {r['method']}, margin {r['margin_min']:.2f})"
-        for r in rows
+    certs = [two_head_certificate(ctx, M, n, code) for M, n, code in cases]
+    problems = [p for cert in certs for p in check_two_heads(cert)]
+    detail = "; ".join(problems) or describe_two_heads(certs)
+    return ClaimResult({"points": [two_heads_point(c) for c in certs]}, status(not problems), detail)
+
+
+# ---------------------------------------------------------------------------------------------- one head
+
+
+@dataclass(frozen=True)
+class OneHeadEvidence:
+    """What one_head_obstructed measures: the construction's min head alone (verdicts and monotone run),
+    the single-head search over d = 1..d_max, and the two compact heads' certificate."""
+
+    min_head: OneHeadCheck
+    search: DimensionSearch
+    two_heads: MinMaxCertificate
+
+
+def measure_one_head(ctx: Context, M: int, n: int, d_max: int, restarts: int, steps: int) -> OneHeadEvidence:
+    min_head = one_head_counterexamples(build_construction(M, n, 1, code="compact"), n)
+    search = smallest_dimension(M, n, d_max, restarts=restarts, steps=steps, seed=0)
+    return OneHeadEvidence(min_head, search, two_head_certificate(ctx, M, n, "compact"))
+
+
+def check_min_head(check: OneHeadCheck) -> list[str]:
+    """The min head alone must do min, fail max on a confirmed input, and its run must obstruct max."""
+    out = []
+    if check.min.correct is not True or check.max.correct is not False or not check.max.confirmed:
+        out.append("the min head alone should do min and fail max on a confirmed input")
+    if check.run.obstructs != "max":
+        out.append(f"the min head's longest monotone run obstructs {check.run.obstructs}, not max")
+    return out
+
+
+def check_search(search: DimensionSearch, d_max: int) -> list[str]:
+    """The search must fail at every d = 1..d_max, each restart with a confirmed counterexample."""
+    out = []
+    if search.smallest_d is not None:
+        out.append(f"the search found a single head doing both at d = {search.smallest_d}")
+    if sorted(search.results) != list(range(1, d_max + 1)):
+        out.append(f"the search covered d = {sorted(search.results)}, not 1..{d_max}")
+    if not all(s.all_failed_confirmed for s in search.results.values()):
+        out.append("a failed restart lacks a confirmed counterexample")
+    return out
+
+
+def check_two_compact_heads(cert: MinMaxCertificate, M: int) -> list[str]:
+    out = []
+    if cert.errors_min != 0 or cert.errors_max != 0:
+        out.append("two compact heads do not certify")
+    if cert.dim != stated_dim(M, "compact"):
+        out.append(f"two compact heads have value dimension {cert.dim}, not 2·⌈log₂ {M}⌉")
+    return out
+
+
+def _listed(tokens: tuple[int, ...] | None) -> list[int] | None:
+    return None if tokens is None else list(tokens)
+
+
+def one_head_measured(ev: OneHeadEvidence) -> dict[str, Any]:
+    return {
+        "min_head_max_counterexample": _listed(ev.min_head.max.worst_input),
+        "monotone_run": ev.min_head.run.length,
+        "obstructs": ev.min_head.run.obstructs,
+        "search": {d: list(s.best_margins) for d, s in ev.search.results.items()},
+        "two_heads_dim": ev.two_heads.dim,
+        "two_heads_margins": [ev.two_heads.margin_min, ev.two_heads.margin_max],
+    }
+
+
+def describe_one_head(ev: OneHeadEvidence, d_max: int) -> str:
+    run, two = ev.min_head.run, ev.two_heads
+    return (
+        f"min head: max wrong on {_listed(ev.min_head.max.worst_input)} (confirmed; run of length "
+        f"{run.length} obstructs {run.obstructs}); single-head search d = 1..{d_max}: no success, every "
+        f"restart confirmed wrong (a search, not a proof); two heads, d = {two.dim}: certified, margins "
+        f"{two.margin_min:.2f}/{two.margin_max:.2f}"
     )
-    return ClaimResult({"points": rows}, status(not problems), detail)
 
 
 @claim(
     "minmax.one_head.obstructed",
     paper=SEED004,
     source="§3.1 Theorem 1 (one head cannot do both)",
-    statement="A single head cannot support both min and max with small resources: the construction's min head "
-    "(α decreasing, so its monotone run obstructs max) gets max wrong on a confirmed input, and a "
+    statement="A single head cannot support both min and max with small resources: the construction's min "
+    "head (α decreasing, so its monotone run obstructs max) gets max wrong on a confirmed input, and a "
     "search over single heads with d ≤ 4 at (M, n) = (64, 16) ends every restart with a confirmed "
     "counterexample, while two heads with d = ⌈log₂ 64⌉ each certify.",
     quick={"M": 64, "n": 16, "d_max": 4, "restarts": 1, "steps": 30},
     full={"M": 64, "n": 16, "d_max": 4, "restarts": 3, "steps": 200},
 )
 def one_head_obstructed(ctx: Context, M: int, n: int, d_max: int, restarts: int, steps: int) -> ClaimResult:
-    from headcount.minmax.construction import compact_code, min_head
-    from headcount.minmax.lower_bound import (
-        longest_monotone_run,
-        one_head_counterexamples,
-        smallest_dimension,
+    ev = measure_one_head(ctx, M, n, d_max, restarts, steps)
+    problems = (
+        check_min_head(ev.min_head)
+        + check_search(ev.search, d_max)
+        + check_two_compact_heads(ev.two_heads, M)
     )
-    from headcount.minmax.model import MinMaxModel, TokenLayer
-
-    problems = []
-    head, clf = min_head(M, n, compact_code(M))
-    report = one_head_counterexamples(MinMaxModel(TokenLayer((head,)), clf, clf, {"n": n}), n)
-    run = longest_monotone_run(head).report()
-    if (
-        report["min"]["correct"] is not True
-        or report["max"]["correct"] is not False
-        or not report["max"]["confirmed"]
-    ):
-        problems.append("the min head alone should do min and fail max on a confirmed input")
-    if run["obstructs"] != "max":
-        problems.append(f"the min head's longest monotone run obstructs {run['obstructs']}, not max")
-    search = smallest_dimension(M, n, d_max, restarts=restarts, steps=steps, seed=0)
-    if search.get("smallest_d") is not None:
-        problems.append(f"the search found a single head doing both at d = {search['smallest_d']}")
-    if sorted(search["results"]) != list(range(1, d_max + 1)):
-        problems.append(f"the search covered d = {sorted(search['results'])}, not 1..{d_max}")
-    if not all(s["all_failed_confirmed"] for s in search["results"].values()):
-        problems.append("a failed restart lacks a confirmed counterexample")
-    two = ctx.cached(
-        ("minmax", M, n, 2, "compact"),
-        lambda: certify_minmax(M, n, 2, code="compact"),
-        f"certify minmax M={M} n={n} heads=2 code=compact",
-    )
-    if two["errors_min"] != 0 or two["errors_max"] != 0:
-        problems.append("two compact heads do not certify")
-    if two["dim"] != stated_dim(M, "compact"):
-        problems.append(f"two compact heads have value dimension {two['dim']}, not 2·⌈log₂ {M}⌉")
-    measured = {
-        "min_head_max_counterexample": report["max"].get("worst_input"),
-        "monotone_run": run["length"],
-        "obstructs": run["obstructs"],
-        "search": {d: s["best_margins"] for d, s in search["results"].items()},
-        "two_heads_dim": two["dim"],
-        "two_heads_margins": [two["margin_min"], two["margin_max"]],
-    }
-    detail = "; ".join(problems) or (
-        f"min head: max wrong on {report['max'].get('worst_input')} (confirmed; run of length {run['length']} obstructs "
-        f"{run['obstructs']}); single-head search d = 1..{d_max}: no success, every restart confirmed wrong "
-        f"(a search, not a proof); two heads, d = {two['dim']}: certified, margins {two['margin_min']:.2f}/{two['margin_max']:.2f}"
-    )
-    return ClaimResult(measured, status(not problems), detail)
+    detail = "; ".join(problems) or describe_one_head(ev, d_max)
+    return ClaimResult(one_head_measured(ev), status(not problems), detail)

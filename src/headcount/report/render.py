@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from headcount.core.io import atomic_write_bytes
-from headcount.core.probe import machine_info  # noqa: F401 — old import path, for report/learning.py until it moves
 from headcount.report.claims import ClaimResult
 from headcount.report.figures import render_figures
 

@@ -23,8 +23,9 @@ from headcount.core.errors import InputError
 from headcount.core.jsonable import JsonResult, jsonable
 from headcount.core.probe import machine_info
 from headcount.core.validate import check_choice
+from headcount.learn.constants import SCALES
 from headcount.report import boolean, induction, induction_lower_bound, learning, minmax
-from headcount.report.claims import FAIL, PASS, REGISTRY, SCALES, Claim, ClaimResult, Context
+from headcount.report.claims import FAIL, PASS, REGISTRY, Claim, ClaimResult, Context
 from headcount.report.render import print_to_stderr, render_report
 
 # The scenario modules: importing one registers its claims and figures (report order = this order).

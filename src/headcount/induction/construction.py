@@ -1,8 +1,11 @@
-"""Explicit models that solve induction heads for any (n, S): the upper bounds.
+"""Explicit models that solve induction heads for any (n, S): the upper bounds, and the model a command
+runs on (a model file, or a construction checked against the sizes it is made for).
 
 * :func:`two_layer_induction` — two layers, heads (2, 1), d_model = 19 for every n and S, O(log n) bits.
 * :func:`one_layer_induction` — one head, d_model = n + 1, in table form: size O(n log n), matching the
   one-layer lower bound h·m·p = Ω(n) up to the log factor.
+* :func:`build_construction`, :func:`build_or_load`, :func:`write_construction` — the same checks for the
+  Python API and the command line (InputError naming the option, as the CLI spells it).
 
 Two-layer design (spec/induction.md "Upper bound"), with two refinements that keep every quantity small:
 positions and tokens are written as two base-B digits (so squares stay below n instead of n²), and all
@@ -28,9 +31,16 @@ exists and wins on recency.
 from __future__ import annotations
 
 import math
+import os
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from headcount.core.errors import InputError
+from headcount.core.evaluate import Model
+from headcount.core.io import load_model, save_model
+from headcount.core.jsonable import JsonResult
 from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.table import OneLayerTable
 from headcount.induction.readout import InductionReadoutDecoder
@@ -47,6 +57,11 @@ ANSWER_HI, ANSWER_LO = 17, 18  # digits of the token after the latest match (lay
 TWO_LAYER_DIM = 19
 
 
+def _check_n_alphabet(n: int, alphabet: int) -> None:
+    if n < 1 or alphabet < 2:
+        raise InputError(f"need n ≥ 1 and alphabet ≥ 2, got n={n}, alphabet={alphabet}")
+
+
 def digit_base(count: int) -> int:
     """Base B with B² ≥ count, so 0..count−1 is two base-B digits."""
     return max(2, math.isqrt(max(count - 1, 0)) + 1)
@@ -56,7 +71,21 @@ def _digits(values: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray]:
     return values // base, values % base
 
 
-def two_layer_parameters(n: int, alphabet: int) -> dict[str, float]:
+@dataclass(frozen=True)
+class TwoLayerParameters(JsonResult):
+    """The two-layer construction's constants (stored in the model's info as "parameters")."""
+
+    token_base: int  # B for token digits
+    pos_base: int  # B for position digits
+    beta1: int  # layer-1 score scale β₁
+    g: int  # recency step per position
+    beta2: int  # layer-2 score scale β₂
+    scale: float  # s
+    bottom_gain: float  # λ
+    key_shift: int  # copied digits stored ×2^key_shift
+
+
+def two_layer_parameters(n: int, alphabet: int) -> TwoLayerParameters:
     """The construction's constants, chosen from error budgets (docstring of two_layer_induction)."""
     token_base, pos_base = digit_base(alphabet), digit_base(n)
     # β1: layer-1 heads must put ≤ e^-β1·n weight off target, so that the copied key digits err by so
@@ -73,26 +102,15 @@ def two_layer_parameters(n: int, alphabet: int) -> dict[str, float]:
     # are unchanged, but the largest query (2β2·(B−1)) and key ((B−1)²) meet near the geometric mean,
     # which is what fixed:p's range [-2^p, 2^p] rewards.
     shift = max(0, int(math.log2(2 * beta2 * (token_base - 1) / max(1, (token_base - 1) ** 2))) // 2)
-    return {
-        "token_base": token_base,
-        "pos_base": pos_base,
-        "beta1": beta1,
-        "g": g,
-        "beta2": beta2,
-        "scale": scale,
-        "bottom_gain": lam,
-        "key_shift": shift,
-    }
+    return TwoLayerParameters(token_base, pos_base, beta1, g, beta2, scale, lam, shift)
 
 
 def two_layer_induction(n: int, alphabet: int) -> Transformer:
     """Two-layer, heads (2, 1), d_model 19 model solving 1-hop induction heads on Σ^n, |Σ| = alphabet."""
-    if n < 1 or alphabet < 2:
-        raise ValueError(f"need n ≥ 1 and alphabet ≥ 2, got n={n}, alphabet={alphabet}")
+    _check_n_alphabet(n, alphabet)
     c = two_layer_parameters(n, alphabet)
-    tb, pb, beta1, g, beta2, s, lam, shift = (
-        c[k] for k in ("token_base", "pos_base", "beta1", "g", "beta2", "scale", "bottom_gain", "key_shift")
-    )
+    tb, pb, beta1, g, beta2 = c.token_base, c.pos_base, c.beta1, c.g, c.beta2
+    s, lam, shift = c.scale, c.bottom_gain, c.key_shift
     d = TWO_LAYER_DIM
 
     W_E = np.zeros((alphabet, d))  # [alphabet d_model]
@@ -161,7 +179,7 @@ def two_layer_induction(n: int, alphabet: int) -> Transformer:
         "hops": 1,
         "n": n,
         "alphabet": alphabet,
-        "parameters": c,
+        "parameters": c.to_json(),
     }
     return Transformer(
         W_E,
@@ -177,8 +195,7 @@ def one_layer_induction(n: int, alphabet: int) -> OneLayerTable:
     """One head, d_model = n + 1, table form: ψ_in(i, σ) = (σ+1)·e_{n+1}, uniform causal attention
     (Q̃ = K̃ = 0), Ṽ[j, σ] = (σ+1)·e_j, and the readout ψ_out of headcount.induction.readout: position i
     reads every (σ_j+1)/i back. Needs p ≈ log₂ n + 1 bits (resolve 1/(2i)), so size O(n log n)."""
-    if n < 1 or alphabet < 2:
-        raise ValueError(f"need n ≥ 1 and alphabet ≥ 2, got n={n}, alphabet={alphabet}")
+    _check_n_alphabet(n, alphabet)
     token_code = np.arange(1, alphabet + 1, dtype=np.float64)  # σ + 1
     embed = np.zeros((n, alphabet, n + 1))  # [n_ctx alphabet d_model]
     embed[:, :, n] = token_code[None, :]
@@ -193,3 +210,90 @@ def one_layer_induction(n: int, alphabet: int) -> OneLayerTable:
         "alphabet": alphabet,
     }
     return OneLayerTable(embed, zeros, zeros, values, InductionReadoutDecoder(n), "causal", info)
+
+
+# ---------------------------------------------------------------------------------------------
+# The model a command runs on
+# ---------------------------------------------------------------------------------------------
+
+MAX_TABLE_BYTES = 4 * 2**30  # memory a one-layer construction's tables may take (ψ_in and Ṽ)
+CONSTRUCTIONS = {2: two_layer_induction, 1: one_layer_induction}  # by number of layers
+
+
+def check_sizes(n: int, alphabet: int, layers: int | None = None) -> None:
+    """InputError unless (n, alphabet) is a task size and, with `layers`, a construction exists for it
+    within MAX_TABLE_BYTES. Messages name the options as the command line spells them."""
+    if n < 1:
+        raise InputError(f"--n {n} is too small: the sequence length must be ≥ 1")
+    if alphabet < 2:
+        raise InputError(f"--alphabet {alphabet} is too small: the alphabet size must be ≥ 2")
+    if layers is not None and layers not in CONSTRUCTIONS:
+        raise InputError(f"--layers {layers} is not available: constructions exist for --layers 1 or 2")
+    if layers == 2 and alphabet > n:
+        raise InputError(
+            f"--alphabet {alphabet} > --n {n}: the two-layer construction is for alphabet ≤ n (seed 000)"
+        )
+    table_bytes = 2 * 8 * n * alphabet * (n + 1)  # the one-layer construction stores ψ_in and Ṽ tables
+    if layers == 1 and table_bytes > MAX_TABLE_BYTES:
+        raise InputError(
+            f"--layers 1 at n={n}, alphabet={alphabet} needs {table_bytes / 2**30:.1f} GiB of tables "
+            f"(2·8·n·S·(n+1) bytes); allowed up to {MAX_TABLE_BYTES / 2**30:.0f} GiB"
+        )
+
+
+def build_construction(layers: int, n: int, alphabet: int) -> Model:
+    """The `layers`-layer construction at (n, alphabet), after check_sizes."""
+    check_sizes(n, alphabet, layers)
+    return CONSTRUCTIONS[layers](n, alphabet)
+
+
+def load_model_file(path: str | os.PathLike) -> Model:
+    """load_model (a bad or missing file is a ModelFileError, an InputError: the user can fix it)."""
+    return load_model(path)
+
+
+def build_or_load(
+    model_file: str | os.PathLike | None, layers: int | None, n: int | None, alphabet: int | None
+) -> Model:
+    """The model a command names: a model file, or the construction with `layers` at (n, alphabet)."""
+    if (model_file is None) == (layers is None):
+        raise InputError("give exactly one of --model FILE or --layers {1,2} (with --n and --alphabet)")
+    if model_file is not None:
+        return load_model_file(model_file)
+    if n is None or alphabet is None:
+        raise InputError("--layers needs --n N and --alphabet S")
+    return build_construction(layers, n, alphabet)
+
+
+@dataclass(frozen=True)
+class ConstructionFile:
+    """A construction written to `path`: its shape (heads per layer, residual width) and task size."""
+
+    path: str
+    layers: int
+    heads_per_layer: tuple[int, ...]
+    d_model: int
+    n: int
+    alphabet: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "layers": self.layers,
+            "heads": list(self.heads_per_layer),
+            "dim": self.d_model,
+            "n": self.n,
+            "alphabet": self.alphabet,
+        }
+
+
+def write_construction(layers: int, n: int, alphabet: int, out: str | os.PathLike) -> ConstructionFile:
+    """Build the construction (build_construction) and save it as a model file at `out`."""
+    model = build_construction(layers, n, alphabet)
+    try:
+        save_model(model, out)
+    except OSError as err:
+        raise InputError(f"cannot write {str(out)!r}: {err.strerror}") from None
+    return ConstructionFile(
+        str(out), len(model.layers), tuple(model.heads_per_layer), model.d_model, n, alphabet
+    )

@@ -1,4 +1,4 @@
-"""The INDEX reduction (headcount.induction.index): the protocol reproduces the model, Bob's error bound
+"""The INDEX reduction (headcount.induction.lower_bound): the protocol reproduces the model, Bob's error bound
 holds, the bit count is what the docstring says, and the refuter finds (only confirmed) counterexamples."""
 
 from __future__ import annotations
@@ -14,22 +14,27 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
+from headcount.core.errors import InputError
 from headcount.core.evaluate import predict
 from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.precision import fixed, round_fixed
 from headcount.core.table import OneLayerTable, random_table, table_residual
-from headcount.induction import index
-from headcount.induction.constructions import one_layer_induction, two_layer_induction
-from headcount.induction.index import (
+from headcount.induction.construction import one_layer_induction, two_layer_induction
+from headcount.induction.lower_bound import exact as lb_exact
+from headcount.induction.lower_bound import protocol as lb_protocol
+from headcount.induction.lower_bound import refute as lb_refute
+from headcount.induction.lower_bound import setup as lb_setup
+from headcount.induction.lower_bound.protocol import (
     alice_message,
     bob_heads,
     bob_output,
     check_protocol,
     exact_heads,
     message_layout,
-    refute,
     worst_case_bits,
 )
+from headcount.induction.lower_bound.refute import refute
+from headcount.induction.lower_bound.setup import MAX_PRECISION_BITS
 from headcount.induction.task import index_family, index_input
 
 REPORT_KEYS = {
@@ -135,7 +140,7 @@ def test_disagreements_at_tiny_precision_are_all_explained():
         )
         for p in (1, 2, 3):
             report = check_protocol(model, 6, p)
-            assert report.exact, report.as_dict()
+            assert report.exact, report.to_json()
             total += report.disagreements
     assert total > 0
 
@@ -145,10 +150,10 @@ def test_sampled_protocol_and_report_json():
     report = check_protocol(model, 20, 10, pairs=3000, seed=4)
     assert not report.exhaustive and report.pairs_checked == 3000 and report.seed == 4
     assert report.exact
-    d = report.as_dict()
+    d = report.to_json()
     assert REPORT_KEYS <= d.keys()
     json.dumps(d)
-    assert check_protocol(model, 20, 10, pairs=3000, seed=4).as_dict()["agreements"] == d["agreements"]
+    assert check_protocol(model, 20, 10, pairs=3000, seed=4).to_json() | {"seconds": 0} == d | {"seconds": 0}
 
 
 def test_single_pairs_match_predict():
@@ -180,7 +185,8 @@ def test_exact_heads_match_the_model_forward_pass():
 
 
 def _by_hand(model, f, i_star, p):
-    """r, s, b, log Z_B for head outputs at N computed the naive way (no log-sum-exp): an independent check."""
+    """r, s, b, log Z_B for head outputs at N computed the naive way (no log-sum-exp): an independent
+    check."""
     k = len(f)
     sigma = index_input(f, i_star)
     n = 2 * k + 1
@@ -291,14 +297,17 @@ def test_refute_finds_collision(k):
     result = refute(model, k, 8)
     assert result.found and result.method == "collision"
     ev = result.evidence
-    assert ev["f"] != ev["f_prime"] and ev["f"][ev["i_star"] - 1] != ev["f_prime"][ev["i_star"] - 1]
-    assert ev["message_bits"] == 0 < k
+    assert ev.f != ev.f_prime and ev.f[ev.i_star - 1] != ev.f_prime[ev.i_star - 1]
+    assert ev.message_bits == 0 < k
     assert confirmed_wrong(model, result, 8)
     assert (
-        alice_message(model, [int(c) for c in ev["f"]], 8).digest()
-        == alice_message(model, [int(c) for c in ev["f_prime"]], 8).digest()
+        alice_message(model, [int(c) for c in ev.f], 8).digest()
+        == alice_message(model, [int(c) for c in ev.f_prime], 8).digest()
     )
-    json.dumps(result.as_dict())
+    d = result.to_json()
+    json.dumps(d)
+    assert d["evidence"]["f"] == ev.f and d["searched"]["methods"] == ["collision"]
+    assert d["searched"]["collision"]["colliding_pairs_tried"] >= 1
 
 
 def test_refute_random_model_long_input():
@@ -308,6 +317,7 @@ def test_refute_random_model_long_input():
     assert result.found and result.method in ("collision", "guided")
     assert confirmed_wrong(model, result, 4)
     assert result.position == 81 and len(result.input) == 81
+    assert result.input == [{0: "0", 1: "1", 2: "?"}[t] for t in result.tokens] and result.tokens[-1] == 2
     assert time.perf_counter() - began < 10
 
 
@@ -315,9 +325,9 @@ def test_refute_random_model_long_input():
 def test_refute_finds_nothing_on_the_construction(k):
     model = one_layer_induction(2 * k + 1, 3)
     result = refute(model, k, 5)
-    assert not result.found and result.input is None
-    assert result.searched["methods"] == ["exhaustive"]
-    assert result.searched["exhaustive"]["inputs"] == (1 << k) * k
+    assert not result.found and result.input is None and result.tokens is None
+    assert result.searched.methods == ["exhaustive"]
+    assert result.searched.exhaustive.inputs == (1 << k) * k
 
 
 def test_refute_exhaustive_reports_first_wrong_input():
@@ -345,18 +355,16 @@ def _majority_model(k: int) -> OneLayerTable:
 def test_local_search_walks_to_an_error():
     k, p = 24, 8
     model = _majority_model(k)
-    st = index._setup(model, k, p)
+    search = lb_refute._Refuter(lb_setup.index_setup(model, k, p), seed=0, budget=10_000)
+    search.start(guided=lb_refute.GuidedSearch())
     F = np.stack([np.ones(k, dtype=np.int64), np.zeros(k, dtype=np.int64)])
     stars = np.array([3, 7])
-    info = {"inputs": 0, "random_inputs": 0, "local_search_steps": 0, "restarts": 0, "confirmations": 0}
-    searched = {"guided": info}
-    found, margin = index._evaluate(st, F, stars, info, searched, time.perf_counter())
+    found, margin = search.evaluate(F, stars)
     assert found is None and np.all(margin > 0)  # both starts are answered right
-    result = index._local_search(
-        st, np.random.default_rng(0), F, stars, margin, 10_000, info, searched, time.perf_counter()
-    )
+    result = search.local_search(F, stars, margin)
     assert result is not None and result.method == "guided"
-    assert info["local_search_steps"] >= 1
+    assert search.searched.guided.local_search_steps >= 1
+    assert result.searched == search.searched  # the record as it stood when the input was confirmed
     assert confirmed_wrong(model, result, p)
 
 
@@ -400,15 +408,15 @@ def test_one_layer_weight_model_is_accepted():
         lambda: check_protocol(two_layer_induction(9, 3), 4, 5),
         lambda: refute(_weight_model(2), 4, 5),
         lambda: refute(one_layer_induction(9, 3), 0, 5),
-        lambda: check_protocol(one_layer_induction(9, 3), 4, index.MAX_PRECISION_BITS + 1),
+        lambda: check_protocol(one_layer_induction(9, 3), 4, MAX_PRECISION_BITS + 1),
         lambda: alice_message(one_layer_induction(9, 3), [0, 2, 1], 5),
         lambda: bob_output(
             one_layer_induction(9, 3), alice_message(one_layer_induction(9, 3), [0, 1], 5), 3, 5
         ),
     ],
 )
-def test_bad_input_raises_value_error(call):
-    with pytest.raises(ValueError) as excinfo:
+def test_bad_input_raises_input_error(call):
+    with pytest.raises(InputError) as excinfo:
         call()
     assert "\n" not in str(excinfo.value)
 
@@ -436,9 +444,9 @@ def _scaled_model(p: int, scale: str) -> tuple[OneLayerTable, int]:
 
 @pytest.fixture
 def wrong_bob(monkeypatch):
-    """Plant a wrong Bob: check_protocol decodes Bob's residual with _decode_final, now flipped."""
-    honest = index._decode_final
-    monkeypatch.setattr(index, "_decode_final", lambda st, residual: _flip(honest(st, residual)))
+    """Plant a wrong Bob: check_protocol decodes Bob's residual with decode_final, now flipped."""
+    honest = lb_protocol.decode_final
+    monkeypatch.setattr(lb_protocol, "decode_final", lambda st, residual: _flip(honest(st, residual)))
 
 
 @pytest.mark.parametrize("scale", SCALES)
@@ -472,7 +480,7 @@ def test_honest_protocol_exact_on_construction_at_every_precision(p):
 
 def test_partly_wrong_bob_counts_exactly(monkeypatch):
     """Bob wrong on the pairs whose residual hashes to 0 mod 3: exactly those pairs disagree."""
-    honest, picked = index._decode_final, []
+    honest, picked = lb_protocol.decode_final, []
 
     def sometimes(st, residual):
         pick = np.array([zlib.crc32(row.tobytes()) % 3 == 0 for row in residual], dtype=bool)
@@ -480,7 +488,7 @@ def test_partly_wrong_bob_counts_exactly(monkeypatch):
         out = honest(st, residual)
         return np.where(pick, _flip(out), out)
 
-    monkeypatch.setattr(index, "_decode_final", sometimes)
+    monkeypatch.setattr(lb_protocol, "decode_final", sometimes)
     model, k = _scaled_model(40, "1")
     report = check_protocol(model, k, 40)
     assert 0 < sum(picked) < report.pairs_checked
@@ -495,13 +503,13 @@ def test_float_limited_and_exactly_decided_counts(wrong_bob):
     report = check_protocol(model, k, 52)
     assert report.disagreements_decided_exactly == report.disagreements == report.pairs_checked
     assert report.disagreements_float_limited == report.disagreements - report.disagreements_explained
-    assert report.disagreements_undecided == 0 and report.first_unexplained["float_limited"] is True
+    assert report.disagreements_undecided == 0 and report.first_unexplained.float_limited is True
     low = check_protocol(model, k, 8)  # p = 8: float64 settles every pair, nothing is float-limited
     assert low.disagreements_decided_exactly == low.disagreements_float_limited == 0 and not low.exact
 
 
 def test_exact_budget_exhausted_counts_undecided(wrong_bob, monkeypatch):
-    monkeypatch.setattr(index, "EXACT_BUDGET", 5)
+    monkeypatch.setattr(lb_exact, "EXACT_BUDGET", 5)
     model, k = _scaled_model(52, "1")
     report = check_protocol(model, k, 52)
     assert report.disagreements_decided_exactly == 5
@@ -513,7 +521,7 @@ def test_unbounded_float_error_reports_null_bound():
     model, k = _scaled_model(52, "2^(p/2)")  # scores near 2^52: float64 cannot weigh them at all
     report = check_protocol(model, k, 52)
     assert report.max_error_bound == math.inf and report.exact
-    d = report.as_dict()
+    d = report.to_json()
     assert d["max_error_bound"] is None
     json.dumps(d, allow_nan=False)
 
@@ -532,11 +540,11 @@ def _uniform_value_model(v0: float) -> OneLayerTable:
 def test_exact_redecision_settles_a_boundary_case_by_lindemann(monkeypatch):
     """|Y − t| equal to the tolerance exactly: only Lindemann–Weierstrass can say 'within'."""
     p, v0 = 6, 3 * 2.0**-6
-    st = index._setup(_uniform_value_model(v0), 2, p)
+    st = lb_setup.index_setup(_uniform_value_model(v0), 2, p)
     calls = []
-    real = index.sign_exp_poly
-    monkeypatch.setattr(index, "sign_exp_poly", lambda poly: calls.append(poly) or real(poly))
-    exact = index._ExactHeads(st)
+    real = lb_exact.sign_exp_poly
+    monkeypatch.setattr(lb_exact, "sign_exp_poly", lambda poly: calls.append(poly) or real(poly))
+    exact = lb_exact.ExactHeads(st)
     tokens = index_input(np.array([1, 0]), 2)
     tie = 3.5 * 2.0**-6  # nearest tie to Y = v0 = 3·2^-6
     tol = tie - v0
@@ -565,7 +573,7 @@ def _exact_quantities(st, f: np.ndarray, i_star: int, prec: int = 400):
             ]
             w = [flint.arb(flint.fmpq(sc.numerator, sc.denominator)).exp() for sc in scores]
 
-            def average(idx):
+            def average(idx, w=w, h=h):
                 den = sum((w[j] for j in idx), flint.arb(0))
                 return [
                     sum((w[j] * flint.arb(float(vals[h, j, c])) for j in idx), flint.arb(0)) / den
@@ -594,21 +602,21 @@ def test_float_error_bounds_hold_exactly(case):
     k, p = int(rng.integers(1, 7)), int(rng.integers(2, 30))
     scale = float(rng.choice([0.5, 1.0, 4.0, 2.0 ** (p // 4)]))
     model = random_table(rng, 2 * k + 1, 3, int(rng.integers(1, 3)), int(rng.integers(1, 4)), scale=scale)
-    st = index._setup(model, k, p)
-    fe = index._float_errors(st)
+    st = lb_setup.index_setup(model, k, p)
+    fe = lb_exact.float_errors(st)
     F, stars = rng.integers(0, 2, size=(6, k)), rng.integers(1, k + 1, size=6)
-    r, s = index._alice_exact(st, F)
-    r_hat, s_hat, _, _ = index._quantize(st, r, s)
-    y_bob, lam_hat, b = index._mix(st, r_hat, s_hat, stars)
-    y, lam, _ = index._mix(st, r, s, stars)
-    e, phi = index._bob_bound(st, fe, r_hat, s_hat, stars, lam_hat, b, y_bob)
-    delta_y, _ = index._mix_error(st, fe, r, s, stars, lam, b, y, fe.r, fe.s)
+    r, s = lb_setup.alice_exact(st, F)
+    r_hat, s_hat, _, _ = lb_setup.quantize(st, r, s)
+    y_bob, lam_hat, b = lb_setup.mix(st, r_hat, s_hat, stars)
+    y, lam, _ = lb_setup.mix(st, r, s, stars)
+    e, phi = lb_exact.bob_bound(st, fe, r_hat, s_hat, stars, lam_hat, b, y_bob)
+    delta_y, _ = lb_exact.mix_error(st, fe, r, s, stars, lam, b, y, fe.r, fe.s)
     assert np.all(np.isfinite(e))
     for row in range(len(F)):
         for h, (r_x, s_x, b_x, lzb_x, y_x) in enumerate(_exact_quantities(st, F[row], int(stars[row]))):
             assert _not_above(s_x, s[row, h], fe.s[h])
             assert _not_above(lzb_x, st.log_zb[stars[row] - 1, h], fe.log_zb[h])
-            for c in range(st.dim):
+            for c in range(st.d_model):
                 assert _not_above(r_x[c], r[row, h, c], fe.r[h, c])
                 assert _not_above(b_x[c], b[row, h, c], fe.b[h, c])
                 assert _not_above(y_x[c], y[row, h, c], delta_y[row, h, c])

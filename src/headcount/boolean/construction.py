@@ -20,13 +20,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from flint import fmpq, fmpq_poly
 
 from headcount.boolean.bases import basis_range, lemma14_basis, representation
 from headcount.boolean.functions import change_points, check_values
+from headcount.boolean.lower_bound import check_feasible
 from headcount.boolean.model import BooleanHead, BooleanLayer, Readout, to_fmpq
-from headcount.boolean.theorem2 import check_feasible
+from headcount.boolean.search import smallest_basis
+from headcount.core.errors import InputError
+from headcount.core.validate import check_choice, check_int
 
 ROUTES = ("factorization", "additive-basis")
 
@@ -35,10 +39,10 @@ def lemma9_head(a: Sequence, b: Sequence, c, n: int) -> BooleanHead:
     """Head with output a + b/(n + c·t): w0 = 1, w1 = 1 + c, v0 = a + b/n, v1 = a + b/(n(1 + c))."""
     c = to_fmpq(c)
     if c <= -1:
-        raise ValueError(f"Lemma 9 needs c > −1, got c = {c}")
+        raise InputError(f"Lemma 9 needs c > −1, got c = {c}")
     a, b = [to_fmpq(x) for x in a], [to_fmpq(x) for x in b]
     if len(a) != len(b):
-        raise ValueError(f"a and b need the same dimension, got {len(a)} and {len(b)}")
+        raise InputError(f"a and b need the same dimension, got {len(a)} and {len(b)}")
     return BooleanHead(
         fmpq(1),
         1 + c,
@@ -47,28 +51,37 @@ def lemma9_head(a: Sequence, b: Sequence, c, n: int) -> BooleanHead:
     )
 
 
+def _lemma11_polys(polys: Sequence, n: int, H: int) -> list[fmpq_poly]:
+    """The polynomials as fmpq_poly, after checking n, H ≥ 1 and every degree ≤ H (InputError)."""
+    check_int("n", n, low=1)
+    check_int("heads", H, low=1)
+    polys = [fmpq_poly(p) for p in polys]
+    if not polys or any(p.degree() > H for p in polys):
+        raise InputError(f"Lemma 11 needs at least one polynomial, each of degree ≤ H = {H}")
+    return polys
+
+
+def _q_h_at_root(n: int, H: int, h: int) -> fmpq:
+    """Q_h(−n/h) = Π_{h' ≠ h} (n + h'·(−n/h)), the Lemma 10 basis polynomial at its own root."""
+    x, value = fmpq(-n, h), fmpq(1)
+    for h2 in range(1, H + 1):
+        if h2 != h:
+            value *= n + h2 * x
+    return value
+
+
 def lemma11_layer(polys: Sequence[fmpq_poly], n: int, H: int) -> BooleanLayer:
     """H heads whose summed output is (P_1(t), …, P_d(t))/Q_0(t) with Q_0 = Π_{h=1..H} (n + h·t).
 
     P_i = α_i Q_0 + Σ_h β_i^h Q_h (Lemma 10 basis, Q_h = Q_0/(n + h·t)) with α_i = [t^H]P_i / H! and
     β_i^h = P_i(−n/h)/Q_h(−n/h); head h is Lemma 9 with a = α/H, b = β^h, c = h."""
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be an integer ≥ 1, got {n!r}")
-    if not isinstance(H, int) or H < 1:
-        raise ValueError(f"heads must be an integer ≥ 1, got {H!r}")
-    polys = [fmpq_poly(p) for p in polys]
-    if not polys or any(p.degree() > H for p in polys):
-        raise ValueError(f"Lemma 11 needs at least one polynomial, each of degree ≤ H = {H}")
+    polys = _lemma11_polys(polys, n, H)
     lead = fmpq(math.factorial(H))
     alpha = [(p.coeffs()[H] if p.degree() == H else fmpq(0)) / lead for p in polys]
     heads = []
     for h in range(1, H + 1):
-        x = fmpq(-n, h)
-        Qh = fmpq(1)
-        for h2 in range(1, H + 1):
-            if h2 != h:
-                Qh *= n + h2 * x
-        beta = [p(x) / Qh for p in polys]
+        Qh = _q_h_at_root(n, H, h)
+        beta = [p(fmpq(-n, h)) / Qh for p in polys]
         heads.append(lemma9_head([a / H for a in alpha], beta, h, n))
     return BooleanLayer(tuple(heads))
 
@@ -80,6 +93,14 @@ def sign_polynomial_factors(F: Sequence[int]) -> tuple[int, list[fmpq]]:
     return F[0] * (-1) ** len(roots), roots
 
 
+def _product(roots: Sequence[fmpq], c=1) -> fmpq_poly:
+    """c·Π (t − r) over the roots."""
+    p = fmpq_poly([c])
+    for r in roots:
+        p *= fmpq_poly([-r, 1])
+    return p
+
+
 def factorization_route(F: Sequence[int], n: int, D: int, H: int) -> tuple[BooleanLayer, Readout]:
     """Lemma 12: k = max{1, ⌈T/H⌉} ≤ D groups of ≤ H roots; P_i = Π_{group i}(t − r_j); g = c·z_1⋯z_k."""
     c, roots = sign_polynomial_factors(F)
@@ -87,15 +108,18 @@ def factorization_route(F: Sequence[int], n: int, D: int, H: int) -> tuple[Boole
     check_feasible(T, D, H, n=n)
     k = max(1, -(-T // H))
     sizes = [T // k + (i < T % k) for i in range(k)]
-    polys, pos = [], 0
-    for s in sizes:
-        p = fmpq_poly([1])
-        for r in roots[pos : pos + s]:
-            p *= fmpq_poly([-r, 1])
-        polys.append(p)
-        pos += s
-    layer = lemma11_layer(polys, n, H)
-    return layer, Readout({(1,) * k: fmpq(c)}, D, k)
+    starts = [sum(sizes[:i]) for i in range(k)]
+    polys = [_product(roots[start : start + size]) for start, size in zip(starts, sizes)]
+    return lemma11_layer(polys, n, H), Readout({(1,) * k: fmpq(c)}, D, k)
+
+
+def _check_basis_for(B: Sequence[int], D: int, H: int, T: int) -> list[int]:
+    B = sorted(set(int(b) for b in B))
+    if not B or B[0] < 1 or B[-1] > H:
+        raise InputError(f"the basis must be a nonempty subset of 1..H = 1..{H}, got {B}")
+    if basis_range(B, D) < T:
+        raise InputError(f"basis {B} has range {basis_range(B, D)} < threshold degree {T} with D = {D}")
+    return B
 
 
 def additive_basis_route(
@@ -106,18 +130,11 @@ def additive_basis_route(
     c, roots = sign_polynomial_factors(F)
     T = len(roots)
     check_feasible(T, D, H, n=n)
-    B = sorted(set(int(b) for b in B))
-    if not B or B[0] < 1 or B[-1] > H:
-        raise ValueError(f"the basis must be a nonempty subset of 1..H = 1..{H}, got {B}")
-    if basis_range(B, D) < T:
-        raise ValueError(f"basis {B} has range {basis_range(B, D)} < threshold degree {T} with D = {D}")
-    poly = fmpq_poly([c])
-    for r in roots:
-        poly *= fmpq_poly([-r, 1])
+    B = _check_basis_for(B, D, H, T)
     d = len(B) + 1
     index = {b: i for i, b in enumerate(B)}
     terms = {}
-    for ell, a in enumerate(poly.coeffs()):
+    for ell, a in enumerate(_product(roots, c).coeffs()):
         if a == 0:
             continue
         K = [0] * d
@@ -133,18 +150,63 @@ SEARCH_SECONDS = 10.0
 """Time limit of the exact smallest-basis search inside ``construct`` (then the other routes win)."""
 
 
-def _search_basis(D: int, H: int, T: int, max_size: int):
+def _search_basis(D: int, H: int, T: int, max_size: int) -> list[int] | None:
     """The smallest basis with at most ``max_size`` elements, or None (none, or the search timed out).
     Bounding the size by what the other routes already achieve keeps the search from proving
     minimality where it could not change the chosen d."""
-    from headcount.boolean.search import smallest_basis
-
     if max_size < 1:
         return None
     try:
         return smallest_basis(D, H, T, SEARCH_SECONDS, max_size=max_size)
     except ValueError:  # outside the search's supported sizes: fall back to the other routes
         return None
+
+
+@dataclass(frozen=True)
+class Construction:
+    """A Theorem 3 model: its layer and readout, the route that built it and its value dimension d."""
+
+    layer: BooleanLayer
+    readout: Readout
+    route: str
+    dim: int
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A route with the d it would give; ``order`` breaks ties (factorization first, then smaller bases)."""
+
+    dim: int
+    order: int
+    route: str
+    basis: tuple[int, ...] = ()
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        return (self.dim, self.order, len(self.basis))
+
+
+def _basis_candidates(bases, D: int, H: int, T: int) -> list[_Candidate]:
+    """The bases (None skipped) that lie in 1..H and reach T with D summands, as candidates."""
+    out = []
+    for B in bases:
+        if B and max(B) <= H and min(B) >= 1 and basis_range(B, D) >= T:
+            out.append(_Candidate(len(set(B)) + 1, 1, "additive-basis", tuple(sorted(set(B)))))
+    return out
+
+
+def _candidates(T: int, D: int, H: int, basis, route: str | None, use_search: bool) -> list[_Candidate]:
+    """Every route allowed by ``route`` with the d it gives (the search only tries to beat the others)."""
+    cands = [_Candidate(max(1, -(-T // H)), 0, "factorization")] if route in (None, "factorization") else []
+    if route not in (None, "additive-basis"):
+        return cands
+    free = route is None or basis is None  # Lemma 14 and the search compete unless a forced basis is given
+    bases = ([list(basis)] if basis is not None else []) + ([lemma14_basis(D, H)] if free else [])
+    cands += _basis_candidates(bases, D, H, T)
+    if use_search and free:
+        best = min((c.dim for c in cands), default=D * H + 2)  # a basis of k elements gives d = k + 1
+        cands += _basis_candidates([_search_basis(D, H, T, best - 2)], D, H, T)
+    return cands
 
 
 def construct(
@@ -155,41 +217,24 @@ def construct(
     basis: Sequence[int] | None = None,
     route: str | None = None,
     use_search: bool = True,
-) -> tuple[BooleanLayer, Readout, str, int]:
-    """(layer, readout, route, d) for F with D·H ≥ T, choosing the route with the smallest d.
+) -> Construction:
+    """The Theorem 3 model for F with D·H ≥ T, by the route with the smallest d.
 
     ``route`` forces "factorization" or "additive-basis"; ``basis`` adds a candidate basis (or is the
     one used when the additive-basis route is forced); ``use_search`` allows the optional exact search."""
     F = check_values(F)
     if len(F) != n + 1:
-        raise ValueError(f"F needs n + 1 = {n + 1} values, got {len(F)}")
+        raise InputError(f"F needs n + 1 = {n + 1} values, got {len(F)}")
     T = len(change_points(F))
     check_feasible(T, D, H, n=n)
-    if route not in (None,) + ROUTES:
-        raise ValueError(f"route must be one of {', '.join(ROUTES)}, got {route!r}")
-    cands: list[tuple[int, int, str, list[int] | None]] = []  # (d, tie-break, route, basis)
-    if route in (None, "factorization"):
-        cands.append((max(1, -(-T // H)), 0, "factorization", None))
-    if route in (None, "additive-basis"):
-        bases = [list(basis)] if basis is not None else []
-        if route is None or basis is None:
-            bases.append(lemma14_basis(D, H))
-
-        def add_candidates(bases):
-            for B in bases:
-                if B and max(B) <= H and min(B) >= 1 and basis_range(B, D) >= T:
-                    cands.append((len(set(B)) + 1, 1, "additive-basis", sorted(set(B))))
-
-        add_candidates(bases)
-        if use_search and (route is None or basis is None):
-            # beat the best d so far: a basis of k elements gives d = k + 1
-            best = min((c[0] for c in cands), default=D * H + 2)
-            add_candidates([_search_basis(D, H, T, best - 2)])
+    if route is not None:
+        check_choice("route", route, ROUTES)
+    cands = _candidates(T, D, H, basis, route, use_search)
     if not cands:
-        raise ValueError(f"no additive basis of 1..{H} reaches {T} with D = {D}; use the factorization route")
-    d, _, chosen, B = min(cands, key=lambda c: (c[0], c[1], len(c[3] or ())))
-    if chosen == "factorization":
+        raise InputError(f"no additive basis of 1..{H} reaches {T} with D = {D}; use the factorization route")
+    best = min(cands, key=lambda c: c.key)
+    if best.route == "factorization":
         layer, readout = factorization_route(F, n, D, H)
     else:
-        layer, readout = additive_basis_route(F, n, D, H, B)
-    return layer, readout, chosen, d
+        layer, readout = additive_basis_route(F, n, D, H, best.basis)
+    return Construction(layer, readout, best.route, best.dim)

@@ -1,0 +1,9 @@
+"""Seed 000's one-layer lower bound (§3, Appendix A) as a program: the INDEX reduction run on any one-layer
+model, and a refuter that turns its pigeonhole step into a search for a wrong input.
+
+Modules (import from them: `from headcount.induction.lower_bound.refute import refute`):
+    setup     what the reduction reads from a model at (k, p), the vectorized steps, the model a check runs on
+    protocol  Alice's message, Bob's decoding, check_protocol (Bob versus the model on every (f, i*))
+    exact     proven float64 error bounds and the exact re-decision of disagreements (rounding ties)
+    refute    the refuter (collision, exhaustive, guided random + local search), one search-state class
+"""

@@ -1,0 +1,319 @@
+"""SequenceModel: causal multi-head attention over token sequences in TransformerLens weight names, and
+exact conversions from and to a core Transformer (headcount.core.model) with a linear decoder.
+
+Scores are plain ⟨q, k⟩ exactly as in core/forward.py (no 1/√d_head in forward: W_Q is *initialised*
+×1/√d_head so training starts like a standard transformer, and a loaded construction keeps its own scale).
+`dim` here is the residual width d_model (the name the training configs and stored runs use).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from headcount.core.errors import InputError
+from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.validate import check_int
+from headcount.learn.models.tokens import as_tokens, to_numpy
+
+POSITIONAL = ("learned", "sinusoidal", "circle", "fixed")
+
+
+@dataclass(frozen=True)
+class SequenceConfig:
+    """Shape of a SequenceModel. Output classes are 0..alphabet−1 and a last ⊥ class (index alphabet);
+    `vocab` input tokens may exceed `alphabet` (k-hop puts a hop-count token first).
+
+    positional: "learned" (a trained W_pos), "sinusoidal" (the fixed Vaswani et al. table), "circle"
+    (position i ↦ √dim·(cos 2πi/n_ctx, sin 2πi/n_ctx) in coordinates 0 and 1, zero elsewhere: a constant
+    norm √dim, the expected norm of an initial W_E row, so neither swamps the other), "fixed" (a frozen W_pos
+    buffer, filled when a construction is loaded). d_head defaults to dim // heads; d_mlp to 4·dim."""
+
+    vocab: int
+    alphabet: int
+    n_ctx: int
+    layers: int = 2
+    heads: int = 1
+    dim: int = 32
+    d_head: int | None = None
+    positional: str = "learned"
+    mlp: bool = False
+    layernorm: bool = False
+    d_mlp: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, low in (
+            ("vocab", 1),
+            ("alphabet", 1),
+            ("n_ctx", 1),
+            ("layers", 1),
+            ("heads", 1),
+            ("dim", 1),
+        ):
+            check_int(name, getattr(self, name), low)
+        if self.positional not in POSITIONAL:
+            raise InputError(f"unknown positional {self.positional!r}: use one of {POSITIONAL}")
+        if self.positional == "circle" and self.dim < 2:
+            raise InputError(f"the circle positional encoding needs dim ≥ 2, got dim={self.dim}")
+        d_head = max(1, self.dim // self.heads) if self.d_head is None else self.d_head
+        object.__setattr__(self, "d_head", check_int("d_head", d_head, 1))
+        object.__setattr__(
+            self, "d_mlp", check_int("d_mlp", 4 * self.dim if self.d_mlp is None else self.d_mlp, 1)
+        )
+        for name in ("mlp", "layernorm"):
+            if not isinstance(getattr(self, name), bool):
+                raise InputError(f"{name} must be True or False, got {getattr(self, name)!r}")
+
+
+def positional_table(kind: str, n_ctx: int, dim: int) -> torch.Tensor:
+    """The fixed W_pos [n_ctx dim] of a "sinusoidal" or "circle" encoding (see SequenceConfig)."""
+    pos = torch.arange(n_ctx, dtype=torch.float64)[:, None]
+    table = torch.zeros(n_ctx, dim, dtype=torch.float64)
+    if kind == "sinusoidal":
+        freq = torch.exp(-math.log(10000.0) * torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+        table[:, 0::2] = torch.sin(pos * freq)
+        table[:, 1::2] = torch.cos(pos * freq)[:, : dim // 2]
+    elif kind == "circle":
+        angle = 2 * math.pi * pos[:, 0] / n_ctx
+        table[:, 0], table[:, 1] = math.sqrt(dim) * torch.cos(angle), math.sqrt(dim) * torch.sin(angle)
+    else:
+        raise InputError(f"no fixed table for positional {kind!r}: use 'sinusoidal' or 'circle'")
+    return table.float()
+
+
+class Attention(nn.Module):
+    """One layer's heads: Σ_h softmax(causal ⟨x W_Q, x W_K⟩) (x W_V) W_O."""
+
+    def __init__(self, cfg: SequenceConfig):
+        super().__init__()
+        h, d, e = cfg.heads, cfg.dim, cfg.d_head
+        # Unit-variance residual entries give unit-variance q, k; the 1/√d_head on W_Q makes the scores
+        # ⟨q, k⟩ unit-variance too, as the usual 1/√d_head in forward would.
+        self.W_Q = nn.Parameter(torch.randn(h, d, e) / math.sqrt(d) / math.sqrt(e))  # [heads d_model d_head]
+        self.W_K = nn.Parameter(torch.randn(h, d, e) / math.sqrt(d))  # [heads d_model d_head]
+        self.W_V = nn.Parameter(torch.randn(h, d, e) / math.sqrt(d))  # [heads d_model d_head]
+        self.W_O = nn.Parameter(torch.randn(h, e, d) / math.sqrt(e * h))  # [heads d_head d_model]
+
+    def forward(self, x: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        q = torch.einsum("bpd,hde->bhpe", x, self.W_Q)  # [batch heads pos d_head]
+        k = torch.einsum("bpd,hde->bhpe", x, self.W_K)
+        v = torch.einsum("bpd,hde->bhpe", x, self.W_V)
+        scores = (q @ k.transpose(-1, -2)).masked_fill(~allowed, float("-inf"))  # [batch heads query key]
+        pattern = torch.softmax(scores, dim=-1)
+        out = torch.einsum("bhpe,hed->bpd", pattern @ v, self.W_O)  # [batch pos d_model]
+        return out, pattern
+
+
+class FeedForward(nn.Module):
+    """ReLU MLP with biases, as core.model.MLP: relu(x W_in + b_in) W_out + b_out."""
+
+    def __init__(self, cfg: SequenceConfig):
+        super().__init__()
+        d, m = cfg.dim, cfg.d_mlp
+        self.W_in = nn.Parameter(torch.randn(d, m) * math.sqrt(2.0 / d))  # [d_model d_mlp]
+        self.b_in = nn.Parameter(torch.zeros(m))  # [d_mlp]
+        self.W_out = nn.Parameter(torch.randn(m, d) / math.sqrt(m * 2 * cfg.layers))  # [d_mlp d_model]
+        self.b_out = nn.Parameter(torch.zeros(d))  # [d_model]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x @ self.W_in + self.b_in) @ self.W_out + self.b_out
+
+
+class Block(nn.Module):
+    """x += attn(LN(x)); x += mlp(LN(x)) — pre-LN when layernorm, else the identity in place of LN."""
+
+    def __init__(self, cfg: SequenceConfig):
+        super().__init__()
+        self.attn = Attention(cfg)
+        self.mlp = FeedForward(cfg) if cfg.mlp else None
+        self.ln_attn = nn.LayerNorm(cfg.dim) if cfg.layernorm else nn.Identity()
+        self.ln_mlp = nn.LayerNorm(cfg.dim) if cfg.layernorm and cfg.mlp else nn.Identity()
+
+    def forward(self, x: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        update, pattern = self.attn(self.ln_attn(x), allowed)
+        x = x + update
+        if self.mlp is not None:
+            x = x + self.mlp(self.ln_mlp(x))
+        return x, pattern
+
+
+class SequenceModel(nn.Module):
+    """Token + positional embedding, `layers` causal attention blocks, linear decoder over alphabet + 1
+    classes (the last is ⊥). forward(tokens [batch pos]) -> logits [batch pos alphabet+1]."""
+
+    def __init__(self, cfg: SequenceConfig):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.dim
+        self.W_E = nn.Parameter(torch.randn(cfg.vocab, d))  # [vocab d_model]
+        if cfg.positional == "learned":
+            self.W_pos = nn.Parameter(torch.randn(cfg.n_ctx, d))  # [n_ctx d_model]
+        elif cfg.positional == "fixed":
+            self.register_buffer("W_pos", torch.zeros(cfg.n_ctx, d))  # [n_ctx d_model], filled by a loader
+        else:
+            self.register_buffer("W_pos", positional_table(cfg.positional, cfg.n_ctx, d))  # [n_ctx d_model]
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
+        self.ln_final = nn.LayerNorm(d) if cfg.layernorm else nn.Identity()
+        self.W_U = nn.Parameter(torch.randn(d, cfg.alphabet + 1) / math.sqrt(d))  # [d_model alphabet+1]
+        self.b_U = nn.Parameter(torch.zeros(cfg.alphabet + 1))  # [alphabet+1]
+        self.register_buffer(
+            "allowed", torch.tril(torch.ones(cfg.n_ctx, cfg.n_ctx, dtype=torch.bool)), persistent=False
+        )
+
+    def forward(self, tokens: Any, return_patterns: bool = False):
+        tokens = as_tokens(tokens, 0, self.cfg.vocab - 1, self.cfg.n_ctx).to(self.W_E.device)
+        n = tokens.shape[1]
+        x = self.W_E[tokens] + self.W_pos[:n]  # [batch pos d_model]
+        allowed = self.allowed[:n, :n]
+        patterns = []
+        for block in self.blocks:
+            x, pattern = block(x, allowed)
+            patterns.append(pattern)  # [batch heads query key]
+        logits = self.ln_final(x) @ self.W_U + self.b_U  # [batch pos alphabet+1]
+        return (logits, patterns) if return_patterns else logits
+
+
+def _pad(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """a zero-padded at the end of each axis to `shape` (zero columns leave every output unchanged)."""
+    return np.pad(a, [(0, s - t) for s, t in zip(shape, a.shape)])
+
+
+def _check_loadable(t: Transformer) -> None:
+    if not isinstance(t, Transformer):
+        raise InputError(f"expected a headcount.core.model.Transformer, got {type(t).__name__}")
+    if not isinstance(t.decoder, LinearDecoder):
+        raise InputError(
+            f"only models with a linear decoder load into a SequenceModel, not {t.decoder.kind!r}"
+        )
+    if t.mask != "causal":
+        raise InputError(f"SequenceModel is causal; this model's mask is {t.mask!r}")
+    if not t.layers:
+        raise InputError("a model with no layers cannot be loaded into a SequenceModel (layers ≥ 1)")
+
+
+def _config_of(t: Transformer) -> SequenceConfig:
+    """The SequenceConfig that holds `t`: the most heads of any layer, the widest head, the widest MLP."""
+    d_head = max((max(h.W_Q.shape[1], h.W_V.shape[1]) for layer in t.layers for h in layer.heads), default=1)
+    mlps = [layer.mlp for layer in t.layers if layer.mlp is not None]
+    return SequenceConfig(
+        vocab=t.alphabet,
+        alphabet=t.decoder.alphabet,
+        n_ctx=t.n_ctx,
+        layers=len(t.layers),
+        heads=max(max(1, len(layer.heads)) for layer in t.layers),
+        dim=t.d_model,
+        d_head=max(1, d_head),
+        positional="fixed",
+        mlp=bool(mlps),
+        layernorm=False,
+        d_mlp=max((m.W_in.shape[1] for m in mlps), default=None),
+    )
+
+
+def _layer_tensors(l: int, layer: Layer, cfg: SequenceConfig) -> dict[str, np.ndarray]:
+    """Layer l's heads (zero-padded to cfg.heads heads of width cfg.d_head) and MLP (zero when it has
+    none and cfg.mlp), under the SequenceModel's parameter names."""
+    d, e, d_mlp = cfg.dim, cfg.d_head, cfg.d_mlp
+    zero = np.zeros((d, 1))
+    padded = [(h.W_Q, h.W_K, h.W_V, h.W_O) for h in layer.heads]
+    padded += [(zero, zero, zero, zero.T)] * (cfg.heads - len(padded))
+    tensors = {
+        f"blocks.{l}.attn.{name}": np.stack([_pad(p[i], (d, e)) for p in padded])
+        for i, name in enumerate(("W_Q", "W_K", "W_V"))
+    }
+    tensors[f"blocks.{l}.attn.W_O"] = np.stack([_pad(p[3], (e, d)) for p in padded])
+    if cfg.mlp:
+        m = layer.mlp
+        if m is None:
+            parts = (np.zeros((d, 1)), np.zeros(1), np.zeros((1, d)), np.zeros(d))
+        else:
+            parts = (m.W_in, m.b_in, m.W_out, m.b_out)
+        shapes = ((d, d_mlp), (d_mlp,), (d_mlp, d), (d,))
+        for name, a, shape in zip(("W_in", "b_in", "W_out", "b_out"), parts, shapes):
+            tensors[f"blocks.{l}.mlp.{name}"] = _pad(a, shape)
+    return tensors
+
+
+def sequence_model_from_transformer(t: Transformer) -> SequenceModel:
+    """A float64 SequenceModel (positional "fixed") with the same outputs as the core model `t`.
+
+    Heads of different widths are zero-padded to a common d_head, layers with fewer heads get all-zero
+    heads, layers without an MLP (when another has one) an all-zero MLP: each adds exactly 0 to the
+    residual (and an all-zero head has zero gradient, so fine-tuning leaves it zero).
+    sequence_model_to_transformer drops that padding again."""
+    _check_loadable(t)
+    cfg = _config_of(t)
+    model = SequenceModel(cfg).double()
+    tensors: dict[str, np.ndarray] = {
+        "W_E": t.W_E,
+        "W_pos": t.W_pos,
+        "W_U": t.decoder.W_U,
+        "b_U": t.decoder.b_U,
+    }
+    for l, layer in enumerate(t.layers):
+        tensors.update(_layer_tensors(l, layer, cfg))
+    state = model.state_dict()
+    with torch.no_grad():
+        for name, value in tensors.items():
+            state[name].copy_(torch.from_numpy(np.asarray(value, dtype=np.float64)))
+    return model
+
+
+def _keep(used: np.ndarray) -> np.ndarray:
+    """Column mask: the used ones, or the first column when none is (the core model wants width ≥ 1)."""
+    keep = used.copy()
+    if not keep.any():
+        keep[0] = True
+    return keep
+
+
+def _export_head(a: Attention, h: int) -> AttentionHead | None:
+    """Head h without its all-zero d_head coordinates; None when the whole head is zero."""
+    W_Q, W_K, W_V, W_O = (to_numpy(w[h]) for w in (a.W_Q, a.W_K, a.W_V, a.W_O))
+    if not (W_Q.any() or W_K.any() or W_V.any() or W_O.any()):
+        return None
+    qk = _keep(W_Q.any(axis=0) | W_K.any(axis=0))  # [d_head]
+    vo = _keep(W_V.any(axis=0) | W_O.any(axis=1))  # [d_head]
+    return AttentionHead(W_Q[:, qk], W_K[:, qk], W_V[:, vo], W_O[vo])
+
+
+def _export_layer(block: Block, cfg: SequenceConfig) -> Layer:
+    heads = [head for h in range(cfg.heads) if (head := _export_head(block.attn, h)) is not None]
+    if not heads:  # an all-zero layer still needs one head: keep a zero one of width 1
+        zero = np.zeros((cfg.dim, 1))
+        heads.append(AttentionHead(zero, zero, zero, zero.T))
+    mlp = None
+    if block.mlp is not None:
+        parts = [to_numpy(getattr(block.mlp, name)) for name in ("W_in", "b_in", "W_out", "b_out")]
+        if any(p.any() for p in parts):
+            mlp = MLP(*parts)
+    return Layer(tuple(heads), mlp)
+
+
+def sequence_model_to_transformer(m: SequenceModel, info: dict[str, Any] | None = None) -> Transformer:
+    """The core Transformer (float64 weights, LinearDecoder) with the same outputs as `m`, for certificates,
+    core io and the INDEX tools. Zero padding is dropped: all-zero heads (keeping ≥ 1 per layer), all-zero
+    MLPs, and d_head coordinates that are zero in both W_Q and W_K (or both W_V and W_O) — each contributes
+    exactly 0, so a loaded construction exports with its own shapes."""
+    if not isinstance(m, SequenceModel):
+        raise InputError(f"expected a SequenceModel, got {type(m).__name__}")
+    if m.cfg.layernorm:
+        raise InputError(
+            "LayerNorm models cannot be exported to the certifiable weight form (the core model has no "
+            "LayerNorm); train with layernorm=False"
+        )
+    layers = tuple(_export_layer(block, m.cfg) for block in m.blocks)
+    meta = {"source": "headcount.learn", "config": asdict(m.cfg)} | dict(info or {})
+    return Transformer(
+        to_numpy(m.W_E),
+        to_numpy(m.W_pos),
+        layers,
+        LinearDecoder(to_numpy(m.W_U), to_numpy(m.b_U)),
+        "causal",
+        meta,
+    )

@@ -1,0 +1,242 @@
+"""Where a sweep's runs execute, behind one small interface: ``Scheduler.run(jobs)`` yields
+(run, outcome) pairs as runs finish. Closing the iterator early (an error in the parent) stops the
+workers; only the parent — the caller of `run` — writes the database.
+
+- "local" (`LocalScheduler`): a ProcessPoolExecutor with the "spawn" start method (fork is unsafe with
+  torch threads), `workers` processes, at most one run in flight per worker. With more than one worker
+  each runs with one torch/BLAS thread (OMP/MKL/OPENBLAS_NUM_THREADS default to 1 in the workers'
+  environment, and torch.set_num_threads(1)). A worker whose parent dies exits within a second. A run
+  whose worker dies (crash, out of memory) is re-run alone, and reported failed if it kills its worker
+  again. Because workers are spawned, a script that runs a sweep must do so under
+  ``if __name__ == "__main__":`` (the workers import the script's main module).
+- "ray" (`RayScheduler`): ``ray.init(address=address)`` (None: a local instance with num_cpus=workers;
+  an already initialised Ray is used as is), one Ray task per run (num_cpus=1), collected with ray.wait
+  as they finish. Ray is the optional extra ``pip install 'headcount[ray]'``; the worker nodes need
+  headcount and the runner's module importable (same environment, or a runtime_env).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from headcount.core.validate import check_choice, check_int
+from headcount.learn.sweep.errors import RAY_MISSING, BackendUnavailableError
+from headcount.learn.sweep.spec import RunSpec
+from headcount.learn.sweep.worker import WORKER_DIED, RunOutcome, execute, lost_outcome, one_line, worker_init
+
+_THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+Finished = tuple[RunSpec, RunOutcome]
+
+
+class Scheduler(Protocol):
+    """Runs jobs on `workers` workers and yields each (run, outcome) as it finishes, in any order."""
+
+    workers: int
+
+    def run(self, jobs: Sequence[RunSpec]) -> Iterator[Finished]: ...
+
+
+# ---------------------------------------------------------------------------------------------------
+# Local worker processes
+
+
+@contextlib.contextmanager
+def _thread_env(limit: bool) -> Iterator[None]:
+    """Environment the spawned workers inherit: one BLAS/OpenMP thread each (unless the user set one)."""
+    added = [v for v in _THREAD_VARS if limit and v not in os.environ]
+    for v in added:
+        os.environ[v] = "1"
+    try:
+        yield
+    finally:
+        for v in added:
+            os.environ.pop(v, None)
+
+
+@dataclass
+class _Queue:
+    """The local scheduler's state: runs not yet submitted, runs suspected of killing their worker (re-run
+    one at a time), runs in flight."""
+
+    waiting: deque[RunSpec]
+    suspects: deque[RunSpec] = field(default_factory=deque)
+    in_flight: dict[Future, RunSpec] = field(default_factory=dict)
+
+    def busy(self) -> bool:
+        return bool(self.waiting or self.suspects or self.in_flight)
+
+
+class LocalScheduler:
+    """Spawned worker processes on this machine (see the module docstring)."""
+
+    def __init__(self, runner: str, workers: int):
+        self.runner, self.workers = runner, workers
+
+    def run(self, jobs: Sequence[RunSpec]) -> Iterator[Finished]:
+        n = min(self.workers, len(jobs))
+        limit = n > 1
+        queue = _Queue(deque(jobs))
+        with _thread_env(limit):
+            pool = self._pool(n, limit)
+            try:
+                while queue.busy():
+                    finished, broken = self._step(pool, queue, n, limit)
+                    yield from finished
+                    if broken is None:
+                        continue
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    if len(broken) == 1:  # it was alone: it killed its worker
+                        yield broken[0], lost_outcome(WORKER_DIED)
+                    else:
+                        queue.suspects.extend(broken)
+                    pool = self._pool(n, limit)
+            except BaseException:  # including the caller closing the iterator early
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown(wait=True)
+
+    def _pool(self, n: int, limit: bool) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=n,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=worker_init,
+            initargs=(limit, os.getpid()),
+        )
+
+    def _submit(self, pool: ProcessPoolExecutor, queue: _Queue, n: int, limit: bool) -> None:
+        """Fill the free workers: one suspect alone, or waiting runs. A run leaves its deque only once
+        submitted."""
+        if not queue.in_flight and queue.suspects:
+            source, capacity = queue.suspects, 1
+        elif not queue.suspects:
+            source, capacity = queue.waiting, n
+        else:
+            return
+        while source and len(queue.in_flight) < capacity:
+            queue.in_flight[pool.submit(execute, self.runner, source[0].config, limit)] = source[0]
+            source.popleft()
+
+    def _step(
+        self, pool: ProcessPoolExecutor, queue: _Queue, n: int, limit: bool
+    ) -> tuple[list[Finished], list[RunSpec] | None]:
+        """Submit, wait for the first run to finish: (finished runs, None), or when a worker died
+        (finished runs, the runs that died with the pool)."""
+        finished: list[Finished] = []
+        broken: list[RunSpec] = []
+        try:
+            self._submit(pool, queue, n, limit)
+        except BrokenProcessPool:  # a worker died between runs: rebuild the pool
+            return finished, self._drain(queue, finished, broken)
+        done, _ = wait(list(queue.in_flight), return_when=FIRST_COMPLETED)
+        for future in done:
+            _collect(future, queue.in_flight.pop(future), finished, broken)
+        return finished, (self._drain(queue, finished, broken) if broken else None)
+
+    @staticmethod
+    def _drain(queue: _Queue, finished: list[Finished], broken: list[RunSpec]) -> list[RunSpec]:
+        """A worker died: every run still in the pool fails with it. Collect them all."""
+        for future, run in queue.in_flight.items():
+            _collect(future, run, finished, broken)
+        queue.in_flight.clear()
+        return broken
+
+
+def _collect(future: Future, run: RunSpec, finished: list[Finished], broken: list[RunSpec]) -> None:
+    try:
+        outcome = future.result()
+    except BrokenProcessPool:
+        broken.append(run)
+        return
+    except Exception as err:  # e.g. a config that cannot be sent to the worker
+        outcome = lost_outcome(one_line(err))
+    finished.append((run, outcome))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Ray
+
+
+def import_ray() -> Any:
+    """The ray module, or BackendUnavailableError saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise BackendUnavailableError(RAY_MISSING) from None
+    return ray
+
+
+class RayScheduler:
+    """One Ray task per run (see the module docstring). Ray is imported when the scheduler is made, so a
+    missing extra is an error before anything runs."""
+
+    def __init__(self, runner: str, workers: int, address: str | None = None):
+        self.runner, self.workers, self.address = runner, workers, address
+        self.ray = import_ray()
+
+    def _init(self) -> bool:
+        """Start Ray unless it runs already; True when this call started it (and must shut it down)."""
+        if self.ray.is_initialized():
+            return False
+        kwargs: dict[str, Any] = {"address": self.address, "logging_level": logging.WARNING}
+        if self.address is None:
+            kwargs.update(num_cpus=self.workers, include_dashboard=False)
+        self.ray.init(**kwargs)
+        return True
+
+    def _ready(self, refs: list[Any]) -> list[Any]:
+        """At least one finished task, and every other already finished one."""
+        ready, rest = self.ray.wait(refs, num_returns=1)
+        if rest:
+            more, _ = self.ray.wait(rest, num_returns=len(rest), timeout=0)
+            ready = ready + more
+        return ready
+
+    def _outcome(self, ref: Any) -> RunOutcome:
+        try:
+            return self.ray.get(ref)
+        except Exception as err:  # the task or its worker died
+            return lost_outcome(one_line(err))
+
+    def run(self, jobs: Sequence[RunSpec]) -> Iterator[Finished]:
+        started = self._init()
+        task = self.ray.remote(num_cpus=1)(execute)
+        refs = {task.remote(self.runner, run.config, True): run for run in jobs}
+        try:
+            while refs:
+                for ref in self._ready(list(refs)):
+                    run = refs.pop(ref)
+                    yield run, self._outcome(ref)
+        finally:
+            if started:
+                self.ray.shutdown()
+            else:
+                for ref in refs:
+                    with contextlib.suppress(Exception):
+                        self.ray.cancel(ref, force=True)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Choosing one
+
+SCHEDULERS = {"local": LocalScheduler, "ray": RayScheduler}
+BACKENDS = tuple(SCHEDULERS)
+
+
+def make_scheduler(backend: str, runner: str, workers: int | None, address: str | None = None) -> Scheduler:
+    """The scheduler of `backend` with `workers` workers (None: one per CPU): InputError for an unknown
+    backend or a worker count below 1, BackendUnavailableError when Ray is not installed."""
+    check_choice("backend", backend, BACKENDS)
+    workers = check_int("workers", (os.cpu_count() or 1) if workers is None else workers, low=1)
+    if backend == "ray":
+        return RayScheduler(runner, workers, address)
+    return LocalScheduler(runner, workers)

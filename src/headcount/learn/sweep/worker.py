@@ -1,0 +1,139 @@
+"""The worker side of a sweep: what runs in a worker process or a Ray task — import the runner, run one
+config, and return a RunOutcome that never raises (a failure is an outcome with status 'failed').
+
+The runner is "module:function", imported with importlib (`resolve_runner`): config dict → metrics (a
+mapping, or a typed result with to_json()). Metrics are stored as JSON with NaN and ±inf kept as floats
+(core.jsonable, nonfinite="keep"), so a diverged loss stays visible in the database.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from headcount.core.jsonable import jsonable
+from headcount.core.probe import machine_info
+from headcount.learn.sweep.errors import SweepError
+
+VERSION_KEYS = ("python", "numpy", "torch", "headcount", "platform", "host")  # stored with every run
+WORKER_DIED = (
+    "WorkerDied: the worker process died while running this config (a crash, os._exit, "
+    "killed e.g. out of memory; or a script that calls run_sweep outside "
+    "`if __name__ == '__main__':`)"
+)
+
+_RUNNERS: dict[str, Callable[[dict[str, Any]], Any]] = {}
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """One finished (or lost) run as the parent records it (the `runs` columns of the same names)."""
+
+    status: str  # 'done' | 'failed'
+    metrics: dict[str, Any] | None
+    error: str | None
+    wall_seconds: float | None
+    started_at: str | None
+    finished_at: str
+    versions: dict[str, Any] | None
+
+
+def resolve_runner(path: str) -> Callable[[dict[str, Any]], Any]:
+    """Import "module:function"; raises SweepError with the reason when that fails."""
+    if path in _RUNNERS:
+        return _RUNNERS[path]
+    module_name, _, attr = path.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as err:  # ImportError, or the module raising at import
+        raise SweepError(f"runner {path!r} cannot be imported: {one_line(err)}") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise SweepError(f"runner {path!r}: module {module_name!r} has no function {attr!r}")
+    _RUNNERS[path] = fn
+    return fn
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def one_line(err: BaseException, limit: int = 1000) -> str:
+    """Exception type, message and innermost location on one line (at most `limit` characters)."""
+    text = " ".join(str(err).split())
+    line = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        code = tb.tb_frame.f_code
+        line += f" [at {Path(code.co_filename).name}:{tb.tb_lineno} in {code.co_name}]"
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def environment_versions() -> dict[str, Any]:
+    """python, numpy, torch, headcount versions and the platform and host of this process (core.probe)."""
+    info = machine_info()
+    return {key: info[key] for key in VERSION_KEYS}
+
+
+def lost_outcome(message: str) -> RunOutcome:
+    """A run whose worker died or whose result never came back."""
+    return RunOutcome("failed", None, message, None, None, now(), None)
+
+
+def limit_torch_threads() -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+def _metrics(result: Any, runner: str) -> dict[str, Any]:
+    if hasattr(result, "to_json"):
+        result = result.to_json()
+    if not isinstance(result, Mapping):
+        raise TypeError(f"runner {runner!r} returned {type(result).__name__}, not a dict of metrics")
+    return jsonable(dict(result), nonfinite="keep")
+
+
+def execute(runner: str, config: dict[str, Any], limit_threads: bool) -> RunOutcome:
+    """Run one config; never raises (a failure is an outcome with status 'failed')."""
+    try:
+        fn = resolve_runner(runner)
+    except SweepError as err:
+        stamp = now()
+        return RunOutcome("failed", None, str(err), 0.0, stamp, stamp, environment_versions())
+    if limit_threads:
+        limit_torch_threads()
+    started_at = now()
+    t0 = time.perf_counter()
+    try:
+        metrics, status, error = _metrics(fn(dict(config)), runner), "done", None
+    except Exception as err:
+        metrics, status, error = None, "failed", one_line(err)
+    wall = time.perf_counter() - t0
+    return RunOutcome(status, metrics, error, wall, started_at, now(), environment_versions())
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while True:
+        time.sleep(1.0)
+        if os.getppid() != parent_pid:  # the sweep process is gone: stop working for nobody
+            os._exit(1)
+
+
+def worker_init(limit_threads: bool, parent_pid: int) -> None:
+    """Initializer of a local worker process: one torch thread (when asked), exit when the parent dies."""
+    if limit_threads:
+        limit_torch_threads()
+    threading.Thread(
+        target=_watch_parent, args=(parent_pid,), daemon=True, name="headcount-parent-watch"
+    ).start()
