@@ -59,7 +59,7 @@ def test_construct_then_certify_and_predict_from_file(capsys, tmp_path):
         capsys, "induction", "construct", "--layers", "2", "--n", "6", "--alphabet", "3", "--out", str(path)
     )
     assert built == {"path": str(path), "layers": 2, "heads": [2, 1], "dim": 19, "n": 6, "alphabet": 3}
-    assert load_model(path).heads == [2, 1]
+    assert load_model(path).heads_per_layer == [2, 1]
     cert = run_json(capsys, "induction", "certify", "--model", str(path), "--n", "6", "--alphabet", "3")
     for key in (
         "task",

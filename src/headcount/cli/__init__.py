@@ -1,13 +1,20 @@
 """The `headcount` command: one module per command group, each command parse → one library call → print.
 
-Conventions (spec/README.md): `--json` prints exactly one JSON object on stdout; progress goes to stderr;
-bad input (an InputError, raised by the library's own checks) exits 2 with a one-line "error: ..." on
-stderr — what is wrong, what is allowed — never a traceback.
+Conventions (spec/README.md): `--json` prints exactly one JSON object on stdout; progress goes to stderr.
+One error boundary (`main`): input the user can fix — an InputError raised by the library's own checks, a
+path or permission problem, a database that cannot be opened or written, input nested too deeply or with
+numbers too large — exits 2 with one line "error: ..." on stderr (what is wrong, what is allowed); anything
+else is a bug: exit 1 with one line asking for a report (the traceback only with HEADCOUNT_DEBUG=1).
+`--max-memory SIZE` is accepted by every command (core.resources: the one resource guard).
 """
 
 from __future__ import annotations
 
+import os
+import sqlite3
 import sys
+import traceback
+from typing import NoReturn
 
 import typer
 
@@ -16,12 +23,14 @@ from headcount.cli.experiment import experiment
 from headcount.cli.reproduce import reproduce
 from headcount.core.errors import InputError, InternalError
 from headcount.core.expsum import UndecidedError
+from headcount.core.resources import memory_limit_of, parse_size
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    help="Executable theory of what attention can and cannot compute.",
+    help="Executable theory of what attention can and cannot compute. Every command accepts "
+    "--max-memory SIZE (default: half of this machine's memory) and --json.",
 )
 app.add_typer(induction.app, name="induction")
 app.add_typer(minmax.app, name="minmax")
@@ -31,32 +40,87 @@ app.add_typer(sweep.app, name="sweep")
 app.command("experiment")(experiment)
 app.command("reproduce")(reproduce)
 
+MAX_MEMORY = "--max-memory"
+DEBUG = "HEADCOUNT_DEBUG"
+
+
+def take_max_memory(argv: list[str]) -> tuple[list[str], int | None]:
+    """(argv without its --max-memory SIZE or --max-memory=SIZE, that size in bytes or None)."""
+    rest, size, i = [], None, 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == MAX_MEMORY:
+            if i + 1 >= len(argv):
+                raise InputError("--max-memory needs a size, e.g. --max-memory 8G")
+            size, i = parse_size(argv[i + 1]), i + 2
+            continue
+        if arg.startswith(MAX_MEMORY + "="):
+            size = parse_size(arg.split("=", 1)[1])
+        else:
+            rest.append(arg)
+        i += 1
+    return rest, size
+
+
+def _one_line(text: str, limit: int = 400) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _exit(code: int, message: str) -> NoReturn:
+    print(_one_line(message), file=sys.stderr)
+    sys.exit(code)
+
+
+def _os_error(err: OSError) -> str:
+    """An OSError from a path the user gave: what failed and on which file (a long name is shortened)."""
+    name = err.filename if err.filename is not None else ""
+    where = f" {_one_line(repr(str(name)), 120)}" if name != "" else ""
+    return f"error: {err.strerror or type(err).__name__}:{where} (check the path and its permissions)"
+
+
+def _usage_error(err: typer.TyperException) -> NoReturn:
+    if type(err).__name__ == "NoArgsIsHelpError":
+        print(err.format_message(), file=sys.stderr)
+        sys.exit(0)
+    lines = err.format_message().strip().splitlines() or ["invalid usage"]
+    _exit(err.exit_code, f"error: {lines[0]} (see --help)")
+
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: runs the Typer app, turning usage errors, InputError and UndecidedError (a sign exact
-    arithmetic could not settle) into one line and exit 2, and
-    an internal inconsistency (InternalError, AssertionError) into one line and exit 1."""
+    """Entry point: runs the Typer app inside the one error boundary (module docstring)."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        app(args=argv, standalone_mode=False)
+        rest, max_memory = take_max_memory(args)
+        with memory_limit_of(max_memory):  # this run's limit only (main may run many times in one process)
+            app(args=rest, standalone_mode=False)
     except (InputError, UndecidedError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+        _exit(2, f"error: {err}")
     except typer.TyperException as err:  # usage errors (exit_code 2) and other click-level errors
-        if type(err).__name__ == "NoArgsIsHelpError":
-            print(err.format_message(), file=sys.stderr)
-            sys.exit(0)
-        lines = err.format_message().strip().splitlines() or ["invalid usage"]
-        print(f"error: {lines[0]} (see --help)", file=sys.stderr)
-        sys.exit(err.exit_code)
+        _usage_error(err)
     except typer.Exit as err:
         sys.exit(err.exit_code)
-    except typer.Abort:
-        print("error: aborted", file=sys.stderr)
-        sys.exit(130)
-    except (InternalError, AssertionError) as err:  # a bug, not bad input: one line, exit 1
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        print(f"internal error (a bug in headcount, please report it): {first}", file=sys.stderr)
-        sys.exit(1)
+    except (typer.Abort, KeyboardInterrupt):
+        _exit(130, "error: interrupted")
+    except OSError as err:  # paths and permissions: a missing folder, a read-only file, a name too long
+        _exit(2, _os_error(err))
+    except sqlite3.Error as err:  # a results database that cannot be opened, read or written
+        _exit(2, f"error: results database: {err} (check the --db file and its folder)")
+    except RecursionError:
+        _exit(2, "error: the input is nested too deeply to read (files and options must be flat data)")
+    except OverflowError as err:
+        _exit(2, f"error: a number in the input is too large: {err}")
+    except MemoryError:
+        _exit(2, "error: out of memory: use smaller sizes (the guard's limit is set by --max-memory)")
+    except (InternalError, AssertionError, Exception) as err:  # a bug, not bad input: one line, exit 1
+        if os.environ.get(DEBUG) == "1":
+            traceback.print_exc()
+        first = (str(err).strip().splitlines() or [""])[0]
+        _exit(
+            1,
+            f"internal error (a bug in headcount, please report it; {DEBUG}=1 shows the traceback): "
+            f"{type(err).__name__}: {first}",
+        )
 
 
 if __name__ == "__main__":
