@@ -49,13 +49,6 @@ def causal_mask(n: int) -> np.ndarray:
     return _cached_masks(n)[0]
 
 
-def softmax_rows(scores: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
-    """Softmax over the last axis, stable for any finite scores (max subtracted first)."""
-    shifted = prec.after_op(scores - scores.max(axis=-1, keepdims=True))
-    weights = prec.after_op(np.exp(shifted))
-    return prec.after_op(weights / weights.sum(axis=-1, keepdims=True))
-
-
 def mask_bias(n: int, mask: str) -> np.ndarray | None:
     """[pos pos] additive score bias: 0 where key j is visible from query i, -inf elsewhere."""
     if mask == "full":
