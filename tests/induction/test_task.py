@@ -322,7 +322,7 @@ def test_metrics_hand_example():
     target = np.array([[B, 3, 0], [B, B, 2]])
     predicted = np.array([[B, 3, 1], [0, B, 2]])
     m = induction_metrics(predicted, target)
-    assert m == {
+    assert m.to_json() == {
         "positions": 6,
         "bottom_positions": 3,
         "token_positions": 3,
@@ -333,19 +333,20 @@ def test_metrics_hand_example():
         "accuracy_bottom": 2 / 3,
         "first_error": (0, 2),
     }
-    assert all(isinstance(m[key], int) for key in ("positions", "errors", "errors_token"))
+    assert list(m.to_json())[0] == "positions" and list(m.to_json())[-1] == "first_error"  # the JSON's order
+    assert all(isinstance(v, int) for v in (m.positions, m.errors, m.errors_token))
 
 
 def test_metrics_perfect_and_degenerate():
     target = np.array([B, B, 1])
     m = induction_metrics(target.copy(), target)
-    assert m["errors"] == 0 and m["first_error"] is None
-    assert m["accuracy"] == 1.0 and m["accuracy_bottom"] == 1.0
+    assert m.errors == 0 and m.first_error is None
+    assert m.accuracy == 1.0 and m.accuracy_bottom == 1.0
     only_bottom = induction_metrics(np.array([[0, B]]), np.array([[B, B]]))
-    assert only_bottom["accuracy"] == 1.0 and only_bottom["token_positions"] == 0
-    assert only_bottom["accuracy_bottom"] == 0.5 and only_bottom["first_error"] == (0, 0)
+    assert only_bottom.accuracy == 1.0 and only_bottom.token_positions == 0
+    assert only_bottom.accuracy_bottom == 0.5 and only_bottom.first_error == (0, 0)
     only_tokens = induction_metrics(np.array([[1, 2], [3, 5]]), np.array([[1, 2], [3, 4]]))
-    assert only_tokens["accuracy_bottom"] == 1.0 and only_tokens["accuracy"] == 0.75
-    assert only_tokens["first_error"] == (1, 1)
+    assert only_tokens.accuracy_bottom == 1.0 and only_tokens.accuracy == 0.75
+    assert only_tokens.first_error == (1, 1)
     with pytest.raises(ValueError):
         induction_metrics(np.array([1, 2]), np.array([1, 2, 3]))

@@ -10,9 +10,11 @@ import pytest
 
 from headcount.cli import main
 from headcount.core.errors import InputError
+from headcount.core.jsonable import jsonable
 from headcount.learn import experiments
 from headcount.learn.experiments import EXPERIMENTS, experiment_spec, run_experiment, summarize_experiment
 from headcount.learn.store import ResultsStore
+from headcount.learn.summaries import XorPhaseCell
 from headcount.learn.sweep import load_spec
 from headcount.report.learning import run_experiment_with_figure
 
@@ -63,21 +65,23 @@ def test_xor_phase_tiny_end_to_end(tiny, tmp_path):
     assert result.sweep.runs_total == 4 and result.sweep.runs_failed == 0
     s = result.summary
     # below D·H = 3: (1,1), (1,2) — Theorem 2 says no model can solve them, whatever training does
-    assert s["below_cells"] == 2 and s["below_solved"] == 0
-    assert s["above_cells"] == 2 and s["above_constructions_certified"] == 2
-    cells = {(c["degree"], c["heads"]): c for c in s["cells"]}
-    assert cells[(1, 1)]["construction_certified"] is None and cells[(3, 1)]["construction_certified"] is True
+    assert s.below_cells == 2 and s.below_solved == 0
+    assert s.above_cells == 2 and s.above_constructions_certified == 2
+    cells = {(c.degree, c.heads): c for c in s.cells}
+    assert cells[(1, 1)].construction_certified is None and cells[(3, 1)].construction_certified is True
     # the learn summary is read from the database alone (no certificates): the same numbers come back from
     # a fresh read, and the report only added the constructions
     plain = summarize_experiment("xor-phase", "quick", db)
-    assert "above_constructions_certified" not in plain
-    assert all("construction_certified" not in c for c in plain["cells"])
-    assert plain["cells"] == [
-        {k: v for k, v in c.items() if k != "construction_certified"} for c in s["cells"]
-    ]
-    assert {k: v for k, v in s.items() if k not in ("cells", "above_constructions_certified")} == {
-        k: v for k, v in plain.items() if k != "cells"
-    }
+    assert plain.above_constructions_certified is None
+    assert all(type(c) is XorPhaseCell for c in plain.cells)
+    assert replace(s, cells=plain.cells, above_constructions_certified=None) == plain
+    assert [c.with_construction(b.construction_certified) for c, b in zip(plain.cells, s.cells)] == s.cells
+    # the JSON: the plain summary leaves the constructions out; the report's adds them last
+    plain_json, json_ = plain.to_json(), s.to_json()
+    assert "above_constructions_certified" not in plain_json
+    assert all("construction_certified" not in c for c in plain_json["cells"])
+    assert list(json_) == [*plain_json, "above_constructions_certified"]
+    assert [list(c) for c in json_["cells"]] == [[*c, "construction_certified"] for c in plain_json["cells"]]
     with ResultsStore(db) as store:
         assert store.count("done") == 4
     assert (tmp_path / "xor-phase-quick.png").stat().st_size > 1000 and (
@@ -85,7 +89,9 @@ def test_xor_phase_tiny_end_to_end(tiny, tmp_path):
     ).exists()
     assert report.figure.png == str(tmp_path / "xor-phase-quick.png") and report.figure.caption
     assert "| degree | heads |" in result.table
-    assert list(report.to_json()) == ["experiment", "scale", "db", "sweep", "summary", "table", "figure"]
+    printed = report.to_json()
+    assert list(printed) == ["experiment", "scale", "db", "sweep", "summary", "table", "figure"]
+    assert printed["summary"] == jsonable(s.to_json(), nonfinite="keep")
     again = run_experiment("xor-phase", "quick", db, workers=1)
     assert again.sweep.runs_done_now == 0 and again.summary == plain
 
@@ -95,12 +101,9 @@ def test_minmax_heads_tiny_verifier_agrees(tiny, tmp_path):
         "minmax-heads", "quick", tmp_path / "r.sqlite", workers=1, figure_dir=tmp_path
     )
     s = report.result.summary
-    assert list(s)[:2] == ["cells", "construction_dims"]
-    assert s["single_heads_checked"] == 1 and s["verifier_agrees_with_exhaustive"]
-    assert (
-        s["construction_dims"] == {4: pytest.approx(s["construction_dims"][4])}
-        and s["construction_dims"][4] >= 1
-    )
+    assert list(s.to_json())[:2] == ["cells", "construction_dims"]
+    assert s.single_heads_checked == 1 and s.verifier_agrees_with_exhaustive
+    assert list(s.construction_dims) == [4] and s.construction_dims[4] >= 1
 
 
 def run_cli(capsys, *args):

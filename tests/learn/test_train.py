@@ -51,7 +51,7 @@ def test_induction_tiny_run_is_exact_and_learns(tmp_path):
     sigma = heldout_sequences(8, 3)
     metrics = task.induction_metrics(predict(model, sigma), task.induction_targets(sigma))
     for key in ("accuracy", "accuracy_bottom", "errors", "token_positions"):
-        assert getattr(m, key) == metrics[key], key
+        assert getattr(m, key) == getattr(metrics, key), key
     assert m.accuracy > 0.5  # well above chance (1/3) after 120 steps
     assert 0 <= m.accuracy_index <= 1 and set(m.adversarial) == {
         "latest_match_far_back",

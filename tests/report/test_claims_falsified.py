@@ -557,6 +557,8 @@ def test_learning_minmax_heads(tmp_path, two_solved, verifier_lies, status):
     assert r.status == status, r.detail
     assert r.measured["two_heads_solved"] == int(two_solved)
     assert r.measured["verifier_agrees_with_exhaustive"] is not verifier_lies
+    # measured is the typed summary's JSON (the figure reads the summary itself), with the constructions
+    assert r.measured == r.series.to_json() and r.series.construction_dims == {8: 6}
 
 
 def xor_rows(solved: dict[tuple[int, int], bool], n: int = 4) -> list[dict[str, Any]]:
@@ -589,6 +591,7 @@ def test_learning_xor_phase(tmp_path, solved, reason):
     r = run("learning.xor.phase", summary_ctx(tmp_path, "xor-phase", xor_rows(solved)))
     assert r.status == (PASS if reason is None else FAIL), r.detail
     assert reason is None or reason in r.detail
+    assert r.measured == r.series.to_json() and r.measured["above_constructions_certified"] == 2
 
 
 # ---------------------------------------------------------------------------------------------- scope wording

@@ -8,6 +8,8 @@ hop_k(σ)_i = σ_{find^k(i)}; hop_1 is the plain task.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +19,7 @@ from headcount.core.symbols import BOTTOM, token_text
 __all__ = [
     "ADVERSARIAL_FAMILIES",
     "GENERATORS",
+    "PositionMetrics",
     "all_equal",
     "all_sequences",
     "bottom_heavy",
@@ -410,8 +413,30 @@ GENERATORS: dict[str, Generator] = {
 # ---------------------------------------------------------------------------------------------
 
 
-def induction_metrics(predicted, target) -> dict:
-    """Error counts and accuracies, reported separately on ⊥ and non-⊥ target positions."""
+@dataclass(frozen=True)
+class PositionMetrics:
+    """Predictions against targets, counted separately on ⊥ and non-⊥ (token) target positions: accuracy
+    is on token positions, accuracy_bottom on ⊥ positions (1.0 where there are none); first_error is the
+    (row, position) of the first wrong prediction in row-major order, or None."""
+
+    positions: int
+    bottom_positions: int
+    token_positions: int
+    errors: int
+    errors_bottom: int
+    errors_token: int
+    accuracy: float
+    accuracy_bottom: float
+    first_error: tuple[int, int] | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields in order (first_error a (row, position) tuple or None)."""
+        return asdict(self)
+
+
+def induction_metrics(predicted, target) -> PositionMetrics:
+    """Error counts and accuracies of `predicted` against `target` (same shape, 1-D or 2-D [batch n];
+    InputError otherwise), reported separately on ⊥ and non-⊥ target positions."""
     pred = np.asarray(predicted, dtype=np.int64)
     targ = np.asarray(target, dtype=np.int64)
     if pred.shape != targ.shape:
@@ -431,16 +456,16 @@ def induction_metrics(predicted, target) -> dict:
     if flat_wrong.size:
         row, pos = divmod(int(flat_wrong[0]), targ.shape[1])
         first_error = (row, pos)
-    return {
-        "positions": int(targ.size),
-        "bottom_positions": bottom_positions,
-        "token_positions": token_positions,
-        "errors": errors_bottom + errors_token,
-        "errors_bottom": errors_bottom,
-        "errors_token": errors_token,
-        "accuracy": (1.0 if token_positions == 0 else (token_positions - errors_token) / token_positions),
-        "accuracy_bottom": (
-            1.0 if bottom_positions == 0 else (bottom_positions - errors_bottom) / bottom_positions
-        ),
-        "first_error": first_error,
-    }
+    accuracy = 1.0 if token_positions == 0 else (token_positions - errors_token) / token_positions
+    accuracy_bottom = 1.0 if bottom_positions == 0 else (bottom_positions - errors_bottom) / bottom_positions
+    return PositionMetrics(
+        positions=int(targ.size),
+        bottom_positions=bottom_positions,
+        token_positions=token_positions,
+        errors=errors_bottom + errors_token,
+        errors_bottom=errors_bottom,
+        errors_token=errors_token,
+        accuracy=accuracy,
+        accuracy_bottom=accuracy_bottom,
+        first_error=first_error,
+    )

@@ -8,8 +8,9 @@
     results.py      typed training results; to_json() is the JSON a sweep stores
     store.py        the SQLite results database: one row per finished run
     sweep/          grids of runs: spec, schedulers (local workers or Ray), run, tables
-    experiments.py  the four experiments of spec/learning.md: sweep specs per scale, summaries from the
-                    database (figures and claims are report/learning.py's)
+    experiments.py  the four experiments of spec/learning.md: sweep specs per scale, run, summarize
+    summaries.py    each experiment's typed summary, read from the database only (figures and claims
+                    are report/learning.py's)
 
 learn/ imports core and the scenarios, never report/ or cli/.
 """

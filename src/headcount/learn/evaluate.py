@@ -87,7 +87,7 @@ def heldout_sequences(n: int, alphabet: int, generator: str = "uniform", size: i
 
 def _at_hop(
     model64: SequenceModel, sigma: np.ndarray, alphabet: int, k: int, hop_token: bool
-) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], dict]:
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], itask.PositionMetrics]:
     """(inputs, targets, patterns, induction_metrics) of the model at hop count k (with the hop token
     alphabet + k − 1 first when hop_token)."""
     target = itask.induction_targets(sigma, k)
@@ -125,9 +125,9 @@ def _adversarial(
         if name == "index":
             query = 2 * ((n - 1) // 2)  # 0-based position of the final '?'
             index = float(np.mean(pred[:, query] == target[:, query]))
-            index_all = metrics["accuracy"]
+            index_all = metrics.accuracy
         else:
-            families[name] = FamilyAccuracy(metrics["accuracy"], metrics["accuracy_bottom"])
+            families[name] = FamilyAccuracy(metrics.accuracy, metrics.accuracy_bottom)
     return families, index, index_all
 
 
@@ -155,7 +155,7 @@ def evaluate_induction(
     by_hop: dict[str, float] = {}
     for k in range(1, hops + 1) if hop_token else [hops]:
         inputs, target, patterns, metrics = _at_hop(model64, sigma, alphabet, k, hop_token)
-        by_hop[str(k)] = metrics["accuracy"]
+        by_hop[str(k)] = metrics.accuracy
     # the last k is `hops`: its metrics, loss and patterns are the ones reported
     adversarial, index, index_all = None, None, None
     if not hop_token and hops == 1:
@@ -163,11 +163,11 @@ def evaluate_induction(
     return InductionMetrics(
         eval_size=eval_size,
         eval_loss=_eval_loss(model64, inputs, target, alphabet, offset),
-        accuracy=metrics["accuracy"],
-        accuracy_bottom=metrics["accuracy_bottom"],
-        errors=metrics["errors"],
-        token_positions=metrics["token_positions"],
-        bottom_positions=metrics["bottom_positions"],
+        accuracy=metrics.accuracy,
+        accuracy_bottom=metrics.accuracy_bottom,
+        errors=metrics.errors,
+        token_positions=metrics.token_positions,
+        bottom_positions=metrics.bottom_positions,
         accuracy_by_hop=by_hop if hop_token else None,
         head_scores=head_scores([p[:PATTERN_SIZE] for p in patterns], sigma[:PATTERN_SIZE], offset),
         accuracy_index=index,

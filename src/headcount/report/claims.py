@@ -53,7 +53,7 @@ class ClaimResult:
     measured: dict[str, Any]
     status: str  # PASS or FAIL
     detail: str = ""
-    series: dict[str, Any] | None = None
+    series: Any = None  # what figures draw: a dict of lists, or a typed summary
 
     def __post_init__(self) -> None:
         if self.status not in (PASS, FAIL):

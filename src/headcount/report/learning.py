@@ -12,10 +12,9 @@ Each drawing of a summary is registered once (`_draws`): as its claim's report f
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,46 +26,52 @@ from headcount.core.jsonable import JsonResult
 from headcount.core.probe import machine_info
 from headcount.learn.constants import DEFAULT_DB
 from headcount.learn.experiments import ExperimentResult, ensure_experiment, run_experiment
+from headcount.learn.summaries import (
+    InductionDepthSummary,
+    KhopSummary,
+    MinmaxHeadsCell,
+    MinmaxHeadsSummary,
+    Summary,
+    XorPhaseCell,
+    XorPhaseSummary,
+)
 from headcount.minmax.certify import certify_minmax
 from headcount.report.claims import SEED000, SEED004, ClaimResult, Context, claim, status
 from headcount.report.figures import figure, log2_axis, save_figure
 from headcount.report.render import write_atomic
 
 SHT2024 = "Sanford–Hsu–Telgarsky 2024 (k-hop)"
-Summary = dict[str, Any]
 
 
 # ------------------------------------------------------------------------------------------------
 # Measure
 
 
-def _xor_certified(c: dict[str, Any]) -> bool | None:
+def _xor_certified(c: XorPhaseCell) -> bool | None:
     """The Theorem-3 construction's certificate for the cell's (D, H); None below the bound (refused)."""
-    if c["below_bound"]:
-        return None
-    return construct_and_certify(c["function"], c["n"], c["degree"], c["heads"]).certified
+    return None if c.below_bound else construct_and_certify(c.function, c.n, c.degree, c.heads).certified
 
 
-def with_xor_constructions(s: Summary) -> Summary:
-    """The xor-phase summary with each cell's construction_certified (_xor_certified), and how many cells
-    above the bound have a certified construction."""
-    cells = [{**c, "construction_certified": _xor_certified(c)} for c in s["cells"]]
-    certified = sum(bool(c["construction_certified"]) for c in cells if not c["below_bound"])
-    return {**s, "cells": cells, "above_constructions_certified": certified}
+def with_xor_constructions(s: XorPhaseSummary) -> XorPhaseSummary:
+    """The xor-phase summary with each cell's construction certificate, and how many cells above the bound
+    have a certified construction."""
+    cells = [c.with_construction(_xor_certified(c)) for c in s.cells]
+    certified = sum(bool(c.construction_certified) for c in cells if not c.below_bound)
+    return replace(s, cells=cells, above_constructions_certified=certified)
 
 
-def with_minmax_constructions(s: Summary) -> Summary:
+def with_minmax_constructions(s: MinmaxHeadsSummary) -> MinmaxHeadsSummary:
     """The minmax-heads summary with construction_dims: M → the value dimension of the two-head construction
     (compact code), certified by certify_minmax at each (M, n) of the sweep."""
     dims = {}
-    for M, n in sorted({(c["M"], c["n"]) for c in s["cells"]}):
+    for M, n in sorted({(c.M, c.n) for c in s.cells}):
         cert = certify_minmax(M, n, 2, code="compact")
         if cert.errors_min == 0 and cert.errors_max == 0:
             dims[M] = cert.dim
-    return {"cells": s["cells"], "construction_dims": dims} | {k: v for k, v in s.items() if k != "cells"}
+    return replace(s, construction_dims=dims)
 
 
-CONSTRUCTIONS: dict[str, Callable[[Summary], Summary]] = {
+CONSTRUCTIONS: dict[str, Callable[[Any], Summary]] = {
     "xor-phase": with_xor_constructions,
     "minmax-heads": with_minmax_constructions,
 }
@@ -100,29 +105,23 @@ def _percentages(by_n: dict[int, float], digits: int) -> str:
     return ", ".join(f"n={n}: {100 * a:.{digits}f}%" for n, a in by_n.items())
 
 
-def _missing_two_layer(s: Summary) -> str | None:
+def _missing_two_layer(s: InductionDepthSummary) -> str | None:
     """Why "at every n" cannot be checked (some n of the sweep has no two-layer result), or None."""
-    lengths = sorted({c["n"] for c in s["cells"]})
-    if lengths and sorted(s["two_layer_best_by_n"]) == lengths:
+    lengths, two = sorted({c.n for c in s.cells}), sorted(s.two_layer_best_by_n)
+    if lengths and two == lengths:
         return None
-    return (
-        f"two-layer models missing at some n: sweep n = {lengths}, two-layer "
-        f"results at n = {sorted(s['two_layer_best_by_n'])}"
-    )
+    return f"two-layer models missing at some n: sweep n = {lengths}, two-layer results at n = {two}"
 
 
-def _describe_induction_depth(s: Summary) -> str:
-    below = (
-        "below its two-layer counterpart in every configuration"
-        if s["one_below_two_everywhere"]
-        else "NOT below its two-layer counterpart in some configuration"
-    )
+def _describe_induction_depth(s: InductionDepthSummary) -> str:
+    below, where = ("below", "every") if s.one_below_two_everywhere else ("NOT below", "some")
     return (
-        f"best two-layer model ≥ {100 * s['two_layer_best_min_accuracy']:.2f}% at every n ("
-        f"{_percentages(s['two_layer_best_by_n'], 2)}; weakest two-layer configuration "
-        f"{100 * s['two_layer_weakest_cell_accuracy']:.1f}%); one layer at most "
-        f"{100 * s['one_layer_best_accuracy']:.1f}%, {below}; INDEX-family query accuracy of the best "
-        f"two-layer model (reported, not asserted): {_percentages(s['two_layer_index_accuracy_by_n'], 0)}"
+        f"best two-layer model ≥ {100 * s.two_layer_best_min_accuracy:.2f}% at every n ("
+        f"{_percentages(s.two_layer_best_by_n, 2)}; weakest two-layer configuration "
+        f"{100 * s.two_layer_weakest_cell_accuracy:.1f}%); one layer at most "
+        f"{100 * s.one_layer_best_accuracy:.1f}%, {below} its two-layer counterpart in {where} "
+        f"configuration; INDEX-family query accuracy of the best two-layer model (reported, not asserted): "
+        f"{_percentages(s.two_layer_index_accuracy_by_n, 0)}"
     )
 
 
@@ -137,8 +136,8 @@ def _describe_induction_depth(s: Summary) -> str:
 def induction_depth(ctx: Context) -> ClaimResult:
     s = _summary(ctx, "induction-depth")
     missing = _missing_two_layer(s)
-    ok = missing is None and s["two_layer_best_min_accuracy"] >= 0.99 and s["one_below_two_everywhere"]
-    return ClaimResult(s, status(ok), missing or _describe_induction_depth(s), s)
+    ok = missing is None and s.two_layer_best_min_accuracy >= 0.99 and s.one_below_two_everywhere
+    return ClaimResult(s.to_json(), status(ok), missing or _describe_induction_depth(s), s)
 
 
 KHOP_SOLVED = 0.05  # a depth "solves" hop count k when its error at k is at most this
@@ -187,14 +186,14 @@ def _khop_problems(layers: list[int], hops: list[int], err: list[list[float]]) -
     return out
 
 
-def _describe_khop(s: Summary, problems: list[str]) -> str:
-    table = "error (%) by L × k={}: ".format(s["hops"]) + "; ".join(
-        f"L={L}: " + " ".join(f"{100 * e:.1f}" for e in row) for L, row in zip(s["layers"], s["error"])
+def _describe_khop(s: KhopSummary, problems: list[str]) -> str:
+    table = f"error (%) by L × k={s.hops}: " + "; ".join(
+        f"L={L}: " + " ".join(f"{100 * e:.1f}" for e in row) for L, row in zip(s.layers, s.error)
     )
     if not problems:
-        need = khop_min_depths(s["layers"], s["error"])
+        need = khop_min_depths(s.layers, s.error)
         table += f"; smallest depth with error ≤ {100 * KHOP_SOLVED:g}% by k: " + ", ".join(
-            f"k={k}: {'none' if L == math.inf else L}" for k, L in zip(s["hops"], need)
+            f"k={k}: {'none' if L == math.inf else L}" for k, L in zip(s.hops, need)
         )
     return "; ".join(problems + [table])
 
@@ -211,17 +210,17 @@ def _describe_khop(s: Summary, problems: list[str]) -> str:
 )
 def khop_depth(ctx: Context) -> ClaimResult:
     s = _summary(ctx, "khop")
-    problems = _khop_problems(s["layers"], s["hops"], s["error"])
-    return ClaimResult(s, status(not problems), _describe_khop(s, problems), s)
+    problems = _khop_problems(s.layers, s.hops, s.error)
+    return ClaimResult(s.to_json(), status(not problems), _describe_khop(s, problems), s)
 
 
-def _describe_minmax_heads(s: Summary) -> str:
-    single = sum(c["seeds"] for c in s["cells"] if c["heads"] == 1)
-    agree = "agree" if s["verifier_agrees_with_exhaustive"] else "do NOT agree"
+def _describe_minmax_heads(s: MinmaxHeadsSummary) -> str:
+    single = sum(c.seeds for c in s.cells if c.heads == 1)
+    agree = "agree" if s.verifier_agrees_with_exhaustive else "do NOT agree"
     return (
-        f"two heads solved both tasks exactly in {s['two_heads_solved']} runs; single heads: the exact "
-        f"verifier found a counterexample for {s['single_heads_with_counterexample']} of {single} trained "
-        f"heads (verdicts {agree} with exhaustive evaluation on all {s['single_heads_checked']} compared)"
+        f"two heads solved both tasks exactly in {s.two_heads_solved} runs; single heads: the exact "
+        f"verifier found a counterexample for {s.single_heads_with_counterexample} of {single} trained "
+        f"heads (verdicts {agree} with exhaustive evaluation on all {s.single_heads_checked} compared)"
     )
 
 
@@ -236,16 +235,14 @@ def _describe_minmax_heads(s: Summary) -> str:
 )
 def minmax_heads(ctx: Context) -> ClaimResult:
     s = _summary(ctx, "minmax-heads")
-    ok = s["two_heads_solved"] > 0 and s["verifier_agrees_with_exhaustive"]
-    return ClaimResult(s, status(ok), _describe_minmax_heads(s), s)
+    ok = s.two_heads_solved > 0 and s.verifier_agrees_with_exhaustive
+    return ClaimResult(s.to_json(), status(ok), _describe_minmax_heads(s), s)
 
 
-def _xor_sides(s: Summary) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _xor_sides(s: XorPhaseSummary) -> tuple[list[XorPhaseCell], list[XorPhaseCell]]:
     """The XOR cells below and above D·H = n, the side read from (D, H, n) alone (T of n-bit XOR is n)."""
-    cells = [c for c in s["cells"] if c["function"] == "xor"]
-    below = [c for c in cells if c["degree"] * c["heads"] < c["n"]]
-    above = [c for c in cells if c["degree"] * c["heads"] >= c["n"]]
-    return below, above
+    cells = [c for c in s.cells if c.function == "xor"]
+    return [c for c in cells if c.degree * c.heads < c.n], [c for c in cells if c.degree * c.heads >= c.n]
 
 
 @claim(
@@ -258,29 +255,29 @@ def _xor_sides(s: Summary) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 def xor_phase(ctx: Context) -> ClaimResult:
     s = _summary(ctx, "xor-phase")
     below, above = _xor_sides(s)
-    below_solved = sum(c["solved"] > 0 for c in below)
-    certified = sum(c["construction_certified"] is True for c in above)
+    below_solved = sum(c.solved > 0 for c in below)
+    certified = sum(c.construction_certified is True for c in above)
     ok = bool(below) and bool(above) and below_solved == 0 and certified == len(above)
     detail = (
-        f"n = {s['n']}: {below_solved} of {len(below)} cells below D·H = n solved (must be 0, and ≥ 1 cell); "
-        f"training solved {sum(c['solved'] > 0 for c in above)} of {len(above)} cells above, constructions "
+        f"n = {s.n}: {below_solved} of {len(below)} cells below D·H = n solved (must be 0, and ≥ 1 cell); "
+        f"training solved {sum(c.solved > 0 for c in above)} of {len(above)} cells above, constructions "
         f"certified in {certified} (must be all, and ≥ 1 cell)"
     )
-    return ClaimResult(s, status(ok), detail, s)
+    return ClaimResult(s.to_json(), status(ok), detail, s)
 
 
 # ------------------------------------------------------------------------------------------------
 # Figures (also drawn by `headcount experiment NAME`, beside its database), from a summary
 
 
-DRAW: dict[str, Callable[[plt.Figure, Summary], str]] = {}  # experiment → its drawing of a summary
+DRAW: dict[str, Callable[[plt.Figure, Any], str]] = {}  # experiment → its drawing of a summary
 
 
 def _draws(experiment: str, id: str, claim: str) -> Callable[[Callable], Callable]:
     """Register a drawing of an experiment's summary: as DRAW[experiment], and as report figure `id` of the
     claim whose series is that summary."""
 
-    def register(draw: Callable[[plt.Figure, Summary], str]) -> Callable[[plt.Figure, Summary], str]:
+    def register(draw: Callable[[plt.Figure, Any], str]) -> Callable[[plt.Figure, Any], str]:
         DRAW[experiment] = draw
         figure(id, claim=claim)(lambda fig, result: draw(fig, result.series))
         return draw
@@ -297,55 +294,55 @@ def _cell_text(ax: plt.Axes, x: float, y: float, text: str, dark: bool) -> None:
     ax.text(x, y, text, ha="center", va="center", fontsize=10, color="white" if dark else "black")
 
 
-def _accuracy_by_n(cells: list[dict[str, Any]]) -> tuple[list[int], np.ndarray, np.ndarray]:
+def _accuracy_by_n(cells: list[Any]) -> tuple[list[int], np.ndarray, np.ndarray]:
     """(n, mean accuracy, [2 n] distances to the min and max seed) of cells of one configuration, by n."""
-    pts = sorted(cells, key=lambda c: c["n"])
-    acc = np.array([c["accuracy"] for c in pts])
-    spread = np.vstack([acc - [c["accuracy_min"] for c in pts], [c["accuracy_max"] for c in pts] - acc])
-    return [c["n"] for c in pts], acc, spread
+    pts = sorted(cells, key=lambda c: c.n)
+    acc = np.array([c.accuracy for c in pts])
+    spread = np.vstack([acc - [c.accuracy_min for c in pts], [c.accuracy_max for c in pts] - acc])
+    return [c.n for c in pts], acc, spread
 
 
 @_draws("induction-depth", "learning_induction_depth", claim="learning.induction.depth")
-def draw_induction_depth(fig: plt.Figure, s: Summary) -> str:
+def draw_induction_depth(fig: plt.Figure, s: InductionDepthSummary) -> str:
     ax = fig.add_subplot(1, 1, 1)
-    cells = s["cells"]
+    cells = s.cells
     colors = {1: "tab:red", 2: "tab:blue", 3: "tab:green"}
-    config = lambda c: (c["layers"], c["alphabet"], c["heads"], c["dim"])
+    config = lambda c: (c.layers, c.alphabet, c.heads, c.dim)
     for L, S, h, m in sorted({config(c) for c in cells}):
         ns, acc, spread = _accuracy_by_n([c for c in cells if config(c) == (L, S, h, m)])
         ax.errorbar(
             ns,
             100 * acc,
             yerr=100 * spread,
-            fmt="o-" if S == min(c["alphabet"] for c in cells) else "s--",
+            fmt="o-" if S == min(c.alphabet for c in cells) else "s--",
             color=colors.get(L, "tab:gray"),
             capsize=3,
             label=f"{_plural(L, 'layer')}, {_plural(h, 'head')}, dim {m}, S = {S}",
         )
-    log2_axis(ax, [c["n"] for c in cells])
+    log2_axis(ax, [c.n for c in cells])
     ax.set_xlabel("sequence length n (tokens)")
     ax.set_ylabel("accuracy on non-⊥ positions (%)")
-    ax.set_ylim(min(40, 100 * min(c["accuracy_min"] for c in cells) - 5), 101)
+    ax.set_ylim(min(40, 100 * min(c.accuracy_min for c in cells) - 5), 101)
     ax.set_title("Induction heads, trained: one layer vs two layers")
     ax.legend(loc="lower left", fontsize=10)
     return (
         "Paper (seed 000): a one-layer transformer needs heads·dim·bits = Ω(n) to solve induction heads, two "
         "layers of constant size suffice. Measured: trained models (mean over seeds, bars min–max) on "
         "held-out uniform sequences; the best two-layer model reaches "
-        f"{100 * s['two_layer_best_min_accuracy']:.2f}% or more at every n, one layer at most "
-        f"{100 * s['one_layer_best_accuracy']:.1f}%."
+        f"{100 * s.two_layer_best_min_accuracy:.2f}% or more at every n, one layer at most "
+        f"{100 * s.one_layer_best_accuracy:.1f}%."
     )
 
 
 @_draws("khop", "learning_khop_heatmap", claim="learning.khop.depth")
-def draw_khop(fig: plt.Figure, s: Summary) -> str:
+def draw_khop(fig: plt.Figure, s: KhopSummary) -> str:
     ax = fig.add_subplot(1, 1, 1)
-    err = 100 * np.array(s["error"], dtype=float)
+    err = 100 * np.array(s.error, dtype=float)
     im = ax.imshow(err, origin="lower", aspect="auto", cmap="magma_r", vmin=0, vmax=100)
     for (i, j), e in np.ndenumerate(err):
         _cell_text(ax, j, i, f"{e:.1f}", e > 50)
-    ax.set_xticks(range(len(s["hops"])), [str(k) for k in s["hops"]])
-    ax.set_yticks(range(len(s["layers"])), [str(L) for L in s["layers"]])
+    ax.set_xticks(range(len(s.hops)), [str(k) for k in s.hops])
+    ax.set_yticks(range(len(s.layers)), [str(L) for L in s.layers])
     fig.colorbar(im, ax=ax, label="error on positions with an answer (%)")
     ax.set_xlabel("hops k")
     ax.set_ylabel("layers L")
@@ -358,13 +355,13 @@ def draw_khop(fig: plt.Figure, s: Summary) -> str:
     )
 
 
-def _mark_counterexamples(ax: plt.Axes, pts: list[dict[str, Any]]) -> None:
+def _mark_counterexamples(ax: plt.Axes, pts: list[MinmaxHeadsCell]) -> None:
     """Label single-head points with how many seeds the exact verifier refuted (min or max)."""
     for c in pts:
-        if c["counterexample_min_or_max"]:
+        if c.counterexample_min_or_max:
             ax.annotate(
-                f"{c['counterexample_min_or_max']}/{c['seeds']}",
-                (c["dim"], 100 * c["accuracy_both_max"]),
+                f"{c.counterexample_min_or_max}/{c.seeds}",
+                (c.dim, 100 * c.accuracy_both_max),
                 textcoords="offset points",
                 xytext=(0, -16),
                 ha="center",
@@ -374,23 +371,23 @@ def _mark_counterexamples(ax: plt.Axes, pts: list[dict[str, Any]]) -> None:
 
 
 @_draws("minmax-heads", "learning_minmax_heads", claim="learning.minmax.heads")
-def draw_minmax(fig: plt.Figure, s: Summary) -> str:
+def draw_minmax(fig: plt.Figure, s: MinmaxHeadsSummary) -> str:
     ax = fig.add_subplot(1, 1, 1)
-    cells = s["cells"]
+    cells = s.cells
     colors = {1: "tab:red", 2: "tab:blue"}
-    for key in sorted({(c["heads"], c["M"], c["n"]) for c in cells}):
+    for key in sorted({(c.heads, c.M, c.n) for c in cells}):
         H, M, n = key
-        pts = sorted((c for c in cells if (c["heads"], c["M"], c["n"]) == key), key=lambda c: c["dim"])
+        pts = sorted((c for c in cells if (c.heads, c.M, c.n) == key), key=lambda c: c.dim)
         ax.plot(
-            [c["dim"] for c in pts],
-            [100 * c["accuracy_both_max"] for c in pts],
+            [c.dim for c in pts],
+            [100 * c.accuracy_both_max for c in pts],
             "o-",
             color=colors.get(H, "tab:gray"),
             label=f"{_plural(H, 'head')}, M = {M}, n = {n} (best seed)",
         )
         if H == 1:
             _mark_counterexamples(ax, pts)
-    for M, d in sorted(s.get("construction_dims", {}).items()):
+    for M, d in sorted((s.construction_dims or {}).items()):
         label = f"two-head construction certified, M = {M}: d = {d}"
         ax.axvline(d, color="tab:blue", ls=":", lw=1.5, label=label)
     ax.set_xlabel("value dimension d")
@@ -407,19 +404,20 @@ def draw_minmax(fig: plt.Figure, s: Summary) -> str:
 
 
 @_draws("xor-phase", "learning_xor_phase", claim="learning.xor.phase")
-def draw_xor_training(fig: plt.Figure, s: Summary) -> str:
+def draw_xor_training(fig: plt.Figure, s: XorPhaseSummary) -> str:
+    """The (D, H) grid of a summary with the constructions (with_xor_constructions)."""
     ax = fig.add_subplot(1, 1, 1)
-    cells, n = s["cells"], s["n"]
-    Ds = sorted({c["degree"] for c in cells})
-    Hs = sorted({c["heads"] for c in cells})
+    cells, n = s.cells, s.n
+    Ds = sorted({c.degree for c in cells})
+    Hs = sorted({c.heads for c in cells})
     grid = np.full((len(Hs), len(Ds)), np.nan)
     for c in cells:
-        grid[Hs.index(c["heads"]), Ds.index(c["degree"])] = c["solved"] / c["seeds"]
+        grid[Hs.index(c.heads), Ds.index(c.degree)] = c.solved / c.seeds
     im = ax.imshow(100 * grid, origin="lower", aspect="auto", cmap="Greens", vmin=0, vmax=100)
     for c in cells:
-        mark = "" if c["construction_certified"] is None else (" C" if c["construction_certified"] else " C?")
-        text = f"{c['solved']}/{c['seeds']}{mark}"
-        _cell_text(ax, Ds.index(c["degree"]), Hs.index(c["heads"]), text, c["solved"] / c["seeds"] > 0.6)
+        mark = "" if c.construction_certified is None else (" C" if c.construction_certified else " C?")
+        text = f"{c.solved}/{c.seeds}{mark}"
+        _cell_text(ax, Ds.index(c.degree), Hs.index(c.heads), text, c.solved / c.seeds > 0.6)
     # the curve D·H = n in cell coordinates (interpolated along the D axis)
     ds = np.linspace(Ds[0], Ds[-1], 200)
     hs = n / ds
@@ -437,8 +435,8 @@ def draw_xor_training(fig: plt.Figure, s: Summary) -> str:
         "Paper (seed 004 Theorems 2, 3): H heads with a degree-D readout compute n-bit XOR iff D·H ≥ n. "
         f"Measured at n = {n}: cells give seeds whose trained model is exactly right on all 2^n inputs; 'C' "
         "marks cells where the Theorem-3 construction is certified exactly. Below the red curve no model can "
-        f"succeed ({s['below_solved']} of {s['below_cells']} cells did); above it training solved "
-        f"{s['above_solved']} of {s['above_cells']} cells."
+        f"succeed ({s.below_solved} of {s.below_cells} cells did); above it training solved "
+        f"{s.above_solved} of {s.above_cells} cells."
     )
 
 
@@ -494,7 +492,5 @@ def run_experiment_with_figure(
     )
     summary = with_constructions(name, result.summary)
     out = Path(figure_dir) if figure_dir is not None else Path(db).resolve().parent
-    drawn = None
-    if summary.get("cells") or summary.get("layers"):
-        drawn = save_experiment_figure(name, summary, out, f"{name}-{scale}")
-    return ExperimentReport(dataclasses.replace(result, summary=summary), drawn)
+    drawn = None if summary.empty else save_experiment_figure(name, summary, out, f"{name}-{scale}")
+    return ExperimentReport(replace(result, summary=summary), drawn)

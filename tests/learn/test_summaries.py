@@ -1,0 +1,202 @@
+"""The experiments' typed summaries on fake database rows: the numbers, and to_json() key for key (the JSON
+`headcount experiment NAME --json` prints and the report's summary.json records)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from headcount.learn.summaries import (
+    XorPhaseCellWithConstruction,
+    summarize_induction_depth,
+    summarize_khop,
+    summarize_minmax_heads,
+    summarize_xor_phase,
+)
+
+
+def row(config: dict, metrics: dict) -> dict:
+    return {"config": config, "metrics": metrics}
+
+
+def test_induction_depth_cells_series_and_json():
+    cfg = {"alphabet": 4, "heads": 1, "dim": 32}
+    rows = [
+        row({"layers": 1, "n": 16, **cfg}, {"accuracy": 0.5, "accuracy_bottom": 1.0, "accuracy_index": None}),
+        row({"layers": 1, "n": 16, **cfg}, {"accuracy": 0.7, "accuracy_bottom": 0.5}),
+        row({"layers": 2, "n": 16, **cfg}, {"accuracy": 1.0, "accuracy_bottom": 1.0, "accuracy_index": 0.75}),
+    ]
+    s = summarize_induction_depth(rows)
+    one, two = s.cells
+    assert (one.layers, one.seeds, one.accuracy_min, one.accuracy_max) == (1, 2, 0.5, 0.7)
+    assert math.isnan(one.accuracy_index)  # no seed has it: a mean over no values
+    assert s.one_below_two_everywhere and s.two_layer_best_by_n == {16: 1.0} and not s.empty
+    json_ = s.to_json()
+    assert list(json_) == [
+        "cells",
+        "two_layer_best_by_n",
+        "two_layer_index_accuracy_by_n",
+        "two_layer_best_min_accuracy",
+        "two_layer_weakest_cell_accuracy",
+        "one_layer_best_accuracy",
+        "one_below_two_everywhere",
+    ]
+    assert json_["cells"][1] == {
+        "layers": 2,
+        "n": 16,
+        "alphabet": 4,
+        "heads": 1,
+        "dim": 32,
+        "seeds": 1,
+        "accuracy": 1.0,
+        "accuracy_min": 1.0,
+        "accuracy_max": 1.0,
+        "accuracy_bottom": 1.0,
+        "accuracy_index": 0.75,
+    }
+    assert json_["two_layer_index_accuracy_by_n"] == {16: 0.75}  # keyed by int, as before the types
+    empty = summarize_induction_depth([])
+    assert empty.empty and empty.cells == [] and not empty.one_below_two_everywhere
+    assert math.isnan(empty.to_json()["two_layer_best_min_accuracy"])  # NaN kept: the caller's policy
+
+
+def test_khop_error_table_and_json():
+    rows = [
+        row({"layers": 3}, {"accuracy_by_hop": {"1": 1.0, "2": 0.5}}),
+        row({"layers": 2}, {"accuracy_by_hop": {"1": 0.75}}),
+    ]
+    s = summarize_khop(rows)
+    assert (s.layers, s.hops) == ([2, 3], [1, 2])
+    assert s.error[0][0] == 0.25 and math.isnan(s.error[0][1]) and s.error[1] == [0.0, 0.5]
+    assert list(s.to_json()) == ["layers", "hops", "error", "one_hop_error_deepest"]
+    assert s.to_json()["one_hop_error_deepest"] == 0.0
+    assert summarize_khop([]).empty and not s.empty
+
+
+def minmax_row(heads: int, dim: int, both: float, refuted: bool, exhaustive: bool = True) -> dict:
+    verdict = {"counterexample_exists": refuted, "correct": not refuted}
+    return row(
+        {"M": 8, "n": 4, "heads": heads, "dim": dim},
+        {
+            "accuracy_both": both,
+            "accuracy_min": both,
+            "accuracy_max": both,
+            "verifier_min": verdict,
+            "verifier_max": verdict,
+            "exhaustive": exhaustive,
+        },
+    )
+
+
+def test_minmax_heads_counts_and_json():
+    s = summarize_minmax_heads([minmax_row(1, 2, 0.7, True), minmax_row(2, 3, 1.0, False)])
+    assert s.verifier_agrees_with_exhaustive and s.single_heads_checked == 1
+    assert s.single_heads_with_counterexample == 1 and s.two_heads_solved == 1
+    assert s.construction_dims is None  # the report's to add
+    assert s.to_json() == {
+        "cells": [
+            {
+                "M": 8,
+                "n": 4,
+                "heads": 1,
+                "dim": 2,
+                "seeds": 1,
+                "accuracy_both": 0.7,
+                "accuracy_both_max": 0.7,
+                "solved_both": 0,
+                "counterexample_min_or_max": 1,
+            },
+            # two heads: no verifier, so no counterexample count (left out, not null)
+            {
+                "M": 8,
+                "n": 4,
+                "heads": 2,
+                "dim": 3,
+                "seeds": 1,
+                "accuracy_both": 1.0,
+                "accuracy_both_max": 1.0,
+                "solved_both": 1,
+            },
+        ],
+        "verifier_agrees_with_exhaustive": True,
+        "single_heads_checked": 1,
+        "single_heads_with_counterexample": 1,
+        "two_heads_solved": 1,
+    }
+    # with the constructions: construction_dims comes second, as `headcount experiment` has printed it
+    assert list(replace(s, construction_dims={8: 6}).to_json())[:3] == [
+        "cells",
+        "construction_dims",
+        "verifier_agrees_with_exhaustive",
+    ]
+    # the verifier agrees on no exhaustively evaluated head: not "agrees"
+    sampled = summarize_minmax_heads([minmax_row(1, 2, 0.7, True, exhaustive=False)])
+    assert not sampled.verifier_agrees_with_exhaustive and sampled.single_heads_checked == 0
+
+
+def xor_row(degree: int, heads: int, solved: bool) -> dict:
+    return row(
+        {"function": "xor", "n": 4, "degree": degree, "heads": heads},
+        {
+            "threshold_degree": 4,
+            "dim": 1,
+            "solved_exact": solved,
+            "accuracy_all_inputs": 1.0 if solved else 0.5,
+        },
+    )
+
+
+def test_xor_phase_sides_and_json():
+    s = summarize_xor_phase([xor_row(1, 2, False), xor_row(2, 2, True)])
+    assert (s.n, s.below_cells, s.below_solved, s.above_cells, s.above_solved) == (4, 1, 0, 1, 1)
+    assert s.above_constructions_certified is None
+    assert s.to_json() == {
+        "cells": [
+            {
+                "function": "xor",
+                "n": 4,
+                "degree": 1,
+                "heads": 2,
+                "seeds": 1,
+                "T": 4,
+                "dim": 1,
+                "below_bound": True,
+                "solved": 0,
+                "accuracy": 0.5,
+            },
+            {
+                "function": "xor",
+                "n": 4,
+                "degree": 2,
+                "heads": 2,
+                "seeds": 1,
+                "T": 4,
+                "dim": 1,
+                "below_bound": False,
+                "solved": 1,
+                "accuracy": 1.0,
+            },
+        ],
+        "n": 4,
+        "below_cells": 1,
+        "below_solved": 0,
+        "above_cells": 1,
+        "above_solved": 1,
+    }
+    # the report's additions go last: each cell's certificate (None below the bound), then the count
+    cells = [c.with_construction(None if c.below_bound else True) for c in s.cells]
+    built = replace(s, cells=cells, above_constructions_certified=1).to_json()
+    assert isinstance(cells[0], XorPhaseCellWithConstruction) and cells[0].n == 4
+    assert [c["construction_certified"] for c in built["cells"]] == [None, True]
+    assert list(built["cells"][0])[-2:] == ["accuracy", "construction_certified"]
+    assert list(built)[-2:] == ["above_solved", "above_constructions_certified"]
+    empty = summarize_xor_phase([])
+    assert empty.empty and empty.to_json()["n"] is None
+
+
+def test_summaries_are_frozen():
+    s = summarize_khop([])
+    with pytest.raises(AttributeError):
+        s.layers = [1]  # type: ignore[misc]
