@@ -13,6 +13,7 @@ from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
 import headcount.core.io as io
+from headcount.core.errors import InputError
 from headcount.core.evaluate import predict
 from headcount.core.io import FORMAT, TABLE_FORMAT, ModelFileError, load_model, read_config, save_model
 from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
@@ -359,3 +360,54 @@ def test_saved_files_get_the_usual_permissions(tmp_path):
     assert mode("m.safetensors") == 0o644 and mode("r.md") == 0o644
     assert mode("private.safetensors") == 0o600
     assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
+
+
+# ---------------------------------------------------------------------------------------------------
+# bounded reading (issue 13): shapes before tensors, the memory guard, versions, nesting without recursion
+
+
+def test_shapes_are_checked_before_any_tensor_is_loaded(tmp_path, monkeypatch):
+    tensors, config = _good_file(tmp_path)
+    tensors["decoder.W_U"] = np.zeros((7, 3))  # d_model 7 in a model of d_model 19
+    save_file(tensors, str(tmp_path / "m.safetensors"), metadata={"headcount": json.dumps(config)})
+    monkeypatch.setattr(io, "load_file", lambda *a, **k: pytest.fail("tensors loaded before the shape check"))
+    _expect_model_file_error(tmp_path / "m.safetensors", "decoder.W_U", "[7, 3]", "[19, '*']")
+
+
+def test_a_linear_decoder_needs_a_token_and_bottom(tmp_path):
+    tensors, config = _good_file(tmp_path)
+    tensors["decoder.W_U"], tensors["decoder.b_U"] = np.zeros((19, 1)), np.zeros(1)
+    save_file(tensors, str(tmp_path / "m.safetensors"), metadata={"headcount": json.dumps(config)})
+    _expect_model_file_error(tmp_path / "m.safetensors", "decoder.W_U", "need ≥ 2")
+
+
+def test_loading_is_guarded_by_the_memory_limit(tmp_path):
+    from headcount.core.resources import memory_limit_of
+
+    model = random_mlp_model()
+    big = Transformer(np.zeros((3, 5)), np.zeros((70_000, 5)), model.layers, model.decoder, "full", {})
+    save_model(big, tmp_path / "big.safetensors")
+    with memory_limit_of("1M"), pytest.raises(InputError, match="--max-memory"):
+        load_model(tmp_path / "big.safetensors")
+    assert load_model(tmp_path / "big.safetensors").n_ctx == 70_000
+
+
+@pytest.mark.parametrize("version", [0, 2, "1", 1.5, None])
+def test_transformer_and_table_versions_are_checked(tmp_path, version):
+    for model in (two_layer_induction(4, 2), one_layer_induction(4, 2)):
+        tensors, config = _good_file(tmp_path, model)
+        config["version"] = version
+        save_file(tensors, str(tmp_path / "m.safetensors"), metadata={"headcount": json.dumps(config)})
+        _expect_model_file_error(tmp_path / "m.safetensors", "is not supported", "reads version 1")
+
+
+def test_json_depth_skips_strings_and_needs_no_recursion():
+    assert io.json_depth('{"a": [1, {"b": "[[[{{{"}], "c": "\\"]"}') == 3
+    assert io.json_depth("[]" * 1000) == 1 and io.json_depth("") == 0
+    assert io.json_depth("[" * 1_000_000 + "]" * 1_000_000) == 1_000_000  # no RecursionError
+
+
+def test_paths_in_messages_are_shortened(tmp_path):
+    shown = io.show_path("/" + "d" * 4000 + "/m.safetensors")
+    assert len(shown) < 200 and shown.endswith("characters)") and "m.safetensors" in shown
+    assert io.show_path("m.safetensors") == "'m.safetensors'"

@@ -1,5 +1,7 @@
-"""Runner functions for the sweep tests (config dict -> metrics dict), importable by worker processes as
-"tests.learn.sweep_runners:<name>" when the repository root is on the path.
+"""Runner functions for the sweep tests (config dict -> metrics dict), registered on import as
+"tests.learn.sweep_runners:<name>" (headcount.learn.sweep.register_runner: a sweep file can only name a
+registered runner); worker processes receive them by reference and import this module when the repository
+root is on the path.
 
 They do small real work — the induction reference solver on a seeded input — so metrics depend on the
 config and the seed, and optionally sleep, log each execution, fail, or kill their worker."""
@@ -11,6 +13,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from headcount.learn.sweep import register_runner
 
 
 def _log_execution(config: dict) -> None:
@@ -62,6 +66,15 @@ def crash(config: dict) -> dict:
     return {"accuracy": 1.0}
 
 
+def refuse_even(config: dict) -> dict:
+    """Refuses (an InputError, as the trainers do for a bad key or size) the configs of even x."""
+    from headcount.core.errors import InputError
+
+    if config.get("x", 0) % 2 == 0:
+        raise InputError(f"x = {config['x']} is even; this runner takes odd x")
+    return solve(config)
+
+
 def not_a_dict(config: dict) -> list:
     return [1, 2, 3]
 
@@ -71,3 +84,19 @@ def threads(config: dict) -> dict:
     import torch
 
     return {"torch_threads": torch.get_num_threads(), "omp": os.environ.get("OMP_NUM_THREADS")}
+
+
+def sweep_when_ready(spec: dict, db: str, workers: int, barrier, results) -> None:
+    """Target of a spawned process in the concurrency tests: wait for the others, run the sweep, report
+    its counts (or the error) on the `results` queue."""
+    from headcount.learn.sweep import run_sweep
+
+    barrier.wait(timeout=60)
+    try:
+        results.put(run_sweep(spec, db, workers=workers).to_json())
+    except Exception as err:  # report it to the test instead of a traceback in a child
+        results.put({"error": f"{type(err).__name__}: {err}"})
+
+
+for _runner in (solve, flaky, crash, refuse_even, not_a_dict, threads):
+    register_runner(_runner)

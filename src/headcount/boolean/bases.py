@@ -71,6 +71,26 @@ def representation(ell: int, B: Iterable[int], D: int) -> dict[int, int]:
     return rep
 
 
+def representations(limit: int, B: Iterable[int], D: int) -> list[dict[int, int]]:
+    """``representation(ell, B, D)`` for every ell = 0..limit from one DP (the same sums: the table up to
+    ell does not depend on how far it extends), or InputError at the first ell that has none."""
+    B = _check_basis(B, D)
+    if not isinstance(limit, int) or limit < 0:
+        raise InputError(f"limit must be an integer ≥ 0, got {limit!r}")
+    fewest, last = _fewest(B, D, limit)
+    out: list[dict[int, int]] = []
+    for ell in range(limit + 1):
+        if fewest[ell] > D:
+            raise InputError(f"{ell} is not a sum of at most D = {D} elements of {list(B)}")
+        rep: dict[int, int] = {}
+        v = ell
+        while v:
+            rep[last[v]] = rep.get(last[v], 0) + 1
+            v -= last[v]
+        out.append(rep)
+    return out
+
+
 def _ceil_root(H: int, p: int) -> int:
     """Smallest integer b ≥ 1 with b^p ≥ H."""
     b = max(1, round(H ** (1.0 / p)))

@@ -22,6 +22,7 @@ half up (e.g. "1.23456789012345678901234567890e-812").
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,9 +52,52 @@ from headcount.boolean.model import (
 )
 from headcount.core.errors import InputError
 from headcount.core.jsonable import JsonResult
+from headcount.core.resources import check_memory, check_work
+from headcount.core.validate import check_writable
 
 EXACT_MAX_CHARS = 40
 DECIMAL_DIGITS = 30
+
+EXACT_WORK_LIMIT = 5e9
+"""Most word operations of exact arithmetic one certificate may take (``exact_cost``): about 5–15 s on one
+core. Measured: n = 10⁶ bits at D = H = 1 (3·10⁹) took 9 s; xor on 8 bits with 1000 heads (2·10¹⁰) took 49 s;
+D = 4000, H = 8 (5·10⁹) took 12 s; `boolean construct --n 10⁹` reached 3.8 GB and died (issue 13)."""
+
+
+def exact_cost(n: int, D: int, H: int, d: int, terms: int = 1, bits: int = 0) -> tuple[float, float]:
+    """(word operations, bytes) of evaluating a model exactly at t = 0..n (``model_values_exact``, and as
+    much again for Theorem 2's R): H heads of value dimension d, a degree-D readout with ``terms`` terms,
+    exact rationals of at most ``bits`` bits (numerator + denominator; 0 for a construction, whose sizes
+    the formula already covers). Floats throughout, so any argument size is estimated without overflow:
+      L = log₂(n + H + 2) + bits     bits of one head's factor (n − t)·w0 + t·w1 (and of its values)
+      B = 4·D·H·L + 64               bits of one coefficient of N(t) = g_hom(P(t), Q(t)), of degree ≤ D·H
+      S = (D·H + 1)·B                bits of N: the big-integer polynomial the certificate evaluates
+      work = (n + 1 + terms)·S/32 + 3000·(n + 1) + (d + 1)·H³·L   (Horner at every t and composing each
+             term; Python per t; Lemma 7's products of degree-H polynomials)
+      bytes = S/4 + (n + 1)·(8·(D + 1)·d + B/4 + 400)   (N twice; the float64 check's powers; the values)
+    B overestimates the largest coefficient 2–5× on constructions (measured), the time 1–3×."""
+    n, D, H, d, terms, bits = (float(min(v, 1e300)) for v in (n, D, H, d, terms, bits))  # no overflow
+    L = math.log2(n + H + 2) + bits
+    B = 4 * D * H * L + 64
+    S = (D * H + 1) * B
+    work = (n + 1 + terms) * S / 32 + 3000 * (n + 1) + (d + 1) * H * H * H * L
+    return work, S / 4 + (n + 1) * (8 * (D + 1) * d + B / 4 + 400)
+
+
+def check_exact_cost(
+    n: int, D: int, H: int, d: int, *, terms: int, bits: int, what: str, options: str, passes: int = 1
+) -> None:
+    """InputError when ``exact_cost`` (times ``passes``) is beyond the memory limit or EXACT_WORK_LIMIT;
+    the message names the estimate, the limit and the options that set the sizes."""
+    work, memory = exact_cost(n, D, H, d, terms, bits)
+    check_memory(memory, what)
+    check_work(passes * work, EXACT_WORK_LIMIT, what, "word operations of exact arithmetic", options)
+
+
+def rational_bits(layer: BooleanLayer, readout: Readout) -> int:
+    """The most bits (numerator + denominator) of any exact number of the model."""
+    numbers = [x for h in layer.heads for x in (h.w0, h.w1, *h.v0, *h.v1)] + list(readout.terms.values())
+    return max((int(x.p).bit_length() + int(x.q).bit_length() for x in numbers), default=0)
 
 
 def dim_bound(D: int, H: int) -> int:
@@ -198,6 +242,13 @@ def construct_and_certify(
     F, label = _target(name_or_F, n)
     T = sign_changes(F)
     check_feasible(T, D, H, function=label, n=n)
+    # before any work: d ≤ the factorization's ⌈T/H⌉, the additive-basis readout has ≤ T + 1 terms
+    what = f"boolean construct at n={n}, D={D}, H={H}"
+    check_exact_cost(
+        n, D, H, max(1, -(-T // H)), terms=T + 1, bits=0, what=what, options="--n, --degree or --heads"
+    )
+    if out is not None:
+        check_writable(out)
     built = construct(F, n, D, H, use_search=use_search)
     if out is not None:
         save_boolean(
@@ -270,6 +321,12 @@ def check_model(model: str | os.PathLike | BooleanModel, function: str, n: int |
     F = parse_function(function, n)
     T = sign_changes(F)
     layer, readout = m.layer, m.readout
+    D, H, d = readout.degree, layer.n_heads, layer.dim
+    what = f"boolean check at n={n} (model D={D}, H={H}, d={d})"
+    bits, terms = rational_bits(layer, readout), len(readout.terms)
+    check_exact_cost(
+        n, D, H, d, terms=terms, bits=bits, what=what, options="--n, or check a smaller model", passes=2
+    )
     return ModelCheck(
         function=function,
         n=n,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from flint import fmpq, fmpq_poly
 
-from headcount.boolean.bases import basis_range, lemma14_basis, representation
+from headcount.boolean.bases import basis_range, lemma14_basis, representations
 from headcount.boolean.functions import change_points, check_values
 from headcount.boolean.lower_bound import check_feasible
 from headcount.boolean.model import BooleanHead, BooleanLayer, Readout, to_fmpq
@@ -134,11 +134,13 @@ def additive_basis_route(
     d = len(B) + 1
     index = {b: i for i, b in enumerate(B)}
     terms = {}
-    for ell, a in enumerate(_product(roots, c).coeffs()):
+    coeffs = _product(roots, c).coeffs()
+    reps = representations(len(coeffs) - 1, B, D)  # one DP for every ell (was one per ell: T² work)
+    for ell, a in enumerate(coeffs):
         if a == 0:
             continue
         K = [0] * d
-        for b, cnt in representation(ell, B, D).items():
+        for b, cnt in reps[ell].items():
             K[index[b]] = cnt
         K[-1] = D - sum(K)
         terms[tuple(K)] = a

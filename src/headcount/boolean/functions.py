@@ -27,6 +27,11 @@ from headcount.core.errors import InputError
 
 NAMES = ("xor", "and", "or", "majority", "threshold:k", "exact:k", "mod:m", "F:<+/- for t = 0..n>")
 
+MAX_BITS = 1_000_000
+"""Most input bits n of any symmetric function here (every command's --n). F is n + 1 Python ints, and an
+exact certificate evaluates the model at every weight t = 0..n (about 10 µs each, before its big-integer
+work): 10⁶ bits is ~10 s and ~0.5 GB; 10⁹ would need ~40 GB before any work."""
+
 # name → (truth(t, n)) for the functions without a parameter
 _PLAIN: dict[str, Callable[[int, int], bool]] = {
     "xor": lambda t, n: t % 2 == 1,
@@ -66,12 +71,23 @@ def _int_param(name: str, text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise InputError(f"{name} needs an integer parameter, got {text!r}") from None
+        raise InputError(f"{name} needs an integer parameter, got {_short(text)}") from None
+
+
+def _short(text: object) -> str:
+    """repr of user text for a message, at most ~60 characters (a 200k-character option stays one line)."""
+    r = repr(text)
+    return r if len(r) <= 60 else r[:57] + "…"
 
 
 def _check_n(n: int) -> None:
-    if not isinstance(n, int) or n < 1:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InputError(f"n must be an integer ≥ 1, got {n!r}")
+    if n > MAX_BITS:
+        raise InputError(
+            f"n = {n} bits is more than the {MAX_BITS} allowed (F and the exact checks grow with n); "
+            "lower --n"
+        )
 
 
 def symmetric_values(name: str, n: int) -> tuple[int, ...]:
@@ -84,7 +100,7 @@ def symmetric_values(name: str, n: int) -> tuple[int, ...]:
         label, make = _WITH_PARAM[key]
         truth = make(_int_param(label, param), n)
         return tuple(-1 if truth(t) else 1 for t in range(n + 1))
-    raise InputError(f"unknown function {name!r}; allowed: {', '.join(NAMES)}")
+    raise InputError(f"unknown function {_short(name)}; allowed: {', '.join(NAMES)}")
 
 
 def parse_function(text: str, n: int) -> tuple[int, ...]:
@@ -94,7 +110,10 @@ def parse_function(text: str, n: int) -> tuple[int, ...]:
     if s[:2] in ("F:", "f:"):
         signs = s[2:]
         if len(signs) != n + 1 or set(signs) - {"+", "-"}:
-            raise InputError(f"explicit F needs exactly n + 1 = {n + 1} characters '+' or '-', got {signs!r}")
+            raise InputError(
+                f"explicit F needs exactly n + 1 = {n + 1} characters '+' or '-', "
+                f"got {_short(signs)} ({len(signs)} characters)"
+            )
         return tuple(1 if c == "+" else -1 for c in signs)
     return symmetric_values(s, n)
 

@@ -14,8 +14,7 @@ Speed: the exact batch evaluation goes through Lemma 7's rational form P(t)/Q(t)
 in C) and the readout as a flint fmpq_mpoly, so n = 1024 stays fast; ``layer_output_exact`` is the
 direct per-t formula the batch path is tested against.
 
-Files: ``save_boolean`` / ``load_boolean`` (safetensors + exact rationals in the JSON metadata);
-``load_boolean`` returns a ``BooleanModel`` (layer, readout, info).
+Files: ``save_boolean`` / ``load_boolean`` (safetensors + exact rationals in the JSON metadata, bounded).
 """
 
 from __future__ import annotations
@@ -27,43 +26,45 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from itertools import chain
 from typing import Any
 
 import numpy as np
 from flint import fmpq, fmpq_mpoly_ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
-from safetensors import SafetensorError
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import save_file
 
+from headcount.boolean.functions import MAX_BITS
 from headcount.core.errors import InputError
-from headcount.core.io import ModelFileError, atomic_write_bytes, read_config
+from headcount.core.io import (
+    ModelFileError,
+    TensorShapes,
+    atomic_write_bytes,
+    check_version,
+    config_info,
+    config_int,
+    read_config,
+    show_path,
+)
 from headcount.core.validate import check_choice
 
-_RATIONAL = re.compile(r"\s*([+-]?\d+)(?:/(\d+))?\s*")
+MAX_RATIONAL_DIGITS = 10_000
+# Digits of a numerator or a denominator in a rational string (a file's or the API's). The largest exact
+# number headcount's constructions write (xor at n = H = 1024, D = 1) has 6,154 digits; the bound leaves room
+# and caps what one string can cost. No exponent syntax: "1e10000000" is 10 bytes for ten million digits.
+_RATIONAL = re.compile(r"([+-]?)(\d+)(?:/(\d+))?", re.ASCII)
 
 
 def _rational_string(x: str) -> fmpq:
-    """ "p" or "p/q" as an fmpq: flint parses any length (Fraction stops at Python's 4300-digit int/str
-    limit); other spellings ("0.25", "1e-3") through Fraction."""
-    if m := _RATIONAL.fullmatch(x):
-        p, q = fmpz(m.group(1).lstrip("+")), fmpz(m.group(2) or 1)
-        if q == 0:
-            raise InputError(f"not a rational number: {x!r}")
-        return fmpq(p, q)
-    return _fraction(x)
-
-
-def _fraction(x: Fraction | str) -> fmpq:
-    try:
-        fr = Fraction(x)
-    except (ValueError, ZeroDivisionError):
-        raise InputError(f"not a rational number: {x!r}") from None
-    return fmpq(fr.numerator, fr.denominator)
-
-
-def _float(x: float) -> fmpq:
-    if not np.isfinite(x):
-        raise InputError(f"not a finite number: {x!r}")
-    return _fraction(Fraction(x))
+    """ "p" or "p/q" (an optional sign, ASCII digits, each part ≤ MAX_RATIONAL_DIGITS) as an exact fmpq;
+    InputError for anything else: exponents, decimals, whitespace, "inf", "nan", a zero denominator."""
+    m = _RATIONAL.fullmatch(x)
+    shown = repr(x) if len(x) <= 40 else f"{x[:40]!r}… ({len(x):,} characters)"
+    if m is None or (m.group(3) is not None and not m.group(3).strip("0")):
+        raise InputError(f"not a rational number: {shown} (write p or p/q in digits, no exponent)")
+    sign, p, q = m.groups()
+    if (longest := max(len(p), len(q or ""))) > MAX_RATIONAL_DIGITS:
+        raise InputError(f"rational {shown} has {longest:,} digits; allowed at most {MAX_RATIONAL_DIGITS:,}")
+    return fmpq(fmpz(p) * (-1 if sign == "-" else 1), fmpz(q or 1))
 
 
 def to_fmpq(x) -> fmpq:
@@ -76,11 +77,13 @@ def to_fmpq(x) -> fmpq:
     if isinstance(x, (int, fmpz, np.integer)):
         return fmpq(int(x))
     if isinstance(x, float):
-        return _float(x)
+        if not np.isfinite(x):
+            raise InputError(f"not a finite number: {x!r}")
+        x = Fraction(x)
     if isinstance(x, str):
         return _rational_string(x)
     if isinstance(x, Fraction):
-        return _fraction(x)
+        return fmpq(x.numerator, x.denominator)
     raise InputError(f"not a rational number: {x!r}")
 
 
@@ -349,6 +352,14 @@ def model_sign_float(layer: BooleanLayer, readout: Readout, n: int) -> list[int]
 
 BOOLEAN_FORMAT = "headcount-boolean"
 BOOLEAN_VERSION = 1
+# Bounds on what a file may ask (issue 13), checked before any exact number is built; the message names the
+# bound broken. The work `boolean check` then does is bounded by its own estimate (boolean/certify.py).
+MAX_FILE_BYTES = 64 << 20  # JSON config: xor at n = H = 1024, D = 1 writes 23 MB of exact rationals
+MAX_FILE_HEADS = 1024  # H: `boolean construct` stops near 600 heads (its exact-work bound); room to spare
+MAX_FILE_DIM = 64  # d: Theorem 3 needs ≤ 2⌈log₂ H⌉ + 2 = 22 at H = 1024; trained models use that bound
+MAX_FILE_DEGREE = 1 << 20  # D: `boolean construct` writes D up to ~10^5 (n = 1) within its work bound
+MAX_FILE_TERMS = 1 << 18  # readout terms: a trained readout holds all C(d+D, D): 12,870 at d = D = 8
+MAX_FILE_N = MAX_BITS  # info.n: the most input bits any command takes (functions.MAX_BITS)
 
 
 @dataclass(frozen=True)
@@ -414,38 +425,64 @@ def save_boolean(
     atomic_write_bytes(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
 
 
-def _model_from_config(config: Mapping[str, Any]) -> BooleanModel:
-    """The model a file's config describes; KeyError, TypeError or ValueError when it is not valid."""
-    if config.get("version") != BOOLEAN_VERSION:
-        raise ValueError(f"version {config.get('version')!r}, expected {BOOLEAN_VERSION}")
-    heads = tuple(
-        BooleanHead(
-            to_fmpq(h["w0"]), to_fmpq(h["w1"]), tuple(map(to_fmpq, h["v0"])), tuple(map(to_fmpq, h["v1"]))
-        )
-        for h in config["layer"]
-    )
-    layer = BooleanLayer(heads)
-    readout = Readout(
-        {tuple(K): to_fmpq(c) for K, c in config["readout"]}, int(config["degree"]), int(config["dim"])
-    )
-    if (layer.n_heads, layer.dim) != (config["heads"], config["dim"]):
-        raise ValueError(
-            f"the layer has H, d = {layer.n_heads}, {layer.dim}; "
-            f"config says {config['heads']}, {config['dim']}"
-        )
-    return BooleanModel(layer, readout, dict(config.get("info", {})))
+def _check_layer(config: Mapping[str, Any], H: int, d: int) -> None:
+    """The heads' and readout's JSON shapes: lists of exact rationals, "p" or "p/q" strings or integers
+    (never floats, NaN or infinities), before any is parsed."""
+    layer, terms = config.get("layer"), config.get("readout")
+    if not isinstance(layer, list) or len(layer) != H or not all(isinstance(h, dict) for h in layer):
+        raise InputError(f"'layer' must list heads = {H} objects {{w0, w1, v0, v1}}")
+    if not isinstance(terms, list) or len(terms) > MAX_FILE_TERMS:
+        raise InputError(f"'readout' must list at most {MAX_FILE_TERMS} terms [exponents, coefficient]")
+    if not all(isinstance(h.get(v), list) and len(h[v]) == d for h in layer for v in ("v0", "v1")):
+        raise InputError(f"every head's v0 and v1 must be lists of d = {d} rationals")
+    numbers = chain.from_iterable([h.get("w0"), h.get("w1"), *h["v0"], *h["v1"]] for h in layer)
+    for x in chain(numbers, (t[-1] if isinstance(t, list) and t else t for t in terms)):
+        if isinstance(x, bool) or not isinstance(x, (str, int)):
+            raise InputError(f"exact rationals are strings 'p' or 'p/q' (or integers), got {str(x)[:40]!r}")
+
+
+def _model_from_config(config: Mapping[str, Any], path: str) -> BooleanModel:
+    """The model a file's config describes, every count bounded first;
+    ModelFileError, KeyError, TypeError or ValueError (InputError included) when it is not valid."""
+    what = BOOLEAN_FORMAT
+    check_version(config, path, BOOLEAN_FORMAT, (BOOLEAN_VERSION,))
+    H = config_int(config, "heads", path, what, 1, MAX_FILE_HEADS)
+    d = config_int(config, "dim", path, what, 1, MAX_FILE_DIM)
+    D = config_int(config, "degree", path, what, 1, MAX_FILE_DEGREE)
+    info = config_info(config, path, what)
+    if "n" in info:
+        config_int(info, "n", path, what, 1, MAX_FILE_N, name="info.n")
+    _check_layer(config, H, d)
+    terms = config["readout"]
+    shapes = TensorShapes(path, what)  # the float64 roundings, for inspection: shapes checked, not loaded
+    shapes.expect("heads.w", (H, 2), "[H 2]")
+    shapes.expect("heads.values", (H, 2, d), "[H 2 d]")
+    shapes.expect("readout.exponents", (len(terms), d), "[terms d]", ("I64",), empty=True)
+    shapes.expect("readout.coefficients", (len(terms),), "[terms]", empty=True)
+    shapes.only(["heads.w", "heads.values", "readout.exponents", "readout.coefficients"])
+    rationals = [[to_fmpq(x) for x in (h["w0"], h["w1"], *h["v0"], *h["v1"])] for h in config["layer"]]
+    heads = tuple(BooleanHead(r[0], r[1], tuple(r[2 : 2 + d]), tuple(r[2 + d :])) for r in rationals)
+    readout: dict[tuple[int, ...], fmpq] = {}
+    for K, c in terms:
+        if not isinstance(K, list) or len(K) != d or not all(type(k) is int and 0 <= k <= D for k in K):
+            raise InputError(f"readout exponents {str(K)[:60]} must be {d} integers in 0..D = 0..{D}")
+        readout[tuple(K)] = readout.get(tuple(K), fmpq(0)) + to_fmpq(c)
+    return BooleanModel(BooleanLayer(heads), Readout(readout, D, d), info)
 
 
 def load_boolean(path: str | os.PathLike) -> BooleanModel:
-    """The model in a file written by save_boolean; ModelFileError (a ValueError) if it is not a valid one."""
-    config = read_config(path, formats=(BOOLEAN_FORMAT,))
-    try:  # the file must be a readable safetensors file, though the exact values are in JSON
-        load_file(str(path))
-    except (SafetensorError, OSError, ValueError) as err:
-        raise ModelFileError(f"{str(path)!r}: cannot read its tensors ({err})") from None
+    """The model in a file written by save_boolean; ModelFileError (a ValueError) if it is not a valid one.
+    Bounded: at most MAX_FILE_BYTES of JSON, counts within the MAX_FILE_ bounds, rationals "p" or "p/q"
+    within MAX_RATIONAL_DIGITS, every tensor's shape checked against the config (none is loaded)."""
+    config = read_config(path, formats=(BOOLEAN_FORMAT,), max_bytes=MAX_FILE_BYTES)
+    path = os.fsdecode(path)
     try:
-        return _model_from_config(config)
+        return _model_from_config(config, path)
+    except ModelFileError:
+        raise
+    except InputError as err:  # a rational that is not one, a head that is not one
+        raise ModelFileError(f"{show_path(path)} is not a valid headcount-boolean model: {err}") from None
     except (KeyError, TypeError, ValueError) as err:
         raise ModelFileError(
-            f"{str(path)!r} is not a valid headcount-boolean model: {type(err).__name__}: {err}"
+            f"{show_path(path)} is not a valid headcount-boolean model: {type(err).__name__}: {err}"
         ) from None

@@ -9,8 +9,9 @@ at most D elements of B (repetition allowed; 0 is the empty sum) and r + 1 is no
   ``timed_out`` flag and statistics).  Raises ``InputError`` when no basis exists (T > D·H: every
   element is ≤ H so every sum of ≤ D elements is ≤ D·H; and {1..H} reaches exactly D·H).
 - :func:`stamps` (D, k): the classic postage-stamp problem n(D, k): the largest range of a k-element
-  set of positive integers with at most D summands, with one optimal basis (a ``Stamps``).  Raises
-  ``SearchTimeout`` if the time limit is hit.
+  set of positive integers with at most D summands, with one optimal basis (a ``Stamps``), for
+  k ≤ ``stamps_max_size(D)`` (InputError beyond, naming the bound; within it, ≤ ~2 s).  Raises
+  ``SearchTimeout`` if the time limit is hit anyway (a slow machine).
 - :func:`choose_basis` (D, H, T, optimal): what `headcount boolean basis` prints — Lemma 14's basis or
   the proven smallest one, as a ``BasisChoice``; InputError when there is none to give.
 
@@ -37,6 +38,9 @@ from headcount.core.errors import InputError
 from headcount.core.jsonable import JsonResult
 
 __all__ = [
+    "MAX_BASIS_SPAN",
+    "STAMPS_TABLE",
+    "stamps_max_size",
     "SearchTimeout",
     "BasisSearchResult",
     "BasisChoice",
@@ -106,7 +110,7 @@ def _dfs_fixed_size(D, H, T, k, deadline, stats):
 
     def rec(dp, last, r):
         stats[0] += 1
-        if stats[0] & 255 == 0 and time.perf_counter() > deadline:
+        if time.perf_counter() > deadline:  # every node: a node's work grows with D·H
             raise SearchTimeout("time limit reached")
         m = k - len(chosen)
         if m == 0:
@@ -141,6 +145,8 @@ def _check_search(D: int, H: int, T: int) -> None:
         raise InputError(
             f"no basis exists: T = {T} > D·H = {D * H} (every sum of ≤ D elements of [H] is ≤ D·H)"
         )
+    if D * H > MAX_BASIS_SPAN:
+        raise InputError(f"D·H = {D * H} is more than {MAX_BASIS_SPAN}: the search's tables span 0..D·H")
 
 
 def _search_sizes(D: int, H: int, T: int, max_size: int | None, deadline: float, stats: list[int]):
@@ -190,48 +196,134 @@ class Stamps(JsonResult):
     basis: tuple[int, ...]
 
 
-def stamps(D: int, k: int, time_limit: float = 60.0) -> Stamps:
-    """Postage-stamp number n(D, k) and one optimal basis (lexicographically first found).
+STAMPS_SECONDS = 60.0
+"""Time limit of the postage-stamp search (a backstop: within STAMPS_MAX_SIZE it answers in seconds)."""
+
+
+def stamps_max_size(D: int) -> int:
+    """The largest k that ``stamps`` searches at D summands: each bound is the largest k the exact search
+    finishes in at most ~2 s on one core (measured: (3, 8) 1 s, (4, 7) 2 s, (2, 11) 1.2 s); the next k takes
+    2 s to many minutes ((3, 9) 27 s, (4, 8) over a minute: the tree grows like the admissible bases).
+    k = 1 (n(D, 1) = D) and D = 1 (n(1, k) = k) are formulas."""
+    for top, size in ((1, 64), (2, 11), (3, 8), (4, 7), (5, 6), (8, 5), (16, 4), (40, 3), (200, 2)):
+        if D <= top:
+            return size
+    return 1
+
+
+STAMPS_TABLE = "k ≤ 64, 11, 8, 7, 6 at D = 1..5; 5 at D ≤ 8; 4 at D ≤ 16; 3 at D ≤ 40; 2 at D ≤ 200; else 1"
+"""``stamps_max_size`` in words (the CLI's --help and the refusal say it)."""
+
+
+def _check_stamps(D: int, k: int) -> None:
+    for name, option, v in (("D", "--summands", D), ("k", "--size", k)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise InputError(f"{name} ({option}) must be a positive integer, got {v!r}")
+    if k > stamps_max_size(D):
+        raise InputError(
+            f"stamps(D={D}, k={k}): the exact search answers k ≤ {stamps_max_size(D)} at D = {D} "
+            f"({STAMPS_TABLE}); lower --size or --summands"
+        )
+
+
+class _StampSearch:
+    """Branch and bound over sorted k-sets 1 = b_1 < b_2 < … with b_{i+1} ≤ r_i + 1 (r_i: the range so far),
+    in lexicographic order, keeping a set only when its range beats the best so far: the answer is the
+    lexicographically first optimal basis. Sums are bitmasks over 0..C(k+D, D) (no k-set represents more
+    values: range ≤ C(k+D, D) − 1), reach[s] = the values with ≤ s summands. A subtree is cut when
+      * D·(r + 1) iterated over the elements left is ≤ best (the module docstring's growth bound);
+      * counting: each value in 0..T (T = best + 1) uses j ≤ D new summands with a new part ≥ j·(last + 1),
+        so T + 1 ≤ Σ_j C(m + j − 1, j)·#{old sums with ≤ D − j summands, ≤ T − j·(last + 1)};
+      * for the last element b: b ≥ T/D (range ≤ D·max element), and every gap of the old sums in 0..T
+        must be covered by c ≥ 1 copies of b plus old sums (one bitmask test per b)."""
+
+    def __init__(self, D: int, k: int, deadline: float, best: int = -1, node_cap: int | None = None):
+        self.D, self.k, self.deadline, self.node_cap = D, k, deadline, node_cap
+        self.size = comb(k + D, D)
+        self.mask = (1 << (self.size + 1)) - 1
+        self.coef = [[comb(m + j - 1, j) if j else 1 for j in range(D + 1)] for m in range(k + 1)]
+        self.best, self.basis, self.nodes, self.chosen = best, [], 0, []
+
+    def add(self, reach: list[int], b: int) -> list[int]:
+        """The sums after adding b: new[s] = ∪_c reach[s − c] + c·b = reach[s] ∪ (new[s − 1] + b)."""
+        new, mask = [reach[0]], self.mask
+        for s in range(1, self.D + 1):
+            new.append((reach[s] | (new[-1] << b)) & mask)
+        return new
+
+    def promising(self, reach: list[int], m: int, last: int, r: int) -> bool:
+        D, T = self.D, self.best + 1
+        if _bound_after(r, m, D, self.size) < T:
+            return False
+        total = 0
+        for j in range(D + 1):
+            hi = T - j * (last + 1)
+            if hi < 0:
+                break
+            total += self.coef[m][j] * (reach[D - j] & ((1 << (hi + 1)) - 1)).bit_count()
+            if total > T:
+                return True
+        return False
+
+    def last_element(self, reach: list[int], last: int, r: int, descending: bool) -> None:
+        D, T = self.D, self.best + 1
+        need = ~reach[D] & ((1 << (T + 1)) - 1)  # the gaps in 0..T
+        lo = max(last + 1, -(-T // D))
+        fewer = reach[D - 1 :: -1]  # the old sums with ≤ D − c summands, c = 1..D
+        for b in range(r + 1, lo - 1, -1) if descending else range(lo, r + 2):
+            cover, shift = 0, 0
+            for old in fewer:
+                shift += b
+                cover |= old << shift
+            if not need & ~cover:
+                full = self.add(reach, b)[D]
+                got = (~full & (full + 1)).bit_length() - 2
+                if got > self.best:
+                    self.best, self.basis = got, self.chosen + [b]
+
+    def run(self, reach: list[int], last: int, r: int, descending: bool = False) -> None:
+        self.nodes += 1
+        if self.node_cap is not None and self.nodes > self.node_cap:
+            return
+        if self.nodes & 1023 == 0 and time.perf_counter() > self.deadline:
+            raise SearchTimeout(
+                f"stamps(D={self.D}, k={self.k}) ran past its time limit; lower --size or --summands"
+            )
+        m = self.k - len(self.chosen)
+        if m == 0:
+            if r > self.best:
+                self.best, self.basis = r, list(self.chosen)
+            return
+        if not self.promising(reach, m, last, r):
+            return
+        if m == 1 and r <= self.best:
+            self.last_element(reach, last, r, descending)
+            return
+        for b in range(r + 1, last, -1) if descending else range(last + 1, r + 2):
+            new = self.add(reach, b)
+            self.chosen.append(b)
+            self.run(new, b, (~new[self.D] & (new[self.D] + 1)).bit_length() - 2, descending)
+            self.chosen.pop()
+
+
+def stamps(D: int, k: int, time_limit: float = STAMPS_SECONDS) -> Stamps:
+    """Postage-stamp number n(D, k) and one optimal basis (the lexicographically first).
 
     Largest r such that some k-element set of positive integers represents every 1..r as a sum of at
-    most D elements (repetition allowed).  Exhaustive branch-and-bound; raises ``SearchTimeout``.
+    most D elements (repetition allowed). Exact branch and bound (``_StampSearch``), started from the best
+    range a short largest-first search finds; k ≤ ``stamps_max_size(D)`` (InputError beyond: the search
+    would take minutes to hours); raises ``SearchTimeout`` past ``time_limit`` seconds.
     """
-    if not isinstance(D, (int, np.integer)) or D < 1:
-        raise InputError(f"D must be a positive integer, got {D!r}")
-    if not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(f"k must be a positive integer, got {k!r}")
+    _check_stamps(D, k)
+    D, k = int(D), int(k)
+    if k == 1 or D == 1:  # n(D, 1) = D with {1}; n(1, k) = k with {1..k} (the only bases reaching them)
+        return Stamps(D * k, tuple(range(1, k + 1)))
     deadline = time.perf_counter() + time_limit
-    # elements are ≤ r_{i} + 1, so the largest possible element bounds every table
-    cap = _bound_after(0, k, D, 1 << 62)
-    max_elem = cap // D + 1
-    limit = D * max_elem + 1
-    if limit > 5_000_000:
-        raise InputError(f"stamps(D={D}, k={k}) is too large for the exact search")
-    dp0 = np.full(limit + 1, _INF, dtype=np.int64)
-    dp0[0] = 0
-    best = [-1, []]
-    nodes = [0]
-    chosen: list[int] = []
-
-    def rec(dp, last, r):
-        nodes[0] += 1
-        if nodes[0] & 255 == 0 and time.perf_counter() > deadline:
-            raise SearchTimeout(f"stamps(D={D}, k={k}) exceeded {time_limit} s")
-        m = k - len(chosen)
-        if m == 0:
-            if r > best[0]:
-                best[0], best[1] = r, list(chosen)
-            return
-        if _bound_after(r, m, D, 1 << 62) <= best[0]:
-            return
-        for b in range(last + 1, r + 2):
-            nd = _add_element(dp, b, D)
-            chosen.append(b)
-            rec(nd, b, _range_of(nd, D))
-            chosen.pop()
-
-    rec(dp0, 0, 0)
-    return Stamps(int(best[0]), tuple(sorted(int(b) for b in best[1])))
+    quick = _StampSearch(D, k, deadline, node_cap=2000)
+    quick.run([1] * (D + 1), 0, 0, descending=True)
+    search = _StampSearch(D, k, deadline, best=quick.best - 1)  # a basis with range ≥ quick.best exists
+    search.run([1] * (D + 1), 0, 0)
+    return Stamps(int(search.best), tuple(sorted(int(b) for b in search.basis)))
 
 
 @dataclass(frozen=True)
@@ -244,10 +336,22 @@ class BasisChoice(JsonResult):
     optimal: bool
 
 
+MAX_BASIS_SPAN = 250_000
+"""Most D·H for `boolean basis` (its --degree times --heads): Lemma 14's candidates are checked by a range DP
+over 0..D·H (Python, ~1 s at this bound, ~4 s at 10⁶) and the exact search holds tables of D·H + 2 entries
+per level; 10⁹ heads asked for 15 GiB (issue 13)."""
+
+
 def _check_basis_request(D: int, H: int, T: int) -> None:
-    """InputError unless D, H ≥ 1 and 0 ≤ T ≤ D·H are integers (no basis inside [H] reaches more)."""
+    """InputError unless D, H ≥ 1 and 0 ≤ T ≤ D·H are integers (no basis inside [H] reaches more), with
+    D·H ≤ MAX_BASIS_SPAN."""
     if not all(isinstance(v, (int, np.integer)) for v in (D, H, T)) or D < 1 or H < 1 or T < 0:
         raise InputError(f"degree {D}, heads {H}, range {T}: need D, H ≥ 1 and T ≥ 0")
+    if D * H > MAX_BASIS_SPAN:
+        raise InputError(
+            f"degree·heads = {D * H} is more than {MAX_BASIS_SPAN} (the range tables span 0..D·H); "
+            "lower --degree or --heads"
+        )
     if T > D * H:
         raise InputError(
             f"range {T} > degree·heads = {D * H}: no basis inside [H] reaches it with ≤ D summands"

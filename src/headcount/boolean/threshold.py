@@ -61,8 +61,11 @@ __all__ = [
     "symmetric_truth_table",
 ]
 
-MAX_N = 14
-"""Largest number of variables accepted by the LP (2^14 constraints)."""
+MAX_N = 11
+"""Largest number of variables accepted by the LP (--truth-table of at most 2^11 characters). The bisection
+may solve an LP of 2^n rows × up to 2^n − 1 monomial columns (a dense float64 matrix, then HiGHS): at n = 11
+that is ~4·10⁶ entries (~70 MB), 10–60 s; n = 12 took 3–4 minutes and n = 13 more than 5 (issue 13), so
+larger n would look like a hang."""
 
 DUAL_MAX_N = 10
 """Largest n for which the lower bound gets an exact dual certificate (exact rref of ≤ 2^n columns)."""
@@ -156,7 +159,10 @@ def threshold_degree(
     if (function is None) == (truth_table is None):
         raise InputError("give exactly one of --function NAME (with --n N) or --truth-table BITS")
     if function is None:
-        return threshold_degree_lp(*parse_truth_table(truth_table))
+        values, bits = parse_truth_table(truth_table)
+        if n is not None and n != bits:
+            raise InputError(f"--n {n} contradicts the --truth-table of 2^{bits} characters: drop --n")
+        return threshold_degree_lp(values, bits)
     if n is None or n < 1:
         raise InputError("--function needs --n N ≥ 1")
     T = threshold_degree_symmetric(parse_function(function, n))
@@ -170,6 +176,11 @@ def parse_truth_table(bits: str) -> tuple[np.ndarray, int]:
     """
     if not isinstance(bits, str):
         raise InputError(f"truth table must be a string of '0'/'1', got {type(bits).__name__}")
+    if len(bits) > 2 * 2**MAX_N:  # checked before reading it: at most 2^MAX_N bits (and some whitespace)
+        raise InputError(
+            f"--truth-table of {len(bits)} characters is too large: at most 2^{MAX_N} = {2**MAX_N} "
+            f"(n ≤ {MAX_N} bits)"
+        )
     s = bits.strip()
     bad = sorted(set(s) - {"0", "1"})
     if bad:
@@ -179,7 +190,10 @@ def parse_truth_table(bits: str) -> tuple[np.ndarray, int]:
         raise InputError(f"truth table length must be a power of 2 (2^n for n bits), got {length}")
     n = length.bit_length() - 1
     if n > MAX_N:
-        raise InputError(f"n = {n} bits is too large for the threshold-degree LP; allowed n ≤ {MAX_N}")
+        raise InputError(
+            f"n = {n} bits is too large for the threshold-degree LP; allowed n ≤ {MAX_N} "
+            f"(--truth-table of at most {2**MAX_N} characters: the LP grows as 4^n)"
+        )
     values = np.fromiter((1 if ch == "0" else -1 for ch in s), dtype=np.int8, count=length)
     return values, n
 
@@ -411,6 +425,8 @@ def threshold_degree_lp(
 
 def symmetric_truth_table(F, n: int) -> np.ndarray:
     """±1 values of the symmetric f(x) = F(|x|), F a length-(n+1) sequence of ±1."""
+    if not isinstance(n, (int, np.integer)) or not 0 <= n <= MAX_N:
+        raise InputError(f"n must be an integer in 0..{MAX_N} (a truth table of 2^n entries), got {n!r}")
     F = np.asarray(F)
     if F.shape != (n + 1,):
         raise InputError(f"F must have length n + 1 = {n + 1}, got {F.shape}")

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, emit
+from headcount.cli.common import JsonOpt, emit, fail
+
+# The bounds the library enforces, for --help (written out so the CLI starts without importing the library;
+# tests/boolean/test_limits.py checks them against boolean.functions.MAX_BITS, search.MAX_BASIS_SPAN,
+# search.STAMPS_TABLE and threshold.MAX_N).
+MAX_BITS = 1_000_000
+MAX_BASIS_SPAN = 250_000
+LP_MAX_N = 11
+STAMPS_TABLE = "k ≤ 64, 11, 8, 7, 6 at D = 1..5; 5 at D ≤ 8; 4 at D ≤ 16; 3 at D ≤ 40; 2 at D ≤ 200; else 1"
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -23,16 +31,18 @@ def boolean_construct(
     function: str = typer.Option(
         ..., "--function", help="xor, and, or, majority, threshold:k, exact:k, mod:m, or F:+-…"
     ),
-    n: int = typer.Option(..., "--n", help="Number of input bits."),
-    degree: int = typer.Option(..., "--degree", help="Readout degree D."),
-    heads: int = typer.Option(..., "--heads", help="Heads H."),
+    n: int = typer.Option(..., "--n", help=f"Number of input bits, 1..{MAX_BITS:,}."),
+    degree: int = typer.Option(..., "--degree", help="Readout degree D ≥ 1."),
+    heads: int = typer.Option(..., "--heads", help="Heads H ≥ 1."),
     out: Path | None = typer.Option(
         None, "--out", help="Also save the model (exact rationals, safetensors + JSON)."
     ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Theorem 3: H heads + a degree-D readout computing a symmetric function, certified exactly on every
-    weight t = 0..n (all 2^n inputs); D·H below the threshold degree is refused (Theorem 2)."""
+    weight t = 0..n (all 2^n inputs); D·H below the threshold degree is refused (Theorem 2). Bound: the
+    certificate's exact arithmetic, about n·(D·H)²·log n word operations (boolean.certify.exact_cost), at
+    most 5·10⁹ (5–15 s), and its memory within --max-memory."""
     from headcount.boolean.certify import construct_and_certify
 
     result = construct_and_certify(function, n, degree, heads, out=None if out is None else str(out))
@@ -50,11 +60,14 @@ def boolean_check(
         ..., "--model", help="A Boolean model file (boolean construct/train --out)."
     ),
     function: str = typer.Option(..., "--function", help="The target: a symmetric function by name or F:+-…"),
-    n: int | None = typer.Option(None, "--n", help="Input bits (default: the n recorded in the file)."),
+    n: int | None = typer.Option(
+        None, "--n", help=f"Input bits, 1..{MAX_BITS:,} (default: the n recorded in the file)."
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Check any Boolean model exactly on all 2^n inputs, with its Theorem-2 polynomial R (deg R ≤ D·H,
-    sign R = the model): a wrong input when it errs — always, when D·H is below the threshold degree."""
+    sign R = the model): a wrong input when it errs — always, when D·H is below the threshold degree.
+    Bound: the same exact-arithmetic budget as construct (twice over: the values and R)."""
     from headcount.boolean.certify import check_model
 
     result = check_model(model_file, function, n)
@@ -71,9 +84,13 @@ def boolean_check(
 @app.command("threshold-degree")
 def boolean_threshold_degree(
     function: str | None = typer.Option(None, "--function", help="A symmetric function by name or F:+-…"),
-    n: int | None = typer.Option(None, "--n", help="Number of input bits (with --function)."),
+    n: int | None = typer.Option(
+        None, "--n", help=f"Number of input bits (with --function), 1..{MAX_BITS:,}."
+    ),
     truth_table: str | None = typer.Option(
-        None, "--truth-table", help="2^n characters 0/1 ('0' → +1, '1' → −1)."
+        None,
+        "--truth-table",
+        help=f"2^n characters 0/1 ('0' → +1, '1' → −1), n ≤ {LP_MAX_N} (the LP grows as 4^n).",
     ),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -91,10 +108,12 @@ def boolean_threshold_degree(
 
 @app.command("basis")
 def boolean_basis(
-    degree: int = typer.Option(..., "--degree", help="At most D summands."),
+    degree: int = typer.Option(..., "--degree", help=f"At most D summands; D·H ≤ {MAX_BASIS_SPAN:,}."),
     heads: int = typer.Option(..., "--heads", help="Elements lie in 1..H."),
-    range_: int = typer.Option(..., "--range", help="Every 0..T must be representable."),
-    optimal: bool = typer.Option(False, "--optimal", help="Exact search for the smallest basis."),
+    range_: int = typer.Option(..., "--range", help="Every 0..T must be representable, T ≤ D·H."),
+    optimal: bool = typer.Option(
+        False, "--optimal", help="Exact search for the smallest basis (refused past 10 s)."
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """An additive D-basis inside [H] with range ≥ T: Lemma 14's, or the proven smallest (--optimal)."""
@@ -108,12 +127,15 @@ def boolean_basis(
 @app.command("stamps")
 def boolean_stamps(
     summands: int = typer.Option(..., "--summands", help="At most D summands."),
-    size: int = typer.Option(..., "--size", help="k positive integers."),
+    size: int = typer.Option(..., "--size", help=f"k positive integers: {STAMPS_TABLE}."),
     as_json: bool = JsonOpt,
 ) -> None:
     """The postage-stamp problem: the largest T such that some k positive integers represent every 0..T
     with at most D summands, and one set reaching it."""
-    from headcount.boolean.search import stamps
+    from headcount.boolean.search import SearchTimeout, stamps
 
-    result = stamps(summands, size)
+    try:
+        result = stamps(summands, size)
+    except SearchTimeout as err:  # a TimeoutError (an OSError): say it as the input problem it is
+        fail(str(err))
     emit(result.to_json(), as_json, f"range {result.range} with {list(result.basis)}")

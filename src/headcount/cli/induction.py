@@ -2,6 +2,11 @@
 
 Each command parses its options, calls one function of headcount.induction (which checks the input and
 raises InputError), and prints the result's to_json() (or a human line built from its fields).
+
+Every count has a bound or a normalisation, checked before any work and stated in its --help (the library
+holds the constants: induction.outputs, .construction, .certify, .lower_bound.setup; tests/induction/
+test_limits.py keeps the texts and the constants together). Memory estimates are refused beyond
+--max-memory (default: half of this machine's memory).
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, emit, parse_tokens
+from headcount.cli.common import JsonOpt, ProgressOpt, emit
 
 app = typer.Typer(
     no_args_is_help=True, help="Induction heads (seed 000): solve, construct, predict, certify."
@@ -19,30 +24,53 @@ app = typer.Typer(
 
 ModelOpt = typer.Option(None, "--model", help="Model file.")
 IndexModelOpt = typer.Option(None, "--model", help="One-layer model file (3 tokens: 0, 1, ? = 2).")
-RandomSeedOpt = typer.Option(None, "--random-seed", help="Use a seeded random one-layer table model.")
-HeadsOpt = typer.Option(None, "--heads", help="Heads of the random model.")
-DimOpt = typer.Option(None, "--dim", help="Embedding dimension of the random model.")
-KOpt = typer.Option(..., "--k", help="INDEX size: inputs have length n = 2k+1.")
+RandomSeedOpt = typer.Option(
+    None, "--random-seed", help="Use a seeded random one-layer table model (seed ≥ 0)."
+)
+HeadsOpt = typer.Option(
+    None, "--heads", help="Heads of the random model (≥ 1; its tables must fit --max-memory)."
+)
+DimOpt = typer.Option(
+    None, "--dim", help="Embedding dimension of the random model (≥ 1; its tables must fit --max-memory)."
+)
+KOpt = typer.Option(
+    ...,
+    "--k",
+    help="INDEX size: inputs have length n = 2k+1 (≥ 1; bounded by the command's work and --max-memory).",
+)
+InputOpt = typer.Option(..., "--input", help='Tokens 0..2^63-1, e.g. "3 0 2 3" (at most 10,000,000 of them).')
+PrecisionBitsHelp = "p of fixed:p, 1 ≤ p ≤ 60 (the precision modes' range)"
+SeedHelp = "(any integer ≥ 0)"
 
 
 @app.command("solve")
 def induction_solve(
-    input: str = typer.Option(..., "--input", help='Tokens, e.g. "3 0 2 3".'),
-    hops: int = typer.Option(1, "--hops", help="k of the k-hop task (1 = induction heads)."),
+    input: str = InputOpt,
+    hops: int = typer.Option(
+        1,
+        "--hops",
+        help="k of the k-hop task (1 = induction heads); any k ≥ 1: hops beyond the input's length n "
+        "answer like hops = n, at once.",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """The reference answer: one output per position, ⊥ where there is none."""
-    from headcount.induction.outputs import solve
+    from headcount.induction.outputs import solve, tokens_from_text
 
-    result = solve(parse_tokens(input), hops)
+    result = solve(tokens_from_text(input), hops)
     emit(result.to_json(), as_json, " ".join(result.outputs_text))
 
 
 @app.command("construct")
 def induction_construct(
     layers: int = typer.Option(..., "--layers", help="1 or 2."),
-    n: int = typer.Option(..., "--n", help="Sequence length."),
-    alphabet: int = typer.Option(..., "--alphabet", help="Alphabet size S."),
+    n: int = typer.Option(
+        ...,
+        "--n",
+        help="Sequence length (≥ 1; the model must fit --max-memory: about 232·n bytes for 2 layers, "
+        "16·n²·S for 1 layer, whose tables may take at most 4 GiB).",
+    ),
+    alphabet: int = typer.Option(..., "--alphabet", help="Alphabet size S (2 ≤ S; S ≤ n for 2 layers)."),
     out: Path = typer.Option(..., "--out", help="Model file to write (safetensors)."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -58,20 +86,27 @@ def induction_construct(
 
 @app.command("predict")
 def induction_predict(
-    input: str = typer.Option(..., "--input", help='Tokens, e.g. "3 0 2 3".'),
+    input: str = typer.Option(
+        ...,
+        "--input",
+        help='Tokens, e.g. "3 0 2 3": at most 2^27 score entries (heads · n², n = tokens; about 6,700 '
+        "tokens for the two-layer construction) and the evaluation within --max-memory.",
+    ),
     model_file: Path | None = ModelOpt,
     layers: int | None = typer.Option(None, "--layers", help="Use the 1- or 2-layer construction."),
-    n: int | None = typer.Option(None, "--n", help="Construction length (default: input length)."),
+    n: int | None = typer.Option(
+        None, "--n", help="Construction length (default: input length; bounded as in `construct`)."
+    ),
     alphabet: int | None = typer.Option(None, "--alphabet", help="Construction alphabet size."),
     precision: str = typer.Option(
-        "float64", "--precision", help="fixed:p, float16, bfloat16, float32, float64 or exact."
+        "float64", "--precision", help="fixed:p (1 ≤ p ≤ 60), float16, bfloat16, float32, float64 or exact."
     ),
     as_json: bool = JsonOpt,
 ) -> None:
     """The model's outputs on one input, in a precision mode."""
-    from headcount.induction.outputs import predict_input
+    from headcount.induction.outputs import predict_input, tokens_from_text
 
-    result = predict_input(parse_tokens(input), precision, model_file, layers, n, alphabet)
+    result = predict_input(tokens_from_text(input), precision, model_file, layers, n, alphabet)
     emit(result.to_json(), as_json, " ".join(result.outputs_text))
 
 
@@ -79,10 +114,17 @@ def induction_predict(
 def induction_certify(
     model_file: Path | None = ModelOpt,
     layers: int | None = typer.Option(None, "--layers", help="Certify the 1- or 2-layer construction."),
-    n: int = typer.Option(..., "--n", help="Sequence length."),
-    alphabet: int = typer.Option(..., "--alphabet", help="Alphabet size S."),
-    samples: int | None = typer.Option(None, "--samples", help="Random sequences when not exhaustive."),
-    seed: int = typer.Option(0, "--seed", help="Seed for the random inputs."),
+    n: int = typer.Option(
+        ..., "--n", help="Sequence length (≥ 1; the evaluation, ~200·n² bytes, must fit --max-memory)."
+    ),
+    alphabet: int = typer.Option(..., "--alphabet", help="Alphabet size S (≥ 2)."),
+    samples: int | None = typer.Option(
+        None,
+        "--samples",
+        help="Random sequences when not exhaustive (≥ 1). All inputs together (samples plus the "
+        "adversarial families) may take at most 2^33 score entries per pass (inputs × heads × n²).",
+    ),
+    seed: int = typer.Option(0, "--seed", help=f"Seed for the random inputs {SeedHelp}."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Check a model on all of Σ^n (when small) or random + adversarial inputs; find its precision."""
@@ -105,18 +147,22 @@ def induction_protocol(
     random_seed: int | None = RandomSeedOpt,
     heads: int | None = HeadsOpt,
     dim: int | None = DimOpt,
-    precision_bits: int = typer.Option(..., "--precision-bits", help="p of fixed:p."),
+    precision_bits: int = typer.Option(..., "--precision-bits", help=f"{PrecisionBitsHelp}."),
     pairs: int | None = typer.Option(
-        None, "--pairs", help="Sample this many (f, i*) pairs (default: all for k ≤ 16)."
+        None,
+        "--pairs",
+        help="Sample this many (f, i*) pairs (≥ 1; default: all for k ≤ 16, else 65536). Each pair runs the "
+        "model once: at most 2^32 score entries in all (pairs × heads × n², n = 2k+1).",
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed for sampled pairs."),
+    seed: int = typer.Option(0, "--seed", help=f"Seed for sampled pairs {SeedHelp}."),
+    progress: bool = ProgressOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Seed 000's INDEX protocol: Alice's message determines the model's answer (Bob checks every pair)."""
     from headcount.induction.lower_bound.protocol import check_protocol_file_or_random
 
     result = check_protocol_file_or_random(
-        k, precision_bits, model_file, random_seed, heads, dim, pairs=pairs, seed=seed
+        k, precision_bits, model_file, random_seed, heads, dim, pairs=pairs, seed=seed, progress=progress
     )
     human = (
         f"k={k}: message {result.message_bits} bits (seed's accounting {result.seed_message_bits}); "
@@ -133,8 +179,8 @@ def induction_refute(
     random_seed: int | None = RandomSeedOpt,
     heads: int | None = HeadsOpt,
     dim: int | None = DimOpt,
-    precision_bits: int = typer.Option(16, "--precision-bits", help="p of fixed:p (default 16)."),
-    seed: int = typer.Option(0, "--seed", help="Seed for the searches."),
+    precision_bits: int = typer.Option(16, "--precision-bits", help=f"{PrecisionBitsHelp} (default 16)."),
+    seed: int = typer.Option(0, "--seed", help=f"Seed for the searches {SeedHelp}."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Find an INDEX input the one-layer model answers wrongly (confirmed by running the model)."""

@@ -1,6 +1,9 @@
 """`headcount minmax …`: certify, construct, verify, search (each: options → one library call → print).
 
-The library checks the input (headcount.minmax raises InputError; main() prints it and exits 2)."""
+The library checks the input (headcount.minmax raises InputError; main() prints it and exits 2). Every count
+has a bound, checked before any work and stated in its --help (the constants live in headcount.minmax: task,
+construction, verify, certify, search; tests/minmax/test_limits.py keeps the texts and the constants
+together). Memory estimates are refused beyond --max-memory (default: half of this machine's memory)."""
 
 from __future__ import annotations
 
@@ -8,24 +11,36 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, emit
+from headcount.cli.common import JsonOpt, ProgressOpt, emit
 
 app = typer.Typer(
     no_args_is_help=True, help="Min and max of a list with attention heads (seed 004 §3.1): certify, verify."
 )
 
+MOpt = "Tokens are 1..M (2 ≤ M ≤ 2^26; each command bounds its own work in M)"
+NOpt = "List length (2 ≤ n ≤ 2^60)"
+SeedHelp = "(any integer ≥ 0)"
+
 
 @app.command("certify")
 def minmax_certify(
-    M: int = typer.Option(..., "--M", help="Tokens are 1..M."),
-    n: int = typer.Option(..., "--n", help="List length."),
+    M: int = typer.Option(
+        ...,
+        "--M",
+        help=f"{MOpt}: exact-histogram scans M²(M+1)/2 ≤ 2^30 triples per task (M ≤ 1290); "
+        "sufficient-condition does 2·M²·d ≤ 2^36 multiply-adds; the sign code M²·d/2 ≤ 2^34.",
+    ),
+    n: int = typer.Option(..., "--n", help=f"{NOpt}; brute-force enumerates C(n+M−1, n) ≤ 5,000,000 inputs."),
     heads: int = typer.Option(
         ..., "--heads", help="1: a min head and a max head separately; 2: one layer doing both."
     ),
     code: str = typer.Option("sign", "--code", help="sign (d = ⌈8 ln M⌉) or compact (d = ⌈log₂ M⌉)."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the greedy sign code."),
+    seed: int = typer.Option(0, "--seed", help=f"Seed of the greedy sign code {SeedHelp}."),
     method: str | None = typer.Option(
-        None, "--method", help="exact-histogram, sufficient-condition or brute-force (default: by M)."
+        None,
+        "--method",
+        help="exact-histogram, sufficient-condition or brute-force (default: exact-histogram for M ≤ 1024, "
+        "else sufficient-condition).",
     ),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -42,13 +57,17 @@ def minmax_certify(
 
 @app.command("construct")
 def minmax_construct(
-    M: int = typer.Option(..., "--M", help="Tokens are 1..M."),
-    n: int = typer.Option(..., "--n", help="List length."),
+    M: int = typer.Option(
+        ...,
+        "--M",
+        help=f"{MOpt}: the sign code's M²·d/2 ≤ 2^34 multiply-adds; the model within --max-memory.",
+    ),
+    n: int = typer.Option(..., "--n", help=f"{NOpt}."),
     heads: int = typer.Option(
         ..., "--heads", help="2: the two-head layer; 1: the min head alone, with θ = v for both classifiers."
     ),
     code: str = typer.Option("sign", "--code", help="sign or compact."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the greedy sign code."),
+    seed: int = typer.Option(0, "--seed", help=f"Seed of the greedy sign code {SeedHelp}."),
     out: Path = typer.Option(..., "--out", help="Model file to write (safetensors)."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -61,13 +80,21 @@ def minmax_construct(
 
 @app.command("verify")
 def minmax_verify(
-    M: int = typer.Option(..., "--M", help="Tokens are 1..M."),
-    n: int = typer.Option(..., "--n", help="List length."),
+    M: int = typer.Option(
+        ..., "--M", help=f"{MOpt}: exact scans M²(M+1)/2 ≤ 2^30 triples per task (M ≤ 1290)."
+    ),
+    n: int = typer.Option(..., "--n", help=f"{NOpt}; brute enumerates C(n+M−1, n) ≤ 2,000,000 inputs."),
     model_file: Path | None = typer.Option(None, "--model", help="A single-head min/max model file."),
-    random_seed: int | None = typer.Option(None, "--random-seed", help="Use a seeded random single head."),
-    dim: int | None = typer.Option(None, "--dim", help="Value dimension of the random head."),
+    random_seed: int | None = typer.Option(
+        None, "--random-seed", help=f"Use a seeded random single head {SeedHelp}."
+    ),
+    dim: int | None = typer.Option(
+        None, "--dim", help="Value dimension of the random head (≥ 1; M·dim ≤ 2^24 values)."
+    ),
     method: str = typer.Option(
-        "exact", "--method", help="exact (histogram linearity) or brute (all multisets)."
+        "exact",
+        "--method",
+        help="exact (histogram linearity) or brute (all multisets; at most 2^31 operations per task).",
     ),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -85,17 +112,23 @@ def minmax_verify(
 
 @app.command("search")
 def minmax_search(
-    M: int = typer.Option(..., "--M", help="Tokens are 1..M."),
-    n: int = typer.Option(..., "--n", help="List length."),
-    dim: int = typer.Option(..., "--dim", help="Largest value dimension to try (d = 1..dim)."),
-    restarts: int = typer.Option(2, "--restarts", help="Random restarts per dimension."),
-    steps: int = typer.Option(60, "--steps", help="Optimisation steps per restart."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the restarts."),
+    M: int = typer.Option(..., "--M", help=f"{MOpt}; each step holds [M M M] arrays."),
+    n: int = typer.Option(..., "--n", help=f"{NOpt}."),
+    dim: int = typer.Option(..., "--dim", help="Largest value dimension to try (d = 1..dim; ≥ 1)."),
+    restarts: int = typer.Option(2, "--restarts", help="Random restarts per dimension (≥ 1)."),
+    steps: int = typer.Option(
+        60,
+        "--steps",
+        help="Optimisation steps per restart (≥ 0). In all, Σ_d restarts·(steps+1)·(M³ + M²·d) ≤ 2^31 "
+        "triple evaluations.",
+    ),
+    seed: int = typer.Option(0, "--seed", help=f"Seed of the restarts {SeedHelp}."),
+    progress: bool = ProgressOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Search for ONE head + two classifiers doing both min and max; the smallest d reached, and the
     confirmed counterexamples of the best failures (a failed search is evidence, not a proof)."""
     from headcount.minmax.search import smallest_dimension
 
-    result = smallest_dimension(M, n, dim, restarts=restarts, steps=steps, seed=seed)
+    result = smallest_dimension(M, n, dim, restarts=restarts, steps=steps, seed=seed, progress=progress)
     emit(result.to_json(), as_json, f"smallest d found: {result.smallest_d}")

@@ -1,7 +1,8 @@
 """`headcount sweep …`: run, table (each: options → one library call → print).
 
 The library checks the spec, backend, workers and database (headcount.learn.sweep raises InputError;
-main() prints it and exits 2)."""
+main() prints it and exits 2). Its bounds are constants of headcount.learn.sweep (MAX_SPEC_BYTES, MAX_RUNS,
+MAX_SEED, MAX_WORKERS), quoted in the --help texts below (tests/learn/test_sweep_hostile.py checks them)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,17 @@ app = typer.Typer(
 @app.command("run")
 def sweep_run(
     spec: Path | None = typer.Argument(
-        None, help="Sweep file (TOML); or build the sweep from the flags below."
+        None,
+        help="Sweep file (TOML, data only: [sweep] runner names a built-in runner; at most 1 MiB and "
+        "10,000 runs); or build the sweep from the flags below.",
     ),
-    db: Path = typer.Option(..., "--db", help="Results database (SQLite; created if missing)."),
-    workers: int | None = typer.Option(None, "--workers", help="Parallel workers (default: CPUs)."),
+    db: Path = typer.Option(
+        ...,
+        "--db",
+        help="Results database (SQLite; created if missing; checked writable before any run trains; "
+        "sweeps sharing it split the runs).",
+    ),
+    workers: int | None = typer.Option(None, "--workers", help="Parallel workers, 1 … 1024 (default: CPUs)."),
     backend: str = typer.Option("local", "--backend", help="local (worker processes) or ray."),
     address: str | None = typer.Option(None, "--address", help="Ray cluster address (backend ray)."),
     name: str | None = typer.Option(
@@ -37,7 +45,9 @@ def sweep_run(
     grid: list[str] = typer.Option(
         [], "--grid", help="Without a file: KEY=V1,V2,… a grid axis (repeatable)."
     ),
-    seeds: str | None = typer.Option(None, "--seeds", help="Without a file: seeds, e.g. 0,1,2."),
+    seeds: str | None = typer.Option(
+        None, "--seeds", help="Without a file: seeds 0 … 2⁶³−1, e.g. 0,1,2 (runs × seeds ≤ 10,000)."
+    ),
     progress: bool = ProgressOpt,
     as_json: bool = JsonOpt,
 ) -> None:

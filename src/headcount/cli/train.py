@@ -15,22 +15,32 @@ app = typer.Typer(
 )
 
 
-StepsOpt = typer.Option(None, "--steps", help="Training steps (default: the task's measured default).")
-SeedOpt = typer.Option(0, "--seed", help="Seed of initialisation and data.")
-LrOpt = typer.Option(None, "--lr", help="Peak learning rate of AdamW (default: the task's).")
+# The bounds learn/models/costs.py enforces, for --help (written out so the CLI starts without importing
+# torch; tests/learn/test_train_limits.py checks them against costs.MAX_STEPS, MAX_SEED, MAX_LR and
+# TRAIN_FLOPS_LIMIT). Sizes are bounded by the run's estimated memory (--max-memory) and compute.
+SIZES = "bounded by the run's memory (--max-memory) and compute (≤ 10¹⁴ operations)"
+StepsOpt = typer.Option(
+    None, "--steps", help="Training steps, 0..10,000,000 (default: the task's measured default)."
+)
+SeedOpt = typer.Option(0, "--seed", help="Seed of initialisation and data, 0..2^63−1.")
+LrOpt = typer.Option(None, "--lr", help="Peak learning rate of AdamW, 0 < lr ≤ 10 (default: the task's).")
 OutOpt = typer.Option(
-    None, "--out", help="Save the trained model here (.safetensors, headcount model format)."
+    None,
+    "--out",
+    help="Save the trained model here (.safetensors, headcount model format); its folder is checked first.",
 )
 
 
 @app.command("induction")
 def train_induction(
-    layers: int = typer.Option(2, "--layers"),
-    heads: int = typer.Option(1, "--heads"),
-    dim: int = typer.Option(32, "--dim", help="d_model."),
-    n: int = typer.Option(16, "--n"),
-    alphabet: int = typer.Option(4, "--alphabet"),
-    hops: int = typer.Option(1, "--hops", help="k > 1: k-hop, hop count 1..k as the first token."),
+    layers: int = typer.Option(2, "--layers", help=f"Layers ≥ 1, {SIZES}."),
+    heads: int = typer.Option(1, "--heads", help="Heads per layer ≥ 1 (bounded likewise)."),
+    dim: int = typer.Option(32, "--dim", help="d_model ≥ 1 (bounded likewise)."),
+    n: int = typer.Option(16, "--n", help="Sequence length ≥ 1 (bounded likewise)."),
+    alphabet: int = typer.Option(4, "--alphabet", help="Tokens ≥ 2 (bounded likewise)."),
+    hops: int = typer.Option(
+        1, "--hops", help="1..n; k > 1: k-hop, hop count 1..k as the first token (hop n+1 answers as hop n)."
+    ),
     steps: int | None = StepsOpt,
     seed: int = SeedOpt,
     lr: float | None = LrOpt,
@@ -71,10 +81,12 @@ def train_induction(
 
 @app.command("minmax")
 def train_minmax(
-    M: int = typer.Option(8, "--M"),
-    n: int = typer.Option(4, "--n"),
-    heads: int = typer.Option(1, "--heads"),
-    dim: int = typer.Option(4, "--dim"),
+    M: int = typer.Option(
+        8, "--M", help=f"Tokens 1..M, M ≥ 2, {SIZES}; the exact evaluation ≤ 2·10⁸ list×class×head steps."
+    ),
+    n: int = typer.Option(4, "--n", help="List length ≥ 2 (bounded likewise)."),
+    heads: int = typer.Option(1, "--heads", help="Heads ≥ 1 (bounded likewise)."),
+    dim: int = typer.Option(4, "--dim", help="Value dimension ≥ 1 (bounded likewise)."),
     steps: int | None = StepsOpt,
     seed: int = SeedOpt,
     lr: float | None = LrOpt,
@@ -104,11 +116,13 @@ def train_minmax(
 
 @app.command("boolean")
 def train_boolean(
-    function: str = typer.Option("xor", "--function"),
-    n: int = typer.Option(8, "--n"),
-    degree: int = typer.Option(2, "--degree"),
-    heads: int = typer.Option(4, "--heads"),
-    dim: int | None = typer.Option(None, "--dim", help="Default: Theorem 3's bound."),
+    function: str = typer.Option("xor", "--function", help="A symmetric function by name or F:+-…"),
+    n: int = typer.Option(
+        8, "--n", help=f"Input bits, 1..1,000,000, {SIZES} and the exact check's budget (boolean construct)."
+    ),
+    degree: int = typer.Option(2, "--degree", help="Readout degree ≥ 1 (bounded likewise)."),
+    heads: int = typer.Option(4, "--heads", help="Heads ≥ 1 (bounded likewise)."),
+    dim: int | None = typer.Option(None, "--dim", help="≥ 1 (bounded likewise); default: Theorem 3's bound."),
     steps: int | None = StepsOpt,
     seed: int = SeedOpt,
     lr: float | None = LrOpt,

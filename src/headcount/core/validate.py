@@ -3,6 +3,7 @@ that says what is wrong and what is allowed (the CLI prints it and exits 2)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,3 +31,14 @@ def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
         listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
         raise InputError(f"{name} {value!r} is not available: use {listed}")
     return value
+
+
+def check_writable(out: str | os.PathLike, option: str = "--out") -> None:
+    """InputError unless a file can be written at `out` (a path, not a folder, in a writable folder):
+    checked before the work, so an unwritable --out costs nothing."""
+    text = str(out)
+    parent = os.path.dirname(text) or "."
+    if text == "" or os.path.isdir(text):
+        raise InputError(f"{option} {text[:200]!r} is empty or a folder: give a file path")
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {text[:200]!r}: its folder does not exist or cannot be written")

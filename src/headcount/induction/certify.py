@@ -17,11 +17,24 @@ import numpy as np
 from headcount.core.certify import Certificate, certify_model
 from headcount.core.errors import InputError
 from headcount.core.evaluate import Model
+from headcount.core.resources import check_memory, check_work
+from headcount.core.validate import check_int
 from headcount.induction import task
-from headcount.induction.construction import build_or_load, check_sizes
+from headcount.induction.construction import build_or_load, check_sizes, evaluation_bytes, evaluation_work
 
 EXHAUSTIVE_LIMIT = 2_000_000
 EXHAUSTIVE_CHUNK = 1 << 15
+SAMPLE_CHUNK = 256  # sampled inputs are generated and checked this many at a time
+# induction certify: at most this many score entries per pass over its inputs (construction.evaluation_work:
+# inputs × (heads · n² + a fixed cost per input)); --samples, --n and the model's heads set it. Why this
+# bound: a certificate streams its inputs 10–20 times (float64, the precision search, the proof at p, the
+# IEEE dtypes), about 3·10⁶ score entries a second on 2 cores, so the limit is under an hour; the largest
+# certificates the report and the slow tests ask for take up to 2.6·10⁹ (n = 4096 with the default samples)
+# and 1.3·10⁹ (all of Σ^20 over 2 tokens).
+CERTIFY_MAX_WORK = 2**33
+# Bytes per input row while sampled inputs are generated (int64 rows, random floats, argsort keys): per
+# position and per alphabet token.
+INPUT_BYTES_PER_POSITION, INPUT_BYTES_PER_TOKEN = 48, 24
 
 
 def exhaustive_cases(limit: int = EXHAUSTIVE_LIMIT) -> list[tuple[int, int]]:
@@ -42,12 +55,34 @@ def default_samples(n: int) -> int:
     return max(8, min(512, (1 << 17) // max(n, 1)))
 
 
+def exhaustive_size(n: int, alphabet: int) -> bool:
+    """Whether certify checks all of Σ^n: S^n ≤ EXHAUSTIVE_LIMIT (S^n never computed for a large n: with
+    S ≥ 2 it exceeds the limit once n > 21)."""
+    return n <= 21 and task.count_sequences(n, alphabet) <= EXHAUSTIVE_LIMIT
+
+
+def family_sizes(n: int, alphabet: int, samples: int | None) -> list[tuple[str, int]]:
+    """The sampled input set: (family, count) — uniform and no-adjacent-repeats share `samples` (default
+    default_samples(n)), each adversarial family gets max(2, samples // 8) (INDEX only when S ≥ 3, n ≥ 3)."""
+    samples = default_samples(n) if samples is None else samples
+    per_family = max(2, samples // 8)
+    families: list[tuple[str, int]] = [
+        ("uniform", samples - samples // 2),
+        ("no_adjacent_repeats", samples // 2),
+    ]
+    for name in task.ADVERSARIAL_FAMILIES:
+        if name == "index" and (alphabet < 3 or n < 3):
+            continue
+        families.append((name, per_family))
+    return families
+
+
 def induction_inputs(
     n: int, alphabet: int, samples: int | None = None, seed: int = 0, exhaustive: bool | None = None
 ):
     """(stream, exhaustive): a re-playable stream of (family, tokens) chunks for certify_model."""
     if exhaustive is None:
-        exhaustive = task.count_sequences(n, alphabet) <= EXHAUSTIVE_LIMIT
+        exhaustive = exhaustive_size(n, alphabet)
     if exhaustive:
         total = task.count_sequences(n, alphabet)
 
@@ -60,17 +95,8 @@ def induction_inputs(
 
         return stream, True
 
-    samples = default_samples(n) if samples is None else samples
-    per_family = max(2, samples // 8)
-    families: list[tuple[str, int]] = [
-        ("uniform", samples - samples // 2),
-        ("no_adjacent_repeats", samples // 2),
-    ]
-    for name in task.ADVERSARIAL_FAMILIES:
-        if name == "index" and (alphabet < 3 or n < 3):
-            continue
-        families.append((name, per_family))
-    chunk = 256
+    families = family_sizes(n, alphabet, samples)
+    chunk = SAMPLE_CHUNK
 
     def stream() -> Iterator[tuple[str, np.ndarray]]:
         rng = np.random.default_rng(seed)  # same seed, same inputs, every replay
@@ -86,7 +112,9 @@ def induction_inputs(
 class InductionCertificate:
     """certify_model's Certificate of a model on induction heads, with what was certified: the hop, the
     model's shape (heads per layer, residual width), the task size, and the input set (exhaustive or
-    sampled with `seed`). `size` = Σ heads·d_model·precision_bits (None without a precision)."""
+    sampled with `seed`). `size` = Σ heads·d_model·precision_bits (None without a precision).
+    `construction` names the construction of a model built in-process; a model read from a file
+    (`from_file`) reports what its own info says as `file_label` instead: a label, never a fact."""
 
     hops: int
     layers: int
@@ -99,6 +127,8 @@ class InductionCertificate:
     seed: int | None
     certificate: Certificate
     size: int | None
+    file_label: str | None = None
+    from_file: bool = False
 
     @property
     def scope(self) -> str:
@@ -136,7 +166,7 @@ class InductionCertificate:
             "dim": self.d_model,
             "n": self.n,
             "alphabet": self.alphabet,
-            "construction": self.construction,
+            **({"file_label": self.file_label} if self.from_file else {"construction": self.construction}),
             "exhaustive": self.exhaustive,
             "scope": self.scope,
             "seed": self.seed,
@@ -145,10 +175,34 @@ class InductionCertificate:
         }
 
 
-def _check_request(n: int, alphabet: int, samples: int | None) -> None:
+def _check_request(n: int, alphabet: int, samples: int | None, seed: int = 0) -> None:
     check_sizes(n, alphabet)
     if samples is not None and samples < 1:
         raise InputError(f"--samples {samples} must be ≥ 1")
+    check_int("--seed", seed, 0)
+
+
+def check_certify_resources(
+    n: int, alphabet: int, samples: int | None, heads: int, d_model: int, exhaustive: bool | None = None
+) -> None:
+    """certify's bounds, from the sizes alone: CERTIFY_MAX_WORK score entries per pass, and the memory of
+    evaluating the model (construction.evaluation_bytes) plus one chunk of inputs within the guard's limit."""
+    exhaustive = exhaustive_size(n, alphabet) if exhaustive is None else exhaustive
+    if exhaustive:
+        inputs, rows = task.count_sequences(n, alphabet), EXHAUSTIVE_CHUNK
+    else:
+        inputs = sum(count for _, count in family_sizes(n, alphabet, samples))
+        rows = min(SAMPLE_CHUNK, max(2, default_samples(n) if samples is None else samples))
+    what = f"induction certify at --n {n} --alphabet {alphabet}"
+    chunk = float(rows) * (INPUT_BYTES_PER_POSITION * float(n) + INPUT_BYTES_PER_TOKEN * float(alphabet))
+    check_memory(evaluation_bytes(n, d_model) + chunk, what)
+    check_work(
+        evaluation_work(inputs, heads, n),
+        CERTIFY_MAX_WORK,
+        f"{what} on {inputs} inputs ({heads} heads)",
+        "score entries per pass (inputs × heads × n²)",
+        "--samples or --n",
+    )
 
 
 def certify_induction(
@@ -160,18 +214,23 @@ def certify_induction(
     hops: int = 1,
     exhaustive: bool | None = None,
     dtypes: bool = True,
+    from_file: bool = False,
 ) -> InductionCertificate:
     """Certificate of `model` on induction heads (hop `hops`) at length n over `alphabet` tokens
-    (dtypes=False skips the IEEE-dtype passes: dtypes_exact is then empty)."""
-    _check_request(n, alphabet, samples)
+    (dtypes=False skips the IEEE-dtype passes: dtypes_exact is then empty; from_file: the model was read
+    from a file, so its info's "construction" is reported as `file_label`, a label, not a construction)."""
+    _check_request(n, alphabet, samples, seed)
     if n > model.n_ctx or alphabet > model.alphabet:
         raise InputError(
             f"the model handles n ≤ {model.n_ctx} and alphabet ≤ {model.alphabet}; "
             f"got --n {n} --alphabet {alphabet}"
         )
+    check_certify_resources(n, alphabet, samples, sum(model.heads_per_layer), model.d_model, exhaustive)
     stream, is_exhaustive = induction_inputs(n, alphabet, samples, seed, exhaustive)
     cert = certify_model(model, stream, lambda tokens: task.induction_targets(tokens, hops), dtypes=dtypes)
     p = cert.precision_bits
+    label = model.info.get("construction")
+    label = label[:200] if isinstance(label, str) else None
     return InductionCertificate(
         hops=hops,
         layers=len(model.layers),
@@ -179,11 +238,13 @@ def certify_induction(
         d_model=model.d_model,
         n=n,
         alphabet=alphabet,
-        construction=model.info.get("construction"),
+        construction=None if from_file else label,
         exhaustive=is_exhaustive,
         seed=None if is_exhaustive else seed,
         certificate=cert,
         size=None if p is None else model.size(p),
+        file_label=label if from_file else None,
+        from_file=from_file,
     )
 
 
@@ -198,5 +259,8 @@ def certify_file_or_construction(
     """certify_induction of a model file or of the `layers`-layer construction at (n, alphabet); the sizes
     are checked before anything is built or loaded."""
     check_sizes(n, alphabet, layers)
-    _check_request(n, alphabet, samples)
-    return certify_induction(build_or_load(model_file, layers, n, alphabet), n, alphabet, samples, seed)
+    _check_request(n, alphabet, samples, seed)
+    if model_file is None and layers is not None:  # before building: heads and d_model of the construction
+        check_certify_resources(n, alphabet, samples, 3 if layers == 2 else 1, 19 if layers == 2 else n + 1)
+    model = build_or_load(model_file, layers, n, alphabet)
+    return certify_induction(model, n, alphabet, samples, seed, from_file=model_file is not None)

@@ -38,10 +38,12 @@ from typing import Any
 import numpy as np
 
 from headcount.core.errors import InputError
-from headcount.core.evaluate import Model
+from headcount.core.evaluate import WORKERS, Model
+from headcount.core.forward import CHUNK_BYTES
 from headcount.core.io import load_model, save_model
 from headcount.core.jsonable import JsonResult
 from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.resources import check_memory
 from headcount.core.table import OneLayerTable
 from headcount.induction.readout import InductionReadoutDecoder
 
@@ -219,6 +221,52 @@ def one_layer_induction(n: int, alphabet: int) -> OneLayerTable:
 MAX_TABLE_BYTES = 4 * 2**30  # memory a one-layer construction's tables may take (ψ_in and Ṽ)
 CONSTRUCTIONS = {2: two_layer_induction, 1: one_layer_induction}  # by number of layers
 
+# Resource estimates (issue 13), from the arguments alone, before anything is allocated; floats, so that
+# any size (10^100 included) is estimated without overflowing. The resource guard (core.resources) refuses
+# beyond --max-memory; evaluation work is bounded where each command states its limit.
+#
+# The two-layer construction: W_pos [n 19] and W_E, W_U [alphabet 19] in float64, plus ten int64 work
+# arrays of n positions while it is built (digits, squares): bytes per position and per token.
+TWO_LAYER_BYTES_PER_POSITION = 8 * TWO_LAYER_DIM + 8 * 10
+TWO_LAYER_BYTES_PER_TOKEN = 8 * 2 * TWO_LAYER_DIM
+# Evaluating a model on inputs of length n (core.forward, core.bounds): the cached causal mask and score
+# bias (9 bytes per query-key pair), and per worker thread one chunk of the batch whose score tensors take
+# about EVAL_SCORE_COPIES float64 copies of max(n × max(n, d_model), a quarter of core's chunk target)
+# (measured: 1.7 GB peak certifying the two-layer construction at n = 4096 on 2 workers; estimate 1.8 GB).
+EVAL_SCORE_COPIES = 6
+# Work of evaluating one input of length n: heads · n² score entries, plus a fixed cost per input in the
+# same units (measured: certify's per-input overhead at small n is about a thousand score entries' time).
+PER_INPUT_WORK = 1024
+
+
+def construction_bytes(layers: int, n: int, alphabet: int) -> float:
+    """Memory the `layers`-layer construction at (n, alphabet) takes while it is built (bytes, a float)."""
+    n, alphabet = float(n), float(alphabet)
+    if layers == 1:  # ψ_in [n S n+1] and Ṽ [1 n S n+1], plus the zero Q̃ = K̃ [1 n S 1]
+        return 2 * 8 * n * alphabet * (n + 1) + 8 * n * alphabet
+    return TWO_LAYER_BYTES_PER_POSITION * n + TWO_LAYER_BYTES_PER_TOKEN * (alphabet + 1)
+
+
+def evaluation_bytes(n: int, d_model: int) -> float:
+    """Memory of running a model of width d_model on a batch of length-n inputs (bytes, a float)."""
+    n, d_model = float(n), float(d_model)
+    chunk = max(8 * n * max(n, d_model), CHUNK_BYTES / 4)
+    return 9 * n * n + WORKERS * EVAL_SCORE_COPIES * chunk
+
+
+def evaluation_work(inputs: int, heads: int, n: int) -> float:
+    """Score entries of one pass of a model with `heads` heads in all over `inputs` inputs of length n."""
+    return float(inputs) * (float(heads) * float(n) * float(n) + PER_INPUT_WORK)
+
+
+def check_construction_memory(layers: int, n: int, alphabet: int, copies: int = 1) -> None:
+    """The resource guard on building the construction (copies = 2 when it is also written to a file:
+    safetensors serialises a copy of every tensor)."""
+    check_memory(
+        copies * construction_bytes(layers, n, alphabet),
+        f"the {layers}-layer construction at --n {n} --alphabet {alphabet}",
+    )
+
 
 def check_sizes(n: int, alphabet: int, layers: int | None = None) -> None:
     """InputError unless (n, alphabet) is a task size and, with `layers`, a construction exists for it
@@ -241,9 +289,10 @@ def check_sizes(n: int, alphabet: int, layers: int | None = None) -> None:
         )
 
 
-def build_construction(layers: int, n: int, alphabet: int) -> Model:
-    """The `layers`-layer construction at (n, alphabet), after check_sizes."""
+def build_construction(layers: int, n: int, alphabet: int, copies: int = 1) -> Model:
+    """The `layers`-layer construction at (n, alphabet), after check_sizes and the memory guard."""
     check_sizes(n, alphabet, layers)
+    check_construction_memory(layers, n, alphabet, copies)
     return CONSTRUCTIONS[layers](n, alphabet)
 
 
@@ -289,7 +338,7 @@ class ConstructionFile:
 
 def write_construction(layers: int, n: int, alphabet: int, out: str | os.PathLike) -> ConstructionFile:
     """Build the construction (build_construction) and save it as a model file at `out`."""
-    model = build_construction(layers, n, alphabet)
+    model = build_construction(layers, n, alphabet, copies=2)
     try:
         save_model(model, out)
     except OSError as err:

@@ -7,6 +7,7 @@ refuses the same things with the same words.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,9 +16,27 @@ import numpy as np
 from headcount.core.errors import InputError
 from headcount.core.evaluate import predict
 from headcount.core.precision import parse_precision
+from headcount.core.resources import check_memory, check_work
 from headcount.core.symbols import token_text
-from headcount.induction.construction import build_or_load
+from headcount.induction.construction import (
+    build_or_load,
+    check_sizes,
+    evaluation_bytes,
+    evaluation_work,
+)
 from headcount.induction.task import induction_targets
+
+# --input: at most this many tokens. solve runs in O(n log n) (about a second at 200,000 tokens) and this
+# many tokens are already ~20 MB of text; predict is bounded far below by its own work and memory.
+MAX_INPUT_TOKENS = 10_000_000
+# Tokens are int64 (0..2^63 − 1): only equality matters to the task, and models index their embedding.
+MAX_TOKEN = 2**63 - 1
+# Memory solve takes per input token: the int64 arrays of the solver (tokens, transposed, find, hop
+# positions, gathers, output), the Python ints of the parsed text and of the result.
+SOLVE_BYTES_PER_TOKEN = 256
+# predict: at most this many score entries (heads · n²) for its one input. The float64 pass takes about a
+# minute at the limit (two-layer construction, n ≈ 6,700); fixed:p may add exact evaluation of open positions.
+PREDICT_MAX_WORK = 2**27
 
 
 @dataclass(frozen=True)
@@ -52,10 +71,48 @@ class Prediction:
         return {"input": list(self.input), "precision": self.precision, "outputs": self.outputs_text}
 
 
+_PLAIN_TOKENS = re.compile(r"[0-9,\s]*")
+
+
+def tokens_from_text(text: str) -> np.ndarray:
+    """--input as int64 tokens: integers 0..MAX_TOKEN separated by spaces or commas, at most
+    MAX_INPUT_TOKENS of them (InputError naming the option otherwise)."""
+    parts = str(text).replace(",", " ").split()
+    if not parts:
+        raise InputError(
+            '--input is empty: give tokens as integers separated by spaces, e.g. --input "3 0 2 3"'
+        )
+    if len(parts) > MAX_INPUT_TOKENS:
+        raise InputError(f"--input has {len(parts)} tokens: allowed up to {MAX_INPUT_TOKENS}")
+    if _PLAIN_TOKENS.fullmatch(text) and max(map(len, parts)) <= 18:  # the usual case, fast: < 10^18
+        return np.array(list(map(int, parts)), dtype=np.int64)
+    values = []
+    for part in parts:
+        digits = part[1:] if part[:1] in "+-" else part
+        if not (digits.isascii() and digits.isdigit()):
+            raise InputError(
+                f"--input has a non-integer token {part[:40]!r}: "
+                "tokens are integers 0..S-1 separated by spaces"
+            )
+        if part.startswith("-") and digits.strip("0"):
+            raise InputError("--input has a negative token: tokens are integers 0..S-1")
+        if len(digits.lstrip("0")) > 19 or int(digits) > MAX_TOKEN:
+            shown = part if len(part) <= 40 else part[:40] + "…"
+            raise InputError(f"--input token {shown} is too large: tokens are integers 0..2^63-1")
+        values.append(int(digits))
+    return np.array(values, dtype=np.int64)
+
+
 def solve(tokens: np.ndarray, hops: int = 1) -> Solution:
-    """The reference answer on one input (1-D tokens)."""
+    """The reference answer on one input (1-D tokens). Any hops ≥ 1: beyond the input's length it answers
+    like hops = n (task.effective_hops), at once."""
+    if isinstance(hops, bool) or not isinstance(hops, (int, np.integer)):
+        raise InputError(f"--hops must be an integer, got {hops!r}")
     if hops < 1:
         raise InputError(f"--hops {hops} must be ≥ 1")
+    check_memory(
+        SOLVE_BYTES_PER_TOKEN * float(np.size(tokens)), f"induction solve on {np.size(tokens)} tokens"
+    )
     outputs = induction_targets(tokens, hops)
     return Solution(tuple(int(t) for t in tokens), hops, tuple(int(t) for t in outputs))
 
@@ -73,6 +130,10 @@ def predict_input(
     prec = parse_precision(precision)
     if layers is not None and n is None:
         n = len(tokens)
+    if model_file is None and layers is not None and alphabet is not None:
+        check_sizes(n, alphabet, layers)
+        # before building the construction: heads 3 and d_model 19 (two layers) or 1 and n + 1 (one layer)
+        check_predict_resources(len(tokens), 3 if layers == 2 else 1, n + 1 if layers == 1 else 19)
     model = build_or_load(model_file, layers, n, alphabet)
     if len(tokens) > model.n_ctx:
         raise InputError(f"--input has {len(tokens)} tokens but the model's context length is {model.n_ctx}")
@@ -80,6 +141,20 @@ def predict_input(
         raise InputError(
             f"--input token {int(tokens.max())} is outside the model's alphabet 0..{model.alphabet - 1}"
         )
+    check_predict_resources(len(tokens), sum(model.heads_per_layer), model.d_model)
     with np.errstate(all="ignore"):  # float16 overflow is that mode's behaviour, not a failure
         outputs = predict(model, tokens, prec)[0]
     return Prediction(tuple(int(t) for t in tokens), prec.name, tuple(int(t) for t in outputs))
+
+
+def check_predict_resources(n: int, heads: int, d_model: int) -> None:
+    """predict's bounds on one input of n tokens: the evaluation's memory within the guard's limit, and
+    PREDICT_MAX_WORK score entries."""
+    check_memory(evaluation_bytes(n, d_model), f"induction predict on {n} tokens")
+    check_work(
+        evaluation_work(1, heads, n),
+        PREDICT_MAX_WORK,
+        f"induction predict on {n} tokens ({heads} heads)",
+        "score entries (heads · n²)",
+        "the number of --input tokens",
+    )

@@ -46,8 +46,9 @@ from headcount.core.errors import InputError
 from headcount.core.io import save_model
 from headcount.core.progress import progress_bar
 from headcount.core.symbols import BOTTOM
-from headcount.core.validate import check_int
+from headcount.core.validate import check_int, check_writable
 from headcount.induction import task as itask
+from headcount.learn import evaluate as ev
 from headcount.learn.evaluate import evaluate_induction, evaluate_minmax
 from headcount.learn.models import (
     BooleanNet,
@@ -55,6 +56,7 @@ from headcount.learn.models import (
     SequenceConfig,
     SequenceModel,
     boolean_net_to_model,
+    costs,
     minmax_net_to_model,
     sequence_model_to_transformer,
 )
@@ -155,17 +157,13 @@ def _check_counts(**values: tuple[Any, int]) -> None:
         check_int(name, value, low)
 
 
-def _check_lr(lr: Any) -> float:
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
-        raise InputError(f"lr must be a positive number, got {lr!r}")
-    return float(lr)
-
-
 def _out_path(out: Any) -> Path | None:
+    """None, or a path a file can be written at (checked now, before training)."""
     if out is None:
         return None
     if not isinstance(out, (str, Path)) or str(out) == "":
         raise InputError(f"out must be a file path or None, got {out!r}")
+    check_writable(out)
     return Path(out)
 
 
@@ -192,9 +190,11 @@ def induction_batch(
 
 
 def _check_induction(
-    n: int, alphabet: int, generator: str, positional: str, layernorm: bool, out: Any
+    n: int, alphabet: int, hops: int, generator: str, positional: str, layernorm: bool, out: Any
 ) -> None:
     """The checks of train_induction beyond its integer counts."""
+    if hops > n:  # each hop moves to an earlier position or stays, so hop k ≥ n answers like hop n
+        raise InputError(f"hops = {hops} > n = {n}: hop counts beyond n answer like hop n; use --hops ≤ n")
     if generator not in itask.GENERATORS:
         raise InputError(f"unknown generator {generator!r}: use one of {sorted(itask.GENERATORS)}")
     if positional not in TRAINABLE_POSITIONAL:
@@ -243,13 +243,10 @@ def train_induction(
         n=(n, 1),
         alphabet=(alphabet, 2),
         hops=(hops, 1),
-        steps=(steps, 0),
         batch=(batch, 1),
-        seed=(seed, 0),
     )
-    lr = _check_lr(lr)
-    path = _out_path(out)
-    _check_induction(n, alphabet, generator, positional, layernorm, path)
+    lr = costs.check_run_settings(steps, seed, lr)
+    _check_induction(n, alphabet, hops, generator, positional, layernorm, out)
     hop_token = hops > 1 if hop_token is None else bool(hop_token)
     cfg = SequenceConfig(
         vocab=alphabet + (hops if hop_token else 0),
@@ -262,6 +259,10 @@ def train_induction(
         mlp=mlp,
         layernorm=layernorm,
     )
+    family = 0 if hop_token or hops != 1 else ev.FAMILY_SIZE * len(itask.ADVERSARIAL_FAMILIES)
+    cost = costs.sequence_cost(cfg, batch, ev.EVAL_SIZE, hops if hop_token else 1, family)
+    costs.check_cost(cost, steps, f"train induction (layers {layers}, dim {dim}, n {n}, alphabet {alphabet})")
+    path = _out_path(out)
     torch.manual_seed(seed)
     model = SequenceModel(cfg)
     rng = np.random.default_rng(seed)
@@ -279,14 +280,7 @@ def train_induction(
     metrics = evaluate_induction(model, n, alphabet, hops, hop_token, generator)
     task = "khop" if hop_token else "induction"
     if path is not None:
-        info = {
-            "task": task,
-            "n": n,
-            "alphabet": alphabet,
-            "hops": hops,
-            "hop_token": hop_token,
-            "seed": seed,
-        }
+        info = dict(task=task, n=n, alphabet=alphabet, hops=hops, hop_token=hop_token, seed=seed)
         save_model(sequence_model_to_transformer(model, info), path)
     return InductionRun(
         task=task,
@@ -333,8 +327,9 @@ def train_minmax(
     metrics. `out`: the exported MinMaxModel (save_minmax)."""
     began = time.perf_counter()
     check_sizes(M, n)
-    _check_counts(heads=(heads, 1), dim=(dim, 1), steps=(steps, 0), batch=(batch, 1), seed=(seed, 0))
-    lr = _check_lr(lr)
+    _check_counts(heads=(heads, 1), dim=(dim, 1), batch=(batch, 1))
+    lr = costs.check_run_settings(steps, seed, lr)
+    costs.check_minmax_run(M, n, heads, dim, batch, steps, ev.MINMAX_EXHAUSTIVE, ev.MINMAX_SAMPLE)
     path = _out_path(out)
     torch.manual_seed(seed)
     net = MinMaxNet(M, heads, dim)
@@ -408,11 +403,12 @@ def train_boolean(
     (min_t F(t)·g(t) in float64), threshold_degree T and below_bound (D·H < T: no model can solve it,
     Theorem 2). `out`: the exported exact model (save_boolean)."""
     began = time.perf_counter()
-    _check_counts(n=(n, 1), degree=(degree, 1), heads=(heads, 1), steps=(steps, 0), seed=(seed, 0))
+    _check_counts(n=(n, 1), degree=(degree, 1), heads=(heads, 1))
     dim = dim_bound(degree, heads) if dim is None else check_int("dim", dim, 1)
-    lr = _check_lr(lr)
-    path = _out_path(out)
+    lr = costs.check_run_settings(steps, seed, lr)
     F = np.array(parse_function(function, n), dtype=np.float64)  # [n+1] ∈ {−1, +1}, true ↔ −1
+    costs.check_boolean_run(n, degree, heads, dim, steps)
+    path = _out_path(out)
     T = sign_changes(tuple(int(v) for v in F))
     t = torch.arange(n + 1)
     prob = torch.tensor([math.comb(n, k) for k in range(n + 1)], dtype=torch.float64) / 2.0**n  # [n+1]

@@ -42,8 +42,17 @@ import numpy as np
 
 from headcount.core.errors import InputError, InternalError
 from headcount.core.jsonable import jsonable
+from headcount.core.resources import check_memory, check_work
 from headcount.core.validate import check_choice
-from headcount.minmax.construction import CODES, make_code, max_head, min_head, two_head_layer
+from headcount.minmax.construction import (
+    CODES,
+    check_construction_resources,
+    code_dim,
+    make_code,
+    max_head,
+    min_head,
+    two_head_layer,
+)
 from headcount.minmax.exact import frac
 from headcount.minmax.lower_bound import (
     Lemma6Quantities,
@@ -52,14 +61,30 @@ from headcount.minmax.lower_bound import (
     longest_monotone_run,
 )
 from headcount.minmax.model import Classifier, MinMaxModel, ModelSource, TokenHead, TokenLayer
-from headcount.minmax.task import check_sizes, count_multisets
-from headcount.minmax.verify import Verdict, block_head, scope_of, verify_brute, verify_exact_one_head
+from headcount.minmax.task import MAX_ENUMERATE, check_sizes, count_multisets
+from headcount.minmax.verify import (
+    Verdict,
+    block_head,
+    check_brute_resources,
+    check_counterexample_resources,
+    check_exact_resources,
+    scope_of,
+    verify_brute,
+    verify_exact_one_head,
+)
 
 EXACT_MAX_M = 1024
 METHODS = ("exact-histogram", "sufficient-condition", "brute-force")
 #: `verify --method brute` enumerates at most this many multisets
 BRUTE_MAX_INPUTS = 2_000_000
 TASKS = ("min", "max")
+#: sufficient-condition: the codes' Gram matrix, M²·d multiply-adds per task (exact in float64 BLAS, about
+#: 2·10⁹ a second): at most this many for both tasks (M ≈ 45,000 with the compact code, ~30 s; the sign
+#: code's own bound stops near M = 20,500). It scales far beyond exact-histogram (M ≤ 1290), which is why
+#: certify switches to it above M = 1024.
+SUFFICIENT_MAX_WORK = 2**36
+#: values whose exact bits verify's Lemma-6 quantities compute (one Fraction each): M·dim at most this
+MAX_VALUE_ENTRIES = 2**24
 
 
 # ---------------------------------------------------------------------------------------------- (a)–(d)
@@ -292,6 +317,7 @@ def certify_minmax(
     if method is None:
         method = "exact-histogram" if M <= EXACT_MAX_M else "sufficient-condition"
     check_choice("--method", method, METHODS)
+    _check_certify_resources(M, n, heads, code, seed, method)
     codes = make_code(M, code, seed)
     pairs = _construction_pairs(M, n, heads, codes)
     tasks = {task: _certify_task(layer, clf, task, n, method) for task, (layer, clf) in pairs.items()}
@@ -318,6 +344,22 @@ def certify_minmax(
         sufficient_min=tasks["min"].sufficient,
         sufficient_max=tasks["max"].sufficient,
     )
+
+
+def _check_certify_resources(M: int, n: int, heads: int, code: str, seed: int, method: str) -> None:
+    """certify's bounds for its method, before the code is drawn: the construction (memory, the code's
+    work), then the method's memory and work (messages name the method)."""
+    what = f"minmax certify ({method}) at --M {M} --n {n}"
+    check_construction_resources(M, n, code, seed, what)
+    d = code_dim(M, code) * heads
+    if method == "exact-histogram":
+        check_exact_resources(M, d, what)
+    elif method == "brute-force":
+        check_brute_resources(M, n, heads, MAX_ENUMERATE, what)
+    else:  # the Gram matrix in chunks of 1024 rows, per task
+        check_memory(8.0 * 1024 * M + 8.0 * M * d, what)
+        work = 2.0 * M * M * code_dim(M, code)
+        check_work(work, SUFFICIENT_MAX_WORK, what, "multiply-adds (2 tasks × M²·d)", "--M")
 
 
 # ---------------------------------------------------------------------------------------------- verify
@@ -385,14 +427,19 @@ def verify_single_head(
     at most BRUTE_MAX_INPUTS). A ModelSource is loaded after the sizes and the method are checked."""
     check_sizes(M, n)
     check_choice("--method", method, ("exact", "brute"))
+    what = f"minmax verify ({method}) at --M {M} --n {n}"
+    check_counterexample_resources(M, n, what)
+    if method == "brute":
+        check_brute_resources(M, n, 1, BRUTE_MAX_INPUTS, what)
+    else:
+        check_exact_resources(M, 1, what)
     if isinstance(model, ModelSource):
+        if model.random_seed is not None and isinstance(model.dim, int):
+            _check_values(M, model.dim, what)  # before the random head is drawn
         model = model.load(M)
     head = _single_head_of(model, M)
+    _check_values(M, head.dim, what)
     covered = count_multisets(M, n)
-    if method == "brute" and covered > BRUTE_MAX_INPUTS:
-        raise InputError(
-            f"--method brute would enumerate {covered} inputs: allowed up to {BRUTE_MAX_INPUTS} (use exact)"
-        )
     if method == "exact":
         verdicts = [verify_exact_one_head(head, c, t, n) for t, c in _classifiers(model)]
     else:
@@ -407,6 +454,15 @@ def verify_single_head(
         longest_monotone_run(head),
         lemma6_quantities(head, n),
     )
+
+
+def _check_values(M: int, dim: int, what: str) -> None:
+    """verify's bound on the head's values: M·dim ≤ MAX_VALUE_ENTRIES."""
+    if M * dim > MAX_VALUE_ENTRIES:
+        raise InputError(
+            f"{what}: the head has M·dim = {M * dim} values; allowed up to {MAX_VALUE_ENTRIES} "
+            "(Lemma 6 computes each one's exact bits; lower --dim)"
+        )
 
 
 def _classifiers(model: MinMaxModel) -> tuple[tuple[str, Classifier], tuple[str, Classifier]]:

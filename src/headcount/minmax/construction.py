@@ -25,12 +25,21 @@ import numpy as np
 
 from headcount.core.errors import InputError
 from headcount.core.jsonable import JsonResult
-from headcount.core.validate import check_choice
+from headcount.core.resources import check_memory, check_work
+from headcount.core.validate import check_choice, check_int
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, save_minmax
 from headcount.minmax.task import check_sizes
 
 BETA_BITS = 20
 CODES = ("sign", "compact")
+# Resource bounds (issue 13), checked from the arguments before any code is drawn. The sign code's greedy
+# search compares each new word with every word kept so far: about M²·d/2 multiply-adds (d = ⌈8 ln M⌉), at
+# roughly 10⁹ a second; at most CODE_MAX_WORK (M ≈ 20,500, under a minute with certify's checks: measured
+# 37 s at M = 20,000 on 2 cores). The compact code is O(M·d).
+CODE_MAX_WORK = 2**34
+# Float64 arrays of [M d_code] the construction holds while it is built and certified (codes, the heads'
+# values and their [M 2d] blocks, classifiers, copies the checks make).
+CONSTRUCTION_ARRAYS = 16
 
 
 def sign_code(M: int, d: int | None = None, seed: int = 0, max_tries: int = 1000) -> np.ndarray:
@@ -106,6 +115,31 @@ def two_head_layer(M: int, n: int, code: np.ndarray) -> MinMaxModel:
     return MinMaxModel(layer, Classifier(vmin.copy()), Classifier(vmax.copy()), info)
 
 
+def code_dim(M: int, code: str) -> int:
+    """d of the code: ⌈8 ln M⌉ for "sign", ⌈log₂ M⌉ for "compact" (at least 1)."""
+    return max(1, ceil(8 * log(M)) if code == "sign" else ceil(log2(M)))
+
+
+def code_work(M: int, code: str) -> float:
+    """Multiply-adds of drawing the code: M²·d/2 for the sign code's greedy search, M·d for compact."""
+    d = code_dim(M, code)
+    return float(M) * M * d / 2 if code == "sign" else float(M) * d
+
+
+def construction_bytes(M: int, code: str) -> float:
+    """Memory of the construction (either head count) while it is built: CONSTRUCTION_ARRAYS × [M d]."""
+    return 8.0 * M * (CONSTRUCTION_ARRAYS * code_dim(M, code) + 4)
+
+
+def check_construction_resources(M: int, n: int, code: str, seed: int, what: str) -> None:
+    """The sizes, the code's name and seed, then memory and the code's work (InputError beyond a bound)."""
+    check_sizes(M, n)
+    check_choice("--code", code, CODES)
+    check_int("--seed", seed, 0)
+    check_memory(construction_bytes(M, code), what)
+    check_work(code_work(M, code), CODE_MAX_WORK, f"{what}: the {code} code", "multiply-adds (M²·d/2)", "--M")
+
+
 def make_code(M: int, code: str = "sign", seed: int = 0) -> np.ndarray:
     """The value code by name: "sign" (``sign_code``, seeded) or "compact" (``compact_code``)."""
     check_choice("--code", code, CODES)
@@ -117,6 +151,7 @@ def build_construction(M: int, n: int, heads: int, code: str = "sign", seed: int
     both classifiers (a single head that does min and, by Theorem 1, fails max)."""
     check_sizes(M, n)
     check_choice("--heads", heads, (1, 2))
+    check_construction_resources(M, n, code, seed, f"the minmax construction at --M {M} --code {code}")
     codes = make_code(M, code, seed)
     if heads == 2:
         return two_head_layer(M, n, codes)

@@ -20,11 +20,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from safetensors import SafetensorError
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import save_file
 
 from headcount.core.errors import InputError
-from headcount.core.io import ModelFileError, atomic_write_bytes, read_config
+from headcount.core.io import (
+    MAX_HEADS_PER_LAYER,
+    ModelFileError,
+    TensorShapes,
+    atomic_write_bytes,
+    check_version,
+    config_info,
+    config_int,
+    load_tensors,
+    read_config,
+    show_path,
+)
+from headcount.core.resources import check_memory
 from headcount.core.symbols import BOTTOM
 from headcount.minmax.task import check_tokens
 
@@ -198,34 +209,38 @@ def save_minmax(model: MinMaxModel, path: str | os.PathLike) -> None:
 
 
 def load_minmax(path: str | os.PathLike) -> MinMaxModel:
-    """Read a file written by save_minmax; ModelFileError (a ValueError) if it is not a valid one."""
+    """Read a file written by save_minmax; ModelFileError (a ValueError) if it is not a valid one: the
+    version, the counts (heads ≤ MAX_HEADS_PER_LAYER, checked against the tensor list) and every tensor's
+    shape ([M] scores, [M d] values and θ) are checked from the header before a tensor is loaded."""
     config = read_config(path, formats=(MINMAX_FORMAT,))
-    try:
-        tensors = load_file(str(path))
-    except (SafetensorError, OSError, ValueError) as err:
-        raise ModelFileError(f"{str(path)!r}: cannot read its tensors ({err})") from None
-    try:
-        if config.get("version") != MINMAX_VERSION:
-            raise ValueError(f"version {config.get('version')!r}, expected {MINMAX_VERSION}")
-        heads = tuple(
-            TokenHead(tensors[f"heads.{k}.scores"], tensors[f"heads.{k}.values"])
-            for k in range(int(config["heads"]))
+    path = os.fsdecode(path)
+    check_version(config, path, MINMAX_FORMAT, (MINMAX_VERSION,))
+    what = MINMAX_FORMAT
+    heads = config_int(config, "heads", path, what, 1, MAX_HEADS_PER_LAYER)
+    M, dim = config_int(config, "M", path, what, 2, 2**62), config_int(config, "dim", path, what, 1, 2**62)
+    info = config_info(config, path, what)
+    shapes = TensorShapes(path, what)
+    if 2 * heads + 2 != len(shapes.listed):  # counts against the tensor list first
+        raise shapes.error(
+            f"its config describes {2 * heads + 2} tensors, the file holds {len(shapes.listed)}"
         )
-        model = MinMaxModel(
-            TokenLayer(heads),
-            Classifier(tensors["classifier_min.theta"]),
-            Classifier(tensors["classifier_max.theta"]),
-            dict(config.get("info", {})),
+    names = ["classifier_min.theta", "classifier_max.theta"]
+    for name in names:
+        shapes.expect(name, (M, dim), "[M d]")
+    for k in range(heads):
+        shapes.expect(f"heads.{k}.scores", (M,), "[M]")
+        shapes.expect(f"heads.{k}.values", (M, dim), "[M d]")
+        names += [f"heads.{k}.scores", f"heads.{k}.values"]
+    shapes.only(names)
+    tensors = load_tensors(shapes)  # finite, float64
+    try:
+        layer = TokenLayer(
+            tuple(TokenHead(tensors[f"heads.{k}.scores"], tensors[f"heads.{k}.values"]) for k in range(heads))
         )
-        if (model.layer.M, model.layer.dim) != (config["M"], config["dim"]):
-            raise ValueError(
-                f"tensors have M, d = {model.layer.M}, {model.layer.dim}; "
-                f"config says {config['M']}, {config['dim']}"
-            )
-        return model
+        return MinMaxModel(layer, Classifier(tensors[names[0]]), Classifier(tensors[names[1]]), info)
     except (KeyError, TypeError, ValueError) as err:
         raise ModelFileError(
-            f"{str(path)!r} is not a valid headcount-minmax model: {type(err).__name__}: {err}"
+            f"{show_path(path)} is not a valid headcount-minmax model: {type(err).__name__}: {err}"
         ) from None
 
 
@@ -261,4 +276,12 @@ class ModelSource:
             return load_minmax(self.path)  # a bad file: ModelFileError, an InputError
         if self.dim is None or self.dim < 1:
             raise InputError("--random-seed needs --dim d ≥ 1")
+        if (
+            isinstance(self.random_seed, bool)
+            or not isinstance(self.random_seed, int)
+            or self.random_seed < 0
+        ):
+            raise InputError(f"--random-seed must be an integer ≥ 0, got {self.random_seed!r}")
+        # scores, values and two classifiers [M dim], each drawn and then scaled (two copies at once)
+        check_memory(2 * 8.0 * M * (3 * self.dim + 1), f"a random head at --M {M} --dim {self.dim}")
         return random_single_head(np.random.default_rng(self.random_seed), M, self.dim)

@@ -10,6 +10,7 @@ counterexamples, re-decided exactly (lower_bound.one_head_counterexamples) to co
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import log
 from typing import Any
@@ -19,11 +20,22 @@ from scipy.special import expit
 
 from headcount.core.errors import InputError
 from headcount.core.jsonable import JsonResult
+from headcount.core.progress import progress_bar
+from headcount.core.resources import check_memory, check_work
+from headcount.core.validate import check_int
 from headcount.minmax.lower_bound import MonotoneRun, OneHeadCheck, one_head_counterexamples
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer
 from headcount.minmax.task import check_sizes
+from headcount.minmax.verify import check_counterexample_resources
 
 TASKS = ("min", "max")
+# Resource bounds (issue 13). Each Adam step evaluates the surrogate on every triple (x, y, ω): [M M M]
+# float64 arrays, SEARCH_ARRAYS of them at once, plus [M M]·d products; each restart also runs the exact
+# verifier (M³ triples). smallest_dimension tries d = 1..dim, `restarts` times each, so the work is
+# Σ_d restarts·(steps + 1)·(M³ + M²·d) triple evaluations: at most SEARCH_MAX_WORK, ~5·10⁶ a second (about
+# 7 minutes at the limit; the report's full search, M = 64, d ≤ 4, 3 restarts of 200 steps, is 6.5·10⁸).
+SEARCH_MAX_WORK = 2**31
+SEARCH_ARRAYS = 12
 
 
 def _task_loss_grad(s, V, T, n, mu, tau):
@@ -146,12 +158,21 @@ def _listed(tokens: tuple[int, ...] | None) -> list[int] | None:
     return None if tokens is None else list(tokens)
 
 
-def _check_search(M: int, n: int, dim: int, restarts: int, steps: int) -> None:
+def _check_search(M: int, n: int, dim: int, restarts: int, steps: int, seed: int = 0, dims: int = 1) -> None:
+    """Sizes, counts and seed, then memory and SEARCH_MAX_WORK for searches at d = dim − dims + 1 .. dim."""
     check_sizes(M, n)
     if dim < 1 or restarts < 1 or steps < 0:
         raise InputError(
             f"--dim {dim} --restarts {restarts} --steps {steps}: need dim ≥ 1, restarts ≥ 1, steps ≥ 0"
         )
+    check_int("--seed", seed, 0)
+    M_f, d_f = float(M), float(dim)
+    what = f"minmax search at --M {M} --dim {dim}"
+    check_counterexample_resources(M, n, what)
+    check_memory(8 * SEARCH_ARRAYS * M_f**3 + 8 * 16 * M_f * d_f + 8 * 4 * M_f * M_f, what)
+    d_sum = dims * d_f - dims * (dims - 1) / 2  # Σ d over the dimensions tried
+    work = float(restarts) * (float(steps) + 1) * (dims * M_f**3 + M_f * M_f * d_sum)
+    check_work(work, SEARCH_MAX_WORK, what, "triple evaluations", "--restarts, --steps, --dim or --M")
 
 
 def _adam(params: list[np.ndarray], n: int, steps: int, lr: float, mu: float, tau: float, reg: float) -> None:
@@ -191,13 +212,14 @@ def search_single_head(
     mu: float = 1.0,
     tau: float = 4.0,
     reg: float = 1e-3,
+    on_restart: Callable[[], None] | None = None,
 ) -> SearchResult:
     """Try hard to find ONE head (scores s, values V [M dim]) and two classifiers θ_min, θ_max solving both
     min and max on [M]^n. Each restart: random init (every other one with equal attention), ``steps`` Adam
     steps on the surrogate (+ a small L2 term fixing the scale), then both tasks verified exactly. Keeps the
     restart with the largest min(margin_min, margin_max); every failing restart's counterexamples are
-    re-decided to confirm them."""
-    _check_search(M, n, dim, restarts, steps)
+    re-decided to confirm them. on_restart is called after each restart (a progress bar)."""
+    _check_search(M, n, dim, restarts, steps, seed)
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     best: tuple[MinMaxModel, OneHeadCheck, RestartOutcome] | None = None
@@ -214,6 +236,8 @@ def search_single_head(
         runs.append(_outcome(r, check))
         if best is None or min(runs[-1].margins) > min(best[2].margins):
             best = (model, check, runs[-1])
+        if on_restart is not None:
+            on_restart()
     model, check, outcome = best
     return SearchResult(
         M,
@@ -232,15 +256,33 @@ def search_single_head(
 
 
 def smallest_dimension(
-    M: int, n: int, d_max: int, *, restarts: int = 2, steps: int = 60, seed: int = 0, **search_kw
+    M: int,
+    n: int,
+    d_max: int,
+    *,
+    restarts: int = 2,
+    steps: int = 60,
+    seed: int = 0,
+    progress: bool = False,
+    **search_kw,
 ) -> DimensionSearch:
     """search_single_head for d = 1..d_max (stopping at the first success): the smallest d at which the
     search found a head solving both tasks (None if none did — which the search cannot turn into a proof
-    that none exists), and each dimension's search."""
-    _check_search(M, n, d_max, restarts, steps)
+    that none exists), and each dimension's search. progress: a bar over the restarts on stderr."""
+    _check_search(M, n, d_max, restarts, steps, seed, dims=d_max)
     results = {}
-    for d in range(1, d_max + 1):
-        results[d] = search_single_head(M, n, d, restarts=restarts, steps=steps, seed=seed, **search_kw)
-        if results[d].succeeded:
-            return DimensionSearch(M, n, d_max, d, results)
+    with progress_bar(progress, f"search M={M}: restarts", total=d_max * restarts) as bar:
+        for d in range(1, d_max + 1):
+            results[d] = search_single_head(
+                M,
+                n,
+                d,
+                restarts=restarts,
+                steps=steps,
+                seed=seed,
+                on_restart=lambda: bar.update(advance=1),
+                **search_kw,
+            )
+            if results[d].succeeded:
+                return DimensionSearch(M, n, d_max, d, results)
     return DimensionSearch(M, n, d_max, None, results)

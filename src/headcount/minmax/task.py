@@ -8,7 +8,7 @@ through its histogram, the verifiers work with multisets (sorted lists) and hist
 from __future__ import annotations
 
 import itertools
-from math import comb
+from math import comb, exp, lgamma
 
 import numpy as np
 
@@ -16,14 +16,24 @@ from headcount.core.errors import InputError
 
 #: refuse to enumerate more multisets than this (they are held in memory as one array)
 MAX_ENUMERATE = 5_000_000
+#: Largest M (--M): the construction's scores β·ω are exact float64 numbers only for ω ≤ 2^26 (β is a
+#: multiple of 2^-20 below 2^6, construction.py); every command's memory and work bounds stop far earlier.
+MAX_M = 2**26
+#: Largest n (--n): β = ln(4(n−1)) stays below 2^6 = 64 (the same exactness) for n ≤ 2^60.
+MAX_N = 2**60
 
 
 def check_sizes(M: int, n: int) -> None:
-    """InputError (one line) unless M ≥ 2 and n ≥ 2 are integers: the one place of the size rule."""
+    """InputError (one line) unless 2 ≤ M ≤ MAX_M and 2 ≤ n ≤ MAX_N are integers: the one place of the
+    size rule."""
     if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or M < 2:
         raise InputError(f"bad M={M!r}: the token range [M] = {{1..M}} needs an integer M ≥ 2")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
         raise InputError(f"bad n={n!r}: the list length needs an integer n ≥ 2")
+    if M > MAX_M:
+        raise InputError(f"--M {M} is too large: allowed up to 2^26 = {MAX_M} (exact float64 scores)")
+    if n > MAX_N:
+        raise InputError(f"--n {n} is too large: allowed up to 2^60 = {MAX_N} (exact float64 scores)")
 
 
 def check_task(task: str) -> str:
@@ -56,6 +66,13 @@ def min_max(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def count_multisets(M: int, n: int) -> int:
     """Number of multisets of size n over [M] = C(n+M−1, n) (a Python int, exact)."""
     return comb(n + M - 1, n)
+
+
+def estimate_multisets(M: int, n: int) -> float:
+    """C(n+M−1, n) as a float (+inf when it overflows), from log-gamma: cheap at any size, for the resource
+    checks that come before the exact count (which is a huge integer when M and n are both large)."""
+    log_count = lgamma(n + M) - lgamma(n + 1) - lgamma(M)
+    return exp(log_count) if log_count < 700 else float("inf")
 
 
 def all_multisets(M: int, n: int) -> np.ndarray:

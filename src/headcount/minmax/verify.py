@@ -44,6 +44,7 @@ from math import log
 import numpy as np
 
 from headcount.core.errors import InputError, InternalError
+from headcount.core.resources import check_memory, check_work
 from headcount.core.symbols import BOTTOM
 from headcount.minmax.exact import exact_inner, layer_gap_sign, sign_weighted_pair
 from headcount.minmax.float_bounds import (
@@ -59,10 +60,61 @@ from headcount.minmax.float_bounds import (
     to_original,
 )
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, as_layer
-from headcount.minmax.task import all_multisets, check_sizes, check_task, check_tokens, min_max
+from headcount.minmax.task import (
+    all_multisets,
+    check_sizes,
+    check_task,
+    check_tokens,
+    estimate_multisets,
+    min_max,
+)
 
 #: at most this many near-tied (x, y, ω) triples are re-decided exactly before giving up (undecided)
 MAX_EXACT_RECHECKS = 200_000
+#: verify_exact_one_head scans M²(M+1)/2 triples (x, y, ω ≥ x) per task: at most this many (M ≤ 1290).
+#: Measured ~10⁸ a second on the constructions and ~2.5·10⁷ on random heads (more entries need their own
+#: bound), so a task takes seconds to a minute at the limit; certify's default uses it up to M = 1024.
+EXACT_MAX_TRIPLES = 2**30
+#: float64 [M M] arrays the one-head verifier holds at once (C, its error bound, B, the scan's rows)
+EXACT_ARRAYS = 10
+#: verify_brute decides each multiset with about n·M·heads operations: at most this many per task
+#: (~4.5·10⁷ a second, so under a minute); the multisets themselves are held as one [count n] array.
+BRUTE_MAX_WORK = 2**31
+#: A counterexample is a list of n tokens (one x and n−1 copies of ω), printed in full and re-decided exactly
+#: on [1 n M] float64 arrays: the commands whose heads may fail (verify, search) take n ≤ MAX_LIST_N.
+MAX_LIST_N = 1_000_000
+
+
+def check_counterexample_resources(M: int, n: int, what: str) -> None:
+    """n ≤ MAX_LIST_N, and the exact re-decision of one counterexample ([1 n M], a few arrays) in memory."""
+    if n > MAX_LIST_N:
+        raise InputError(
+            f"{what}: --n {n} is too large for a printed counterexample (a list of n tokens); "
+            f"allowed up to {MAX_LIST_N}"
+        )
+    check_memory(8.0 * 4 * n * M, what)
+
+
+def check_exact_resources(M: int, d: int, what: str) -> None:
+    """The one-head verifier's bounds at M tokens and value dimension d: memory, then EXACT_MAX_TRIPLES."""
+    check_memory(8.0 * M * (EXACT_ARRAYS * M + 4 * d), what)
+    triples = float(M) * M * (M + 1) / 2
+    check_work(triples, EXACT_MAX_TRIPLES, what, "(x, y, ω) triples per task (M²(M+1)/2)", "--M")
+
+
+def check_brute_resources(M: int, n: int, heads: int, max_inputs: int, what: str) -> None:
+    """Brute force's bounds: at most max_inputs multisets (estimated before they are counted exactly),
+    their [count n] array within the memory limit, and BRUTE_MAX_WORK per task."""
+    count = estimate_multisets(M, n)
+    if count > max_inputs + 0.5:
+        raise InputError(
+            f"{what}: brute force would enumerate about {count:.3g} inputs (C(n+M−1, n)); allowed up to "
+            f"{max_inputs} (lower --M or --n, or use the exact method)"
+        )
+    check_memory(2 * 8.0 * count * n + 8.0 * 8 * 2**21, what)  # the lists, a chunk's [rows n M] gathers
+    check_work(
+        count * n * M * heads, BRUTE_MAX_WORK, what, "operations per task (inputs·n·M·heads)", "--M or --n"
+    )
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,7 @@ from headcount.core.bounds import U
 from headcount.core.errors import InputError
 from headcount.core.evaluate import Model, predict
 from headcount.core.precision import fixed
+from headcount.core.progress import progress_bar
 from headcount.core.validate import check_int
 from headcount.induction.lower_bound.exact import (
     FLOAT_SHARE,
@@ -86,6 +87,7 @@ from headcount.induction.lower_bound.setup import (
     IndexSetup,
     MessageLayout,
     alice_exact,
+    check_protocol_resources,
     decode_final,
     index_model,
     index_setup,
@@ -451,7 +453,9 @@ class _Tally:
         )
 
 
-def check_protocol(model: Model, k: int, p: int, pairs: int | None = None, seed: int = 0) -> ProtocolCheck:
+def check_protocol(
+    model: Model, k: int, p: int, pairs: int | None = None, seed: int = 0, progress: bool = False
+) -> ProtocolCheck:
     """Run the protocol on every (f, i*) (all 2^k·k pairs for k ≤ EXHAUSTIVE_K; else `pairs` seeded
     samples, default DEFAULT_SAMPLES) and compare Bob's output with predict(model, σ, fixed:p) at N.
 
@@ -461,15 +465,20 @@ def check_protocol(model: Model, k: int, p: int, pairs: int | None = None, seed:
     and shrinks with 2^-p; a float64 error that is not small against 2^-p never explains anything. Alice's
     work depends only on f and Bob's only on i*, so each f's message is computed once and reused for all its
     i*. For a weight-form model the comparison is with its table form (table_from_weights), whose rounding
-    points the protocol follows."""
+    points the protocol follows. progress: a bar over the pairs on stderr."""
     if pairs is not None:
         pairs = check_int("pairs", pairs, 1)
+    seed = check_int("--seed", seed, 0)
+    check_protocol_resources(model, check_int("k", k, 1), pairs, EXHAUSTIVE_K, DEFAULT_SAMPLES)
     st = index_setup(model, k, p)
     began = time.perf_counter()
     chunks, exhaustive = _pair_chunks(st, pairs, seed)
     tally = _Tally(st)
-    for F, owner, stars in chunks:
-        tally.add(F, owner, stars)
+    total = (1 << st.k) * st.k if exhaustive else (pairs or DEFAULT_SAMPLES)
+    with progress_bar(progress, f"protocol k={st.k}: pairs", total=total) as bar:
+        for F, owner, stars in chunks:
+            tally.add(F, owner, stars)
+            bar.update(advance=len(stars))
     return tally.result(exhaustive, seed, time.perf_counter() - began)
 
 
@@ -482,6 +491,8 @@ def check_protocol_file_or_random(
     d_model: int | None = None,
     pairs: int | None = None,
     seed: int = 0,
+    progress: bool = False,
 ) -> ProtocolCheck:
     """check_protocol on a one-layer model file or a seeded random table model (setup.index_model)."""
-    return check_protocol(index_model(k, model_file, random_seed, heads, d_model), k, p, pairs, seed)
+    model = index_model(k, model_file, random_seed, heads, d_model)
+    return check_protocol(model, k, p, pairs, seed, progress)

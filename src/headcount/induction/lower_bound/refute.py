@@ -27,6 +27,7 @@ from headcount.induction.lower_bound.setup import (
     CHUNK_ELEMENTS,
     IndexSetup,
     alice_exact,
+    check_refute_resources,
     confirm_wrong,
     index_model,
     index_setup,
@@ -468,8 +469,10 @@ def refute(model: Model, k: int, p: int, *, seed: int = 0, budget: int = DEFAULT
     predict — if it finds nothing the model is correct on INDEX at this (k, p) and the search stops;
     (c) "guided": seeded random restarts and local search, `budget` inputs. Every reported input has
     been run through predict(model as given, σ, fixed(p)) and seen to be wrong at N."""
+    seed, budget = check_int("--seed", seed, 0), check_int("budget", budget, 1)
+    check_refute_resources(model, check_int("k", k, 1), budget, EXHAUSTIVE_K)
     st = index_setup(model, k, p)
-    search = _Refuter(st, check_int("seed", seed, 0), check_int("budget", budget, 1))
+    search = _Refuter(st, seed, budget)
     found = search.collision() if st.layout.bits < st.k else None
     if found is None:
         whole_family = st.k <= EXHAUSTIVE_K or (1 << st.k) * st.k <= search.budget

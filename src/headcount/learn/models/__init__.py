@@ -8,6 +8,8 @@ through the same certificates, verifiers and lower-bound tools as a construction
     minmax.py    MinMaxNet — position-free heads over tokens 1..M plus two linear classifiers (minmax.model)
     boolean.py   BooleanNet — heads over {0, 1} plus a degree-D polynomial readout (boolean.model)
     tokens.py    token input checks and float64 copies of parameters, shared by the above
+    costs.py     what a training run needs (memory, compute) and the bounds every run is held to, checked
+                 by learn/train.py before a model is built
 
 All modules run in float32 (training) and float64 (`.double()`, used for exact comparisons). Every name is
 importable from this package.

@@ -1,9 +1,12 @@
 """Sweeps: a grid of training runs, executed in parallel, resumable, results in a SQLite database.
 
-    spec.py        TOML file / dict / command-line flags → a validated SweepSpec; its runs with stable ids
+    spec.py        TOML file / dict → a validated, bounded SweepSpec; its runs with stable ids
+    flags.py       command-line flags → the dict form of a spec
+    runners.py     the registry of runners a spec may name (built in, or register_runner from Python)
     run.py         run_sweep: the runs not yet done go to a scheduler; the parent records each as it finishes
+    claims.py      who holds a claim on a run (concurrent sweeps on one database) and whether it is alive
     schedulers.py  where runs execute, behind one interface (Scheduler.run): local spawned workers, or Ray
-    worker.py      what runs in a worker: import the runner ("module:function"), run one config, an outcome
+    worker.py      what runs in a worker: the runner on one config, an outcome
     table.py       one experiment's runs aggregated over seeds: Markdown, CSV or JSON
     errors.py      SweepError, SpecError, BackendUnavailableError (all InputErrors: the user can fix them)
 
@@ -12,32 +15,50 @@ The database itself is `headcount.learn.store`. Everything a caller needs is imp
 
 from headcount.learn.constants import TASKS
 from headcount.learn.store import run_id_for
+from headcount.learn.sweep.claims import CLAIM_STALE_SECONDS
 from headcount.learn.sweep.errors import RAY_MISSING, BackendUnavailableError, SpecError, SweepError
+from headcount.learn.sweep.flags import spec_from_flags, spec_from_options
 from headcount.learn.sweep.run import SweepCounts, SweepPlan, run_sweep, run_sweep_from_options, sweep_plan
+from headcount.learn.sweep.runners import (
+    DEFAULT_RUNNER,
+    Runner,
+    register_runner,
+    resolve_runner,
+    runner_names,
+    unregister_runner,
+)
 from headcount.learn.sweep.schedulers import (
     BACKENDS,
+    MAX_WORKERS,
     LocalScheduler,
     RayScheduler,
     Scheduler,
     make_scheduler,
 )
 from headcount.learn.sweep.spec import (
-    DEFAULT_RUNNER,
+    MAX_RUNS,
+    MAX_SEED,
+    MAX_SPEC_BYTES,
+    MAX_VALUE_DEPTH,
     SWEEP_KEYS,
     RunSpec,
     SweepSpec,
     load_spec,
     spec_from_dict,
-    spec_from_flags,
-    spec_from_options,
     spec_from_toml,
 )
 from headcount.learn.sweep.table import TABLE_FORMATS, sweep_table, table_rows
-from headcount.learn.sweep.worker import RunOutcome, environment_versions, resolve_runner
+from headcount.learn.sweep.worker import RunOutcome, environment_versions
 
 __all__ = [
     "BACKENDS",
+    "CLAIM_STALE_SECONDS",
     "DEFAULT_RUNNER",
+    "MAX_RUNS",
+    "MAX_SEED",
+    "MAX_SPEC_BYTES",
+    "MAX_VALUE_DEPTH",
+    "MAX_WORKERS",
     "RAY_MISSING",
     "SWEEP_KEYS",
     "TABLE_FORMATS",
@@ -47,6 +68,7 @@ __all__ = [
     "RayScheduler",
     "RunOutcome",
     "RunSpec",
+    "Runner",
     "Scheduler",
     "SpecError",
     "SweepCounts",
@@ -56,10 +78,12 @@ __all__ = [
     "environment_versions",
     "load_spec",
     "make_scheduler",
+    "register_runner",
     "resolve_runner",
     "run_id_for",
     "run_sweep",
     "run_sweep_from_options",
+    "runner_names",
     "spec_from_dict",
     "spec_from_flags",
     "spec_from_options",
@@ -67,4 +91,5 @@ __all__ = [
     "sweep_plan",
     "sweep_table",
     "table_rows",
+    "unregister_runner",
 ]

@@ -6,8 +6,16 @@ database: each finished run is recorded in its own transaction as soon as the pa
 that raises is recorded 'failed' with a one-line error and the sweep goes on. Killing a sweep — SIGKILL of
 its process group, or of the parent alone (local workers notice within a second that their parent is gone
 and exit) — loses only the runs in flight; re-running it completes the rest, each run stored exactly once.
-The runner is imported in the parent first, so a runner that cannot be imported is an error before
-anything runs or is written. Nothing but the database (and SQLite's -wal/-shm files beside it) is written.
+A config the runner refuses (it raises an InputError: an unknown key, a size beyond the trainer's bounds)
+is recorded 'failed' too, and once the other runs are done run_sweep raises SweepError saying so: the
+sweep's input is at fault, so the command exits 2 instead of reporting a normal summary.
+
+Before anything runs: the spec is checked (its runner must be registered: runners.py), the backend made,
+and the database opened for writing — a file that cannot be used or written is an InputError before any
+run trains. Each run is claimed in the database just before a worker gets it (claims.py): a run that
+another live sweep holds, or has recorded since this one started, is skipped, so concurrent sweeps on one
+database train each run once, and `runs_done_now` counts only the runs this call trained and stored.
+Nothing but the database (and SQLite's -wal/-shm files beside it) is written.
 """
 
 from __future__ import annotations
@@ -23,17 +31,23 @@ from typing import Any
 from headcount.core.jsonable import JsonResult
 from headcount.core.progress import progress_bar
 from headcount.learn.store import ResultsStore
+from headcount.learn.sweep.claims import holder_alive, this_process
+from headcount.learn.sweep.errors import SweepError
+from headcount.learn.sweep.flags import spec_from_options
+from headcount.learn.sweep.runners import Runner, check_runner_name, resolve_runner
 from headcount.learn.sweep.schedulers import Scheduler, make_scheduler
-from headcount.learn.sweep.spec import RunSpec, SweepSpec, load_spec, spec_from_options
-from headcount.learn.sweep.worker import RunOutcome, resolve_runner
+from headcount.learn.sweep.spec import RunSpec, SweepSpec, load_spec
+from headcount.learn.sweep.worker import RunOutcome
 
 SpecSource = SweepSpec | Mapping[str, Any] | str | os.PathLike
 
 
 @dataclass(frozen=True)
 class SweepCounts(JsonResult):
-    """What one run_sweep call did. runs_failed counts the runs that failed in this call (stored 'failed'
-    and retried by the next call); workers is the worker count used; db the database path as given."""
+    """What one run_sweep call did. runs_done_now counts the runs this call trained and stored (runs that a
+    concurrent sweep on the same database trains are in neither count); runs_failed the runs that failed in
+    this call (stored 'failed' and retried by the next call); workers is the worker count used; db the
+    database path as given."""
 
     runs_total: int
     runs_done_before: int
@@ -59,8 +73,8 @@ class SweepPlan(JsonResult):
     experiment: str
 
 
-def _record(store: ResultsStore, spec: SweepSpec, run: RunSpec, outcome: RunOutcome) -> None:
-    store.record(
+def _record(store: ResultsStore, spec: SweepSpec, run: RunSpec, outcome: RunOutcome, token: str) -> bool:
+    return store.record(
         run_id=run.run_id,
         config=run.config,
         status=outcome.status,
@@ -73,30 +87,57 @@ def _record(store: ResultsStore, spec: SweepSpec, run: RunSpec, outcome: RunOutc
         started_at=outcome.started_at,
         finished_at=outcome.finished_at,
         runner=spec.runner,
+        claim_token=token,
     )
 
 
 def _run_pending(
     store: ResultsStore,
     spec: SweepSpec,
+    runner: Runner,
     scheduler: Scheduler,
     pending: Sequence[RunSpec],
     done_before: int,
     progress: bool,
-) -> Counter[str]:
-    """Run `pending`, recording each run as it finishes; the count of each status."""
+) -> tuple[Counter[str], str | None]:
+    """Run `pending`, each claimed first, recording each as it finishes; the count of each status stored
+    by this call (and of "elsewhere": runs skipped because another sweep holds or recorded them; of
+    "refused": failed runs whose config the runner refused), and the first refusal's error."""
     counts: Counter[str] = Counter()
+    refusals: list[str] = []
     total = done_before + len(pending)
-    with (
-        progress_bar(progress, f"sweep {spec.name}", total, completed=done_before) as bar,
-        closing(scheduler.run(pending)) as finished,
-    ):
-        for run, outcome in finished:
-            _record(store, spec, run, outcome)
-            counts[outcome.status] += 1
-            failed = f" ({counts['failed']} failed)" if counts["failed"] else ""
-            bar.update(advance=1, description=f"sweep {spec.name}{failed}")
-    return counts
+    owner = this_process()
+    seen = store.attempts(r.run_id for r in pending)
+
+    def describe() -> str:
+        notes = [f"{counts['failed']} failed"] if counts["failed"] else []
+        if counts["elsewhere"]:
+            notes.append(f"{counts['elsewhere']} by another sweep")
+        return f"sweep {spec.name}" + (f" ({', '.join(notes)})" if notes else "")
+
+    with progress_bar(progress, f"sweep {spec.name}", total, completed=done_before) as bar:
+
+        def admit(run: RunSpec) -> bool:
+            if store.claim(run.run_id, owner, seen[run.run_id], holder_alive):
+                return True
+            counts["elsewhere"] += 1
+            bar.update(advance=1, description=describe())
+            return False
+
+        try:
+            with closing(scheduler.run(runner, pending, admit)) as finished:
+                for run, outcome in finished:
+                    if _record(store, spec, run, outcome, owner["token"]):
+                        counts[outcome.status] += 1
+                        if outcome.refused:
+                            counts["refused"] += 1
+                            refusals.append(outcome.error or "")
+                    else:
+                        counts["elsewhere"] += 1
+                    bar.update(advance=1, description=describe())
+        finally:
+            store.release_claims(owner["token"])
+    return counts, (refusals[0] if refusals else None)
 
 
 def run_sweep(
@@ -109,19 +150,29 @@ def run_sweep(
 ) -> SweepCounts:
     """Run every run of `spec` not yet done in the results DB `db_path` (workers None: one per CPU).
 
-    Raises an InputError before running anything when the spec (SpecError), the runner (SweepError), the
-    backend (unknown, or BackendUnavailableError) or the worker count is unusable."""
+    Raises an InputError before running anything when the spec (SpecError), the runner (SweepError: not a
+    registered runner), the backend (unknown, or BackendUnavailableError), the worker count or the
+    database (ResultsDBError: not a results database, or not writable) is unusable; SweepError after the
+    other runs when the runner refused some run's config. Runs claimed by a concurrent sweep on the same
+    database are left to it (module docstring)."""
     spec = load_spec(spec)
-    scheduler = make_scheduler(backend, spec.runner, workers, address)
+    check_runner_name(spec.runner)  # a SweepSpec made in Python may name anything: refuse before the DB
+    scheduler = make_scheduler(backend, workers, address)
     runs = spec.runs()
-    resolve_runner(spec.runner)  # fail fast, in the parent, before the DB is touched
-    with ResultsStore(db_path) as store:
+    with ResultsStore(db_path, for_writing=True) as store:
+        runner = resolve_runner(spec.runner)
         done_before = store.finished_ids(r.run_id for r in runs)
         pending = [r for r in runs if r.run_id not in done_before]
-        counts = (
-            _run_pending(store, spec, scheduler, pending, len(done_before), progress)
+        counts, refusal = (
+            _run_pending(store, spec, runner, scheduler, pending, len(done_before), progress)
             if pending
-            else Counter()
+            else (Counter(), None)
+        )
+    if refusal is not None:
+        name = spec.name if len(spec.name) <= 60 else spec.name[:59] + "…"
+        raise SweepError(
+            f"sweep {name!r}: the runner refused the config of {counts['refused']} of its {len(runs)} "
+            f"runs (stored as failed; {counts['done']} done now): {refusal}"
         )
     return SweepCounts(
         runs_total=len(runs),

@@ -1,6 +1,8 @@
-"""Where a sweep's runs execute, behind one small interface: ``Scheduler.run(jobs)`` yields
+"""Where a sweep's runs execute, behind one small interface: ``Scheduler.run(runner, jobs, admit)`` yields
 (run, outcome) pairs as runs finish. Closing the iterator early (an error in the parent) stops the
-workers; only the parent — the caller of `run` — writes the database.
+workers; only the parent — the caller of `run` — writes the database. `admit(run)` (when given) is asked,
+in the parent, just before a run is handed to a worker: False skips the run (the sweep uses it to claim
+the run in the database, so that concurrent sweeps never train the same run twice).
 
 - "local" (`LocalScheduler`): a ProcessPoolExecutor with the "spawn" start method (fork is unsafe with
   torch threads), `workers` processes, at most one run in flight per worker. With more than one worker
@@ -12,7 +14,8 @@ workers; only the parent — the caller of `run` — writes the database.
 - "ray" (`RayScheduler`): ``ray.init(address=address)`` (None: a local instance with num_cpus=workers;
   an already initialised Ray is used as is), one Ray task per run (num_cpus=1), collected with ray.wait
   as they finish. Ray is the optional extra ``pip install 'headcount[ray]'``; the worker nodes need
-  headcount and the runner's module importable (same environment, or a runtime_env).
+  headcount and the runner's module importable (same environment, or a runtime_env). Every run is
+  admitted before the first task is submitted.
 """
 
 from __future__ import annotations
@@ -22,28 +25,37 @@ import logging
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from headcount.core.errors import InputError
 from headcount.core.validate import check_choice, check_int
 from headcount.learn.sweep.errors import RAY_MISSING, BackendUnavailableError
+from headcount.learn.sweep.runners import Runner
 from headcount.learn.sweep.spec import RunSpec
 from headcount.learn.sweep.worker import WORKER_DIED, RunOutcome, execute, lost_outcome, one_line, worker_init
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+# Workers per sweep: each local worker is a process that imports torch (a few hundred MB); a thousand of
+# them exhaust any single machine's memory or process slots long before, so more is a typo.
+MAX_WORKERS = 1024
 
 Finished = tuple[RunSpec, RunOutcome]
+Admit = Callable[[RunSpec], bool]
 
 
 class Scheduler(Protocol):
-    """Runs jobs on `workers` workers and yields each (run, outcome) as it finishes, in any order."""
+    """Runs the jobs `admit` accepts (all when None) with `runner` on `workers` workers and yields each
+    (run, outcome) as it finishes, in any order."""
 
     workers: int
 
-    def run(self, jobs: Sequence[RunSpec]) -> Iterator[Finished]: ...
+    def run(
+        self, runner: Runner, jobs: Sequence[RunSpec], admit: Admit | None = None
+    ) -> Iterator[Finished]: ...
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -65,10 +77,12 @@ def _thread_env(limit: bool) -> Iterator[None]:
 
 @dataclass
 class _Queue:
-    """The local scheduler's state: runs not yet submitted, runs suspected of killing their worker (re-run
-    one at a time), runs in flight."""
+    """The local scheduler's state: the runner, runs not yet submitted (admitted when submitted), runs
+    suspected of killing their worker (re-run one at a time), runs in flight."""
 
+    runner: Runner
     waiting: deque[RunSpec]
+    admit: Admit | None = None
     suspects: deque[RunSpec] = field(default_factory=deque)
     in_flight: dict[Future, RunSpec] = field(default_factory=dict)
 
@@ -79,13 +93,13 @@ class _Queue:
 class LocalScheduler:
     """Spawned worker processes on this machine (see the module docstring)."""
 
-    def __init__(self, runner: str, workers: int):
-        self.runner, self.workers = runner, workers
+    def __init__(self, workers: int):
+        self.workers = workers
 
-    def run(self, jobs: Sequence[RunSpec]) -> Iterator[Finished]:
+    def run(self, runner: Runner, jobs: Sequence[RunSpec], admit: Admit | None = None) -> Iterator[Finished]:
         n = min(self.workers, len(jobs))
         limit = n > 1
-        queue = _Queue(deque(jobs))
+        queue = _Queue(runner, deque(jobs), admit)
         with _thread_env(limit):
             pool = self._pool(n, limit)
             try:
@@ -114,8 +128,8 @@ class LocalScheduler:
         )
 
     def _submit(self, pool: ProcessPoolExecutor, queue: _Queue, n: int, limit: bool) -> None:
-        """Fill the free workers: one suspect alone, or waiting runs. A run leaves its deque only once
-        submitted."""
+        """Fill the free workers: one suspect alone, or waiting runs (each admitted first: a run not
+        admitted is dropped). A run leaves its deque only once submitted."""
         if not queue.in_flight and queue.suspects:
             source, capacity = queue.suspects, 1
         elif not queue.suspects:
@@ -123,7 +137,11 @@ class LocalScheduler:
         else:
             return
         while source and len(queue.in_flight) < capacity:
-            queue.in_flight[pool.submit(execute, self.runner, source[0].config, limit)] = source[0]
+            run = source[0]
+            if source is queue.waiting and queue.admit is not None and not queue.admit(run):
+                source.popleft()
+                continue
+            queue.in_flight[pool.submit(execute, queue.runner, run.config, limit)] = run
             source.popleft()
 
     def _step(
@@ -179,8 +197,8 @@ class RayScheduler:
     """One Ray task per run (see the module docstring). Ray is imported when the scheduler is made, so a
     missing extra is an error before anything runs."""
 
-    def __init__(self, runner: str, workers: int, address: str | None = None):
-        self.runner, self.workers, self.address = runner, workers, address
+    def __init__(self, workers: int, address: str | None = None):
+        self.workers, self.address = workers, address
         self.ray = import_ray()
 
     def _init(self) -> bool:
@@ -207,10 +225,13 @@ class RayScheduler:
         except Exception as err:  # the task or its worker died
             return lost_outcome(one_line(err))
 
-    def run(self, jobs: Sequence[RunSpec]) -> Iterator[Finished]:
+    def run(self, runner: Runner, jobs: Sequence[RunSpec], admit: Admit | None = None) -> Iterator[Finished]:
+        jobs = [run for run in jobs if admit is None or admit(run)]
+        if not jobs:
+            return
         started = self._init()
         task = self.ray.remote(num_cpus=1)(execute)
-        refs = {task.remote(self.runner, run.config, True): run for run in jobs}
+        refs = {task.remote(runner, run.config, True): run for run in jobs}
         try:
             while refs:
                 for ref in self._ready(list(refs)):
@@ -232,11 +253,19 @@ SCHEDULERS = {"local": LocalScheduler, "ray": RayScheduler}
 BACKENDS = tuple(SCHEDULERS)
 
 
-def make_scheduler(backend: str, runner: str, workers: int | None, address: str | None = None) -> Scheduler:
-    """The scheduler of `backend` with `workers` workers (None: one per CPU): InputError for an unknown
-    backend or a worker count below 1, BackendUnavailableError when Ray is not installed."""
+def make_scheduler(backend: str, workers: int | None, address: str | None = None) -> Scheduler:
+    """The scheduler of `backend` with `workers` workers (None: one per CPU, at most MAX_WORKERS):
+    InputError for an unknown backend or a worker count outside 1..MAX_WORKERS, BackendUnavailableError
+    when Ray is not installed."""
     check_choice("backend", backend, BACKENDS)
-    workers = check_int("workers", (os.cpu_count() or 1) if workers is None else workers, low=1)
+    workers = check_int(
+        "workers", min(os.cpu_count() or 1, MAX_WORKERS) if workers is None else workers, low=1
+    )
+    if workers > MAX_WORKERS:
+        raise InputError(
+            f"workers = {workers if workers < 10**20 else 'a huge number'} is more than MAX_WORKERS = "
+            f"{MAX_WORKERS} (--workers: one process each)"
+        )
     if backend == "ray":
-        return RayScheduler(runner, workers, address)
-    return LocalScheduler(runner, workers)
+        return RayScheduler(workers, address)
+    return LocalScheduler(workers)

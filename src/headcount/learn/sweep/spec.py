@@ -1,4 +1,5 @@
-"""Sweep specs: a TOML file, the same structure as a dict, or command-line flags → a validated SweepSpec.
+"""Sweep specs: a TOML file or the same structure as a dict → a validated SweepSpec (command-line flags
+build such a dict: flags.py).
 
 Sweep file (TOML)::
 
@@ -6,8 +7,8 @@ Sweep file (TOML)::
     name = "xor-phase-quick"          # required: names the sweep in the database
     experiment = "xor-phase"          # optional (default: name): the label tables and plots select on
     task = "boolean"                  # required: induction | khop | minmax | boolean (any with a runner)
-    seeds = [0, 1, 2]                 # optional (default [0]): distinct integers, or a count N: 0..N-1
-    runner = "headcount.learn.train:run_config"   # optional (this default): "module:function"
+    seeds = [0, 1, 2]                 # optional (default [0]): distinct integers ≥ 0, or a count N: 0..N-1
+    runner = "headcount.learn.train:run_config"   # optional (this default): a registered runner's name
     description = "…"                 # optional free text
 
     [fixed]                           # optional: keys passed unchanged to every run
@@ -22,8 +23,10 @@ Sweep file (TOML)::
     degree = 8
     heads = 1
 
-The runner maps a config dict to its metrics. Values are strings, numbers, booleans, or lists/tables
-of those. "task" and "seed" are reserved (set them with [sweep] task / seeds); a key may not be both fixed
+The runner maps a config dict to its metrics. It is a name in the registry of runners.py — the built-in
+one above, or one registered from Python — never something to import: a sweep file is data. Values are
+strings, numbers, booleans, or lists/tables of those (nested at most MAX_VALUE_DEPTH deep). "task" and
+"seed" are reserved (set them with [sweep] task / seeds); a key may not be both fixed
 and a grid axis. The [sweep] keys are checked from one table (SWEEP_KEYS: each key's check, whether it is
 required, its default).
 
@@ -33,6 +36,11 @@ Every run's config is ``{"task": task, **fixed, **point, "seed": seed}`` and its
 (sha256 of the canonical JSON, 16 hex digits), so ids do not depend on key order, sweep name or runner: a
 config that is already done in the database — from this sweep or any other — is not run again. Duplicate
 configs (an include equal to a grid point) run once.
+
+Bounds (hostile or careless files must not hang or exhaust memory): a file of at most MAX_SPEC_BYTES, read
+only if it is a regular file; nesting beyond what the TOML reader manages is refused in one line; at most
+MAX_RUNS runs (grid points + includes, times seeds), counted before anything is expanded; seeds in
+0..MAX_SEED. The sizes inside each config (steps, n, …) are bounded by the runner (learn/train.py).
 """
 
 from __future__ import annotations
@@ -40,9 +48,9 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import re
+import stat
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,12 +58,25 @@ from typing import Any
 from headcount.learn.constants import TASKS
 from headcount.learn.store import canonical_json, run_id_for
 from headcount.learn.sweep.errors import SpecError
+from headcount.learn.sweep.runners import DEFAULT_RUNNER, runner_names, unknown_runner_message
 
-DEFAULT_RUNNER = "headcount.learn.train:run_config"
+# A sweep file is a few hundred bytes to a few KB; 1 MiB is far beyond any real grid and small enough to
+# read and parse at once.
+MAX_SPEC_BYTES = 1 << 20
+# Runs per sweep (grid points + includes, times seeds): the largest experiment has 144 runs; 10,000 runs of
+# the default training (~10 s each on one core) are more than a day of CPU; a larger sweep is a typo
+# (seeds = 1000000000) or an attack, and expanding it would exhaust memory. Split real giants into sweeps.
+MAX_RUNS = 10_000
+# Nesting of a config value (lists/tables inside lists/tables): configs are flat in practice.
+MAX_VALUE_DEPTH = 32
+# Seeds are stored in an SQLite INTEGER column (64-bit) and seed numpy/torch generators (non-negative).
+MAX_SEED = 2**63 - 1
 
 _SECTIONS = ("sweep", "fixed", "grid", "include")
 _RESERVED = {"task": "[sweep] task", "seed": "[sweep] seeds"}  # reserved config key → where it is set
-_RUNNER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
+# Keys of the built-in runner that a sweep may not set: "out" writes a model file at the path given, and a
+# shared sweep file must not choose paths to overwrite (export one run with `headcount train … --out`).
+_NOT_IN_SWEEPS = ("out",)
 
 
 @dataclass(frozen=True)
@@ -77,8 +98,26 @@ class SweepSpec:
     description: str | None = None
     source: str | None = None  # where the spec came from, for messages
 
+    def run_count(self) -> int:
+        """How many runs the sweep expands to before duplicates are merged, capped at MAX_RUNS + 1 (computed
+        from the lengths alone: a huge grid is never multiplied out)."""
+        points = 1
+        for values in self.grid.values():
+            points = min(points * len(values), MAX_RUNS + 1)
+        return min((points + len(self.include)) * len(self.seeds), MAX_RUNS + 1)
+
+    def check_size(self) -> None:
+        """SpecError when the sweep has more than MAX_RUNS runs."""
+        if self.run_count() > MAX_RUNS:
+            raise SpecError(
+                f"{self.source or 'sweep spec'}: the sweep has more than MAX_RUNS = {MAX_RUNS:,} runs "
+                "((grid points + includes) × seeds); split it into smaller sweeps"
+            )
+
     def runs(self) -> list[RunSpec]:
-        """Every run of the sweep, in the deterministic order described in the module docstring."""
+        """Every run of the sweep, in the deterministic order described in the module docstring
+        (SpecError beyond MAX_RUNS runs, before expanding)."""
+        self.check_size()
         axes = list(self.grid)
         points = [dict(zip(axes, values)) for values in itertools.product(*(self.grid[a] for a in axes))]
         points.extend(self.include)
@@ -102,14 +141,32 @@ def _where(source: str | None, section: str, key: str | None = None) -> str:
     return f"{source}: {place}" if source else place
 
 
+def _short(value: Any, limit: int = 80) -> str:
+    """repr(value) of at most `limit` characters (a value from a file can be anything)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _number(value)
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _number(n: int) -> str:
+    """An integer for a message: in full when short, its size when huge (str() refuses > 4300 digits)."""
+    if abs(n) < 10**20:
+        return str(n)
+    return f"{'-' if n < 0 else ''}about 10^{round(math.log10(abs(n)))}"
+
+
 def _type_name(value: Any) -> str:
     return {str: "string", int: "integer", float: "float", bool: "boolean", list: "list", dict: "table"}.get(
         type(value), type(value).__name__
     )
 
 
-def _check_value(value: Any, where: str) -> None:
-    """A config value: a string, bool, int, finite float, or a list/table of those."""
+def _check_value(value: Any, where: str, depth: int = 0) -> None:
+    """A config value: a string, bool, int, finite float, or a list/table of those, at most MAX_VALUE_DEPTH
+    deep."""
+    if depth > MAX_VALUE_DEPTH:
+        raise SpecError(f"{where}: values are nested more than MAX_VALUE_DEPTH = {MAX_VALUE_DEPTH} deep")
     if isinstance(value, (str, bool, int)):
         return
     if isinstance(value, float):
@@ -118,13 +175,13 @@ def _check_value(value: Any, where: str) -> None:
         return
     if isinstance(value, list):
         for item in value:
-            _check_value(item, where)
+            _check_value(item, where, depth + 1)
         return
     if isinstance(value, dict):
         for k, item in value.items():
             if not isinstance(k, str):
                 raise SpecError(f"{where}: table keys must be strings, got {k!r}")
-            _check_value(item, where)
+            _check_value(item, where, depth + 1)
         return
     raise SpecError(
         f"{where}: {_type_name(value)} values are not allowed "
@@ -149,24 +206,37 @@ def _text(value: Any, where: str) -> str:
 
 
 def _runner(value: Any, where: str) -> str:
-    if not _RUNNER_RE.match(_nonempty_string(value, where)):
-        raise SpecError(f"{where}: {value!r} is not of the form 'package.module:function'")
+    """The name of a registered runner (runners.py): looked up, never imported."""
+    if not isinstance(value, str) or value not in runner_names():
+        raise SpecError(f"{where}: {unknown_runner_message(value)}")
     return value
 
 
 def _seeds(value: Any, where: str) -> tuple[int, ...]:
-    """A count N ≥ 1 (seeds 0..N-1) or a non-empty list of distinct integers."""
+    """A count N in 1..MAX_RUNS (seeds 0..N-1) or a non-empty list of distinct integers in 0..MAX_SEED."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
-            raise SpecError(f"{where}: a seed count must be ≥ 1, got {value}")
+            raise SpecError(f"{where}: a seed count must be ≥ 1, got {_number(value)}")
+        if value > MAX_RUNS:
+            raise SpecError(
+                f"{where}: a seed count must be ≤ MAX_RUNS = {MAX_RUNS:,} (runs per sweep), "
+                f"got {_number(value)}"
+            )
         return tuple(range(value))
     if not isinstance(value, list):
         raise SpecError(f"{where}: must be a list of integers or a count, got {_type_name(value)}")
     if not value:
         raise SpecError(f"{where}: the list is empty; give at least one seed")
+    if len(value) > MAX_RUNS:
+        raise SpecError(f"{where}: more than MAX_RUNS = {MAX_RUNS:,} seeds (runs per sweep)")
     bad = [s for s in value if not isinstance(s, int) or isinstance(s, bool)]
     if bad:
-        raise SpecError(f"{where}: seeds must be integers, got {bad[0]!r}")
+        raise SpecError(f"{where}: seeds must be integers, got {_short(bad[0])}")
+    bad = [s for s in value if not 0 <= s <= MAX_SEED]
+    if bad:
+        raise SpecError(
+            f"{where}: seeds must be integers from 0 to MAX_SEED = 2**63 - 1, got {_number(bad[0])}"
+        )
     if len(set(value)) != len(value):
         raise SpecError(f"{where}: seeds repeat in {value}")
     return tuple(value)
@@ -305,31 +375,82 @@ def spec_from_dict(data: Mapping[str, Any], source: str | None = None) -> SweepS
         )
     head = _sweep_section(data, source)
     fixed = _fixed_section(data, source)
-    return SweepSpec(
+    spec = SweepSpec(
         **head,
         fixed=fixed,
         grid=_grid_section(data, source, fixed),
         include=_include_section(data, source),
         source=source,
     )
+    _check_built_in_keys(spec)
+    spec.check_size()
+    return spec
+
+
+def _check_built_in_keys(spec: SweepSpec) -> None:
+    """SpecError for a key of _NOT_IN_SWEEPS in any config of a sweep with the built-in runner."""
+    if spec.runner != DEFAULT_RUNNER:
+        return
+    tables = [("fixed", spec.fixed), ("grid", spec.grid)]
+    tables += [(f"include {i + 1}", table) for i, table in enumerate(spec.include)]
+    for section, table in tables:
+        for key in _NOT_IN_SWEEPS:
+            if key in table:
+                raise SpecError(
+                    f"{_where(spec.source, section, key)}: a sweep file may not choose a path to write; "
+                    "export one run's model with `headcount train … --out`"
+                )
+
+
+def _read_spec_file(path: Path) -> str:
+    """The text of a sweep file: a regular file (never a FIFO or device: reading one could block) of at
+    most MAX_SPEC_BYTES, in UTF-8."""
+    name = _short(str(path), 200)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise SpecError(
+            f"sweep file {name} does not exist: give a TOML file with [sweep], [fixed] and [grid] tables"
+        ) from None
+    except OSError as err:
+        raise SpecError(f"sweep file {name} cannot be read: {err.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise SpecError(f"sweep file {name} is not a regular file (a directory, device, FIFO or socket)")
+    too_big = SpecError(
+        f"sweep file {name} is larger than MAX_SPEC_BYTES = {MAX_SPEC_BYTES:,} bytes; a sweep file "
+        "lists a grid, not data"
+    )
+    if info.st_size > MAX_SPEC_BYTES:
+        raise too_big
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_SPEC_BYTES + 1)
+    except OSError as err:
+        raise SpecError(f"sweep file {name} cannot be read: {err.strerror}") from None
+    if len(raw) > MAX_SPEC_BYTES:  # it grew since stat
+        raise too_big
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(f"{name}: not valid TOML: the file is not UTF-8 text") from None
 
 
 def spec_from_toml(path: str | os.PathLike) -> SweepSpec:
-    """Read and validate a sweep TOML file."""
+    """Read and validate a sweep TOML file (bounded: module docstring)."""
     path = Path(path)
-    if not path.is_file():
-        raise SpecError(
-            f"sweep file {str(path)!r} does not exist: "
-            "give a TOML file with [sweep], [fixed] and [grid] tables"
-        )
+    text = _read_spec_file(path)
+    label = str(path) if len(str(path)) <= 120 else str(path)[:119] + "…"  # for messages
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise SpecError(f"{path}: not valid TOML: {err}") from None
-    except UnicodeDecodeError:
-        raise SpecError(f"{path}: not valid TOML: the file is not UTF-8 text") from None
-    return spec_from_dict(data, source=str(path))
+        raise SpecError(f"{label}: not valid TOML: {err}") from None
+    except RecursionError:
+        raise SpecError(
+            f"{label}: not readable: arrays or tables nested too deeply (sweep values are flat data)"
+        ) from None
+    except ValueError as err:  # e.g. an integer of more than 4300 digits
+        raise SpecError(f"{label}: not readable: {' '.join(str(err).split())[:200]}") from None
+    return spec_from_dict(data, source=label)
 
 
 def load_spec(spec: SweepSpec | Mapping[str, Any] | str | os.PathLike) -> SweepSpec:
@@ -339,73 +460,3 @@ def load_spec(spec: SweepSpec | Mapping[str, Any] | str | os.PathLike) -> SweepS
     if isinstance(spec, Mapping):
         return spec_from_dict(spec)
     return spec_from_toml(spec)
-
-
-def flag_value(text: str) -> Any:
-    """A --fixed / --grid value: int, float, true/false, else the string itself."""
-    low = text.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text.strip()
-
-
-def _flag_pair(item: str, table: str) -> tuple[str, Any]:
-    key, eq, value = item.partition("=")
-    if not eq or not key.strip() or not value.strip():
-        raise SpecError(
-            f"--{table} {item!r}: write KEY=VALUE" + (" or KEY=V1,V2,…" if table == "grid" else "")
-        )
-    if table == "grid":
-        return key.strip(), [flag_value(v) for v in value.split(",")]
-    return key.strip(), flag_value(value)
-
-
-def spec_from_flags(
-    name: str | None,
-    task: str | None,
-    fixed: Sequence[str] = (),
-    grid: Sequence[str] = (),
-    seeds: str | None = None,
-) -> dict[str, Any]:
-    """The dict form of a sweep given as flags: --task, --fixed KEY=V (repeatable), --grid KEY=V1,V2
-    (repeatable), --seeds 0,1,2, --name (default "<task>-flags"). Validate it with spec_from_dict."""
-    if not task:
-        raise SpecError(
-            "give a sweep file, or --task with --grid KEY=V1,V2 "
-            "(and optional --fixed KEY=V, --seeds 0,1, --name)"
-        )
-    spec: dict[str, Any] = {
-        "sweep": {"name": name or f"{task}-flags", "task": task},
-        "fixed": dict(_flag_pair(item, "fixed") for item in fixed),
-        "grid": dict(_flag_pair(item, "grid") for item in grid),
-    }
-    if seeds:
-        try:
-            spec["sweep"]["seeds"] = [int(v) for v in seeds.split(",")]
-        except ValueError:
-            raise SpecError(
-                f"--seeds {seeds!r}: give integers separated by commas, e.g. --seeds 0,1,2"
-            ) from None
-    return spec
-
-
-def spec_from_options(
-    path: str | os.PathLike | None,
-    *,
-    name: str | None = None,
-    task: str | None = None,
-    fixed: Sequence[str] = (),
-    grid: Sequence[str] = (),
-    seeds: str | None = None,
-) -> SweepSpec:
-    """The spec of `headcount sweep run`: a TOML file, or the flags (spec_from_flags) — never both."""
-    if path is None:
-        return spec_from_dict(spec_from_flags(name, task, fixed, grid, seeds))
-    if task or fixed or grid or seeds or name:
-        raise SpecError("give either a sweep file or --task/--fixed/--grid/--seeds/--name, not both")
-    return spec_from_toml(path)

@@ -68,7 +68,7 @@ def _flatten(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def _read(db_path: str | os.PathLike, experiment: str) -> list[dict[str, Any]]:
     path = Path(db_path)
-    if not path.is_file():
+    if not os.path.lexists(path):  # anything else that is not a results database: ResultsStore says what
         raise SweepError(f"results database {str(path)!r} does not exist: run a sweep into it first")
     with ResultsStore(path) as store:
         rows = store.rows(experiment=experiment)

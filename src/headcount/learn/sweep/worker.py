@@ -1,27 +1,27 @@
-"""The worker side of a sweep: what runs in a worker process or a Ray task — import the runner, run one
-config, and return a RunOutcome that never raises (a failure is an outcome with status 'failed').
+"""The worker side of a sweep: what runs in a worker process or a Ray task — call the runner on one config
+and return a RunOutcome that never raises (a failure is an outcome with status 'failed').
 
-The runner is "module:function", imported with importlib (`resolve_runner`): config dict → metrics (a
-mapping, or a typed result with to_json()). Metrics are stored as JSON with NaN and ±inf kept as floats
-(core.jsonable, nonfinite="keep"), so a diverged loss stays visible in the database.
+The runner (runners.Runner: a registry name and a module-level function, received by reference) maps a
+config dict to metrics (a mapping, or a typed result with to_json()). Metrics are stored as JSON with NaN
+and ±inf kept as floats (core.jsonable, nonfinite="keep"), so a diverged loss stays visible in the database.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from headcount.core.errors import InputError
 from headcount.core.jsonable import jsonable
 from headcount.core.probe import machine_info
-from headcount.learn.sweep.errors import SweepError
+from headcount.learn.sweep.runners import Runner
 
 VERSION_KEYS = ("python", "numpy", "torch", "headcount", "platform", "host")  # stored with every run
 WORKER_DIED = (
@@ -29,8 +29,6 @@ WORKER_DIED = (
     "killed e.g. out of memory; or a script that calls run_sweep outside "
     "`if __name__ == '__main__':`)"
 )
-
-_RUNNERS: dict[str, Callable[[dict[str, Any]], Any]] = {}
 
 
 @dataclass(frozen=True)
@@ -44,22 +42,7 @@ class RunOutcome:
     started_at: str | None
     finished_at: str
     versions: dict[str, Any] | None
-
-
-def resolve_runner(path: str) -> Callable[[dict[str, Any]], Any]:
-    """Import "module:function"; raises SweepError with the reason when that fails."""
-    if path in _RUNNERS:
-        return _RUNNERS[path]
-    module_name, _, attr = path.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as err:  # ImportError, or the module raising at import
-        raise SweepError(f"runner {path!r} cannot be imported: {one_line(err)}") from None
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise SweepError(f"runner {path!r}: module {module_name!r} has no function {attr!r}")
-    _RUNNERS[path] = fn
-    return fn
+    refused: bool = False  # the runner refused the config (an InputError): the sweep's input is at fault
 
 
 def now() -> str:
@@ -104,23 +87,19 @@ def _metrics(result: Any, runner: str) -> dict[str, Any]:
     return jsonable(dict(result), nonfinite="keep")
 
 
-def execute(runner: str, config: dict[str, Any], limit_threads: bool) -> RunOutcome:
+def execute(runner: Runner, config: dict[str, Any], limit_threads: bool) -> RunOutcome:
     """Run one config; never raises (a failure is an outcome with status 'failed')."""
-    try:
-        fn = resolve_runner(runner)
-    except SweepError as err:
-        stamp = now()
-        return RunOutcome("failed", None, str(err), 0.0, stamp, stamp, environment_versions())
     if limit_threads:
         limit_torch_threads()
     started_at = now()
     t0 = time.perf_counter()
+    refused = False
     try:
-        metrics, status, error = _metrics(fn(dict(config)), runner), "done", None
+        metrics, status, error = _metrics(runner.fn(dict(config)), runner.name), "done", None
     except Exception as err:
-        metrics, status, error = None, "failed", one_line(err)
+        metrics, status, error, refused = None, "failed", one_line(err), isinstance(err, InputError)
     wall = time.perf_counter() - t0
-    return RunOutcome(status, metrics, error, wall, started_at, now(), environment_versions())
+    return RunOutcome(status, metrics, error, wall, started_at, now(), environment_versions(), refused)
 
 
 def _watch_parent(parent_pid: int) -> None:
