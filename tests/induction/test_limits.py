@@ -328,3 +328,30 @@ def test_index_context_is_checked_before_the_estimates(capsys, tmp_path):
         assert line == (
             "error: INDEX with k=1000000000 needs n = 2k+1 = 2000000001 positions; the model's context is 9"
         )
+
+
+def test_random_model_options_with_a_model_file_are_a_contradiction(tmp_path, capsys):
+    from headcount.cli import main
+    from headcount.core.io import save_model
+    from headcount.core.table import random_table
+
+    path = tmp_path / "one.safetensors"
+    save_model(random_table(np.random.default_rng(0), 9, 3, 1, 2), path)
+    for command in ("protocol", "refute"):
+        with pytest.raises(SystemExit) as info:
+            main(
+                [
+                    "induction",
+                    command,
+                    "--k",
+                    "4",
+                    "--model",
+                    str(path),
+                    "--heads",
+                    "3",
+                    "--precision-bits",
+                    "8",
+                ]
+            )
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and "--heads and --dim describe the random model" in err

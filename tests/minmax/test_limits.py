@@ -191,3 +191,23 @@ def test_help_texts_state_the_bounds(capsys):
     assert MAX_VALUE_ENTRIES == 2**24 and "M·dim ≤ 2^24" in verify and "2,000,000 inputs" in verify
     assert BRUTE_MAX_WORK == 2**31 and "2^31 operations" in verify
     assert SEARCH_MAX_WORK == 2**31 and "≤ 2^31 triple evaluations" in help_of("search")
+
+
+def test_dim_with_a_model_file_is_a_contradiction(tmp_path, capsys):
+    from headcount.cli import main
+
+    path = tmp_path / "mm.safetensors"
+    assert main_ok(["minmax", "construct", "--M", "8", "--n", "4", "--heads", "1", "--out", str(path)])
+    with pytest.raises(SystemExit) as info:
+        main(["minmax", "verify", "--M", "8", "--n", "4", "--model", str(path), "--dim", "3"])
+    assert info.value.code == 2 and "--dim describes the random head" in capsys.readouterr().err
+
+
+def main_ok(argv) -> bool:
+    from headcount.cli import main
+
+    try:
+        main(argv)
+    except SystemExit as exit_info:
+        return exit_info.code in (0, None)
+    return True

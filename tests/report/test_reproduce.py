@@ -160,3 +160,19 @@ def test_exhaustive_cases_within_limit():
 def test_jsonable():
     out = jsonable({"a": np.int64(3), "b": (np.float32(0.5), math.inf), 1: np.arange(2)})
     assert json.loads(json.dumps(out)) == {"a": 3, "b": [0.5, None], "1": [0, 1]}
+
+
+def test_an_unwritable_out_folder_is_refused_before_any_claim_runs(tmp_path, monkeypatch):
+    import os
+
+    from headcount.core.errors import InputError
+
+    ran = []
+    monkeypatch.setattr("headcount.report.reproduce.run_claim", lambda claim, ctx: ran.append(claim))
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: False if str(path) == str(tmp_path) else real_access(path, mode)
+    )
+    with pytest.raises(InputError, match="cannot be written"):
+        run_reproduce("quick", only=CHEAP, out_dir=tmp_path, progress=_quiet)
+    assert ran == []

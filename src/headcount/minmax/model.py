@@ -273,6 +273,8 @@ class ModelSource:
         if (self.path is None) == (self.random_seed is None):
             raise InputError("give exactly one of --model FILE or --random-seed R (with --dim d)")
         if self.path is not None:
+            if self.dim is not None:  # it shapes the random head only: a contradiction
+                raise InputError("--dim describes the random head: give it with --random-seed, not --model")
             return load_minmax(self.path)  # a bad file: ModelFileError, an InputError
         if self.dim is None or self.dim < 1:
             raise InputError("--random-seed needs --dim d ≥ 1")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import os
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -140,6 +141,8 @@ def run_reproduce(
     out = Path(out_dir)
     clock = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
+    if not os.access(out, os.W_OK | os.X_OK):  # found before any claim runs, not after minutes of work
+        raise InputError(f"--out {str(out)[:200]!r}: the folder cannot be written")
     ctx = Context(scale=scale, progress=progress, results_db=str(out / RESULTS_DB))
     ran = [_run_one(claim, ctx, f"[{i}/{len(chosen)}]") for i, claim in enumerate(chosen, 1)]
     passed = sum(row.status == PASS for row, _ in ran)

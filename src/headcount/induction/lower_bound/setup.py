@@ -319,6 +319,10 @@ def index_model(
     if (model_file is None) == (random_seed is None):
         raise InputError("give exactly one of --model FILE or --random-seed R (with --heads h --dim m)")
     if model_file is not None:
+        if heads is not None or d_model is not None:  # they shape the random model only: a contradiction
+            raise InputError(
+                "--heads and --dim describe the random model: give them with --random-seed, not --model"
+            )
         model = load_model_file(model_file)
         if len(model.layers) != 1:
             raise InputError(

@@ -1,0 +1,348 @@
+"""Option cases: every option of every command, each hostile value substituted into a valid, fast command
+(`commands()`: the base each command starts from; combinations of options are in combos.py).
+
+    option_cases(model, db)             # the full set: every (command, option, value)
+    option_cases(model, db, sample=2)   # the quick set: every (command, option) with 2 values (seeded)
+
+Every case passes --max-memory 1G so the guard, not the OS, refuses; integer options also run 10^12
+without it (the default limit: half this machine's memory must refuse it too)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from tests.fuzz import values as V
+from tests.fuzz.harness import MAX_MEMORY, Case, label
+
+Values = list[tuple[str, str]]
+NO_MAX_MEMORY = {"'1000000000000'"}  # the int values also run without --max-memory (the default limit)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command, a valid and fast base (option → value; a key starting with '#' is a positional
+    argument), the values to try per option, and options tried against another base (`alone`)."""
+
+    name: str
+    base: dict[str, str | list[str]]
+    options: dict[str, Values]
+    alone: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def group(self) -> str:
+        return self.name.split()[0]
+
+    def argv(self, args: dict[str, str | list[str]], max_memory: bool = True) -> tuple[str, ...]:
+        out = self.name.split()
+        for key, value in args.items():
+            for item in [value] if isinstance(value, str) else value:  # a list: a repeated option
+                out.extend([item] if key.startswith("#") else [key, item])
+        return (*out, "--json", *(("--max-memory", MAX_MEMORY) if max_memory else ()))
+
+
+M1 = {"--input": "0 1 0 1"}
+RANDOM_INDEX = {"--k": "2", "--random-seed": "0", "--heads": "1", "--dim": "2"}
+TINY = ["n=2", "degree=1", "heads=1", "steps=2"]  # one Boolean run that trains in a moment
+SWEEP = {"--db": "r.sqlite", "--task": "boolean", "--fixed": TINY, "--seeds": "0", "--workers": "1"}
+EXPERIMENT = {"#name": "xor-phase", "--scale": "quick", "--db": "r.sqlite", "--workers": "1"}
+
+
+# `experiment` trains a whole experiment (minutes) when its input is valid, so it gets only values that
+# must be refused: no name a new database may have, no worker count that could be a real one.
+NEW_DB_NAMES = {"missing", "newline in name", "300-char name"}
+
+
+def _positive_int(text: str) -> bool:
+    try:
+        return int(text) >= 1
+    except ValueError:
+        return False
+
+
+def _choice(*extra: str) -> Values:
+    return V.STR + [(label(v), v) for v in extra]
+
+
+def commands(boolean_model: str, results_db: str | None) -> list[Command]:
+    """The command table; `boolean_model` is the valid file `boolean check` starts from, `results_db` a
+    database with runs of experiment "e" (`sweep table`)."""
+    return [
+        Command(
+            "induction solve", {"--input": "0 1 0 1", "--hops": "1"}, {"--input": V.TOKENS, "--hops": V.INT}
+        ),
+        Command(
+            "induction construct",
+            {"--layers": "1", "--n": "4", "--alphabet": "2", "--out": "m.safetensors"},
+            {"--layers": V.INT, "--n": V.INT, "--alphabet": V.INT, "--out": V.WRITE_PATHS},
+        ),
+        Command(
+            "induction predict",
+            {"--input": "0 1 0 1", "--layers": "2", "--n": "4", "--alphabet": "2", "--precision": "float64"},
+            {
+                "--input": V.TOKENS,
+                "--model": V.READ_PATHS,
+                "--layers": V.INT,
+                "--n": V.INT,
+                "--alphabet": V.INT,
+                "--precision": V.PRECISION,
+            },
+            alone={"--model": M1},
+        ),
+        Command(
+            "induction certify",
+            {"--layers": "2", "--n": "4", "--alphabet": "2", "--seed": "0"},
+            {
+                "--model": V.READ_PATHS,
+                "--layers": V.INT,
+                "--n": V.INT,
+                "--alphabet": V.INT,
+                "--samples": V.INT,
+                "--seed": V.INT,
+            },
+            alone={
+                "--model": {"--n": "4", "--alphabet": "2"},
+                "--samples": {"--layers": "2", "--n": "12", "--alphabet": "4"},
+            },
+        ),
+        Command(
+            "induction protocol",
+            {**RANDOM_INDEX, "--precision-bits": "8"},
+            {
+                "--k": V.INT,
+                "--model": V.READ_PATHS,
+                "--random-seed": V.INT,
+                "--heads": V.INT,
+                "--dim": V.INT,
+                "--precision-bits": V.INT,
+                "--pairs": V.INT,
+                "--seed": V.INT,
+            },
+            alone={"--model": {"--k": "2", "--precision-bits": "8"}},
+        ),
+        Command(
+            "induction refute",
+            {**RANDOM_INDEX, "--precision-bits": "4"},
+            {
+                "--k": V.INT,
+                "--model": V.READ_PATHS,
+                "--random-seed": V.INT,
+                "--heads": V.INT,
+                "--dim": V.INT,
+                "--precision-bits": V.INT,
+                "--seed": V.INT,
+            },
+            alone={"--model": {"--k": "2", "--precision-bits": "4"}},
+        ),
+        Command(
+            "minmax certify",
+            {"--M": "4", "--n": "3", "--heads": "2"},
+            {
+                "--M": V.INT,
+                "--n": V.INT,
+                "--heads": V.INT,
+                "--code": _choice("SIGN", "compact ", "sign,compact"),
+                "--seed": V.INT,
+                "--method": _choice("brute", "exact", "sufficient_condition"),
+            },
+        ),
+        Command(
+            "minmax construct",
+            {"--M": "4", "--n": "3", "--heads": "2", "--out": "mm.safetensors"},
+            {
+                "--M": V.INT,
+                "--n": V.INT,
+                "--heads": V.INT,
+                "--code": _choice("SIGN", "compact "),
+                "--seed": V.INT,
+                "--out": V.WRITE_PATHS,
+            },
+        ),
+        Command(
+            "minmax verify",
+            {"--M": "4", "--n": "3", "--random-seed": "0", "--dim": "2"},
+            {
+                "--M": V.INT,
+                "--n": V.INT,
+                "--model": V.READ_PATHS,
+                "--random-seed": V.INT,
+                "--dim": V.INT,
+                "--method": _choice("exact-histogram", "brute-force", "Exact"),
+            },
+            alone={"--model": {"--M": "4", "--n": "3"}},
+        ),
+        Command(
+            "minmax search",
+            {"--M": "4", "--n": "3", "--dim": "1", "--restarts": "1", "--steps": "5"},
+            {
+                "--M": V.INT,
+                "--n": V.INT,
+                "--dim": V.INT,
+                "--restarts": V.INT,
+                "--steps": V.INT,
+                "--seed": V.INT,
+            },
+        ),
+        Command(
+            "boolean construct",
+            {"--function": "xor", "--n": "4", "--degree": "2", "--heads": "2"},
+            {
+                "--function": V.FUNCTION,
+                "--n": V.INT,
+                "--degree": V.INT,
+                "--heads": V.INT,
+                "--out": V.WRITE_PATHS,
+            },
+        ),
+        Command(
+            "boolean check",
+            {"--model": boolean_model, "--function": "xor"},
+            {"--model": V.READ_PATHS, "--function": V.FUNCTION, "--n": V.INT},
+        ),
+        Command(
+            "boolean threshold-degree",
+            {"--function": "xor", "--n": "4"},
+            {"--function": V.FUNCTION, "--n": V.INT, "--truth-table": V.TRUTH_TABLE},
+            alone={"--truth-table": {}},
+        ),
+        Command(
+            "boolean basis",
+            {"--degree": "2", "--heads": "4", "--range": "4"},
+            {"--degree": V.INT, "--heads": V.INT, "--range": V.INT},
+        ),
+        Command("boolean stamps", {"--summands": "2", "--size": "2"}, {"--summands": V.INT, "--size": V.INT}),
+        Command(
+            "train induction",
+            {"--layers": "1", "--heads": "1", "--dim": "4", "--n": "4", "--alphabet": "2", "--steps": "2"},
+            {
+                "--layers": V.INT,
+                "--heads": V.INT,
+                "--dim": V.INT,
+                "--n": V.INT,
+                "--alphabet": V.INT,
+                "--hops": V.INT,
+                "--steps": V.INT,
+                "--seed": V.INT,
+                "--lr": V.FLOAT,
+                "--positional": _choice("Learned", "circle ", "rotary"),
+                "--out": V.WRITE_PATHS,
+            },
+        ),
+        Command(
+            "train minmax",
+            {"--M": "4", "--n": "2", "--steps": "2"},
+            {
+                "--M": V.INT,
+                "--n": V.INT,
+                "--heads": V.INT,
+                "--dim": V.INT,
+                "--steps": V.INT,
+                "--seed": V.INT,
+                "--lr": V.FLOAT,
+                "--out": V.WRITE_PATHS,
+            },
+        ),
+        Command(
+            "train boolean",
+            {"--n": "2", "--degree": "1", "--heads": "1", "--steps": "2"},
+            {
+                "--function": V.FUNCTION,
+                "--n": V.INT,
+                "--degree": V.INT,
+                "--heads": V.INT,
+                "--dim": V.INT,
+                "--steps": V.INT,
+                "--seed": V.INT,
+                "--lr": V.FLOAT,
+                "--out": V.WRITE_PATHS,
+            },
+        ),
+        Command(
+            "sweep run",
+            SWEEP,
+            {
+                "#spec": V.READ_PATHS,
+                "--db": V.READ_PATHS + V.WRITE_PATHS,
+                "--workers": V.INT,
+                "--backend": _choice("Local", "local ", "dask"),
+                "--address": V.STR,
+                "--name": V.STR,
+                "--task": _choice("Boolean", "khop ", "sweep"),
+                "--fixed": V.ITEMS,
+                "--grid": V.ITEMS,
+                "--seeds": V.SEEDS,
+            },
+            alone={"#spec": {"--db": "r.sqlite", "--workers": "1"}},
+        ),
+        Command(
+            "sweep table",
+            {"--db": results_db or "r.sqlite", "--experiment": "e"},
+            {"--db": V.READ_PATHS, "--experiment": V.STR, "--format": _choice("xml", "MD", "json ")},
+        ),
+        Command(
+            "experiment",
+            EXPERIMENT,
+            {
+                "#name": _choice("xor_phase", "XOR-PHASE", "induction-depth "),
+                "--scale": _choice("huge", "fast"),
+                "--db": [(lab, v) for lab, v in V.READ_PATHS + V.WRITE_PATHS if lab not in NEW_DB_NAMES],
+                "--workers": [(lab, v) for lab, v in V.INT if not _positive_int(v)],
+                "--backend": _choice("dask"),
+            },
+        ),
+        Command(
+            "reproduce",
+            {"--scale": "quick", "--only": "boolean.symmetric.threshold_degree", "--out": "rep"},
+            {
+                "--scale": _choice("Quick", "huge"),
+                "--only": _choice("[", "[!", "[]", "\\"),
+                "--out": V.WRITE_PATHS,
+            },
+        ),
+    ]
+
+
+def _case(cmd: Command, option: str, lab: str, value: str, args: dict[str, str], max_memory: bool) -> Case:
+    nobody = option in ("--out", "--db", "#spec", "--model") and V.needs_nobody(value)
+    return Case(
+        cmd.group,
+        cmd.name,
+        option.lstrip("#") if option.startswith("#") else option,
+        lab + ("" if max_memory else " (no --max-memory)"),
+        cmd.argv(args, max_memory),
+        as_nobody=nobody,
+    )
+
+
+def option_cases(
+    boolean_model: str, results_db: str | None, sample: int | None = None, seed: int = 13
+) -> list[Case]:
+    """Every (command, option, value) — or `sample` values per (command, option) — as cases."""
+    rng = random.Random(seed)
+    cases = []
+    for cmd in commands(boolean_model, results_db):
+        for option, vals in cmd.options.items():
+            vals = list({value: (lab, value) for lab, value in vals}.values())  # each value once
+            chosen = vals if sample is None else rng.sample(vals, min(sample, len(vals)))
+            base = cmd.alone.get(option, cmd.base)
+            for lab, value in chosen:
+                args = {**base, option: value}
+                cases.append(_case(cmd, option, lab, value, args, True))
+                if sample is None and lab in NO_MAX_MEMORY and cmd.options[option] is V.INT:
+                    cases.append(_case(cmd, option, lab, value, args, False))
+    return cases
+
+
+def max_memory_cases() -> list[Case]:
+    """--max-memory and HEADCOUNT_MAX_MEMORY themselves (on a fast command)."""
+    argv = ("induction", "solve", "--input", "0 1 0 1", "--json")
+    cases = [
+        Case("global", "--max-memory", "--max-memory", lab, (*argv, "--max-memory", v)) for lab, v in V.SIZES
+    ]
+    cases += [
+        Case("global", "--max-memory", "HEADCOUNT_MAX_MEMORY", lab, argv, env=(("HEADCOUNT_MAX_MEMORY", v),))
+        for lab, v in V.SIZES
+    ]
+    cases.append(Case("global", "--max-memory", "--max-memory", "missing value", (*argv, "--max-memory")))
+    cases.append(Case("global", "--max-memory", "--max-memory=", "''", (*argv, "--max-memory=")))
+    return cases
