@@ -124,3 +124,10 @@ def test_check_work_names_the_option():
 def test_human_bytes_never_prints_an_unreadable_number():
     assert human_bytes(1536) == "1.5 KiB" and human_bytes(3 * 2**30) == "3 GiB"
     assert human_bytes(1e30).endswith("EiB") and human_bytes(12) == "12 B"
+
+
+def test_a_search_past_its_time_limit_is_one_line_exit_2(capsys, monkeypatch):
+    from headcount.boolean.search import SearchTimeout
+
+    code, out, err = _run(capsys, monkeypatch, SearchTimeout("the exact search ran past 10 s"), "boolean")
+    assert (code, out) == (2, "") and err == "error: the exact search ran past 10 s\n"

@@ -102,6 +102,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(err.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         _exit(130, "error: interrupted")
+    except TimeoutError as err:  # an exact search past its time limit (an OSError, but not about a path)
+        _exit(2, f"error: {err}")
     except OSError as err:  # paths and permissions: a missing folder, a read-only file, a name too long
         _exit(2, _os_error(err))
     except sqlite3.Error as err:  # a results database that cannot be opened, read or written

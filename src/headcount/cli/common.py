@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any, NoReturn
+from typing import Any
 
 import typer
-
-from headcount.core.errors import InputError
-
-
-def fail(message: str) -> NoReturn:
-    """Bad input the user can fix: main() prints it on one line and exits 2."""
-    raise InputError(message)
 
 
 def emit(result: dict[str, Any], as_json: bool, human: str | None = None) -> None:
