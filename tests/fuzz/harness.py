@@ -155,6 +155,7 @@ def _preload() -> None:
             pass
     if os.geteuid() == 0:
         _preload_stdlib()
+        _preload_packages(("headcount", "typer", "click", "rich", "safetensors", "pydantic", "pydantic_core"))
 
 
 _NOT_PRELOADED = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "__main__", "lib2to3"}
@@ -187,6 +188,29 @@ def _preload_stdlib() -> None:
                         part in info.name for part in (".test", "tests", "idle", "__main__", "tkinter")
                     ):
                         load(info.name)
+
+
+def _preload_packages(names: tuple[str, ...]) -> None:
+    """Import every submodule of the packages the commands load lazily (typer imports its vendored click
+    per command): a case run as `nobody` cannot read a virtual environment in a folder only root may
+    enter (a clone in `mktemp -d`, mode 0700), so nothing may be left to import from disk."""
+    import contextlib
+    import importlib
+    import io
+    import pkgutil
+    import warnings
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for name in names:
+                try:
+                    package = importlib.import_module(name)
+                except BaseException:  # not installed (click is vendored in newer typer)
+                    continue
+                for info in pkgutil.walk_packages(getattr(package, "__path__", []), name + "."):
+                    with contextlib.suppress(BaseException):  # optional extras that are not installed
+                        importlib.import_module(info.name)
 
 
 def _vm_size() -> int:
