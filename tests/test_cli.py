@@ -5,16 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from headcount.cli import main
 from headcount.core.io import load_model
-
-
-def run(capsys, *argv):
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(argv))
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return exit_info.value.code or 0, out, err
+from tests.cli_run import run
 
 
 def run_json(capsys, *argv):

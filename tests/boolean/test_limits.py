@@ -13,31 +13,11 @@ from headcount.boolean import certify, functions, search, threshold
 from headcount.boolean.certify import EXACT_WORK_LIMIT, check_model, construct_and_certify, exact_cost
 from headcount.boolean.search import MAX_BASIS_SPAN, stamps, stamps_max_size
 from headcount.cli import boolean as cli_boolean
-from headcount.cli import main
 from headcount.core.errors import InputError
 from headcount.core.resources import memory_limit_of
+from tests.cli_run import refused, run
 
 BIG = ["1000000000", "1000000000000", str(2**63), str(2**64), "1" + "0" * 100]
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as info:
-        main(list(argv))
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return info.value.code or 0, out, err
-
-
-def refused(capsys, *argv: str, needles: tuple[str, ...] = ()) -> str:
-    """Runs argv in-process: exit 2, nothing on stdout, one line on stderr containing every needle; fast."""
-    began = time.perf_counter()
-    code, out, err = run(capsys, *argv)
-    assert (code, out) == (2, ""), (argv, code, err)
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in err, (needle, err)
-    assert time.perf_counter() - began < 2.0, argv
-    return err
 
 
 # ------------------------------------------------------------------ construct / threshold-degree / check

@@ -31,25 +31,9 @@ from headcount.induction.lower_bound.setup import (
 )
 from headcount.induction.outputs import MAX_INPUT_TOKENS, PREDICT_MAX_WORK, solve, tokens_from_text
 from headcount.induction.task import effective_hops, induction_targets, induction_targets_literal
+from tests.cli_run import refused, run
 
 RANDOM = ["--random-seed", "0", "--heads", "1", "--dim", "2"]
-
-
-def run(capsys, *argv):
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(argv))
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return exit_info.value.code or 0, out, err
-
-
-def refused(capsys, *argv) -> str:
-    """Exit 2, nothing on stdout, one line on stderr (no traceback): that line."""
-    code, out, err = run(capsys, *argv)
-    assert code == 2 and out == "", (code, out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,7 +315,6 @@ def test_index_context_is_checked_before_the_estimates(capsys, tmp_path):
 
 
 def test_random_model_options_with_a_model_file_are_a_contradiction(tmp_path, capsys):
-    from headcount.cli import main
     from headcount.core.io import save_model
     from headcount.core.table import random_table
 

@@ -6,12 +6,10 @@ option. `train induction --alphabet 10⁶` reached 3.4 GB and died in torch; `--
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
 import pytest
 
-from headcount.cli import main
 from headcount.cli import train as cli_train
 from headcount.core.errors import InputError
 from headcount.core.resources import memory_limit_of
@@ -19,28 +17,10 @@ from headcount.induction import task as itask
 from headcount.learn import evaluate as ev
 from headcount.learn.models import SequenceConfig, costs
 from headcount.learn.train import run_config, train_boolean, train_induction, train_minmax
+from tests import cli_run
+from tests.cli_run import run
 
 HUGE = ["1000000000", "1000000000000", str(2**63), str(2**64), "1" + "0" * 100]
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as info:
-        main(list(argv))
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return info.value.code or 0, out, err
-
-
-def refused(capsys, *argv: str, needles: tuple[str, ...] = ()) -> str:
-    """exit 2, nothing on stdout, one line naming every needle, within 2 s (nothing was trained)."""
-    began = time.perf_counter()
-    code, out, err = run(capsys, "train", *argv)
-    assert (code, out) == (2, ""), (argv, code, err)
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    for needle in needles:
-        assert needle in err, (needle, err)
-    assert time.perf_counter() - began < 2.0, argv
-    return err
 
 
 @pytest.mark.parametrize("value", HUGE)
@@ -239,3 +219,8 @@ def test_help_texts_name_the_library_bounds(capsys):
         code, out, _ = run(capsys, "train", task, "--help")
         text = " ".join(re.sub("[│╭╮╰╯─]", " ", out).split())
         assert code == 0 and all(needle in text for needle in needles), (task, text)
+
+
+def refused(capsys, *argv: str, needles: tuple[str, ...] = ()) -> str:
+    """`headcount train argv…` refused (tests/cli_run.refused): nothing was trained."""
+    return cli_run.refused(capsys, "train", *argv, needles=needles)

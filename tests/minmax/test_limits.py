@@ -14,24 +14,7 @@ from headcount.minmax.construction import CODE_MAX_WORK, build_construction
 from headcount.minmax.search import SEARCH_MAX_WORK, search_single_head, smallest_dimension
 from headcount.minmax.task import MAX_ENUMERATE, MAX_M, MAX_N, count_multisets, estimate_multisets
 from headcount.minmax.verify import BRUTE_MAX_WORK, EXACT_MAX_TRIPLES, MAX_LIST_N
-
-
-def run(capsys, *argv):
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(argv))
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return exit_info.value.code or 0, out, err
-
-
-def refused(capsys, *argv) -> str:
-    """Exit 2, nothing on stdout, one line on stderr (no traceback): that line."""
-    code, out, err = run(capsys, *argv)
-    assert code == 2 and out == "", (code, out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
-
+from tests.cli_run import refused, run
 
 # ---------------------------------------------------------------------------------------------
 # certify: memory and work per method, the method named
@@ -194,7 +177,6 @@ def test_help_texts_state_the_bounds(capsys):
 
 
 def test_dim_with_a_model_file_is_a_contradiction(tmp_path, capsys):
-    from headcount.cli import main
 
     path = tmp_path / "mm.safetensors"
     assert main_ok(["minmax", "construct", "--M", "8", "--n", "4", "--heads", "1", "--out", str(path)])
@@ -204,7 +186,6 @@ def test_dim_with_a_model_file_is_a_contradiction(tmp_path, capsys):
 
 
 def main_ok(argv) -> bool:
-    from headcount.cli import main
 
     try:
         main(argv)
