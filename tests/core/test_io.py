@@ -12,6 +12,7 @@ import pytest
 from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
+import headcount.core.files as files
 import headcount.core.io as io
 from headcount.core.errors import InputError
 from headcount.core.evaluate import predict
@@ -370,7 +371,7 @@ def test_shapes_are_checked_before_any_tensor_is_loaded(tmp_path, monkeypatch):
     tensors, config = _good_file(tmp_path)
     tensors["decoder.W_U"] = np.zeros((7, 3))  # d_model 7 in a model of d_model 19
     save_file(tensors, str(tmp_path / "m.safetensors"), metadata={"headcount": json.dumps(config)})
-    monkeypatch.setattr(io, "load_file", lambda *a, **k: pytest.fail("tensors loaded before the shape check"))
+    monkeypatch.setattr(files, "load_file", lambda *a, **k: pytest.fail("tensors loaded before shape checks"))
     _expect_model_file_error(tmp_path / "m.safetensors", "decoder.W_U", "[7, 3]", "[19, '*']")
 
 
@@ -402,12 +403,12 @@ def test_transformer_and_table_versions_are_checked(tmp_path, version):
 
 
 def test_json_depth_skips_strings_and_needs_no_recursion():
-    assert io.json_depth('{"a": [1, {"b": "[[[{{{"}], "c": "\\"]"}') == 3
-    assert io.json_depth("[]" * 1000) == 1 and io.json_depth("") == 0
-    assert io.json_depth("[" * 1_000_000 + "]" * 1_000_000) == 1_000_000  # no RecursionError
+    assert files.json_depth('{"a": [1, {"b": "[[[{{{"}], "c": "\\"]"}') == 3
+    assert files.json_depth("[]" * 1000) == 1 and files.json_depth("") == 0
+    assert files.json_depth("[" * 1_000_000 + "]" * 1_000_000) == 1_000_000  # no RecursionError
 
 
 def test_paths_in_messages_are_shortened(tmp_path):
-    shown = io.show_path("/" + "d" * 4000 + "/m.safetensors")
+    shown = files.show_path("/" + "d" * 4000 + "/m.safetensors")
     assert len(shown) < 200 and shown.endswith("characters)") and "m.safetensors" in shown
-    assert io.show_path("m.safetensors") == "'m.safetensors'"
+    assert files.show_path("m.safetensors") == "'m.safetensors'"

@@ -26,6 +26,7 @@ from flint import fmpq, fmpz
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
+import headcount.core.files as files
 import headcount.core.io as io
 from headcount.boolean.model import (
     MAX_FILE_DEGREE,
@@ -232,7 +233,7 @@ CASES = {
     "deep-boolean": _edited(
         "boolean", lambda t, c: json.dumps(c)[:-1] + ', "x": ' + "[" * 5000 + "]" * 5000 + "}"
     ),
-    "metadata-over-1MiB": _edited("two", _set(["info", "pad"], "x" * (io.MAX_METADATA_BYTES + 1))),
+    "metadata-over-1MiB": _edited("two", _set(["info", "pad"], "x" * (files.MAX_METADATA_BYTES + 1))),
     "config-a-list": _edited("two", lambda t, c: "[1, 2]"),
     "config-null": _edited("two", lambda t, c: "null"),
     "config-not-json": _edited("two", lambda t, c: "{nope"),
@@ -359,9 +360,9 @@ def test_there_are_at_least_60_cases():
 @pytest.mark.parametrize(
     ("name", "fragment"),
     [
-        ("5000-digit-in-info", f"a number of 5,000 digits; allowed at most {io.MAX_METADATA_INT_DIGITS}"),
-        ("deep-100000", f"nests 100002 levels deep; allowed at most {io.MAX_METADATA_DEPTH}"),
-        ("metadata-over-1MiB", f"model files hold at most {io.MAX_METADATA_BYTES:,}"),
+        ("5000-digit-in-info", f"a number of 5,000 digits; allowed at most {files.MAX_METADATA_INT_DIGITS}"),
+        ("deep-100000", f"nests 100002 levels deep; allowed at most {files.MAX_METADATA_DEPTH}"),
+        ("metadata-over-1MiB", f"model files hold at most {files.MAX_METADATA_BYTES:,}"),
         ("version-2", "version 2 is not supported; it reads version 1"),
         ("version-minmax-2", "valid headcount-minmax model: version 2 is not supported"),
         ("version-boolean-99", "valid headcount-boolean model: version 99 is not supported"),
@@ -373,7 +374,7 @@ def test_there_are_at_least_60_cases():
         ),
         ("W_Q-wrong-rows", "tensor 'layers.0.heads.0.W_Q' has shape [18, 3], expected [19, '*']"),
         ("table-V-wrong", "tensor 'V' has shape [1, 4, 2, 4], expected [1, 4, 2, 5]"),
-        ("80000-heads", f"allowed 0..{io.MAX_HEADS_PER_LAYER}"),
+        ("80000-heads", f"allowed 0..{files.MAX_HEADS_PER_LAYER}"),
         ("1000-heads", "tensor 'layers.0.heads.2.W_Q' is missing"),
         ("10^9-layers-list", f"model files hold at most {io.MAX_LAYERS}"),
         ("decoder-os-system", "unknown decoder kind 'os.system'"),
@@ -392,7 +393,7 @@ def test_there_are_at_least_60_cases():
             f"has {MAX_RATIONAL_DIGITS + 1:,} digits; allowed at most {MAX_RATIONAL_DIGITS:,}",
         ),
         ("rational-float", "exact rationals are strings 'p' or 'p/q' (or integers)"),
-        ("minmax-80000-heads", f"'heads' = 80000 is out of range: allowed 1..{io.MAX_HEADS_PER_LAYER}"),
+        ("minmax-80000-heads", f"'heads' = 80000 is out of range: allowed 1..{files.MAX_HEADS_PER_LAYER}"),
         ("minmax-M-lie", "tensor 'classifier_min.theta' has shape [6, 3], expected [7, 3] = [M d]"),
         ("readout-n-ctx-lie", "induction_readout"),
     ],
@@ -436,7 +437,7 @@ def test_a_sparse_64_gib_tensor_is_refused_from_the_header(tmp_path, monkeypatch
     """Never memory-mapped nor loaded: the header alone refuses it (under an address-space cap, mapping
     the file would fail with MemoryError)."""
     path = _sparse(kind, tmp_path, replace, [2**33])
-    monkeypatch.setattr(io, "load_file", lambda *a, **k: pytest.fail("tensors loaded"))
+    monkeypatch.setattr(files, "load_file", lambda *a, **k: pytest.fail("tensors loaded"))
     monkeypatch.setattr("safetensors.safe_open", lambda *a, **k: pytest.fail("file mapped"))
     with pytest.raises(ModelFileError, match=re.escape(fragment)):
         LOADERS[kind](path)
@@ -446,7 +447,7 @@ def test_a_sparse_tensor_of_the_right_shape_meets_the_memory_guard(tmp_path, mon
     from headcount.core.resources import memory_limit_of
 
     path = _sparse("two", tmp_path, "W_pos", [2**28, 19])  # n_ctx = 2^28: 38 GiB of float64 on paper
-    monkeypatch.setattr(io, "load_file", lambda *a, **k: pytest.fail("tensors loaded"))
+    monkeypatch.setattr(files, "load_file", lambda *a, **k: pytest.fail("tensors loaded"))
     with memory_limit_of("1G"), pytest.raises(InputError, match="loading .* --max-memory"):
         load_model(path)
 
@@ -522,7 +523,7 @@ def test_a_file_without_permission(tmp_path, monkeypatch):
             raise PermissionError(13, "Permission denied")
         return real_open(name, *args, **kwargs)
 
-    monkeypatch.setattr(io.os, "open", refusing)
+    monkeypatch.setattr(files.os, "open", refusing)
     _expect_path_error(path, "cannot be opened: Permission denied")
     os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
 
@@ -574,8 +575,8 @@ def test_a_huge_exponent_string_is_refused_at_once():
 def test_the_metadata_size_bound_is_the_loaders_own(tmp_path):
     """Boolean files carry their exact rationals in the metadata: their bound is larger than 1 MiB."""
     with pytest.raises(ModelFileError, match="at most 10"):
-        io.parse_config('{"a": "' + "x" * 20 + '"}', "'f'", max_bytes=10)
-    assert io.parse_config('{"a": [[1]]}', "'f'") == {"a": [[1]]}
+        files.parse_config('{"a": "' + "x" * 20 + '"}', "'f'", max_bytes=10)
+    assert files.parse_config('{"a": [[1]]}', "'f'") == {"a": [[1]]}
 
 
 # --- through the command line: exit 2, one line, for each of the six --model commands -----------------

@@ -10,7 +10,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from headcount.core.errors import InputError
-from headcount.core.io import ModelFileError, read_config
+from headcount.core.files import ModelFileError, read_config
 from headcount.core.symbols import BOTTOM
 from headcount.minmax.construction import compact_code, two_head_layer
 from headcount.minmax.model import (

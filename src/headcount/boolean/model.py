@@ -35,7 +35,7 @@ from safetensors.numpy import save_file
 
 from headcount.boolean.functions import MAX_BITS
 from headcount.core.errors import InputError
-from headcount.core.io import (
+from headcount.core.files import (
     ModelFileError,
     TensorShapes,
     atomic_write_bytes,

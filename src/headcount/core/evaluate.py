@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from headcount.core.bounds import residual_bounds
-from headcount.core.exact import exact_fixed_predict
+from headcount.core.exact import exact_fixed_predict, exact_supported
 from headcount.core.forward import residual_stream, rows_per_chunk
 from headcount.core.model import Transformer
 from headcount.core.precision import FLOAT64, Precision, fixed
@@ -135,6 +135,8 @@ def fixed_predict(
     budget = WorkBudget() if budget is None else budget
     out, decided = proven_in if proven_in is not None else certified_predict(model, tokens, fixed(bits))
     out, decided = out.copy(), decided.copy()
+    if exact_supported(model) is not None:  # GPT-2 parts: the bounds decide alone, the rest stays open
+        return out, decided
     for row in np.flatnonzero(~decided.all(axis=1)):
         open_positions = np.flatnonzero(~decided[row])
         if not budget.take(exact_work(model, int(open_positions.max()) + 1)):

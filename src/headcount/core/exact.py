@@ -389,11 +389,24 @@ def _needed(model: Model, n: int, positions: Sequence[int] | None) -> tuple[int,
     return (asked[-1] + 1 if model.mask == "causal" else n), asked
 
 
-def _check_decoder(model: Model) -> str:
+def exact_supported(model: Model) -> str | None:
+    """None when this module evaluates `model` exactly; else why not. It covers the seed's plain model (a
+    "linear" decoder or one with decode_grid): LayerNorm's square root and GELU's erf/tanh leave the
+    rationals, and the GPT-2 parts are proven by the rigorous bounds alone (open positions stay open)."""
     kind = getattr(model.decoder, "kind", None)
     if kind != "linear" and not hasattr(model.decoder, "decode_grid"):
-        raise ValueError(f"exact evaluation does not support decoder kind {kind}")
-    return kind
+        return f"exact evaluation does not support decoder kind {kind}"
+    extensions = getattr(model, "extensions", [])
+    if extensions:
+        return f"exact evaluation covers the seed's plain model, not {', '.join(extensions)}"
+    return None
+
+
+def _check_decoder(model: Model) -> str:
+    why = exact_supported(model)
+    if why is not None:
+        raise ValueError(why)
+    return model.decoder.kind
 
 
 def exact_fixed_predict(

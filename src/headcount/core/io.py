@@ -1,14 +1,9 @@
-"""Model files: one safetensors file, weights as float64 tensors, the model's JSON config in the
-safetensors metadata under the key "headcount". Loading never executes code (no pickle). Tensor names: W_E,
-W_pos, layers.{l}.heads.{h}.{W_Q,W_K,W_V,W_O}, layers.{l}.mlp.{W_in,b_in,W_out,b_out}, decoder.{name}.
+"""Model files of the weight form and the table form: one safetensors file, weights as float64 tensors, the
+model's JSON config in the safetensors metadata under the key "headcount". Loading never executes code (no
+pickle) and is bounded (headcount.core.files). Tensor names: W_E, W_pos, layers.{l}.heads.{h}.{W_Q,W_K,W_V,
+W_O,b_Q,b_K,b_V}, layers.{l}.{b_O,ln1.w,ln1.b,ln2.w,ln2.b}, layers.{l}.mlp.{W_in,b_in,W_out,b_out},
+ln_final.{w,b}, decoder.{name} (the optional parts only where the config's layer entry says so).
 Writes are atomic (temporary file in the same folder, then rename).
-
-Reading is bounded, because model files are shared and may be hostile: the path must name a regular file
-(checked on a non-blocking descriptor: a FIFO never blocks); the header is parsed here, never memory-mapped,
-and checked as safetensors checks it; the JSON is read within a size, a nesting depth (counted without
-recursion) and an integer length; counts are integers within bounds; every tensor's shape and dtype is
-checked against the config before any tensor is loaded, within the memory guard; weights must be finite.
-Every refusal is a ModelFileError (an InputError: exit 2, one line) saying what is wrong.
 """
 
 from __future__ import annotations
@@ -16,75 +11,90 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
-import stat
-import tempfile
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from safetensors import SafetensorError
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import save_file
 
-from headcount.core.errors import InputError
-from headcount.core.model import MASKS, MLP, AttentionHead, Layer, Transformer, decoder_class
-from headcount.core.resources import check_memory
+from headcount.core.files import (
+    FORMAT,
+    MAX_HEADS_PER_LAYER,
+    TABLE_FORMAT,
+    ModelFileError,
+    TensorShapes,
+    _one_line,
+    _short,
+    atomic_write_bytes,
+    check_version,
+    config_info,
+    config_int,
+    invalid,
+    load_tensors,
+    read_config,
+)
+from headcount.core.model import (
+    ACTIVATIONS,
+    MASKS,
+    MLP,
+    AttentionHead,
+    Layer,
+    LayerNorm,
+    Transformer,
+    decoder_class,
+)
 from headcount.core.table import OneLayerTable
 
-FORMAT = "headcount-transformer"
-TABLE_FORMAT = "headcount-one-layer-table"
 VERSION = 1
 SUPPORTED_VERSIONS = (1,)  # the versions of FORMAT and TABLE_FORMAT this headcount reads
-
-# Bounds on what a file may ask of the reader (issue 13). No option raises them: a file beyond them is not
-# one headcount writes, and the message says which bound it broke.
-MAX_METADATA_BYTES = 1 << 20
-# A transformer, table or minmax config is a few KB (the layer list at ~30 bytes a layer, the decoder, the
-# `info` labels): 1 MiB is over 100× the largest headcount writes. Boolean files keep exact rationals in
-# the metadata and pass their own, larger bound (boolean/model.py).
-MAX_METADATA_DEPTH = 32  # configs nest ≤ 5 deep; a JSON parser recurses per level (100,000 deep: refused)
-MAX_METADATA_INT_DIGITS = 100  # counts, sizes, seeds: ≤ 20 digits; int() refuses > 4300, quadratic below
-MAX_HEADER_BYTES = 100_000_000  # a safetensors header: the safetensors library's own bound
-MAX_AXES = 8  # axes of one tensor: headcount's have at most 4
 MAX_LAYERS = 256  # layers of a weight-form model: headcount's constructions have 2, trained models ≤ 8
-MAX_HEADS_PER_LAYER = 1024  # heads of one layer (or of a table): constructions have ≤ 2, trained ≤ 16
-WEIGHT_DTYPES = ("F64", "F32", "F16")  # save_model writes F64; F32/F16 read as float64 (at most 4× larger)
-DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1}
-DTYPE_BYTES |= {"U64": 8, "U32": 4, "U16": 2, "BOOL": 1}  # the dtypes a header may name (others: refused)
-_LAST_HEADER: list = [None, None]  # ((file size, header bytes), parsed header) of the last header read
-_PATH_SHOWN = 160  # characters of a path a message shows (a 5000-character path stays readable)
 
-
-class ModelFileError(InputError):
-    """A model file that cannot be read as a headcount model (the message says why; the user can fix it)."""
-
-
-def atomic_write_bytes(path: str | os.PathLike, write) -> None:
-    """Call write(tmp_path) on a temporary file beside `path`, then rename it into place, so a reader never
-    sees half a file. The file gets the permissions any new file gets (0666 less the umask), not mkstemp's
-    0600: a model or report is as readable as the user's other files."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)  # the only portable way to read it is to set it
-    os.umask(mask)
-    return mask
+__all__ = ["FORMAT", "TABLE_FORMAT", "ModelFileError", "load_model", "read_config", "save_model"]
 
 
 def _write(tensors: dict[str, np.ndarray], config: dict[str, Any], path: str | os.PathLike) -> None:
     tensors = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}
     atomic_write_bytes(path, lambda tmp: save_file(tensors, tmp, metadata={"headcount": json.dumps(config)}))
+
+
+def _ln_tensors(prefix: str, ln: LayerNorm | None) -> dict[str, np.ndarray]:
+    return {} if ln is None else {f"{prefix}.w": ln.w, f"{prefix}.b": ln.b}
+
+
+def _layer_entry(l: int, layer: Layer, tensors: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The config entry of layer l (the optional GPT-2 parts only where used: plain models' files are
+    unchanged), its tensors added to `tensors`."""
+    entry: dict[str, Any] = {"heads": len(layer.heads), "mlp": layer.mlp is not None}
+    biased = any(head.has_bias for head in layer.heads)
+    for h, head in enumerate(layer.heads):
+        for name in _HEAD_TENSORS:
+            tensors[f"layers.{l}.heads.{h}.{name}"] = getattr(head, name)
+        if biased:  # all three biases of every head (zeros where a head has none)
+            for name, width in (
+                ("b_Q", head.W_Q.shape[1]),
+                ("b_K", head.W_K.shape[1]),
+                ("b_V", head.W_V.shape[1]),
+            ):
+                value = getattr(head, name)
+                tensors[f"layers.{l}.heads.{h}.{name}"] = np.zeros(width) if value is None else value
+    if layer.mlp is not None:
+        for name in _MLP_TENSORS:
+            tensors[f"layers.{l}.mlp.{name}"] = getattr(layer.mlp, name)
+        if layer.mlp.activation != "relu":
+            entry["activation"] = layer.mlp.activation
+    if biased:
+        entry["head_biases"] = True
+    if layer.b_O is not None:
+        entry["b_O"] = True
+        tensors[f"layers.{l}.b_O"] = layer.b_O
+    for name in ("ln1", "ln2"):
+        ln = getattr(layer, name)
+        if ln is not None:
+            entry[name] = {"eps": ln.eps}
+            tensors |= _ln_tensors(f"layers.{l}.{name}", ln)
+    if layer.attn_scale != 1.0:
+        entry["attn_scale"] = layer.attn_scale
+    return entry
 
 
 def save_model(model: Transformer | OneLayerTable, path: str | os.PathLike) -> None:
@@ -98,284 +108,95 @@ def save_model(model: Transformer | OneLayerTable, path: str | os.PathLike) -> N
         _write(tables | decoder_tensors, config, path)
         return
     tensors: dict[str, np.ndarray] = {"W_E": model.W_E, "W_pos": model.W_pos}
-    layers_cfg = []
-    for l, layer in enumerate(model.layers):
-        for h, head in enumerate(layer.heads):
-            for name in ("W_Q", "W_K", "W_V", "W_O"):
-                tensors[f"layers.{l}.heads.{h}.{name}"] = getattr(head, name)
-        if layer.mlp is not None:
-            for name in ("W_in", "b_in", "W_out", "b_out"):
-                tensors[f"layers.{l}.mlp.{name}"] = getattr(layer.mlp, name)
-        layers_cfg.append({"heads": len(layer.heads), "mlp": layer.mlp is not None})
-    config = {"format": FORMAT, "version": VERSION, "mask": model.mask, "layers": layers_cfg}
+    layers_cfg = [_layer_entry(l, layer, tensors) for l, layer in enumerate(model.layers)]
+    config: dict[str, Any] = {"format": FORMAT, "version": VERSION, "mask": model.mask, "layers": layers_cfg}
+    if model.ln_final is not None:
+        config["ln_final"] = {"eps": model.ln_final.eps}
+        tensors |= _ln_tensors("ln_final", model.ln_final)
     config |= {"decoder": decoder_cfg, "info": model.info}
     _write(tensors | decoder_tensors, config, path)
-
-
-# --- bounded reading -----------------------------------------------------------------------------------
-
-
-def show_path(path: str | os.PathLike) -> str:
-    """A path as messages print it: quoted, and shortened in the middle beyond _PATH_SHOWN characters."""
-    text, half = (
-        repr(os.fsdecode(path) if isinstance(path, str | bytes | os.PathLike) else path),
-        _PATH_SHOWN // 2,
-    )
-    return text if len(text) <= _PATH_SHOWN else f"{text[:half]}…{text[-half:]} ({len(text) - 2} characters)"
-
-
-def check_model_path(path: str | os.PathLike) -> str:
-    """`path` as a str once it names a regular file this process can read; ModelFileError otherwise (a
-    missing file or dangling link, a folder, a FIFO, a device such as /dev/null, no permission, a name too
-    long). The file is opened non-blocking and checked on its descriptor, so a FIFO never blocks."""
-    try:
-        text = os.fsdecode(path)
-    except TypeError:
-        raise ModelFileError(f"a model file must be a path, got {type(path).__name__}") from None
-    name = show_path(text)
-    try:
-        fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        link = " (a symbolic link to a missing file)" if os.path.islink(text) else ""
-        raise ModelFileError(f"model file {name} does not exist{link}") from None
-    except (OSError, ValueError) as err:  # permission, name too long, a NUL byte, a link loop
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise ModelFileError(f"model file {name} cannot be opened: {reason}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-    finally:
-        os.close(fd)
-    if stat.S_ISDIR(mode):
-        raise ModelFileError(f"model file {name} is a folder, not a model file")
-    if not stat.S_ISREG(mode):
-        raise ModelFileError(f"model file {name} is not a regular file (a device, FIFO or socket)")
-    return text
-
-
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_LONG_NUMBER = re.compile(rf"\d{{{MAX_METADATA_INT_DIGITS + 1},}}")
-
-
-def json_depth(text: str, bare: bool = False) -> int:
-    """The deepest nesting of [ and { in a JSON text (strings skipped, unless `bare`), without recursion."""
-    brackets = _NOT_BRACKET.sub("", text if bare else _JSON_STRING.sub("", text)).encode("ascii")
-    steps, depth, deepest = np.frombuffer(brackets, dtype=np.uint8), 0, 0
-    for start in range(0, len(steps), 1 << 20):
-        chunk = steps[start : start + (1 << 20)]
-        levels = depth + np.cumsum(np.where((chunk == ord("[")) | (chunk == ord("{")), 1, -1))
-        deepest, depth = max(deepest, int(levels.max())), int(levels[-1])
-    return deepest
-
-
-def parse_config(text: str, name: str, max_bytes: int = MAX_METADATA_BYTES, what="headcount config") -> Any:
-    """The JSON value of a config (or header) text within the bounds above, each checked on the text outside
-    its strings before parsing (regular expressions and numpy, no recursion); ModelFileError otherwise."""
-    if (size := len(text.encode("utf-8", "surrogatepass"))) > max_bytes:
-        raise ModelFileError(f"{name}: its {what} is {size:,} bytes; model files hold at most {max_bytes:,}")
-    bare = _JSON_STRING.sub("", text)
-    if (depth := json_depth(bare, bare=True)) > MAX_METADATA_DEPTH:
-        raise ModelFileError(
-            f"{name}: its {what} nests {depth} levels deep; allowed at most {MAX_METADATA_DEPTH}"
-        )
-    if long := _LONG_NUMBER.search(bare):  # int() refuses > 4300 digits deep inside json.loads, or is slow
-        count, limit = len(long.group()), MAX_METADATA_INT_DIGITS
-        raise ModelFileError(
-            f"{name}: its {what} holds a number of {count:,} digits; allowed at most {limit}"
-        )
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError, ValueError) as err:
-        raise ModelFileError(f"{name}: its {what} is not JSON ({err})") from None
-
-
-def read_header(path: str) -> tuple[dict[str, str], dict[str, tuple[tuple[int, ...], str]]]:
-    """(metadata, name → (shape, dtype)) of a safetensors file, from its header alone — the file is never
-    memory-mapped — checked as safetensors checks it: known dtypes, sizes that match the shapes, and data
-    spans that tile the rest of the file exactly."""
-    name = show_path(path)
-    with open(check_model_path(path), "rb") as f:
-        size, head = os.fstat(f.fileno()).st_size, f.read(8)
-        length = int.from_bytes(head, "little") if len(head) == 8 else -1
-        if not 2 <= length <= min(MAX_HEADER_BYTES, size - 8):
-            raise ModelFileError(f"{name} is not a safetensors file (header length {length} in {size} bytes)")
-        raw = f.read(length)
-    if _LAST_HEADER[0] == (key := (size, raw)):  # read_config and TensorShapes read one header: parse it once
-        return _LAST_HEADER[1]
-    header = parse_config(raw.decode("utf-8", "replace"), name, MAX_HEADER_BYTES, "safetensors header")
-    meta = header.pop("__metadata__", None) or {} if isinstance(header, dict) else None
-    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
-        raise ModelFileError(f"{name} is not a safetensors file (its header is not an object of tensors)")
-    tensors, spans, position = {}, [], 0
-    for tensor, entry in header.items():
-        if (parts := _tensor_entry(entry)) is None:
-            raise ModelFileError(
-                f"{name} is not a safetensors file (tensor {tensor[:80]!r}: {_short(entry)})"
-            )
-        tensors[tensor] = parts[:2]
-        spans.append(parts[2])
-    for begin, end in sorted(spans):
-        position = end if begin == position else -1
-    if position != size - 8 - length:
-        raise ModelFileError(f"{name} is not a safetensors file (its tensors do not tile its {size} bytes)")
-    _LAST_HEADER[:] = [key, (meta, tensors)]
-    return meta, tensors
-
-
-def _tensor_entry(entry: Any) -> tuple[tuple[int, ...], str, list[int]] | None:
-    """(shape, dtype, data span) of a header entry, when well-formed: its span as long as its shape says."""
-    t = entry if isinstance(entry, dict) else {}
-    shape, dtype, span = t.get("shape"), t.get("dtype"), t.get("data_offsets")
-    lists = [isinstance(v, list) and all(type(k) is int and k >= 0 for k in v) for v in (shape, span)]
-    if not (all(lists) and len(shape) <= MAX_AXES and len(span) == 2):
-        return None  # a shape of at most MAX_AXES sizes ≥ 0, a span of two offsets ≥ 0
-    size = DTYPE_BYTES.get(dtype, 0) * math.prod(shape) if isinstance(dtype, str) else -1
-    return (
-        (tuple(shape), dtype, span)
-        if size >= 0 and dtype in DTYPE_BYTES and span[1] - span[0] == size
-        else None
-    )
-
-
-def read_config(
-    path: str | os.PathLike, formats=(FORMAT, TABLE_FORMAT), max_bytes=MAX_METADATA_BYTES
-) -> dict:
-    """The JSON config of a model file, checked to be a headcount model of one of `formats` (within the
-    bounds above: at most `max_bytes` of JSON)."""
-    name = show_path(path)
-    meta = read_header(path)[0]
-    if "headcount" not in meta:
-        raise ModelFileError(f"{name} has no headcount config in its safetensors metadata")
-    config = parse_config(meta["headcount"], name, max_bytes)
-    if not isinstance(config, dict):
-        raise ModelFileError(f"{name}: headcount config must be a JSON object")
-    if config.get("format") not in formats:
-        expected = " or ".join(repr(f) for f in formats)
-        raise ModelFileError(f"{name} holds {_short(config.get('format'))}, expected {expected}")
-    return config
-
-
-def _one_line(err: BaseException, limit: int = 300) -> str:
-    return text if len(text := " ".join(str(err).split())) <= limit else f"{text[:limit]}…"
-
-
-def invalid(path: str | os.PathLike, fmt: str, why: str) -> ModelFileError:
-    """The error for a file whose config or tensors are not a valid model of format `fmt`."""
-    return ModelFileError(f"{show_path(path)} is not a valid {fmt} model: {why}")
-
-
-def check_version(config: dict[str, Any], path: str | os.PathLike, fmt: str, supported: tuple[int, ...]):
-    """ModelFileError unless the config's `version` is one this headcount reads (named in the message)."""
-    if type(version := config.get("version")) is not int or version not in supported:
-        listed = ", ".join(str(v) for v in supported)
-        raise invalid(path, fmt, f"version {_short(version)} is not supported; it reads version {listed}")
-
-
-def config_int(config: dict[str, Any], key: str, path, fmt: str, low: int, high: int, name=None) -> int:
-    """config[key] (called `name` in messages) as an int in [low, high], not a bool, float, NaN or string;
-    ModelFileError otherwise."""
-    value, name = config.get(key), name or repr(key)
-    if type(value) is not int:
-        raise invalid(path, fmt, f"{name} must be an integer, got {_short(value)}")
-    if not low <= value <= high:
-        raise invalid(path, fmt, f"{name} = {value} is out of range: allowed {low}..{high}")
-    return value
-
-
-def config_info(config: dict[str, Any], path, fmt: str) -> dict[str, Any]:
-    """The file's own `info` labels (an object; {} when absent). Labels, never facts: a file can say
-    anything about itself, so reports show them as `file_label`."""
-    info = config.get("info", {})
-    if not isinstance(info, dict):
-        raise invalid(path, fmt, f"'info' must be a JSON object, got {_short(info)}")
-    return info
-
-
-def _short(value: Any) -> str:
-    return _one_line(repr(value), 60)  # type: ignore[arg-type]
-
-
-class TensorShapes:
-    """The tensors a file lists — name → (shape, dtype) — read from its header; nothing is loaded."""
-
-    def __init__(self, path: str, fmt: str):
-        self.path, self.fmt = path, fmt
-        self.listed = read_header(path)[1]
-
-    def error(self, why: str) -> ModelFileError:
-        return invalid(self.path, self.fmt, why)
-
-    def expect(self, name: str, want: tuple, meaning: str, dtypes=WEIGHT_DTYPES, empty: bool = False):
-        """The shape of tensor `name`, checked: it exists, has shape `want` (None: any size; `meaning`
-        names the axes), every size ≥ 1 (unless `empty`), and one of `dtypes`."""
-        if name not in self.listed:
-            raise self.error(f"tensor {name!r} is missing")
-        shape, dtype = self.listed[name]
-        if len(shape) != len(want) or any(w is not None and w != g for w, g in zip(want, shape)):
-            shown = [("*" if w is None else w) for w in want]
-            raise self.error(f"tensor {name!r} has shape {list(shape)}, expected {shown} = {meaning}")
-        if not empty and min(shape, default=1) < 1:
-            raise self.error(f"tensor {name!r} has shape {list(shape)}: every size must be ≥ 1")
-        if dtype not in dtypes:
-            raise self.error(f"tensor {name!r} has dtype {dtype}, expected {' or '.join(dtypes)}")
-        return shape
-
-    def only(self, names) -> None:
-        """No tensors beyond `names` (a file that lists more than its config says is not one we wrote)."""
-        extra = sorted(set(self.listed) - set(names))
-        if extra:
-            listed = ", ".join(repr(e) for e in extra[:3]) + (" …" if len(extra) > 3 else "")
-            raise self.error(f"it holds tensors its config does not describe ({listed})")
-
-    def check_memory(self) -> None:
-        """The resource guard on loading: every listed tensor as float64, twice (read, then converted)."""
-        elements = sum(float(np.prod(shape, dtype=np.float64)) for shape, _ in self.listed.values())
-        check_memory(16 * elements, f"loading {show_path(self.path)}")
-
-
-def load_tensors(shapes: TensorShapes, finite: bool = True) -> dict[str, np.ndarray]:
-    """Every tensor of a checked file as float64; ModelFileError if one is unreadable or (with `finite`)
-    holds NaN or ±inf."""
-    shapes.check_memory()
-    try:
-        tensors = load_file(shapes.path)
-    except (SafetensorError, OSError, ValueError) as err:
-        raise ModelFileError(
-            f"{show_path(shapes.path)}: cannot read its tensors ({_one_line(err)})"
-        ) from None
-    out = {}
-    for name, value in tensors.items():
-        value = np.ascontiguousarray(value, dtype=np.float64)
-        if finite and not np.all(np.isfinite(value)):
-            raise shapes.error(f"tensor {name!r} holds NaN or infinite values; model weights must be finite")
-        out[name] = value
-    return out
 
 
 # --- loading weight-form and table-form models -----------------------------------------------------------
 
 _MODEL = "headcount"
 _HEAD_TENSORS = ("W_Q", "W_K", "W_V", "W_O")
+_HEAD_BIASES = ("b_Q", "b_K", "b_V")
 _MLP_TENSORS = ("W_in", "b_in", "W_out", "b_out")
 
 
-def _layer_counts(config: dict[str, Any], path) -> list[tuple[int, bool]]:
-    """(heads, mlp) of each layer the config lists, within MAX_LAYERS and MAX_HEADS_PER_LAYER."""
+@dataclass(frozen=True)
+class _LayerSpec:
+    """What a config's layer entry says: head count, MLP (and its activation), and the optional GPT-2 parts
+    (LayerNorm eps values, biases, attention scale)."""
+
+    heads: int
+    mlp: bool
+    activation: str = "relu"
+    head_biases: bool = False
+    b_O: bool = False
+    ln1: float | None = None
+    ln2: float | None = None
+    attn_scale: float = 1.0
+
+    def tensor_names(self, l: int) -> list[str]:
+        names = [f"layers.{l}.heads.{h}.{t}" for h in range(self.heads) for t in _HEAD_TENSORS]
+        if self.head_biases:
+            names += [f"layers.{l}.heads.{h}.{t}" for h in range(self.heads) for t in _HEAD_BIASES]
+        names += [f"layers.{l}.mlp.{t}" for t in _MLP_TENSORS if self.mlp]
+        names += [f"layers.{l}.b_O"] if self.b_O else []
+        names += [
+            f"layers.{l}.{ln}.{t}" for ln in ("ln1", "ln2") if getattr(self, ln) is not None for t in "wb"
+        ]
+        return names
+
+
+def _eps(entry: Any, what: str, path) -> float:
+    """A LayerNorm's eps from its config entry {"eps": positive number}."""
+    eps = entry.get("eps") if isinstance(entry, dict) else None
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (0 < eps < math.inf):
+        raise invalid(
+            path, _MODEL, f'{what} must be an object {{"eps": a positive number}}, got {_short(entry)}'
+        )
+    return float(eps)
+
+
+def _layer_spec(l: int, layer: Any, path) -> _LayerSpec:
+    if not isinstance(layer, dict):
+        raise invalid(path, _MODEL, f"layer {l} must be a {{heads, mlp}} object, got {_short(layer)}")
+    heads = config_int(layer, "heads", path, _MODEL, 0, MAX_HEADS_PER_LAYER)
+    flags = {}
+    for key in ("mlp", "head_biases", "b_O"):
+        flags[key] = layer.get(key, False)
+        if not isinstance(flags[key], bool):
+            raise invalid(path, _MODEL, f"layer {l}: {key!r} must be true or false, got {_short(flags[key])}")
+    activation = layer.get("activation", "relu")
+    if activation not in ACTIVATIONS or (activation != "relu" and not flags["mlp"]):
+        raise invalid(
+            path, _MODEL, f"layer {l}: 'activation' must be one of {list(ACTIVATIONS)} on an MLP layer"
+        )
+    scale = layer.get("attn_scale", 1.0)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
+        raise invalid(path, _MODEL, f"layer {l}: 'attn_scale' must be a finite number, got {_short(scale)}")
+    lns = {
+        name: _eps(layer[name], f"layer {l}: {name!r}", path) if name in layer else None
+        for name in ("ln1", "ln2")
+    }
+    if lns["ln2"] is not None and not flags["mlp"]:
+        raise invalid(path, _MODEL, f"layer {l}: 'ln2' normalises the MLP's input, and the layer has no MLP")
+    return _LayerSpec(
+        heads, flags["mlp"], activation, flags["head_biases"], flags["b_O"], **lns, attn_scale=float(scale)
+    )
+
+
+def _layer_specs(config: dict[str, Any], path) -> list[_LayerSpec]:
+    """The layers the config lists, within MAX_LAYERS and MAX_HEADS_PER_LAYER."""
     layers = config.get("layers")
     if not isinstance(layers, list):
         raise invalid(path, _MODEL, f"'layers' must be a list of layer objects, got {_short(layers)}")
     if len(layers) > MAX_LAYERS:
         raise invalid(path, _MODEL, f"{len(layers):,} layers; model files hold at most {MAX_LAYERS}")
-    counts = []
-    for l, layer in enumerate(layers):
-        if not isinstance(layer, dict):
-            raise invalid(path, _MODEL, f"layer {l} must be a {{heads, mlp}} object, got {_short(layer)}")
-        heads = config_int(layer, "heads", path, _MODEL, 0, MAX_HEADS_PER_LAYER)
-        mlp = layer.get("mlp", False)
-        if not isinstance(mlp, bool):
-            raise invalid(path, _MODEL, f"layer {l}: 'mlp' must be true or false, got {_short(mlp)}")
-        counts.append((heads, mlp))
-    return counts
+    return [_layer_spec(l, layer, path) for l, layer in enumerate(layers)]
 
 
 def _decoder_config(config: dict[str, Any], path) -> tuple[str, dict[str, Any]]:
@@ -401,6 +222,17 @@ def _check_decoder(shapes: TensorShapes, kind: str, config: dict, n_ctx: int, al
             raise shapes.error(f"tensor 'decoder.W_U' has {classes} class: a token and ⊥ need ≥ 2")
         shapes.expect("decoder.b_U", (classes,), "[classes] (the columns of decoder.W_U)")
         return ["decoder.W_U", "decoder.b_U"]
+    if kind == "vocab":
+        readout = config.get("readout")
+        if readout == "hidden":
+            classes = d_model
+        else:
+            classes = shapes.expect("decoder.W_U", (d_model, None), "[d_model vocab]")[1]
+        names = [] if readout == "hidden" else ["decoder.W_U"]
+        if "decoder.b_U" in shapes.listed:
+            shapes.expect("decoder.b_U", (classes,), "[vocab] (the logits' width)")
+            names.append("decoder.b_U")
+        return names
     if kind == "induction_readout":
         readout_n = config_int(config, "n_ctx", shapes.path, _MODEL, 1, n_ctx)
         if readout_n != n_ctx or d_model != n_ctx + 1:
@@ -412,43 +244,53 @@ def _check_decoder(shapes: TensorShapes, kind: str, config: dict, n_ctx: int, al
     return [name for name in shapes.listed if name.startswith("decoder.")]  # a kind registered in-process
 
 
-def _tensor_names(counts):
+def _tensor_names(specs: list[_LayerSpec], ln_final: bool):
     yield from ("W_E", "W_pos")
-    for l, (heads, mlp) in enumerate(counts):
-        yield from (f"layers.{l}.heads.{h}.{t}" for h in range(heads) for t in _HEAD_TENSORS)
-        yield from (f"layers.{l}.mlp.{t}" for t in _MLP_TENSORS if mlp)
+    for l, spec in enumerate(specs):
+        yield from spec.tensor_names(l)
+    yield from (["ln_final.w", "ln_final.b"] if ln_final else [])
 
 
-def _check_transformer(shapes: TensorShapes, counts, kind: str, dec_config: dict) -> None:
+def _check_transformer(
+    shapes: TensorShapes, specs: list[_LayerSpec], ln_final: bool, kind: str, dec_config
+) -> None:
     """Every tensor of a weight-form file against the config: W_E [alphabet d_model], W_pos [n_ctx d_model],
-    each head's W_Q, W_K [d_model d_head], W_V [d_model d_value], W_O [d_value d_model], each MLP's
-    W_in [d_model d_mlp], b_in [d_mlp], W_out [d_mlp d_model], b_out [d_model], and the decoder."""
-    wanted = 2 + sum(4 * heads + 4 * mlp for heads, mlp in counts)
+    each head's W_Q, W_K [d_model d_head], W_V [d_model d_value], W_O [d_value d_model] (biases b_Q, b_K
+    [d_head], b_V [d_value]), each MLP's W_in [d_model d_mlp], b_in [d_mlp], W_out [d_mlp d_model], b_out
+    [d_model], b_O and LayerNorm w, b [d_model], and the decoder."""
+    names = list(_tensor_names(specs, ln_final))
     held = sum(not name.startswith("decoder.") for name in shapes.listed)
-    if wanted > held:  # counts against the tensor list first: a 1 KB config cannot ask for 80,000 heads
-        missing = next(name for name in _tensor_names(counts) if name not in shapes.listed)
+    if len(names) > held:  # counts against the tensor list first: a 1 KB config cannot ask for 80,000 heads
+        missing = next(name for name in names if name not in shapes.listed)
         raise shapes.error(
-            f"its config describes {wanted:,} tensors besides the decoder's, the file holds {held:,} "
+            f"its config describes {len(names):,} tensors besides the decoder's, the file holds {held:,} "
             f"(tensor {missing!r} is missing)"
         )
     alphabet, d_model = shapes.expect("W_E", (None, None), "[alphabet d_model]")
     n_ctx = shapes.expect("W_pos", (None, d_model), "[n_ctx d_model]")[0]
-    names = ["W_E", "W_pos"]
-    for l, (heads, mlp) in enumerate(counts):
-        for h in range(heads):
+    for l, spec in enumerate(specs):
+        for h in range(spec.heads):
             q, k, v, o = (f"layers.{l}.heads.{h}.{t}" for t in _HEAD_TENSORS)
             d_head = shapes.expect(q, (d_model, None), "[d_model d_head]")[1]
             shapes.expect(k, (d_model, d_head), "[d_model d_head] (the shape of W_Q)")
             d_value = shapes.expect(v, (d_model, None), "[d_model d_value]")[1]
             shapes.expect(o, (d_value, d_model), "[d_value d_model]")
-            names += [q, k, v, o]
-        if mlp:
+            if spec.head_biases:
+                for t, width, what in (
+                    ("b_Q", d_head, "d_head"),
+                    ("b_K", d_head, "d_head"),
+                    ("b_V", d_value, "d_value"),
+                ):
+                    shapes.expect(f"layers.{l}.heads.{h}.{t}", (width,), f"[{what}]")
+        if spec.mlp:
             w_in, b_in, w_out, b_out = (f"layers.{l}.mlp.{t}" for t in _MLP_TENSORS)
             d_mlp = shapes.expect(w_in, (d_model, None), "[d_model d_mlp]")[1]
             shapes.expect(b_in, (d_mlp,), "[d_mlp]")
             shapes.expect(w_out, (d_mlp, d_model), "[d_mlp d_model]")
             shapes.expect(b_out, (d_model,), "[d_model]")
-            names += [w_in, b_in, w_out, b_out]
+    for name in names:
+        if name.endswith(("b_O", ".w", ".b")):
+            shapes.expect(name, (d_model,), "[d_model]")
     shapes.only(names + _check_decoder(shapes, kind, dec_config, n_ctx, alphabet, d_model))
 
 
@@ -462,6 +304,24 @@ def _check_table(shapes: TensorShapes, kind: str, dec_config: dict) -> None:
     shapes.expect("K", (heads, n_ctx, alphabet, d_head), "[heads n_ctx alphabet d_head] (the shape of Q)")
     shapes.expect("V", (heads, n_ctx, alphabet, d_model), "[heads n_ctx alphabet d_model]")
     shapes.only(["embed", "Q", "K", "V"] + _check_decoder(shapes, kind, dec_config, n_ctx, alphabet, d_model))
+
+
+def _build_layer(l: int, spec: _LayerSpec, tensors: dict[str, np.ndarray]) -> Layer:
+    def head(h: int) -> AttentionHead:
+        names = _HEAD_TENSORS + (_HEAD_BIASES if spec.head_biases else ())
+        return AttentionHead(**{t: tensors[f"layers.{l}.heads.{h}.{t}"] for t in names})
+
+    mlp = None
+    if spec.mlp:
+        mlp = MLP(*(tensors[f"layers.{l}.mlp.{t}"] for t in _MLP_TENSORS), activation=spec.activation)
+    ln1, ln2 = (
+        None
+        if eps is None
+        else LayerNorm(tensors[f"layers.{l}.{name}.w"], tensors[f"layers.{l}.{name}.b"], eps)
+        for name, eps in (("ln1", spec.ln1), ("ln2", spec.ln2))
+    )
+    b_O = tensors[f"layers.{l}.b_O"] if spec.b_O else None
+    return Layer(tuple(head(h) for h in range(spec.heads)), mlp, ln1, ln2, b_O, spec.attn_scale)
 
 
 def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
@@ -480,8 +340,9 @@ def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
     if fmt == TABLE_FORMAT:
         _check_table(shapes, kind, dec_config)
     else:
-        counts = _layer_counts(config, path)
-        _check_transformer(shapes, counts, kind, dec_config)
+        specs = _layer_specs(config, path)
+        ln_final = _eps(config["ln_final"], "'ln_final'", path) if "ln_final" in config else None
+        _check_transformer(shapes, specs, ln_final is not None, kind, dec_config)
     tensors = load_tensors(shapes)
     try:
         dec_tensors = {k.split(".", 1)[1]: v for k, v in tensors.items() if k.startswith("decoder.")}
@@ -489,11 +350,10 @@ def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
         if fmt == TABLE_FORMAT:
             tables = (tensors[name] for name in ("embed", "Q", "K", "V"))
             return OneLayerTable(*tables, decoder, mask, info)
-        layers = []
-        for l, (heads, mlp) in enumerate(counts):
-            parts = [tuple(tensors[f"layers.{l}.heads.{h}.{n}"] for n in _HEAD_TENSORS) for h in range(heads)]
-            mlp_part = MLP(*(tensors[f"layers.{l}.mlp.{n}"] for n in _MLP_TENSORS)) if mlp else None
-            layers.append(Layer(tuple(AttentionHead(*p) for p in parts), mlp_part))
-        return Transformer(tensors["W_E"], tensors["W_pos"], tuple(layers), decoder, mask, info)
+        layers = tuple(_build_layer(l, spec, tensors) for l, spec in enumerate(specs))
+        final = (
+            None if ln_final is None else LayerNorm(tensors["ln_final.w"], tensors["ln_final.b"], ln_final)
+        )
+        return Transformer(tensors["W_E"], tensors["W_pos"], layers, decoder, mask, info, final)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as err:
         raise invalid(path, _MODEL, f"{type(err).__name__}: {_one_line(err)}") from None

@@ -2,19 +2,26 @@
 
 An L-layer transformer over an alphabet Σ = {0..S-1}:
 
-    x_i^0 = W_E[σ_i] + W_pos[i]                                  (ψ_in: the embedding)
-    x^l   = x^{l-1} + Σ_heads softmax_mask(q kᵀ) v W_O (+ MLP)     (residual stream)
-    τ_i   = decoder(i, x_i^L)                                    (ψ_out, with a ⊥ class)
+    x_i^0 = W_E[σ_i] + W_pos[i]                                          (ψ_in: the embedding)
+    x^l   = x^{l-1} + Σ_heads softmax_mask(scale·q kᵀ) v W_O + b_O (+ MLP)  (residual stream)
+    τ_i   = decoder(i, LN_final(x_i^L))                                  (ψ_out, with a ⊥ class)
 
-Weight names and shapes follow TransformerLens (W_E, W_pos, W_Q, W_K, W_V, W_O, W_U) so weights move
-between the two; scores are plain ⟨q, k⟩ (no 1/√d scaling: a construction folds any scale into W_Q).
-Values are float64 arrays; the model they define is the real-arithmetic one, and the precision modes of
-:mod:`headcount.core.precision` say where it is rounded.
+The seed's model is the plain case: no LayerNorm, no biases, scale 1, ReLU MLPs (constructions fold any
+scale into W_Q). The GPT-2 block adds, all optional (``Transformer.extensions`` lists those a model uses):
+a pre-LayerNorm before the heads (``Layer.ln1``) and before the MLP (``Layer.ln2``), a final one
+(``Transformer.ln_final``), biases b_Q, b_K, b_V per head and b_O per layer, a stored attention scale per
+layer (1/√d_head in GPT-2; a float64 number, used exactly), and GELU MLPs (exact erf, or the tanh form
+GPT-2 uses). Queries, keys and values are x W + b of the LayerNorm's output (q = LN1(x) W_Q + b_Q).
+
+Weight names and shapes follow TransformerLens (W_E, W_pos, W_Q, W_K, W_V, W_O, W_U, b_Q, …, ln1, ln2,
+ln_final) so weights move between the two. Values are float64 arrays; the model they define is the
+real-arithmetic one, and the precision modes of :mod:`headcount.core.precision` say where it is rounded.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -24,49 +31,126 @@ from headcount.core.bounds import affine_bounds, outward
 from headcount.core.symbols import BOTTOM
 
 MASKS = ("causal", "full")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh")  # gelu: x·Φ(x) (exact erf); gelu_tanh: GPT-2's "gelu_new"
 
 
 def _f64(a: Any) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(a, dtype=np.float64))
 
 
+def _f64_or_none(a: Any) -> np.ndarray | None:
+    return None if a is None else _f64(a)
+
+
+def _check_vector(name: str, a: np.ndarray | None, size: int) -> None:
+    if a is not None and a.shape != (size,):
+        raise ValueError(f"{name} has shape {a.shape}, expected ({size},)")
+
+
+@dataclass(frozen=True, eq=False)
+class LayerNorm:
+    """(x − mean x) / √(var x + eps) · w + b over d_model (the biased variance, as torch and GPT-2)."""
+
+    w: np.ndarray  # [d_model]
+    b: np.ndarray  # [d_model]
+    eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "w", _f64(self.w))
+        object.__setattr__(self, "b", _f64(self.b))
+        object.__setattr__(self, "eps", float(self.eps))
+        if self.w.ndim != 1 or self.b.shape != self.w.shape:
+            raise ValueError(f"LayerNorm w {self.w.shape} and b {self.b.shape} must be one [d_model] shape")
+        if not (math.isfinite(self.eps) and self.eps > 0):
+            raise ValueError(f"LayerNorm eps must be a positive finite number, got {self.eps!r}")
+
+
 @dataclass(frozen=True, eq=False)
 class AttentionHead:
-    """One head. Scores ⟨x W_Q, x W_K⟩; the head adds softmax(scores) · (x W_V) · W_O to the residual."""
+    """One head. Scores ⟨x W_Q + b_Q, x W_K + b_K⟩ (times the layer's scale); the head adds
+    softmax(scores) · (x W_V + b_V) · W_O to the residual. Biases are optional (None: zero)."""
 
     W_Q: np.ndarray  # [d_model, d_head]
     W_K: np.ndarray  # [d_model, d_head]
     W_V: np.ndarray  # [d_model, d_value]
     W_O: np.ndarray  # [d_value, d_model]
+    b_Q: np.ndarray | None = None  # [d_head]
+    b_K: np.ndarray | None = None  # [d_head]
+    b_V: np.ndarray | None = None  # [d_value]
 
     def __post_init__(self) -> None:
         for name in ("W_Q", "W_K", "W_V", "W_O"):
             object.__setattr__(self, name, _f64(getattr(self, name)))
+        for name in ("b_Q", "b_K", "b_V"):
+            object.__setattr__(self, name, _f64_or_none(getattr(self, name)))
         d_model = self.W_Q.shape[0]
         if self.W_Q.shape != self.W_K.shape:
             raise ValueError(f"W_Q {self.W_Q.shape} and W_K {self.W_K.shape} must have the same shape")
         if self.W_V.shape[0] != d_model or self.W_O.shape != (self.W_V.shape[1], d_model):
             raise ValueError(f"W_V {self.W_V.shape} / W_O {self.W_O.shape} do not fit d_model={d_model}")
+        _check_vector("b_Q", self.b_Q, self.W_Q.shape[1])
+        _check_vector("b_K", self.b_K, self.W_K.shape[1])
+        _check_vector("b_V", self.b_V, self.W_V.shape[1])
+
+    @property
+    def has_bias(self) -> bool:
+        return any(b is not None for b in (self.b_Q, self.b_K, self.b_V))
 
 
 @dataclass(frozen=True, eq=False)
 class MLP:
-    """ReLU MLP on the residual: x += relu(x W_in + b_in) W_out + b_out."""
+    """MLP on the residual: x += act(LN2(x) W_in + b_in) W_out + b_out, act one of ACTIVATIONS."""
 
     W_in: np.ndarray  # [d_model, d_mlp]
     b_in: np.ndarray  # [d_mlp]
     W_out: np.ndarray  # [d_mlp, d_model]
     b_out: np.ndarray  # [d_model]
+    activation: str = "relu"
 
     def __post_init__(self) -> None:
         for name in ("W_in", "b_in", "W_out", "b_out"):
             object.__setattr__(self, name, _f64(getattr(self, name)))
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {self.activation!r}: use one of {ACTIVATIONS}")
+        d_model, d_mlp = self.W_in.shape
+        if self.W_out.shape != (d_mlp, d_model):
+            raise ValueError(f"W_out {self.W_out.shape} does not fit W_in {self.W_in.shape}")
+        _check_vector("b_in", self.b_in, d_mlp)
+        _check_vector("b_out", self.b_out, d_model)
 
 
 @dataclass(frozen=True, eq=False)
 class Layer:
+    """One block: x += Σ heads(LN1(x)) + b_O, then x += MLP(LN2(x)). Scores are multiplied by attn_scale."""
+
     heads: tuple[AttentionHead, ...]
     mlp: MLP | None = None
+    ln1: LayerNorm | None = None  # before the heads
+    ln2: LayerNorm | None = None  # before the MLP
+    b_O: np.ndarray | None = None  # [d_model], added once to the heads' sum
+    attn_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "heads", tuple(self.heads))
+        object.__setattr__(self, "b_O", _f64_or_none(self.b_O))
+        object.__setattr__(self, "attn_scale", float(self.attn_scale))
+        if not math.isfinite(self.attn_scale):
+            raise ValueError(f"attn_scale must be finite, got {self.attn_scale!r}")
+        if self.ln2 is not None and self.mlp is None:
+            raise ValueError("ln2 normalises the MLP's input: a layer without an MLP has none")
+
+    def extensions(self) -> set[str]:
+        """The GPT-2 parts this layer uses (empty for the seed's plain layer)."""
+        out = set()
+        if self.ln1 is not None or self.ln2 is not None:
+            out.add("layernorm")
+        if self.b_O is not None or any(h.has_bias for h in self.heads):
+            out.add("attention biases")
+        if self.attn_scale != 1.0:
+            out.add("attention scale")
+        if self.mlp is not None and self.mlp.activation != "relu":
+            out.add("gelu")
+        return out
 
 
 class Decoder(Protocol):
@@ -86,6 +170,17 @@ class Decoder(Protocol):
     def tensors(self) -> dict[str, np.ndarray]: ...
 
     def config(self) -> dict[str, Any]: ...
+
+
+def argmax_bounds(lmid: np.ndarray, lrad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(argmax of the midpoint logits, decided) [..]: decided where that class's lower end is above every
+    other class's upper end for all logits in the box (lmid ± lrad) [.. classes]."""
+    cls = np.argmax(lmid, axis=-1)
+    with np.errstate(invalid="ignore"):
+        low, high = outward(lmid - lrad, lmid + lrad)  # each endpoint took one rounding
+    low_best = np.take_along_axis(low, cls[..., None], axis=-1)[..., 0]
+    np.put_along_axis(high, cls[..., None], -np.inf, axis=-1)
+    return cls, low_best > high.max(axis=-1)  # False wherever a NaN is
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,13 +207,8 @@ class LinearDecoder:
         return self._classes_to_tokens(np.argmax(logits, axis=-1))
 
     def decode_bounds(self, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        lmid, lrad = affine_bounds(mid, rad, self.W_U, self.b_U)
-        cls = np.argmax(lmid, axis=-1)
-        with np.errstate(invalid="ignore"):
-            low, high = outward(lmid - lrad, lmid + lrad)  # each endpoint took one rounding
-        low_best = np.take_along_axis(low, cls[..., None], axis=-1)[..., 0]
-        np.put_along_axis(high, cls[..., None], -np.inf, axis=-1)
-        return self._classes_to_tokens(cls), low_best > high.max(axis=-1)  # False wherever a NaN is
+        cls, decided = argmax_bounds(*affine_bounds(mid, rad, self.W_U, self.b_U))
+        return self._classes_to_tokens(cls), decided
 
     def tensors(self) -> dict[str, np.ndarray]:
         return {"W_U": self.W_U, "b_U": self.b_U}
@@ -132,7 +222,11 @@ class LinearDecoder:
 
 
 # Decoder kinds live beside the scenario that needs them; loading imports the module on demand.
-DECODER_MODULES = {"linear": "headcount.core.model", "induction_readout": "headcount.induction.readout"}
+DECODER_MODULES = {
+    "linear": "headcount.core.model",
+    "vocab": "headcount.core.vocab",
+    "induction_readout": "headcount.induction.readout",
+}
 _DECODER_CLASSES: dict[str, type] = {"linear": LinearDecoder}
 
 
@@ -159,6 +253,7 @@ class Transformer:
     decoder: Any  # a Decoder
     mask: str = "causal"
     info: dict[str, Any] = field(default_factory=dict)
+    ln_final: LayerNorm | None = None  # before the decoder
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "W_E", _f64(self.W_E))
@@ -173,6 +268,23 @@ class Transformer:
             for head in layer.heads:
                 if head.W_Q.shape[0] != d:
                     raise ValueError(f"a head reads d_model={head.W_Q.shape[0]}, the model has {d}")
+            for name, part in (("ln1", layer.ln1), ("ln2", layer.ln2)):
+                if part is not None and part.w.shape != (d,):
+                    raise ValueError(f"{name} has width {part.w.shape[0]}, the model has d_model={d}")
+            _check_vector("b_O", layer.b_O, d)
+            if layer.mlp is not None and layer.mlp.W_in.shape[0] != d:
+                raise ValueError(f"an MLP reads d_model={layer.mlp.W_in.shape[0]}, the model has {d}")
+        if self.ln_final is not None and self.ln_final.w.shape != (d,):
+            raise ValueError(f"ln_final has width {self.ln_final.w.shape[0]}, the model has d_model={d}")
+
+    @property
+    def extensions(self) -> list[str]:
+        """The GPT-2 parts this model uses, sorted; empty for the seed's plain model (which the exact
+        evaluator, the table form and the INDEX tools need)."""
+        out = set().union(*(layer.extensions() for layer in self.layers))
+        if self.ln_final is not None:
+            out.add("layernorm")
+        return sorted(out)
 
     @property
     def alphabet(self) -> int:

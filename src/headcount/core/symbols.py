@@ -1,7 +1,7 @@
 """Output symbols shared by every scenario.
 
 Token ids are the integers 0..S-1; the "no answer" symbol ⊥ is stored as BOTTOM (-1) in integer
-arrays and printed as "⊥".
+arrays and printed as "⊥"; an imported model's output that is none of the task's labels is OTHER (-2).
 """
 
 from __future__ import annotations
@@ -10,11 +10,14 @@ import numpy as np
 
 BOTTOM = -1
 BOTTOM_TEXT = "⊥"
+OTHER = -2  # an output outside the task's labels (an imported model's vocabulary id that maps to none)
+OTHER_TEXT = "other"
 
 
 def token_text(token: int) -> str:
-    """How a token (or ⊥) is printed on the command line and in JSON."""
-    return BOTTOM_TEXT if int(token) == BOTTOM else str(int(token))
+    """How a token, ⊥ or an output outside the task's labels is printed on the command line and in JSON."""
+    token = int(token)
+    return BOTTOM_TEXT if token == BOTTOM else OTHER_TEXT if token == OTHER else str(token)
 
 
 def check_tokens(model, tokens: np.ndarray) -> np.ndarray:

@@ -23,7 +23,7 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from headcount.core.errors import InputError
-from headcount.core.io import (
+from headcount.core.files import (
     MAX_HEADS_PER_LAYER,
     ModelFileError,
     TensorShapes,

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from headcount.core.io import atomic_write_bytes
+from headcount.core.files import atomic_write_bytes
 from headcount.report.claims import ClaimResult
 from headcount.report.figures import render_figures
 
