@@ -393,12 +393,12 @@ def exact_supported(model: Model) -> str | None:
     """None when this module evaluates `model` exactly; else why not. It covers the seed's plain model (a
     "linear" decoder or one with decode_grid): LayerNorm's square root and GELU's erf/tanh leave the
     rationals, and the GPT-2 parts are proven by the rigorous bounds alone (open positions stay open)."""
-    kind = getattr(model.decoder, "kind", None)
-    if kind != "linear" and not hasattr(model.decoder, "decode_grid"):
-        return f"exact evaluation does not support decoder kind {kind}"
     extensions = getattr(model, "extensions", [])
     if extensions:
         return f"exact evaluation covers the seed's plain model, not {', '.join(extensions)}"
+    kind = getattr(model.decoder, "kind", None)
+    if kind != "linear" and not hasattr(model.decoder, "decode_grid"):
+        return f"exact evaluation does not support decoder kind {kind}"
     return None
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from headcount.core.bounds import add_bounds, attention_bounds, quantize_bounds
+from headcount.core.errors import InputError
 from headcount.core.forward import attend, causal_mask, mask_bias
 from headcount.core.model import MASKS, LinearDecoder, Transformer
 from headcount.core.precision import FLOAT64, Precision
@@ -76,6 +77,9 @@ def table_from_weights(model: Transformer, first_layer_only: bool = False) -> On
     output directly, which only means something for inspection, not as the model's own output)."""
     if not model.layers:
         raise ValueError("a model with no layers has no one-layer table form")
+    if model.extensions or getattr(model.decoder, "kind", None) == "vocab":
+        parts = ", ".join(model.extensions) or "an unbound vocabulary readout"
+        raise InputError(f"the one-layer table form is the seed's plain model; this model has {parts}")
     if model.layers[0].mlp is not None:
         raise ValueError(
             "a first layer with an MLP has no one-layer table form (ψ_out would have to absorb the MLP)"
