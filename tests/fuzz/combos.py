@@ -40,6 +40,32 @@ def combo_cases(fixtures_models: dict[str, str]) -> list[Case]:
                 "--samples with an exhaustive size",
                 ["--layers", "2", "--n", "4", "--alphabet", "2", "--samples", "1000000000"],
             ),
+            (
+                "--layout hop-prefix on a construction without hop tokens",
+                ["--layers", "2", "--n", "4", "--alphabet", "2", "--layout", "hop-prefix"],
+            ),
+            (
+                "--hops 17 and --layout hop-prefix",
+                ["--model", t, "--n", "3", "--alphabet", "2", "--hops", "17", "--layout", "hop-prefix"],
+            ),
+        ],
+        "evaluate": [
+            ("--task induction and --hops 2", ["--model", t, "--task", "induction", "--hops", "2", *EV]),
+            ("--n beyond the file's context (hop-prefix)", ["--model", t, "--layout", "hop-prefix", *EV]),
+            (
+                "--hops 1..3 beyond the file's hop tokens",
+                ["--model", t, "--hops", "1..3", "--n", "3", "--alphabet", "2"],
+            ),
+            (
+                "--alphabet beyond the file's symbols",
+                ["--model", t, "--task", "induction", "--n", "4", "--alphabet", "3"],
+            ),
+            ("a table file", ["--model", table, "--task", "induction", "--n", "4", "--alphabet", "2"]),
+            ("a minmax file", ["--model", mm, "--task", "induction", "--n", "4", "--alphabet", "2"]),
+            (
+                "10^9 samples at 16 hop counts",
+                ["--model", t, "--layout", "plain", "--hops", "1..16", *EV, "--samples", "1000000000"],
+            ),
         ],
         "induction protocol": [
             (
@@ -142,6 +168,40 @@ def combo_cases(fixtures_models: dict[str, str]) -> list[Case]:
                 Case(command.split()[0], command, "combo", lab, argv, kind="combo", valid_ok=not refuse)
             )
     return cases
+
+
+def import_combo_cases(models: dict[str, str], gpt2: dict[str, str]) -> list[Case]:
+    """`import gpt2` with checkpoints that must be refused (gpt2: the files test_fuzz.gpt2_files makes;
+    a payload's marker file must never appear) and mistakes in combining options."""
+    folder, bare, cfg, out = gpt2["folder"], gpt2["bare"], gpt2["config"], ["--out", "g.safetensors"]
+    items = [
+        ("a bare state dict without --config", [bare, *out]),
+        ("--readout lm-head without lm_head.weight", [folder, "--readout", "lm-head", *out]),
+        ("--prefix not matching the file", [folder, "--prefix", "transformer.", *out]),
+        ("--config not matching the file (n_layer)", [bare, "--config", gpt2["config_n_layer"], *out]),
+        ("--vocab-map ids beyond the file's vocabulary", [folder, "--vocab-map", gpt2["vocab_map"], *out]),
+        ("a transformer file with --config", [models["transformer"], "--config", cfg, *out]),
+        ("a torch.save payload (.pt)", [gpt2["payload_pt"], "--config", cfg, *out]),
+        ("a payload inside a state dict (.bin)", [gpt2["payload_dict"], "--config", cfg, *out]),
+        ("a bare pickle payload (.bin)", [gpt2["payload_pickle"], "--config", cfg, *out]),
+        ("wte 16 GiB sparse", [gpt2["sparse_wte"], "--config", cfg, *out]),
+    ]
+    return [
+        Case(
+            "import",
+            "import gpt2",
+            "combo",
+            lab,
+            ("import", "gpt2", *args, "--json", "--max-memory", MAX_MEMORY),
+            kind="combo",
+            valid_ok=False,
+            markers=(gpt2["marker"],),
+        )
+        for lab, args in items
+    ]
+
+
+EV = ["--n", "4", "--alphabet", "2"]  # evaluate's sizes on the two-layer construction file (n = 4, S = 2)
 
 
 # combinations that are contradictions or mistakes (the rest may be valid: a quick answer is right too)

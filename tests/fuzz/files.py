@@ -44,6 +44,9 @@ class Target:
 TARGETS = (
     Target("transformer", "induction predict", ("--input", "0 1 0 1")),
     Target("transformer", "induction certify", ("--n", "4", "--alphabet", "2")),
+    Target(
+        "transformer", "evaluate", ("--task", "induction", "--n", "4", "--alphabet", "2", "--samples", "8")
+    ),
     Target("table", "induction protocol", ("--k", "2", "--precision-bits", "8")),
     Target("table", "induction refute", ("--k", "2", "--precision-bits", "4")),
     Target("minmax", "minmax verify", ("--M", "4", "--n", "3")),
@@ -166,8 +169,12 @@ MAY_BE_VALID = {
     "sparse 64 GiB extra tensor (no --max-memory)",
     "duplicate tensor keys",  # the last one wins in both parsers: the file reads as the valid one
 } | {f"w0 = {short(t)}" for t in VALID_RATIONALS}
-# predict and certify take any induction model: a one-layer table file is valid there
-VALID_ELSEWHERE = {("a table file", "induction predict"), ("a table file", "induction certify")}
+# predict, certify and evaluate take any induction model: a one-layer table file is valid there
+VALID_ELSEWHERE = {
+    ("a table file", "induction predict"),
+    ("a table file", "induction certify"),
+    ("a table file", "evaluate"),
+}
 
 
 def _special(folder: Path, base: Path, kind: str) -> dict[str, tuple[Path, bool]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tests.fuzz import values as V
 from tests.fuzz.harness import MAX_MEMORY, Case, label
@@ -46,6 +47,12 @@ RANDOM_INDEX = {"--k": "2", "--random-seed": "0", "--heads": "1", "--dim": "2"}
 TINY = ["n=2", "degree=1", "heads=1", "steps=2"]  # one Boolean run that trains in a moment
 SWEEP = {"--db": "r.sqlite", "--task": "boolean", "--fixed": TINY, "--seeds": "0", "--workers": "1"}
 EXPERIMENT = {"#name": "xor-phase", "--scale": "quick", "--db": "r.sqlite", "--workers": "1"}
+EVALUATE = {"--task": "induction", "--n": "4", "--alphabet": "2", "--samples": "8"}
+
+
+def _transformer(boolean_model: str) -> str:
+    """The two-layer construction (n = 4, S = 2) the fixtures write beside the Boolean model."""
+    return str(Path(boolean_model).with_name("transformer.safetensors"))
 
 
 # `experiment` trains a whole experiment (minutes) when its input is valid, so it gets only values that
@@ -64,9 +71,10 @@ def _choice(*extra: str) -> Values:
     return V.STR + [(label(v), v) for v in extra]
 
 
-def commands(boolean_model: str, results_db: str | None) -> list[Command]:
+def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None) -> list[Command]:
     """The command table; `boolean_model` is the valid file `boolean check` starts from, `results_db` a
-    database with runs of experiment "e" (`sweep table`)."""
+    database with runs of experiment "e" (`sweep table`), `gpt2` a GPT-2 checkpoint folder (`import gpt2`;
+    None: that command is left out)."""
     return [
         Command(
             "induction solve", {"--input": "0 1 0 1", "--hops": "1"}, {"--input": V.TOKENS, "--hops": V.INT}
@@ -99,6 +107,8 @@ def commands(boolean_model: str, results_db: str | None) -> list[Command]:
                 "--alphabet": V.INT,
                 "--samples": V.INT,
                 "--seed": V.INT,
+                "--hops": V.INT,
+                "--layout": _choice("Plain", "hop_prefix", "hop-prefix"),
             },
             alone={
                 "--model": {"--n": "4", "--alphabet": "2"},
@@ -133,6 +143,22 @@ def commands(boolean_model: str, results_db: str | None) -> list[Command]:
                 "--seed": V.INT,
             },
             alone={"--model": {"--k": "2", "--precision-bits": "4"}},
+        ),
+        Command(
+            "evaluate",
+            {**EVALUATE, "--model": _transformer(boolean_model)},
+            {
+                "--model": V.READ_PATHS,
+                "--task": _choice("KHOP", "khop ", "copy"),
+                "--layout": _choice("Plain", "hop_prefix", "hop-prefix"),
+                "--hops": V.INT + [(label(v), v) for v in ("1..17", "3..1", "1...2", "0..0", "1..", "1..16")],
+                "--n": V.INT,
+                "--alphabet": V.INT,
+                "--samples": V.INT,
+                "--seed": V.INT,
+                "--precision": V.PRECISION,
+            },
+            alone={"--model": EVALUATE},
         ),
         Command(
             "minmax certify",
@@ -299,11 +325,34 @@ def commands(boolean_model: str, results_db: str | None) -> list[Command]:
                 "--out": V.WRITE_PATHS,
             },
         ),
+    ] + _import_commands(gpt2)
+
+
+def _import_commands(gpt2: str | None) -> list[Command]:
+    """`import gpt2` from a valid checkpoint folder (config.json + model.safetensors)."""
+    if gpt2 is None:
+        return []
+    return [
+        Command(
+            "import gpt2",
+            {"#path": gpt2, "--out": "g.safetensors"},
+            {
+                "#path": V.READ_PATHS,
+                "--config": V.READ_PATHS,
+                "--prefix": V.STR,
+                "--readout": _choice("Tied", "lm_head", "hidden ", "lm-head"),
+                "--vocab-map": V.READ_PATHS,
+                "--out": V.WRITE_PATHS,
+            },
+        )
     ]
 
 
+READ_OPTIONS = ("--out", "--db", "#spec", "--model", "#path", "--config", "--vocab-map")  # paths read/written
+
+
 def _case(cmd: Command, option: str, lab: str, value: str, args: dict[str, str], max_memory: bool) -> Case:
-    nobody = option in ("--out", "--db", "#spec", "--model") and V.needs_nobody(value)
+    nobody = option in READ_OPTIONS and V.needs_nobody(value)
     return Case(
         cmd.group,
         cmd.name,
@@ -315,12 +364,17 @@ def _case(cmd: Command, option: str, lab: str, value: str, args: dict[str, str],
 
 
 def option_cases(
-    boolean_model: str, results_db: str | None, sample: int | None = None, seed: int = 13
+    boolean_model: str,
+    results_db: str | None,
+    sample: int | None = None,
+    seed: int = 13,
+    gpt2: str | None = None,
 ) -> list[Case]:
-    """Every (command, option, value) — or `sample` values per (command, option) — as cases."""
+    """Every (command, option, value) — or `sample` values per (command, option) — as cases (`import gpt2`
+    only with a `gpt2` checkpoint folder)."""
     rng = random.Random(seed)
     cases = []
-    for cmd in commands(boolean_model, results_db):
+    for cmd in commands(boolean_model, results_db, gpt2):
         for option, vals in cmd.options.items():
             vals = list({value: (lab, value) for lab, value in vals}.values())  # each value once
             chosen = vals if sample is None else rng.sample(vals, min(sample, len(vals)))

@@ -4,6 +4,8 @@ sweep file) is `slow`. Each test collects every failure and reports them grouped
 
 from __future__ import annotations
 
+import os
+import pickle
 import random
 import sys
 
@@ -17,6 +19,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fo
 
 QUICK_VALUES = 2  # values per (command, option) in the quick subset
 QUICK_FILES = 40
+QUICK_GPT2_FILES = 10
 
 
 def _files(fixtures) -> list[Case]:
@@ -30,6 +33,65 @@ def _bases(fixtures) -> tuple[str, str | None]:
 
 def _models(fixtures) -> dict[str, str]:
     return {kind: str(path) for kind, path in fixtures.models.items()}
+
+
+@pytest.fixture(scope="session")
+def gpt2_files(fuzz_fixtures) -> dict[str, str]:
+    """GPT-2 checkpoints for `import gpt2` (under the fuzz root, readable by `nobody`): a valid folder, a bare
+    state dict, configs, a vocabulary map beyond the vocabulary, payloads that create `marker` if unpickled,
+    and a 16 GiB sparse wte."""
+    import torch
+
+    from tests.core.gpt2_checkpoints import Payload, config, state_dict, write_folder, write_json
+    from tests.fuzz.safetensors_raw import sparse_tensor_file
+
+    root = fuzz_fixtures.root / "gpt2"
+    folder = write_folder(root / "ckpt", state_dict(), config())
+    marker, tensors = str(root / "MARKER"), {k: torch.from_numpy(v) for k, v in state_dict().items()}
+    torch.save(Payload(marker), root / "payload.pt")
+    torch.save(tensors | {"h.0.attn.bias": Payload(marker)}, root / "payload-dict.bin")
+    (root / "payload-pickle.bin").write_bytes(pickle.dumps(Payload(marker)))
+    blob = (folder / "model.safetensors").read_bytes()
+    sparse_tensor_file(root / "sparse.safetensors", blob, "wte.weight", [2**28, 8])
+    for path in root.rglob("*"):
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return {
+        "folder": str(folder),
+        "bare": str(folder / "model.safetensors"),
+        "config": str(folder / "config.json"),
+        "config_n_layer": str(write_json(root / "n_layer.json", config(n_layer=7))),
+        "vocab_map": str(write_json(root / "map.json", {"symbols": [0, 1, 5000]})),
+        "payload_pt": str(root / "payload.pt"),
+        "payload_dict": str(root / "payload-dict.bin"),
+        "payload_pickle": str(root / "payload-pickle.bin"),
+        "sparse_wte": str(root / "sparse.safetensors"),
+        "marker": marker,
+    }
+
+
+def _gpt2_file_cases(fixtures, gpt2: dict[str, str]) -> list[Case]:
+    """Every corrupt or malicious transformer file of the file fuzzer as `import gpt2 PATH --config …`:
+    none is a GPT-2 checkpoint, so each must be refused (and no payload run)."""
+    cases = []
+    for case in model_file_cases(fixtures):
+        if case.command == "induction predict":
+            path = case.argv[case.argv.index("--model") + 1]
+            memory = ("--max-memory", harness.MAX_MEMORY) if "--max-memory" in case.argv else ()
+            argv = ("import", "gpt2", path, "--config", gpt2["config"], "--out", "g.safetensors", "--json")
+            cases.append(
+                Case(
+                    "import",
+                    "import gpt2",
+                    "PATH",
+                    case.value,
+                    (*argv, *memory),
+                    kind="model-file",
+                    valid_ok=False,
+                    markers=case.markers,
+                    forbidden=case.forbidden,
+                )
+            )
+    return cases
 
 
 # --- the harness itself ------------------------------------------------------------------------------
@@ -114,30 +176,34 @@ def _assert_clean(cases: list[Case], title: str) -> None:
         pytest.fail(report.describe(), pytrace=False)
 
 
-def test_quick_fuzz_subset(fuzz_fixtures):
+def test_quick_fuzz_subset(fuzz_fixtures, gpt2_files):
     """Every (command, option) with QUICK_VALUES seeded values, every combination, a sample of the
-    --max-memory values and QUICK_FILES files (models, databases, sweep files)."""
+    --max-memory values and QUICK_FILES files (models, databases, sweep files), and QUICK_GPT2_FILES model
+    files given to `import gpt2`."""
     rng = random.Random(13)
-    cases = options.option_cases(*_bases(fuzz_fixtures), sample=QUICK_VALUES)
+    cases = options.option_cases(*_bases(fuzz_fixtures), sample=QUICK_VALUES, gpt2=gpt2_files["folder"])
     cases += combos.combo_cases(_models(fuzz_fixtures))
     cases += rng.sample(options.max_memory_cases(), 6)
     cases += rng.sample(_files(fuzz_fixtures), QUICK_FILES)
+    cases += combos.import_combo_cases(_models(fuzz_fixtures), gpt2_files)
+    cases += rng.sample(_gpt2_file_cases(fuzz_fixtures, gpt2_files), QUICK_GPT2_FILES)
     _assert_clean(cases, "quick")
 
 
 @pytest.mark.slow
-def test_full_fuzz_options(fuzz_fixtures):
+def test_full_fuzz_options(fuzz_fixtures, gpt2_files):
     """Every option of every command × every hostile value of its kind (≥ 1,500 cases)."""
-    cases = options.option_cases(*_bases(fuzz_fixtures))
+    cases = options.option_cases(*_bases(fuzz_fixtures), gpt2=gpt2_files["folder"])
     cases += combos.combo_cases(_models(fuzz_fixtures)) + options.max_memory_cases()
+    cases += combos.import_combo_cases(_models(fuzz_fixtures), gpt2_files)
     assert len(cases) >= 1500
     _assert_clean(cases, "options")
 
 
 @pytest.mark.slow
-def test_full_fuzz_files(fuzz_fixtures):
-    """Every corrupt or malicious model file for every --model command, every broken database for every
-    --db command, every hostile sweep file (≥ 200 cases)."""
-    cases = _files(fuzz_fixtures)
+def test_full_fuzz_files(fuzz_fixtures, gpt2_files):
+    """Every corrupt or malicious model file for every --model command (and as `import gpt2 PATH`), every
+    broken database for every --db command, every hostile sweep file (≥ 200 cases)."""
+    cases = _files(fuzz_fixtures) + _gpt2_file_cases(fuzz_fixtures, gpt2_files)
     assert len(cases) >= 200
     _assert_clean(cases, "files")

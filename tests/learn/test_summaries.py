@@ -75,6 +75,37 @@ def test_khop_error_table_and_json():
     assert summarize_khop([]).empty and not s.empty
 
 
+def cert(bits: int | None, dtypes: list[str] | None = None) -> dict:
+    """A run's certificate at one hop count: certified at fixed:bits, or (None) a float64 error."""
+    if bits is None:
+        return {"errors": 2, "precision_bits": None, "certified": False, "dtypes_exact": None}
+    return {"errors": 0, "precision_bits": bits, "certified": True, "dtypes_exact": dtypes or ["float64"]}
+
+
+def test_khop_certified_precision_by_cell():
+    acc = {"1": 1.0, "2": 0.5}
+
+    def certified_row(layers: int, seed: int, certs: dict | None) -> dict:
+        metrics = {"accuracy_by_hop": acc} | ({} if certs is None else {"certificates_by_hop": certs})
+        return row({"layers": layers, "seed": seed}, metrics)
+
+    rows = [
+        certified_row(2, 0, {"1": cert(4), "2": cert(None)}),
+        certified_row(3, 0, {"1": cert(3, ["float16", "float64"]), "2": cert(5)}),
+        certified_row(3, 1, {"1": cert(6, ["bfloat16", "float64", "float16"]), "2": cert(None)}),
+        certified_row(4, 0, None),  # a run from before the certificates
+    ]
+    s = summarize_khop(rows)
+    assert s.layers == [2, 3, 4]
+    # the largest p over seeds; None where any seed is not certified or has no certificate
+    assert s.precision_bits == [[4, None], [6, None], [None, None]]
+    assert s.dtypes_exact == [[["float64"], None], [["float16", "float64"], None], [None, None]]
+    assert s.certified_cells == 2
+    assert list(s.to_json())[-3:] == ["precision_bits", "dtypes_exact", "certified_cells"]
+    plain = summarize_khop([{**r, "metrics": {"accuracy_by_hop": acc}} for r in rows])
+    assert plain.precision_bits is None and list(plain.to_json()) == list(s.to_json())[:-3]
+
+
 def minmax_row(heads: int, dim: int, both: float, refuted: bool, exhaustive: bool = True) -> dict:
     verdict = {"counterexample_exists": refuted, "correct": not refuted}
     return row(

@@ -146,18 +146,24 @@ def test_khop_and_variants(tmp_path):
     assert r["accuracy_index"] is None and "adversarial" not in r
     model = load_model(path)
     assert model.alphabet == 4 + 2 and model.n_ctx == 9 and model.decoder.alphabet == 4
-    # LayerNorm, MLP, fixed positional encodings train too (not exportable with LayerNorm)
+    # LayerNorm, GELU MLPs, fixed positional encodings train too, and export with their LayerNorms
+    gpt2 = tmp_path / "gpt2.safetensors"
     result = train_induction(
-        layers=1, dim=8, n=6, alphabet=3, steps=5, batch=8, layernorm=True, mlp=True, positional="circle"
-    )
-    assert result.model_path is None and np.isfinite(result.loss.final_loss)
+        layers=1, dim=8, n=6, alphabet=3, steps=5, batch=8, layernorm=True, mlp=True, positional="circle",
+        activation="gelu_tanh", out=gpt2,
+    )  # fmt: skip
+    assert result.model_path == str(gpt2) and np.isfinite(result.loss.final_loss)
+    model = load_model(gpt2)
+    assert model.extensions == ["gelu", "layernorm"] and model.layers[0].mlp.activation == "gelu_tanh"
+    assert model.info["config"]["activation"] == "gelu_tanh"
+    assert "activation" not in load_model(path).info["config"]  # a ReLU model's stored config is unchanged
 
 
 @pytest.mark.parametrize(
     "bad,match",
     [
         (dict(generator="zipf"), "unknown generator"),
-        (dict(layernorm=True, out="x.safetensors"), "layernorm=False"),
+        (dict(activation="swish"), "unknown activation 'swish'"),
         (dict(steps=-1), "steps"),
         (dict(positional="fixed"), "from scratch"),
         (dict(lr=0), "lr"),

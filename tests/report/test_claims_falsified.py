@@ -518,6 +518,74 @@ def test_learning_khop_depth(tmp_path, errors, reason):
     assert reason is None or reason in r.detail
 
 
+# the quick khop-gpt2 sweep's measured table (1000 steps, seed 0, rounded)
+MEASURED_GPT2 = {
+    2: [0.0009, 0.294, 0.507, 0.689],
+    3: [0.0002, 0.169, 0.394, 0.555],
+    4: [0.0004, 0.028, 0.345, 0.436],
+    5: [0.0002, 0.001, 0.001, 0.073],
+}
+
+
+def certified_rows(errors: dict[int, list[float]], bits: dict[tuple[int, int], int]) -> list[dict[str, Any]]:
+    """khop_rows with each run's certificates: certified at fixed:bits[L, k] where given, else a float64
+    error."""
+    rows = khop_rows(errors)
+    for row in rows:
+        L = row["config"]["layers"]
+        row["metrics"]["certificates_by_hop"] = {
+            str(k): {
+                "errors": 0,
+                "precision_bits": bits[L, k],
+                "certified": True,
+                "dtypes_exact": ["float64"],
+            }
+            if (L, k) in bits
+            else {"errors": 3, "precision_bits": None, "certified": False, "dtypes_exact": None}
+            for k in range(1, len(errors[L]) + 1)
+        }
+    return rows
+
+
+@pytest.mark.parametrize(
+    "errors, reason",
+    [
+        (MEASURED_GPT2, None),
+        (
+            MEASURED_GPT2 | {5: [0.0, 0.0, 0.0, 0.7]},
+            "is not better than the shallowest",
+        ),  # depth buys nothing
+        (
+            {L: [0.5, 0.6, 0.7, 0.8] for L in MEASURED_GPT2},
+            "not growing with k",
+        ),  # a broken block: no depth solves even k = 1
+        (MEASURED_GPT2 | {3: [0.3, 0.3, 0.3, 0.3]}, "L=3: error at k=4 (0.3000) is not above error at k=1"),
+        ({2: MEASURED_GPT2[2]}, "need ≥ 2 depths"),
+    ],
+)
+def test_learning_khop_gpt2(tmp_path, errors, reason):
+    bits = {(5, 1): 3, (5, 2): 4, (4, 1): 6}
+    ctx = summary_ctx(tmp_path, "khop-gpt2", certified_rows(errors, bits))
+    ctx.cache[("experiment", "khop", "quick", ctx.results_db)] = experiments.EXPERIMENTS["khop"].summarize(
+        khop_rows(MEASURED_KHOP)
+    )
+    r = run("learning.khop.gpt2", ctx)
+    assert r.status == (PASS if reason is None else FAIL), r.detail
+    assert reason is None or reason in r.detail
+    # the precision is reported, never asserted: certified cells show p, the others —
+    gpt2 = r.measured["gpt2"]
+    assert list(r.measured) == ["gpt2", "attention_only", "gpt2_steps", "attention_only_steps"]
+    assert "precision_bits" not in r.measured["attention_only"]  # those rows have no certificates
+    assert (r.measured["gpt2_steps"], r.measured["attention_only_steps"]) == (1000, None)
+    L5 = gpt2["layers"].index(5) if 5 in gpt2["layers"] else None
+    if L5 is not None:
+        assert gpt2["precision_bits"][L5] == [3, 4, None, None] and "L=5: 3 4 — —" in r.detail
+    if reason is None:
+        assert "L=2: 68.9 vs 71.6" in r.detail
+        assert "(training steps: GPT-2-style 1000, attention-only the trainer's default)" in r.detail
+        assert "k=1: 2 vs 2, k=2: 4 vs 3, k=3: 5 vs 3, k=4: none vs 4" in r.detail
+
+
 def minmax_rows(two_solved: bool = True, verifier_lies: bool = False) -> list[dict[str, Any]]:
     rows = []
     for heads, dim, both in [(1, 2, 0.7), (2, 3, 1.0 if two_solved else 0.9)]:

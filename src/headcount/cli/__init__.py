@@ -18,7 +18,8 @@ from typing import NoReturn
 
 import typer
 
-from headcount.cli import boolean, induction, minmax, sweep, train
+from headcount.cli import boolean, imports, induction, minmax, sweep, train
+from headcount.cli.evaluate import evaluate
 from headcount.cli.experiment import experiment
 from headcount.cli.reproduce import reproduce
 from headcount.core.errors import InputError, InternalError
@@ -37,6 +38,8 @@ app.add_typer(minmax.app, name="minmax")
 app.add_typer(boolean.app, name="boolean")
 app.add_typer(train.app, name="train")
 app.add_typer(sweep.app, name="sweep")
+app.add_typer(imports.app, name="import")
+app.command("evaluate")(evaluate)
 app.command("experiment")(experiment)
 app.command("reproduce")(reproduce)
 

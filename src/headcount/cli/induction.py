@@ -122,15 +122,25 @@ def induction_certify(
         None,
         "--samples",
         help="Random sequences when not exhaustive (≥ 1). All inputs together (samples plus the "
-        "adversarial families) may take at most 2^33 score entries per pass (inputs × heads × n²).",
+        "adversarial families) may take at most 2^33 score entries per pass (inputs × heads × n²) and "
+        "2^41 multiply-adds per pass (inputs × the model's weights and scores per input).",
     ),
     seed: int = typer.Option(0, "--seed", help=f"Seed for the random inputs {SeedHelp}."),
+    hops: int = typer.Option(
+        1, "--hops", help="k of the k-hop task, 1 ≤ k ≤ 16 (1 = induction heads; hop-prefix: the hop token)."
+    ),
+    layout: str = typer.Option(
+        "plain",
+        "--layout",
+        help="plain (characters only) or hop-prefix (the hop-count token first, position 0 not scored; "
+        "n + 1 must fit the model's context).",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Check a model on all of Σ^n (when small) or random + adversarial inputs; find its precision."""
     from headcount.induction.certify import certify_file_or_construction
 
-    result = certify_file_or_construction(model_file, layers, n, alphabet, samples, seed)
+    result = certify_file_or_construction(model_file, layers, n, alphabet, samples, seed, hops, layout)
     cert = result.certificate
     human = (
         f"{cert.inputs_checked} inputs ({'exhaustive' if result.exhaustive else 'sampled'}), "

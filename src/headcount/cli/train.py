@@ -46,6 +46,9 @@ def train_induction(
     lr: float | None = LrOpt,
     positional: str = typer.Option("learned", "--positional", help="learned, sinusoidal or circle."),
     mlp: bool = typer.Option(False, "--mlp"),
+    activation: str = typer.Option(
+        "relu", "--activation", help="The MLP's activation: relu, gelu (exact erf) or gelu_tanh (GPT-2's)."
+    ),
     out: Path | None = OutOpt,
     progress: bool = ProgressOpt,
     as_json: bool = JsonOpt,
@@ -66,6 +69,7 @@ def train_induction(
         lr=lr,
         positional=positional,
         mlp=mlp,
+        activation=activation,
         out=out,
         progress=progress,
     )

@@ -15,6 +15,10 @@ holds on its own, from the floating-point error model with underflow:
   own rounding, plus an absolute term for every product in it that may have underflowed. A radius is 0
   only where the value is provably exact.
 
+The GPT-2 parts (core/activation_bounds.py): LayerNorm and GELU are enclosed by outward-rounded interval
+arithmetic with proven error bounds for erfc and exp (checked against Arb once per process, as above); a
+LayerNorm output stays bounded (|LN(x)_i − b_i| ≤ |w_i|·√(d−1) for every real x) even on an unbounded box.
+
 Where an assumption fails (a score, weight or value that overflows, a NaN, an exponent error too large
 for the relative model) the radius is +inf: that position is *uncertified*, never certified. A decoder
 then says at which positions every point of the box decodes to the same output: there the output is
@@ -23,17 +27,17 @@ then says at which positions every point of the box decodes to the same output: 
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from headcount.core.activation_bounds import FLINT_LOCK, gelu_interval, layer_norm_interval
 from headcount.core.errors import InternalError
 from headcount.core.forward import causal_mask
 from headcount.core.precision import Precision, round_fixed
 
 if TYPE_CHECKING:  # model.py imports this module (decoders bound their logits); only the annotation needs it
-    from headcount.core.model import Transformer
+    from headcount.core.model import LayerNorm, Transformer
 
 U = 2.0**-53
 TINY = 2.0**-1074  # the smallest subnormal: a product that underflows loses at most half of it
@@ -150,7 +154,7 @@ def _rounding_point(mid, rad, prec: Precision):
 
 LIBM_ULPS = 4  # the accuracy of exp and expm1 the bounds assume (glibc documents < 1 ulp)
 _libm_checked: list[bool] = []
-_libm_lock = threading.Lock()  # chunks are bounded on several threads; flint's precision is global
+_libm_lock = FLINT_LOCK  # chunks are bounded on several threads; flint's precision is global
 
 
 def check_libm() -> None:
@@ -273,29 +277,59 @@ def attention_bounds(q, k, v, allowed: np.ndarray):
     return z_mid, _up(z_rad)
 
 
+def scale_bounds(mid: np.ndarray, rad: np.ndarray, scale: float):
+    """Bounds on scale·x for x in the box (mid, rad): the rounding of mid·scale (with underflow) is added."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = mid * scale
+        rad = abs(scale) * rad + U * np.abs(out) + np.where(mid != 0, TINY, 0.0)
+    return out, _up(np.where(np.isfinite(out), rad, np.inf))
+
+
+def layer_norm_bounds(mid: np.ndarray, rad: np.ndarray, ln: LayerNorm):
+    """Bounds on LN(x) for x in the box (mid, rad) [.. d_model] (activation_bounds.layer_norm_interval)."""
+    return box_from_interval(*layer_norm_interval(mid, rad, ln))
+
+
+def activation_bounds(mid: np.ndarray, rad: np.ndarray, kind: str):
+    """Bounds on the MLP activation `kind` (relu, gelu, gelu_tanh) of every x in the box (mid, rad)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        lo, hi = outward(mid - rad, mid + rad)
+    lo, hi = np.where(rad > 0, lo, mid), np.where(rad > 0, hi, mid)
+    if kind == "relu":  # monotone
+        return box_from_interval(np.maximum(lo, 0), np.maximum(hi, 0))
+    return box_from_interval(*gelu_interval(lo, hi, kind))
+
+
+def _normed(x, ln: LayerNorm | None, prec: Precision):
+    """LN(x) as a rounding point (forward._normed), or x itself where there is no LayerNorm."""
+    return x if ln is None else _rounding_point(*layer_norm_bounds(*x, ln), prec)
+
+
 def residual_bounds(model: Transformer, tokens: np.ndarray, prec: Precision):
     """(mid, rad) of the final residual stream [batch pos d_model] of the real-arithmetic model with the
-    rounding points of `prec` ("fixed:p" or "exact")."""
+    rounding points of `prec` ("fixed:p" or "exact"), after the final LayerNorm where the model has one.
+    Step for step forward.residual_stream: the scale multiplies the exact score ⟨q, k⟩ (here: the query
+    box), b_O is added once to the heads' sum of rounded outputs."""
     n = tokens.shape[1]
     x = _rounding_point(*add_bounds(model.W_E[tokens], 0.0, model.W_pos[:n], 0.0), prec)
-    if model.extensions:  # no bounds for the GPT-2 parts yet: nothing is proven
-        return x[0][..., :0].sum(-1, keepdims=True) + np.zeros_like(x[0]), np.full_like(x[0], np.inf)
     allowed = causal_mask(n) if model.mask == "causal" else np.ones((n, n), dtype=bool)
     for layer in model.layers:
         update = (np.zeros_like(x[0]), np.zeros_like(x[1]))
+        a = _normed(x, layer.ln1, prec) if layer.heads else x
         for head in layer.heads:
-            q = _rounding_point(*affine_bounds(*x, head.W_Q), prec)
-            k = _rounding_point(*affine_bounds(*x, head.W_K), prec)
-            v = _rounding_point(*affine_bounds(*x, head.W_V), prec)
+            q = _rounding_point(*affine_bounds(*a, head.W_Q, head.b_Q), prec)
+            k = _rounding_point(*affine_bounds(*a, head.W_K, head.b_K), prec)
+            v = _rounding_point(*affine_bounds(*a, head.W_V, head.b_V), prec)
+            if layer.attn_scale != 1.0:
+                q = scale_bounds(*q, layer.attn_scale)
             z = attention_bounds(q, k, v, allowed)
             update = add_bounds(*update, *_rounding_point(*affine_bounds(*z, head.W_O), prec))
+        if layer.b_O is not None:
+            update = add_bounds(*update, np.broadcast_to(layer.b_O, update[0].shape), 0.0)
         x = add_bounds(*x, *update)
         if layer.mlp is not None:
-            h_mid, h_rad = affine_bounds(*x, layer.mlp.W_in, layer.mlp.b_in)
-            with np.errstate(invalid="ignore"):
-                lo, hi = outward(h_mid - h_rad, h_mid + h_rad)
-            lo, hi = np.where(h_rad > 0, lo, h_mid), np.where(h_rad > 0, hi, h_mid)
-            relu_box = box_from_interval(np.maximum(lo, 0), np.maximum(hi, 0))  # ReLU is monotone
-            out = affine_bounds(*relu_box, layer.mlp.W_out, layer.mlp.b_out)
+            mlp = layer.mlp
+            hidden = affine_bounds(*_normed(x, layer.ln2, prec), mlp.W_in, mlp.b_in)
+            out = affine_bounds(*activation_bounds(*hidden, mlp.activation), mlp.W_out, mlp.b_out)
             x = add_bounds(*x, *_rounding_point(*out, prec))
-    return x
+    return _normed(x, model.ln_final, prec)

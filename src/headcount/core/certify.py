@@ -17,6 +17,11 @@ millions of sequences are streamed and re-streamed, never held in memory. One ce
 
 So `precision_bits` is the smallest p not rejected by a proven error; with `certified` true, the exact
 fixed:p model is proven right on every input checked at that p.
+
+A reference may answer IGNORE at a position that is not scored (the hop-count token of the k-hop layout,
+headcount.induction.layouts): every pass skips it — it is not counted in positions_checked or the errors,
+never a counterexample or a rejection, never open (not in uncertified_positions), and the exact evaluator
+never spends work on it.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from headcount.core.symbols import token_text
 InputStream = Callable[[], Iterator[tuple[str, np.ndarray]]]
 Reference = Callable[[np.ndarray], np.ndarray]
 MAX_BITS = 60
+IGNORE = -3  # a reference's answer at a position not scored (module docstring); BOTTOM is -1, OTHER -2
 CONFIRM_ROWS = 16  # inputs of a chunk the search tries to confirm an emulated error on, per p
 
 
@@ -167,11 +173,14 @@ class _Tally:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def count(self, family: str, tokens: np.ndarray, target: np.ndarray, got: np.ndarray) -> None:
-        """Pass 1 on one chunk: float64 errors, per family, and the first counterexample."""
+        """Pass 1 on one chunk: float64 errors, per family, and the first counterexample (IGNORE positions
+        are not counted)."""
+        scored = target != IGNORE
+        got = _settled(target, got)[0]
         wrong = got != target
-        bottom = target < 0
+        bottom = (target < 0) & scored
         self.inputs_checked += len(tokens)
-        self.positions_checked += tokens.size
+        self.positions_checked += int(scored.sum())
         self.bottom_positions += int(bottom.sum())
         self.errors += int(wrong.sum())
         self.errors_bottom += int((wrong & bottom).sum())
@@ -199,6 +208,17 @@ class _Tally:
             exact_positions=self.exact_positions,
             certified=self.certified,
         )
+
+
+def _settled(
+    target: np.ndarray, got: np.ndarray, proven: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(got, proven) with every IGNORE position of `target` answered as the target and proven: an ignored
+    position is never wrong and never open. The arrays themselves when nothing is ignored."""
+    ignored = target == IGNORE
+    if not ignored.any():
+        return got, proven
+    return np.where(ignored, target, got), None if proven is None else proven | ignored
 
 
 def _counterexample(tokens: np.ndarray, target: np.ndarray, got: np.ndarray, family: str) -> Counterexample:
@@ -239,7 +259,7 @@ def confirmed_error(
     emulation's errors were its own). A causal model's output at position i depends on the first i tokens
     only, so each suspect is confirmed on its prefix up to its first emulated error — cheap at any n — and
     that prefix is the input reported (the full input errs at the same position)."""
-    wrong = emulate(model, tokens, fixed(p)) != target
+    wrong = _settled(target, emulate(model, tokens, fixed(p)))[0] != target
     suspects = np.flatnonzero(wrong.any(axis=1))
     if suspects.size == 0:
         return None
@@ -249,7 +269,8 @@ def confirmed_error(
     ):
         end = tokens.shape[1] if model.mask == "full" else int(position) + 1
         prefix, expected = tokens[row : row + 1, :end], target[row : row + 1, :end]
-        got, decided = fixed_predict(model, prefix, p)
+        bounded = _settled(expected, *certified_predict(model, prefix, fixed(p)))
+        got, decided = fixed_predict(model, prefix, p, proven_in=bounded)
         proven_wrong = decided & (got != expected)
         if proven_wrong.any():
             return _rejection(p, prefix, expected, got, proven_wrong, family)
@@ -265,7 +286,7 @@ def minimal_precision_bits(
     for p in range(start, MAX_BITS + 1):
         if confirmed_error(model, tokens, target, p) is not None:
             continue
-        got, proven = certified_predict(model, tokens, fixed(p))
+        got, proven = _settled(target, *certified_predict(model, tokens, fixed(p)))
         if np.any(proven & (got != target)):
             continue
         got, decided = fixed_predict(model, tokens, p, budget=WorkBudget(None), proven_in=(got, proven))
@@ -294,7 +315,7 @@ def _certify_pass(model: Model, inputs: InputStream, reference: Reference, tally
     budget = WorkBudget()
     for family, tokens in inputs():
         target = reference(tokens)
-        got, proven = certified_predict(model, tokens, fixed(p))
+        got, proven = _settled(target, *certified_predict(model, tokens, fixed(p)))
         wrong = proven & (got != target)
         if not wrong.any() and (~proven).any():  # open positions: the exact evaluator decides them
             open_rows = np.flatnonzero(~proven.all(axis=1))
@@ -342,4 +363,8 @@ def certify_model(
 
 def _exact_in(model: Model, inputs: InputStream, reference: Reference, prec: Precision) -> bool:
     with np.errstate(all="ignore"):  # float16 overflow is that type's behaviour, not a failure here
-        return all(not np.any(emulate(model, tokens, prec) != reference(tokens)) for _, tokens in inputs())
+        for _, tokens in inputs():
+            target = reference(tokens)
+            if np.any(_settled(target, emulate(model, tokens, prec))[0] != target):
+                return False
+        return True

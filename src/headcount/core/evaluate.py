@@ -32,8 +32,22 @@ from headcount.core.table import OneLayerTable, table_residual, table_residual_b
 Model = Transformer | OneLayerTable
 
 
+def output_classes(model: Model) -> int:
+    """Width of the model's output logits (the whole vocabulary of an imported model's readout)."""
+    decoder = model.decoder
+    if callable(getattr(decoder, "classes", None)):
+        return int(decoder.classes(model.d_model))
+    W_U = getattr(decoder, "W_U", None)
+    return int(W_U.shape[1]) if W_U is not None else model.d_model
+
+
+def chunk_rows(model: Model, n: int) -> int:
+    """Sequences of length n per chunk: the score tensor or the logits, whichever is wider, fits a chunk."""
+    return rows_per_chunk(n, max(model.d_model, output_classes(model)))
+
+
 def _chunks(model: Model, tokens: np.ndarray, shrink: int = 1) -> Iterator[np.ndarray]:
-    chunk = max(1, rows_per_chunk(tokens.shape[1], model.d_model) // shrink)
+    chunk = max(1, chunk_rows(model, tokens.shape[1]) // shrink)
     for start in range(0, len(tokens), chunk):
         yield tokens[start : start + chunk]
 

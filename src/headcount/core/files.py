@@ -55,8 +55,11 @@ class ModelFileError(InputError):
 def atomic_write_bytes(path: str | os.PathLike, write) -> None:
     """Call write(tmp_path) on a temporary file beside `path`, then rename it into place, so a reader never
     sees half a file. The file gets the permissions any new file gets (0666 less the umask), not mkstemp's
-    0600: a model or report is as readable as the user's other files."""
+    0600: a model or report is as readable as the user's other files. An existing target that is not a
+    regular file (a device such as /dev/null, a FIFO, a folder) is refused: the rename would replace it."""
     path = Path(path)
+    if path.exists() and not path.is_file():
+        raise InputError(f"{show_path(path)} exists and is not a regular file: write to a file path")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)

@@ -5,6 +5,12 @@
   multiple of 2^-p (ties to even) and clipped to [-2^p, 2^p]. Everything between those points
   (scores, softmax, sums) is real arithmetic, evaluated in float64 (and bounded rigorously by
   :mod:`headcount.core.bounds` when a certificate is asked for).
+  The GPT-2 block adds rounding points where a vector is handed on, as the seed's are: every LayerNorm
+  output (ln1 before the heads, ln2 before the MLP, ln_final before the decoder) is rounded like the
+  embedding. Biases are weights: q = round(LN1(x) W_Q + b_Q) (likewise k, v) and an MLP output is
+  round(act(LN2(x) W_in + b_in) W_out + b_out) — the hidden layer act(·) itself is real; b_O is added once,
+  unrounded, to the heads' sum of rounded outputs; the attention scale multiplies the exact product
+  ⟨q, k⟩ of the rounded q and k (the score is real, as in the seed); GELU is the exact real function.
 * ``float16`` / ``bfloat16`` / ``float32`` / ``float64`` — the whole forward pass in that type: weights
   and every intermediate tensor are rounded to the type after each operation. float16 and bfloat16
   accumulate in float32 (as tensor hardware does) and round each result.

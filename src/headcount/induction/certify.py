@@ -3,6 +3,11 @@
 Inputs: all of Σ^n when S^n ≤ EXHAUSTIVE_LIMIT (streamed in lexicographic chunks); otherwise `samples`
 seeded random sequences (half uniform, half no-adjacent-repeats) plus every adversarial family of
 headcount.induction.task (each max(2, samples // 8) sequences; the INDEX family where S ≥ 3 and n ≥ 3).
+
+Layouts (headcount.induction.layouts): the inputs above are the characters; with layout "hop-prefix" every
+input gets the hop token of k = `hops` first and position 0 is not scored (core.certify's IGNORE). The
+model is bound to the task's tokens first (core.vocab.bind_task), so imported models (decoder "vocab")
+certify in their own vocabulary.
 """
 
 from __future__ import annotations
@@ -21,6 +26,16 @@ from headcount.core.resources import check_memory, check_work
 from headcount.core.validate import check_int
 from headcount.induction import task
 from headcount.induction.construction import build_or_load, check_sizes, evaluation_bytes, evaluation_work
+from headcount.induction.layouts import (
+    bind_layout,
+    check_hops,
+    check_layout,
+    evaluation_memory,
+    layout_reference,
+    layout_stream,
+    model_work,
+    prefix_length,
+)
 
 EXHAUSTIVE_LIMIT = 2_000_000
 EXHAUSTIVE_CHUNK = 1 << 15
@@ -32,6 +47,10 @@ SAMPLE_CHUNK = 256  # sampled inputs are generated and checked this many at a ti
 # certificates the report and the slow tests ask for take up to 2.6·10⁹ (n = 4096 with the default samples)
 # and 1.3·10⁹ (all of Σ^20 over 2 tokens).
 CERTIFY_MAX_WORK = 2**33
+# ... and at most this many multiply-adds per pass (inputs × layouts.model_work): what bounds wide models,
+# whose weights and readout (an imported model's vocabulary) cost more per position than their scores. The
+# passes run 10⁹–10¹⁰ multiply-adds a second here, a pass in minutes at the limit.
+CERTIFY_MAX_MULTIPLY_ADDS = 2.0**41
 # Bytes per input row while sampled inputs are generated (int64 rows, random floats, argsort keys): per
 # position and per alphabet token.
 INPUT_BYTES_PER_POSITION, INPUT_BYTES_PER_TOKEN = 48, 24
@@ -114,7 +133,8 @@ class InductionCertificate:
     model's shape (heads per layer, residual width), the task size, and the input set (exhaustive or
     sampled with `seed`). `size` = Σ heads·d_model·precision_bits (None without a precision).
     `construction` names the construction of a model built in-process; a model read from a file
-    (`from_file`) reports what its own info says as `file_label` instead: a label, never a fact."""
+    (`from_file`) reports what its own info says as `file_label` instead: a label, never a fact. `layout`
+    is in the JSON only when it is not "plain" (so plain certificates read as they always did)."""
 
     hops: int
     layers: int
@@ -129,6 +149,7 @@ class InductionCertificate:
     size: int | None
     file_label: str | None = None
     from_file: bool = False
+    layout: str = "plain"
 
     @property
     def scope(self) -> str:
@@ -161,6 +182,7 @@ class InductionCertificate:
         return {
             "task": "induction",
             "hops": self.hops,
+            **({"layout": self.layout} if self.layout != "plain" else {}),
             "layers": self.layers,
             "heads": list(self.heads_per_layer),
             "dim": self.d_model,
@@ -175,32 +197,68 @@ class InductionCertificate:
         }
 
 
-def _check_request(n: int, alphabet: int, samples: int | None, seed: int = 0) -> None:
+def _check_request(
+    n: int, alphabet: int, samples: int | None, seed: int = 0, hops: int = 1, layout: str = "plain"
+) -> None:
     check_sizes(n, alphabet)
     if samples is not None and samples < 1:
         raise InputError(f"--samples {samples} must be ≥ 1")
     check_int("--seed", seed, 0)
+    check_hops(hops)
+    check_layout(layout)
+
+
+def certify_inputs(
+    n: int, alphabet: int, samples: int | None, exhaustive: bool | None = None
+) -> tuple[int, int]:
+    """(inputs per pass, rows of the largest chunk) of certify's input set."""
+    exhaustive = exhaustive_size(n, alphabet) if exhaustive is None else exhaustive
+    if exhaustive:
+        return task.count_sequences(n, alphabet), EXHAUSTIVE_CHUNK
+    inputs = sum(count for _, count in family_sizes(n, alphabet, samples))
+    return inputs, min(SAMPLE_CHUNK, max(2, default_samples(n) if samples is None else samples))
 
 
 def check_certify_resources(
-    n: int, alphabet: int, samples: int | None, heads: int, d_model: int, exhaustive: bool | None = None
+    n: int,
+    alphabet: int,
+    samples: int | None,
+    heads: int,
+    d_model: int,
+    exhaustive: bool | None = None,
+    prefix: int = 0,
 ) -> None:
     """certify's bounds, from the sizes alone: CERTIFY_MAX_WORK score entries per pass, and the memory of
-    evaluating the model (construction.evaluation_bytes) plus one chunk of inputs within the guard's limit."""
-    exhaustive = exhaustive_size(n, alphabet) if exhaustive is None else exhaustive
-    if exhaustive:
-        inputs, rows = task.count_sequences(n, alphabet), EXHAUSTIVE_CHUNK
-    else:
-        inputs = sum(count for _, count in family_sizes(n, alphabet, samples))
-        rows = min(SAMPLE_CHUNK, max(2, default_samples(n) if samples is None else samples))
+    evaluating the model (construction.evaluation_bytes) plus one chunk of inputs within the guard's limit
+    (`prefix`: tokens before the n characters, the hop token of the hop-prefix layout)."""
+    inputs, rows = certify_inputs(n, alphabet, samples, exhaustive)
+    length = n + prefix
     what = f"induction certify at --n {n} --alphabet {alphabet}"
-    chunk = float(rows) * (INPUT_BYTES_PER_POSITION * float(n) + INPUT_BYTES_PER_TOKEN * float(alphabet))
-    check_memory(evaluation_bytes(n, d_model) + chunk, what)
+    chunk = float(rows) * (INPUT_BYTES_PER_POSITION * float(length) + INPUT_BYTES_PER_TOKEN * float(alphabet))
+    check_memory(evaluation_bytes(length, d_model) + chunk, what)
     check_work(
-        evaluation_work(inputs, heads, n),
+        evaluation_work(inputs, heads, length),
         CERTIFY_MAX_WORK,
         f"{what} on {inputs} inputs ({heads} heads)",
         "score entries per pass (inputs × heads × n²)",
+        "--samples or --n",
+    )
+
+
+def check_model_resources(
+    model: Model, n: int, alphabet: int, samples: int | None, exhaustive: bool | None = None, prefix: int = 0
+) -> None:
+    """The bounds that depend on the (bound) model beyond its heads and width: CERTIFY_MAX_MULTIPLY_ADDS per
+    pass, and the memory of the pass with its output logits (an imported model's whole vocabulary)."""
+    inputs, rows = certify_inputs(n, alphabet, samples, exhaustive)
+    length = n + prefix
+    what = f"induction certify at --n {n} --alphabet {alphabet}"
+    check_memory(evaluation_memory(model, length, rows), what)
+    check_work(
+        float(inputs) * model_work(model, length),
+        CERTIFY_MAX_MULTIPLY_ADDS,
+        f"{what} on {inputs} inputs",
+        "multiply-adds per pass (inputs × the model's work per input)",
         "--samples or --n",
     )
 
@@ -215,19 +273,27 @@ def certify_induction(
     exhaustive: bool | None = None,
     dtypes: bool = True,
     from_file: bool = False,
+    layout: str = "plain",
 ) -> InductionCertificate:
-    """Certificate of `model` on induction heads (hop `hops`) at length n over `alphabet` tokens
+    """Certificate of `model` on induction heads (hop `hops`, 1..layouts.MAX_HOPS) at length n over
+    `alphabet` tokens, in `layout` (module docstring; the model is bound to the task's tokens first)
     (dtypes=False skips the IEEE-dtype passes: dtypes_exact is then empty; from_file: the model was read
     from a file, so its info's "construction" is reported as `file_label`, a label, not a construction)."""
-    _check_request(n, alphabet, samples, seed)
-    if n > model.n_ctx or alphabet > model.alphabet:
+    _check_request(n, alphabet, samples, seed, hops, layout)
+    prefix = prefix_length(layout)
+    if not prefix and (n > model.n_ctx or alphabet > model.alphabet):
         raise InputError(
             f"the model handles n ≤ {model.n_ctx} and alphabet ≤ {model.alphabet}; "
             f"got --n {n} --alphabet {alphabet}"
         )
-    check_certify_resources(n, alphabet, samples, sum(model.heads_per_layer), model.d_model, exhaustive)
+    bound = bind_layout(model, layout, n, alphabet, hops)
+    heads = sum(bound.heads_per_layer)
+    check_certify_resources(n, alphabet, samples, heads, bound.d_model, exhaustive, prefix)
+    check_model_resources(bound, n, alphabet, samples, exhaustive, prefix)
     stream, is_exhaustive = induction_inputs(n, alphabet, samples, seed, exhaustive)
-    cert = certify_model(model, stream, lambda tokens: task.induction_targets(tokens, hops), dtypes=dtypes)
+    if prefix:
+        stream = layout_stream(stream, layout, alphabet, hops)
+    cert = certify_model(bound, stream, layout_reference(layout, hops), dtypes=dtypes)
     p = cert.precision_bits
     label = model.info.get("construction")
     label = label[:200] if isinstance(label, str) else None
@@ -245,6 +311,7 @@ def certify_induction(
         size=None if p is None else model.size(p),
         file_label=label if from_file else None,
         from_file=from_file,
+        layout=layout,
     )
 
 
@@ -255,12 +322,16 @@ def certify_file_or_construction(
     alphabet: int,
     samples: int | None = None,
     seed: int = 0,
+    hops: int = 1,
+    layout: str = "plain",
 ) -> InductionCertificate:
     """certify_induction of a model file or of the `layers`-layer construction at (n, alphabet); the sizes
     are checked before anything is built or loaded."""
     check_sizes(n, alphabet, layers)
-    _check_request(n, alphabet, samples, seed)
+    _check_request(n, alphabet, samples, seed, hops, layout)
     if model_file is None and layers is not None:  # before building: heads and d_model of the construction
         check_certify_resources(n, alphabet, samples, 3 if layers == 2 else 1, 19 if layers == 2 else n + 1)
     model = build_or_load(model_file, layers, n, alphabet)
-    return certify_induction(model, n, alphabet, samples, seed, from_file=model_file is not None)
+    return certify_induction(
+        model, n, alphabet, samples, seed, hops, from_file=model_file is not None, layout=layout
+    )

@@ -1,4 +1,4 @@
-"""The four learning experiments of spec/learning.md: each one sweep, its table, and a summary read back
+"""The five learning experiments of spec/learning.md: each one sweep, its table, and a summary read back
 from the database.
 
     run_experiment("xor-phase", scale="quick", db=DEFAULT_DB) -> ExperimentResult
@@ -7,6 +7,7 @@ from the database.
 |-----------------|----------------------------------------------------------------|-----------------|
 | induction-depth | layers {1, 2} × n {16, 32}, 1 head, dim 32, alphabet 4          | the INDEX bound |
 | khop            | layers {2, 3, 4}, trained on 1..4 hops (no adjacent repeats)    | depth ≈ log₂ k  |
+| khop-gpt2       | the same, GPT-2 blocks (LayerNorm, GELU MLP), layers {2..5}     | depth ≈ log₂ k  |
 | minmax-heads    | heads {1, 2} × dim {1, 2, 3, 4, 6}, M = 8, n = 4, 2 seeds       | exact verifier  |
 | xor-phase       | D, H ∈ {1, 2, 4, 8}, n = 8, 2 seeds                             | D·H = n (Thm 2) |
 
@@ -19,18 +20,34 @@ on the same cells (their certificates) is not a summary's business: report/learn
 figure and checks the claims, so learn/ never imports report/. k-hop: one model per depth L is trained on
 hop counts drawn from 1..K (the hop count is the first token) and evaluated at every k ≤ K
 (`accuracy_by_hop`); the heat map shows the error by (L, k).
+
+The two k-hop experiments run with their own runner, `run_khop_certified` (registered here as
+KHOP_RUNNER): the training run, then its exported model certified at every hop count
+(`khop_certificates`: sampled inputs in the training layout, the smallest fixed:p with a proof, the IEEE
+dtypes that stay exact), stored with the run's metrics as `certificates_by_hop`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from headcount.core.certify import certify_model
 from headcount.core.errors import InputError
+from headcount.core.evaluate import emulate
+from headcount.core.io import load_model
 from headcount.core.jsonable import jsonable
+from headcount.core.model import Transformer
+from headcount.core.precision import FLOAT64
 from headcount.core.validate import check_choice
+from headcount.induction import task as itask
+from headcount.induction.layouts import bind_layout, lay_out, layout_reference
 from headcount.learn.constants import DEFAULT_DB, SCALES
 from headcount.learn.store import ResultsStore
 from headcount.learn.summaries import (
@@ -41,7 +58,94 @@ from headcount.learn.summaries import (
     summarize_minmax_heads,
     summarize_xor_phase,
 )
-from headcount.learn.sweep import SweepCounts, load_spec, run_sweep, sweep_table
+from headcount.learn.sweep import (
+    DEFAULT_RUNNER,
+    SweepCounts,
+    load_spec,
+    register_runner,
+    run_sweep,
+    sweep_table,
+)
+
+# ------------------------------------------------------------------------------------------------
+# k-hop runs with certificates: the precision each trained model needs, at every hop count
+
+KHOP_CERTIFY_SAMPLES = 64  # sampled character strings, shared by every hop count
+KHOP_CERTIFY_SEED = 20_240_602  # fixed, like the held-out sets: every model is certified on the same inputs
+
+
+def khop_certificates(
+    model: Transformer, n: int, alphabet: int, hops: int, samples: int = KHOP_CERTIFY_SAMPLES
+) -> dict[str, dict[str, Any]]:
+    """Per hop count k = 1..hops (keys "1".."hops"): core.certify.certify_model of the exported k-hop model
+    in the hop-prefix layout (induction.layouts: the hop token first, position 0 not scored) on `samples`
+    character strings with no two adjacent symbols equal — the distribution the model was trained on —
+    drawn once (seeded by KHOP_CERTIFY_SEED, n and alphabet) and shared by every k. Each entry: float64
+    `errors` over the `positions` scored, `precision_bits` (smallest fixed:p not proven wrong; None when
+    none ≤ 60 is), `certified` (no float64 error and every position proven right at that p),
+    `uncertified_positions`, `dtypes_exact`. Scope: sampled. Where the float64 model errs on a sample no
+    precision can be certified: the search is skipped there (precision_bits, uncertified_positions and
+    dtypes_exact None, certified False). (induction.certify.certify_induction's input families include
+    repeated symbols, which a k-hop model never saw: every trained model errs there.)"""
+    rng = np.random.default_rng([KHOP_CERTIFY_SEED, n, alphabet])
+    sigma = itask.no_adjacent_repeats(rng, samples, n, alphabet)
+    out = {}
+    for k in range(1, hops + 1):
+        bound = bind_layout(model, "hop-prefix", n, alphabet, k)
+        tokens = lay_out(sigma, "hop-prefix", alphabet, k)
+        errors = int((emulate(bound, tokens, FLOAT64)[:, 1:] != itask.induction_targets(sigma, k)).sum())
+        if errors:
+            out[str(k)] = {
+                "errors": errors,
+                "positions": sigma.size,
+                "precision_bits": None,
+                "certified": False,
+                "uncertified_positions": None,
+                "dtypes_exact": None,
+            }
+            continue
+
+        def stream(tokens: np.ndarray = tokens) -> Iterator[tuple[str, np.ndarray]]:
+            yield "no_adjacent_repeats", tokens
+
+        cert = certify_model(bound, stream, layout_reference("hop-prefix", k))
+        out[str(k)] = {
+            "errors": cert.errors,
+            "positions": cert.positions_checked,
+            "precision_bits": cert.precision_bits,
+            "certified": cert.certified,
+            "uncertified_positions": cert.uncertified_positions,
+            "dtypes_exact": list(cert.dtypes_exact),
+        }
+    return out
+
+
+def run_khop_certified(config: dict[str, Any]) -> dict[str, Any]:
+    """The k-hop experiments' runner: train.run_config(config) with the model exported to a temporary file,
+    then `certificates_by_hop` (khop_certificates of that model at the run's n, alphabet, hops) and
+    `certify_seconds` added to the run's JSON (model_path None: the file is gone)."""
+    from headcount.learn.train import run_config  # in the worker only: the parent never imports torch
+
+    if config.get("task") != "khop":
+        raise InputError(f"the k-hop certified runner runs task 'khop', not {str(config.get('task'))[:40]!r}")
+    if "out" in config:
+        raise InputError("a k-hop certified run exports to its own temporary file: remove 'out'")
+    with tempfile.TemporaryDirectory(prefix="headcount-khop-") as tmp:
+        path = Path(tmp) / "model.safetensors"
+        run = run_config({**config, "out": str(path)})
+        model = load_model(path)
+    began = time.perf_counter()
+    certificates = khop_certificates(model, run.n, run.alphabet, run.hops)
+    return {
+        **run.to_json(),
+        "model_path": None,
+        "certificates_by_hop": certificates,
+        "certify_seconds": time.perf_counter() - began,
+    }
+
+
+KHOP_RUNNER = register_runner(run_khop_certified)
+GPT2_BLOCK = {"mlp": True, "layernorm": True, "activation": "gelu"}  # the k-hop paper's blocks (GPT2Model)
 
 
 @dataclass(frozen=True)
@@ -52,6 +156,7 @@ class Experiment:
     scales: dict[str, dict[str, Any]]  # scale -> {"fixed": …, "grid": …, "seeds": …}
     summarize: Callable[[Rows], Summary]  # database rows -> the summary (series of claim and figure)
     table_metrics: tuple[str, ...]  # the metrics `headcount experiment` tabulates (sweep_table names)
+    runner: str = DEFAULT_RUNNER  # the sweep runner's registry name
 
 
 @dataclass(frozen=True)
@@ -127,6 +232,46 @@ EXPERIMENTS: dict[str, Experiment] = {
             },
             summarize_khop,
             ("accuracy_by_hop", "accuracy_bottom", "train_seconds"),
+            KHOP_RUNNER,
+        ),
+        Experiment(
+            "khop-gpt2",
+            "khop",
+            "k-hop induction, GPT-2 blocks (pre-LayerNorm, GELU MLP): error by depth L and hop count k",
+            {
+                # khop's settings with the k-hop paper's GPT-2 block; 1000 steps keep the quick report's
+                # budget (four models, ~65 s of one core in all)
+                "quick": {
+                    "fixed": {
+                        "n": 16,
+                        "alphabet": 4,
+                        "heads": 2,
+                        "dim": 32,
+                        "hops": 4,
+                        "steps": 1000,
+                        **GPT2_BLOCK,
+                    },
+                    "grid": {"layers": [2, 3, 4, 5]},
+                    "seeds": [0],
+                },
+                "full": {
+                    "fixed": {
+                        "n": 32,
+                        "alphabet": 4,
+                        "heads": 2,
+                        "dim": 64,
+                        "hops": 8,
+                        "steps": 4000,
+                        "lr": 1e-3,
+                        **GPT2_BLOCK,
+                    },
+                    "grid": {"layers": [2, 3, 4, 5]},
+                    "seeds": [0, 1],
+                },
+            },
+            summarize_khop,
+            ("accuracy_by_hop", "accuracy_bottom", "train_seconds"),
+            KHOP_RUNNER,
         ),
         Experiment(
             "minmax-heads",
@@ -187,6 +332,7 @@ def experiment_spec(name: str, scale: str = "quick") -> dict[str, Any]:
     """The sweep spec (the dict form of a sweep TOML file) of experiment `name` at `scale`."""
     exp = _experiment(name)
     s = exp.scales[check_choice("scale", scale, SCALES)]
+    runner = {} if exp.runner == DEFAULT_RUNNER else {"runner": exp.runner}
     return {
         "sweep": {
             "name": f"{name}-{scale}",
@@ -194,6 +340,7 @@ def experiment_spec(name: str, scale: str = "quick") -> dict[str, Any]:
             "task": exp.task,
             "seeds": list(s["seeds"]),
             "description": exp.description,
+            **runner,
         },
         "fixed": dict(s["fixed"]),
         "grid": {k: list(v) for k, v in s["grid"].items()},

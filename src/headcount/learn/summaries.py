@@ -25,6 +25,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from headcount.core.precision import IEEE_DTYPES
+
 Rows = list[dict[str, Any]]
 
 
@@ -167,21 +169,59 @@ def summarize_induction_depth(rows: Rows) -> InductionDepthSummary:
 @dataclass(frozen=True)
 class KhopSummary(_Json):
     """error[i][j]: 1 − mean accuracy of the depth-layers[i] models at hop count hops[j] (NaN: not
-    measured); one_hop_error_deepest: the deepest model's error at k = 1."""
+    measured); one_hop_error_deepest: the deepest model's error at k = 1.
+
+    From the runs' certificates (experiments.khop_certificates; None and left out of the JSON when no run
+    has them): precision_bits[i][j], the fixed:p at which the models of that cell are certified on their
+    sampled inputs — the largest over seeds, None where some seed's model is not certified there (a
+    float64 error, or a position not proven) or has no certificate; dtypes_exact[i][j], the IEEE dtypes
+    exact for every seed there (None likewise); certified_cells, the cells with a precision."""
+
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("precision_bits", "dtypes_exact", "certified_cells")
 
     layers: list[int]
     hops: list[int]
     error: list[list[float]]
     one_hop_error_deepest: float
+    precision_bits: list[list[int | None]] | None = None
+    dtypes_exact: list[list[list[str] | None]] | None = None
+    certified_cells: int | None = None
 
     @property
     def empty(self) -> bool:
         return not self.layers
 
 
+def _certificates(group: list[dict[str, Any]], k: int) -> list[dict[str, Any]] | None:
+    """Every run's certificate at hop count k, or None when some run has none or is not certified there."""
+    certs = [(m.get("certificates_by_hop") or {}).get(str(k)) for m in group]
+    return certs if certs and all(c is not None and c.get("certified") for c in certs) else None
+
+
+def _common_dtypes(certs: list[dict[str, Any]]) -> list[str]:
+    """The IEEE dtypes exact in every one of the certificates, in core.precision.IEEE_DTYPES' order."""
+    return [d for d in IEEE_DTYPES if all(d in c["dtypes_exact"] for c in certs)]
+
+
+def _khop_certified(groups: dict[int, list[dict[str, Any]]], hops: list[int]) -> dict[str, Any]:
+    """KhopSummary's certificate fields from the runs grouped by depth (empty when no run has any)."""
+    if not any("certificates_by_hop" in m for group in groups.values() for m in group):
+        return {}
+    certs = {L: [_certificates(group, k) for k in hops] for L, group in groups.items()}
+    return {
+        "precision_bits": [
+            [None if c is None else max(x["precision_bits"] for x in c) for c in row]
+            for row in certs.values()
+        ],
+        "dtypes_exact": [[None if c is None else _common_dtypes(c) for c in row] for row in certs.values()],
+        "certified_cells": sum(c is not None for row in certs.values() for c in row),
+    }
+
+
 def summarize_khop(rows: Rows) -> KhopSummary:
     table: dict[int, dict[int, float]] = {}
-    for (layers,), group in _group(rows, ("layers",)).items():
+    groups = _group(rows, ("layers",))
+    for (layers,), group in groups.items():
         by_hop: dict[int, list[float]] = defaultdict(list)
         for metrics in group:
             for k, acc in metrics["accuracy_by_hop"].items():
@@ -194,6 +234,7 @@ def summarize_khop(rows: Rows) -> KhopSummary:
         hops=hops,
         error=[[table[L].get(k, float("nan")) for k in hops] for L in depths],
         one_hop_error_deepest=table[depths[-1]].get(1, float("nan")) if depths else float("nan"),
+        **_khop_certified({L: groups[(L,)] for L in depths}, hops),
     )
 
 

@@ -189,9 +189,7 @@ def induction_batch(
     return inputs, np.concatenate([np.full((batch, 1), IGNORE), target], axis=1)
 
 
-def _check_induction(
-    n: int, alphabet: int, hops: int, generator: str, positional: str, layernorm: bool, out: Any
-) -> None:
+def _check_induction(n: int, alphabet: int, hops: int, generator: str, positional: str) -> None:
     """The checks of train_induction beyond its integer counts."""
     if hops > n:  # each hop moves to an earlier position or stays, so hop k ≥ n answers like hop n
         raise InputError(f"hops = {hops} > n = {n}: hop counts beyond n answer like hop n; use --hops ≤ n")
@@ -204,11 +202,6 @@ def _check_induction(
         )
     if generator == "index" and (alphabet < 3 or n < 3):
         raise InputError(f"the index generator needs alphabet ≥ 3 and n ≥ 3, got alphabet={alphabet}, n={n}")
-    if out is not None and layernorm:
-        raise InputError(
-            "LayerNorm models cannot be exported to the certifiable weight form; pass out=None or "
-            "train with layernorm=False"
-        )
 
 
 @single_threaded
@@ -231,10 +224,12 @@ def train_induction(
     progress: bool = False,
     hop_token: bool | None = None,
     weight_decay: float = 0.01,
+    activation: str = "relu",
 ) -> InductionRun:
     """Train a SequenceModel (dim = d_model) on induction heads (hops = 1) or k-hop (hop_token, default on
-    when hops > 1; see the module docstring); evaluate_induction's metrics plus the run's facts. `out`:
-    the exported core model file (core io); LayerNorm models cannot be exported, so out must be None."""
+    when hops > 1; see the module docstring); evaluate_induction's metrics plus the run's facts. mlp,
+    layernorm and activation ("relu", "gelu", "gelu_tanh": the MLP's) give GPT-2's block. `out`: the
+    exported core model file (core io; LayerNorm and GELU included)."""
     began = time.perf_counter()
     _check_counts(
         layers=(layers, 1),
@@ -246,7 +241,7 @@ def train_induction(
         batch=(batch, 1),
     )
     lr = costs.check_run_settings(steps, seed, lr)
-    _check_induction(n, alphabet, hops, generator, positional, layernorm, out)
+    _check_induction(n, alphabet, hops, generator, positional)
     hop_token = hops > 1 if hop_token is None else bool(hop_token)
     cfg = SequenceConfig(
         vocab=alphabet + (hops if hop_token else 0),
@@ -258,6 +253,7 @@ def train_induction(
         positional=positional,
         mlp=mlp,
         layernorm=layernorm,
+        activation=activation,
     )
     family = 0 if hop_token or hops != 1 else ev.FAMILY_SIZE * len(itask.ADVERSARIAL_FAMILIES)
     cost = costs.sequence_cost(cfg, batch, ev.EVAL_SIZE, hops if hop_token else 1, family)

@@ -7,12 +7,12 @@ theorems forbid is asserted (no XOR cell below D·H = n solved); what they allow
 only where robust (two layers reach ≥ 99% at n ≤ 32). Describe: one line.
 
 Each drawing of a summary is registered once (`_draws`): as its claim's report figure, and as the figure
-`run_experiment_with_figure` (what `headcount experiment NAME` calls) draws beside the database.
+`run_experiment_with_figure` (what `headcount experiment NAME` calls) draws beside the database. The k-hop
+claims and drawings are report/khop.py's (its KHOP_DRAW is merged into DRAW here).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,10 +25,9 @@ from headcount.boolean.certify import construct_and_certify
 from headcount.core.jsonable import JsonResult
 from headcount.core.probe import machine_info
 from headcount.learn.constants import DEFAULT_DB
-from headcount.learn.experiments import ExperimentResult, ensure_experiment, run_experiment
+from headcount.learn.experiments import ExperimentResult, run_experiment
 from headcount.learn.summaries import (
     InductionDepthSummary,
-    KhopSummary,
     MinmaxHeadsCell,
     MinmaxHeadsSummary,
     Summary,
@@ -38,10 +37,8 @@ from headcount.learn.summaries import (
 from headcount.minmax.certify import certify_minmax
 from headcount.report.claims import SEED000, SEED004, ClaimResult, Context, claim, status
 from headcount.report.figures import figure, log2_axis, save_figure
+from headcount.report.khop import KHOP_DRAW, cell_text, experiment_summary
 from headcount.report.render import write_atomic
-
-SHT2024 = "Sanford–Hsu–Telgarsky 2024 (k-hop)"
-
 
 # ------------------------------------------------------------------------------------------------
 # Measure
@@ -85,16 +82,13 @@ def with_constructions(name: str, summary: Summary) -> Summary:
 
 def _summary(ctx: Context, name: str) -> Summary:
     """The experiment's summary at ctx.scale from the report's results database (its sweep run or resumed
-    there first), with the constructions; both cached for the run."""
-    db = ctx.results_db or DEFAULT_DB
-    key = (name, ctx.scale, db)
-    summary = ctx.cached(
-        ("experiment", *key), lambda: ensure_experiment(name, ctx.scale, db), f"{name} sweep"
-    )
+    there first: khop.experiment_summary), with the constructions; both cached for the run."""
+    summary = experiment_summary(ctx, name)
     if name not in CONSTRUCTIONS:
         return summary
     add = lambda: with_constructions(name, summary)
-    return ctx.cached(("experiment-constructions", *key), add, f"{name} constructions")
+    key = ("experiment-constructions", name, ctx.scale, ctx.results_db or DEFAULT_DB)
+    return ctx.cached(key, add, f"{name} constructions")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -138,80 +132,6 @@ def induction_depth(ctx: Context) -> ClaimResult:
     missing = _missing_two_layer(s)
     ok = missing is None and s.two_layer_best_min_accuracy >= 0.99 and s.one_below_two_everywhere
     return ClaimResult(s.to_json(), status(ok), missing or _describe_induction_depth(s), s)
-
-
-KHOP_SOLVED = 0.05  # a depth "solves" hop count k when its error at k is at most this
-
-
-def khop_min_depths(layers: list[int], err: list[list[float]]) -> list[float]:
-    """For each hop count (column of err), the smallest depth whose error there is ≤ KHOP_SOLVED (inf:
-    none)."""
-    return [
-        min((L for L, row in zip(layers, err) if row[j] <= KHOP_SOLVED), default=math.inf)
-        for j in range(len(err[0]))
-    ]
-
-
-def _khop_shape_problem(layers: list[int], hops: list[int], err: list[list[float]]) -> str | None:
-    """Why the error table cannot be checked (fewer than 2 depths or hop counts, a missing or NaN error)."""
-    shape_ok = (
-        len(layers) >= 2
-        and len(hops) >= 2
-        and len(err) == len(layers)
-        and all(len(r) == len(hops) for r in err)
-    )
-    if not shape_ok or any(not 0 <= e <= 1 for row in err for e in row):  # NaN fails the range test too
-        return f"need ≥ 2 depths and ≥ 2 hop counts with an error each, got layers {layers}, hops {hops}"
-    return None
-
-
-def _khop_problems(layers: list[int], hops: list[int], err: list[list[float]]) -> list[str]:
-    """Where the k-hop error table contradicts the claim's three statements (empty: it agrees)."""
-    shape = _khop_shape_problem(layers, hops, err)
-    if shape is not None:
-        return [shape]
-    out = [
-        f"L={L}: error at k={hops[-1]} ({row[-1]:.4f}) is not above error at k={hops[0]} ({row[0]:.4f})"
-        for L, row in zip(layers, err)
-        if max(row) > KHOP_SOLVED and not row[-1] > row[0]
-    ]
-    need = khop_min_depths(layers, err)
-    if any(a > b for a, b in zip(need, need[1:])) or not need[-1] > need[0]:
-        out.append(f"smallest depth with error ≤ {100 * KHOP_SOLVED:g}% by k = {need}: not growing with k")
-    if not err[-1][-1] < err[0][-1]:
-        out.append(
-            f"at k={hops[-1]} the deepest model (L={layers[-1]}, {err[-1][-1]:.4f}) is not better than the "
-            f"shallowest (L={layers[0]}, {err[0][-1]:.4f})"
-        )
-    return out
-
-
-def _describe_khop(s: KhopSummary, problems: list[str]) -> str:
-    table = f"error (%) by L × k={s.hops}: " + "; ".join(
-        f"L={L}: " + " ".join(f"{100 * e:.1f}" for e in row) for L, row in zip(s.layers, s.error)
-    )
-    if not problems:
-        need = khop_min_depths(s.layers, s.error)
-        table += f"; smallest depth with error ≤ {100 * KHOP_SOLVED:g}% by k: " + ", ".join(
-            f"k={k}: {'none' if L == math.inf else L}" for k, L in zip(s.hops, need)
-        )
-    return "; ".join(problems + [table])
-
-
-@claim(
-    "learning.khop.depth",
-    paper=SHT2024,
-    source="k-hop induction heads, depth vs k",
-    statement="k-hop induction heads needs depth growing with k. Measured on one model per depth L trained "
-    f"on k = 1..K: at every depth whose error exceeds {100 * KHOP_SOLVED:g}% at some k, the error at the "
-    "largest k is strictly above the error at k = 1; the smallest depth with error ≤ "
-    f"{100 * KHOP_SOLVED:g}% at k never decreases as k grows and is strictly larger at the largest k "
-    "than at k = 1; and at the largest k the deepest model's error is strictly below the shallowest's.",
-)
-def khop_depth(ctx: Context) -> ClaimResult:
-    s = _summary(ctx, "khop")
-    problems = _khop_problems(s.layers, s.hops, s.error)
-    return ClaimResult(s.to_json(), status(not problems), _describe_khop(s, problems), s)
 
 
 def _describe_minmax_heads(s: MinmaxHeadsSummary) -> str:
@@ -270,7 +190,8 @@ def xor_phase(ctx: Context) -> ClaimResult:
 # Figures (also drawn by `headcount experiment NAME`, beside its database), from a summary
 
 
-DRAW: dict[str, Callable[[plt.Figure, Any], str]] = {}  # experiment → its drawing of a summary
+# experiment → its drawing of a summary (the k-hop ones are report/khop.py's)
+DRAW: dict[str, Callable[[plt.Figure, Any], str]] = dict(KHOP_DRAW)
 
 
 def _draws(experiment: str, id: str, claim: str) -> Callable[[Callable], Callable]:
@@ -287,11 +208,6 @@ def _draws(experiment: str, id: str, claim: str) -> Callable[[Callable], Callabl
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count > 1 else ''}"
-
-
-def _cell_text(ax: plt.Axes, x: float, y: float, text: str, dark: bool) -> None:
-    """A label centred in a heat-map cell, white on dark cells."""
-    ax.text(x, y, text, ha="center", va="center", fontsize=10, color="white" if dark else "black")
 
 
 def _accuracy_by_n(cells: list[Any]) -> tuple[list[int], np.ndarray, np.ndarray]:
@@ -331,27 +247,6 @@ def draw_induction_depth(fig: plt.Figure, s: InductionDepthSummary) -> str:
         "held-out uniform sequences; the best two-layer model reaches "
         f"{100 * s.two_layer_best_min_accuracy:.2f}% or more at every n, one layer at most "
         f"{100 * s.one_layer_best_accuracy:.1f}%."
-    )
-
-
-@_draws("khop", "learning_khop_heatmap", claim="learning.khop.depth")
-def draw_khop(fig: plt.Figure, s: KhopSummary) -> str:
-    ax = fig.add_subplot(1, 1, 1)
-    err = 100 * np.array(s.error, dtype=float)
-    im = ax.imshow(err, origin="lower", aspect="auto", cmap="magma_r", vmin=0, vmax=100)
-    for (i, j), e in np.ndenumerate(err):
-        _cell_text(ax, j, i, f"{e:.1f}", e > 50)
-    ax.set_xticks(range(len(s.hops)), [str(k) for k in s.hops])
-    ax.set_yticks(range(len(s.layers)), [str(L) for L in s.layers])
-    fig.colorbar(im, ax=ax, label="error on positions with an answer (%)")
-    ax.set_xlabel("hops k")
-    ax.set_ylabel("layers L")
-    ax.set_title("k-hop induction heads: error of trained models by depth")
-    return (
-        "Paper (Sanford, Hsu, Telgarsky 2024): k-hop induction heads is solvable with about log₂ k + 2 "
-        "layers and needs depth growing with log k. Measured: one model per depth L, trained on hop counts "
-        "1..K given as the first token ('no adjacent repeats', alphabet 4), error at each k on held-out "
-        "positions with an answer."
     )
 
 
@@ -417,7 +312,7 @@ def draw_xor_training(fig: plt.Figure, s: XorPhaseSummary) -> str:
     for c in cells:
         mark = "" if c.construction_certified is None else (" C" if c.construction_certified else " C?")
         text = f"{c.solved}/{c.seeds}{mark}"
-        _cell_text(ax, Ds.index(c.degree), Hs.index(c.heads), text, c.solved / c.seeds > 0.6)
+        cell_text(ax, Ds.index(c.degree), Hs.index(c.heads), text, c.solved / c.seeds > 0.6)
     # the curve D·H = n in cell coordinates (interpolated along the D axis)
     ds = np.linspace(Ds[0], Ds[-1], 200)
     hs = n / ds

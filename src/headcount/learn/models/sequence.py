@@ -4,6 +4,12 @@ exact conversions from and to a core Transformer (headcount.core.model) with a l
 Scores are plain ⟨q, k⟩ exactly as in core/forward.py (no 1/√d_head in forward: W_Q is *initialised*
 ×1/√d_head so training starts like a standard transformer, and a loaded construction keeps its own scale).
 `dim` here is the residual width d_model (the name the training configs and stored runs use).
+
+With layernorm=True the blocks are GPT-2's pre-LN blocks (x += attn(LN(x)); x += mlp(LN(x)); a final LN
+before the unembedding), and the MLP's activation is one of core.model.ACTIVATIONS. They export to the core
+model's ln1 / ln2 / ln_final and MLP.activation (the same real-arithmetic function; float64 logits agree to
+rounding). What a SequenceModel cannot hold — q/k/v biases, an output bias b_O — is refused on import; a
+stored attention scale is folded into W_Q (scale·⟨q, k⟩ = ⟨scale·q, k⟩).
 """
 
 from __future__ import annotations
@@ -14,10 +20,19 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F_nn
 from torch import nn
 
 from headcount.core.errors import InputError
-from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.model import (
+    ACTIVATIONS,
+    MLP,
+    AttentionHead,
+    Layer,
+    LayerNorm,
+    LinearDecoder,
+    Transformer,
+)
 from headcount.core.validate import check_int
 from headcount.learn.models.tokens import as_tokens, to_numpy
 
@@ -32,7 +47,10 @@ class SequenceConfig:
     positional: "learned" (a trained W_pos), "sinusoidal" (the fixed Vaswani et al. table), "circle"
     (position i ↦ √dim·(cos 2πi/n_ctx, sin 2πi/n_ctx) in coordinates 0 and 1, zero elsewhere: a constant
     norm √dim, the expected norm of an initial W_E row, so neither swamps the other), "fixed" (a frozen W_pos
-    buffer, filled when a construction is loaded). d_head defaults to dim // heads; d_mlp to 4·dim."""
+    buffer, filled when a construction is loaded). d_head defaults to dim // heads; d_mlp to 4·dim.
+    activation: the MLP's, one of core.model.ACTIVATIONS ("gelu" exact erf, "gelu_tanh" GPT-2's form).
+    `stored()` is the dict run files keep: asdict without keys that have their default and were added
+    later (activation), so configs stored before it existed read the same."""
 
     vocab: int
     alphabet: int
@@ -45,6 +63,7 @@ class SequenceConfig:
     mlp: bool = False
     layernorm: bool = False
     d_mlp: int | None = None
+    activation: str = "relu"
 
     def __post_init__(self) -> None:
         for name, low in (
@@ -68,6 +87,15 @@ class SequenceConfig:
         for name in ("mlp", "layernorm"):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        if self.activation not in ACTIVATIONS:
+            raise InputError(f"unknown activation {self.activation!r}: use one of {ACTIVATIONS}")
+
+    def stored(self) -> dict[str, Any]:
+        """asdict(self) without the later-added keys that have their default (see the class docstring)."""
+        out = asdict(self)
+        if out["activation"] == "relu":
+            del out["activation"]
+        return out
 
 
 def positional_table(kind: str, n_ctx: int, dim: int) -> torch.Tensor:
@@ -109,11 +137,19 @@ class Attention(nn.Module):
         return out, pattern
 
 
+def activate(h: torch.Tensor, kind: str) -> torch.Tensor:
+    """The MLP activation `kind` (core.model.ACTIVATIONS): relu, gelu = x·Φ(x), gelu_tanh (GPT-2's)."""
+    if kind == "relu":
+        return torch.relu(h)
+    return F_nn.gelu(h, approximate="tanh" if kind == "gelu_tanh" else "none")
+
+
 class FeedForward(nn.Module):
-    """ReLU MLP with biases, as core.model.MLP: relu(x W_in + b_in) W_out + b_out."""
+    """MLP with biases, as core.model.MLP: act(x W_in + b_in) W_out + b_out, act = cfg.activation."""
 
     def __init__(self, cfg: SequenceConfig):
         super().__init__()
+        self.activation = cfg.activation
         d, m = cfg.dim, cfg.d_mlp
         self.W_in = nn.Parameter(torch.randn(d, m) * math.sqrt(2.0 / d))  # [d_model d_mlp]
         self.b_in = nn.Parameter(torch.zeros(m))  # [d_mlp]
@@ -121,7 +157,7 @@ class FeedForward(nn.Module):
         self.b_out = nn.Parameter(torch.zeros(d))  # [d_model]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x @ self.W_in + self.b_in) @ self.W_out + self.b_out
+        return activate(x @ self.W_in + self.b_in, self.activation) @ self.W_out + self.b_out
 
 
 class Block(nn.Module):
@@ -194,6 +230,38 @@ def _check_loadable(t: Transformer) -> None:
         raise InputError(f"SequenceModel is causal; this model's mask is {t.mask!r}")
     if not t.layers:
         raise InputError("a model with no layers cannot be loaded into a SequenceModel (layers ≥ 1)")
+    for l, layer in enumerate(t.layers):
+        if layer.b_O is not None or any(h.has_bias for h in layer.heads):
+            raise InputError(
+                f"layer {l} has attention biases (b_Q, b_K, b_V or b_O); a SequenceModel has none: only "
+                "models without them load"
+            )
+    activations = sorted({layer.mlp.activation for layer in t.layers if layer.mlp is not None})
+    if len(activations) > 1:
+        raise InputError(f"the MLPs use different activations {activations}; a SequenceModel has one")
+
+
+def _layernorm_eps(t: Transformer) -> float | None:
+    """The models' common LayerNorm eps, or None without LayerNorm. A SequenceModel has LayerNorm everywhere
+    or nowhere: ln1 in every layer, ln2 in every layer with an MLP, ln_final, all with one eps."""
+    parts = [("ln_final", t.ln_final)]
+    for l, layer in enumerate(t.layers):
+        parts.append((f"layer {l} ln1", layer.ln1))
+        if layer.mlp is not None:
+            parts.append((f"layer {l} ln2", layer.ln2))
+    present = [name for name, ln in parts if ln is not None]
+    if not present:
+        return None
+    if len(present) < len(parts):
+        missing = [name for name, ln in parts if ln is None]
+        raise InputError(
+            f"LayerNorm in {', '.join(present[:4])} but not in {', '.join(missing[:4])}: a SequenceModel has "
+            "LayerNorm before every attention and MLP and before the decoder, or none"
+        )
+    eps = sorted({ln.eps for _, ln in parts if ln is not None})
+    if len(eps) > 1:
+        raise InputError(f"the LayerNorms use different eps {eps[:4]}; a SequenceModel has one")
+    return eps[0]
 
 
 def _config_of(t: Transformer) -> SequenceConfig:
@@ -210,17 +278,19 @@ def _config_of(t: Transformer) -> SequenceConfig:
         d_head=max(1, d_head),
         positional="fixed",
         mlp=bool(mlps),
-        layernorm=False,
+        layernorm=_layernorm_eps(t) is not None,
         d_mlp=max((m.W_in.shape[1] for m in mlps), default=None),
+        activation=mlps[0].activation if mlps else "relu",
     )
 
 
 def _layer_tensors(l: int, layer: Layer, cfg: SequenceConfig) -> dict[str, np.ndarray]:
-    """Layer l's heads (zero-padded to cfg.heads heads of width cfg.d_head) and MLP (zero when it has
-    none and cfg.mlp), under the SequenceModel's parameter names."""
+    """Layer l's heads (zero-padded to cfg.heads heads of width cfg.d_head; the layer's attention scale
+    folded into W_Q), MLP (zero when it has none and cfg.mlp) and LayerNorms, under the SequenceModel's
+    parameter names."""
     d, e, d_mlp = cfg.dim, cfg.d_head, cfg.d_mlp
     zero = np.zeros((d, 1))
-    padded = [(h.W_Q, h.W_K, h.W_V, h.W_O) for h in layer.heads]
+    padded = [(h.W_Q * layer.attn_scale, h.W_K, h.W_V, h.W_O) for h in layer.heads]
     padded += [(zero, zero, zero, zero.T)] * (cfg.heads - len(padded))
     tensors = {
         f"blocks.{l}.attn.{name}": np.stack([_pad(p[i], (d, e)) for p in padded])
@@ -236,6 +306,9 @@ def _layer_tensors(l: int, layer: Layer, cfg: SequenceConfig) -> dict[str, np.nd
         shapes = ((d, d_mlp), (d_mlp,), (d_mlp, d), (d,))
         for name, a, shape in zip(("W_in", "b_in", "W_out", "b_out"), parts, shapes):
             tensors[f"blocks.{l}.mlp.{name}"] = _pad(a, shape)
+    for name, ln in (("ln_attn", layer.ln1), ("ln_mlp", layer.ln2)):
+        if ln is not None:  # a padded zero MLP keeps nn.LayerNorm's own (w = 1, b = 0): it adds 0 anyway
+            tensors[f"blocks.{l}.{name}.weight"], tensors[f"blocks.{l}.{name}.bias"] = ln.w, ln.b
     return tensors
 
 
@@ -245,16 +318,24 @@ def sequence_model_from_transformer(t: Transformer) -> SequenceModel:
     Heads of different widths are zero-padded to a common d_head, layers with fewer heads get all-zero
     heads, layers without an MLP (when another has one) an all-zero MLP: each adds exactly 0 to the
     residual (and an all-zero head has zero gradient, so fine-tuning leaves it zero).
-    sequence_model_to_transformer drops that padding again."""
+    sequence_model_to_transformer drops that padding again. LayerNorm (everywhere or nowhere, one eps),
+    GELU MLPs and attention scales load (see the module docstring); attention biases are an InputError."""
     _check_loadable(t)
     cfg = _config_of(t)
     model = SequenceModel(cfg).double()
+    eps = _layernorm_eps(t)
+    if eps is not None:
+        for module in model.modules():
+            if isinstance(module, nn.LayerNorm):
+                module.eps = eps
     tensors: dict[str, np.ndarray] = {
         "W_E": t.W_E,
         "W_pos": t.W_pos,
         "W_U": t.decoder.W_U,
         "b_U": t.decoder.b_U,
     }
+    if t.ln_final is not None:
+        tensors["ln_final.weight"], tensors["ln_final.bias"] = t.ln_final.w, t.ln_final.b
     for l, layer in enumerate(t.layers):
         tensors.update(_layer_tensors(l, layer, cfg))
     state = model.state_dict()
@@ -282,6 +363,13 @@ def _export_head(a: Attention, h: int) -> AttentionHead | None:
     return AttentionHead(W_Q[:, qk], W_K[:, qk], W_V[:, vo], W_O[vo])
 
 
+def _export_layernorm(ln: nn.Module) -> LayerNorm | None:
+    """The core LayerNorm of an nn.LayerNorm (None for the nn.Identity of a model without LayerNorm)."""
+    if not isinstance(ln, nn.LayerNorm):
+        return None
+    return LayerNorm(to_numpy(ln.weight), to_numpy(ln.bias), float(ln.eps))
+
+
 def _export_layer(block: Block, cfg: SequenceConfig) -> Layer:
     heads = [head for h in range(cfg.heads) if (head := _export_head(block.attn, h)) is not None]
     if not heads:  # an all-zero layer still needs one head: keep a zero one of width 1
@@ -291,24 +379,21 @@ def _export_layer(block: Block, cfg: SequenceConfig) -> Layer:
     if block.mlp is not None:
         parts = [to_numpy(getattr(block.mlp, name)) for name in ("W_in", "b_in", "W_out", "b_out")]
         if any(p.any() for p in parts):
-            mlp = MLP(*parts)
-    return Layer(tuple(heads), mlp)
+            mlp = MLP(*parts, activation=cfg.activation)
+    ln2 = _export_layernorm(block.ln_mlp) if mlp is not None else None  # no MLP: nothing to normalise
+    return Layer(tuple(heads), mlp, ln1=_export_layernorm(block.ln_attn), ln2=ln2)
 
 
 def sequence_model_to_transformer(m: SequenceModel, info: dict[str, Any] | None = None) -> Transformer:
     """The core Transformer (float64 weights, LinearDecoder) with the same outputs as `m`, for certificates,
     core io and the INDEX tools. Zero padding is dropped: all-zero heads (keeping ≥ 1 per layer), all-zero
-    MLPs, and d_head coordinates that are zero in both W_Q and W_K (or both W_V and W_O) — each contributes
-    exactly 0, so a loaded construction exports with its own shapes."""
+    MLPs (with their LayerNorm), and d_head coordinates that are zero in both W_Q and W_K (or both W_V and
+    W_O) — each contributes exactly 0, so a loaded construction exports with its own shapes. LayerNorms
+    become ln1 / ln2 / ln_final (weight, bias, eps), the activation MLP.activation."""
     if not isinstance(m, SequenceModel):
         raise InputError(f"expected a SequenceModel, got {type(m).__name__}")
-    if m.cfg.layernorm:
-        raise InputError(
-            "LayerNorm models cannot be exported to the certifiable weight form (the core model has no "
-            "LayerNorm); train with layernorm=False"
-        )
     layers = tuple(_export_layer(block, m.cfg) for block in m.blocks)
-    meta = {"source": "headcount.learn", "config": asdict(m.cfg)} | dict(info or {})
+    meta = {"source": "headcount.learn", "config": m.cfg.stored()} | dict(info or {})
     return Transformer(
         to_numpy(m.W_E),
         to_numpy(m.W_pos),
@@ -316,4 +401,5 @@ def sequence_model_to_transformer(m: SequenceModel, info: dict[str, Any] | None 
         LinearDecoder(to_numpy(m.W_U), to_numpy(m.b_U)),
         "causal",
         meta,
+        ln_final=_export_layernorm(m.ln_final),
     )
