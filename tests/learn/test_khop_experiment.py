@@ -16,18 +16,15 @@ from headcount.core.precision import FLOAT64, IEEE_DTYPES, Precision, fixed
 from headcount.induction import task
 from headcount.induction.layouts import bind_layout, lay_out
 from headcount.learn import experiments
-from headcount.learn.experiments import (
-    EXPERIMENTS,
-    GPT2_BLOCK,
+from headcount.learn.certified_runs import (
     KHOP_CERTIFY_SAMPLES,
     KHOP_CERTIFY_SEED,
-    KHOP_RUNNER,
-    experiment_spec,
     khop_certificates,
     run_khop_certified,
 )
+from headcount.learn.experiments import EXPERIMENTS, GPT2_BLOCK, experiment_spec
 from headcount.learn.store import ResultsStore
-from headcount.learn.sweep import DEFAULT_RUNNER, load_spec, runner_names
+from headcount.learn.sweep import DEFAULT_RUNNER, KHOP_RUNNER, load_spec, runner_names
 from headcount.learn.train import run_config
 from headcount.report.learning import run_experiment_with_figure
 
@@ -35,7 +32,8 @@ TINY = {"n": 6, "alphabet": 3, "hops": 2, "heads": 1, "dim": 8, "steps": 60, "ba
 
 
 def test_specs_name_the_certifying_runner():
-    assert KHOP_RUNNER == "headcount.learn.experiments:run_khop_certified" and KHOP_RUNNER in runner_names()
+    assert KHOP_RUNNER == "headcount.learn.certified_runs:run_khop_certified"
+    assert KHOP_RUNNER in runner_names()
     for name in ("khop", "khop-gpt2"):
         for scale in ("quick", "full"):
             spec = experiment_spec(name, scale)

@@ -161,7 +161,7 @@ def test_run_ids_are_stable():
             {"sweep": {"name": "t", "task": "toy", "runner": "no colon"}},
             # the built-in runner first, then those registered so far (tests', learn.experiments' k-hop one)
             "[sweep] runner: 'no colon' is not a registered runner (a sweep file names one, never code); "
-            "runners: headcount.learn.train:run_config, ",
+            "runners: headcount.learn.train:run_config, headcount.learn.certified_runs:run_khop_certified, ",
         ),
         ({"sweep": {"name": "t", "task": "boolean", "seeds": []}}, "[sweep] seeds: the list is empty"),
         ({"sweep": {"name": "t", "task": "boolean", "seeds": ["0"]}}, "seeds must be integers, got '0'"),

@@ -21,33 +21,22 @@ figure and checks the claims, so learn/ never imports report/. k-hop: one model 
 hop counts drawn from 1..K (the hop count is the first token) and evaluated at every k ≤ K
 (`accuracy_by_hop`); the heat map shows the error by (L, k).
 
-The two k-hop experiments run with their own runner, `run_khop_certified` (registered here as
-KHOP_RUNNER): the training run, then its exported model certified at every hop count
+The two k-hop experiments run with the built-in runner KHOP_RUNNER (learn/certified_runs.py:
+run_khop_certified): the training run, then its exported model certified at every hop count
 (`khop_certificates`: sampled inputs in the training layout, the smallest fixed:p with a proof, the IEEE
 dtypes that stay exact), stored with the run's metrics as `certificates_by_hop`.
 """
 
 from __future__ import annotations
 
-import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from headcount.core.certify import certify_model
 from headcount.core.errors import InputError
-from headcount.core.evaluate import emulate
-from headcount.core.io import load_model
 from headcount.core.jsonable import jsonable
-from headcount.core.model import Transformer
-from headcount.core.precision import FLOAT64
 from headcount.core.validate import check_choice
-from headcount.induction import task as itask
-from headcount.induction.layouts import bind_layout, lay_out, layout_reference
 from headcount.learn.constants import DEFAULT_DB, SCALES
 from headcount.learn.store import ResultsStore
 from headcount.learn.summaries import (
@@ -60,91 +49,13 @@ from headcount.learn.summaries import (
 )
 from headcount.learn.sweep import (
     DEFAULT_RUNNER,
+    KHOP_RUNNER,
     SweepCounts,
     load_spec,
-    register_runner,
     run_sweep,
     sweep_table,
 )
 
-# ------------------------------------------------------------------------------------------------
-# k-hop runs with certificates: the precision each trained model needs, at every hop count
-
-KHOP_CERTIFY_SAMPLES = 64  # sampled character strings, shared by every hop count
-KHOP_CERTIFY_SEED = 20_240_602  # fixed, like the held-out sets: every model is certified on the same inputs
-
-
-def khop_certificates(
-    model: Transformer, n: int, alphabet: int, hops: int, samples: int = KHOP_CERTIFY_SAMPLES
-) -> dict[str, dict[str, Any]]:
-    """Per hop count k = 1..hops (keys "1".."hops"): core.certify.certify_model of the exported k-hop model
-    in the hop-prefix layout (induction.layouts: the hop token first, position 0 not scored) on `samples`
-    character strings with no two adjacent symbols equal — the distribution the model was trained on —
-    drawn once (seeded by KHOP_CERTIFY_SEED, n and alphabet) and shared by every k. Each entry: float64
-    `errors` over the `positions` scored, `precision_bits` (smallest fixed:p not proven wrong; None when
-    none ≤ 60 is), `certified` (no float64 error and every position proven right at that p),
-    `uncertified_positions`, `dtypes_exact`. Scope: sampled. Where the float64 model errs on a sample no
-    precision can be certified: the search is skipped there (precision_bits, uncertified_positions and
-    dtypes_exact None, certified False). (induction.certify.certify_induction's input families include
-    repeated symbols, which a k-hop model never saw: every trained model errs there.)"""
-    rng = np.random.default_rng([KHOP_CERTIFY_SEED, n, alphabet])
-    sigma = itask.no_adjacent_repeats(rng, samples, n, alphabet)
-    out = {}
-    for k in range(1, hops + 1):
-        bound = bind_layout(model, "hop-prefix", n, alphabet, k)
-        tokens = lay_out(sigma, "hop-prefix", alphabet, k)
-        errors = int((emulate(bound, tokens, FLOAT64)[:, 1:] != itask.induction_targets(sigma, k)).sum())
-        if errors:
-            out[str(k)] = {
-                "errors": errors,
-                "positions": sigma.size,
-                "precision_bits": None,
-                "certified": False,
-                "uncertified_positions": None,
-                "dtypes_exact": None,
-            }
-            continue
-
-        def stream(tokens: np.ndarray = tokens) -> Iterator[tuple[str, np.ndarray]]:
-            yield "no_adjacent_repeats", tokens
-
-        cert = certify_model(bound, stream, layout_reference("hop-prefix", k))
-        out[str(k)] = {
-            "errors": cert.errors,
-            "positions": cert.positions_checked,
-            "precision_bits": cert.precision_bits,
-            "certified": cert.certified,
-            "uncertified_positions": cert.uncertified_positions,
-            "dtypes_exact": list(cert.dtypes_exact),
-        }
-    return out
-
-
-def run_khop_certified(config: dict[str, Any]) -> dict[str, Any]:
-    """The k-hop experiments' runner: train.run_config(config) with the model exported to a temporary file,
-    then `certificates_by_hop` (khop_certificates of that model at the run's n, alphabet, hops) and
-    `certify_seconds` added to the run's JSON (model_path None: the file is gone)."""
-    from headcount.learn.train import run_config  # in the worker only: the parent never imports torch
-
-    if config.get("task") != "khop":
-        raise InputError(f"the k-hop certified runner runs task 'khop', not {str(config.get('task'))[:40]!r}")
-    if "out" in config:
-        raise InputError("a k-hop certified run exports to its own temporary file: remove 'out'")
-    with tempfile.TemporaryDirectory(prefix="headcount-khop-") as tmp:
-        path = Path(tmp) / "model.safetensors"
-        run = run_config({**config, "out": str(path)})
-        model = load_model(path)
-    began = time.perf_counter()
-    certificates = khop_certificates(model, run.n, run.alphabet, run.hops)
-    return {
-        **run.to_json(),
-        "model_path": None,
-        "certificates_by_hop": certificates,
-        "certify_seconds": time.perf_counter() - began,
-    }
-
-
-KHOP_RUNNER = register_runner(run_khop_certified)
 GPT2_BLOCK = {"mlp": True, "layernorm": True, "activation": "gelu"}  # the k-hop paper's blocks (GPT2Model)
 
 

@@ -171,7 +171,7 @@ class KhopSummary(_Json):
     """error[i][j]: 1 − mean accuracy of the depth-layers[i] models at hop count hops[j] (NaN: not
     measured); one_hop_error_deepest: the deepest model's error at k = 1.
 
-    From the runs' certificates (experiments.khop_certificates; None and left out of the JSON when no run
+    From the runs' certificates (certified_runs.khop_certificates; None and left out of the JSON when no run
     has them): precision_bits[i][j], the fixed:p at which the models of that cell are certified on their
     sampled inputs — the largest over seeds, None where some seed's model is not certified there (a
     float64 error, or a position not proven) or has no certificate; dtypes_exact[i][j], the IEEE dtypes

@@ -23,8 +23,9 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
+from headcount.learn.certified_runs import KHOP_CERTIFY_SAMPLES
 from headcount.learn.constants import DEFAULT_DB
-from headcount.learn.experiments import KHOP_CERTIFY_SAMPLES, ensure_experiment, experiment_spec
+from headcount.learn.experiments import ensure_experiment, experiment_spec
 from headcount.learn.summaries import KhopSummary, Summary
 from headcount.report.claims import ClaimResult, Context, claim, status
 from headcount.report.figures import figure

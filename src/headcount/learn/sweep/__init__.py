@@ -21,6 +21,7 @@ from headcount.learn.sweep.flags import spec_from_flags, spec_from_options
 from headcount.learn.sweep.run import SweepCounts, SweepPlan, run_sweep, run_sweep_from_options, sweep_plan
 from headcount.learn.sweep.runners import (
     DEFAULT_RUNNER,
+    KHOP_RUNNER,
     Runner,
     register_runner,
     resolve_runner,
@@ -54,6 +55,7 @@ __all__ = [
     "BACKENDS",
     "CLAIM_STALE_SECONDS",
     "DEFAULT_RUNNER",
+    "KHOP_RUNNER",
     "MAX_RUNS",
     "MAX_SEED",
     "MAX_SPEC_BYTES",

@@ -2,7 +2,8 @@
 name looked up here, never a "module:function" to import, so a shared sweep file cannot run code of its
 choosing (issue 13).
 
-Built in: DEFAULT_RUNNER, `headcount.learn.train:run_config` (the tasks induction, khop, minmax, boolean).
+Built in: DEFAULT_RUNNER, `headcount.learn.train:run_config` (the tasks induction, khop, minmax, boolean),
+and KHOP_RUNNER, `headcount.learn.certified_runs:run_khop_certified` (k-hop runs with certificates).
 Other runners (tests, research code) are registered from Python — never from a file — with
 `register_runner(fn)`: the name is "module:function" of `fn` unless given. A runner is a module-level
 function (config dict → metrics) sent to the workers by reference (pickle names its module and function),
@@ -21,6 +22,7 @@ from headcount.learn.sweep.errors import SweepError
 RunnerFn = Callable[[dict[str, Any]], Any]
 
 DEFAULT_RUNNER = "headcount.learn.train:run_config"
+KHOP_RUNNER = "headcount.learn.certified_runs:run_khop_certified"  # k-hop runs with certificates
 
 
 def _train_run_config() -> RunnerFn:
@@ -29,9 +31,18 @@ def _train_run_config() -> RunnerFn:
     return run_config
 
 
+def _khop_certified() -> RunnerFn:
+    from headcount.learn.certified_runs import run_khop_certified
+
+    return run_khop_certified
+
+
 # name → loader: imported only where a run executes (torch takes seconds to import, and a sweep whose runs
 # are all done needs none); the names are fixed here, in code
-_BUILTIN: dict[str, Callable[[], RunnerFn]] = {DEFAULT_RUNNER: _train_run_config}
+_BUILTIN: dict[str, Callable[[], RunnerFn]] = {
+    DEFAULT_RUNNER: _train_run_config,
+    KHOP_RUNNER: _khop_certified,
+}
 _REGISTERED: dict[str, RunnerFn] = {}
 
 
