@@ -82,18 +82,21 @@ def test_induction_reproduces_the_training_runs_accuracy(capsys, trained):
 
 
 def test_a_gpt2_style_model_trained_here_reproduces_its_run(capsys, tmp_path):
-    """LayerNorm + GELU MLP (the k-hop paper's block), exported and evaluated: the run's numbers exactly."""
-    from headcount.learn.train import train_induction
-
+    """LayerNorm + GELU MLP (the k-hop paper's block), trained and exported by the CLI, then evaluated: the
+    run's per-hop numbers exactly."""
     path = tmp_path / "gpt2.safetensors"
-    result = train_induction(
-        layers=2, heads=2, dim=16, n=8, alphabet=4, hops=2, steps=200, batch=32, lr=1e-2, hop_token=True,
-        generator="no_adjacent_repeats", mlp=True, layernorm=True, activation="gelu_tanh", out=path,
-    )  # fmt: skip
+    argv = ["--layers", "2", "--heads", "2", "--dim", "16", "--n", "8", "--alphabet", "4", "--hops", "2"]
+    argv += ["--steps", "200", "--lr", "0.01", "--mlp", "--layernorm", "--activation", "gelu_tanh"]
+    code, out, err = run(capsys, "train", "induction", *argv, "--out", str(path), "--json")
+    assert code == 0, err
+    metrics = json.loads(out)
+    assert (metrics["mlp"], metrics["layernorm"], metrics["activation"]) == (True, True, "gelu_tanh")
     got = _evaluate(capsys, "--model", str(path), "--hops", "1..2", "--n", "8", "--alphabet", "4")
     assert {"gelu", "layernorm"} <= set(got["model"]["extensions"])
+    assert [hop["hops"] for hop in got["per_hop"]] == [1, 2]
     for hop in got["per_hop"]:
-        assert hop["error"] == 1 - result.metrics.accuracy_by_hop[str(hop["hops"])]
+        assert hop["error"] == 1 - metrics["accuracy_by_hop"][str(hop["hops"])]
+    assert 0 < got["per_hop"][1]["error"] < 1  # partly trained: the comparison is not trivial
 
 
 def test_markdown_table_without_json(capsys, trained):

@@ -45,7 +45,10 @@ def train_induction(
     seed: int = SeedOpt,
     lr: float | None = LrOpt,
     positional: str = typer.Option("learned", "--positional", help="learned, sinusoidal or circle."),
-    mlp: bool = typer.Option(False, "--mlp"),
+    mlp: bool = typer.Option(False, "--mlp", help="An MLP in every block."),
+    layernorm: bool = typer.Option(
+        False, "--layernorm", help="Pre-LayerNorm before the heads and the MLP, and a final one (GPT-2's)."
+    ),
     activation: str = typer.Option(
         "relu", "--activation", help="The MLP's activation: relu, gelu (exact erf) or gelu_tanh (GPT-2's)."
     ),
@@ -69,6 +72,7 @@ def train_induction(
         lr=lr,
         positional=positional,
         mlp=mlp,
+        layernorm=layernorm,
         activation=activation,
         out=out,
         progress=progress,

@@ -19,7 +19,8 @@ import numpy as np
 from headcount.core.jsonable import jsonable
 
 _FLAT = ("loss", "metrics")  # nested results whose keys go straight into the run's JSON
-_OPTIONAL = ("accuracy_by_hop", "adversarial", "verifier_min", "verifier_max")  # left out when None
+# left out when None (activation: None for relu, so runs stored before it read the same)
+_OPTIONAL = ("accuracy_by_hop", "adversarial", "verifier_min", "verifier_max", "activation")
 
 
 class _Record:
@@ -117,6 +118,7 @@ class InductionRun(_Record):
     positional: str
     mlp: bool
     layernorm: bool
+    activation: str | None  # the MLP's, when not relu
     generator: str
     loss: LossSummary
     metrics: InductionMetrics

@@ -294,6 +294,7 @@ def train_induction(
         positional=positional,
         mlp=mlp,
         layernorm=layernorm,
+        activation=None if activation == "relu" else activation,
         generator=generator,
         loss=LossSummary.of(losses),
         metrics=metrics,
