@@ -14,7 +14,7 @@ from headcount.learn.constants import DEFAULT_DB
 
 
 def experiment(
-    name: str = typer.Argument(..., help="induction-depth, khop, minmax-heads or xor-phase."),
+    name: str = typer.Argument(..., help="induction-depth, khop, khop-gpt2, minmax-heads or xor-phase."),
     scale: str = typer.Option("quick", "--scale", help="quick or full."),
     db: Path = typer.Option(Path(DEFAULT_DB), "--db", help="Results database."),
     workers: int | None = typer.Option(None, "--workers"),

@@ -8,7 +8,8 @@
     results.py      typed training results; to_json() is the JSON a sweep stores
     store.py        the SQLite results database: one row per finished run
     sweep/          grids of runs: spec, schedulers (local workers or Ray), run, tables
-    experiments.py  the four experiments of spec/learning.md: sweep specs per scale, run, summarize
+    experiments.py  the five experiments (spec/learning.md; k-hop also with GPT-2 blocks): specs, summaries
+    certified_runs.py  the k-hop runner that certifies what it trained (a built-in sweep runner)
     summaries.py    each experiment's typed summary, read from the database only (figures and claims
                     are report/learning.py's)
 
