@@ -65,20 +65,20 @@ def take_max_memory(argv: list[str]) -> tuple[list[str], int | None]:
     return rest, size
 
 
-def _one_line(text: str, limit: int = 400) -> str:
+def one_line(text: str, limit: int = 400) -> str:
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _exit(code: int, message: str) -> NoReturn:
-    print(_one_line(message), file=sys.stderr)
+    print(one_line(message), file=sys.stderr)
     sys.exit(code)
 
 
 def _os_error(err: OSError) -> str:
     """An OSError from a path the user gave: what failed and on which file (a long name is shortened)."""
     name = err.filename if err.filename is not None else ""
-    where = f" {_one_line(repr(str(name)), 120)}" if name != "" else ""
+    where = f" {one_line(repr(str(name)), 120)}" if name != "" else ""
     return f"error: {err.strerror or type(err).__name__}:{where} (check the path and its permissions)"
 
 

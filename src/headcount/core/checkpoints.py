@@ -32,6 +32,7 @@ from headcount.core.files import (
     MAX_HEADER_BYTES,
     MAX_METADATA_BYTES,
     check_model_path,
+    one_line,
     parse_config,
     read_header,
     show_path,
@@ -42,10 +43,6 @@ FOLDER_WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # in the order tran
 TORCH_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt")
 MAX_JSON_BYTES = MAX_METADATA_BYTES  # config.json (~1 KB), a vocabulary map (50,257 ids: ~350 KB)
 _NUMPY_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2"}
-
-
-def one_line(text: str, limit: int = 200) -> str:
-    return line if len(line := " ".join(str(text).split())) <= limit else f"{line[:limit]}…"
 
 
 def read_json_file(path: str | os.PathLike, what: str, max_bytes: int = MAX_JSON_BYTES) -> Any:

@@ -221,8 +221,9 @@ def read_config(
     return config
 
 
-def _one_line(err: BaseException, limit: int = 300) -> str:
-    return text if len(text := " ".join(str(err).split())) <= limit else f"{text[:limit]}…"
+def one_line(text: object, limit: int = 300) -> str:
+    """`text` (a message or an exception) on one line, whitespace collapsed, cut at `limit` characters."""
+    return line if len(line := " ".join(str(text).split())) <= limit else f"{line[:limit]}…"
 
 
 def invalid(path: str | os.PathLike, fmt: str, why: str) -> ModelFileError:
@@ -258,7 +259,7 @@ def config_info(config: dict[str, Any], path, fmt: str) -> dict[str, Any]:
 
 
 def _short(value: Any) -> str:
-    return _one_line(repr(value), 60)  # type: ignore[arg-type]
+    return one_line(repr(value), 60)  # type: ignore[arg-type]
 
 
 class TensorShapes:
@@ -306,9 +307,7 @@ def load_tensors(shapes: TensorShapes, finite: bool = True) -> dict[str, np.ndar
     try:
         tensors = load_file(shapes.path)
     except (SafetensorError, OSError, ValueError) as err:
-        raise ModelFileError(
-            f"{show_path(shapes.path)}: cannot read its tensors ({_one_line(err)})"
-        ) from None
+        raise ModelFileError(f"{show_path(shapes.path)}: cannot read its tensors ({one_line(err)})") from None
     out = {}
     for name, value in tensors.items():
         value = np.ascontiguousarray(value, dtype=np.float64)

@@ -46,9 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.checkpoints import MAX_JSON_BYTES, locate, one_line, open_state_dict, read_json_file
+from headcount.core.checkpoints import MAX_JSON_BYTES, locate, open_state_dict, read_json_file
 from headcount.core.errors import InputError
-from headcount.core.files import DTYPE_BYTES, MAX_HEADS_PER_LAYER, check_model_path, show_path
+from headcount.core.files import DTYPE_BYTES, MAX_HEADS_PER_LAYER, check_model_path, one_line, show_path
 from headcount.core.io import MAX_LAYERS, save_model
 from headcount.core.jsonable import JsonResult
 from headcount.core.model import MLP, AttentionHead, Layer, LayerNorm, Transformer

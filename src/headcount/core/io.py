@@ -23,7 +23,6 @@ from headcount.core.files import (
     TABLE_FORMAT,
     ModelFileError,
     TensorShapes,
-    _one_line,
     _short,
     atomic_write_bytes,
     check_version,
@@ -31,6 +30,7 @@ from headcount.core.files import (
     config_int,
     invalid,
     load_tensors,
+    one_line,
     read_config,
 )
 from headcount.core.model import (
@@ -210,7 +210,7 @@ def _decoder_config(config: dict[str, Any], path) -> tuple[str, dict[str, Any]]:
     try:
         decoder_class(decoder["kind"])
     except ValueError as err:
-        raise invalid(path, _MODEL, _one_line(err)) from None
+        raise invalid(path, _MODEL, one_line(err)) from None
     return decoder["kind"], dec_config
 
 
@@ -356,4 +356,4 @@ def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
         )
         return Transformer(tensors["W_E"], tensors["W_pos"], layers, decoder, mask, info, final)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as err:
-        raise invalid(path, _MODEL, f"{type(err).__name__}: {_one_line(err)}") from None
+        raise invalid(path, _MODEL, f"{type(err).__name__}: {one_line(err)}") from None

@@ -57,6 +57,9 @@ from headcount.learn.sweep import (
 )
 
 GPT2_BLOCK = {"mlp": True, "layernorm": True, "activation": "gelu"}  # the k-hop paper's blocks (GPT2Model)
+# the k-hop experiments' full scale; lr 1e-3: at 3e-3 the attention-only L = 4, 5 models diverged (L = 5:
+# 65 % error at k = 1)
+KHOP_FULL = {"n": 32, "alphabet": 4, "heads": 2, "dim": 64, "hops": 8, "steps": 4000, "lr": 1e-3}
 
 
 @dataclass(frozen=True)
@@ -126,20 +129,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                     "grid": {"layers": [2, 3, 4]},
                     "seeds": [0],
                 },
-                # lr 1e-3: at 3e-3 the attention-only L = 4, 5 models diverged (L = 5: 65 % error at k = 1)
-                "full": {
-                    "fixed": {
-                        "n": 32,
-                        "alphabet": 4,
-                        "heads": 2,
-                        "dim": 64,
-                        "hops": 8,
-                        "steps": 4000,
-                        "lr": 1e-3,
-                    },
-                    "grid": {"layers": [2, 3, 4, 5]},
-                    "seeds": [0, 1],
-                },
+                "full": {"fixed": KHOP_FULL, "grid": {"layers": [2, 3, 4, 5]}, "seeds": [0, 1]},
             },
             summarize_khop,
             ("accuracy_by_hop", "accuracy_bottom", "train_seconds"),
@@ -165,20 +155,7 @@ EXPERIMENTS: dict[str, Experiment] = {
                     "grid": {"layers": [2, 3, 4, 5]},
                     "seeds": [0],
                 },
-                "full": {
-                    "fixed": {
-                        "n": 32,
-                        "alphabet": 4,
-                        "heads": 2,
-                        "dim": 64,
-                        "hops": 8,
-                        "steps": 4000,
-                        "lr": 1e-3,
-                        **GPT2_BLOCK,
-                    },
-                    "grid": {"layers": [2, 3, 4, 5]},
-                    "seeds": [0, 1],
-                },
+                "full": {"fixed": KHOP_FULL | GPT2_BLOCK, "grid": {"layers": [2, 3, 4, 5]}, "seeds": [0, 1]},
             },
             summarize_khop,
             ("accuracy_by_hop", "accuracy_bottom", "train_seconds"),

@@ -274,26 +274,24 @@ PRECISION_NOTE = (
 )
 
 
-def draw_khop(fig: plt.Figure, s: KhopSummary) -> str:
+def _draw(fig: plt.Figure, s: KhopSummary, title: str, models: str) -> str:
     ax = fig.add_subplot(1, 1, 1)
-    im = _heatmap(ax, s, "k-hop induction heads: error of trained models by depth")
+    im = _heatmap(ax, s, title)
     fig.colorbar(im, ax=ax, label="error on positions with an answer (%)")
     return (
-        f"{PAPER} Measured: one model per depth L, trained on hop counts 1..K given as the first token ('no "
+        f"{PAPER} Measured: {models} per depth L, trained on hop counts 1..K given as the first token ('no "
         "adjacent repeats', alphabet 4), error at each k on held-out positions with an answer."
         + (f" {PRECISION_NOTE}" if s.precision_bits is not None else "")
     )
 
 
+def draw_khop(fig: plt.Figure, s: KhopSummary) -> str:
+    return _draw(fig, s, "k-hop induction heads: error of trained models by depth", "one model")
+
+
 def draw_khop_gpt2(fig: plt.Figure, s: KhopSummary) -> str:
-    ax = fig.add_subplot(1, 1, 1)
-    im = _heatmap(ax, s, "k-hop, GPT-2 blocks (LayerNorm, GELU MLP): error by depth")
-    fig.colorbar(im, ax=ax, label="error on positions with an answer (%)")
-    return (
-        f"{PAPER} Measured: one GPT-2-style model (pre-LayerNorm, GELU MLP) per depth L, trained on hop "
-        "counts 1..K given as the first token, error at each k on held-out positions with an answer."
-        + (f" {PRECISION_NOTE}" if s.precision_bits is not None else "")
-    )
+    title = "k-hop, GPT-2 blocks (LayerNorm, GELU MLP): error by depth"
+    return _draw(fig, s, title, "one GPT-2-style model (pre-LayerNorm, GELU MLP)")
 
 
 def draw_comparison(fig: plt.Figure, s: KhopComparison) -> str:
