@@ -237,3 +237,15 @@ def test_the_table_form_and_the_exact_evaluator_refuse_gpt2_parts():
     assert "not attention biases, attention scale, gelu, layernorm" in exact_supported(bind_task(model, 3))
     with pytest.raises(ValueError, match="exact evaluation"):
         exact_fixed_predict(bind_task(model, 3), np.zeros((1, 3), dtype=int), 4)
+
+
+def test_exact_logit_ties_are_decided_by_the_lowest_class_rule():
+    from headcount.core.model import argmax_bounds
+
+    lmid = np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 2.0], [3.0, 1.0, 3.0], [1.0, 1.0, 0.0]])
+    lrad = np.zeros_like(lmid)
+    lrad[3, 1] = 1e-300  # one tied logit is not exact: the tie is open
+    cls, decided = argmax_bounds(lmid, lrad)
+    assert cls.tolist() == [0, 1, 0, 0] and decided.tolist() == [True, True, True, False]
+    cls, decided = argmax_bounds(np.array([[0.0, np.nan]]), np.zeros((1, 2)))
+    assert not decided.any()

@@ -330,7 +330,8 @@ def _certify_pass(model: Model, inputs: InputStream, reference: Reference, tally
             tally.rejected.append(_rejection(p, tokens, target, got, wrong, family))
             return False
         uncertified += int((~proven).sum())
-    tally.precision_bits, tally.errors_at_precision_bits = p, 0
+    # 0 errors at p is known only where every position is proven; open positions leave it unknown (None)
+    tally.precision_bits, tally.errors_at_precision_bits = p, 0 if uncertified == 0 else None
     tally.uncertified_positions, tally.exact_positions = uncertified, exact
     tally.certified = uncertified == 0 and tally.errors == 0
     return True

@@ -173,14 +173,22 @@ class Decoder(Protocol):
 
 
 def argmax_bounds(lmid: np.ndarray, lrad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(argmax of the midpoint logits, decided) [..]: decided where that class's lower end is above every
-    other class's upper end for all logits in the box (lmid ± lrad) [.. classes]."""
+    """(argmax of the midpoint logits, decided) [..]: decided where, for all logits in the box lmid ± lrad
+    [.. classes], that class c is the argmax with ties to the lowest class: its lower end is above the upper
+    end of every class before it and not below that of every class after it. A radius 0 means an exact
+    logit (core.bounds), so exact ties are decided by the rule, not left open."""
     cls = np.argmax(lmid, axis=-1)
     with np.errstate(invalid="ignore"):
         low, high = outward(lmid - lrad, lmid + lrad)  # each endpoint took one rounding
+    exact = lrad == 0
+    low, high = np.where(exact, lmid, low), np.where(exact, lmid, high)
     low_best = np.take_along_axis(low, cls[..., None], axis=-1)[..., 0]
-    np.put_along_axis(high, cls[..., None], -np.inf, axis=-1)
-    return cls, low_best > high.max(axis=-1)  # False wherever a NaN is
+    classes = np.arange(lmid.shape[-1])
+    before = classes < cls[..., None]  # [.. classes]
+    after = classes > cls[..., None]
+    high_before = np.where(before, high, -np.inf).max(axis=-1, initial=-np.inf)
+    high_after = np.where(after, high, -np.inf).max(axis=-1, initial=-np.inf)
+    return cls, (low_best > high_before) & (low_best >= high_after)  # False wherever a NaN is
 
 
 @dataclass(frozen=True, eq=False)
