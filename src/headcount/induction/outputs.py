@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from headcount.core.errors import InputError
-from headcount.core.evaluate import predict
+from headcount.core.evaluate import WorkBudget, fixed_predict, predict
 from headcount.core.precision import parse_precision
 from headcount.core.resources import check_memory, check_work
 from headcount.core.symbols import token_text
@@ -57,18 +57,22 @@ class Solution:
 
 @dataclass(frozen=True)
 class Prediction:
-    """A model's output at every position of `input`, evaluated in `precision` (its name)."""
+    """A model's output at every position of `input`, evaluated in `precision` (its name). `undecided`:
+    the 1-based positions whose fixed:p output neither the bounds nor the exact evaluator proved (only a
+    model with GPT-2 parts has any: its output there is the bounds' best guess); in the JSON when any."""
 
     input: tuple[int, ...]
     precision: str
     outputs: tuple[int, ...]
+    undecided: tuple[int, ...] = ()
 
     @property
     def outputs_text(self) -> list[str]:
         return [token_text(t) for t in self.outputs]
 
     def to_json(self) -> dict[str, Any]:
-        return {"input": list(self.input), "precision": self.precision, "outputs": self.outputs_text}
+        out = {"input": list(self.input), "precision": self.precision, "outputs": self.outputs_text}
+        return out | ({"undecided": list(self.undecided)} if self.undecided else {})
 
 
 _PLAIN_TOKENS = re.compile(r"[0-9,\s]*")
@@ -142,9 +146,14 @@ def predict_input(
             f"--input token {int(tokens.max())} is outside the model's alphabet 0..{model.alphabet - 1}"
         )
     check_predict_resources(len(tokens), sum(model.heads_per_layer), model.d_model)
+    undecided: tuple[int, ...] = ()
     with np.errstate(all="ignore"):  # float16 overflow is that mode's behaviour, not a failure
-        outputs = predict(model, tokens, prec)[0]
-    return Prediction(tuple(int(t) for t in tokens), prec.name, tuple(int(t) for t in outputs))
+        if prec.kind == "fixed":
+            out, decided = fixed_predict(model, tokens, prec.bits, budget=WorkBudget(None))
+            outputs, undecided = out[0], tuple(int(i) + 1 for i in np.flatnonzero(~decided[0]))
+        else:
+            outputs = predict(model, tokens, prec)[0]
+    return Prediction(tuple(int(t) for t in tokens), prec.name, tuple(int(t) for t in outputs), undecided)
 
 
 def check_predict_resources(n: int, heads: int, d_model: int) -> None:
