@@ -234,6 +234,47 @@ def _transformer() -> dict[str, Variant]:
         "an unknown extra tensor": _tensors(lambda t: t.update({"extra": np.zeros(3)})),
         "5000 heads": _heads(5000),
     }
+    return v | _gpt2_parts()
+
+
+def _gpt2_parts() -> dict[str, Variant]:
+    """The GPT-2 keys of a weight-form config (issue 14) and the "vocab" decoder, lying or hostile."""
+    v: dict[str, Variant] = {}
+    for lab, value, raw in (
+        ("eps 0", {"eps": 0}, None),
+        ("eps -1", {"eps": -1}, None),
+        ("eps NaN", None, '{"eps": NaN}'),
+        ("eps 1e999", None, '{"eps": 1e999}'),
+        ("eps a string", {"eps": "x"}, None),
+        ("a bare number", 1e-5, None),
+        ("100k-deep", None, st.deep_dict()),
+    ):
+        v[f"ln1 {lab}"] = _set(["layers", 0, "ln1"], value, raw)
+        v[f"ln_final {lab}"] = _set(["ln_final"], value, raw)
+    v |= {
+        "ln1 without tensors": _set(["layers", 0, "ln1"], {"eps": 1e-5}),
+        "ln2 without an MLP": _set(["layers", 0, "ln2"], {"eps": 1e-5}),
+        "ln_final without tensors": _set(["ln_final"], {"eps": 1e-5}),
+        "head_biases without tensors": _set(["layers", 0, "head_biases"], True),
+        "head_biases a string": _set(["layers", 0, "head_biases"], "yes"),
+        "b_O without a tensor": _set(["layers", 0, "b_O"], True),
+        "activation bogus": _set(["layers", 0, "activation"], "swish"),
+        "activation gelu without an MLP": _set(["layers", 0, "activation"], "gelu"),
+        "attn_scale Infinity": _set(["layers", 0, "attn_scale"], None, "Infinity"),
+        "attn_scale 5000 digits": _set(["layers", 0, "attn_scale"], None, st.BIG),
+        "attn_scale a list": _set(["layers", 0, "attn_scale"], [1]),
+        "decoder vocab readout bogus": _set(["decoder"], {"kind": "vocab", "config": {"readout": "bogus"}}),
+        "decoder vocab hidden": _set(["decoder"], {"kind": "vocab", "config": {"readout": "hidden"}}),
+        "decoder vocab map 100k-deep": _set(
+            ["decoder"], None, '{"kind": "vocab", "config": {"vocab_map": ' + st.deep_dict() + "}}"
+        ),
+        "decoder vocab map huge ids": _set(
+            ["decoder"], {"kind": "vocab", "config": {"readout": "tied", "vocab_map": {"symbols": [2**40]}}}
+        ),
+        "decoder vocab map repeated ids": _set(
+            ["decoder"], {"kind": "vocab", "config": {"readout": "tied", "vocab_map": {"symbols": [0, 0]}}}
+        ),
+    }
     return v
 
 
