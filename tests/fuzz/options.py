@@ -251,6 +251,7 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
                 "--seed": V.INT,
                 "--lr": V.FLOAT,
                 "--positional": _choice("Learned", "circle ", "rotary"),
+                "--activation": _choice("GELU", "gelu ", "swish"),
                 "--out": V.WRITE_PATHS,
             },
         ),

@@ -171,7 +171,10 @@ def test_stored_config_keeps_old_keys():
     assert "activation" not in cfg.stored() and cfg.stored() == {
         k: v for k, v in dataclasses.asdict(cfg).items() if k != "activation"
     }
-    assert SequenceConfig(vocab=3, alphabet=3, n_ctx=4, activation="gelu").stored()["activation"] == "gelu"
+    assert (
+        SequenceConfig(vocab=3, alphabet=3, n_ctx=4, mlp=True, activation="gelu").stored()["activation"]
+        == "gelu"
+    )
     with pytest.raises(InputError, match="unknown activation 'tanh'"):
         SequenceConfig(vocab=3, alphabet=3, n_ctx=4, activation="tanh")
 
@@ -241,3 +244,4 @@ def test_cli_activation(capsys, tmp_path):
     model = load_model(path)
     assert model.layers[0].mlp.activation == "gelu_tanh" and model.extensions == ["gelu"]
     refused(capsys, *args, "--activation", "swish", needles=("unknown activation 'swish'", "gelu_tanh"))
+    refused(capsys, *args, "--activation", "gelu", needles=("activation 'gelu' is the MLP's", "--mlp"))

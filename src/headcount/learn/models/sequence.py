@@ -89,6 +89,8 @@ class SequenceConfig:
                 raise InputError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.activation not in ACTIVATIONS:
             raise InputError(f"unknown activation {self.activation!r}: use one of {ACTIVATIONS}")
+        if self.activation != "relu" and not self.mlp:
+            raise InputError(f"activation {self.activation!r} is the MLP's: it needs mlp (--mlp)")
 
     def stored(self) -> dict[str, Any]:
         """asdict(self) without the later-added keys that have their default (see the class docstring)."""
