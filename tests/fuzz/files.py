@@ -47,6 +47,7 @@ TARGETS = (
     Target(
         "transformer", "evaluate", ("--task", "induction", "--n", "4", "--alphabet", "2", "--samples", "8")
     ),
+    Target("transformer", "analyze heads", ("--n", "4", "--alphabet", "2", "--samples", "8")),
     Target("table", "induction protocol", ("--k", "2", "--precision-bits", "8")),
     Target("table", "induction refute", ("--k", "2", "--precision-bits", "4")),
     Target("minmax", "minmax verify", ("--M", "4", "--n", "3")),

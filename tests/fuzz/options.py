@@ -161,6 +161,21 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
             alone={"--model": EVALUATE},
         ),
         Command(
+            "analyze heads",
+            {"--model": _transformer(boolean_model), "--n": "4", "--alphabet": "2", "--samples": "8"},
+            {
+                "--model": V.READ_PATHS,
+                "--task": _choice("KHOP", "khop ", "copy"),
+                "--layout": _choice("Plain", "hop_prefix", "hop-prefix"),
+                "--hops": V.INT,
+                "--n": V.INT,
+                "--alphabet": V.INT,
+                "--samples": V.INT,
+                "--seed": V.INT,
+            },
+            alone={"--model": {"--n": "4", "--alphabet": "2", "--samples": "8"}},
+        ),
+        Command(
             "minmax certify",
             {"--M": "4", "--n": "3", "--heads": "2"},
             {

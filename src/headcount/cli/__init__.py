@@ -18,7 +18,7 @@ from typing import NoReturn
 
 import typer
 
-from headcount.cli import boolean, imports, induction, minmax, sweep, train
+from headcount.cli import analyze, boolean, imports, induction, minmax, sweep, train
 from headcount.cli.evaluate import evaluate
 from headcount.cli.experiment import experiment
 from headcount.cli.reproduce import reproduce
@@ -39,6 +39,7 @@ app.add_typer(boolean.app, name="boolean")
 app.add_typer(train.app, name="train")
 app.add_typer(sweep.app, name="sweep")
 app.add_typer(imports.app, name="import")
+app.add_typer(analyze.app, name="analyze")
 app.command("evaluate")(evaluate)
 app.command("experiment")(experiment)
 app.command("reproduce")(reproduce)

@@ -65,6 +65,7 @@ def attend(
     bias: np.ndarray | None,
     prec: Precision,
     scale: float = 1.0,
+    patterns: list[np.ndarray] | None = None,
 ) -> np.ndarray:
     """softmax(scale·q kᵀ + bias) v, normalised after the value sum: (Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j −
     max}. In place on the [batch query key] score tensor, which dominates time and memory."""
@@ -76,6 +77,8 @@ def attend(
     scores -= scores.max(axis=-1, keepdims=True)
     scores = prec.after_op(exp_shifted(scores) if scores.dtype == np.float64 else np.exp(scores))
     total = prec.after_op(scores.sum(axis=-1, keepdims=True))  # [batch query 1]
+    if patterns is not None:  # the attention weights [batch query key], for analysis only
+        patterns.append(scores / total)
     return prec.after_op(prec.after_op(scores @ v) / total)
 
 
@@ -122,9 +125,15 @@ def _project(x: np.ndarray, W: np.ndarray, b: np.ndarray | None, prec: Precision
     return prec.at_rounding_point(out)
 
 
-def residual_stream(model: Transformer, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
+def residual_stream(
+    model: Transformer,
+    tokens: np.ndarray,
+    prec: Precision = FLOAT64,
+    patterns: list[list[np.ndarray]] | None = None,
+) -> np.ndarray:
     """Final residual stream x^L [batch pos d_model] of a (checked) token batch, in the mode `prec` — after
-    the final LayerNorm when the model has one (what the decoder reads)."""
+    the final LayerNorm when the model has one (what the decoder reads). `patterns`, when given, receives
+    each layer's list of its heads' attention weights [batch query key]."""
     dt = prec.compute_dtype
     w = lambda a: prec.after_op(a.astype(dt))  # noqa: E731 — weights stored in the mode's type
     n = tokens.shape[1]
@@ -135,11 +144,14 @@ def residual_stream(model: Transformer, tokens: np.ndarray, prec: Precision = FL
     for layer in model.layers:
         a = _normed(x, layer.ln1, prec)  # [batch pos d_model]
         update = np.zeros_like(x)
+        layer_patterns: list[np.ndarray] | None = None if patterns is None else []
+        if patterns is not None:
+            patterns.append(layer_patterns)
         for head in layer.heads:
             q = _project(a, head.W_Q, head.b_Q, prec)  # [batch pos d_head]
             k = _project(a, head.W_K, head.b_K, prec)  # [batch pos d_head]
             v = _project(a, head.W_V, head.b_V, prec)  # [batch pos d_value]
-            z = attend(q, k, v, bias, prec, layer.attn_scale)  # [batch pos d_value]
+            z = attend(q, k, v, bias, prec, layer.attn_scale, layer_patterns)  # [batch pos d_value]
             update = prec.after_op(update + prec.at_rounding_point(prec.after_op(z @ w(head.W_O))))
         if layer.b_O is not None:
             update = prec.after_op(update + w(layer.b_O))

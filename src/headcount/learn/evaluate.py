@@ -15,6 +15,7 @@ from scipy.special import gammaln
 
 from headcount.core.symbols import BOTTOM
 from headcount.induction import task as itask
+from headcount.induction.heads import score_heads
 from headcount.learn.models import MinMaxNet, SequenceModel, minmax_net_to_model
 from headcount.learn.results import (
     FamilyAccuracy,
@@ -57,21 +58,13 @@ def sequence_predict(
 
 
 def head_scores(patterns: list[np.ndarray], sigma: np.ndarray, offset: int = 0) -> list[HeadScore]:
-    """Per head: previous_token_score = mean attention from position i to i−1 (i ≥ 1), and induction_score =
-    mean attention from i to j+1, j the latest earlier position with σ_j = σ_i (over positions that have one:
-    TransformerLens's head-detector sense). `offset` = positions before σ (the hop token)."""
-    batch, n = sigma.shape
-    find = itask.find_positions(sigma)  # [batch n]: j_i + 1 (0-based), or -1
-    rows, queries = np.nonzero(find >= 0)
-    keys = find[rows, queries]
-    out = []
-    for layer, pattern in enumerate(patterns):
-        p = pattern[:, :, offset:, offset:]  # [batch heads n n]
-        for h in range(p.shape[1]):
-            prev = float(p[:, h, np.arange(1, n), np.arange(n - 1)].mean()) if n > 1 else 0.0
-            ind = float(p[rows, h, queries, keys].mean()) if len(rows) else 0.0
-            out.append(HeadScore(layer, h, prev, ind))
-    return out
+    """Per head: previous_token_score and induction_score as headcount.induction.heads defines them
+    (score_heads: mean attention from i to i−1, and from i to find(i) over positions that have one).
+    `offset` = positions before σ (the hop token)."""
+    return [
+        HeadScore(s.layer, s.head, s.previous_token, s.induction)
+        for s in score_heads([np.asarray(p, dtype=np.float64) for p in patterns], sigma, offset)
+    ]
 
 
 def heldout_rng(n: int, alphabet: int) -> np.random.Generator:

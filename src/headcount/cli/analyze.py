@@ -1,0 +1,52 @@
+"""`headcount analyze …`: what a model's heads do (issue 15). `analyze heads` parses its options, calls
+headcount.induction.heads.analyze_heads_file (which checks every value and bounds the work before reading
+the model) and prints the scores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from headcount.cli.common import JsonOpt, emit
+
+app = typer.Typer(no_args_is_help=True, help="What a model's attention heads do.")
+
+
+@app.command("heads")
+def analyze_heads(
+    model_file: Path = typer.Option(
+        ..., "--model", help="Model file (weight form: constructed, trained, imported)."
+    ),
+    task: str = typer.Option(
+        "induction", "--task", help="induction (uniform characters) or khop (no two adjacent equal)."
+    ),
+    layout: str | None = typer.Option(
+        None,
+        "--layout",
+        help="plain or hop-prefix (the token of hop count --hops first); default: plain for induction, "
+        "hop-prefix for khop.",
+    ),
+    hops: int = typer.Option(1, "--hops", help="The hop count whose token leads a hop-prefix input, 1..16."),
+    n: int = typer.Option(16, "--n", help="Characters per input, 2..1024 (with hop-prefix n + 1 must fit)."),
+    alphabet: int = typer.Option(4, "--alphabet", help="Alphabet size S ≥ 2 (the model's symbols)."),
+    samples: int = typer.Option(
+        256,
+        "--samples",
+        help="Inputs, 1..65536; samples × heads × length² ≤ 2·10⁸ attention weights, within --max-memory.",
+    ),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the inputs (≥ 0), from default_rng([seed, n, alphabet])."
+    ),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Head scores (previous-token, duplicate-token, induction, find^r, sink) and each head's role."""
+    from headcount.induction.heads import analyze_heads_file
+
+    result = analyze_heads_file(model_file, task, layout, n, alphabet, samples, seed, hops)
+    human = "\n".join(
+        f"layer {h.layer} head {h.head}: {h.role} (previous {h.previous_token:.2f}, duplicate "
+        f"{h.duplicate_token:.2f}, induction {h.induction:.2f}, sink {h.sink:.2f})"
+        for h in result.heads
+    )
+    emit(result.to_json(), as_json, human)
