@@ -38,13 +38,13 @@ from headcount.core.validate import check_choice, check_int
 from headcount.induction import task
 from headcount.induction.layouts import (
     DEFAULT_LAYOUT,
-    GENERATORS,
     LAYOUTS,
     TASKS,
     bind_layout,
     check_hops,
     lay_out,
     prefix_length,
+    task_characters,
 )
 
 ROLE_THRESHOLD = 0.4  # a head's best score must reach this for it to have a role
@@ -219,8 +219,7 @@ def analyze_heads(
     )
     check_memory(8.0 * 3 * samples * heads * length * length, f"analyze heads on {samples} inputs")
     bound = bind_layout(model, layout, n, alphabet, hops)
-    rng = np.random.default_rng([seed, n, alphabet])
-    sigma = task.GENERATORS[GENERATORS[task_name]](rng, samples, n, alphabet)
+    sigma = task_characters(task_name, samples, n, alphabet, seed)
     patterns = attention_patterns(bound, lay_out(sigma, layout, alphabet, hops))
     return HeadAnalysis(
         task_name, layout, hops, n, alphabet, samples, seed, score_heads(patterns, sigma, offset)

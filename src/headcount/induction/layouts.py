@@ -106,6 +106,13 @@ def prefix_length(layout: str) -> int:
     return int(check_layout(layout) == "hop-prefix")
 
 
+def task_characters(task_name: str, samples: int, n: int, alphabet: int, seed: int) -> np.ndarray:
+    """The characters σ [samples n] the task draws (GENERATORS) from np.random.default_rng([seed, n,
+    alphabet]) — learn.evaluate.heldout_rng's seeding, so the defaults give the lab's held-out set."""
+    rng = np.random.default_rng([seed, n, alphabet])
+    return task.GENERATORS[GENERATORS[task_name]](rng, samples, n, alphabet)
+
+
 def hop_token(alphabet: int, hops: int) -> int:
     """The task token of hop count k: S + k − 1 (core.vocab's layout; the learning lab's hop token)."""
     return alphabet + hops - 1
@@ -369,8 +376,7 @@ def evaluate_model(
         "--samples, --hops or --n",
     )
     check_memory(evaluation_memory(bound, length, samples), what)
-    rng = np.random.default_rng([seed, n, alphabet])  # learn.evaluate.heldout_rng's seeding
-    sigma = task.GENERATORS[GENERATORS[task_name]](rng, samples, n, alphabet)
+    sigma = task_characters(task_name, samples, n, alphabet, seed)
     per_hop = tuple(hop_error(bound, sigma, layout, alphabet, k, prec) for k in hops)
     return Evaluation(task_name, layout, n, alphabet, samples, seed, prec.name, model_facts(model), per_hop)
 
