@@ -56,7 +56,11 @@ def test_scores_on_hand_made_patterns():
     assert (d.duplicate_token, d.previous_token, d.induction, d.role) == (1, 0, 0, "duplicate_token")
     uniform = (np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None])[None, None]  # causal average
     (u,) = score_heads([uniform], sigma)
-    assert max(u.previous_token, u.induction, u.duplicate_token, u.sink) < ROLE_THRESHOLD and u.role == "none"
+    assert max(u.previous_token, u.induction, u.duplicate_token, u.sink) < ROLE_THRESHOLD
+    assert (u.uniform, u.role) == (1.0, "uniform")
+    assert p.uniform == pytest.approx(np.mean([1 / 2, 1 / 3, 1 / 4, 1 / 5]))  # one key: overlap 1/(i+1)
+    blank = np.zeros((1, 1, n, n))  # attends nowhere (a row sum of 0): no mechanism reaches the threshold
+    assert score_heads([blank], sigma)[0].role == "none"
 
 
 @pytest.mark.parametrize("n, alphabet", [(8, 3), (16, 4), (32, 8)])
@@ -66,6 +70,15 @@ def test_the_two_layer_construction_heads_have_their_built_roles(n, alphabet):
     assert roles == [(0, 0, "previous_token"), (0, 1, "duplicate_token"), (1, 0, "induction")]
     prev, _, ind = result.heads
     assert prev.previous_token > 0.999 and ind.induction > 0.999
+
+
+@pytest.mark.parametrize("n, alphabet", [(6, 3), (16, 4)])
+def test_the_one_layer_construction_head_averages_evenly(n, alphabet):
+    """The one-layer construction is a table model whose one head attends evenly to every position (its
+    readout decodes all earlier tokens from the average): analyze heads reads the table and says so."""
+    (head,) = analyze_heads(build_construction(1, n, alphabet), n=n, alphabet=alphabet, samples=32).heads
+    assert (head.layer, head.head, head.role) == (0, 0, "uniform")
+    assert head.uniform == pytest.approx(1.0, abs=1e-12)
 
 
 def test_cli_json_and_refusals(capsys, tmp_path):
@@ -81,8 +94,10 @@ def test_cli_json_and_refusals(capsys, tmp_path):
     assert set(got["heads"][0]["find"]) == {"1", "2", "4", "8"}
     one = tmp_path / "one.safetensors"
     save_model(build_construction(1, 6, 3), one)
-    refused(capsys, "analyze", "heads", "--model", str(one), "--n", "6", "--alphabet", "3",
-            needles=("weight-form model", "table"))  # fmt: skip
+    code, out, err = run(capsys, "analyze", "heads", "--model", str(one), "--n", "6", "--alphabet", "3",
+                         "--json")  # fmt: skip
+    assert code == 0, err
+    assert [(h["role"], h["uniform"]) for h in json.loads(out)["heads"]] == [("uniform", 1.0)]
     refused(capsys, "analyze", "heads", "--model", str(path), "--n", "1", needles=("--n must be ≥ 2",))
     refused(capsys, "analyze", "heads", "--model", str(path), "--n", "12", "--task", "hop",
             needles=("--task",))  # fmt: skip

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from headcount.core.bounds import residual_bounds
-from headcount.core.errors import InputError
 from headcount.core.exact import exact_fixed_predict, exact_supported
 from headcount.core.forward import residual_stream, rows_per_chunk
 from headcount.core.model import Transformer
@@ -79,16 +78,19 @@ def emulate(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.n
     return np.concatenate(outs)
 
 
-def attention_patterns(model: Transformer, tokens: np.ndarray, prec: Precision = FLOAT64) -> list[np.ndarray]:
+def attention_patterns(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> list[np.ndarray]:
     """Each layer's attention weights [batch heads query key] on a token batch, in mode `prec` (float64 by
-    default): what every head attends to, for analysis (the same pass as emulate)."""
-    if not isinstance(model, Transformer):
-        raise InputError("attention patterns are read from the weight form; a table model has no W_Q, W_K")
+    default): what every head attends to, for analysis (the same pass as emulate). A table model has one
+    layer, its weights from the tables Q̃, K̃."""
     tokens = check_tokens(model, tokens)
     per_chunk = []
     for part in _chunks(model, tokens, shrink=max(1, sum(model.heads_per_layer))):
         layers: list[list[np.ndarray]] = []
-        residual_stream(model, part, prec, layers)
+        if isinstance(model, OneLayerTable):
+            layers.append([])
+            table_residual(model, part, prec, layers[0])
+        else:
+            residual_stream(model, part, prec, layers)
         empty = np.zeros((len(part), 0, part.shape[1], part.shape[1]))  # a layer without heads
         per_chunk.append([np.stack(heads, axis=1) if heads else empty for heads in layers])
     return [np.concatenate([chunk[l] for chunk in per_chunk]) for l in range(len(model.layers))]

@@ -106,8 +106,14 @@ def _lookup(table: np.ndarray, tokens: np.ndarray) -> np.ndarray:
     return table[..., pos, tokens, :]
 
 
-def table_residual(table: OneLayerTable, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
-    """x_i + Σ_h head_h(i): the vector ψ_out reads, [batch pos d_model]."""
+def table_residual(
+    table: OneLayerTable,
+    tokens: np.ndarray,
+    prec: Precision = FLOAT64,
+    patterns: list[np.ndarray] | None = None,
+) -> np.ndarray:
+    """x_i + Σ_h head_h(i): the vector ψ_out reads, [batch pos d_model]. With a list `patterns`, each
+    head's attention weights [batch query key] are appended to it (analysis only)."""
     dt = prec.compute_dtype
     rp = lambda a: prec.at_rounding_point(prec.after_op(a.astype(dt)))  # noqa: E731
     n = tokens.shape[1]
@@ -120,7 +126,7 @@ def table_residual(table: OneLayerTable, tokens: np.ndarray, prec: Precision = F
             rp(_lookup(table.K[h], tokens)),
             rp(_lookup(table.V[h], tokens)),
         )
-        update = prec.after_op(update + rp(attend(q, k, v, bias, prec)))
+        update = prec.after_op(update + rp(attend(q, k, v, bias, prec, patterns=patterns)))
     return prec.after_op(x + update)
 
 

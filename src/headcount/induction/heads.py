@@ -13,12 +13,17 @@ character positions only), with A the head's attention matrix [query key] on one
   character block) between A and the 0/1 matrix F_r of find^r (F_r[i, find^r(i)] = 1 where find^r(i)
   exists), averaged over the inputs where F_r is not empty — how well the head follows r hops at once;
 * ``sink`` — mean over queries i ≥ 1 of the attention on the input's first position (position 0: the hop
-  token in the hop-prefix layout, else the first character).
+  token in the hop-prefix layout, else the first character);
+* ``uniform`` — mean over queries i ≥ 1 of the overlap Σ_{j ≤ i} min(A[i, j], 1/(i+1)) of the head's row
+  with the uniform distribution on 0..i (1 − the total-variation distance for a row that sums to 1): 1 for
+  a head that averages every earlier character evenly (the one-layer construction's head), 1/(i+1) in row
+  i for a head that attends to one position, 0 for one that attends outside the characters.
 
-``role`` is the mechanism with the highest score among previous_token, duplicate_token, induction, sink and
-find^r for r ≥ 2 (find^1 is the induction pattern, scored as `induction`), when that score is at least
-ROLE_THRESHOLD; "none" otherwise. The two-layer construction's heads come out as previous_token and
-duplicate_token (layer 0) and induction (layer 1) — tests/induction/test_heads.py.
+``role`` is the mechanism with the highest score among previous_token, duplicate_token, induction, sink,
+uniform and find^r for r ≥ 2 (find^1 is the induction pattern, scored as `induction`), when that score is at
+least ROLE_THRESHOLD; "none" otherwise. The two-layer construction's heads come out as previous_token and
+duplicate_token (layer 0) and induction (layer 1), the one-layer construction's (a table model) as
+uniform — tests/induction/test_heads.py. Table models (core/table.py) are read like weight-form ones.
 """
 
 from __future__ import annotations
@@ -28,11 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.errors import InputError
 from headcount.core.evaluate import Model, attention_patterns
 from headcount.core.io import load_model
 from headcount.core.jsonable import JsonResult
-from headcount.core.model import Transformer
 from headcount.core.resources import check_memory, check_work
 from headcount.core.validate import check_choice, check_int
 from headcount.induction import task
@@ -53,7 +56,7 @@ MAX_SAMPLES = 1 << 16
 MAX_N = 1024
 # patterns of every head are held at once: samples × heads × (n+1)² float64 values
 MAX_PATTERN_VALUES = 2 * 10**8
-ROLES = ("previous_token", "duplicate_token", "induction", "sink")
+ROLES = ("previous_token", "duplicate_token", "induction", "sink", "uniform")
 
 
 def find_powers(sigma: np.ndarray) -> dict[int, np.ndarray]:
@@ -81,6 +84,14 @@ def _cosine(A: np.ndarray, target: np.ndarray) -> float:
     return float((dot[keep] / norms[keep]).mean()) if keep.any() else 0.0
 
 
+def _evenness(A: np.ndarray, even: np.ndarray) -> float:
+    """Mean over queries i ≥ 1 of Σ_{j ≤ i} min(A[i, j], 1/(i+1)) (module docstring: ``uniform``)."""
+    if A.shape[1] < 2:
+        return 0.0
+    overlap = np.minimum(A, even).sum(axis=-1)  # [batch query]; `even` is 0 above the diagonal
+    return float(overlap[:, 1:].mean())
+
+
 @dataclass(frozen=True)
 class HeadScore:
     """One head's scores (module docstring); `layer` and `head` are 0-based."""
@@ -92,6 +103,7 @@ class HeadScore:
     induction: float
     find: dict[int, float]
     sink: float
+    uniform: float
 
     @property
     def role(self) -> str:
@@ -109,6 +121,7 @@ class HeadScore:
             "induction": self.induction,
             "find": {str(r): score for r, score in self.find.items()},
             "sink": self.sink,
+            "uniform": self.uniform,
             "role": self.role,
         }
 
@@ -128,6 +141,7 @@ def score_heads(patterns: list[np.ndarray], sigma: np.ndarray, offset: int = 0) 
         targets[r] = F
     find1 = powers[1]
     has_find = find1 >= 0
+    even = np.tril(np.ones((n, n))) / (queries + 1.0)[:, None]  # uniform over keys 0..i [query key]
     out = []
     for l, layer in enumerate(patterns):
         for h in range(layer.shape[1]):
@@ -145,6 +159,7 @@ def score_heads(patterns: list[np.ndarray], sigma: np.ndarray, offset: int = 0) 
                     _mean_mass(induction, has_find),
                     {r: _cosine(A, F) for r, F in targets.items()},
                     float(full[:, offset + 1 :, 0].mean()) if n > 1 else 0.0,
+                    _evenness(A, even),
                 )
             )
     return out
@@ -205,8 +220,6 @@ def analyze_heads(
     uniform for induction, no two adjacent equal for khop, from np.random.default_rng([seed, n, alphabet]))
     in `layout` (hop-prefix puts the token of hop count `hops` first)."""
     layout = _check_request(task_name, layout, n, alphabet, samples, seed, hops)
-    if not isinstance(model, Transformer):
-        raise InputError("analyze heads reads attention patterns from a weight-form model, not a table model")
     offset = prefix_length(layout)
     length = n + offset
     heads = sum(model.heads_per_layer)
