@@ -48,6 +48,12 @@ TARGETS = (
         "transformer", "evaluate", ("--task", "induction", "--n", "4", "--alphabet", "2", "--samples", "8")
     ),
     Target("transformer", "analyze heads", ("--n", "4", "--alphabet", "2", "--samples", "8")),
+    Target(
+        "transformer",
+        "analyze patterns",
+        ("--out", "patterns", "--n", "4", "--alphabet", "2", "--samples", "8"),
+    ),
+    Target("transformer", "export transformer-lens", ("--out", "tl")),
     Target("table", "induction protocol", ("--k", "2", "--precision-bits", "8")),
     Target("table", "induction refute", ("--k", "2", "--precision-bits", "4")),
     Target("minmax", "minmax verify", ("--M", "4", "--n", "3")),
@@ -103,6 +109,8 @@ class Fixtures:
         for kind, argv in BASE_ARGV.items():
             models[kind] = root / f"{kind}.safetensors"
             _cli([*argv, str(models[kind])])
+        export = ["export", "transformer-lens", "--model", str(models["transformer"])]
+        _cli([*export, "--out", str(root / "transformer-tl")])  # the base of `import transformer-lens`
         return cls(root, models, _results_db(root / "results.sqlite"))
 
     def blob(self, kind: str) -> bytes:
@@ -175,6 +183,9 @@ VALID_ELSEWHERE = {
     ("a table file", "induction predict"),
     ("a table file", "induction certify"),
     ("a table file", "evaluate"),
+    ("a table file", "analyze patterns"),  # a table model's one head has attention patterns too
+    ("a table file", "analyze heads"),  # the one-layer construction's table: its head is read the same way
+    ("W_pos 1 row", "export transformer-lens"),  # a model of context 1: valid, though no input of 4 fits
 }
 
 

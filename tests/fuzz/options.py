@@ -48,11 +48,17 @@ TINY = ["n=2", "degree=1", "heads=1", "steps=2"]  # one Boolean run that trains 
 SWEEP = {"--db": "r.sqlite", "--task": "boolean", "--fixed": TINY, "--seeds": "0", "--workers": "1"}
 EXPERIMENT = {"#name": "xor-phase", "--scale": "quick", "--db": "r.sqlite", "--workers": "1"}
 EVALUATE = {"--task": "induction", "--n": "4", "--alphabet": "2", "--samples": "8"}
+PATTERNS = {"--out": "patterns", "--n": "4", "--alphabet": "2", "--samples": "8"}  # analyze patterns
 
 
 def _transformer(boolean_model: str) -> str:
     """The two-layer construction (n = 4, S = 2) the fixtures write beside the Boolean model."""
     return str(Path(boolean_model).with_name("transformer.safetensors"))
+
+
+def _tl_export(boolean_model: str) -> str:
+    """That construction as a TransformerLens export folder (`export transformer-lens`, made by Fixtures)."""
+    return str(Path(boolean_model).with_name("transformer-tl"))
 
 
 # `experiment` trains a whole experiment (minutes) when its input is valid, so it gets only values that
@@ -174,6 +180,31 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
                 "--seed": V.INT,
             },
             alone={"--model": {"--n": "4", "--alphabet": "2", "--samples": "8"}},
+        ),
+        Command(
+            "analyze patterns",
+            {**PATTERNS, "--model": _transformer(boolean_model)},
+            {
+                "--model": V.READ_PATHS,
+                "--out": V.WRITE_PATHS,
+                "--task": _choice("KHOP", "khop ", "copy"),
+                "--layout": _choice("Plain", "hop_prefix", "hop-prefix"),
+                "--hops": V.INT,
+                "--n": V.INT,
+                "--alphabet": V.INT,
+                "--samples": V.INT,
+                "--seed": V.INT,
+            },
+            alone={"--model": PATTERNS},
+        ),
+        Command(
+            "zoo export",
+            {"#name": "xor-n8", "--out": "zoo"},
+            {
+                "#name": _choice("XOR-N8", "xor-n8 ", "induction-2layer-n16-s4", "xor"),
+                "--format": _choice("HEADCOUNT", "transformer_lens", "transformer-lens", "tl"),
+                "--out": V.WRITE_PATHS,
+            },
         ),
         Command(
             "minmax certify",
@@ -340,6 +371,16 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
                 "--only": _choice("[", "[!", "[]", "\\"),
                 "--out": V.WRITE_PATHS,
             },
+        ),
+        Command(
+            "export transformer-lens",
+            {"--model": _transformer(boolean_model), "--out": "tl"},
+            {"--model": V.READ_PATHS, "--out": V.WRITE_PATHS},
+        ),
+        Command(
+            "import transformer-lens",
+            {"#path": _tl_export(boolean_model), "--out": "t.safetensors"},
+            {"#path": V.READ_PATHS, "--out": V.WRITE_PATHS},
         ),
     ] + _import_commands(gpt2)
 

@@ -662,6 +662,52 @@ def test_learning_xor_phase(tmp_path, solved, reason):
     assert r.measured == r.series.to_json() and r.measured["above_constructions_certified"] == 2
 
 
+# ---------------------------------------------------------------------------------------------- mechanism
+def mechanism_ctx(tmp_path, trained: Any) -> Context:
+    """A Context whose best two-layer run (n = 8, S = 3) is cached with model `trained`: no sweep, no
+    training."""
+    from headcount.report.mechanism import EXPERIMENT, TrainedModel
+
+    ctx = Context(scale="quick", results_db=str(tmp_path / "results.sqlite"))
+    config = {"task": "induction", "layers": 2, "heads": 1, "dim": 32, "n": 8, "alphabet": 3, "seed": 0}
+    run_ = TrainedModel("0123456789abcdef", config, 0.999, trained)
+    ctx.cache[("best-two-layer-model", EXPERIMENT, "quick", ctx.results_db)] = run_
+    return ctx
+
+
+def blind(model: Any, layer: int) -> Any:
+    """`model` with W_Q = 0 in every head of `layer`: they attend evenly, whatever they were built for."""
+    from dataclasses import replace
+
+    heads = tuple(replace(h, W_Q=np.zeros_like(h.W_Q)) for h in model.layers[layer].heads)
+    layers = tuple(replace(x, heads=heads) if i == layer else x for i, x in enumerate(model.layers))
+    return replace(model, layers=layers)
+
+
+@pytest.mark.parametrize("layer, reason", [(None, None), (0, "layer 0: roles"), (1, "layer 1: roles")])
+def test_induction_heads_mechanism(tmp_path, monkeypatch, layer, reason):
+    from headcount.induction.construction import build_construction
+    from headcount.report import mechanism
+
+    built = build_construction(2, 8, 3)
+    if layer is not None:  # the construction's heads lose their roles: the claim must notice
+        monkeypatch.setattr(mechanism, "two_layer_induction", lambda n, S: blind(built, layer))
+    r = run("induction.heads.mechanism", mechanism_ctx(tmp_path, built), samples=64, draw=8)
+    assert r.status == (PASS if reason is None else FAIL), r.detail
+    assert reason is None or reason in r.detail
+    assert r.measured["trained"]["same_circuit"] is True  # the trained stand-in is the intact construction
+
+
+def test_induction_heads_mechanism_reports_a_trained_model_without_the_circuit(tmp_path):
+    from headcount.induction.construction import build_construction
+
+    trained = blind(build_construction(2, 8, 3), 1)  # no induction head: reported, not asserted
+    r = run("induction.heads.mechanism", mechanism_ctx(tmp_path, trained), samples=64, draw=8)
+    assert r.status == PASS, r.detail
+    assert r.measured["trained"]["same_circuit"] is False
+    assert "NOT the construction's circuit (no induction in layer 1)" in r.detail
+
+
 # ---------------------------------------------------------------------------------------------- scope wording
 def test_certificate_wording_follows_scope():
     wording = induction_claims.certified_wording

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from flint import fmpq, fmpq_poly
 
@@ -240,3 +241,48 @@ def construct(
     else:
         layer, readout = additive_basis_route(F, n, D, H, best.basis)
     return Construction(layer, readout, best.route, best.dim)
+
+
+_READOUTS = {
+    "factorization": "sign of g(z) = c·z_1⋯z_k: coordinate i of the layer output is P_i(t)/Q_0(t) with "
+    "P_i = Π_{j in group i} (t − r_j) over F's sign changes r_j (Lemma 12)",
+    "additive-basis": "sign of g(z), homogeneous of degree D: coordinate i is t^{β_i}/Q_0(t) for the "
+    "basis β, the last 1/Q_0(t), and g(P(t)) = c·Π_j (t − r_j) over F's sign changes r_j (Lemma 13)",
+}
+
+
+def construction_roles(built: Construction, n: int) -> dict[str, Any]:
+    """What each head of a Theorem 3 model (``construct``) does, as JSON (the zoo's roles file): head h is
+    Lemma 9's head with c_h = w1/w0 − 1 = h (Lemma 11), one pole of the partial-fraction form of the layer
+    output (P_1(t), …, P_d(t))/Q_0(t), Q_0 = Π_h (n + h·t), t = |x|; the readout is the sign of g."""
+    check_int("n", n, 1)
+    heads = []
+    for h, head in enumerate(built.layer.heads):
+        c = head.w1 / head.w0 - 1
+        heads.append(
+            {
+                "layer": 0,
+                "head": h,
+                "role": "partial_fraction",
+                "c": str(c),
+                "w0": str(head.w0),
+                "w1": str(head.w1),
+                "mechanism": f"attends to the 1-bits with exp-weight w1 = {head.w1} against w0 = {head.w0} "
+                f"for 0-bits (scores log w_b), so it outputs a + b/(n + {c}·t) in each of the d = "
+                f"{head.dim} value coordinates: the pole at t = −n/{c} of (P_1, …, P_d)/Q_0",
+                "query": "none: the score depends on the key bit only (no positions)",
+                "key": f"bit b ∈ {{0, 1}}: exp-weight w_b (w0 = {head.w0}, w1 = {head.w1}), exact rationals",
+                "value": "v0 on 0-bits, v1 on 1-bits (exact rationals): a + b/n and a + b/(n(1 + c))",
+            }
+        )
+    readout = built.readout
+    terms = [{"exponent": list(K), "coefficient": str(a)} for K, a in sorted(readout.terms.items())]
+    decoder = {
+        "kind": "polynomial_sign",
+        "route": built.route,
+        "degree": readout.degree,
+        "dim": readout.dim,
+        "terms": terms,
+        "description": _READOUTS[built.route],
+    }
+    return {"construction": built.route, "dim": built.dim, "heads": heads, "decoder": decoder}

@@ -19,6 +19,8 @@ from typing import NoReturn
 import typer
 
 from headcount.cli import analyze, boolean, imports, induction, minmax, sweep, train
+from headcount.cli import export as export_cli
+from headcount.cli import zoo as zoo_cli
 from headcount.cli.evaluate import evaluate
 from headcount.cli.experiment import experiment
 from headcount.cli.reproduce import reproduce
@@ -40,6 +42,8 @@ app.add_typer(train.app, name="train")
 app.add_typer(sweep.app, name="sweep")
 app.add_typer(imports.app, name="import")
 app.add_typer(analyze.app, name="analyze")
+app.add_typer(zoo_cli.app, name="zoo")
+app.add_typer(export_cli.app, name="export")
 app.command("evaluate")(evaluate)
 app.command("experiment")(experiment)
 app.command("reproduce")(reproduce)

@@ -1,6 +1,7 @@
 """`headcount analyze …`: what a model's heads do (issue 15). `analyze heads` parses its options, calls
 headcount.induction.heads.analyze_heads_file (which checks every value and bounds the work before reading
-the model) and prints the scores."""
+the model) and prints the scores; `analyze patterns` calls headcount.report.attention.attention_figure_file
+(the same checks, and the output folder's) and prints the figure files and each head's role."""
 
 from __future__ import annotations
 
@@ -50,3 +51,43 @@ def analyze_heads(
         for h in result.heads
     )
     emit(result.to_json(), as_json, human)
+
+
+@app.command("patterns")
+def analyze_patterns(
+    model_file: Path = typer.Option(
+        ..., "--model", help="Model file (weight form: constructed, trained, imported)."
+    ),
+    out: Path = typer.Option(
+        ..., "--out", help="Folder for attention.png and attention.svg (made if missing)."
+    ),
+    task: str = typer.Option(
+        "induction", "--task", help="induction (uniform characters) or khop (no two adjacent equal)."
+    ),
+    layout: str | None = typer.Option(
+        None,
+        "--layout",
+        help="plain or hop-prefix (the token of hop count --hops first); default: plain for induction, "
+        "hop-prefix for khop.",
+    ),
+    hops: int = typer.Option(1, "--hops", help="The hop count whose token leads a hop-prefix input, 1..16."),
+    n: int = typer.Option(
+        16, "--n", help="Characters of the input drawn, 2..32 (with hop-prefix n + 1 must fit)."
+    ),
+    alphabet: int = typer.Option(4, "--alphabet", help="Alphabet size S ≥ 2 (the model's symbols)."),
+    samples: int = typer.Option(
+        256,
+        "--samples",
+        help="Inputs the head scores in the titles average over (the first is drawn), 1..65536.",
+    ),
+    seed: int = typer.Option(
+        0, "--seed", help="Seed of the inputs (≥ 0): numpy's default_rng seeded by (seed, n, alphabet)."
+    ),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Attention heat maps of every head on one input (PNG + SVG), with each head's role and scores."""
+    from headcount.report.attention import attention_figure_file
+
+    result = attention_figure_file(model_file, out, task, layout, n, alphabet, seed, hops, samples)
+    roles = ", ".join(f"L{h.layer}H{h.head} {h.role}" for h in result.heads)
+    emit(result.to_json(), as_json, f"{result.png} and {result.svg}: {roles}")

@@ -69,3 +69,26 @@ def import_gpt2(
         f"readout {result.readout}"
     )
     emit(result.to_json(), as_json, human)
+
+
+@app.command("transformer-lens")
+def import_transformer_lens(
+    path: str = typer.Argument(
+        ...,
+        help="A folder `headcount export transformer-lens` writes (config.json, model.safetensors), or any "
+        "TL-native model saved the same way.",
+        show_default=False,
+    ),
+    out: str = typer.Option(..., "--out", help="Model file to write (safetensors)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Read a TransformerLens export back as a headcount model file: bit-identical to the exported model when
+    config.json holds headcount's record, else the plain reading (padded heads kept, attn_scale = 1/TL's
+    scale, an lm-head vocab decoder). Unsupported TL features (RMS norm, rotary, gated MLP, soft caps) exit
+    2 naming them. JSON fields: path, source, record, layers, heads, d_model, vocab, n_ctx, decoder,
+    extensions."""
+    from headcount.core.transformer_lens_io import import_transformer_lens as run_import
+
+    result = run_import(path, out)
+    human = f"wrote {out}: {result.layers} layer(s), heads {list(result.heads)}, decoder {result.decoder}"
+    emit(result.to_json(), as_json, human)

@@ -21,6 +21,10 @@ figure and checks the claims, so learn/ never imports report/. k-hop: one model 
 hop counts drawn from 1..K (the hop count is the first token) and evaluated at every k ≤ K
 (`accuracy_by_hop`); the heat map shows the error by (L, k).
 
+induction-depth keeps its trained models (`keeps_models`): each run's exported model is written beside the
+database, as models/<run id>.safetensors (`model_folder`, `kept_model`), so the report can load the best
+two-layer model and read its heads (report/mechanism.py); the run ids, and so the rows, are unchanged.
+
 The two k-hop experiments run with the built-in runner KHOP_RUNNER (learn/certified_runs.py:
 run_khop_certified): the training run, then its exported model certified at every hop count
 (`khop_certificates`: sampled inputs in the training layout, the smallest fixed:p with a proof, the IEEE
@@ -51,6 +55,7 @@ from headcount.learn.sweep import (
     DEFAULT_RUNNER,
     KHOP_RUNNER,
     SweepCounts,
+    kept_model_path,
     load_spec,
     run_sweep,
     sweep_table,
@@ -60,6 +65,7 @@ GPT2_BLOCK = {"mlp": True, "layernorm": True, "activation": "gelu"}  # the k-hop
 # the k-hop experiments' full scale; lr 1e-3: at 3e-3 the attention-only L = 4, 5 models diverged (L = 5:
 # 65 % error at k = 1)
 KHOP_FULL = {"n": 32, "alphabet": 4, "heads": 2, "dim": 64, "hops": 8, "steps": 4000, "lr": 1e-3}
+MODEL_FOLDER = "models"  # beside the results database: the kept models of experiments with keeps_models
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,7 @@ class Experiment:
     summarize: Callable[[Rows], Summary]  # database rows -> the summary (series of claim and figure)
     table_metrics: tuple[str, ...]  # the metrics `headcount experiment` tabulates (sweep_table names)
     runner: str = DEFAULT_RUNNER  # the sweep runner's registry name
+    keeps_models: bool = False  # each run's exported model is kept beside the database (module docstring)
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             },
             summarize_induction_depth,
             ("accuracy", "accuracy_bottom", "accuracy_index", "train_seconds"),
+            keeps_models=True,
         ),
         Experiment(
             "khop",
@@ -247,11 +255,28 @@ def summarize_experiment(name: str, scale: str, db: str | Path) -> Summary:
     return _experiment(name).summarize(experiment_rows(name, scale, db))
 
 
+def model_folder(db: str | Path) -> Path:
+    """The folder of the models an experiment keeps (keeps_models): MODEL_FOLDER beside the database."""
+    return Path(db).parent / MODEL_FOLDER
+
+
+def kept_model(db: str | Path, run_id: str) -> Path:
+    """Where run `run_id` of an experiment that keeps its models has its model (the file may be missing:
+    a database written before the experiment kept them, or a folder moved without it)."""
+    return kept_model_path(model_folder(db), run_id)
+
+
+def _models(name: str, db: str | Path) -> Path | None:
+    """The model folder of experiment `name` (None: it keeps no models)."""
+    return model_folder(db) if _experiment(name).keeps_models else None
+
+
 def ensure_experiment(
     name: str, scale: str, db: str | Path, workers: int | None = None, progress: bool = False
 ) -> Summary:
     """Run whatever of the experiment's sweep is not yet in `db`, then its summary from the database."""
-    run_sweep(experiment_spec(name, scale), db, workers=workers, progress=progress)
+    spec = experiment_spec(name, scale)
+    run_sweep(spec, db, workers=workers, progress=progress, model_dir=_models(name, db))
     return summarize_experiment(name, scale, db)
 
 
@@ -264,10 +289,17 @@ def run_experiment(
     address: str | None = None,
     progress: bool = False,
 ) -> ExperimentResult:
-    """Run (or resume) the experiment's sweep into `db`, then its summary and table from the database.
-    InputError for an unknown experiment, scale or backend, or a bad worker count, before anything runs."""
+    """Run (or resume) the experiment's sweep into `db` (keeping its models beside it, if it keeps them),
+    then its summary and table from the database. InputError for an unknown experiment, scale or backend,
+    or a bad worker count, before anything runs."""
     counts = run_sweep(
-        experiment_spec(name, scale), db, workers=workers, backend=backend, address=address, progress=progress
+        experiment_spec(name, scale),
+        db,
+        workers=workers,
+        backend=backend,
+        address=address,
+        progress=progress,
+        model_dir=_models(name, db),
     )
     return ExperimentResult(
         experiment=name,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from math import ceil, log, log2
+from typing import Any
 
 import numpy as np
 
@@ -113,6 +114,36 @@ def two_head_layer(M: int, n: int, code: np.ndarray) -> MinMaxModel:
     layer = TokenLayer((TokenHead(hmin.scores, vmin), TokenHead(hmax.scores, vmax)))
     info = {"construction": "two_head_layer", "M": M, "n": n, "code_dim": d, "beta": beta(n)}
     return MinMaxModel(layer, Classifier(vmin.copy()), Classifier(vmax.copy()), info)
+
+
+def two_head_roles(M: int, n: int, code_dim: int) -> dict[str, Any]:
+    """What two_head_layer(M, n, code) with a code of width `code_dim` is built to do, as JSON (the zoo's
+    roles file): head 0 finds the minimum, head 1 the maximum; each classifier reads its head's block."""
+    check_sizes(M, n)
+    check_int("code_dim", code_dim, 1)
+    d, b = code_dim, beta(n)
+    blocks = {"min": f"0..{d - 1}", "max": f"{d}..{2 * d - 1}"}
+    heads = [
+        {
+            "layer": 0,
+            "head": h,
+            "role": task,
+            "mechanism": f"scores s_ω = {sign}β·ω put weight ≥ 4/5 on the {word} token of the list "
+            f"(β = ln(4(n−1)) rounded up); writes that token's ±1 code into value coordinates {blocks[task]}",
+            "query": "none: the score depends on the key token only (no positions)",
+            "key": f"s_ω = {sign}β·ω, β = {b!r}",
+            "value": f"{value}: the token's ±1 code v_ω in coordinates {blocks[task]}, zeros elsewhere",
+        }
+        for h, (task, sign, word, value) in enumerate(
+            (("min", "−", "smallest", "(v_ω, 0)"), ("max", "+", "largest", "(0, v_ω)"))
+        )
+    ]
+    decoder = {
+        "kind": "classifiers",
+        "description": "f_min = argmax_ω ⟨θ_min[ω], z⟩ with θ_min = (v, 0) and f_max with θ_max = (0, v): "
+        "the token whose code is nearest the head's block; an exact tie answers ⊥",
+    }
+    return {"construction": "two_head_layer", "beta": b, "code_dim": d, "heads": heads, "decoder": decoder}
 
 
 def code_dim(M: int, code: str) -> int:

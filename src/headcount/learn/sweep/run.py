@@ -15,7 +15,9 @@ and the database opened for writing — a file that cannot be used or written is
 run trains. Each run is claimed in the database just before a worker gets it (claims.py): a run that
 another live sweep holds, or has recorded since this one started, is skipped, so concurrent sweeps on one
 database train each run once, and `runs_done_now` counts only the runs this call trained and stored.
-Nothing but the database (and SQLite's -wal/-shm files beside it) is written.
+Nothing but the database (and SQLite's -wal/-shm files beside it) is written — and, when the caller names
+a `model_dir` (learn.experiments does, for experiments that keep their models), each run's exported model
+there as <run id>.safetensors (runners.keeping_models).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from headcount.learn.store import ResultsStore
 from headcount.learn.sweep.claims import holder_alive, this_process
 from headcount.learn.sweep.errors import SweepError
 from headcount.learn.sweep.flags import spec_from_options
-from headcount.learn.sweep.runners import Runner, check_runner_name, resolve_runner
+from headcount.learn.sweep.runners import Runner, check_runner_name, keeping_models, resolve_runner
 from headcount.learn.sweep.schedulers import Scheduler, make_scheduler
 from headcount.learn.sweep.spec import RunSpec, SweepSpec, load_spec
 from headcount.learn.sweep.worker import RunOutcome
@@ -147,8 +149,10 @@ def run_sweep(
     backend: str = "local",
     address: str | None = None,
     progress: bool = False,
+    model_dir: str | os.PathLike | None = None,
 ) -> SweepCounts:
-    """Run every run of `spec` not yet done in the results DB `db_path` (workers None: one per CPU).
+    """Run every run of `spec` not yet done in the results DB `db_path` (workers None: one per CPU);
+    with `model_dir` (default runner only), each run trained now keeps its model there (module docstring).
 
     Raises an InputError before running anything when the spec (SpecError), the runner (SweepError: not a
     registered runner), the backend (unknown, or BackendUnavailableError), the worker count or the
@@ -161,6 +165,8 @@ def run_sweep(
     runs = spec.runs()
     with ResultsStore(db_path, for_writing=True) as store:
         runner = resolve_runner(spec.runner)
+        if model_dir is not None:
+            runner = keeping_models(runner, _model_folder(model_dir))
         done_before = store.finished_ids(r.run_id for r in runs)
         pending = [r for r in runs if r.run_id not in done_before]
         counts, refusal = (
@@ -185,6 +191,18 @@ def run_sweep(
         workers=scheduler.workers,
         db=str(db_path),
     )
+
+
+def _model_folder(path: str | os.PathLike) -> Path:
+    """`path` as a folder that exists and can be written (made if missing); SweepError otherwise."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise SweepError(f"the model folder {str(folder)[:200]!r} cannot be made: {err.strerror}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise SweepError(f"the model folder {str(folder)[:200]!r} cannot be written")
+    return folder
 
 
 def run_sweep_from_options(

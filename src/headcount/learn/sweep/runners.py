@@ -8,15 +8,22 @@ Other runners (tests, research code) are registered from Python — never from a
 `register_runner(fn)`: the name is "module:function" of `fn` unless given. A runner is a module-level
 function (config dict → metrics) sent to the workers by reference (pickle names its module and function),
 so spawned workers and Ray tasks import its module as the parent did.
+
+Keeping models: `keeping_models(runner, folder)` is the same runner with each run's exported model written to
+folder/<run id>.safetensors (the default runner's `out`, which a sweep file itself may never set), for
+callers that name the folder in code (learn.experiments: beside the results database).
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from headcount.learn.store import run_id_for
 from headcount.learn.sweep.errors import SweepError
 
 RunnerFn = Callable[[dict[str, Any]], Any]
@@ -121,3 +128,32 @@ def resolve_runner(name: str) -> Runner:
     SweepError for an unknown name."""
     check_runner_name(name)
     return Runner(name, _Deferred(name) if name in _BUILTIN else _REGISTERED[name])
+
+
+MODEL_SUFFIX = ".safetensors"
+
+
+def kept_model_path(folder: str | os.PathLike, run_id: str) -> Path:
+    """Where a sweep that keeps its models writes run `run_id`'s model: folder/<run id>.safetensors."""
+    return Path(folder) / f"{run_id}{MODEL_SUFFIX}"
+
+
+@dataclass(frozen=True)
+class _KeepModel:
+    """`fn` with the run's exported model written to kept_model_path(folder, run id of the config): the
+    config's `out`, added here (the run id is the config's, so the stored row is the run's as ever). Sent to
+    workers by value (fn by reference, folder as text)."""
+
+    fn: RunnerFn
+    folder: str
+
+    def __call__(self, config: dict[str, Any]) -> Any:
+        return self.fn({**config, "out": str(kept_model_path(self.folder, run_id_for(config)))})
+
+
+def keeping_models(runner: Runner, folder: str | os.PathLike) -> Runner:
+    """`runner` (one whose configs take `out`: the default runner) writing each run's model into `folder`
+    (module docstring); the registry name stays the runner's own. SweepError for another runner."""
+    if runner.name != DEFAULT_RUNNER:
+        raise SweepError(f"only the runner {DEFAULT_RUNNER!r} can keep its models, not {runner.name!r}")
+    return Runner(runner.name, _KeepModel(runner.fn, os.fspath(folder)))

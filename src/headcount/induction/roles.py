@@ -1,0 +1,139 @@
+"""What each head of the induction constructions is built to do, as JSON (the zoo's roles files,
+`headcount zoo export`): one entry per head with its role, mechanism, query, key and value, and the decoder.
+
+Role names are those induction/heads.py gives a head whose attention follows the mechanism
+(previous_token, duplicate_token, induction, uniform), so `headcount analyze heads` on the exported model
+can be compared with them. Layers, heads and positions p are 0-based; coordinates are the residual-stream
+indices named at the top of induction/construction.py. The k-hop construction's roles (its find^{2^t}
+heads) belong here too, beside its construction (induction/khop_construction.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from headcount.core.validate import check_int
+from headcount.induction.construction import (
+    ANSWER_HI,
+    ANSWER_LO,
+    COPIED,
+    DUP,
+    ONE,
+    POS_HI,
+    POS_HI2,
+    POS_LO,
+    POS_LO2,
+    POS_SCALED,
+    PREV_HI,
+    PREV_LO,
+    TOKEN_HI,
+    TOKEN_HI2,
+    TOKEN_LO,
+    TOKEN_LO2,
+    two_layer_parameters,
+)
+
+TWO_LAYER_RESIDUAL = {
+    "TOKEN_HI": TOKEN_HI,
+    "TOKEN_LO": TOKEN_LO,
+    "TOKEN_HI2": TOKEN_HI2,
+    "TOKEN_LO2": TOKEN_LO2,
+    "POS_HI": POS_HI,
+    "POS_LO": POS_LO,
+    "POS_HI2": POS_HI2,
+    "POS_LO2": POS_LO2,
+    "PREV_HI": PREV_HI,
+    "PREV_LO": PREV_LO,
+    "ONE": ONE,
+    "POS_SCALED": POS_SCALED,
+    "COPIED": list(range(COPIED, COPIED + 4)),
+    "DUP": DUP,
+    "ANSWER_HI": ANSWER_HI,
+    "ANSWER_LO": ANSWER_LO,
+}
+
+
+def two_layer_roles(n: int, alphabet: int) -> dict[str, Any]:
+    """The roles two_layer_induction(n, alphabet) is built with (module docstring), as JSON: the named
+    residual coordinates, the constants, one entry per head (0-based layer, head and positions p) and the
+    decoder. Role names are those induction/heads.py gives: previous_token, duplicate_token, induction."""
+    _check_sizes(n, alphabet)
+    c = two_layer_parameters(n, alphabet)
+    heads = [
+        {
+            "layer": 0,
+            "head": 0,
+            "role": "previous_token",
+            "mechanism": "attends to position p−1 (position 0 to itself) by a nearest-position score and "
+            f"writes that token's digits and squares ×2^{c.key_shift} into COPIED (12–15)",
+            "query": "digits of max(p−1, 0) (PREV_HI, PREV_LO: 8, 9) ×2β₁, and −β₁ from ONE (10)",
+            "key": "the key's own position digits and their squares (POS_HI..POS_LO2: 4–7)",
+            "value": f"the token's digits and squares (0–3), written ×2^{c.key_shift} into COPIED (12–15)",
+        },
+        {
+            "layer": 0,
+            "head": 1,
+            "role": "duplicate_token",
+            "mechanism": "attends evenly to every occurrence of σ_p at or before p and writes s·(their mean "
+            "1-based position) into DUP (16): exactly s·(p+1) iff σ_p is new, at most s·(p+1) − s/2 "
+            "otherwise (the ⊥ test)",
+            "query": "σ_p's digits (TOKEN_HI, TOKEN_LO: 0, 1) ×2β₁, and −β₁ from ONE (10)",
+            "key": "the key's token digits and their squares (0–3)",
+            "value": "s·(j+1) from POS_SCALED (11), written into DUP (16)",
+        },
+        {
+            "layer": 1,
+            "head": 0,
+            "role": "induction",
+            "mechanism": "attends to find(p): the latest key j whose previous token (copied by the "
+            "previous-token head) equals σ_p, the latest winning by a recency term g·j, and writes σ_j's "
+            "digits into ANSWER (17, 18)",
+            "query": f"σ_p's digits (0, 1) ×2β₂/2^{c.key_shift}, −β₂/2^{c.key_shift} and g/s from ONE (10)",
+            "key": "COPIED (12–15): the previous token's digits and squares, and POS_SCALED (11) = s·(j+1)",
+            "value": "σ_j's digits (TOKEN_HI, TOKEN_LO: 0, 1), written into ANSWER_HI, ANSWER_LO (17, 18)",
+        },
+    ]
+    decoder = {
+        "kind": "linear",
+        "classes": alphabet + 1,
+        "bottom_class": alphabet,
+        "description": "token logits 2⟨σ, o⟩ − ‖σ‖² on the answer digits o (17, 18): the nearest token; "
+        "⊥ logit λ·(DUP − s·(p+1) + s/4), the largest when the duplicate test says σ_p is new",
+    }
+    return {
+        "construction": "two_layer_induction",
+        "residual": TWO_LAYER_RESIDUAL,
+        "parameters": c.to_json(),
+        "heads": heads,
+        "decoder": decoder,
+    }
+
+
+def one_layer_roles(n: int, alphabet: int) -> dict[str, Any]:
+    """The role one_layer_induction(n, alphabet)'s one head is built with, as JSON (a table model: ψ_in,
+    Q̃, K̃, Ṽ per (position, token); the role name is induction/heads.py's "uniform")."""
+    _check_sizes(n, alphabet)
+    head = {
+        "layer": 0,
+        "head": 0,
+        "role": "uniform",
+        "mechanism": "attends evenly to every position j ≤ p and writes (σ_j+1)/(p+1) into coordinate j: "
+        "the whole prefix, averaged",
+        "query": "none: Q̃ = 0",
+        "key": "none: K̃ = 0",
+        "value": "Ṽ[j, σ] = (σ+1)·e_j: the token's code in the key's own coordinate j (0..n−1)",
+    }
+    decoder = {
+        "kind": "induction_readout",
+        "classes": alphabet + 1,
+        "bottom_class": alphabet,
+        "description": "ψ_out at 1-based position i reads σ_j = ⌊i·y_j + ½⌋ − 1 back for every j ≤ i and "
+        "answers σ_{j+1} for the latest j < i with σ_j = σ_i, else ⊥ (not a linear unembedding); "
+        f"ψ_in(i, σ) = (σ+1)·e_{n} holds the token's own code in coordinate {n}",
+    }
+    return {"construction": "one_layer_induction", "heads": [head], "decoder": decoder}
+
+
+def _check_sizes(n: int, alphabet: int) -> None:
+    check_int("n", n, 1)
+    check_int("alphabet", alphabet, 2)

@@ -1,0 +1,399 @@
+"""Ground-truth models for interpretability-method benchmarks (issue 15, point 5): `headcount zoo`.
+
+The zoo is the constructions as ready models, each with a machine-readable description of what every head
+was built to do. ``ENTRIES`` is the one table: a name, a one-line description, the task and its sizes, and
+a ``Kind`` that builds the model (the scenario's own construction function), describes its roles (the
+construction module's roles function: induction/roles.py, minmax/construction.two_head_roles,
+boolean/construction.construction_roles), certifies it, and writes it.
+
+``export(name, fmt, out)`` writes into the folder `out` (created if missing):
+
+* ``--format headcount``: ``<name>.safetensors`` in the scenario's own file format (core/io.save_model for
+  induction, "headcount-minmax", "headcount-boolean"), readable by every headcount command for that task;
+* ``--format transformer-lens``: ``<name>/`` written by core/transformer_lens_io.write_transformer_lens
+  (config, float64 state dict, a snippet that loads it); the min/max layer as two weight-form models
+  ``<name>-min/`` and ``<name>-max/`` (minmax/weight_form.py: exact, one classifier each);
+* both: ``<name>.roles.json`` — name, description, task, sizes, format, files, the construction, its layers,
+  one entry per head {layer, head, role, mechanism, query, key, value} (0-based; induction role names are
+  induction/heads.py's, so `headcount analyze heads` on the exported model can be compared with them), the
+  decoder, and a certificate summary computed at export time with the command that reproduces it.
+
+A format an entry cannot be written in is refused with the reason (``Kind.tl_refusal``). Adding a model is
+one ``ZooEntry`` (and a ``Kind`` for a new family: the k-hop construction's builds with
+induction/khop_construction.py and takes its roles from induction/roles.py, beside TWO_LAYER).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from headcount.boolean.certify import certify_boolean_model
+from headcount.boolean.construction import Construction, construct, construction_roles
+from headcount.boolean.functions import parse_function
+from headcount.boolean.model import save_boolean
+from headcount.core.errors import InputError
+from headcount.core.files import atomic_write_bytes, show_path
+from headcount.core.io import save_model
+from headcount.core.jsonable import JsonResult, jsonable
+from headcount.core.model import Transformer
+from headcount.core.table import OneLayerTable
+from headcount.core.validate import check_choice
+from headcount.induction.certify import certify_induction
+from headcount.induction.construction import one_layer_induction, two_layer_induction
+from headcount.induction.roles import one_layer_roles, two_layer_roles
+from headcount.minmax.certify import certify_minmax
+from headcount.minmax.construction import build_construction, code_dim, two_head_roles
+from headcount.minmax.model import MinMaxModel, save_minmax
+from headcount.minmax.weight_form import minmax_to_transformer
+
+FORMATS = ("headcount", "transformer-lens")
+CERTIFY_SAMPLES = 64  # induction certificates at export: 64 seeded inputs per random family (~2 s at n=256)
+CERTIFY_SEED = 0
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One family of constructions: how it is built from an entry's sizes, what its heads do, how it is
+    certified and written; ``weight_forms`` gives the weight-form Transformers TransformerLens receives
+    ({suffix: model}), None when ``tl_refusal`` says why it cannot."""
+
+    task: str
+    build: Callable[[dict[str, Any]], Any]
+    roles: Callable[[dict[str, Any], Any], dict[str, Any]]
+    certify: Callable[[dict[str, Any], Any], dict[str, Any]]
+    save: Callable[[dict[str, Any], Any, str], None]
+    weight_forms: Callable[[dict[str, Any], Any], dict[str, Transformer]] | None = None
+    tl_refusal: str | None = None
+
+
+def _certify_induction(sizes: dict[str, Any], model: Transformer | OneLayerTable) -> dict[str, Any]:
+    """certify_induction on CERTIFY_SAMPLES seeded inputs per family (the adversarial families included)."""
+    n, alphabet = sizes["n"], sizes["alphabet"]
+    c = certify_induction(model, n, alphabet, samples=CERTIFY_SAMPLES, seed=CERTIFY_SEED, dtypes=False)
+    cert = c.certificate
+    layers = len(model.layers) if isinstance(model, Transformer) else 1
+    return {
+        "certified": cert.certified,
+        "scope": c.scope,
+        "inputs_checked": cert.inputs_checked,
+        "errors": cert.errors,
+        "precision_bits": cert.precision_bits,
+        "what": "certified: every position of the inputs checked proven right at fixed:precision_bits",
+        "command": f"headcount induction certify --layers {layers} --n {n} --alphabet {alphabet} "
+        f"--samples {CERTIFY_SAMPLES} --seed {CERTIFY_SEED}",
+    }
+
+
+def _certify_minmax(sizes: dict[str, Any], model: MinMaxModel) -> dict[str, Any]:
+    """certify_minmax of the same construction (its arguments rebuild this model exactly)."""
+    M, n, code, seed = sizes["M"], sizes["n"], sizes["code"], sizes["seed"]
+    c = certify_minmax(M, n, 2, code, seed)
+    return {
+        "certified": c.certified,
+        "scope": c.scope,
+        "inputs_covered": c.inputs_covered,
+        "method": c.method,
+        "margin_min": c.margin_min,
+        "margin_max": c.margin_max,
+        "what": "certified: both classifiers right on every list of [M]^n (every multiset, decided exactly)",
+        "command": f"headcount minmax certify --M {M} --n {n} --heads 2 --code {code} --seed {seed}",
+    }
+
+
+def _certify_boolean(sizes: dict[str, Any], built: Construction) -> dict[str, Any]:
+    F = parse_function(sizes["function"], sizes["n"])
+    c = certify_boolean_model(built.layer, built.readout, F)
+    return {
+        "certified": c.certified,
+        "scope": c.scope,
+        "weights_checked": c.weights_checked,
+        "errors": c.errors,
+        "min_abs_margin": c.min_abs_margin,
+        "what": "certified: right on all 2^n inputs in exact rational arithmetic (every weight t = 0..n)",
+        "command": f"headcount boolean construct --function {sizes['function']} --n {sizes['n']} "
+        f"--degree {sizes['degree']} --heads {sizes['heads']}",
+    }
+
+
+def _build_boolean(sizes: dict[str, Any]) -> Construction:
+    F = parse_function(sizes["function"], sizes["n"])
+    return construct(F, sizes["n"], sizes["degree"], sizes["heads"])
+
+
+def _save_boolean(sizes: dict[str, Any], built: Construction, path: str) -> None:
+    info = {"construction": built.route, "function": sizes["function"], "n": sizes["n"]}
+    save_boolean(built.layer, built.readout, path, info)
+
+
+TWO_LAYER = Kind(
+    task="induction",
+    build=lambda s: two_layer_induction(s["n"], s["alphabet"]),
+    roles=lambda s, model: two_layer_roles(s["n"], s["alphabet"]),
+    certify=_certify_induction,
+    save=lambda s, model, path: save_model(model, path),
+    weight_forms=lambda s, model: {"": model},
+)
+ONE_LAYER = Kind(
+    task="induction",
+    build=lambda s: one_layer_induction(s["n"], s["alphabet"]),
+    roles=lambda s, model: one_layer_roles(s["n"], s["alphabet"]),
+    certify=_certify_induction,
+    save=lambda s, model, path: save_model(model, path),
+    tl_refusal="the one-layer construction is a table model (its values Ṽ[j, σ] = (σ+1)·e_j tie each token "
+    "to its position, which no W_E + W_pos embedding does) with a non-linear readout that reads the prefix "
+    "back; TransformerLens holds weight-form models with a linear unembedding",
+)
+MINMAX = Kind(
+    task="minmax",
+    build=lambda s: build_construction(s["M"], s["n"], 2, s["code"], s["seed"]),
+    roles=lambda s, model: two_head_roles(s["M"], s["n"], code_dim(s["M"], s["code"])),
+    certify=_certify_minmax,
+    save=lambda s, model, path: save_minmax(model, path),
+    weight_forms=lambda s, model: {f"-{t}": minmax_to_transformer(model, s["n"], t) for t in ("min", "max")},
+)
+BOOLEAN = Kind(
+    task="boolean",
+    build=_build_boolean,
+    roles=lambda s, built: construction_roles(built, s["n"]),
+    certify=_certify_boolean,
+    save=_save_boolean,
+    tl_refusal="the XOR model's heads are exact rational exp-weights w_b, whose scores log w_b are "
+    "irrational (no float64 weight holds them exactly), and its readout is the sign of a polynomial, "
+    "not a linear unembedding",
+)
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """One ready model: its name, a one-line description, its family (Kind) and its sizes."""
+
+    name: str
+    description: str
+    kind: Kind
+    sizes: dict[str, Any]
+
+    @property
+    def formats(self) -> tuple[str, ...]:
+        return FORMATS if self.kind.weight_forms is not None else ("headcount",)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "name": self.name,
+            "description": self.description,
+            "task": self.kind.task,
+            "sizes": dict(self.sizes),
+            "formats": list(self.formats),
+        }
+        if self.kind.tl_refusal is not None:
+            out["not_available"] = {"transformer-lens": self.kind.tl_refusal}
+        return out
+
+
+def _two_layer(n: int, alphabet: int) -> ZooEntry:
+    return ZooEntry(
+        f"induction-2layer-n{n}-s{alphabet}",
+        f"two-layer induction heads at n = {n}, S = {alphabet}: previous-token and duplicate-token heads, "
+        "then an induction head; d_model 19 (seed 000's upper bound)",
+        TWO_LAYER,
+        {"n": n, "alphabet": alphabet},
+    )
+
+
+ENTRIES: tuple[ZooEntry, ...] = (
+    _two_layer(16, 4),
+    _two_layer(64, 8),
+    _two_layer(256, 16),
+    ZooEntry(
+        "induction-1layer-n16-s4",
+        "one-layer induction heads at n = 16, S = 4: one uniform head in table form (d_model n + 1) and a "
+        "readout that reads the prefix back (the O(n log n) upper bound)",
+        ONE_LAYER,
+        {"n": 16, "alphabet": 4},
+    ),
+    ZooEntry(
+        "minmax-2head-m8-n8",
+        "min and max of 8 tokens from 1..8: one layer, a min head and a max head writing ±1 codes "
+        "(seed 004, Appendix A); two linear classifiers",
+        MINMAX,
+        {"M": 8, "n": 8, "heads": 2, "code": "sign", "seed": 0},
+    ),
+    ZooEntry(
+        "xor-n8",
+        "XOR of 8 bits: one layer of H = 4 exact heads, value dimension 2, the sign of a degree-2 readout; "
+        "D·H = 8 = n, the threshold degree (seed 004, Theorem 3)",
+        BOOLEAN,
+        {"function": "xor", "n": 8, "degree": 2, "heads": 4},
+    ),
+    # the k-hop construction (induction/khop_construction.py) goes here: one ZooEntry with its own Kind
+)
+NAMES = tuple(e.name for e in ENTRIES)
+
+
+def entry(name: str) -> ZooEntry:
+    """The entry called `name` (InputError listing the names otherwise)."""
+    check_choice("NAME", name, NAMES)
+    return ENTRIES[NAMES.index(name)]
+
+
+@dataclass(frozen=True)
+class ZooList(JsonResult):
+    """`headcount zoo list`: every entry and the formats."""
+
+    entries: tuple[ZooEntry, ...]
+    formats: tuple[str, ...] = FORMATS
+
+
+def zoo_list() -> ZooList:
+    return ZooList(ENTRIES)
+
+
+@dataclass(frozen=True)
+class ZooExport(JsonResult):
+    """What `headcount zoo export` wrote: the folder, every file (paths), the roles file, the certificate
+    summary, and the TransformerLens writer's results ({folder: its JSON}; empty for --format headcount)."""
+
+    name: str
+    format: str
+    out: str
+    files: tuple[str, ...]
+    roles: str
+    certificate: dict[str, Any]
+    transformer_lens: dict[str, Any]
+
+
+def _layers(model: Any) -> list[dict[str, Any]]:
+    """The model's layers as the roles file lists them."""
+    if isinstance(model, Transformer):
+        return [
+            {
+                "layer": l,
+                "heads": len(layer.heads),
+                "d_head": [h.W_Q.shape[1] for h in layer.heads],
+                "d_value": [h.W_V.shape[1] for h in layer.heads],
+                "mlp": layer.mlp is not None,
+            }
+            for l, layer in enumerate(model.layers)
+        ]
+    if isinstance(model, OneLayerTable):
+        return [{"layer": 0, "heads": model.Q.shape[0], "form": "table"}]
+    layer = model.layer  # a MinMaxModel or a Boolean Construction
+    return [{"layer": 0, "heads": layer.n_heads, "dim": layer.dim}]
+
+
+def _out_folder(out: str | os.PathLike) -> Path:
+    """`out` as a folder that exists and can be written (created with its parents if missing)."""
+    text = os.fspath(out)
+    if isinstance(text, bytes) or text == "":
+        raise InputError("--out is empty: give a folder (created if missing)")
+    path, shown = Path(text), show_path(text)
+    try:
+        if path.exists() and not path.is_dir():
+            raise InputError(f"--out {shown} exists and is not a folder: give a folder")
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"--out {shown}: cannot create the folder ({err.strerror})") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise InputError(f"--out {shown}: the folder cannot be written")
+    return path
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    text = json.dumps(jsonable(data), indent=2, ensure_ascii=False) + "\n"
+    atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+
+
+def _write_transformer_lens(name: str, forms: dict[str, Transformer], folder: Path) -> dict[str, Any]:
+    """Each weight form into folder/<name><suffix>/ by core/transformer_lens_io: {<name><suffix>: the
+    writer's JSON}. A missing TransformerLens is an InputError saying how to install it."""
+    try:
+        from headcount.core.transformer_lens_io import write_transformer_lens
+    except ModuleNotFoundError as err:
+        if err.name not in ("transformer_lens", "headcount.core.transformer_lens_io"):
+            raise
+        raise InputError("TransformerLens is not installed: pip install 'headcount[tl]'") from None
+    written = {}
+    for suffix, weight_form in forms.items():
+        target = folder / f"{name}{suffix}"
+        try:
+            target.mkdir(exist_ok=True)
+        except OSError as err:
+            raise InputError(f"cannot create the folder {show_path(target)}: {err.strerror}") from None
+        written[target.name] = jsonable(write_transformer_lens(weight_form, target))
+    return written
+
+
+def _files_under(folder: Path, names: list[str]) -> list[str]:
+    """Every file under folder/name for each name (a file itself, or a folder's files), sorted."""
+    out = []
+    for name in names:
+        path = folder / name
+        out += sorted(str(p) for p in path.rglob("*") if p.is_file()) if path.is_dir() else [str(path)]
+    return out
+
+
+def export(name: str, fmt: str = "headcount", out: str | os.PathLike = ".") -> ZooExport:
+    """Write the entry `name` into the folder `out` in `fmt` with its roles file (module docstring)."""
+    e = entry(name)
+    check_choice("--format", fmt, FORMATS)
+    if fmt not in e.formats:
+        raise InputError(
+            f"{name} cannot be written as --format {fmt}: {e.kind.tl_refusal}; use --format headcount"
+        )
+    folder = _out_folder(out)
+    model = e.kind.build(e.sizes)
+    certificate = e.kind.certify(e.sizes, model)
+    tl: dict[str, Any] = {}
+    if fmt == "headcount":
+        weights = [f"{name}.safetensors"]
+        e.kind.save(e.sizes, model, str(folder / weights[0]))
+    else:
+        forms = e.kind.weight_forms(e.sizes, model)
+        tl = _write_transformer_lens(name, forms, folder)
+        weights = list(tl)
+    roles = e.kind.roles(e.sizes, model)
+    data = {
+        "name": name,
+        "description": e.description,
+        "task": e.kind.task,
+        "sizes": e.sizes,
+        "format": fmt,
+        "files": weights,
+        "construction": roles.pop("construction"),
+        "layers": _layers(model),
+        **roles,
+        "certificate": certificate,
+    }
+    if fmt == "transformer-lens":
+        data["transformer_lens"] = _tl_notes(name, forms, tl)
+    roles_path = folder / f"{name}.roles.json"
+    _write_json(roles_path, data)
+    files = tuple(_files_under(folder, weights)) + (str(roles_path),)
+    return ZooExport(name, fmt, str(folder), files, str(roles_path), certificate, tl)
+
+
+def _tl_notes(name: str, forms: dict[str, Transformer], written: dict[str, Any]) -> dict[str, Any]:
+    """What the roles file says about the TransformerLens files: the writer's results per folder (without
+    absolute paths, so the folder may move), padding, and for the min/max layer its weight form's layout."""
+    notes: dict[str, Any] = {
+        "padding": "layers with fewer heads (or narrower heads) than the widest are zero-padded in the "
+        "TransformerLens files; a padded head writes exactly 0 and has no role",
+        "exports": {
+            folder: {k: v for k, v in w.items() if k not in ("out_dir", "files")}
+            for folder, w in written.items()
+        },
+    }
+    first = next(iter(forms.values()))
+    if first.info.get("construction") == "minmax_weight_form":
+        notes["weight_form"] = {
+            "description": "minmax/weight_form.py: a constant query coordinate, key = the token's score, "
+            "values from the embedding, the heads' sum in the OUT block; token t is ω = t + 1 and the "
+            "answer is at the last position; one model per classifier",
+            "models": {f"{name}{s}": f.info["task"] for s, f in forms.items()},
+            "coordinates": first.info["coordinates"],
+        }
+    return notes
