@@ -170,6 +170,16 @@ def test_trained_models_round_trip_bit_identically(cfg):
     round_trip(sequence_model(1, **cfg))
 
 
+@pytest.mark.parametrize("extra", [{}, {"mlp": True, "layernorm": True, "activation": "gelu"}])
+def test_models_trained_by_train_induction_round_trip_bit_identically(tmp_path, extra):
+    """A model out of the training loop (a few AdamW steps: weights no initialisation would give)."""
+    from headcount.learn.train import train_induction
+
+    path = tmp_path / "m.safetensors"
+    train_induction(layers=2, heads=2, dim=16, n=8, alphabet=3, steps=30, batch=16, out=path, **extra)
+    round_trip(load_model(path))
+
+
 @pytest.mark.parametrize("readout", ["tied", "lm-head", "hidden"])
 def test_gpt2_style_models_round_trip_bit_identically(readout):
     vmap = {"symbols": [3, 1, 4], "none": 0} if readout == "lm-head" else None
