@@ -26,6 +26,7 @@ from headcount.core.resources import check_memory, check_work
 from headcount.core.validate import check_int
 from headcount.induction import task
 from headcount.induction.construction import build_or_load, check_sizes, evaluation_bytes, evaluation_work
+from headcount.induction.khop_families import KHOP_FAMILIES
 from headcount.induction.layouts import (
     bind_layout,
     check_hops,
@@ -80,9 +81,10 @@ def exhaustive_size(n: int, alphabet: int) -> bool:
     return n <= 21 and task.count_sequences(n, alphabet) <= EXHAUSTIVE_LIMIT
 
 
-def family_sizes(n: int, alphabet: int, samples: int | None) -> list[tuple[str, int]]:
+def family_sizes(n: int, alphabet: int, samples: int | None, hops: int = 1) -> list[tuple[str, int]]:
     """The sampled input set: (family, count) — uniform and no-adjacent-repeats share `samples` (default
-    default_samples(n)), each adversarial family gets max(2, samples // 8) (INDEX only when S ≥ 3, n ≥ 3)."""
+    default_samples(n)), each adversarial family gets max(2, samples // 8) (INDEX only when S ≥ 3, n ≥ 3;
+    with hops ≥ 2 also the k-hop families of induction/khop_families.py)."""
     samples = default_samples(n) if samples is None else samples
     per_family = max(2, samples // 8)
     families: list[tuple[str, int]] = [
@@ -93,11 +95,18 @@ def family_sizes(n: int, alphabet: int, samples: int | None) -> list[tuple[str, 
         if name == "index" and (alphabet < 3 or n < 3):
             continue
         families.append((name, per_family))
+    if hops >= 2:
+        families += [(name, per_family) for name in KHOP_FAMILIES]
     return families
 
 
 def induction_inputs(
-    n: int, alphabet: int, samples: int | None = None, seed: int = 0, exhaustive: bool | None = None
+    n: int,
+    alphabet: int,
+    samples: int | None = None,
+    seed: int = 0,
+    exhaustive: bool | None = None,
+    hops: int = 1,
 ):
     """(stream, exhaustive): a re-playable stream of (family, tokens) chunks for certify_model."""
     if exhaustive is None:
@@ -114,15 +123,18 @@ def induction_inputs(
 
         return stream, True
 
-    families = family_sizes(n, alphabet, samples)
+    families = family_sizes(n, alphabet, samples, hops)
     chunk = SAMPLE_CHUNK
 
     def stream() -> Iterator[tuple[str, np.ndarray]]:
         rng = np.random.default_rng(seed)  # same seed, same inputs, every replay
         for name, count in families:
-            generate = task.GENERATORS[name]
             for start in range(0, count, chunk):
-                yield name, generate(rng, min(chunk, count - start), n, alphabet)
+                rows = min(chunk, count - start)
+                if name in KHOP_FAMILIES:
+                    yield name, KHOP_FAMILIES[name](rng, rows, n, alphabet, hops)
+                else:
+                    yield name, task.GENERATORS[name](rng, rows, n, alphabet)
 
     return stream, False
 
@@ -209,13 +221,13 @@ def _check_request(
 
 
 def certify_inputs(
-    n: int, alphabet: int, samples: int | None, exhaustive: bool | None = None
+    n: int, alphabet: int, samples: int | None, exhaustive: bool | None = None, hops: int = 1
 ) -> tuple[int, int]:
     """(inputs per pass, rows of the largest chunk) of certify's input set."""
     exhaustive = exhaustive_size(n, alphabet) if exhaustive is None else exhaustive
     if exhaustive:
         return task.count_sequences(n, alphabet), EXHAUSTIVE_CHUNK
-    inputs = sum(count for _, count in family_sizes(n, alphabet, samples))
+    inputs = sum(count for _, count in family_sizes(n, alphabet, samples, hops))
     return inputs, min(SAMPLE_CHUNK, max(2, default_samples(n) if samples is None else samples))
 
 
@@ -227,11 +239,12 @@ def check_certify_resources(
     d_model: int,
     exhaustive: bool | None = None,
     prefix: int = 0,
+    hops: int = 1,
 ) -> None:
     """certify's bounds, from the sizes alone: CERTIFY_MAX_WORK score entries per pass, and the memory of
     evaluating the model (construction.evaluation_bytes) plus one chunk of inputs within the guard's limit
     (`prefix`: tokens before the n characters, the hop token of the hop-prefix layout)."""
-    inputs, rows = certify_inputs(n, alphabet, samples, exhaustive)
+    inputs, rows = certify_inputs(n, alphabet, samples, exhaustive, hops)
     length = n + prefix
     what = f"induction certify at --n {n} --alphabet {alphabet}"
     chunk = float(rows) * (INPUT_BYTES_PER_POSITION * float(length) + INPUT_BYTES_PER_TOKEN * float(alphabet))
@@ -246,11 +259,17 @@ def check_certify_resources(
 
 
 def check_model_resources(
-    model: Model, n: int, alphabet: int, samples: int | None, exhaustive: bool | None = None, prefix: int = 0
+    model: Model,
+    n: int,
+    alphabet: int,
+    samples: int | None,
+    exhaustive: bool | None = None,
+    prefix: int = 0,
+    hops: int = 1,
 ) -> None:
     """The bounds that depend on the (bound) model beyond its heads and width: CERTIFY_MAX_MULTIPLY_ADDS per
     pass, and the memory of the pass with its output logits (an imported model's whole vocabulary)."""
-    inputs, rows = certify_inputs(n, alphabet, samples, exhaustive)
+    inputs, rows = certify_inputs(n, alphabet, samples, exhaustive, hops)
     length = n + prefix
     what = f"induction certify at --n {n} --alphabet {alphabet}"
     check_memory(evaluation_memory(model, length, rows), what)
@@ -288,9 +307,9 @@ def certify_induction(
         )
     bound = bind_layout(model, layout, n, alphabet, hops)
     heads = sum(bound.heads_per_layer)
-    check_certify_resources(n, alphabet, samples, heads, bound.d_model, exhaustive, prefix)
-    check_model_resources(bound, n, alphabet, samples, exhaustive, prefix)
-    stream, is_exhaustive = induction_inputs(n, alphabet, samples, seed, exhaustive)
+    check_certify_resources(n, alphabet, samples, heads, bound.d_model, exhaustive, prefix, hops)
+    check_model_resources(bound, n, alphabet, samples, exhaustive, prefix, hops)
+    stream, is_exhaustive = induction_inputs(n, alphabet, samples, seed, exhaustive, hops)
     if prefix:
         stream = layout_stream(stream, layout, alphabet, hops)
     cert = certify_model(bound, stream, layout_reference(layout, hops), dtypes=dtypes)
