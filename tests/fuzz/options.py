@@ -91,6 +91,27 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
             {"--layers": V.INT, "--n": V.INT, "--alphabet": V.INT, "--out": V.WRITE_PATHS},
         ),
         Command(
+            "induction construct",
+            {"--hops": "3", "--n": "6", "--alphabet": "2", "--out": "k.safetensors"},
+            {
+                "--hops": V.INT,
+                "--layers": V.INT,
+                "--n": V.INT,
+                "--alphabet": V.INT,
+                "--out": V.WRITE_PATHS,
+                "--layout": _choice("Plain", "hop_prefix", "hop-prefix", "plain"),
+                "--max-hops": V.INT,
+            },
+            alone={
+                "--max-hops": {
+                    "--layout": "hop-prefix",
+                    "--n": "6",
+                    "--alphabet": "2",
+                    "--out": "v.safetensors",
+                }
+            },
+        ),
+        Command(
             "induction predict",
             {"--input": "0 1 0 1", "--layers": "2", "--n": "4", "--alphabet": "2", "--precision": "float64"},
             {

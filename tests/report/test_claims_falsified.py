@@ -733,3 +733,35 @@ def test_every_claim_has_a_falsification_test():
     tested = set(re.findall(r'\brun\(\s*"([\w.]+)"', Path(__file__).read_text()))
     registered = {cid for cid in load_claims() if not cid.startswith("test.")}
     assert (registered - tested, tested - registered) == (set(), set())
+
+
+# ------------------------------------------------------------------------------------- k-hop construction
+KHOP_TINY = {
+    "hops": 2,
+    "depth_case": (16, 4, 16),
+    "precision_alphabet": 4,
+    "precision_cases": [(16, 16), (32, 16)],
+    "precision_hops": [2],
+    "experiment": None,  # the trained models are reported, not asserted: not needed to falsify
+}
+
+
+@pytest.mark.parametrize(
+    "layers, reason", [(3, None), (4, "k=2: 4 layers, not ⌈log₂ k⌉ + 2 = 3"), (2, "k=2: 2 layers")]
+)
+def test_khop_construction(layers, reason):
+    """One falsification (the depth at k = 2) on the real tiny construction's certificates; every other one
+    (errors, unproven positions, heads, width, families, precision linear in n, falsified models) is in
+    tests/report/test_khop_construction_claim.py."""
+    from dataclasses import replace
+
+    from headcount.report.khop_construction import CACHE_KIND
+
+    ctx = Context()
+    assert run("induction.khop.construction", ctx, **KHOP_TINY).status == PASS  # certifies into ctx.cache
+    key = (CACHE_KIND, 16, 4, 2, 16, 0)  # (kind, n, S, k, samples, seed)
+    point = ctx.cache[key]
+    ctx.cache[key] = replace(point, certificate=replace(point.certificate, layers=layers))
+    r = run("induction.khop.construction", ctx, **KHOP_TINY)
+    assert r.status == (PASS if reason is None else FAIL), r.detail
+    assert reason is None or reason in r.detail

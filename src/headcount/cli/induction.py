@@ -63,21 +63,46 @@ def induction_solve(
 
 @app.command("construct")
 def induction_construct(
-    layers: int = typer.Option(..., "--layers", help="1 or 2."),
+    layers: int | None = typer.Option(
+        None,
+        "--layers",
+        help="1 or 2 (induction heads); with --hops or --max-hops: optional, and then it must be the "
+        "k-hop construction's depth ⌈log₂ k⌉ + 2.",
+    ),
     n: int = typer.Option(
         ...,
         "--n",
         help="Sequence length (≥ 1; the model must fit --max-memory: about 232·n bytes for 2 layers, "
-        "16·n²·S for 1 layer, whose tables may take at most 4 GiB).",
+        "16·n²·S for 1 layer, whose tables may take at most 4 GiB; about 300–450·n bytes for k hops).",
     ),
-    alphabet: int = typer.Option(..., "--alphabet", help="Alphabet size S (2 ≤ S; S ≤ n for 2 layers)."),
+    alphabet: int = typer.Option(
+        ..., "--alphabet", help="Alphabet size S (2 ≤ S; S ≤ n for 2 layers and for k hops)."
+    ),
     out: Path = typer.Option(..., "--out", help="Model file to write (safetensors)."),
+    hops: int | None = typer.Option(
+        None,
+        "--hops",
+        help="k of the k-hop task, 1 ≤ k ≤ 65536: the pointer-doubling construction with ⌈log₂ k⌉ + 2 "
+        "layers (k = 1: the 2-layer construction); --layout plain only.",
+    ),
+    layout: str = typer.Option(
+        "plain",
+        "--layout",
+        help="plain (characters only) or hop-prefix (the hop token first: one model for every k ≤ "
+        "--max-hops).",
+    ),
+    max_hops: int | None = typer.Option(
+        None,
+        "--max-hops",
+        help="K of --layout hop-prefix, 1 ≤ K ≤ 65536: the model answers every k ≤ K with ⌈log₂ K⌉ + 2 "
+        "layers (its vocabulary: S symbols and K hop tokens).",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Build a construction and write it as a model file."""
-    from headcount.induction.construction import write_construction
+    from headcount.induction.khop_construction import write_requested_construction
 
-    result = write_construction(layers, n, alphabet, out)
+    result = write_requested_construction(out, n, alphabet, layers, hops, layout, max_hops)
     human = (
         f"wrote {out}: {result.layers} layer(s), heads {list(result.heads_per_layer)}, dim {result.d_model}"
     )

@@ -6,6 +6,8 @@ runs on (a model file, or a construction checked against the sizes it is made fo
   one-layer lower bound h·m·p = Ω(n) up to the log factor.
 * :func:`build_construction`, :func:`build_or_load`, :func:`write_construction` — the same checks for the
   Python API and the command line (InputError naming the option, as the CLI spells it).
+* the two-layer construction's building blocks (write_codes, nearest_head, copy_values, base_embedding,
+  layer_one_heads), which the k-hop constructions (induction/khop_construction.py) build on.
 
 Two-layer design (spec/induction.md "Upper bound"), with two refinements that keep every quantity small:
 positions and tokens are written as two base-B digits (so squares stay below n instead of n²), and all
@@ -107,70 +109,105 @@ def two_layer_parameters(n: int, alphabet: int) -> TwoLayerParameters:
     return TwoLayerParameters(token_base, pos_base, beta1, g, beta2, scale, lam, shift)
 
 
+# ---------------------------------------------------------------------------------------------
+# Building blocks shared with the k-hop constructions (headcount.induction.khop_construction)
+# ---------------------------------------------------------------------------------------------
+
+
+def write_codes(W: np.ndarray, cols: tuple[int, int, int, int], values: np.ndarray, base: int) -> None:
+    """Columns `cols` of W [rows d_model] := the two base-B digits of `values` [rows] and their squares."""
+    hi, lo = _digits(values, base)
+    W[:, cols[0]], W[:, cols[1]], W[:, cols[2]], W[:, cols[3]] = hi, lo, hi**2, lo**2
+
+
+def nearest_head(
+    d: int,
+    query_rows,
+    key_cols,
+    beta: float,
+    extra_q=(),
+    extra_k=(),
+) -> tuple[np.ndarray, np.ndarray]:
+    """W_Q, W_K [d_model d_head] for the score β(2⟨a, b⟩ − ‖b‖²) (+ extra terms): a = the two query digits
+    (rows `query_rows`), b = the key's two digits and their squares (rows `key_cols`); each extra term is a
+    (row, weight) pair of the query and of the key, multiplied together."""
+    width = 4 + len(extra_q)
+    W_Q, W_K = np.zeros((d, width)), np.zeros((d, width))
+    for col, row in enumerate(query_rows):
+        W_Q[row, col] = 2 * beta
+    W_Q[ONE, 2] = W_Q[ONE, 3] = -beta
+    for col, row in enumerate(key_cols):
+        W_K[row, col] = 1.0
+    for col, (qrow, qval) in enumerate(extra_q, start=4):
+        W_Q[qrow, col] = qval
+    for col, (krow, kval) in enumerate(extra_k, start=4):
+        W_K[krow, col] = kval
+    return W_Q, W_K
+
+
+def copy_values(d: int, rows, out_cols, gain: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """W_V, W_O of a head that adds gain · (rows of the attended position) to columns `out_cols`."""
+    W_V, W_O = np.zeros((d, len(rows))), np.zeros((len(rows), d))
+    for col, (row, out) in enumerate(zip(rows, out_cols)):
+        W_V[row, col] = 1.0
+        W_O[col, out] = gain
+    return W_V, W_O
+
+
+def base_embedding(
+    d: int, n: int, alphabet: int, token_base: int, pos_base: int, scale: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """W_E [alphabet d_model] and W_pos [n d_model] with the two-layer construction's columns TOKEN_*,
+    POS_*, PREV_*, ONE and POS_SCALED (the rest zero)."""
+    W_E = np.zeros((alphabet, d))
+    write_codes(W_E, (TOKEN_HI, TOKEN_LO, TOKEN_HI2, TOKEN_LO2), np.arange(alphabet), token_base)
+    W_pos = np.zeros((n, d))
+    pos0 = np.arange(n)  # i − 1
+    write_codes(W_pos, (POS_HI, POS_LO, POS_HI2, POS_LO2), pos0, pos_base)
+    W_pos[:, PREV_HI], W_pos[:, PREV_LO] = _digits(np.maximum(pos0 - 1, 0), pos_base)
+    W_pos[:, ONE] = 1.0
+    W_pos[:, POS_SCALED] = scale * (pos0 + 1)
+    return W_E, W_pos
+
+
+def layer_one_heads(d: int, beta1: float, key_shift: int) -> tuple[AttentionHead, AttentionHead]:
+    """Layer 1 of the two-layer construction: the previous-token head (copies the previous token's digits
+    and squares ×2^key_shift to COPIED) and the duplicate head (s · mean position of σ_i's occurrences to
+    DUP)."""
+    token_cols = (TOKEN_HI, TOKEN_LO, TOKEN_HI2, TOKEN_LO2)
+    prev_token = AttentionHead(
+        *nearest_head(d, (PREV_HI, PREV_LO), (POS_HI, POS_LO, POS_HI2, POS_LO2), beta1),
+        *copy_values(d, token_cols, range(COPIED, COPIED + 4), gain=2.0**key_shift),
+    )
+    duplicate = AttentionHead(
+        *nearest_head(d, (TOKEN_HI, TOKEN_LO), token_cols, beta1), *copy_values(d, (POS_SCALED,), (DUP,))
+    )
+    return prev_token, duplicate
+
+
 def two_layer_induction(n: int, alphabet: int) -> Transformer:
     """Two-layer, heads (2, 1), d_model 19 model solving 1-hop induction heads on Σ^n, |Σ| = alphabet."""
     _check_n_alphabet(n, alphabet)
     c = two_layer_parameters(n, alphabet)
-    tb, pb, beta1, g, beta2 = c.token_base, c.pos_base, c.beta1, c.g, c.beta2
-    s, lam, shift = c.scale, c.bottom_gain, c.key_shift
+    tb, g, beta2, s, lam, shift = c.token_base, c.g, c.beta2, c.scale, c.bottom_gain, c.key_shift
     d = TWO_LAYER_DIM
-
-    W_E = np.zeros((alphabet, d))  # [alphabet d_model]
-    th, tl = _digits(np.arange(alphabet), tb)
-    W_E[:, TOKEN_HI], W_E[:, TOKEN_LO], W_E[:, TOKEN_HI2], W_E[:, TOKEN_LO2] = th, tl, th**2, tl**2
-
-    W_pos = np.zeros((n, d))  # [n_ctx d_model]
-    pos0 = np.arange(n)  # i − 1
-    ph, pl = _digits(pos0, pb)
-    qh, ql = _digits(np.maximum(pos0 - 1, 0), pb)
-    W_pos[:, POS_HI], W_pos[:, POS_LO], W_pos[:, POS_HI2], W_pos[:, POS_LO2] = ph, pl, ph**2, pl**2
-    W_pos[:, PREV_HI], W_pos[:, PREV_LO] = qh, ql
-    W_pos[:, ONE] = 1.0
-    W_pos[:, POS_SCALED] = s * (pos0 + 1)
-
-    def nearest_head(query_digits, key_cols, beta, extra_q=(), extra_k=()):
-        """W_Q, W_K for score β(2⟨a, b⟩ − ‖b‖²) (+ extra terms), a = query digits, b = key digits."""
-        width = 4 + len(extra_q)
-        W_Q, W_K = np.zeros((d, width)), np.zeros((d, width))
-        for col, row in enumerate(query_digits):
-            W_Q[row, col] = 2 * beta
-        W_Q[ONE, 2] = W_Q[ONE, 3] = -beta
-        for col, row in enumerate(key_cols):
-            W_K[row, col] = 1.0
-        for col, (qrow, qval) in enumerate(extra_q, start=4):
-            W_Q[qrow, col] = qval
-        for col, (krow, kval) in enumerate(extra_k, start=4):
-            W_K[krow, col] = kval
-        return W_Q, W_K
-
-    def copy(rows, out_cols, gain=1.0):
-        W_V, W_O = np.zeros((d, len(rows))), np.zeros((len(rows), d))
-        for col, (row, out) in enumerate(zip(rows, out_cols)):
-            W_V[row, col] = 1.0
-            W_O[col, out] = gain
-        return W_V, W_O
-
-    token_cols = (TOKEN_HI, TOKEN_LO, TOKEN_HI2, TOKEN_LO2)
-    prev_token = AttentionHead(
-        *nearest_head((PREV_HI, PREV_LO), (POS_HI, POS_LO, POS_HI2, POS_LO2), beta1),
-        *copy(token_cols, range(COPIED, COPIED + 4), gain=2.0**shift),
-    )
-    duplicate = AttentionHead(
-        *nearest_head((TOKEN_HI, TOKEN_LO), token_cols, beta1), *copy((POS_SCALED,), (DUP,))
-    )
+    W_E, W_pos = base_embedding(d, n, alphabet, tb, c.pos_base, s)
+    prev_token, duplicate = layer_one_heads(d, c.beta1, shift)
     induction = AttentionHead(
         *nearest_head(
+            d,
             (TOKEN_HI, TOKEN_LO),
             range(COPIED, COPIED + 4),
             beta2 / 2.0**shift,
             extra_q=[(ONE, g / s)],
             extra_k=[(POS_SCALED, 1.0)],
         ),
-        *copy((TOKEN_HI, TOKEN_LO), (ANSWER_HI, ANSWER_LO)),
+        *copy_values(d, (TOKEN_HI, TOKEN_LO), (ANSWER_HI, ANSWER_LO)),
     )
 
     W_U = np.zeros((d, alphabet + 1))  # [d_model alphabet+1], last column ⊥
     b_U = np.zeros(alphabet + 1)
+    th, tl = _digits(np.arange(alphabet), tb)
     W_U[ANSWER_HI, :alphabet], W_U[ANSWER_LO, :alphabet] = 2 * th, 2 * tl
     b_U[:alphabet] = -(th**2) - tl**2
     W_U[DUP, alphabet], W_U[POS_SCALED, alphabet], b_U[alphabet] = lam, -lam, lam * s / 4
@@ -316,7 +353,9 @@ def build_or_load(
 
 @dataclass(frozen=True)
 class ConstructionFile:
-    """A construction written to `path`: its shape (heads per layer, residual width) and task size."""
+    """A construction written to `path`: its shape (heads per layer, residual width) and task size; the
+    k-hop constructions add their hop count (`hops`) or, in the hop-prefix layout, `layout` and `max_hops`
+    (keys left out of the JSON where None, so the 1- and 2-layer files read as they always did)."""
 
     path: str
     layers: int
@@ -324,9 +363,12 @@ class ConstructionFile:
     d_model: int
     n: int
     alphabet: int
+    hops: int | None = None
+    layout: str | None = None
+    max_hops: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "path": self.path,
             "layers": self.layers,
             "heads": list(self.heads_per_layer),
@@ -334,15 +376,24 @@ class ConstructionFile:
             "n": self.n,
             "alphabet": self.alphabet,
         }
+        extra = {"hops": self.hops, "layout": self.layout, "max_hops": self.max_hops}
+        return out | {key: value for key, value in extra.items() if value is not None}
 
 
-def write_construction(layers: int, n: int, alphabet: int, out: str | os.PathLike) -> ConstructionFile:
-    """Build the construction (build_construction) and save it as a model file at `out`."""
-    model = build_construction(layers, n, alphabet, copies=2)
+def save_construction(
+    model: Model, n: int, alphabet: int, out: str | os.PathLike, **task: Any
+) -> ConstructionFile:
+    """Save a built construction as a model file at `out` (InputError when it cannot be written); `task`:
+    ConstructionFile's hops / layout / max_hops."""
     try:
         save_model(model, out)
     except OSError as err:
         raise InputError(f"cannot write {str(out)!r}: {err.strerror}") from None
     return ConstructionFile(
-        str(out), len(model.layers), tuple(model.heads_per_layer), model.d_model, n, alphabet
+        str(out), len(model.layers), tuple(model.heads_per_layer), model.d_model, n, alphabet, **task
     )
+
+
+def write_construction(layers: int, n: int, alphabet: int, out: str | os.PathLike) -> ConstructionFile:
+    """Build the construction (build_construction) and save it as a model file at `out`."""
+    return save_construction(build_construction(layers, n, alphabet, copies=2), n, alphabet, out)

@@ -137,10 +137,11 @@ def _precision_text(s: KhopSummary) -> str:
 
 
 def _log_bound(s: KhopSummary) -> str:
-    """The smallest trained depth reaching ≤ KHOP_SOLVED next to the construction's ⌊log₂ k⌋ + 2."""
+    """The smallest trained depth reaching ≤ KHOP_SOLVED next to the construction's ⌈log₂ k⌉ + 2 (the
+    paper's law k ≤ 2^(L−2); induction/khop_construction.py)."""
     need = khop_min_depths(s.layers, s.error)
-    return "smallest depth vs ⌊log₂ k⌋+2 (reported, not asserted): " + ", ".join(
-        f"k={k}: {'none' if L == math.inf else L} vs {int(math.log2(k)) + 2}" for k, L in zip(s.hops, need)
+    return "smallest depth vs the construction's ⌈log₂ k⌉+2 (reported, not asserted): " + ", ".join(
+        f"k={k}: {'none' if L == math.inf else L} vs {(k - 1).bit_length() + 2}" for k, L in zip(s.hops, need)
     )
 
 

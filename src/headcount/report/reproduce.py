@@ -25,12 +25,30 @@ from headcount.core.jsonable import JsonResult, jsonable
 from headcount.core.probe import machine_info
 from headcount.core.validate import check_choice
 from headcount.learn.constants import SCALES
-from headcount.report import boolean, induction, induction_lower_bound, khop, learning, mechanism, minmax
+from headcount.report import (
+    boolean,
+    induction,
+    induction_lower_bound,
+    khop,
+    khop_construction,
+    learning,
+    mechanism,
+    minmax,
+)
 from headcount.report.claims import FAIL, PASS, REGISTRY, Claim, ClaimResult, Context
 from headcount.report.render import print_to_stderr, render_report
 
 # The scenario modules: importing one registers its claims and figures (report order = this order).
-CLAIM_MODULES = (induction, induction_lower_bound, minmax, boolean, learning, khop, mechanism)
+CLAIM_MODULES = (
+    induction,
+    induction_lower_bound,
+    minmax,
+    boolean,
+    learning,
+    khop,
+    khop_construction,
+    mechanism,
+)
 RESULTS_DB = "results.sqlite"  # the learning experiments' runs, kept in the report folder (re-runs resume)
 
 
