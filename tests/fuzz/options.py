@@ -143,6 +143,17 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
             },
         ),
         Command(
+            "induction certify",
+            {"--hops": "2", "--layers": "auto", "--n": "4", "--alphabet": "2"},
+            {
+                "--layers": _choice("AUTO", " auto", "3", "4", "2", "auto2"),
+                "--hops": V.INT,
+                "--n": V.INT,
+                "--alphabet": V.INT,
+                "--layout": _choice("hop-prefix", "Plain"),
+            },
+        ),
+        Command(
             "induction protocol",
             {**RANDOM_INDEX, "--precision-bits": "8"},
             {

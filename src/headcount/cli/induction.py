@@ -138,7 +138,12 @@ def induction_predict(
 @app.command("certify")
 def induction_certify(
     model_file: Path | None = ModelOpt,
-    layers: int | None = typer.Option(None, "--layers", help="Certify the 1- or 2-layer construction."),
+    layers: str | None = typer.Option(
+        None,
+        "--layers",
+        help="Certify a construction: 1 or 2 (induction heads), or auto — the construction for --hops k "
+        "(⌈log₂ k⌉ + 2 layers; an integer with k ≥ 2 must be that depth).",
+    ),
     n: int = typer.Option(
         ..., "--n", help="Sequence length (≥ 1; the evaluation, ~200·n² bytes, must fit --max-memory)."
     ),

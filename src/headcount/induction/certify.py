@@ -26,6 +26,7 @@ from headcount.core.resources import check_memory, check_work
 from headcount.core.validate import check_int
 from headcount.induction import task
 from headcount.induction.construction import build_or_load, check_sizes, evaluation_bytes, evaluation_work
+from headcount.induction.khop_construction import KHOP_DIM, khop_construction, khop_layers
 from headcount.induction.khop_families import KHOP_FAMILIES
 from headcount.induction.layouts import (
     bind_layout,
@@ -334,9 +335,36 @@ def certify_induction(
     )
 
 
+def _construction_layers(layers: int | str | None, hops: int, layout: str) -> int | None:
+    """The depth of the construction `certify` is asked for (None: a model file). --layers auto is the
+    construction for --hops k (2 layers for k = 1, ⌈log₂ k⌉ + 2 from the k-hop construction); an integer
+    with k ≥ 2 must be that depth."""
+    if layers is None:
+        return None
+    if isinstance(layers, str):
+        if layers.strip().lower() != "auto":
+            try:
+                layers = int(layers)
+            except ValueError:
+                raise InputError(
+                    f"--layers {layers!r}: give 1, 2 or auto (the construction for --hops k)"
+                ) from None
+    if layers != "auto" and hops == 1:
+        return layers
+    if layout != "plain":
+        raise InputError(
+            "a hop-prefix construction answers every k ≤ K: write it with `induction construct --layout "
+            "hop-prefix --max-hops K --out FILE` and certify it with --model FILE"
+        )
+    depth = khop_layers(hops)
+    if layers != "auto" and layers != depth:
+        raise InputError(f"--layers {layers} does not fit --hops {hops}: its construction has {depth} layers")
+    return depth
+
+
 def certify_file_or_construction(
     model_file: str | os.PathLike | None,
-    layers: int | None,
+    layers: int | str | None,
     n: int,
     alphabet: int,
     samples: int | None = None,
@@ -344,13 +372,17 @@ def certify_file_or_construction(
     hops: int = 1,
     layout: str = "plain",
 ) -> InductionCertificate:
-    """certify_induction of a model file or of the `layers`-layer construction at (n, alphabet); the sizes
+    """certify_induction of a model file or of a construction at (n, alphabet): `layers` 1 or 2 (hop 1),
+    or "auto" / the k-hop depth ⌈log₂ k⌉ + 2 for `hops` = k (induction/khop_construction.py); the sizes
     are checked before anything is built or loaded."""
-    check_sizes(n, alphabet, layers)
     _check_request(n, alphabet, samples, seed, hops, layout)
+    layers = _construction_layers(layers, hops, layout)
+    khop = layers is not None and model_file is None and hops >= 2
+    check_sizes(n, alphabet, None if khop else layers)
     if model_file is None and layers is not None:  # before building: heads and d_model of the construction
-        check_certify_resources(n, alphabet, samples, 3 if layers == 2 else 1, 19 if layers == 2 else n + 1)
-    model = build_or_load(model_file, layers, n, alphabet)
+        heads, width = (layers + 1, KHOP_DIM) if khop else ((3, 19) if layers == 2 else (1, n + 1))
+        check_certify_resources(n, alphabet, samples, heads, width, hops=hops)
+    model = khop_construction(n, alphabet, hops) if khop else build_or_load(model_file, layers, n, alphabet)
     return certify_induction(
         model, n, alphabet, samples, seed, hops, from_file=model_file is not None, layout=layout
     )
