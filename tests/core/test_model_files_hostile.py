@@ -345,7 +345,8 @@ def test_hostile_file_is_refused(tmp_path, name):
     start = time.perf_counter()
     with pytest.raises(ModelFileError) as info:
         LOADERS[kind](path)
-    assert time.perf_counter() - start < 2
+    # a guard against a hang or an unbounded parse, not a performance figure (the machine may be loaded)
+    assert time.perf_counter() - start < 30
     message = str(info.value)
     assert "\n" not in message and len(message) < 800, message
     assert isinstance(info.value, InputError)
