@@ -35,9 +35,10 @@ NAMES = (
     "induction-1layer-n16-s4",
     "minmax-2head-m8-n8",
     "xor-n8",
+    "khop-8hop-n128-s4",
 )
 TWO_LAYER = NAMES[:3]
-TL_NAMES = (*TWO_LAYER, "minmax-2head-m8-n8")
+TL_NAMES = (*TWO_LAYER, "minmax-2head-m8-n8", "khop-8hop-n128-s4")
 HEAD_KEYS = {"layer", "head", "role", "mechanism", "query", "key", "value"}
 ROLES_KEYS = {"name", "description", "task", "sizes", "format", "files", "construction", "layers", "heads"}
 
@@ -154,12 +155,16 @@ def test_boolean_roles_on_both_routes():
         assert terms == built.readout.terms
 
 
-@pytest.mark.parametrize("name", [*TWO_LAYER, "induction-1layer-n16-s4"])
+@pytest.mark.parametrize("name", [*TWO_LAYER, "induction-1layer-n16-s4", "khop-8hop-n128-s4"])
 def test_analyze_heads_recovers_the_roles_of_the_exported_files(exported, name):
+    """Every induction construction's built roles, the k-hop construction's find^{2^t} heads included."""
     result, roles = exported[name]
     model = load_model(result.files[0])
     sizes = roles["sizes"]
-    analysis = analyze_heads(model, n=sizes["n"], alphabet=sizes["alphabet"], samples=16)
+    task = "khop" if "hops" in sizes else "induction"
+    analysis = analyze_heads(
+        model, task, "plain", sizes["n"], sizes["alphabet"], samples=16, hops=sizes.get("hops", 1)
+    )
     assert [(h.layer, h.head, h.role) for h in analysis.heads] == [
         (h["layer"], h["head"], h["role"]) for h in roles["heads"]
     ]

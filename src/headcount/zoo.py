@@ -19,8 +19,8 @@ boolean/construction.construction_roles), certifies it, and writes it.
   decoder, and a certificate summary computed at export time with the command that reproduces it.
 
 A format an entry cannot be written in is refused with the reason (``Kind.tl_refusal``). Adding a model is
-one ``ZooEntry`` (and a ``Kind`` for a new family: the k-hop construction's builds with
-induction/khop_construction.py and takes its roles from induction/roles.py, beside TWO_LAYER).
+one ``ZooEntry`` (and a ``Kind`` for a new family, as KHOP: the k-hop construction built by
+induction/khop_construction.py, its roles from induction/roles.py).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ from headcount.core.table import OneLayerTable
 from headcount.core.validate import check_choice
 from headcount.induction.certify import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
-from headcount.induction.roles import one_layer_roles, two_layer_roles
+from headcount.induction.khop_construction import khop_construction
+from headcount.induction.roles import khop_roles, one_layer_roles, two_layer_roles
 from headcount.minmax.certify import certify_minmax
 from headcount.minmax.construction import build_construction, code_dim, two_head_roles
 from headcount.minmax.model import MinMaxModel, save_minmax
@@ -73,10 +74,13 @@ class Kind:
 
 def _certify_induction(sizes: dict[str, Any], model: Transformer | OneLayerTable) -> dict[str, Any]:
     """certify_induction on CERTIFY_SAMPLES seeded inputs per family (the adversarial families included)."""
-    n, alphabet = sizes["n"], sizes["alphabet"]
-    c = certify_induction(model, n, alphabet, samples=CERTIFY_SAMPLES, seed=CERTIFY_SEED, dtypes=False)
+    n, alphabet, hops = sizes["n"], sizes["alphabet"], sizes.get("hops", 1)
+    c = certify_induction(
+        model, n, alphabet, samples=CERTIFY_SAMPLES, seed=CERTIFY_SEED, hops=hops, dtypes=False
+    )
     cert = c.certificate
     layers = len(model.layers) if isinstance(model, Transformer) else 1
+    hop_option = f"--hops {hops} " if hops > 1 else ""
     return {
         "certified": cert.certified,
         "scope": c.scope,
@@ -84,7 +88,7 @@ def _certify_induction(sizes: dict[str, Any], model: Transformer | OneLayerTable
         "errors": cert.errors,
         "precision_bits": cert.precision_bits,
         "what": "certified: every position of the inputs checked proven right at fixed:precision_bits",
-        "command": f"headcount induction certify --layers {layers} --n {n} --alphabet {alphabet} "
+        "command": f"headcount induction certify {hop_option}--layers {layers} --n {n} --alphabet {alphabet} "
         f"--samples {CERTIFY_SAMPLES} --seed {CERTIFY_SEED}",
     }
 
@@ -155,6 +159,14 @@ MINMAX = Kind(
     certify=_certify_minmax,
     save=lambda s, model, path: save_minmax(model, path),
     weight_forms=lambda s, model: {f"-{t}": minmax_to_transformer(model, s["n"], t) for t in ("min", "max")},
+)
+KHOP = Kind(
+    task="khop",
+    build=lambda s: khop_construction(s["n"], s["alphabet"], s["hops"]),
+    roles=lambda s, model: khop_roles(s["n"], s["alphabet"], s["hops"]),
+    certify=_certify_induction,
+    save=lambda s, model, path: save_model(model, path),
+    weight_forms=lambda s, model: {"": model},
 )
 BOOLEAN = Kind(
     task="boolean",
@@ -229,7 +241,14 @@ ENTRIES: tuple[ZooEntry, ...] = (
         BOOLEAN,
         {"function": "xor", "n": 8, "degree": 2, "heads": 4},
     ),
-    # the k-hop construction (induction/khop_construction.py) goes here: one ZooEntry with its own Kind
+    ZooEntry(
+        "khop-8hop-n128-s4",
+        "k-hop induction heads, k = 8, at n = 128, S = 4 by pointer doubling: previous-token and "
+        "duplicate-token heads, the find head, then pointer heads following find, find^2, find^4 "
+        "(⌈log₂ 8⌉ + 2 = 5 layers, d_model 28)",
+        KHOP,
+        {"n": 128, "alphabet": 4, "hops": 8},
+    ),
 )
 NAMES = tuple(e.name for e in ENTRIES)
 

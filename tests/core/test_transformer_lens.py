@@ -156,6 +156,20 @@ def test_two_layer_construction_round_trips_bit_identically(n, alphabet):
     round_trip(model, tokens)
 
 
+@pytest.mark.parametrize("hops", [2, 5, 16])
+def test_khop_construction_round_trips_bit_identically(hops):
+    """The pointer-doubling construction: ReLU MLPs in every layer after the first, heads (2, 1, 1, …)."""
+    from headcount.induction.khop_construction import khop_construction
+
+    round_trip(khop_construction(24, 4, hops))
+
+
+def test_variable_hop_construction_round_trips_bit_identically():
+    from headcount.induction.khop_construction import variable_hop_construction
+
+    round_trip(variable_hop_construction(12, 3, 8))
+
+
 @pytest.mark.parametrize(
     "cfg",
     [

@@ -134,6 +134,80 @@ def one_layer_roles(n: int, alphabet: int) -> dict[str, Any]:
     return {"construction": "one_layer_induction", "heads": [head], "decoder": decoder}
 
 
+def pointer_role(layer: int) -> str:
+    """analyze heads' name for the k-hop construction's pointer head in 0-based layer ≥ 2: it attends to
+    find^{2^(layer−2)}(p) — find^1 is scored as "induction"."""
+    r = 2 ** (layer - 2)
+    return "induction" if r == 1 else f"find^{r}"
+
+
+def khop_roles(n: int, alphabet: int, hops: int) -> dict[str, Any]:
+    """The roles khop_construction(n, alphabet, hops) is built with, as JSON (k = 1: two_layer_roles):
+    layer 0 as the two-layer construction's, layer 1 the find head, each later layer one pointer head
+    that reads the state stored at the position its pointer names (induction/khop_construction.py)."""
+    from headcount.induction import khop_construction as kc  # the construction's own column names
+
+    if hops == 1:
+        return two_layer_roles(n, alphabet)
+    _check_sizes(n, alphabet)
+    model = kc.khop_construction(n, alphabet, hops)
+    two_shift = f"×2^{two_layer_parameters(n, alphabet).key_shift}"  # layer 0 is the two-layer one's,
+    shift = f"×2^{model.info['parameters']['key_shift']}"  # with the k-hop construction's key shift
+    layer_zero = [
+        {
+            key: value.replace(two_shift, shift) if isinstance(value, str) else value
+            for key, value in h.items()
+        }
+        for h in two_layer_roles(n, alphabet)["heads"][:2]
+    ]
+    heads = [
+        *layer_zero,
+        {
+            "layer": 1,
+            "head": 0,
+            "role": "induction",
+            "mechanism": "attends to find(p) — the latest key j whose copied previous token equals σ_p "
+            "(recency g·j), or to position 0 when σ_p is new (a sink bonus gated by the ⊥ flag) — and "
+            "writes the pointer G = find(p) and the token there (H, a = 1 hop)",
+            "query": "σ_p's digits, the recency constant and the ⊥ flag's sink bonus",
+            "key": f"COPIED (12–15), POS_SCALED (11) and FIRST ({kc.FIRST}: non-zero at position 0 only)",
+            "value": f"the key's position digits → G ({kc.G_HI}, {kc.G_LO}); its token digits → H "
+            f"({kc.H_HI}, {kc.H_LO})",
+        },
+    ]
+    for layer in range(2, len(model.layers)):
+        r = 2 ** (layer - 2)
+        heads.append(
+            {
+                "layer": layer,
+                "head": 0,
+                "role": pointer_role(layer),
+                "mechanism": f"attends to the position its pointer G = find^{r}(p) names (nearest position) "
+                f"and reads that position's G (→ find^{2 * r}) and H (→ H∘find^{r}, kept where bit "
+                f"{layer - 2} of k − 1 = {hops - 1} is set); the layer's ReLU MLP moves the reads into the "
+                "state exactly",
+                "query": f"G's digits ({kc.G_HI}, {kc.G_LO})",
+                "key": "the key's own position digits and their squares (POS_HI..POS_LO2: 4–7)",
+                "value": f"G, H and H's ⊥ flag ({kc.G_HI}–{kc.H_BOT}) into the read slots "
+                f"({kc.TG_HI}–{kc.TH_BOT})",
+            }
+        )
+    decoder = {
+        "kind": "linear",
+        "classes": alphabet + 1,
+        "bottom_class": alphabet,
+        "description": f"token logits 2⟨σ, H⟩ − ‖σ‖² on H's digits ({kc.H_HI}, {kc.H_LO}): the nearest "
+        f"token; ⊥ logit λ·(H_BOT − 1/2) on the ⊥ flag ({kc.H_BOT})",
+    }
+    return {
+        "construction": model.info["construction"],
+        "hops": hops,
+        "parameters": model.info["parameters"],
+        "heads": heads,
+        "decoder": decoder,
+    }
+
+
 def _check_sizes(n: int, alphabet: int) -> None:
     check_int("n", n, 1)
     check_int("alphabet", alphabet, 2)
