@@ -43,8 +43,12 @@ def test_the_runner_writes_each_model_under_its_run_id(tmp_path):
     runner.fn(dict(config))
     assert seen == [{**config, "out": str(tmp_path / "m" / f"{run_id_for(config)}.safetensors")}]
     assert kept_model_path(tmp_path, "abc") == tmp_path / "abc.safetensors"
-    with pytest.raises(SweepError, match="can keep its models"):
-        keeping_models(Runner(KHOP_RUNNER, lambda config: {}), tmp_path)
+    khop = keeping_models(Runner(KHOP_RUNNER, lambda config: seen.append(config) or {}), tmp_path)
+    assert khop.name == KHOP_RUNNER  # the k-hop certified runner keeps its models too
+    khop.fn({"task": "khop", "seed": 0})
+    assert seen[-1]["out"] == str(tmp_path / f"{run_id_for({'task': 'khop', 'seed': 0})}.safetensors")
+    with pytest.raises(SweepError, match="can keep their models, not 'tests.other:runner'"):
+        keeping_models(Runner("tests.other:runner", lambda config: {}), tmp_path)
 
 
 def test_induction_depth_keeps_its_models_beside_the_database(tmp_path, monkeypatch):

@@ -583,7 +583,7 @@ def test_learning_khop_gpt2(tmp_path, errors, reason):
     if reason is None:
         assert "L=2: 68.9 vs 71.6" in r.detail
         assert "(training steps: GPT-2-style 1000, attention-only the trainer's default)" in r.detail
-        assert "k=1: 2 vs 2, k=2: 4 vs 3, k=3: 5 vs 3, k=4: none vs 4" in r.detail
+        assert "k=1: 2 vs 2, k=2: 4 vs 3, k=3: 5 vs 4, k=4: none vs 4" in r.detail
 
 
 def minmax_rows(two_solved: bool = True, verifier_lies: bool = False) -> list[dict[str, Any]]:
@@ -765,3 +765,58 @@ def test_khop_construction(layers, reason):
     r = run("induction.khop.construction", ctx, **KHOP_TINY)
     assert r.status == (PASS if reason is None else FAIL), r.detail
     assert reason is None or reason in r.detail
+
+
+# ------------------------------------------------------------------------------------------- k-hop mechanism
+KHOP_MECHANISM_TINY = {"n": 64, "alphabet": 4, "hops": 16, "samples": 64, "draw": 16}
+
+
+def khop_mechanism_ctx(tmp_path) -> Context:
+    """A Context whose deepest trained k-hop run is cached — the variable-hop construction (n = 16, S = 4,
+    K = 4, hop-prefix like the lab's models) as its stand-in: no sweep, no training."""
+    from headcount.induction.khop_construction import variable_hop_construction
+    from headcount.report.khop_mechanism import CACHE_KIND, EXPERIMENT, TrainedKhop
+
+    ctx = Context(scale="quick", results_db=str(tmp_path / "results.sqlite"))
+    config = {
+        "task": "khop",
+        "layers": 4,
+        "heads": 2,
+        "dim": 32,
+        "n": 16,
+        "alphabet": 4,
+        "hops": 4,
+        "seed": 0,
+    }
+    stand_in = TrainedKhop(
+        "fedcba9876543210", config, {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0}, variable_hop_construction(16, 4, 4)
+    )
+    ctx.cache[(CACHE_KIND, EXPERIMENT, "quick", ctx.results_db)] = stand_in
+    return ctx
+
+
+@pytest.mark.parametrize(
+    "layer, reason",
+    [
+        (None, None),
+        (3, "layer 3: roles ['uniform'], built ['find^2']"),  # the find^2 pointer head, blinded
+        (5, "layer 5: roles ['uniform'], built ['find^8']"),  # the last pointer head
+        (1, "layer 1: roles"),  # the find head itself
+    ],
+)
+def test_induction_khop_mechanism(tmp_path, monkeypatch, layer, reason):
+    """A construction whose pointer head no longer follows its pointer (W_Q = 0: it averages) FAILs; the
+    trained model's roles are reported either way."""
+    from headcount.induction.khop_construction import khop_construction
+    from headcount.report import khop_mechanism
+
+    def broken(n: int, S: int, k: int) -> Any:  # the constructions with that layer lose its head's role
+        model = khop_construction(n, S, k)
+        return blind(model, layer) if layer < len(model.layers) else model
+
+    if layer is not None:
+        monkeypatch.setattr(khop_mechanism, "khop_construction", broken)
+    r = run("induction.khop.mechanism", khop_mechanism_ctx(tmp_path), **KHOP_MECHANISM_TINY)
+    assert r.status == (PASS if reason is None else FAIL), r.detail
+    assert reason is None or reason in r.detail
+    assert r.measured["trained"]["run_id"] == "fedcba9876543210"  # reported, whatever the verdict

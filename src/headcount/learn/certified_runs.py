@@ -2,7 +2,9 @@
 
 run_khop_certified(config) = train.run_config(config) with the model exported, then khop_certificates of
 that model at every hop count, stored with the run's metrics. A built-in sweep runner (learn/sweep/
-runners.py names it KHOP_RUNNER), imported only in the worker that runs it.
+runners.py names it KHOP_RUNNER), imported only in the worker that runs it. The exported model is deleted
+afterwards unless the config names `out` — which only runners.keeping_models adds (a sweep file may never
+set it): then it is kept there, as the default runner keeps it.
 """
 
 from __future__ import annotations
@@ -75,24 +77,28 @@ def khop_certificates(
 
 
 def run_khop_certified(config: dict[str, Any]) -> dict[str, Any]:
-    """The k-hop experiments' runner: train.run_config(config) with the model exported to a temporary file,
-    then `certificates_by_hop` (khop_certificates of that model at the run's n, alphabet, hops) and
-    `certify_seconds` added to the run's JSON (model_path None: the file is gone)."""
+    """The k-hop experiments' runner: train.run_config(config) with the model exported, then
+    `certificates_by_hop` (khop_certificates of that model at the run's n, alphabet, hops) and
+    `certify_seconds` added to the run's JSON. Without `out` (or with None) the model goes to a temporary
+    file, deleted (model_path None); with `out` (runners.keeping_models) it is written there and kept
+    (model_path: that path)."""
     from headcount.learn.train import run_config  # in the worker only: the parent never imports torch
 
     if config.get("task") != "khop":
         raise InputError(f"the k-hop certified runner runs task 'khop', not {str(config.get('task'))[:40]!r}")
-    if "out" in config:
-        raise InputError("a k-hop certified run exports to its own temporary file: remove 'out'")
-    with tempfile.TemporaryDirectory(prefix="headcount-khop-") as tmp:
-        path = Path(tmp) / "model.safetensors"
-        run = run_config({**config, "out": str(path)})
-        model = load_model(path)
+    keep = config.get("out") is not None
+    if keep:
+        run = run_config(dict(config))
+        model = load_model(run.model_path)
+    else:
+        with tempfile.TemporaryDirectory(prefix="headcount-khop-") as tmp:
+            run = run_config({**config, "out": str(Path(tmp) / "model.safetensors")})
+            model = load_model(run.model_path)
     began = time.perf_counter()
     certificates = khop_certificates(model, run.n, run.alphabet, run.hops)
     return {
         **run.to_json(),
-        "model_path": None,
+        "model_path": run.model_path if keep else None,
         "certificates_by_hop": certificates,
         "certify_seconds": time.perf_counter() - began,
     }

@@ -21,9 +21,11 @@ figure and checks the claims, so learn/ never imports report/. k-hop: one model 
 hop counts drawn from 1..K (the hop count is the first token) and evaluated at every k ≤ K
 (`accuracy_by_hop`); the heat map shows the error by (L, k).
 
-induction-depth keeps its trained models (`keeps_models`): each run's exported model is written beside the
-database, as models/<run id>.safetensors (`model_folder`, `kept_model`), so the report can load the best
-two-layer model and read its heads (report/mechanism.py); the run ids, and so the rows, are unchanged.
+induction-depth and khop keep their trained models (`keeps_models`): each run's exported model is written
+beside the database, as models/<run id>.safetensors (`model_folder`, `kept_model`), so the report can load
+the best two-layer model and the deepest k-hop model and read their heads (report/mechanism.py,
+report/khop_mechanism.py); the run ids, and so the rows, are unchanged (a kept run's `model_path` names its
+file).
 
 The two k-hop experiments run with the built-in runner KHOP_RUNNER (learn/certified_runs.py:
 run_khop_certified): the training run, then its exported model certified at every hop count
@@ -142,6 +144,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             summarize_khop,
             ("accuracy_by_hop", "accuracy_bottom", "train_seconds"),
             KHOP_RUNNER,
+            keeps_models=True,
         ),
         Experiment(
             "khop-gpt2",

@@ -31,6 +31,7 @@ from headcount.report import (
     induction_lower_bound,
     khop,
     khop_construction,
+    khop_mechanism,
     learning,
     mechanism,
     minmax,
@@ -47,6 +48,7 @@ CLAIM_MODULES = (
     learning,
     khop,
     khop_construction,
+    khop_mechanism,
     mechanism,
 )
 RESULTS_DB = "results.sqlite"  # the learning experiments' runs, kept in the report folder (re-runs resume)

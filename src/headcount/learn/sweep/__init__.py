@@ -21,6 +21,7 @@ from headcount.learn.sweep.flags import spec_from_flags, spec_from_options
 from headcount.learn.sweep.run import SweepCounts, SweepPlan, run_sweep, run_sweep_from_options, sweep_plan
 from headcount.learn.sweep.runners import (
     DEFAULT_RUNNER,
+    KEEPING_RUNNERS,
     KHOP_RUNNER,
     Runner,
     keeping_models,
@@ -57,6 +58,7 @@ __all__ = [
     "BACKENDS",
     "CLAIM_STALE_SECONDS",
     "DEFAULT_RUNNER",
+    "KEEPING_RUNNERS",
     "KHOP_RUNNER",
     "MAX_RUNS",
     "MAX_SEED",

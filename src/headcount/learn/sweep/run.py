@@ -152,7 +152,8 @@ def run_sweep(
     model_dir: str | os.PathLike | None = None,
 ) -> SweepCounts:
     """Run every run of `spec` not yet done in the results DB `db_path` (workers None: one per CPU);
-    with `model_dir` (default runner only), each run trained now keeps its model there (module docstring).
+    with `model_dir` (runners.KEEPING_RUNNERS only), each run trained now keeps its model there (module
+    docstring).
 
     Raises an InputError before running anything when the spec (SpecError), the runner (SweepError: not a
     registered runner), the backend (unknown, or BackendUnavailableError), the worker count or the

@@ -10,8 +10,9 @@ function (config dict → metrics) sent to the workers by reference (pickle name
 so spawned workers and Ray tasks import its module as the parent did.
 
 Keeping models: `keeping_models(runner, folder)` is the same runner with each run's exported model written to
-folder/<run id>.safetensors (the default runner's `out`, which a sweep file itself may never set), for
-callers that name the folder in code (learn.experiments: beside the results database).
+folder/<run id>.safetensors (the config's `out`, which a sweep file itself may never set), for callers that
+name the folder in code (learn.experiments: beside the results database). The runners that take `out` can
+keep their models (KEEPING_RUNNERS): the default runner and KHOP_RUNNER (which otherwise deletes its file).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ RunnerFn = Callable[[dict[str, Any]], Any]
 
 DEFAULT_RUNNER = "headcount.learn.train:run_config"
 KHOP_RUNNER = "headcount.learn.certified_runs:run_khop_certified"  # k-hop runs with certificates
+KEEPING_RUNNERS = (DEFAULT_RUNNER, KHOP_RUNNER)  # the runners whose configs take `out` (keeping_models)
 
 
 def _train_run_config() -> RunnerFn:
@@ -152,8 +154,9 @@ class _KeepModel:
 
 
 def keeping_models(runner: Runner, folder: str | os.PathLike) -> Runner:
-    """`runner` (one whose configs take `out`: the default runner) writing each run's model into `folder`
+    """`runner` (one of KEEPING_RUNNERS: their configs take `out`) writing each run's model into `folder`
     (module docstring); the registry name stays the runner's own. SweepError for another runner."""
-    if runner.name != DEFAULT_RUNNER:
-        raise SweepError(f"only the runner {DEFAULT_RUNNER!r} can keep its models, not {runner.name!r}")
+    if runner.name not in KEEPING_RUNNERS:
+        names = ", ".join(map(repr, KEEPING_RUNNERS))
+        raise SweepError(f"only the runners {names} can keep their models, not {runner.name!r}")
     return Runner(runner.name, _KeepModel(runner.fn, os.fspath(folder)))
