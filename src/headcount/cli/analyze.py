@@ -13,35 +13,43 @@ from headcount.cli.common import JsonOpt, emit
 
 app = typer.Typer(no_args_is_help=True, help="What a model's attention heads do.")
 
+# The options both commands share (the same checks: induction/heads.py).
+ModelFileOpt = typer.Option(
+    ..., "--model", help="Model file (constructed, trained, imported; weight or table form)."
+)
+TaskOpt = typer.Option(
+    "induction", "--task", help="induction (uniform characters) or khop (no two adjacent equal)."
+)
+LayoutOpt = typer.Option(
+    None,
+    "--layout",
+    help="plain or hop-prefix (the token of hop count --hops first); default: plain for induction, "
+    "hop-prefix for khop.",
+)
+HopsOpt = typer.Option(1, "--hops", help="The hop count whose token leads a hop-prefix input, 1..16.")
+AlphabetOpt = typer.Option(4, "--alphabet", help="Alphabet size S ≥ 2 (the model's symbols).")
+SeedOpt = typer.Option(
+    0, "--seed", help="Seed of the inputs (≥ 0): numpy's default_rng seeded by (seed, n, alphabet)."
+)
+
 
 @app.command("heads")
 def analyze_heads(
-    model_file: Path = typer.Option(
-        ..., "--model", help="Model file (weight form: constructed, trained, imported)."
-    ),
-    task: str = typer.Option(
-        "induction", "--task", help="induction (uniform characters) or khop (no two adjacent equal)."
-    ),
-    layout: str | None = typer.Option(
-        None,
-        "--layout",
-        help="plain or hop-prefix (the token of hop count --hops first); default: plain for induction, "
-        "hop-prefix for khop.",
-    ),
-    hops: int = typer.Option(1, "--hops", help="The hop count whose token leads a hop-prefix input, 1..16."),
+    model_file: Path = ModelFileOpt,
+    task: str = TaskOpt,
+    layout: str | None = LayoutOpt,
+    hops: int = HopsOpt,
     n: int = typer.Option(16, "--n", help="Characters per input, 2..1024 (with hop-prefix n + 1 must fit)."),
-    alphabet: int = typer.Option(4, "--alphabet", help="Alphabet size S ≥ 2 (the model's symbols)."),
+    alphabet: int = AlphabetOpt,
     samples: int = typer.Option(
         256,
         "--samples",
         help="Inputs, 1..65536; samples × heads × length² ≤ 2·10⁸ attention weights, within --max-memory.",
     ),
-    seed: int = typer.Option(
-        0, "--seed", help="Seed of the inputs (≥ 0), from default_rng([seed, n, alphabet])."
-    ),
+    seed: int = SeedOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Head scores (previous-token, duplicate-token, induction, find^r, sink) and each head's role."""
+    """Head scores (previous-token, duplicate-token, induction, find^r, sink, uniform) and head roles."""
     from headcount.induction.heads import analyze_heads_file
 
     result = analyze_heads_file(model_file, task, layout, n, alphabet, samples, seed, hops)
@@ -55,34 +63,23 @@ def analyze_heads(
 
 @app.command("patterns")
 def analyze_patterns(
-    model_file: Path = typer.Option(
-        ..., "--model", help="Model file (weight form: constructed, trained, imported)."
-    ),
+    model_file: Path = ModelFileOpt,
     out: Path = typer.Option(
         ..., "--out", help="Folder for attention.png and attention.svg (made if missing)."
     ),
-    task: str = typer.Option(
-        "induction", "--task", help="induction (uniform characters) or khop (no two adjacent equal)."
-    ),
-    layout: str | None = typer.Option(
-        None,
-        "--layout",
-        help="plain or hop-prefix (the token of hop count --hops first); default: plain for induction, "
-        "hop-prefix for khop.",
-    ),
-    hops: int = typer.Option(1, "--hops", help="The hop count whose token leads a hop-prefix input, 1..16."),
+    task: str = TaskOpt,
+    layout: str | None = LayoutOpt,
+    hops: int = HopsOpt,
     n: int = typer.Option(
         16, "--n", help="Characters of the input drawn, 2..32 (with hop-prefix n + 1 must fit)."
     ),
-    alphabet: int = typer.Option(4, "--alphabet", help="Alphabet size S ≥ 2 (the model's symbols)."),
+    alphabet: int = AlphabetOpt,
     samples: int = typer.Option(
         256,
         "--samples",
         help="Inputs the head scores in the titles average over (the first is drawn), 1..65536.",
     ),
-    seed: int = typer.Option(
-        0, "--seed", help="Seed of the inputs (≥ 0): numpy's default_rng seeded by (seed, n, alphabet)."
-    ),
+    seed: int = SeedOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Attention heat maps of every head on one input (PNG + SVG), with each head's role and scores."""
