@@ -226,7 +226,7 @@ def test_refusals(capsys, tmp_path):
         ),
         (("xor-n8", "--out", str(a_file)), ("exists and is not a folder",)),
         (("xor-n8", "--out", ""), ("--out is empty",)),
-        (("xor-n8", "--out", str(a_file / "below")), ("cannot create the folder",)),
+        (("xor-n8", "--out", str(a_file / "below")), ("the folder cannot be made",)),
     ]
     for argv, needles in cases:
         refused(capsys, "zoo", "export", *argv, needles=needles)

@@ -42,7 +42,7 @@ from headcount.core.io import save_model
 from headcount.core.jsonable import JsonResult, jsonable
 from headcount.core.model import Transformer
 from headcount.core.table import OneLayerTable
-from headcount.core.validate import check_choice
+from headcount.core.validate import check_choice, writable_folder
 from headcount.induction.certify import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.khop_construction import khop_construction
@@ -304,23 +304,6 @@ def _layers(model: Any) -> list[dict[str, Any]]:
     return [{"layer": 0, "heads": layer.n_heads, "dim": layer.dim}]
 
 
-def _out_folder(out: str | os.PathLike) -> Path:
-    """`out` as a folder that exists and can be written (created with its parents if missing)."""
-    text = os.fspath(out)
-    if isinstance(text, bytes) or text == "":
-        raise InputError("--out is empty: give a folder (created if missing)")
-    path, shown = Path(text), show_path(text)
-    try:
-        if path.exists() and not path.is_dir():
-            raise InputError(f"--out {shown} exists and is not a folder: give a folder")
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise InputError(f"--out {shown}: cannot create the folder ({err.strerror})") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise InputError(f"--out {shown}: the folder cannot be written")
-    return path
-
-
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     text = json.dumps(jsonable(data), indent=2, ensure_ascii=False) + "\n"
     atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
@@ -363,7 +346,7 @@ def export(name: str, fmt: str = "headcount", out: str | os.PathLike = ".") -> Z
         raise InputError(
             f"{name} cannot be written as --format {fmt}: {e.kind.tl_refusal}; use --format headcount"
         )
-    folder = _out_folder(out)
+    folder = writable_folder(out)
     model = e.kind.build(e.sizes)
     certificate = e.kind.certify(e.sizes, model)
     tl: dict[str, Any] = {}

@@ -44,7 +44,7 @@ from headcount.core.transformer_lens_state import (
     model_from_parts,
     transformer_lens_parts,
 )
-from headcount.core.validate import check_writable
+from headcount.core.validate import check_writable, writable_folder
 
 TL_MISSING = "TransformerLens is not installed: pip install 'headcount[tl]'"
 CONFIG_FILE, WEIGHTS_FILE, SNIPPET_FILE = "config.json", "model.safetensors", "load.py"
@@ -127,17 +127,14 @@ def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
 def write_transformer_lens(model: Transformer, out_dir: str | os.PathLike) -> TransformerLensExport:
     """Write `model` as a TransformerLens export (module docstring) into the folder `out_dir` (made if
     missing; the three files are replaced atomically)."""
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {show_path(out)} exists and is not a folder: give a folder path")
-    config, tensors = transformer_lens_parts(model)
+    config, tensors = transformer_lens_parts(model)  # what TL cannot hold is refused before --out is made
+    out = writable_folder(out_dir)
     back = model_from_parts(config, tensors)
     exact = all(
         _same(h.W_Q, g.W_Q) and _same(h.b_Q, g.b_Q)
         for layer, again in zip(model.layers, back.layers)
         for h, g in zip(layer.heads, again.heads)
     )
-    out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(jsonable(config), indent=2, ensure_ascii=False) + "\n"
     atomic_write_bytes(out / WEIGHTS_FILE, lambda tmp: save_file(tensors, tmp, metadata={"format": "pt"}))
     atomic_write_bytes(out / CONFIG_FILE, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))

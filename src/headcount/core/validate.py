@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -42,3 +43,21 @@ def check_writable(out: str | os.PathLike, option: str = "--out") -> None:
         raise InputError(f"{option} {text[:200]!r} is empty or a folder: give a file path")
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
         raise InputError(f"{option} {text[:200]!r}: its folder does not exist or cannot be written")
+
+
+def writable_folder(out: str | os.PathLike, option: str = "--out") -> Path:
+    """`out` as a folder that exists and can be written (made with its parents if missing); InputError —
+    empty, not a folder, cannot be made or written — before any work."""
+    text = os.fsdecode(out)
+    if text == "":
+        raise InputError(f"{option} is empty: give a folder (made if missing)")
+    folder, shown = Path(text), repr(text[:200])
+    if os.path.lexists(folder) and not folder.is_dir():
+        raise InputError(f"{option} {shown} exists and is not a folder: give a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"{option} {shown}: the folder cannot be made ({err.strerror})") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"{option} {shown}: the folder cannot be written")
+    return folder

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from headcount.core.errors import InputError
+from headcount.core.io import load_model
 from headcount.core.jsonable import jsonable
 from headcount.core.validate import check_choice
 from headcount.learn.constants import DEFAULT_DB, SCALES
@@ -267,6 +268,20 @@ def kept_model(db: str | Path, run_id: str) -> Path:
     """Where run `run_id` of an experiment that keeps its models has its model (the file may be missing:
     a database written before the experiment kept them, or a folder moved without it)."""
     return kept_model_path(model_folder(db), run_id)
+
+
+def kept_or_retrained(db: str | Path, row: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+    """(model, retrained): run `row`'s kept model (kept_model) and None; or, when the file is missing, the
+    model trained again from the row's config (deterministic per seed on CPU) and kept there, with the new
+    run's JSON — so a caller can say whether the stored and the new metrics agree."""
+    path = kept_model(db, row["run_id"])
+    if not path.is_file():
+        from headcount.learn.train import run_config  # torch: only when a model must be trained
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        retrained = run_config({**row["config"], "out": str(path)}).to_json()
+        return load_model(path), retrained
+    return load_model(path), None
 
 
 def _models(name: str, db: str | Path) -> Path | None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -37,7 +36,7 @@ from headcount.core.io import load_model
 from headcount.core.jsonable import JsonResult
 from headcount.core.probe import machine_info
 from headcount.core.resources import check_memory
-from headcount.core.validate import check_choice, check_int
+from headcount.core.validate import check_choice, check_int, writable_folder
 from headcount.induction.heads import DEFAULT_SAMPLES, MAX_SAMPLES, ROLES, HeadScore, analyze_heads
 from headcount.induction.layouts import (
     DEFAULT_LAYOUT,
@@ -201,24 +200,6 @@ def check_figure_memory(rows: int, columns: int, length: int) -> None:
     check_memory(3 * 4.0 * width * (side * rows + DPI), "drawing the attention figure")
 
 
-def out_folder(out_dir: str | os.PathLike) -> Path:
-    """`out_dir` as a folder that exists and can be written (made if missing); InputError otherwise."""
-    text = os.fspath(out_dir)
-    shown = repr(text[:200])
-    if text == "":
-        raise InputError("--out '' is empty: give a folder for the figure files (made if missing)")
-    folder = Path(text)
-    if os.path.lexists(folder) and not folder.is_dir():
-        raise InputError(f"--out {shown} is not a folder: give a folder for the figure files")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise InputError(f"--out {shown}: the folder cannot be made ({err.strerror})") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise InputError(f"--out {shown}: the folder cannot be written")
-    return folder
-
-
 @dataclass(frozen=True)
 class AttentionFigure(JsonResult):
     """analyze patterns' result: the files written, the input drawn (laid-out token ids and their axis
@@ -294,7 +275,7 @@ def attention_figure(
     layout = _check_request(task_name, layout, n, alphabet, seed, hops, samples)
     rows, columns = check_grid([model.heads_per_layer])
     check_figure_memory(rows, columns, prefix_length(layout) + n)
-    folder = out_folder(out_dir)
+    folder = writable_folder(out_dir)
     patterns = model_patterns(model, "", task_name, layout, n, alphabet, seed, hops, samples)
     caption = caption_text(task_name, layout, n, alphabet, seed, samples)
 

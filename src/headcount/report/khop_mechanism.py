@@ -31,12 +31,11 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from headcount.core.evaluate import Model
-from headcount.core.io import load_model
 from headcount.induction.heads import HeadScore, analyze_heads
 from headcount.induction.khop_construction import khop_construction
 from headcount.induction.roles import khop_roles
 from headcount.learn.constants import DEFAULT_DB
-from headcount.learn.experiments import experiment_rows, kept_model
+from headcount.learn.experiments import experiment_rows, kept_or_retrained
 from headcount.report.attention import MAX_DRAW, ModelPatterns, draw_patterns, model_patterns, score_items
 from headcount.report.claims import ClaimResult, Context, claim, status
 from headcount.report.figures import figure
@@ -118,18 +117,13 @@ def deepest_row(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def load_or_retrain(db: str, row: dict[str, Any]) -> TrainedKhop:
-    """The run's kept model (learn.experiments.kept_model); retrained from its config (without certifying:
-    the model is the same) and kept there when the file is missing."""
-    path = kept_model(db, row["run_id"])
+    """The run's kept model, or the model retrained from its config (without certifying: the model is the
+    same) and kept there when the file is missing (learn.experiments.kept_or_retrained)."""
     stored = error_by_hop(row["metrics"])
-    if path.is_file():
-        return TrainedKhop(row["run_id"], row["config"], stored, load_model(path))
-    from headcount.learn.train import run_config  # torch: only when a model must be trained
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    run = run_config({**row["config"], "out": str(path)})
-    again = error_by_hop(run.to_json())
-    return TrainedKhop(row["run_id"], row["config"], stored, load_model(path), True, again)
+    model, retrained = kept_or_retrained(db, row)
+    if retrained is None:
+        return TrainedKhop(row["run_id"], row["config"], stored, model)
+    return TrainedKhop(row["run_id"], row["config"], stored, model, True, error_by_hop(retrained))
 
 
 def trained_deepest(ctx: Context) -> TrainedKhop | None:

@@ -24,11 +24,10 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from headcount.core.evaluate import Model
-from headcount.core.io import load_model
 from headcount.induction.construction import two_layer_induction
 from headcount.induction.heads import HeadScore
 from headcount.learn.constants import DEFAULT_DB
-from headcount.learn.experiments import experiment_rows, kept_model
+from headcount.learn.experiments import experiment_rows, kept_or_retrained
 from headcount.report.attention import ModelPatterns, draw_patterns, model_patterns, score_items
 from headcount.report.claims import FAIL, SEED000, ClaimResult, Context, claim, status
 from headcount.report.figures import figure
@@ -91,16 +90,11 @@ def best_two_layer_row(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
 def load_or_retrain(db: str, row: dict[str, Any]) -> TrainedModel:
     """The run's kept model (learn.experiments.kept_model); retrained from its config and kept there when
     the file is missing."""
-    path = kept_model(db, row["run_id"])
     accuracy = float(row["metrics"]["accuracy"])
-    if path.is_file():
-        return TrainedModel(row["run_id"], row["config"], accuracy, load_model(path))
-    from headcount.learn.train import run_config  # torch: only when a model must be trained
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    run = run_config({**row["config"], "out": str(path)})
-    again = float(run.to_json()["accuracy"])
-    return TrainedModel(row["run_id"], row["config"], accuracy, load_model(path), True, again)
+    model, retrained = kept_or_retrained(db, row)
+    if retrained is None:
+        return TrainedModel(row["run_id"], row["config"], accuracy, model)
+    return TrainedModel(row["run_id"], row["config"], accuracy, model, True, float(retrained["accuracy"]))
 
 
 def trained_best(ctx: Context) -> TrainedModel | None:

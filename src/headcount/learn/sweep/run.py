@@ -30,8 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from headcount.core.errors import InputError
 from headcount.core.jsonable import JsonResult
 from headcount.core.progress import progress_bar
+from headcount.core.validate import writable_folder
 from headcount.learn.store import ResultsStore
 from headcount.learn.sweep.claims import holder_alive, this_process
 from headcount.learn.sweep.errors import SweepError
@@ -196,14 +198,10 @@ def run_sweep(
 
 def _model_folder(path: str | os.PathLike) -> Path:
     """`path` as a folder that exists and can be written (made if missing); SweepError otherwise."""
-    folder = Path(path)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise SweepError(f"the model folder {str(folder)[:200]!r} cannot be made: {err.strerror}") from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise SweepError(f"the model folder {str(folder)[:200]!r} cannot be written")
-    return folder
+        return writable_folder(path, "the model folder")
+    except InputError as err:
+        raise SweepError(str(err)) from None
 
 
 def run_sweep_from_options(
