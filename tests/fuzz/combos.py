@@ -125,6 +125,12 @@ def combo_cases(fixtures_models: dict[str, str]) -> list[Case]:
             ),
             ("F:… length not n + 1", ["--function", "F:+-+", "--n", "9", "--degree", "2", "--heads", "2"]),
         ],
+        "boolean frontier": [
+            ("--degree without --heads", ["--function", "xor", "--n", "4", "--degree", "2"]),
+            ("--out without --degree, --heads", ["--function", "xor", "--n", "4", "--out", "m.safetensors"]),
+            ("xor beyond the work bound", ["--function", "xor", "--n", "3000"]),
+            ("F:… length not n + 1", ["--function", "F:+-+", "--n", "9"]),
+        ],
         "boolean check": [
             (
                 "--n beyond the file",

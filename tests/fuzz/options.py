@@ -310,6 +310,17 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
             alone={"--truth-table": {}},
         ),
         Command(
+            "boolean frontier",
+            {"--function": "xor", "--n": "4", "--degree": "1", "--heads": "2"},
+            {
+                "--function": V.FUNCTION,
+                "--n": V.INT,
+                "--degree": V.INT,
+                "--heads": V.INT,
+                "--out": V.WRITE_PATHS,
+            },
+        ),
+        Command(
             "boolean basis",
             {"--degree": "2", "--heads": "4", "--range": "4"},
             {"--degree": V.INT, "--heads": V.INT, "--range": V.INT},

@@ -196,6 +196,9 @@ def test_xor_phase_sides_and_json():
                 "below_bound": True,
                 "solved": 0,
                 "accuracy": 0.5,
+                # 4-bit XOR with ≤ 2 sign changes: best "--+--", wrong only on t = 0 and 4 (2 of 16 inputs)
+                "frontier_accuracy": 0.875,
+                "fraction_of_frontier": 0.5 / 0.875,
             },
             {
                 "function": "xor",
@@ -208,6 +211,8 @@ def test_xor_phase_sides_and_json():
                 "below_bound": False,
                 "solved": 1,
                 "accuracy": 1.0,
+                "frontier_accuracy": 1.0,  # D·H = 4 = T: the frontier is 1
+                "fraction_of_frontier": 1.0,
             },
         ],
         "n": 4,
@@ -221,10 +226,40 @@ def test_xor_phase_sides_and_json():
     built = replace(s, cells=cells, above_constructions_certified=1).to_json()
     assert isinstance(cells[0], XorPhaseCellWithConstruction) and cells[0].n == 4
     assert [c["construction_certified"] for c in built["cells"]] == [None, True]
-    assert list(built["cells"][0])[-2:] == ["accuracy", "construction_certified"]
+    assert list(built["cells"][0])[-4:] == [
+        "accuracy",
+        "frontier_accuracy",
+        "fraction_of_frontier",
+        "construction_certified",
+    ]
     assert list(built)[-2:] == ["above_solved", "above_constructions_certified"]
     empty = summarize_xor_phase([])
     assert empty.empty and empty.to_json()["n"] is None
+
+
+def test_xor_phase_frontier_from_stored_metrics_only():
+    """The frontier fields come from config and metrics alone (rows written before they existed read the
+    same), per cell at c = min(D·H, T); None where boolean.frontier refuses the size (n = 10⁶ bits)."""
+    rows = [
+        row(
+            {"function": "majority", "n": 3, "degree": 1, "heads": 1},
+            {"threshold_degree": 1, "dim": 1, "solved_exact": False, "accuracy_all_inputs": 0.75},
+        ),
+        row(
+            {"function": "mod:3", "n": 3, "degree": 1, "heads": 1},
+            {"threshold_degree": 2, "dim": 1, "solved_exact": False, "accuracy_all_inputs": 0.75},
+        ),
+        row(
+            {"function": "xor", "n": 10**6, "degree": 1, "heads": 1},
+            {"threshold_degree": 10**6, "dim": 1, "solved_exact": False, "accuracy_all_inputs": 0.5},
+        ),
+    ]
+    majority, mod3, huge = summarize_xor_phase(rows).cells
+    # majority on 3 bits: D·H = 1 = T, the frontier is 1; mod:3 (F = +, −, −, +) with one change: "+---"
+    # or "---+" is wrong on weight 1 of 8, so 7/8
+    assert (majority.frontier_accuracy, majority.fraction_of_frontier) == (1.0, 0.75)
+    assert (mod3.frontier_accuracy, mod3.fraction_of_frontier) == (0.875, 0.75 / 0.875)
+    assert (huge.frontier_accuracy, huge.fraction_of_frontier) == (None, None)
 
 
 def test_summaries_are_frozen():

@@ -662,6 +662,24 @@ def test_learning_xor_phase(tmp_path, solved, reason):
     assert r.measured == r.series.to_json() and r.measured["above_constructions_certified"] == 2
 
 
+@pytest.mark.parametrize("wrong, reason", [(False, None), (True, "≠ frontier")])
+def test_boolean_frontier(monkeypatch, wrong, reason):
+    """A wrong model accuracy (1/64 off) fails; the other falsifications (a suboptimal row, a model for the
+    wrong pattern, a D·H left out) are in tests/report/test_boolean_frontier.py."""
+    from flint import fmpq
+
+    from headcount.boolean import frontier as bf
+
+    real = bf.model_accuracy
+    if wrong:
+        off = lambda layer, readout, F: real(layer, readout, F) - fmpq(1, 64)
+        monkeypatch.setattr(bf, "model_accuracy", off)
+    params = {"n": 6, "functions": ["xor", "mod:3"], "all_pairs": False, "experiment": None}
+    r = run("boolean.frontier", **params)
+    assert r.status == (PASS if reason is None else FAIL), r.detail
+    assert reason is None or reason in r.detail
+
+
 # ---------------------------------------------------------------------------------------------- mechanism
 def mechanism_ctx(tmp_path, trained: Any) -> Context:
     """A Context whose best two-layer run (n = 8, S = 3) is cached with model `trained`: no sweep, no
@@ -763,6 +781,42 @@ def test_khop_construction(layers, reason):
     point = ctx.cache[key]
     ctx.cache[key] = replace(point, certificate=replace(point.certificate, layers=layers))
     r = run("induction.khop.construction", ctx, **KHOP_TINY)
+    assert r.status == (PASS if reason is None else FAIL), r.detail
+    assert reason is None or reason in r.detail
+
+
+# ------------------------------------------------------------------------------------------ INDEX floor
+FLOOR_TINY = {
+    "ks": [6],
+    "shape": (1, 1, 1),
+    "seeds": [3],
+    "construction_ks": [3],
+    "trained_ks": [],
+    "experiment": None,
+}
+
+
+@pytest.mark.parametrize(
+    "changes, reason",
+    [
+        ({}, None),
+        ({"model_correct": 384, "agreements": 384, "disagreements": 0}, "INDEX error 0 < floor 0.0246"),
+        ({"protocol_correct": 384}, "Bob's error 0 < floor 0.0246"),
+    ],
+)
+def test_index_error_floor(changes, reason):
+    """Random model seed 3 at k = 6 sends 5 bits (floor 0.0246); made right on all 384 pairs without the
+    disagreements that would explain it (or Bob made right), it falls below the floor. The rest:
+    tests/report/test_index_floor.py."""
+    from dataclasses import replace
+
+    from headcount.report.index_floor import CACHE_KIND
+
+    ctx = Context()
+    assert run("induction.index.error_floor", ctx, **FLOOR_TINY).status == PASS  # checks into ctx.cache
+    key = (CACHE_KIND, "random", 6, 3, 1, 1, 1)  # (kind, "random", k, seed, h, m, p)
+    ctx.cache[key] = replace(ctx.cache[key], **changes)
+    r = run("induction.index.error_floor", ctx, **FLOOR_TINY)
     assert r.status == (PASS if reason is None else FAIL), r.detail
     assert reason is None or reason in r.detail
 

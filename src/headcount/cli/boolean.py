@@ -1,4 +1,4 @@
-"""`headcount boolean …`: construct, check, threshold-degree, basis, stamps.
+"""`headcount boolean …`: construct, check, threshold-degree, frontier, basis, stamps.
 
 Each command parses its options, calls one library function and prints the result; the library validates
 (InputError → `error: …`, exit 2). Imports sit inside the commands to keep the CLI's start-up fast.
@@ -104,6 +104,50 @@ def boolean_threshold_degree(
             ", both bounds certified" if result.lower_bound_certified else ", lower bound = HiGHS verdict"
         )
     emit(result.to_json(), as_json, f"threshold degree {result.threshold_degree} ({result.method}{bounds})")
+
+
+def _frontier_table(result) -> str:
+    """The frontier as a small table: c, the exact accuracy (when short), its float, the pattern (n ≤ 64)."""
+    lines = [f"{result.function} on {result.n} bits, threshold degree {result.threshold_degree}"]
+    lines.append(f"{'c':>6}  {'best accuracy':>14}  {'exact':<24}  pattern (t = 0..n)")
+    for row in result.rows:
+        exact = str(row.accuracy) if row.n <= 64 else "(--json)"
+        shown = row.to_json()["pattern"] if row.n <= 64 else f"({row.n + 1} signs: --json)"
+        lines.append(f"{row.sign_changes:>6}  {row.accuracy_float:>14.10f}  {exact:<24}  {shown}")
+    m = result.model
+    if m is not None:
+        verdict = "certified: equal, exact" if m.certified else "NOT equal to the frontier"
+        lines.append(
+            f"D={m.degree}, H={m.heads}: frontier at c = {m.sign_changes} is {m.best_accuracy_float:.10f}; "
+            f"the Theorem-3 model ({m.route}, dim {m.dim}) gets {m.model_accuracy_float:.10f} ({verdict})"
+        )
+    return "\n".join(lines)
+
+
+@app.command("frontier")
+def boolean_frontier(
+    function: str = typer.Option(
+        ..., "--function", help="xor, and, or, majority, threshold:k, exact:k, mod:m, or F:+-…"
+    ),
+    n: int = typer.Option(..., "--n", help=f"Number of input bits, 1..{MAX_BITS:,} (and the work bound)."),
+    degree: int | None = typer.Option(None, "--degree", help="Readout degree D ≥ 1 (with --heads)."),
+    heads: int | None = typer.Option(None, "--heads", help="Heads H ≥ 1 (with --degree)."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Save the model built for the best pattern (needs --degree and --heads)."
+    ),
+    as_json: bool = JsonOpt,
+) -> None:
+    """The exact accuracy frontier below the threshold degree T: for c = 0..T sign changes, the best
+    accuracy over all 2^n inputs of any ±1 pattern along t = |x| with at most c changes (what H heads with a
+    degree-D readout can reach at c = D·H: Theorems 2 and 3), and the first such pattern. With --degree and
+    --heads also the Theorem-3 model for the best pattern at c = min(D·H, T), its exact accuracy, and
+    `certified` when it equals the frontier. Bounds: about 10⁹ word operations
+    (boolean.frontier.FRONTIER_WORK_LIMIT: xor to n ≈ 2700, majority to n ≈ 2.5·10⁵) and construct's
+    exact-arithmetic budget for the model."""
+    from headcount.boolean.frontier import accuracy_frontier
+
+    result = accuracy_frontier(function, n, degree, heads, out=None if out is None else str(out))
+    emit(result.to_json(), as_json, _frontier_table(result))
 
 
 @app.command("basis")

@@ -204,10 +204,15 @@ def induction_protocol(
     result = check_protocol_file_or_random(
         k, precision_bits, model_file, random_seed, heads, dim, pairs=pairs, seed=seed, progress=progress
     )
+    floor = result.floor
+    lo, hi = floor.index_error_interval
+    interval = "" if floor.floor_confidence is None else f" [{lo:.4g}, {hi:.4g}] at 99 %"
     human = (
         f"k={k}: message {result.message_bits} bits (seed's accounting {result.seed_message_bits}); "
         f"{result.pairs_checked} pairs, {result.agreements} agreements, {result.disagreements} disagreements "
-        f"({result.disagreements_explained} explained by rounding ties)"
+        f"({result.disagreements_explained} explained by rounding ties); error floor "
+        f"{floor.error_floor:.4g}, INDEX error {floor.index_error:.4g}{interval} "
+        f"(Bob {floor.protocol_error:.4g}), floor holds {floor.floor_holds}"
     )
     emit(result.to_json(), as_json, human)
 

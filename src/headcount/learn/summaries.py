@@ -17,6 +17,7 @@ no values — kept: the caller's `jsonable` applies its policy).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Callable
@@ -25,6 +26,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from headcount.boolean.frontier import frontier_row
+from headcount.boolean.functions import parse_function, sign_changes
+from headcount.core.errors import InputError
 from headcount.core.precision import IEEE_DTYPES
 
 Rows = list[dict[str, Any]]
@@ -341,10 +345,25 @@ def summarize_minmax_heads(rows: Rows) -> MinmaxHeadsSummary:
 # ----------------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=256)
+def frontier_accuracy(function: str, n: int, DH: int) -> float | None:
+    """The exact accuracy frontier (boolean.frontier) of `function` on n bits at c = min(D·H, T), as a float:
+    the best any model with H heads and a degree-D readout can reach on all 2^n inputs (Theorems 2 and 3).
+    None when the function does not parse at n or its frontier is beyond boolean.frontier's work bound."""
+    try:
+        F = parse_function(function, n)
+        return frontier_row(F, min(DH, sign_changes(F))).accuracy_float
+    except InputError:
+        return None
+
+
 @dataclass(frozen=True)
 class XorPhaseCell(_Json):
     """One (function, n, D = degree, H = heads) over its seeds: T (threshold degree), the value dimension,
-    whether D·H < T, seeds solving exactly and the mean accuracy on all inputs."""
+    whether D·H < T, seeds solving exactly and the mean accuracy on all inputs; frontier_accuracy, the best
+    accuracy any model of this D·H can have (boolean.frontier at c = min(D·H, T); None beyond its work bound)
+    and fraction_of_frontier = accuracy / frontier_accuracy (computed from the stored metrics: databases
+    written before these fields read the same)."""
 
     function: str
     n: int
@@ -356,12 +375,16 @@ class XorPhaseCell(_Json):
     below_bound: bool
     solved: int
     accuracy: float
+    frontier_accuracy: float | None
+    fraction_of_frontier: float | None
 
     @classmethod
     def of(cls, key: tuple, m: list[dict[str, Any]]) -> XorPhaseCell:
         """The cell of config values `key` (function, n, degree, heads) from its runs' metrics `m`."""
         function, n, degree, heads = key
         T = m[0]["threshold_degree"]
+        accuracy = _mean([x["accuracy_all_inputs"] for x in m])
+        frontier = frontier_accuracy(function, n, degree * heads)
         return cls(
             function,
             n,
@@ -372,7 +395,9 @@ class XorPhaseCell(_Json):
             dim=m[0]["dim"],
             below_bound=degree * heads < T,
             solved=sum(bool(x["solved_exact"]) for x in m),
-            accuracy=_mean([x["accuracy_all_inputs"] for x in m]),
+            accuracy=accuracy,
+            frontier_accuracy=frontier,
+            fraction_of_frontier=None if frontier is None else accuracy / frontier,
         )
 
     def with_construction(self, certified: bool | None) -> XorPhaseCellWithConstruction:

@@ -27,6 +27,8 @@ from headcount.core.validate import check_choice
 from headcount.learn.constants import SCALES
 from headcount.report import (
     boolean,
+    boolean_frontier,
+    index_floor,
     induction,
     induction_lower_bound,
     khop,
@@ -43,8 +45,10 @@ from headcount.report.render import print_to_stderr, render_report
 CLAIM_MODULES = (
     induction,
     induction_lower_bound,
+    index_floor,
     minmax,
     boolean,
+    boolean_frontier,
     learning,
     khop,
     khop_construction,

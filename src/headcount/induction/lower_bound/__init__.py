@@ -5,5 +5,6 @@ Modules (import from them: `from headcount.induction.lower_bound.refute import r
     setup     what the reduction reads from a model at (k, p), the vectorized steps, the model a check runs on
     protocol  Alice's message, Bob's decoding, check_protocol (Bob versus the model on every (f, i*))
     exact     proven float64 error bounds and the exact re-decision of disagreements (rounding ties)
+    floor     the INDEX error floor δ* = h⁻¹(1 − b/k) and the check of a measured error against it
     refute    the refuter (collision, exhaustive, guided random + local search), one search-state class
 """

@@ -70,7 +70,8 @@ import numpy as np
 
 from headcount.core.bounds import U
 from headcount.core.errors import InputError
-from headcount.core.evaluate import Model, predict
+from headcount.core.evaluate import Model, WorkBudget, certified_predict, fixed_predict
+from headcount.core.jsonable import JsonResult
 from headcount.core.precision import fixed
 from headcount.core.progress import progress_bar
 from headcount.core.validate import check_int
@@ -82,6 +83,7 @@ from headcount.induction.lower_bound.exact import (
     float_errors,
     mix_error,
 )
+from headcount.induction.lower_bound.floor import IndexFloor, index_floor
 from headcount.induction.lower_bound.setup import (
     CHUNK_ELEMENTS,
     IndexSetup,
@@ -136,7 +138,7 @@ class BobHeads:
 
 
 @dataclass(frozen=True)
-class UnexplainedPair:
+class UnexplainedPair(JsonResult):
     """The first disagreement check_protocol could not explain: the pair (f as a bit string, i*), Bob's and
     the model's answers (as printed), and whether a float64 error bound was too large to count (module
     docstring of .exact)."""
@@ -147,20 +149,12 @@ class UnexplainedPair:
     model_output: str
     float_limited: bool
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "f": self.f,
-            "i_star": self.i_star,
-            "bob_output": self.bob_output,
-            "model_output": self.model_output,
-            "float_limited": self.float_limited,
-        }
-
 
 @dataclass(frozen=True)
 class ProtocolCheck:
     """check_protocol's result: the message length (exact, the seed's accounting, the worst case), how many
-    pairs agree, how many disagreements are explained by rounding ties, and the model's own correctness."""
+    pairs agree, how many disagreements are explained by rounding ties, the model's and Bob's own correctness,
+    and (`floor`, also in the JSON) the INDEX error floor they are held to (.floor)."""
 
     k: int
     n: int
@@ -179,6 +173,7 @@ class ProtocolCheck:
     disagreements: int
     disagreements_explained: int
     model_correct: int
+    protocol_correct: int  # pairs where Bob's own output is f_{i*}
     bound_violations: int
     max_bob_error: float
     max_error_bound: float  # largest T_Bob; +inf (null in JSON) where float64 cannot bound Bob's error
@@ -196,6 +191,15 @@ class ProtocolCheck:
     def exact(self) -> bool:
         """True when every disagreement is provably explained by a rounding tie and no bound was violated."""
         return self.disagreements == self.disagreements_explained and self.bound_violations == 0
+
+    @property
+    def floor(self) -> IndexFloor:
+        """The INDEX error floor for this message length, the model's and Bob's errors against it (.floor)."""
+        n = self.pairs_checked
+        wrong, bob_wrong = n - self.model_correct, n - self.protocol_correct
+        return index_floor(
+            self.message_bits, self.k, n, wrong, bob_wrong, self.disagreements, self.exhaustive
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -217,6 +221,7 @@ class ProtocolCheck:
             "disagreements_explained": self.disagreements_explained,
             "exact": self.exact,
             "model_correct": self.model_correct,
+            "protocol_correct": self.protocol_correct,
             "bound_violations": self.bound_violations,
             "max_bob_error": self.max_bob_error,
             "max_error_bound": self.max_error_bound if math.isfinite(self.max_error_bound) else None,
@@ -225,7 +230,7 @@ class ProtocolCheck:
             "disagreements_undecided": self.disagreements_undecided,
             "seconds": round(self.seconds, 3),
             "first_unexplained": None if self.first_unexplained is None else self.first_unexplained.to_json(),
-        }
+        } | self.floor.to_json()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,13 +358,21 @@ def _pair_chunks(st: IndexSetup, pairs: int | None, seed: int) -> tuple[Iterator
     return sampled(), False
 
 
+def predict_last(st: IndexSetup, tokens: np.ndarray) -> np.ndarray:
+    """predict(table, tokens, fixed:p) at the last position only [B]: the bounds, then the exact evaluator
+    only where they leave position N open (the other positions' ties are never settled: not needed)."""
+    out, proven = certified_predict(st.table, tokens, fixed(st.p))
+    proven[:, :-1] = True
+    return fixed_predict(st.table, tokens, st.p, budget=WorkBudget(None), proven_in=(out, proven))[0][:, -1]
+
+
 class _Tally:
     """check_protocol's running counts over the chunks of pairs, and the first unexplained disagreement."""
 
     def __init__(self, st: IndexSetup):
         self.st, self.fe = st, float_errors(st)
         self.share = FLOAT_SHARE * 2.0**-st.p  # the most a float error may weigh and still explain
-        self.checked = self.agree = self.correct = self.violations = 0
+        self.checked = self.agree = self.correct = self.bob_correct = self.violations = 0
         self.max_err = self.max_bound = 0.0
         self.explanations = Explanations()
         self.first_unexplained: UnexplainedPair | None = None
@@ -380,35 +393,20 @@ class _Tally:
         self.max_bound = max(self.max_bound, float((e + phi).max()))
         bob = decode_final(st, residual(st, y_bob))
         pairs_f = F[owner]
-        model_out = predict(st.table, index_input(pairs_f, stars), fixed(st.p))[:, st.n - 1]
+        model_out = predict_last(st, index_input(pairs_f, stars))
         differ = np.flatnonzero(bob != model_out)
         if len(differ):
-            self._disagreements(
-                pairs_f[differ],
-                stars[differ],
-                y_exact[differ],
-                delta_y[differ],
-                e[differ],
-                phi[differ],
-                bob[differ],
-                model_out[differ],
-            )
+            self._disagreements(differ, pairs_f, stars, y_exact, delta_y, e, phi, bob, model_out)
         self.checked += len(stars)
         self.agree += len(stars) - len(differ)
-        self.correct += int((model_out == pairs_f[np.arange(len(stars)), stars - 1]).sum())
+        answers = pairs_f[np.arange(len(stars)), stars - 1]  # f_{i*}
+        self.correct += int((model_out == answers).sum())
+        self.bob_correct += int((bob == answers).sum())
 
-    def _disagreements(
-        self,
-        F: np.ndarray,
-        stars: np.ndarray,
-        y: np.ndarray,
-        delta_y: np.ndarray,
-        e: np.ndarray,
-        phi: np.ndarray,
-        bob: np.ndarray,
-        model_out: np.ndarray,
-    ) -> None:
-        """Explain the disagreeing pairs (tolerance E + Φ while Φ is small against 2^-p, else E alone)."""
+    def _disagreements(self, differ: np.ndarray, *arrays: np.ndarray) -> None:
+        """Explain the disagreeing pairs (rows `differ` of F, stars, Y, δ_Y, E, Φ, Bob's and the model's
+        outputs; tolerance E + Φ while Φ is small against 2^-p, else E alone)."""
+        F, stars, y, delta_y, e, phi, bob, model_out = (a[differ] for a in arrays)
         float_ok = phi <= self.share
         tol = np.where(float_ok, e + phi, e)
         near = explain(self.st, self.explanations, F, stars, y, delta_y, tol, float_ok)
@@ -442,6 +440,7 @@ class _Tally:
             disagreements=self.checked - self.agree,
             disagreements_explained=tally.explained,
             model_correct=self.correct,
+            protocol_correct=self.bob_correct,
             bound_violations=self.violations,
             max_bob_error=self.max_err,
             max_error_bound=self.max_bound,
