@@ -31,7 +31,7 @@ from typing import Any
 from flint import fmpq
 
 from headcount.boolean.construction import construct
-from headcount.boolean.functions import check_values, format_function, parse_function, sign_changes
+from headcount.boolean.functions import check_values, function_and_label, parse_function, sign_changes
 from headcount.boolean.lower_bound import (
     Theorem2Check,
     WrongInput,
@@ -218,16 +218,6 @@ class ConstructionCertificate:
         return head | self.certificate.to_json() | saved
 
 
-def _target(name_or_F: str | Sequence[int], n: int) -> tuple[tuple[int, ...], str]:
-    """(F, its label): a name or F:+-… is parsed at n; explicit values must number n + 1."""
-    if isinstance(name_or_F, str):
-        return parse_function(name_or_F, n), name_or_F.strip()
-    F = check_values(name_or_F)
-    if len(F) != n + 1:
-        raise InputError(f"F needs n + 1 = {n + 1} values, got {len(F)}")
-    return F, format_function(F)
-
-
 def construct_and_certify(
     name_or_F: str | Sequence[int],
     n: int,
@@ -239,7 +229,7 @@ def construct_and_certify(
     """Construct (Theorem 3) and certify exactly; D·H < T raises check_feasible's InputError. `out`: also
     save the model (boolean.model.save_boolean, exact)."""
     check_sizes(n, D, H)
-    F, label = _target(name_or_F, n)
+    F, label = function_and_label(name_or_F, n)
     T = sign_changes(F)
     check_feasible(T, D, H, function=label, n=n)
     # before any work: d ≤ the factorization's ⌈T/H⌉, the additive-basis readout has ≤ T + 1 terms

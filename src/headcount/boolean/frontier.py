@@ -48,7 +48,7 @@ from flint import fmpq, fmpz
 
 from headcount.boolean.certify import check_exact_cost
 from headcount.boolean.construction import Construction, construct
-from headcount.boolean.functions import check_values, format_function, parse_function, sign_changes
+from headcount.boolean.functions import check_values, format_function, function_and_label, sign_changes
 from headcount.boolean.lower_bound import check_sizes
 from headcount.boolean.model import BooleanLayer, Readout, model_sign_exact, save_boolean
 from headcount.core.errors import InputError
@@ -308,16 +308,6 @@ class AccuracyFrontier:
         return out
 
 
-def _function(function: str | Sequence[int], n: int) -> tuple[tuple[int, ...], str]:
-    """(F, its label): a name or F:+-… parsed at n; explicit values must number n + 1."""
-    if isinstance(function, str):
-        return parse_function(function, n), function.strip()
-    F = check_values(function)
-    if len(F) != n + 1:
-        raise InputError(f"F needs n + 1 = {n + 1} values, got {len(F)}")
-    return F, format_function(F)
-
-
 def _degree_heads(degree: int | None, heads: int | None, n: int) -> tuple[int, int] | None:
     if (degree is None) != (heads is None):
         raise InputError("give --degree and --heads together (or neither): the model needs both D and H")
@@ -339,7 +329,7 @@ def accuracy_frontier(
     at c = min(D·H, T) and its exact accuracy (saved to ``out`` when given). Sizes are checked first:
     the frontier's work (``check_frontier_cost``) and the model's exact arithmetic (certify's budget)."""
     check_int("n", n, low=1)
-    F, label = _function(function, n)
+    F, label = function_and_label(function, n)
     T = sign_changes(F)
     DH = _degree_heads(degree, heads, n)
     if out is not None and DH is None:

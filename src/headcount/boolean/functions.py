@@ -123,6 +123,16 @@ def format_function(F: Sequence[int]) -> str:
     return "F:" + "".join("+" if v > 0 else "-" for v in check_values(F))
 
 
+def function_and_label(name_or_F: str | Sequence[int], n: int) -> tuple[tuple[int, ...], str]:
+    """(F, its label): a name or F:+-… is parsed at n; explicit values must number n + 1."""
+    if isinstance(name_or_F, str):
+        return parse_function(name_or_F, n), name_or_F.strip()
+    F = check_values(name_or_F)
+    if len(F) != n + 1:
+        raise InputError(f"F needs n + 1 = {n + 1} values, got {len(F)}")
+    return F, format_function(F)
+
+
 def check_values(F: Sequence[int]) -> tuple[int, ...]:
     """F as a tuple of ±1 with at least two entries (n ≥ 1), or a one-line InputError."""
     F = tuple(int(v) for v in F)
