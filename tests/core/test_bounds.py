@@ -523,12 +523,12 @@ def test_attention_bounds_single_key_and_uniform():
     # one allowed key: the output is exactly v, and the radius is tiny
     q = (np.array([[[1.0, 2.0]]]), np.zeros((1, 1, 2)))
     v = (np.array([[[3.0, -5.0]]]), np.zeros((1, 1, 2)))
-    z_mid, z_rad = attention_bounds(q, q, v, np.ones((1, 1), dtype=bool))
+    z_mid, z_rad = attention_bounds(q, q, v, "full")
     np.testing.assert_array_equal(z_mid, [[[3.0, -5.0]]])
     assert np.all(z_rad < 1e-13)
     # value radii propagate: v ± 0.5 gives z ± 0.5 (at least)
     v = (np.array([[[3.0, -5.0]]]), np.full((1, 1, 2), 0.5))
-    _, z_rad = attention_bounds(q, q, v, np.ones((1, 1), dtype=bool))
+    _, z_rad = attention_bounds(q, q, v, "full")
     assert np.all(z_rad >= 0.5) and np.all(z_rad < 0.5 * (1 + 1e-8))
 
 
@@ -640,12 +640,11 @@ def test_wide_box_model_real_answer():
 
 
 def test_attention_bounds_never_return_nan():
-    allowed = np.tri(2, dtype=bool)
     q = (np.array([[[32.0], [32.0]]]), np.array([[[32.0], [32.0]]]))
     k = (np.array([[[-64.0], [32.0]]]), np.array([[[0.0], [32.0]]]))
     v = (np.array([[[-1.0], [0.0078125]]]), np.array([[[0.0], [0.0078125]]]))
     with np.errstate(all="ignore"):
-        z_mid, z_rad = attention_bounds(q, k, v, allowed)
+        z_mid, z_rad = attention_bounds(q, k, v, "causal")
     assert not np.isnan(z_rad).any()
     # the real z at position 2 can be anything in [−1, 1/64]: the box must say so
     assert z_mid[0, 1, 0] - z_rad[0, 1, 0] <= -1.0 and z_mid[0, 1, 0] + z_rad[0, 1, 0] >= 0.0078125

@@ -204,7 +204,7 @@ def test_sampled_certificate_says_sampled(capsys):
 
 
 def test_a_libm_less_accurate_than_assumed_gets_no_certificate(monkeypatch):
-    from headcount.core import bounds
+    from headcount.core import softmax_bounds as bounds
     from headcount.core.errors import InternalError
 
     exp = np.exp

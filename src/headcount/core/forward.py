@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import special
 
+from headcount.core.algorithm import current_algorithm
 from headcount.core.precision import FLOAT64, Precision
 
 if TYPE_CHECKING:  # model.py imports bounds.py, which imports this module
@@ -27,12 +29,14 @@ def rows_per_chunk(n: int, width: int = 1) -> int:
 
 
 @functools.lru_cache(maxsize=16)
-def _cached_masks(n: int) -> tuple[np.ndarray, np.ndarray]:
+def _cached_masks(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(allowed, bias, hidden) [pos pos]: the causal mask, its additive bias, and its complement."""
     allowed = np.tri(n, dtype=bool)
-    allowed.setflags(write=False)
     bias = np.where(allowed, 0.0, -np.inf)
-    bias.setflags(write=False)
-    return allowed, bias
+    hidden = ~allowed
+    for a in (allowed, bias, hidden):
+        a.setflags(write=False)
+    return allowed, bias, hidden
 
 
 EXP_UNDERFLOW = -745.2  # exp(x) rounds to 0 in float64 below this; numpy's exp is slow on such inputs
@@ -58,6 +62,23 @@ def mask_bias(n: int, mask: str) -> np.ndarray | None:
     return _cached_masks(n)[1]
 
 
+ATTENTION_BLOCK = 256  # queries per block: a block's [batch block keys] scores stay in cache
+
+
+def query_blocks(n: int, causal: bool, block: int = ATTENTION_BLOCK) -> Iterator[tuple[int, int, int]]:
+    """(start, stop, keys) of each query block: queries start..stop−1 see keys 0..keys−1 (the causal mask
+    hides every later key, so those scores are never computed)."""
+    for start in range(0, n, block):
+        stop = min(n, start + block)
+        yield start, stop, stop if causal else n
+
+
+def mask_diagonal(scores: np.ndarray, start: int, stop: int) -> None:
+    """Set the masked entries of a causal query block's scores [.. block keys] to −inf (only the square
+    of keys start..stop−1 holds any: earlier keys are all visible, later ones are not in the block)."""
+    np.copyto(scores[..., start:stop], -np.inf, where=_cached_masks(stop - start)[2])
+
+
 def attend(
     q: np.ndarray,
     k: np.ndarray,
@@ -68,18 +89,85 @@ def attend(
     patterns: list[np.ndarray] | None = None,
 ) -> np.ndarray:
     """softmax(scale·q kᵀ + bias) v, normalised after the value sum: (Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j −
-    max}. In place on the [batch query key] score tensor, which dominates time and memory."""
+    max}, in query blocks (query_blocks; masked keys never computed). Every exponential has the bits of
+    dense_attend; the sums run over the block's keys instead of all n (the masked ones add exact zeros),
+    so a sum may differ from dense_attend's in its last bits (tests/core/test_blocked.py measures it)."""
+    n = q.shape[-2]
+    if patterns is not None or current_algorithm() == "reference" or n <= ATTENTION_BLOCK:
+        return dense_attend(q, k, v, bias, prec, scale, patterns)
+    kT = np.swapaxes(k, -1, -2)
+    out = np.empty(q.shape[:-1] + v.shape[-1:], dtype=np.result_type(q, v))  # [batch query d_value]
+    for start, stop, keys in query_blocks(n, bias is not None):
+        scores = prec.after_op(q[..., start:stop, :] @ kT[..., :keys])  # [batch block keys]
+        if scale != 1.0:
+            scores = prec.after_op(scores * scores.dtype.type(scale))
+        if bias is not None:
+            mask_diagonal(scores, start, stop)
+        sparse = None
+        if scores.dtype == np.float64 and scores.ndim == 3:
+            sparse = _sparse_softmax_values(scores, v)
+        if sparse is None:
+            sparse = _softmax_values(scores, v[..., :keys, :], prec)
+        out[..., start:stop, :] = sparse
+    return out
+
+
+SPARSE_SHARE = 0.6  # a block where more of the keys than this escape underflow is evaluated densely
+
+
+def _sparse_softmax_values(scores: np.ndarray, v: np.ndarray) -> np.ndarray | None:
+    """_softmax_values in float64 from the keys whose exponential does not underflow (each weight has
+    dense_attend's bits; the sums add the same non-zero terms in another order), or None when more than
+    SPARSE_SHARE of the block's keys are such (then the dense pass is as fast)."""
+    batch, block, keys = scores.shape
+    top = scores.max(axis=-1, keepdims=True)  # [batch block 1]
+    if not np.isfinite(top).all():
+        return None
+    # a superset of the keys with s − top > EXP_UNDERFLOW (the threshold's own rounding is ≪ 1)
+    flat = np.flatnonzero(scores >= top + (EXP_UNDERFLOW - 1))
+    if len(flat) > SPARSE_SHARE * scores.size:
+        return None
+    row, key = np.divmod(flat, keys)
+    weights = exp_shifted(scores.reshape(-1)[flat] - top.reshape(-1)[row])
+    total = np.bincount(row, weights=weights, minlength=batch * block)  # [row]
+    key += (row // block) * v.shape[-2]  # the key's row in v flattened over the batch
+    values = np.take(v.reshape(-1, v.shape[-1]), key, axis=0) * weights[:, None]  # [kept d_value]
+    summed = np.stack(
+        [np.bincount(row, weights=values[:, c], minlength=batch * block) for c in range(v.shape[-1])], axis=-1
+    )
+    return (summed / total[:, None]).reshape(batch, block, v.shape[-1])
+
+
+def _softmax_values(
+    scores: np.ndarray, v: np.ndarray, prec: Precision, patterns: list[np.ndarray] | None = None
+) -> np.ndarray:
+    """(Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j − max} over the last axis of `scores` (consumed, in place);
+    the weights themselves are appended to `patterns` when given (for analysis only)."""
+    scores -= scores.max(axis=-1, keepdims=True)
+    scores = prec.after_op(exp_shifted(scores) if scores.dtype == np.float64 else np.exp(scores))
+    total = prec.after_op(scores.sum(axis=-1, keepdims=True))  # [batch query 1]
+    if patterns is not None:
+        patterns.append(scores / total)
+    return prec.after_op(prec.after_op(scores @ v) / total)
+
+
+def dense_attend(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    bias: np.ndarray | None,
+    prec: Precision,
+    scale: float = 1.0,
+    patterns: list[np.ndarray] | None = None,
+) -> np.ndarray:
+    """attend over the whole [batch query key] score tensor, the masked half included (the reference
+    algorithm, core.algorithm; also what `patterns`, the attention weights for analysis, need)."""
     scores = prec.after_op(q @ np.swapaxes(k, -1, -2))  # [batch query key]
     if scale != 1.0:  # GPT-2 scales the product, as here: (q kᵀ)·scale
         scores = prec.after_op(scores * scores.dtype.type(scale))
     if bias is not None:
         scores += bias
-    scores -= scores.max(axis=-1, keepdims=True)
-    scores = prec.after_op(exp_shifted(scores) if scores.dtype == np.float64 else np.exp(scores))
-    total = prec.after_op(scores.sum(axis=-1, keepdims=True))  # [batch query 1]
-    if patterns is not None:  # the attention weights [batch query key], for analysis only
-        patterns.append(scores / total)
-    return prec.after_op(prec.after_op(scores @ v) / total)
+    return _softmax_values(scores, v, prec, patterns)
 
 
 def layer_norm(x: np.ndarray, ln: LayerNorm, prec: Precision) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 
 from headcount.core.bounds import add_bounds, attention_bounds, quantize_bounds
 from headcount.core.errors import InputError
-from headcount.core.forward import attend, causal_mask, mask_bias
+from headcount.core.forward import attend, mask_bias
 from headcount.core.model import MASKS, LinearDecoder, Transformer
 from headcount.core.precision import FLOAT64, Precision
 
@@ -132,8 +132,6 @@ def table_residual(
 
 def table_residual_bounds(table: OneLayerTable, tokens: np.ndarray, prec: Precision):
     """Rigorous (mid, rad) of the vector ψ_out reads (see headcount.core.bounds)."""
-    n = tokens.shape[1]
-    allowed = causal_mask(n) if table.mask == "causal" else np.ones((n, n), dtype=bool)
 
     def rp(a):
         mid, rad = a, np.zeros_like(a)  # table entries are exact float64 numbers
@@ -146,7 +144,7 @@ def table_residual_bounds(table: OneLayerTable, tokens: np.ndarray, prec: Precis
             rp(_lookup(table.Q[h], tokens)),
             rp(_lookup(table.K[h], tokens)),
             rp(_lookup(table.V[h], tokens)),
-            allowed,
+            table.mask,
         )
         z = quantize_bounds(*z, prec.bits) if prec.kind == "fixed" else z
         update = add_bounds(*update, *z)
