@@ -268,7 +268,7 @@ def attend_breakdown(n: int, S: int, repeats: int = 3) -> dict[str, float]:
     ]
     for label, x, head in heads:
         q, k, v = x @ head.W_Q, x @ head.W_K, x @ head.W_V
-        step(f"attend() {label}", lambda q=q, k=k, v=v: attend(q, k, v, bias, FLOAT64))
+        step(f"attend() {label}", lambda q=q, k=k, v=v: attend(q, k, v, "causal", FLOAT64))
     # The induction head, step by step (same operations as attend).
     scores = step("L2: q @ k^T (new n×n array)", lambda: q @ np.swapaxes(k, -1, -2))
     work = scores.copy()

@@ -1,7 +1,9 @@
 """Run a model against a task's reference on an input set and certify what it does.
 
 The input set is a callable returning an iterator of (family, tokens) chunks, so exhaustive sets of
-millions of sequences are streamed and re-streamed, never held in memory. One certificate is four passes:
+millions of sequences are streamed and re-streamed, never held in memory. A certificate says what these
+four passes find (the reference algorithm, core.algorithm, runs them one after another; the default runs
+them in one streaming pass, _one_pass, with the same result):
 
 1. float64: errors, per-family counts, the first counterexample (this is "checked").
 2. fixed:p search: the smallest p with no *confirmed* error. Candidate p starts at 1; the fast float64
@@ -13,7 +15,8 @@ millions of sequences are streamed and re-streamed, never held in memory. One ce
    rigorous bounds of headcount.core.bounds, or, where they leave it open, by the exact evaluator (within
    a work limit). A position proven wrong rejects p (reported too) and the pass restarts at p + 1 (the
    error count need not be monotone in p); positions left open are counted as ``uncertified_positions``.
-4. IEEE dtypes: which of float16, bfloat16, float32, float64 give zero errors (stops at a type's first error).
+4. IEEE dtypes: which of float16, bfloat16, float32, float64 give zero errors (stops at a type's first error;
+   float64 is pass 1's count).
 
 So `precision_bits` is the smallest p not rejected by a proven error; with `certified` true, the exact
 fixed:p model is proven right on every input checked at that p.
@@ -28,227 +31,56 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
+from headcount.core.algorithm import current_algorithm
+from headcount.core.certificate import (  # noqa: F401 — re-exported: their home before the split
+    IGNORE,
+    MAX_BITS,
+    Certificate,
+    Counterexample,
+    InputStream,
+    Reference,
+    Rejection,
+    _progress,
+    _rejection,
+    _settled,
+    _Tally,
+)
 from headcount.core.evaluate import Model, WorkBudget, certified_predict, emulate, fixed_predict
 from headcount.core.precision import FLOAT64, IEEE_DTYPES, Precision, fixed
-from headcount.core.symbols import token_text
 
-InputStream = Callable[[], Iterator[tuple[str, np.ndarray]]]
-Reference = Callable[[np.ndarray], np.ndarray]
-MAX_BITS = 60
-IGNORE = -3  # a reference's answer at a position not scored (module docstring); BOTTOM is -1, OTHER -2
 CONFIRM_ROWS = 16  # inputs of a chunk the search tries to confirm an emulated error on, per p
 
 
-@dataclass(frozen=True)
-class Counterexample:
-    """The first input the float64 model answers wrongly: `input` (tokens), the 1-based `position`, the
-    reference's answer `expected` and the model's `model_output` (both as printed: a token or ⊥)."""
-
-    family: str
-    input: tuple[int, ...]
-    position: int
-    expected: str
-    model_output: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "family": self.family,
-            "input": list(self.input),
-            "position": self.position,
-            "expected": self.expected,
-            "model_output": self.model_output,
-        }
+EMULATE_PREFIX = 1024  # positions of a long causal input emulated first (a multiple of the attention block)
 
 
-@dataclass(frozen=True)
-class Rejection:
-    """Why precision p was rejected: the exact fixed:p model is proven to answer `got` instead of `expected`
-    at `position` of `input` (for a causal model, the prefix up to that position)."""
-
-    p: int
-    family: str | None
-    input: tuple[int, ...]
-    position: int
-    expected: str
-    got: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "p": self.p,
-            "family": self.family,
-            "input": list(self.input),
-            "position": self.position,
-            "expected": self.expected,
-            "got": self.got,
-        }
-
-
-@dataclass(frozen=True)
-class Certificate:
-    """What certify_model found (module docstring): counts of the float64 pass, the precision search and
-    its rejections, the proof at `precision_bits`, and the IEEE dtypes with zero errors."""
-
-    inputs_checked: int = 0
-    positions_checked: int = 0
-    errors: int = 0
-    errors_bottom: int = 0
-    errors_token: int = 0
-    bottom_positions: int = 0
-    families: dict[str, int] = field(default_factory=dict)
-    first_counterexample: Counterexample | None = None
-    precision_bits: int | None = None
-    rejected: tuple[Rejection, ...] = ()
-    errors_at_precision_bits: int | None = None
-    exact_positions: int = 0
-    certified: bool = False
-    uncertified_positions: int | None = None
-    dtypes_exact: tuple[str, ...] = ()
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def accuracy(self) -> float:
-        """Share of non-⊥ target positions answered right in float64."""
-        token_positions = self.positions_checked - self.bottom_positions
-        return 1.0 if token_positions == 0 else (token_positions - self.errors_token) / token_positions
-
-    @property
-    def accuracy_bottom(self) -> float:
-        """Share of ⊥ target positions answered right in float64."""
-        if self.bottom_positions == 0:
-            return 1.0
-        return (self.bottom_positions - self.errors_bottom) / self.bottom_positions
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form (derived accuracies and dtype flags included; seconds to the millisecond)."""
-        return {
-            "inputs_checked": self.inputs_checked,
-            "positions_checked": self.positions_checked,
-            "errors": self.errors,
-            "errors_bottom": self.errors_bottom,
-            "errors_token": self.errors_token,
-            "accuracy": self.accuracy,
-            "accuracy_bottom": self.accuracy_bottom,
-            "families": dict(self.families),
-            "first_counterexample": None
-            if self.first_counterexample is None
-            else self.first_counterexample.to_json(),
-            "precision_bits": self.precision_bits,
-            "rejected": [r.to_json() for r in self.rejected],
-            "errors_at_precision_bits": self.errors_at_precision_bits,
-            "certified": self.certified,
-            "uncertified_positions": self.uncertified_positions,
-            "exact_positions": self.exact_positions,
-            "dtypes_exact": list(self.dtypes_exact),
-            "float32_exact": "float32" in self.dtypes_exact,
-            "bfloat16_exact": "bfloat16" in self.dtypes_exact,
-            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
-        }
-
-
-@dataclass
-class _Tally:
-    """certify_model's running counts while the passes stream the inputs (frozen into a Certificate)."""
-
-    inputs_checked: int = 0
-    positions_checked: int = 0
-    errors: int = 0
-    errors_bottom: int = 0
-    errors_token: int = 0
-    bottom_positions: int = 0
-    families: dict[str, int] = field(default_factory=dict)
-    first_counterexample: Counterexample | None = None
-    rejected: list[Rejection] = field(default_factory=list)
-    precision_bits: int | None = None  # pass 3's fields, set once a p is not rejected
-    errors_at_precision_bits: int | None = None
-    uncertified_positions: int | None = None
-    exact_positions: int = 0
-    certified: bool = False
-    dtypes_exact: tuple[str, ...] = ()
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    def count(self, family: str, tokens: np.ndarray, target: np.ndarray, got: np.ndarray) -> None:
-        """Pass 1 on one chunk: float64 errors, per family, and the first counterexample (IGNORE positions
-        are not counted)."""
-        scored = target != IGNORE
-        got = _settled(target, got)[0]
-        wrong = got != target
-        bottom = (target < 0) & scored
-        self.inputs_checked += len(tokens)
-        self.positions_checked += int(scored.sum())
-        self.bottom_positions += int(bottom.sum())
-        self.errors += int(wrong.sum())
-        self.errors_bottom += int((wrong & bottom).sum())
-        self.errors_token += int((wrong & ~bottom).sum())
-        self.families[family] = self.families.get(family, 0) + len(tokens)
-        if self.first_counterexample is None and wrong.any():
-            self.first_counterexample = _counterexample(tokens, target, got, family)
-
-    def freeze(self) -> Certificate:
-        return Certificate(
-            inputs_checked=self.inputs_checked,
-            positions_checked=self.positions_checked,
-            errors=self.errors,
-            errors_bottom=self.errors_bottom,
-            errors_token=self.errors_token,
-            bottom_positions=self.bottom_positions,
-            families=dict(self.families),
-            first_counterexample=self.first_counterexample,
-            rejected=tuple(self.rejected),
-            dtypes_exact=self.dtypes_exact,
-            seconds=dict(self.seconds),
-            precision_bits=self.precision_bits,
-            errors_at_precision_bits=self.errors_at_precision_bits,
-            uncertified_positions=self.uncertified_positions,
-            exact_positions=self.exact_positions,
-            certified=self.certified,
-        )
-
-
-def _settled(
-    target: np.ndarray, got: np.ndarray, proven: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """(got, proven) with every IGNORE position of `target` answered as the target and proven: an ignored
-    position is never wrong and never open. The arrays themselves when nothing is ignored."""
-    ignored = target == IGNORE
-    if not ignored.any():
-        return got, proven
-    return np.where(ignored, target, got), None if proven is None else proven | ignored
-
-
-def _counterexample(tokens: np.ndarray, target: np.ndarray, got: np.ndarray, family: str) -> Counterexample:
-    row, pos = map(int, np.argwhere(target != got)[0])
-    return Counterexample(
-        family,
-        tuple(int(t) for t in tokens[row]),
-        pos + 1,
-        token_text(target[row, pos]),
-        token_text(got[row, pos]),
+def _short_first(model: Model, tokens: np.ndarray) -> bool:
+    """Whether a search on `tokens` looks at the first EMULATE_PREFIX positions first: a causal model's
+    outputs there depend on them only, with the same bits (the blocked pass's query blocks there are the
+    same), and most errors of a too-small p show within a few positions."""
+    return (
+        model.mask == "causal"
+        and tokens.shape[1] >= 2 * EMULATE_PREFIX
+        and current_algorithm() != "reference"
     )
 
 
-def _progress(label: str, done: int) -> None:
-    if sys.stderr.isatty():
-        print(f"\r{label}: {done} inputs", end="", file=sys.stderr, flush=True)
+def _emulated_wrong(model: Model, tokens: np.ndarray, target: np.ndarray, prec: Precision) -> np.ndarray:
+    return _settled(target, emulate(model, tokens, prec))[0] != target
 
 
-def _rejection(
-    p: int, tokens: np.ndarray, target: np.ndarray, got: np.ndarray, wrong: np.ndarray, family: str | None
-) -> Rejection:
-    row, pos = map(int, np.argwhere(wrong)[0])
-    return Rejection(
-        p,
-        family,
-        tuple(int(t) for t in tokens[row]),
-        pos + 1,
-        token_text(target[row, pos]),
-        token_text(got[row, pos]),
-    )
+def emulation_errs(model: Model, tokens: np.ndarray, target: np.ndarray, prec: Precision) -> bool:
+    """Whether the float emulation of `prec` errs anywhere on the chunk (on a long causal input the first
+    positions are tried first: an error there settles it)."""
+    if _short_first(model, tokens):
+        head = EMULATE_PREFIX
+        if _emulated_wrong(model, tokens[:, :head], target[:, :head], prec).any():
+            return True
+    return bool(_emulated_wrong(model, tokens, target, prec).any())
 
 
 def confirmed_error(
@@ -258,23 +90,45 @@ def confirmed_error(
     wrong (at most CONFIRM_ROWS of them, earliest first error first); None if none is proven (the
     emulation's errors were its own). A causal model's output at position i depends on the first i tokens
     only, so each suspect is confirmed on its prefix up to its first emulated error — cheap at any n — and
-    that prefix is the input reported (the full input errs at the same position)."""
-    wrong = _settled(target, emulate(model, tokens, fixed(p)))[0] != target
+    that prefix is the input reported (the full input errs at the same position). On a long causal input
+    the suspects with an error among the first EMULATE_PREFIX positions come first in that order, so they
+    are tried first, and the whole input is emulated only when they settle nothing."""
+    tried = 0
+    if _short_first(model, tokens):
+        head = EMULATE_PREFIX
+        wrong = _emulated_wrong(model, tokens[:, :head], target[:, :head], fixed(p))
+        found, tried = _confirm(model, tokens, target, wrong, p, family)
+        if found is not None or tried >= CONFIRM_ROWS:
+            return found
+    wrong = _emulated_wrong(model, tokens, target, fixed(p))
+    return _confirm(model, tokens, target, wrong, p, family, skip=tried)[0]
+
+
+def _confirm(
+    model: Model,
+    tokens: np.ndarray,
+    target: np.ndarray,
+    wrong: np.ndarray,
+    p: int,
+    family: str | None,
+    skip: int = 0,
+) -> tuple[Rejection | None, int]:
+    """confirmed_error on the suspects of `wrong` [rows positions] (the positions may be a first part of
+    the input), passing over the first `skip` of them (tried already): (the rejection or None, how many
+    suspects were tried in all)."""
     suspects = np.flatnonzero(wrong.any(axis=1))
-    if suspects.size == 0:
-        return None
     first = wrong[suspects].argmax(axis=1)
-    for row, position in zip(
-        suspects[np.argsort(first, kind="stable")][:CONFIRM_ROWS], np.sort(first, kind="stable")
-    ):
+    order = list(zip(suspects[np.argsort(first, kind="stable")], np.sort(first, kind="stable")))
+    order = order[:CONFIRM_ROWS]
+    for row, position in order[skip:]:
         end = tokens.shape[1] if model.mask == "full" else int(position) + 1
         prefix, expected = tokens[row : row + 1, :end], target[row : row + 1, :end]
         bounded = _settled(expected, *certified_predict(model, prefix, fixed(p)))
         got, decided = fixed_predict(model, prefix, p, proven_in=bounded)
         proven_wrong = decided & (got != expected)
         if proven_wrong.any():
-            return _rejection(p, prefix, expected, got, proven_wrong, family)
-    return None
+            return _rejection(p, prefix, expected, got, proven_wrong, family), len(order)
+    return None, len(order)
 
 
 def minimal_precision_bits(
@@ -301,11 +155,44 @@ def _search_pass(model: Model, inputs: InputStream, reference: Reference, tally:
     for family, tokens in inputs():
         target = reference(tokens)
         tally.count(family, tokens, target, emulate(model, tokens, FLOAT64))
-        while candidate <= MAX_BITS and (found := confirmed_error(model, tokens, target, candidate, family)):
-            tally.rejected.append(found)
-            candidate += 1
+        candidate = _climb(model, tokens, target, candidate, family, tally)
         _progress("float64 + precision search", tally.inputs_checked)
     return candidate
+
+
+def _climb(model: Model, tokens: np.ndarray, target: np.ndarray, p: int, family: str, tally: _Tally) -> int:
+    """Pass 2 on one chunk: the candidate p rises while an error is confirmed at it (each one recorded)."""
+    while p <= MAX_BITS and (found := confirmed_error(model, tokens, target, p, family)):
+        tally.rejected.append(found)
+        p += 1
+    return p
+
+
+def _prove_chunk(
+    model: Model, tokens: np.ndarray, target: np.ndarray, p: int, budget: WorkBudget
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """(got, proven, exact) on one chunk at p: the rigorous bounds, then the exact evaluator on the open
+    positions while `budget` lasts (not once a position is proven wrong: that already settles p); `exact`
+    counts the positions the evaluator settled."""
+    got, proven = _settled(target, *certified_predict(model, tokens, fixed(p)))
+    exact = 0
+    if not (proven & (got != target)).any() and (~proven).any():  # the exact evaluator decides them
+        open_rows = np.flatnonzero(~proven.all(axis=1))
+        before = int((~proven[open_rows]).sum())
+        sub, sub_proven = fixed_predict(
+            model, tokens[open_rows], p, budget=budget, proven_in=(got[open_rows], proven[open_rows])
+        )
+        got[open_rows], proven[open_rows] = sub, sub_proven
+        exact = before - int((~sub_proven).sum())
+    return got, proven, exact
+
+
+def _finish_proof(tally: _Tally, p: int, uncertified: int, exact: int) -> None:
+    """Pass 3's fields once p is not rejected."""
+    # 0 errors at p is known only where every position is proven; open positions leave it unknown (None)
+    tally.precision_bits, tally.errors_at_precision_bits = p, 0 if uncertified == 0 else None
+    tally.uncertified_positions, tally.exact_positions = uncertified, exact
+    tally.certified = uncertified == 0 and tally.errors == 0
 
 
 def _certify_pass(model: Model, inputs: InputStream, reference: Reference, tally: _Tally, p: int) -> bool:
@@ -315,33 +202,36 @@ def _certify_pass(model: Model, inputs: InputStream, reference: Reference, tally
     budget = WorkBudget()
     for family, tokens in inputs():
         target = reference(tokens)
-        got, proven = _settled(target, *certified_predict(model, tokens, fixed(p)))
+        got, proven, settled = _prove_chunk(model, tokens, target, p, budget)
+        exact += settled
         wrong = proven & (got != target)
-        if not wrong.any() and (~proven).any():  # open positions: the exact evaluator decides them
-            open_rows = np.flatnonzero(~proven.all(axis=1))
-            before = int((~proven[open_rows]).sum())
-            sub, sub_proven = fixed_predict(
-                model, tokens[open_rows], p, budget=budget, proven_in=(got[open_rows], proven[open_rows])
-            )
-            got[open_rows], proven[open_rows] = sub, sub_proven
-            exact += before - int((~sub_proven).sum())
-            wrong = proven & (got != target)
         if wrong.any():
             tally.rejected.append(_rejection(p, tokens, target, got, wrong, family))
             return False
         uncertified += int((~proven).sum())
-    # 0 errors at p is known only where every position is proven; open positions leave it unknown (None)
-    tally.precision_bits, tally.errors_at_precision_bits = p, 0 if uncertified == 0 else None
-    tally.uncertified_positions, tally.exact_positions = uncertified, exact
-    tally.certified = uncertified == 0 and tally.errors == 0
+    _finish_proof(tally, p, uncertified, exact)
     return True
 
 
 def certify_model(
     model: Model, inputs: InputStream, reference: Reference, *, dtypes: bool = True
 ) -> Certificate:
-    """The four passes of the module docstring; see Certificate for what is reported."""
+    """The certificate of the module docstring, by one streaming pass (_one_pass), or under the reference
+    algorithm (core.algorithm) by the four separate passes; both give the same certificate."""
     tally = _Tally()
+    if current_algorithm() == "reference":
+        _reference_passes(model, inputs, reference, tally, dtypes)
+    else:
+        _one_pass(model, inputs, reference, tally, dtypes)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    return tally.freeze()
+
+
+def _reference_passes(
+    model: Model, inputs: InputStream, reference: Reference, tally: _Tally, dtypes: bool
+) -> None:
+    """The four passes of the module docstring, one after another (the first release's algorithm)."""
     clock = time.perf_counter()
     candidate = _search_pass(model, inputs, reference, tally)
     tally.seconds["float64_and_search"] = time.perf_counter() - clock
@@ -357,9 +247,6 @@ def certify_model(
             name for name in IEEE_DTYPES if _exact_in(model, inputs, reference, Precision(name))
         )
         tally.seconds["dtypes"] = time.perf_counter() - clock
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
-    return tally.freeze()
 
 
 def _exact_in(model: Model, inputs: InputStream, reference: Reference, prec: Precision) -> bool:
@@ -369,3 +256,87 @@ def _exact_in(model: Model, inputs: InputStream, reference: Reference, prec: Pre
             if np.any(_settled(target, emulate(model, tokens, prec))[0] != target):
                 return False
         return True
+
+
+@dataclass
+class _Proof:
+    """Pass 3 at p, run chunk by chunk alongside the search: the chunks proven so far are a prefix of the
+    stream, with one budget for the exact evaluator spent in stream order, as pass 3 spends it."""
+
+    p: int
+    budget: WorkBudget = field(default_factory=WorkBudget)
+    uncertified: int = 0
+    exact: int = 0
+    rejection: Rejection | None = None  # the first chunk proven wrong at p: where pass 3 would reject p
+
+    def add(self, model: Model, family: str, tokens: np.ndarray, target: np.ndarray) -> bool:
+        """Prove one more chunk; True when every position of it is proven right."""
+        if self.rejection is not None:  # p is settled already; later chunks need no proof at p
+            return False
+        got, proven, exact = _prove_chunk(model, tokens, target, self.p, self.budget)
+        wrong = proven & (got != target)
+        if wrong.any():
+            self.rejection = _rejection(self.p, tokens, target, got, wrong, family)
+            return False
+        self.exact += exact
+        self.uncertified += int((~proven).sum())
+        return bool(proven.all())
+
+
+def _one_pass(model: Model, inputs: InputStream, reference: Reference, tally: _Tally, dtypes: bool) -> None:
+    """The four passes' certificate in one pass over the inputs. Each chunk is evaluated in float64 once
+    (pass 1, and the float64 dtype check), proven at the current candidate p (pass 3, kept chunk by chunk
+    in a _Proof), and searched for a confirmed error at p (pass 2) only where that proof leaves a position
+    open or wrong: a chunk proven right at p has no input on which the exact fixed:p model is wrong, so
+    confirmed_error could find nothing there (the proofs are sound). The first chunk is searched first, as
+    the candidate usually climbs there. When the candidate rises at chunk c, the proof restarts at the new
+    p with chunks 0..c (re-streamed), so the budget is spent in the order pass 3 spends it. At the end the
+    proof at the final candidate is pass 3's; if it was rejected, pass 3 goes on from p + 1 as it would.
+    The other dtypes are checked chunk by chunk until their first error."""
+    seconds = {"float64_and_search": 0.0, "certify_at_precision_bits": 0.0}
+    if dtypes:
+        seconds["dtypes"] = 0.0
+    exact_in = dict.fromkeys(name for name in IEEE_DTYPES if name != "float64") if dtypes else {}
+    candidate, proof = 1, _Proof(1)
+    for index, (family, tokens) in enumerate(inputs()):
+        clock = time.perf_counter()
+        target = reference(tokens)
+        tally.count(family, tokens, target, emulate(model, tokens, FLOAT64))
+        seconds["float64_and_search"] += time.perf_counter() - clock
+        clock = time.perf_counter()
+        with np.errstate(all="ignore"):  # float16 overflow is that type's behaviour, not a failure here
+            for name in [name for name, exact in exact_in.items() if exact is None]:
+                if emulation_errs(model, tokens, target, Precision(name)):
+                    exact_in[name] = False
+        seconds["dtypes" if dtypes else "float64_and_search"] += time.perf_counter() - clock
+        proven_right = False
+        if index > 0 and candidate <= MAX_BITS:
+            clock = time.perf_counter()
+            proven_right = proof.add(model, family, tokens, target)
+            seconds["certify_at_precision_bits"] += time.perf_counter() - clock
+        if not proven_right:
+            clock = time.perf_counter()
+            before, candidate = candidate, _climb(model, tokens, target, candidate, family, tally)
+            seconds["float64_and_search"] += time.perf_counter() - clock
+            clock = time.perf_counter()
+            if (candidate != before or index == 0) and candidate <= MAX_BITS:
+                proof = _Proof(candidate)  # chunks 0..index again, at the new p, in stream order
+                for _, (earlier_family, earlier) in zip(range(index), inputs()):
+                    proof.add(model, earlier_family, earlier, reference(earlier))
+                proof.add(model, family, tokens, target)
+            seconds["certify_at_precision_bits"] += time.perf_counter() - clock
+        _progress("float64 + proof", tally.inputs_checked)
+    clock = time.perf_counter()
+    if candidate <= MAX_BITS:
+        if proof.rejection is None:
+            _finish_proof(tally, candidate, proof.uncertified, proof.exact)
+        else:
+            tally.rejected.append(proof.rejection)
+            candidate += 1
+            while candidate <= MAX_BITS and not _certify_pass(model, inputs, reference, tally, candidate):
+                candidate += 1
+    seconds["certify_at_precision_bits"] += time.perf_counter() - clock
+    if dtypes:
+        exact_in["float64"] = tally.errors == 0
+        tally.dtypes_exact = tuple(name for name in IEEE_DTYPES if exact_in[name] is not False)
+    tally.seconds.update(seconds)

@@ -65,12 +65,15 @@ def mask_bias(n: int, mask: str) -> np.ndarray | None:
 ATTENTION_BLOCK = 256  # queries per block: a block's [batch block keys] scores stay in cache
 
 
-def query_blocks(n: int, causal: bool, block: int = ATTENTION_BLOCK) -> Iterator[tuple[int, int, int]]:
-    """(start, stop, keys) of each query block: queries start..stop−1 see keys 0..keys−1 (the causal mask
-    hides every later key, so those scores are never computed)."""
+def query_blocks(
+    n: int, causal: bool, block: int = ATTENTION_BLOCK, keys: int | None = None
+) -> Iterator[tuple[int, int, int]]:
+    """(start, stop, keys) of each block of n queries: queries start..stop−1 see keys 0..keys−1 (the causal
+    mask hides every later key, so those scores are never computed; without a mask every query sees all
+    `keys`, n by default)."""
     for start in range(0, n, block):
         stop = min(n, start + block)
-        yield start, stop, stop if causal else n
+        yield start, stop, stop if causal else (n if keys is None else keys)
 
 
 def mask_diagonal(scores: np.ndarray, start: int, stop: int) -> None:
@@ -83,31 +86,33 @@ def attend(
     q: np.ndarray,
     k: np.ndarray,
     v: np.ndarray,
-    bias: np.ndarray | None,
+    mask: str | None,
     prec: Precision,
     scale: float = 1.0,
     patterns: list[np.ndarray] | None = None,
 ) -> np.ndarray:
-    """softmax(scale·q kᵀ + bias) v, normalised after the value sum: (Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j −
-    max}, in query blocks (query_blocks; masked keys never computed). Every exponential has the bits of
-    dense_attend; the sums run over the block's keys instead of all n (the masked ones add exact zeros),
-    so a sum may differ from dense_attend's in its last bits (tests/core/test_blocked.py measures it)."""
+    """softmax(scale·q kᵀ) v with the `mask` ("causal"; "full" or None: every query sees every key),
+    normalised after the value sum: (Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j − max}, in query blocks
+    (query_blocks; masked keys never computed, no [query key] mask ever built). Every exponential has the
+    bits of dense_attend; the sums run over the non-underflowing keys (or the block's keys) instead of all
+    n, so a sum may differ from dense_attend's in its last bits (tests/core/test_blocked.py measures it)."""
     n = q.shape[-2]
+    causal = mask == "causal"
     if patterns is not None or current_algorithm() == "reference" or n <= ATTENTION_BLOCK:
-        return dense_attend(q, k, v, bias, prec, scale, patterns)
+        return dense_attend(q, k, v, mask, prec, scale, patterns)
     kT = np.swapaxes(k, -1, -2)
     out = np.empty(q.shape[:-1] + v.shape[-1:], dtype=np.result_type(q, v))  # [batch query d_value]
-    for start, stop, keys in query_blocks(n, bias is not None):
+    for start, stop, keys in query_blocks(n, causal, keys=k.shape[-2]):
         scores = prec.after_op(q[..., start:stop, :] @ kT[..., :keys])  # [batch block keys]
         if scale != 1.0:
             scores = prec.after_op(scores * scores.dtype.type(scale))
-        if bias is not None:
+        if causal:
             mask_diagonal(scores, start, stop)
         sparse = None
         if scores.dtype == np.float64 and scores.ndim == 3:
             sparse = _sparse_softmax_values(scores, v)
         if sparse is None:
-            sparse = _softmax_values(scores, v[..., :keys, :], prec)
+            sparse = softmax_values(scores, v[..., :keys, :], prec)
         out[..., start:stop, :] = sparse
     return out
 
@@ -116,7 +121,7 @@ SPARSE_SHARE = 0.6  # a block where more of the keys than this escape underflow 
 
 
 def _sparse_softmax_values(scores: np.ndarray, v: np.ndarray) -> np.ndarray | None:
-    """_softmax_values in float64 from the keys whose exponential does not underflow (each weight has
+    """softmax_values in float64 from the keys whose exponential does not underflow (each weight has
     dense_attend's bits; the sums add the same non-zero terms in another order), or None when more than
     SPARSE_SHARE of the block's keys are such (then the dense pass is as fast)."""
     batch, block, keys = scores.shape
@@ -138,7 +143,7 @@ def _sparse_softmax_values(scores: np.ndarray, v: np.ndarray) -> np.ndarray | No
     return (summed / total[:, None]).reshape(batch, block, v.shape[-1])
 
 
-def _softmax_values(
+def softmax_values(
     scores: np.ndarray, v: np.ndarray, prec: Precision, patterns: list[np.ndarray] | None = None
 ) -> np.ndarray:
     """(Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j − max} over the last axis of `scores` (consumed, in place);
@@ -155,19 +160,20 @@ def dense_attend(
     q: np.ndarray,
     k: np.ndarray,
     v: np.ndarray,
-    bias: np.ndarray | None,
+    mask: str | None,
     prec: Precision,
     scale: float = 1.0,
     patterns: list[np.ndarray] | None = None,
 ) -> np.ndarray:
     """attend over the whole [batch query key] score tensor, the masked half included (the reference
     algorithm, core.algorithm; also what `patterns`, the attention weights for analysis, need)."""
+    bias = mask_bias(q.shape[-2], mask or "full")
     scores = prec.after_op(q @ np.swapaxes(k, -1, -2))  # [batch query key]
     if scale != 1.0:  # GPT-2 scales the product, as here: (q kᵀ)·scale
         scores = prec.after_op(scores * scores.dtype.type(scale))
     if bias is not None:
         scores += bias
-    return _softmax_values(scores, v, prec, patterns)
+    return softmax_values(scores, v, prec, patterns)
 
 
 def layer_norm(x: np.ndarray, ln: LayerNorm, prec: Precision) -> np.ndarray:
@@ -228,7 +234,6 @@ def residual_stream(
     x = prec.at_rounding_point(
         prec.after_op(w(model.W_E)[tokens] + w(model.W_pos)[:n])
     )  # [batch pos d_model]
-    bias = mask_bias(n, model.mask)
     for layer in model.layers:
         a = _normed(x, layer.ln1, prec)  # [batch pos d_model]
         update = np.zeros_like(x)
@@ -239,7 +244,7 @@ def residual_stream(
             q = _project(a, head.W_Q, head.b_Q, prec)  # [batch pos d_head]
             k = _project(a, head.W_K, head.b_K, prec)  # [batch pos d_head]
             v = _project(a, head.W_V, head.b_V, prec)  # [batch pos d_value]
-            z = attend(q, k, v, bias, prec, layer.attn_scale, layer_patterns)  # [batch pos d_value]
+            z = attend(q, k, v, model.mask, prec, layer.attn_scale, layer_patterns)  # [batch pos d_value]
             update = prec.after_op(update + prec.at_rounding_point(prec.after_op(z @ w(head.W_O))))
         if layer.b_O is not None:
             update = prec.after_op(update + w(layer.b_O))

@@ -195,7 +195,8 @@ def attention_bounds(q, k, v, mask: str):
     (qm, qr), (km, kr), (vm, vr) = q, k, v
     n = qm.shape[-2]
     if current_algorithm() == "reference":
-        return dense_attention_bounds(q, k, v, causal_mask(n) if mask == "causal" else np.ones((n, n), bool))
+        full = np.ones((n, km.shape[-2]), bool)
+        return dense_attention_bounds(q, k, v, causal_mask(n) if mask == "causal" else full)
     check_libm()
     shape = qm.shape[:-1] + vm.shape[-1:]
     z_mid, z_rad = np.empty(shape), np.empty(shape)  # [batch query d_value]
@@ -204,10 +205,12 @@ def attention_bounds(q, k, v, mask: str):
     kmT = np.swapaxes(km, -1, -2)
     exact_scores = _exact_dot(qm, kmT)
     causal = mask == "causal"
-    for start, stop, keys in query_blocks(n, causal):
+    for start, stop, keys in query_blocks(n, causal, keys=km.shape[-2]):
         rows = slice(start, stop)
-        allowed = causal_mask(n)[rows, :keys] if causal else np.ones((stop - start, n), bool)
-        visible = (((start + 1 + stop) * (stop - start)) // 2 if causal else (stop - start) * n) * len(qm)
+        allowed = (
+            np.tri(stop - start, keys, start, dtype=bool) if causal else np.ones((stop - start, keys), bool)
+        )
+        visible = (((start + 1 + stop) * (stop - start)) // 2 if causal else (stop - start) * keys) * len(qm)
         with np.errstate(invalid="ignore", over="ignore"):
             s_hat = qm[..., rows, :] @ kmT[..., :keys]  # [batch block key]
             block = _sparse_block(s_hat, q, k, v, v_max, query_slack[..., rows], start, causal, exact_scores)

@@ -19,7 +19,7 @@ import numpy as np
 
 from headcount.core.bounds import add_bounds, attention_bounds, quantize_bounds
 from headcount.core.errors import InputError
-from headcount.core.forward import attend, mask_bias
+from headcount.core.forward import attend
 from headcount.core.model import MASKS, LinearDecoder, Transformer
 from headcount.core.precision import FLOAT64, Precision
 
@@ -116,8 +116,6 @@ def table_residual(
     head's attention weights [batch query key] are appended to it (analysis only)."""
     dt = prec.compute_dtype
     rp = lambda a: prec.at_rounding_point(prec.after_op(a.astype(dt)))  # noqa: E731
-    n = tokens.shape[1]
-    bias = mask_bias(n, table.mask)
     x = rp(_lookup(table.embed, tokens))
     update = np.zeros_like(x)
     for h in range(table.heads_per_layer[0]):
@@ -126,7 +124,7 @@ def table_residual(
             rp(_lookup(table.K[h], tokens)),
             rp(_lookup(table.V[h], tokens)),
         )
-        update = prec.after_op(update + rp(attend(q, k, v, bias, prec, patterns=patterns)))
+        update = prec.after_op(update + rp(attend(q, k, v, table.mask, prec, patterns=patterns)))
     return prec.after_op(x + update)
 
 
