@@ -152,7 +152,7 @@ def induction_certify(
         None,
         "--samples",
         help="Random sequences when not exhaustive (≥ 1). All inputs together (samples plus the "
-        "adversarial families) may take at most 2^33 score entries per pass (inputs × heads × n²) and "
+        "adversarial families) may take at most 2^38 score entries per pass (inputs × heads × n²) and "
         "2^41 multiply-adds per pass (inputs × the model's weights and scores per input).",
     ),
     seed: int = typer.Option(0, "--seed", help=f"Seed for the random inputs {SeedHelp}."),

@@ -44,11 +44,12 @@ EXHAUSTIVE_CHUNK = 1 << 15
 SAMPLE_CHUNK = 256  # sampled inputs are generated and checked this many at a time
 # induction certify: at most this many score entries per pass over its inputs (construction.evaluation_work:
 # inputs × (heads · n² + a fixed cost per input)); --samples, --n and the model's heads set it. Why this
-# bound: a certificate streams its inputs 10–20 times (float64, the precision search, the proof at p, the
-# IEEE dtypes), about 3·10⁶ score entries a second on 2 cores, so the limit is under an hour; the largest
-# certificates the report and the slow tests ask for take up to 2.6·10⁹ (n = 4096 with the default samples)
-# and 1.3·10⁹ (all of Σ^20 over 2 tokens).
-CERTIFY_MAX_WORK = 2**33
+# bound: a certificate evaluates its inputs about three times (float64, the proof at p, float32; the other
+# dtypes and the precision search stop early), and the blocked passes (core.algorithm) do the causal half
+# at about 10⁸ entries of n² a second on 2 cores at n = 65536, so the limit is about an hour; the largest
+# certificate the report asks for takes 1.5·10¹¹ (n = 65536, S = 256, 12 inputs: the full-scale
+# induction.two_layer.large_n), the slow tests 1.3·10⁹ (all of Σ^20 over 2 tokens).
+CERTIFY_MAX_WORK = 2**38
 # ... and at most this many multiply-adds per pass (inputs × layouts.model_work): what bounds wide models,
 # whose weights and readout (an imported model's vocabulary) cost more per position than their scores. The
 # passes run 10⁹–10¹⁰ multiply-adds a second here, a pass in minutes at the limit.

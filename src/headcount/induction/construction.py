@@ -39,9 +39,10 @@ from typing import Any
 
 import numpy as np
 
+from headcount.core.algorithm import current_algorithm
 from headcount.core.errors import InputError
 from headcount.core.evaluate import WORKERS, Model
-from headcount.core.forward import CHUNK_BYTES
+from headcount.core.forward import ATTENTION_BLOCK, CHUNK_BYTES
 from headcount.core.io import load_model, save_model
 from headcount.core.jsonable import JsonResult
 from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
@@ -271,6 +272,9 @@ TWO_LAYER_BYTES_PER_TOKEN = 8 * 2 * TWO_LAYER_DIM
 # about EVAL_SCORE_COPIES float64 copies of max(n × max(n, d_model), a quarter of core's chunk target)
 # (measured: 1.7 GB peak certifying the two-layer construction at n = 4096 on 2 workers; estimate 1.8 GB).
 EVAL_SCORE_COPIES = 6
+# The blocked passes' per-position arrays (residual boxes, q/k/v boxes, logits): bytes per position per
+# model dimension (measured: see tests/induction/test_construction_resources.py or the benchmark's memory).
+EVAL_POSITION_BYTES = 400
 # Work of evaluating one input of length n: heads · n² score entries, plus a fixed cost per input in the
 # same units (measured: certify's per-input overhead at small n is about a thousand score entries' time).
 PER_INPUT_WORK = 1024
@@ -285,10 +289,16 @@ def construction_bytes(layers: int, n: int, alphabet: int) -> float:
 
 
 def evaluation_bytes(n: int, d_model: int) -> float:
-    """Memory of running a model of width d_model on a batch of length-n inputs (bytes, a float)."""
+    """Memory of running a model of width d_model on a batch of length-n inputs (bytes, a float). The
+    blocked passes (core.algorithm) hold one query block's scores [block n] per head at a time, and
+    EVAL_POSITION_BYTES per position and model dimension; the reference holds [n n] ones and the masks."""
     n, d_model = float(n), float(d_model)
-    chunk = max(8 * n * max(n, d_model), CHUNK_BYTES / 4)
-    return 9 * n * n + WORKERS * EVAL_SCORE_COPIES * chunk
+    if current_algorithm() == "reference":
+        chunk = max(8 * n * max(n, d_model), CHUNK_BYTES / 4)
+        return 9 * n * n + WORKERS * EVAL_SCORE_COPIES * chunk
+    block = min(n, float(ATTENTION_BLOCK))
+    chunk = max(8 * block * max(n, d_model), CHUNK_BYTES / 4)
+    return EVAL_POSITION_BYTES * n * d_model + WORKERS * EVAL_SCORE_COPIES * chunk
 
 
 def evaluation_work(inputs: int, heads: int, n: int) -> float:

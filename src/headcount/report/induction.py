@@ -129,7 +129,10 @@ def two_layer_exhaustive(ctx: Context, cases: list[tuple[int, int]]) -> ClaimRes
     "seeded random inputs plus every adversarial family (repeated blocks, all-equal, ⊥-heavy, latest match "
     "far back, INDEX family).",
     quick={"cases": [(1024, 16, 8), (4096, 64, 2)]},
-    full={"cases": [(1024, 2, None), (1024, 16, None), (1024, 1024, None), (4096, 64, None)]},
+    # n = 65536: 2 random inputs and 2 of each adversarial family, in O(block·n) memory (issue 18)
+    full={
+        "cases": [(1024, 2, None), (1024, 16, None), (1024, 1024, None), (4096, 64, None), (65536, 256, 2)]
+    },
 )
 def two_layer_large_n(ctx: Context, cases: Cases) -> ClaimResult:
     certs = _cases(ctx, "two_layer", cases)
