@@ -1,0 +1,134 @@
+"""The blocked attention passes against the dense reference (core.algorithm): the float pass's difference
+(last bits of the sums only), the rigorous pass's soundness (exact softmax of points in the boxes, in Arb
+balls) and tightness, its dense fallbacks on hostile boxes, and its work counts."""
+
+from __future__ import annotations
+
+import flint
+import numpy as np
+import pytest
+
+from headcount.core.algorithm import use_algorithm
+from headcount.core.evaluate import certified_predict
+from headcount.core.forward import ATTENTION_BLOCK, attend, dense_attend
+from headcount.core.precision import FLOAT64, fixed
+from headcount.core.softmax_bounds import (
+    attention_bounds,
+    attention_work,
+    dense_attention_bounds,
+    reset_attention_work,
+)
+from headcount.induction import task
+from headcount.induction.construction import two_layer_induction
+
+
+def random_qkv(seed: int, n: int, scale: float, batch: int = 2, d: int = 4, dv: int = 3):
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((batch, n, d)) * scale
+    k = rng.standard_normal((batch, n, d))
+    v = rng.standard_normal((batch, n, dv))
+    return q, k, v
+
+
+@pytest.mark.parametrize("mask", ["causal", "full"])
+@pytest.mark.parametrize("scale", [0.1, 3.0, 60.0, 1e4])  # flat to sharp: dense and sparse blocks
+def test_float_pass_differs_from_dense_only_in_the_last_bits(mask, scale):
+    q, k, v = random_qkv(1, 2 * ATTENTION_BLOCK + 77, scale)
+    blocked = attend(q, k, v, mask, FLOAT64)
+    dense = dense_attend(q, k, v, mask, FLOAT64)
+    # a weighted mean of |v| ≤ max|v|: the sums' rounding differs by a few ulp of that at most
+    assert np.max(np.abs(blocked - dense)) <= 16 * np.finfo(float).eps * np.abs(v).max()
+
+
+def test_float_pass_is_the_dense_one_below_a_block():
+    q, k, v = random_qkv(2, ATTENTION_BLOCK, 5.0)
+    assert np.array_equal(attend(q, k, v, "causal", FLOAT64), dense_attend(q, k, v, "causal", FLOAT64))
+    with use_algorithm("reference"):
+        q, k, v = random_qkv(3, 3 * ATTENTION_BLOCK, 5.0)
+        assert np.array_equal(attend(q, k, v, "causal", FLOAT64), dense_attend(q, k, v, "causal", FLOAT64))
+
+
+def exact_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, keys: int) -> list[flint.arb]:
+    """softmax(q kᵀ) v of one query over keys 0..keys−1, in 256-bit Arb balls (q, k, v float64 points)."""
+    old = flint.ctx.prec
+    flint.ctx.prec = 256
+    try:
+        scores = [
+            sum(flint.arb(a) * flint.arb(b) for a, b in zip(q.tolist(), k[j].tolist())) for j in range(keys)
+        ]
+        top = max(float(s.mid()) for s in scores)
+        weights = [(s - top).exp() for s in scores]
+        total = sum(weights)
+        return [sum(w * flint.arb(v[j, c]) for j, w in enumerate(weights)) / total for c in range(v.shape[1])]
+    finally:
+        flint.ctx.prec = old
+
+
+def inside(ball: flint.arb, mid: float, rad: float) -> bool:
+    return bool(abs(ball - flint.arb(mid)) <= flint.arb(rad))
+
+
+@pytest.mark.parametrize("mask", ["causal", "full"])
+@pytest.mark.parametrize("scale", [0.5, 30.0, 3e3])
+def test_rigorous_pass_contains_the_exact_softmax_of_points_in_the_boxes(mask, scale):
+    n = ATTENTION_BLOCK + 40
+    q, k, v = random_qkv(4, n, scale, batch=1)
+    rng = np.random.default_rng(5)
+    radius = [np.abs(rng.standard_normal(a.shape)) * 1e-9 * np.abs(a).max() for a in (q, k, v)]
+    z_mid, z_rad = attention_bounds((q, radius[0]), (k, radius[1]), (v, radius[2]), mask)
+    for trial in range(3):  # points of the boxes: the centres, then two random corners
+        pick = [
+            a if trial == 0 else a + r * rng.choice([-1.0, 1.0], size=a.shape)
+            for a, r in zip((q, k, v), radius)
+        ]
+        for i in (0, 1, ATTENTION_BLOCK - 1, ATTENTION_BLOCK, n - 1):
+            keys = i + 1 if mask == "causal" else n
+            exact = exact_attention(pick[0][0, i], pick[1][0], pick[2][0], keys)
+            assert all(inside(e, z_mid[0, i, c], z_rad[0, i, c]) for c, e in enumerate(exact)), (trial, i)
+
+
+@pytest.mark.parametrize("scale", [0.5, 30.0, 3e3])
+def test_rigorous_pass_is_as_tight_as_the_dense_one(scale):
+    n = 2 * ATTENTION_BLOCK + 5
+    q, k, v = random_qkv(6, n, scale)
+    boxes = [(a, np.abs(a) * 1e-12) for a in (q, k, v)]
+    mid, rad = attention_bounds(*boxes, "causal")
+    dense_mid, dense_rad = dense_attention_bounds(*boxes, np.tri(n, dtype=bool))
+    assert np.all(np.abs(mid - dense_mid) <= rad + dense_rad)
+    assert np.all(rad <= 1.01 * dense_rad + 1e-300)
+
+
+def test_rigorous_pass_falls_back_to_the_dense_bound_on_hostile_boxes():
+    n = ATTENTION_BLOCK + 9
+    q, k, v = random_qkv(7, n, 4.0, batch=1)
+    zeros = [np.zeros_like(a) for a in (q, k, v)]
+    for hostile in (
+        (q * 1e300, k * 1e300),  # scores overflow
+        (np.where(np.arange(n)[None, :, None] == 3, np.nan, q), k),  # a NaN query
+        (q * 2.0**45, k),  # scores beyond 2^40
+    ):
+        with np.errstate(all="ignore"):
+            mid, rad = attention_bounds(
+                (hostile[0], zeros[0]), (hostile[1], zeros[1]), (v, zeros[2]), "causal"
+            )
+            dense = dense_attention_bounds(
+                (hostile[0], zeros[0]), (hostile[1], zeros[1]), (v, zeros[2]), np.tri(n, dtype=bool)
+            )
+        assert not np.isnan(rad).any()
+        assert np.array_equal(np.isinf(rad), np.isinf(dense[1]))
+    unbounded = np.where(np.arange(n)[None, :, None] == 5, np.inf, zeros[1])  # one key's box is unbounded
+    mid, rad = attention_bounds((q, zeros[0]), (k, unbounded), (v, zeros[2]), "causal")
+    assert np.isinf(rad[0, 5:]).all() and np.isfinite(rad[0, :5]).all()
+
+
+def test_far_keys_are_counted_without_exponentials():
+    n, S = 2048, 64
+    model = two_layer_induction(n, S)
+    tokens = np.random.default_rng(0).integers(0, S, size=(1, n))
+    reset_attention_work()
+    out, proven = certified_predict(model, tokens, fixed(16))
+    work = attention_work()
+    assert proven.all() and np.array_equal(out, task.induction_targets(tokens))
+    assert work["score_entries"] == 3 * n * (n + 1) // 2  # three heads, the causal half
+    assert work["exponentiated"] < 0.1 * work["score_entries"]  # sharp heads: almost every key is far
+    assert work["dense_blocks"] == 0
