@@ -32,3 +32,35 @@ def use_algorithm(name: str) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+BACKENDS = ("numpy", "torch")
+DEVICES = ("cpu", "cuda", "auto")
+_backend = contextvars.ContextVar("headcount_backend", default=("numpy", "cpu"))
+
+
+def current_backend() -> tuple[str, str]:
+    """(backend, device) the blocked attention kernels run on: ("numpy", "cpu") by default; ("torch",
+    "cpu" | "cuda") under use_backend (core.torch_attention)."""
+    return _backend.get()
+
+
+@contextlib.contextmanager
+def use_backend(name: str, device: str = "cpu") -> Iterator[None]:
+    """Run the block's attention kernels on `name` ("numpy" or "torch") and `device` ("cpu", "cuda", or
+    "auto": cuda when torch sees a GPU, else cpu). Only the blocked algorithm has a torch backend."""
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}: use one of {', '.join(BACKENDS)}")
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
+    if device == "auto":
+        device = "cpu"
+        if name == "torch":
+            import torch
+
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+    token = _backend.set((name, device))
+    try:
+        yield
+    finally:
+        _backend.reset(token)
