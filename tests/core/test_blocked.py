@@ -132,3 +132,22 @@ def test_far_keys_are_counted_without_exponentials():
     assert work["score_entries"] == 3 * n * (n + 1) // 2  # three heads, the causal half
     assert work["exponentiated"] < 0.1 * work["score_entries"]  # sharp heads: almost every key is far
     assert work["dense_blocks"] == 0
+
+
+def test_a_head_output_on_a_rounding_tie_is_settled_exactly():
+    """Uniform attention over the values 0 and 2^-p: the real head output is the tie 2^-(p+1). The float
+    bounds straddle it (their radius is never 0 after a softmax); the exact rounding is half to even (0)."""
+    from headcount.core.bounds import affine_bounds, quantize_bounds, settle_ties
+
+    bits, W_O = 4, np.eye(1)
+    zero = np.zeros((1, 2, 1))
+    q, k, v = (zero, zero), (zero, zero), (np.array([[[0.0], [2.0**-bits]]]), zero)
+    out = quantize_bounds(*affine_bounds(*attention_bounds(q, k, v, "causal"), W_O), bits)
+    assert out[1][0, 1, 0] > 0  # open: both 0 and 2^-p are in the box
+    mid, rad = settle_ties(out, q, k, v, W_O, bits, "causal")
+    assert mid[0, 1, 0] == 0.0 and rad[0, 1, 0] == 0.0
+    assert mid[0, 0, 0] == out[0][0, 0, 0] and rad[0, 0, 0] == out[1][0, 0, 0]  # position 1 untouched
+    # a key whose box is not a point: nothing is settled (the head output is not a known sum)
+    k_box = (zero, np.full((1, 2, 1), 2.0**-30))
+    out = quantize_bounds(*affine_bounds(*attention_bounds(q, k_box, v, "causal"), W_O), bits)
+    assert settle_ties(out, q, k_box, v, W_O, bits, "causal")[1][0, 1, 0] > 0

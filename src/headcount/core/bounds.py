@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from headcount.core.activation_bounds import gelu_interval, layer_norm_interval
+from headcount.core.algorithm import current_algorithm
 from headcount.core.interval import (  # noqa: F401 — re-exported: the primitives' home before the split
     SAFETY,
     TINY,
@@ -89,6 +90,37 @@ def _normed(x, ln: LayerNorm | None, prec: Precision):
     return x if ln is None else _rounding_point(*layer_norm_bounds(*x, ln), prec)
 
 
+TIE_ROWS = 64  # head-output rows per head and chunk that settle_ties decides exactly, at most
+TIE_WORK = 2**22  # ... each with at most this many keys × d_model exact multiply-adds
+
+
+def settle_ties(out, q, k, v, W_O: np.ndarray, bits: int, mask: str):
+    """The rounded head output box `out` [batch pos d_model], with each row that still spans more than one
+    grid point decided exactly where that can be done cheaply: when the query, and the keys and values it
+    sees, are exact points (radius 0, so on the 2^-p grid), the head output is a known exponential sum, and
+    exact.exact_head_row rounds it exactly (a box of width 10⁻¹¹ that straddles a tie stays open however
+    tight the bounds are). At most TIE_ROWS rows, each within TIE_WORK; the rest stays as it was."""
+    mid, rad = out
+    (qm, qr), (km, kr), (vm, vr) = q, k, v
+    exact_kv = ~(kr.any(axis=-1) | vr.any(axis=-1))  # [batch pos]
+    seen = (
+        np.logical_and.accumulate(exact_kv, axis=-1) if mask == "causal" else exact_kv.all(-1, keepdims=True)
+    )
+    rows = np.argwhere(rad.any(axis=-1) & ~qr.any(axis=-1) & seen)[:TIE_ROWS]
+    if len(rows) == 0:
+        return out
+    from headcount.core.exact import exact_head_row  # exact imports core.model, which imports this module
+
+    mid, rad = mid.copy(), rad.copy()
+    for b, i in rows.tolist():
+        keys = i + 1 if mask == "causal" else km.shape[-2]
+        inputs = (qm[b, i], km[b, :keys], vm[b, :keys])
+        on_grid = all(np.array_equal(np.round(a * 2.0**bits), a * 2.0**bits) for a in inputs)
+        if on_grid and keys * W_O.shape[1] <= TIE_WORK:
+            mid[b, i], rad[b, i] = exact_head_row(*inputs, W_O, bits), 0.0
+    return mid, rad
+
+
 def residual_bounds(model: Transformer, tokens: np.ndarray, prec: Precision):
     """(mid, rad) of the final residual stream [batch pos d_model] of the real-arithmetic model with the
     rounding points of `prec` ("fixed:p" or "exact"), after the final LayerNorm where the model has one.
@@ -106,7 +138,10 @@ def residual_bounds(model: Transformer, tokens: np.ndarray, prec: Precision):
             if layer.attn_scale != 1.0:
                 q = scale_bounds(*q, layer.attn_scale)
             z = attention_bounds(q, k, v, model.mask)
-            update = add_bounds(*update, *_rounding_point(*affine_bounds(*z, head.W_O), prec))
+            out = _rounding_point(*affine_bounds(*z, head.W_O), prec)
+            if prec.kind == "fixed" and layer.attn_scale == 1.0 and current_algorithm() != "reference":
+                out = settle_ties(out, q, k, v, head.W_O, prec.bits, model.mask)
+            update = add_bounds(*update, *out)
         if layer.b_O is not None:
             update = add_bounds(*update, np.broadcast_to(layer.b_O, update[0].shape), 0.0)
         x = add_bounds(*x, *update)

@@ -252,6 +252,33 @@ def _head_output(
         flint.ctx.prec = old
 
 
+def exact_head_row(q_row: np.ndarray, k: np.ndarray, v: np.ndarray, W_O: np.ndarray, bits: int) -> np.ndarray:
+    """The fixed:p head output round(softmax(q kᵀ) v W_O) of ONE query (float64 [d_model], exact: values on
+    the 2^-p grid) from exact inputs: q_row [d_head], k [keys d_head] and v [keys d_value] on the 2^-p grid
+    (the rounded projections), W_O any float64 matrix, score scale 1. What the bounds call when one head
+    output's box straddles a rounding tie (bounds.residual_bounds): O(keys · d) exact work, not a pass."""
+    scale = float(2.0**bits)
+    q_ints, k_ints, v_ints = (
+        _obj([int(x) for x in (a * scale).ravel().tolist()], a.shape) for a in (q_row, k, v)
+    )
+    scores = (
+        _matmul(k_ints, _fmpz_mat(q_ints[:, None]))[:, 0] if q_ints.size else _obj([0] * len(k), (len(k),))
+    )
+    top = max(int(s) for s in scores)
+    w_o, e_o = _dyadic(W_O)
+    u = _matmul(v_ints, _fmpz_mat(w_o))  # value ints / 2^(p + e_O)
+    shift = bits + 1 - (bits + e_o)
+    us, den_factor = (u << shift, 1) if shift >= 0 else (u, 1 << -shift)
+    old = flint.ctx.prec
+    try:
+        row = _HeadRounder(
+            [[(j, int(s) - top) for j, s in enumerate(scores)]], us, den_factor, bits
+        ).round_all()
+    finally:
+        flint.ctx.prec = old
+    return np.array([int(x) for x in row[0]], dtype=np.float64) / scale
+
+
 # ---------------------------------------------------------------------------------------------------
 # The two model forms
 
