@@ -62,10 +62,9 @@ FULL = {
     "hops": 16,
     "depth_case": (256, 16, 128),
     "precision_alphabet": 16,
-    # n = 4096 stays out: at k = 4 and 16 no error is found from p = 13, but one layer-0 output within 1e-11
-    # of a rounding tie leaves positions open until p = 16 (docs/ARCHITECTURE.md §3); settling such ties
-    # position by position is issue 18's work, and this grid asserts every position proven
-    "precision_cases": [(64, 128), (128, 128), (256, 128), (512, 32), (1024, 16), (2048, 8)],
+    # n = 4096: one layer-0 output within 1e-11 of a rounding tie is settled exactly (bounds.settle_ties;
+    # docs/ARCHITECTURE.md §3), so every position is proven at p = 13 for k = 4 and 16
+    "precision_cases": [(64, 128), (128, 128), (256, 128), (512, 32), (1024, 16), (2048, 8), (4096, 8)],
     "precision_hops": [1, 4, 8, 16],  # 8 too: the issue's k ∈ {1, 8, 16} at n = 1024
 }
 
