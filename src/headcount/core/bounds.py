@@ -35,6 +35,7 @@ import numpy as np
 
 from headcount.core.activation_bounds import gelu_interval, layer_norm_interval
 from headcount.core.algorithm import current_algorithm
+from headcount.core.exact_head import exact_head_row
 from headcount.core.interval import (  # noqa: F401 — re-exported: the primitives' home before the split
     SAFETY,
     TINY,
@@ -109,8 +110,6 @@ def settle_ties(out, q, k, v, W_O: np.ndarray, bits: int, mask: str):
     rows = np.argwhere(rad.any(axis=-1) & ~qr.any(axis=-1) & seen)[:TIE_ROWS]
     if len(rows) == 0:
         return out
-    from headcount.core.exact import exact_head_row  # exact imports core.model, which imports this module
-
     mid, rad = mid.copy(), rad.copy()
     for b, i in rows.tolist():
         keys = i + 1 if mask == "causal" else km.shape[-2]
