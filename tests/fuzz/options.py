@@ -136,6 +136,8 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
                 "--seed": V.INT,
                 "--hops": V.INT,
                 "--layout": _choice("Plain", "hop_prefix", "hop-prefix"),
+                "--backend": _choice("Torch", "torch ", "jax", "numpy", "torch"),
+                "--device": _choice("CUDA", "gpu", "cuda:0", "cpu", "auto", "cuda"),
             },
             alone={
                 "--model": {"--n": "4", "--alphabet": "2"},

@@ -165,12 +165,26 @@ def induction_certify(
         help="plain (characters only) or hop-prefix (the hop-count token first, position 0 not scored; "
         "n + 1 must fit the model's context).",
     ),
+    backend: str = typer.Option(
+        "numpy",
+        "--backend",
+        help="numpy or torch: the attention kernels of the float and the rigorous passes (the same "
+        "certificate; torch can run on a GPU, see --device).",
+    ),
+    device: str = typer.Option(
+        "auto",
+        "--device",
+        help="cpu, cuda or auto (cuda when torch sees a GPU, else cpu): where --backend torch runs; cuda "
+        "needs --backend torch.",
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Check a model on all of Σ^n (when small) or random + adversarial inputs; find its precision."""
+    from headcount.core.torch_attention import attention_backend
     from headcount.induction.certify import certify_file_or_construction
 
-    result = certify_file_or_construction(model_file, layers, n, alphabet, samples, seed, hops, layout)
+    with attention_backend(backend, device):
+        result = certify_file_or_construction(model_file, layers, n, alphabet, samples, seed, hops, layout)
     cert = result.certificate
     human = (
         f"{cert.inputs_checked} inputs ({'exhaustive' if result.exhaustive else 'sampled'}), "

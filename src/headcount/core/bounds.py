@@ -120,27 +120,31 @@ def settle_ties(out, q, k, v, W_O: np.ndarray, bits: int, mask: str):
     return mid, rad
 
 
-def residual_bounds(model: Transformer, tokens: np.ndarray, prec: Precision):
-    """(mid, rad) of the final residual stream [batch pos d_model] of the real-arithmetic model with the
-    rounding points of `prec` ("fixed:p" or "exact"), after the final LayerNorm where the model has one.
-    Step for step forward.residual_stream: the scale multiplies the exact score ⟨q, k⟩ (here: the query
-    box), b_O is added once to the heads' sum of rounded outputs."""
-    n = tokens.shape[1]
-    x = _rounding_point(*add_bounds(model.W_E[tokens], 0.0, model.W_pos[:n], 0.0), prec)
-    for layer in model.layers:
+def embed_bounds(model: Transformer, tokens: np.ndarray, positions, prec: Precision):
+    """The embedding box W_E[σ_i] + W_pos[i] at its rounding point (positions as forward.embed)."""
+    return _rounding_point(*add_bounds(model.W_E[tokens], 0.0, model.W_pos[positions], 0.0), prec)
+
+
+def ties_settle(layer, prec: Precision) -> bool:
+    """Whether a head output of `layer` at `prec` goes through settle_ties: fixed:p, score scale 1 (the
+    exact rounding assumes it) and the blocked algorithm (the reference is the first release's pass)."""
+    return prec.kind == "fixed" and layer.attn_scale == 1.0 and current_algorithm() != "reference"
+
+
+def run_layer_bounds(model: Transformer, x, prec: Precision, head_output):
+    """run_layers (core.forward) on boxes: the layers on the embedded box x = (mid, rad) [.. d_model] before
+    ln_final, with each head's rounded output box = head_output(layer index, head index, layer, head, q, k,
+    v) from its q (scaled by the layer's attention scale), k and v boxes."""
+    for index, layer in enumerate(model.layers):
         update = (np.zeros_like(x[0]), np.zeros_like(x[1]))
         a = _normed(x, layer.ln1, prec) if layer.heads else x
-        for head in layer.heads:
+        for h, head in enumerate(layer.heads):
             q = _rounding_point(*affine_bounds(*a, head.W_Q, head.b_Q), prec)
             k = _rounding_point(*affine_bounds(*a, head.W_K, head.b_K), prec)
             v = _rounding_point(*affine_bounds(*a, head.W_V, head.b_V), prec)
             if layer.attn_scale != 1.0:
                 q = scale_bounds(*q, layer.attn_scale)
-            z = attention_bounds(q, k, v, model.mask)
-            out = _rounding_point(*affine_bounds(*z, head.W_O), prec)
-            if prec.kind == "fixed" and layer.attn_scale == 1.0 and current_algorithm() != "reference":
-                out = settle_ties(out, q, k, v, head.W_O, prec.bits, model.mask)
-            update = add_bounds(*update, *out)
+            update = add_bounds(*update, *head_output(index, h, layer, head, q, k, v))
         if layer.b_O is not None:
             update = add_bounds(*update, np.broadcast_to(layer.b_O, update[0].shape), 0.0)
         x = add_bounds(*x, *update)
@@ -149,4 +153,18 @@ def residual_bounds(model: Transformer, tokens: np.ndarray, prec: Precision):
             hidden = affine_bounds(*_normed(x, layer.ln2, prec), mlp.W_in, mlp.b_in)
             out = affine_bounds(*activation_bounds(*hidden, mlp.activation), mlp.W_out, mlp.b_out)
             x = add_bounds(*x, *_rounding_point(*out, prec))
-    return _normed(x, model.ln_final, prec)
+    return x
+
+
+def residual_bounds(model: Transformer, tokens: np.ndarray, prec: Precision):
+    """(mid, rad) of the final residual stream [batch pos d_model] of the real-arithmetic model with the
+    rounding points of `prec` ("fixed:p" or "exact"), after the final LayerNorm where the model has one.
+    Step for step forward.residual_stream: the scale multiplies the exact score ⟨q, k⟩ (here: the query
+    box), b_O is added once to the heads' sum of rounded outputs."""
+
+    def head_output(index, h, layer, head, q, k, v):
+        out = _rounding_point(*affine_bounds(*attention_bounds(q, k, v, model.mask), head.W_O), prec)
+        return settle_ties(out, q, k, v, head.W_O, prec.bits, model.mask) if ties_settle(layer, prec) else out
+
+    x = embed_bounds(model, tokens, slice(0, tokens.shape[1]), prec)
+    return _normed(run_layer_bounds(model, x, prec, head_output), model.ln_final, prec)

@@ -49,7 +49,7 @@ from headcount.core.certificate import (  # noqa: F401 — re-exported: their ho
     _settled,
     _Tally,
 )
-from headcount.core.evaluate import Model, WorkBudget, certified_predict, emulate, fixed_predict
+from headcount.core.evaluate import Model, WorkBudget, certified_predict, emulate, fixed_predict, prefix_parts
 from headcount.core.precision import FLOAT64, IEEE_DTYPES, Precision, fixed
 
 CONFIRM_ROWS = 16  # inputs of a chunk the search tries to confirm an emulated error on, per p
@@ -58,15 +58,18 @@ CONFIRM_ROWS = 16  # inputs of a chunk the search tries to confirm an emulated e
 EMULATE_PREFIX = 1024  # positions of a long causal input emulated first (a multiple of the attention block)
 
 
-def _short_first(model: Model, tokens: np.ndarray) -> bool:
-    """Whether a search on `tokens` looks at the first EMULATE_PREFIX positions first: a causal model's
-    outputs there depend on them only, with the same bits (the blocked pass's query blocks there are the
-    same), and most errors of a too-small p show within a few positions."""
-    return (
-        model.mask == "causal"
-        and tokens.shape[1] >= 2 * EMULATE_PREFIX
-        and current_algorithm() != "reference"
-    )
+def _first_positions(model: Model, tokens: np.ndarray) -> int | None:
+    """How many first positions a search on `tokens` looks at first, or None: a causal model's outputs there
+    depend on them only, with the same bits — on long inputs the first EMULATE_PREFIX (the blocked pass's
+    query blocks there are the same), on rows that share prefixes the first half (the prefix pass computes
+    each position from its own prefix, whatever follows) — and most errors of a too-small p show early."""
+    if model.mask != "causal" or current_algorithm() == "reference":
+        return None
+    if tokens.shape[1] >= 2 * EMULATE_PREFIX:
+        return EMULATE_PREFIX
+    if tokens.shape[1] >= 4 and prefix_parts(model, tokens) is not None:
+        return tokens.shape[1] // 2
+    return None
 
 
 def _emulated_wrong(model: Model, tokens: np.ndarray, target: np.ndarray, prec: Precision) -> np.ndarray:
@@ -76,8 +79,8 @@ def _emulated_wrong(model: Model, tokens: np.ndarray, target: np.ndarray, prec: 
 def emulation_errs(model: Model, tokens: np.ndarray, target: np.ndarray, prec: Precision) -> bool:
     """Whether the float emulation of `prec` errs anywhere on the chunk (on a long causal input the first
     positions are tried first: an error there settles it)."""
-    if _short_first(model, tokens):
-        head = EMULATE_PREFIX
+    head = _first_positions(model, tokens)
+    if head is not None:
         if _emulated_wrong(model, tokens[:, :head], target[:, :head], prec).any():
             return True
     return bool(_emulated_wrong(model, tokens, target, prec).any())
@@ -91,11 +94,11 @@ def confirmed_error(
     emulation's errors were its own). A causal model's output at position i depends on the first i tokens
     only, so each suspect is confirmed on its prefix up to its first emulated error — cheap at any n — and
     that prefix is the input reported (the full input errs at the same position). On a long causal input
-    the suspects with an error among the first EMULATE_PREFIX positions come first in that order, so they
+    the suspects with an error among the first positions (_first_positions) come first in that order, so they
     are tried first, and the whole input is emulated only when they settle nothing."""
     tried = 0
-    if _short_first(model, tokens):
-        head = EMULATE_PREFIX
+    head = _first_positions(model, tokens)
+    if head is not None:
         wrong = _emulated_wrong(model, tokens[:, :head], target[:, :head], fixed(p))
         found, tried = _confirm(model, tokens, target, wrong, p, family)
         if found is not None or tried >= CONFIRM_ROWS:

@@ -21,11 +21,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from headcount.core.algorithm import current_algorithm, current_backend
 from headcount.core.bounds import residual_bounds
 from headcount.core.exact import exact_fixed_predict, exact_supported
 from headcount.core.forward import residual_stream, rows_per_chunk
 from headcount.core.model import Transformer
 from headcount.core.precision import FLOAT64, Precision, fixed
+from headcount.core.prefix import (
+    PrefixTrie,
+    prefix_residual_bounds,
+    prefix_residual_stream,
+    prefix_worthwhile,
+)
 from headcount.core.symbols import check_tokens
 from headcount.core.table import OneLayerTable, table_residual, table_residual_bounds
 
@@ -58,7 +65,9 @@ WORKERS = max(1, min(4, os.cpu_count() or 1))
 def _map_chunks(fn: Callable[[np.ndarray], object], parts: list[np.ndarray]) -> list:
     """fn over the chunks, on WORKERS threads: NumPy releases the GIL in its kernels, so chunks overlap.
     Each task runs in a copy of the caller's context, so np.errstate and the like carry over."""
-    if len(parts) <= 1 or WORKERS == 1:
+    # under the torch backend torch's own threads (or the GPU) do the work: one chunk at a time, so two
+    # thread teams never compete for the cores
+    if len(parts) <= 1 or WORKERS == 1 or current_backend()[0] == "torch":
         return [fn(part) for part in parts]
     caller = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
@@ -71,11 +80,37 @@ def emulate(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.n
     tokens = check_tokens(model, tokens)
     if len(tokens) == 0:
         return np.zeros(tokens.shape, dtype=np.int64)
+    parts = prefix_parts(model, tokens)
+    if parts is not None:  # each distinct prefix once (core.prefix)
+        outs = _map_chunks(
+            lambda part: model.decoder.decode(prefix_residual_stream(model, part[0], prec, part[1])), parts
+        )
+        return np.concatenate(outs)
     residual = table_residual if isinstance(model, OneLayerTable) else residual_stream
     outs = _map_chunks(
         lambda part: model.decoder.decode(residual(model, part, prec)), list(_chunks(model, tokens))
     )
     return np.concatenate(outs)
+
+
+PREFIX_ROWS = 1 << 15  # rows per prefix pass (its [rows n d_model] output is held at once)
+
+
+def prefix_parts(model: Model, tokens: np.ndarray) -> list[tuple[np.ndarray, PrefixTrie]] | None:
+    """The batch in consecutive parts with their prefix tries, when every part pays for a prefix pass (a
+    causal weight-form model on rows that share prefixes, as an exhaustive enumeration's do: core.prefix);
+    else None. At most PREFIX_ROWS rows a part, and one part per worker thread from 4096 rows. Never under
+    the reference algorithm."""
+    if current_algorithm() == "reference" or not isinstance(model, Transformer) or model.mask != "causal":
+        return None
+    count = max(-(-len(tokens) // PREFIX_ROWS), WORKERS if len(tokens) >= 4096 else 1)
+    parts = []
+    for part in np.array_split(tokens, count):
+        trie = prefix_worthwhile(model, part)
+        if trie is None:
+            return None
+        parts.append((part, trie))
+    return parts
 
 
 def attention_patterns(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> list[np.ndarray]:
@@ -104,16 +139,26 @@ def certified_predict(model: Model, tokens: np.ndarray, prec: Precision) -> tupl
     tokens = check_tokens(model, tokens)
     if len(tokens) == 0:
         return np.zeros(tokens.shape, dtype=np.int64), np.zeros(tokens.shape, dtype=bool)
-    bounds = table_residual_bounds if isinstance(model, OneLayerTable) else residual_bounds
+
+    parts = prefix_parts(model, tokens)
+    tries = {} if parts is None else {id(part): trie for part, trie in parts}
+
+    def bounds(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(model, OneLayerTable):
+            return table_residual_bounds(model, part, prec)
+        if id(part) in tries:  # each distinct prefix once (core.prefix)
+            return prefix_residual_bounds(model, part, prec, tries[id(part)])
+        return residual_bounds(model, part, prec)
 
     def decide(part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         with np.errstate(all="ignore"):  # overflow and NaN end as unbounded boxes, never as proofs
-            mid, rad = bounds(model, part, prec)
+            mid, rad = bounds(part)
             out, proven = model.decoder.decode_bounds(mid, rad)
         finite = np.isfinite(mid).all(axis=-1) & np.isfinite(rad).all(axis=-1)
         return out, proven & finite
 
-    results = _map_chunks(decide, list(_chunks(model, tokens, shrink=4)))
+    chunks = list(_chunks(model, tokens, shrink=4)) if parts is None else [part for part, _ in parts]
+    results = _map_chunks(decide, chunks)
     out, proven = np.concatenate([r[0] for r in results]), np.concatenate([r[1] for r in results])
     return out, proven
 

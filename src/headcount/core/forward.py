@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import special
 
-from headcount.core.algorithm import current_algorithm
+from headcount.core.algorithm import current_algorithm, current_backend
 from headcount.core.precision import FLOAT64, Precision
 
 if TYPE_CHECKING:  # model.py imports bounds.py, which imports this module
-    from headcount.core.model import LayerNorm, Transformer
+    from headcount.core.model import Layer, LayerNorm, Transformer
 
 CHUNK_BYTES = 64 * 2**20
 
@@ -100,6 +101,8 @@ def attend(
     causal = mask == "causal"
     if patterns is not None or current_algorithm() == "reference" or n <= ATTENTION_BLOCK:
         return dense_attend(q, k, v, mask, prec, scale, patterns)
+    if current_backend()[0] == "torch":  # by name: torch_attention imports this module
+        return import_module("headcount.core.torch_attention").torch_attend(q, k, v, mask, prec, scale)
     kT = np.swapaxes(k, -1, -2)
     out = np.empty(q.shape[:-1] + v.shape[-1:], dtype=np.result_type(q, v))  # [batch query d_value]
     for start, stop, keys in query_blocks(n, causal, keys=k.shape[-2]):
@@ -219,32 +222,33 @@ def _project(x: np.ndarray, W: np.ndarray, b: np.ndarray | None, prec: Precision
     return prec.at_rounding_point(out)
 
 
-def residual_stream(
-    model: Transformer,
-    tokens: np.ndarray,
-    prec: Precision = FLOAT64,
-    patterns: list[list[np.ndarray]] | None = None,
-) -> np.ndarray:
-    """Final residual stream x^L [batch pos d_model] of a (checked) token batch, in the mode `prec` — after
-    the final LayerNorm when the model has one (what the decoder reads). `patterns`, when given, receives
-    each layer's list of its heads' attention weights [batch query key]."""
+def embed(model: Transformer, tokens: np.ndarray, positions, prec: Precision) -> np.ndarray:
+    """The rounded embedding W_E[σ_i] + W_pos[i] of `tokens` at `positions` (anything that indexes W_pos's
+    rows and broadcasts against the tokens: a slice 0..n−1 for whole rows, one i for a trie level)."""
     dt = prec.compute_dtype
     w = lambda a: prec.after_op(a.astype(dt))  # noqa: E731 — weights stored in the mode's type
-    n = tokens.shape[1]
-    x = prec.at_rounding_point(
-        prec.after_op(w(model.W_E)[tokens] + w(model.W_pos)[:n])
-    )  # [batch pos d_model]
-    for layer in model.layers:
-        a = _normed(x, layer.ln1, prec)  # [batch pos d_model]
+    return prec.at_rounding_point(prec.after_op(w(model.W_E[tokens]) + w(model.W_pos[positions])))
+
+
+# one head's attention z [.. d_value] from (layer index, head index, layer, q, k, v) of the rows run_layers
+# evaluates: attend over the rows themselves (residual_stream), or over stored keys (core.prefix)
+HeadAttention = Callable[[int, int, "Layer", np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+
+
+def run_layers(model: Transformer, x: np.ndarray, prec: Precision, attention: HeadAttention) -> np.ndarray:
+    """The model's layers on the embedded residual x [.. d_model] in the mode `prec` (before ln_final):
+    per head q, k, v (rounding points), z = attention(...), the rounded head output z W_O; b_O once on the
+    heads' sum; the MLP."""
+    dt = prec.compute_dtype
+    w = lambda a: prec.after_op(a.astype(dt))  # noqa: E731 — weights stored in the mode's type
+    for index, layer in enumerate(model.layers):
+        a = _normed(x, layer.ln1, prec)  # [.. d_model]
         update = np.zeros_like(x)
-        layer_patterns: list[np.ndarray] | None = None if patterns is None else []
-        if patterns is not None:
-            patterns.append(layer_patterns)
-        for head in layer.heads:
-            q = _project(a, head.W_Q, head.b_Q, prec)  # [batch pos d_head]
-            k = _project(a, head.W_K, head.b_K, prec)  # [batch pos d_head]
-            v = _project(a, head.W_V, head.b_V, prec)  # [batch pos d_value]
-            z = attend(q, k, v, model.mask, prec, layer.attn_scale, layer_patterns)  # [batch pos d_value]
+        for h, head in enumerate(layer.heads):
+            q = _project(a, head.W_Q, head.b_Q, prec)  # [.. d_head]
+            k = _project(a, head.W_K, head.b_K, prec)  # [.. d_head]
+            v = _project(a, head.W_V, head.b_V, prec)  # [.. d_value]
+            z = attention(index, h, layer, q, k, v)  # [.. d_value]
             update = prec.after_op(update + prec.at_rounding_point(prec.after_op(z @ w(head.W_O))))
         if layer.b_O is not None:
             update = prec.after_op(update + w(layer.b_O))
@@ -254,4 +258,26 @@ def residual_stream(
             m = _normed(x, layer.ln2, prec)
             hidden = activation(prec.after_op(m @ w(mlp.W_in) + w(mlp.b_in)), mlp.activation, prec)
             x = prec.after_op(x + prec.at_rounding_point(prec.after_op(hidden @ w(mlp.W_out) + w(mlp.b_out))))
-    return _normed(x, model.ln_final, prec)
+    return x
+
+
+def residual_stream(
+    model: Transformer,
+    tokens: np.ndarray,
+    prec: Precision = FLOAT64,
+    patterns: list[list[np.ndarray]] | None = None,
+) -> np.ndarray:
+    """Final residual stream x^L [batch pos d_model] of a (checked) token batch, in the mode `prec` — after
+    the final LayerNorm when the model has one (what the decoder reads). `patterns`, when given, receives
+    each layer's list of its heads' attention weights [batch query key]."""
+    per_layer: list[list[np.ndarray]] | None = None
+    if patterns is not None:
+        per_layer = [[] for _ in model.layers]
+        patterns.extend(per_layer)
+
+    def attention(index: int, h: int, layer: Layer, q, k, v) -> np.ndarray:
+        kept = None if per_layer is None else per_layer[index]
+        return attend(q, k, v, model.mask, prec, layer.attn_scale, kept)  # [batch pos d_value]
+
+    x = embed(model, tokens, slice(0, tokens.shape[1]), prec)  # [batch pos d_model]
+    return _normed(run_layers(model, x, prec, attention), model.ln_final, prec)

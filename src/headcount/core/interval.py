@@ -66,12 +66,22 @@ def fraction_bits(a: np.ndarray) -> int:
 
 def _exact_dot(a: np.ndarray, b: np.ndarray) -> bool:
     """True when every product and partial sum of a @ b is a float64 number: dyadic entries whose products
-    share a grid 2^-(fa+fb) no finer than 2^-1074 and whose absolute sums stay below 2^53 on that grid."""
-    bits = fraction_bits(a) + fraction_bits(b)
-    if bits > 1000:
+    share a grid 2^-(fa+fb) no finer than 2^-1000 and whose absolute sums stay below 2^53 on that grid.
+    fa = fraction_bits(a) is not computed (a is the data, large): the test is whether a·2^E is integral for
+    the largest E the bound allows, E + fb ≤ 1000 — the same answer in one pass."""
+    fb = fraction_bits(b)
+    if fb > 1000 or not np.all(np.isfinite(a)):
         return False
     bound = float((np.abs(a).max(initial=0) * np.abs(b).max(initial=0)) * max(a.shape[-1], 1))
-    return bound * 2.0**bits < 2.0**53
+    if bound == 0:
+        return fraction_bits(a) + fb <= 1000
+    if not bound * 2.0**fb < 2.0**53:
+        return False
+    E = min(1000 - fb, int(np.floor(53 - fb - np.log2(bound))))
+    while E > 0 and not bound * 2.0 ** (E + fb) < 2.0**53:  # log2's rounding: step down to the exact E
+        E -= 1
+    scaled = a * 2.0**E  # exact: |a|·2^E < 2^53 (b's nonzero entries are ≥ 2^-fb)
+    return bool(np.array_equal(scaled, np.round(scaled)))
 
 
 def _underflow_count(a: np.ndarray, b: np.ndarray) -> np.ndarray:

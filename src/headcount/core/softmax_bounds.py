@@ -12,11 +12,12 @@ Two implementations with the same guarantee (core.bounds states the error model)
 from __future__ import annotations
 
 import threading
+from importlib import import_module
 
 import numpy as np
 
 from headcount.core.activation_bounds import FLINT_LOCK
-from headcount.core.algorithm import current_algorithm
+from headcount.core.algorithm import current_algorithm, current_backend
 from headcount.core.errors import InternalError
 from headcount.core.forward import causal_mask, mask_diagonal, query_blocks
 from headcount.core.interval import SAFETY, TINY, U, _exact_dot, _gamma, _up
@@ -197,6 +198,8 @@ def attention_bounds(q, k, v, mask: str):
     if current_algorithm() == "reference":
         full = np.ones((n, km.shape[-2]), bool)
         return dense_attention_bounds(q, k, v, causal_mask(n) if mask == "causal" else full)
+    if current_backend()[0] == "torch":  # by name: torch_attention imports this module
+        return import_module("headcount.core.torch_attention").torch_attention_bounds(q, k, v, mask)
     check_libm()
     shape = qm.shape[:-1] + vm.shape[-1:]
     z_mid, z_rad = np.empty(shape), np.empty(shape)  # [batch query d_value]
