@@ -76,10 +76,17 @@ def test_rigorous_pass_contains_the_exact_softmax_of_points_in_the_boxes(mask, s
     rng = np.random.default_rng(5)
     radius = [np.abs(rng.standard_normal(a.shape)) * 1e-9 * np.abs(a).max() for a in (q, k, v)]
     z_mid, z_rad = attention_bounds((q, radius[0]), (k, radius[1]), (v, radius[2]), mask)
-    for trial in range(3):  # points of the boxes: the centres, then two random corners
+    assert_holds_exact_softmax((q, k, v), radius, (z_mid, z_rad), mask, rng)
+
+
+def assert_holds_exact_softmax(qkv, radius, box, mask: str, rng: np.random.Generator) -> None:
+    """The box [1 n d_value] holds the exact softmax (Arb) of points of the q, k, v boxes (centres qkv,
+    radii `radius`): the centres, then two random corners; queries 0, 1, the first block's last, the next
+    block's first and the last."""
+    (z_mid, z_rad), n = box, qkv[0].shape[1]
+    for trial in range(3):
         pick = [
-            a if trial == 0 else a + r * rng.choice([-1.0, 1.0], size=a.shape)
-            for a, r in zip((q, k, v), radius)
+            a if trial == 0 else a + r * rng.choice([-1.0, 1.0], size=a.shape) for a, r in zip(qkv, radius)
         ]
         for i in (0, 1, ATTENTION_BLOCK - 1, ATTENTION_BLOCK, n - 1):
             keys = i + 1 if mask == "causal" else n

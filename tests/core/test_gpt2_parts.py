@@ -14,40 +14,11 @@ from headcount.core.errors import InputError
 from headcount.core.evaluate import emulate
 from headcount.core.forward import residual_stream
 from headcount.core.io import ModelFileError, load_model, save_model
-from headcount.core.model import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
+from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.precision import FLOAT64, parse_precision
 from headcount.core.symbols import BOTTOM, OTHER, token_text
-from headcount.core.vocab import VocabDecoder, VocabMap, bind_task
-
-
-def _ln(rng, d):
-    return LayerNorm(1 + 0.2 * rng.standard_normal(d), 0.2 * rng.standard_normal(d), 1e-5)
-
-
-def gpt2_like(
-    seed=0, d=8, vocab=12, n_ctx=6, layers=2, heads=2, activation="gelu_tanh", readout="tied", vmap=None
-):
-    """A random model with every GPT-2 part (heads of width d // heads, MLP 4d)."""
-    rng = np.random.default_rng(seed)
-    e = d // heads
-    out = []
-    for _ in range(layers):
-        hs = tuple(
-            AttentionHead(*(rng.standard_normal(s) for s in ((d, e), (d, e), (d, e), (e, d), e, e, e)))
-            for _ in range(heads)
-        )
-        mlp = MLP(
-            rng.standard_normal((d, 4 * d)) / 2,
-            rng.standard_normal(4 * d),
-            rng.standard_normal((4 * d, d)) / 4,
-            rng.standard_normal(d),
-            activation,
-        )
-        out.append(Layer(hs, mlp, _ln(rng, d), _ln(rng, d), rng.standard_normal(d), e**-0.5))
-    W_E = rng.standard_normal((vocab, d))
-    W_U = {"tied": W_E.T.copy(), "lm-head": rng.standard_normal((d, vocab)), "hidden": None}[readout]
-    decoder = VocabDecoder(W_U, None, readout, VocabMap.from_json(vmap))
-    return Transformer(W_E, rng.standard_normal((n_ctx, d)), tuple(out), decoder, ln_final=_ln(rng, d))
+from headcount.core.vocab import VocabMap, bind_task
+from tests.core.gpt2_models import _ln, gpt2_like  # noqa: F401 — gpt2_like is imported from here too
 
 
 def torch_reference(model: Transformer, tokens: np.ndarray) -> np.ndarray:

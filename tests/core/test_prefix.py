@@ -15,7 +15,7 @@ from flint import ctx
 from headcount.core import bounds, evaluate
 from headcount.core.evaluate import certified_predict, emulate
 from headcount.core.forward import residual_stream
-from headcount.core.model import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
+from headcount.core.model import Transformer
 from headcount.core.precision import EXACT, FLOAT64, Precision, fixed
 from headcount.core.prefix import (
     prefix_residual_bounds,
@@ -25,6 +25,7 @@ from headcount.core.prefix import (
 )
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.task import all_sequences
+from tests.core.gpt2_models import gpt2_like
 from tests.core.test_bounds import NearTie, assert_contains, random_model, reference_residual
 from tests.soundness import arb_reference
 from tests.soundness.test_gpt2_soundness import FAMILIES, random_gpt2_case
@@ -113,31 +114,8 @@ def gpt2_style(
     seed: int, n: int, alphabet: int = 3, d: int = 8, activation: str = "gelu_tanh"
 ) -> Transformer:
     """Two layers with every GPT-2 part (ln1, ln2, ln_final, head biases, b_O, attn_scale 1/√d_head, a
-    GELU MLP of width 4d), a linear decoder over the alphabet and ⊥ (as test_gpt2_parts.gpt2_like)."""
-    rng = np.random.default_rng(seed)
-    e = d // 2
-
-    def ln():
-        return LayerNorm(1 + 0.2 * rng.standard_normal(d), 0.2 * rng.standard_normal(d))
-
-    layers = []
-    for _ in range(2):
-        heads = tuple(
-            AttentionHead(*(rng.standard_normal(s) for s in ((d, e), (d, e), (d, e), (e, d), e, e, e)))
-            for _ in range(2)
-        )
-        mlp = MLP(
-            rng.standard_normal((d, 4 * d)) / 2,
-            rng.standard_normal(4 * d),
-            rng.standard_normal((4 * d, d)) / 4,
-            rng.standard_normal(d),
-            activation,
-        )
-        layers.append(Layer(heads, mlp, ln(), ln(), rng.standard_normal(d), e**-0.5))
-    decoder = LinearDecoder(rng.standard_normal((d, alphabet + 1)), rng.standard_normal(alphabet + 1))
-    return Transformer(
-        rng.standard_normal((alphabet, d)), rng.standard_normal((n, d)), tuple(layers), decoder, ln_final=ln()
-    )
+    GELU MLP of width 4d), a linear decoder over the alphabet and ⊥."""
+    return gpt2_like(seed, d=d, vocab=alphabet, n_ctx=n, activation=activation, readout="linear")
 
 
 def ulps(a: np.ndarray, b: np.ndarray) -> float:

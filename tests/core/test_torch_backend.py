@@ -33,7 +33,7 @@ from headcount.induction.certify import certify_induction
 from headcount.induction.construction import two_layer_induction
 from headcount.induction.khop_construction import khop_construction
 from tests.cli_run import refused, run
-from tests.core.test_blocked import exact_attention, inside, random_qkv
+from tests.core.test_blocked import assert_holds_exact_softmax, random_qkv
 
 CUDA = torch.cuda.is_available()
 DEVICES = ["cpu"] + (["cuda"] * CUDA)
@@ -102,15 +102,7 @@ def test_rigorous_pass_contains_the_exact_softmax_of_points_in_the_boxes(device,
             attention_bounds((q, radius[0]), (k, radius[1]), (v, radius[2]), mask)[1], z_rad
         )
     assert np.isfinite(z_rad).all()
-    for trial in range(3):  # points of the boxes: the centres, then two random corners
-        pick = [
-            a if trial == 0 else a + r * rng.choice([-1.0, 1.0], size=a.shape)
-            for a, r in zip((q, k, v), radius)
-        ]
-        for i in (0, 1, ATTENTION_BLOCK - 1, ATTENTION_BLOCK, n - 1):
-            keys = i + 1 if mask == "causal" else n
-            exact = exact_attention(pick[0][0, i], pick[1][0], pick[2][0], keys)
-            assert all(inside(e, z_mid[0, i, c], z_rad[0, i, c]) for c, e in enumerate(exact)), (trial, i)
+    assert_holds_exact_softmax((q, k, v), radius, (z_mid, z_rad), mask, rng)
 
 
 @pytest.mark.parametrize("scale", [0.5, 30.0, 3e3])
