@@ -10,7 +10,13 @@ import pytest
 
 from headcount.core.algorithm import use_algorithm
 from headcount.core.evaluate import certified_predict
-from headcount.core.forward import ATTENTION_BLOCK, attend, dense_attend
+from headcount.core.forward import (
+    ATTENTION_BLOCK,
+    _sparse_softmax_values,
+    attend,
+    dense_attend,
+    softmax_values,
+)
 from headcount.core.precision import FLOAT64, fixed
 from headcount.core.softmax_bounds import (
     attention_bounds,
@@ -38,6 +44,24 @@ def test_float_pass_differs_from_dense_only_in_the_last_bits(mask, scale):
     dense = dense_attend(q, k, v, mask, FLOAT64)
     # a weighted mean of |v| ≤ max|v|: the sums' rounding differs by a few ulp of that at most
     assert np.max(np.abs(blocked - dense)) <= 16 * np.finfo(float).eps * np.abs(v).max()
+
+
+def test_float_pass_leaves_out_only_keys_of_negligible_weight():
+    # every key's exponential is a normal float; all but two weigh < 2^-64/keys of the top key's weight
+    keys, d_value = 3 * ATTENTION_BLOCK, 3
+    rng = np.random.default_rng(9)
+    scores = np.full((1, 4, keys), -60.0) - rng.random((1, 4, keys))  # e^-60 ≈ 2^-86.6: normal, negligible
+    scores[..., 5], scores[..., 17] = 0.0, -40.0  # e^-40 ≈ 2^-57.7: kept
+    v = rng.standard_normal((1, keys, d_value)) * 1e3
+    sparse = _sparse_softmax_values(scores.copy(), v)
+    assert sparse is not None  # the dense pass would have exponentiated every key
+    dense = softmax_values(scores.copy(), v, FLOAT64)
+    assert np.max(np.abs(sparse - dense)) <= 2 * np.finfo(float).eps * np.abs(v).max()
+    # a key of weight 2^-40 is kept: leaving it out would move the output by ~10^-12·|v|
+    near = scores.copy()
+    near[..., 17] = -40.0 * np.log(2)
+    dropped = softmax_values(np.where(np.arange(keys) == 17, -np.inf, near), v, FLOAT64)
+    assert np.max(np.abs(_sparse_softmax_values(near.copy(), v) - dropped)) > 1e-13 * np.abs(v).max()
 
 
 def test_float_pass_is_the_dense_one_below_a_block():

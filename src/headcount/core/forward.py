@@ -95,8 +95,9 @@ def attend(
     """softmax(scale·q kᵀ) v with the `mask` ("causal"; "full" or None: every query sees every key),
     normalised after the value sum: (Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j − max}, in query blocks
     (query_blocks; masked keys never computed, no [query key] mask ever built). Every exponential has the
-    bits of dense_attend; the sums run over the non-underflowing keys (or the block's keys) instead of all
-    n, so a sum may differ from dense_attend's in its last bits (tests/core/test_blocked.py measures it)."""
+    bits of dense_attend; the sums run over the keys of non-negligible weight (_sparse_softmax_values) or
+    the block's keys instead of all n, so a sum may differ from dense_attend's in its last bits
+    (tests/core/test_blocked.py measures it)."""
     n = q.shape[-2]
     causal = mask == "causal"
     if patterns is not None or current_algorithm() == "reference" or n <= ATTENTION_BLOCK:
@@ -120,19 +121,22 @@ def attend(
     return out
 
 
-SPARSE_SHARE = 0.6  # a block where more of the keys than this escape underflow is evaluated densely
+SPARSE_SHARE = 0.6  # a block where more of the keys than this are kept is evaluated densely
+NEGLIGIBLE_BITS = 64  # the keys left out of a sparse float sum weigh < 2^-64 of its top key, all together
 
 
 def _sparse_softmax_values(scores: np.ndarray, v: np.ndarray) -> np.ndarray | None:
-    """softmax_values in float64 from the keys whose exponential does not underflow (each weight has
-    dense_attend's bits; the sums add the same non-zero terms in another order), or None when more than
-    SPARSE_SHARE of the block's keys are such (then the dense pass is as fast)."""
+    """softmax_values in float64 from the keys whose weight e^{s − max} exceeds 2^-NEGLIGIBLE_BITS / keys
+    (each such weight has dense_attend's bits; the sums add them in another order), or None when more
+    than SPARSE_SHARE of the block's keys are kept (then the dense pass is as fast). The keys left out
+    weigh less than 2^-64 of the top key's weight 1 ≤ the total together, so they move the output by
+    less than 2^-63·max|v|, a small fraction of an ulp of max|v|."""
     batch, block, keys = scores.shape
     top = scores.max(axis=-1, keepdims=True)  # [batch block 1]
-    if not np.isfinite(top).all():
+    if not np.abs(top).max() < 2.0**40:  # (NaN fails too) keeps the threshold's rounding ≪ 1
         return None
-    # a superset of the keys with s − top > EXP_UNDERFLOW (the threshold's own rounding is ≪ 1)
-    flat = np.flatnonzero(scores >= top + (EXP_UNDERFLOW - 1))
+    cut = max(EXP_UNDERFLOW, -NEGLIGIBLE_BITS * math.log(2) - math.log(keys)) - 1
+    flat = np.flatnonzero(scores >= top + cut)  # a superset of the keys with s − top above the cut + 1
     if len(flat) > SPARSE_SHARE * scores.size:
         return None
     row, key = np.divmod(flat, keys)

@@ -6,7 +6,7 @@ Two implementations with the same guarantee (core.bounds states the error model)
   tensor per quantity, the masked half included.
 * ``attention_bounds`` — the same bound computed in query blocks (core.blocked: only the keys a block can
   see, memory O(block·n)), with the near keys of each query gathered sparsely and the far keys accounted
-  for as a group; whole key blocks whose scores are provably far are never computed.
+  for as a group, never exponentiated.
 """
 
 from __future__ import annotations
@@ -207,17 +207,19 @@ def attention_bounds(q, k, v, mask: str):
     v_max = (np.abs(vm) + vr).max(axis=-2, keepdims=True)  # [batch 1 d_value]
     kmT = np.swapaxes(km, -1, -2)
     exact_scores = _exact_dot(qm, kmT)
+    tame = _scores_tame(qm, km)
     causal = mask == "causal"
     for start, stop, keys in query_blocks(n, causal, keys=km.shape[-2]):
         rows = slice(start, stop)
-        allowed = (
-            np.tri(stop - start, keys, start, dtype=bool) if causal else np.ones((stop - start, keys), bool)
-        )
         visible = (((start + 1 + stop) * (stop - start)) // 2 if causal else (stop - start) * keys) * len(qm)
         with np.errstate(invalid="ignore", over="ignore"):
             s_hat = qm[..., rows, :] @ kmT[..., :keys]  # [batch block key]
-            block = _sparse_block(s_hat, q, k, v, v_max, query_slack[..., rows], start, causal, exact_scores)
+            block = _sparse_block(
+                s_hat, q, k, v, v_max, query_slack[..., rows], start, causal, exact_scores, tame
+            )
         if block is None:
+            block_shape = (stop - start, keys)
+            allowed = np.tri(*block_shape, start, dtype=bool) if causal else np.ones(block_shape, bool)
             block = dense_attention_bounds(
                 (qm[..., rows, :], qr[..., rows, :]),
                 (km[..., :keys, :], kr[..., :keys, :]),
@@ -244,12 +246,20 @@ def _query_slack(qm, qr, km, kr) -> np.ndarray:
     return np.where(np.isnan(slack), np.inf, slack)
 
 
-def _sparse_block(s_hat, q, k, v, v_max, slack, start: int, causal: bool, exact_scores: bool):
+def _scores_tame(qm, km) -> bool:
+    """Whether every float score q_i·k_j is finite with |ŝ| < 2^40, shown from Σ_d |q_id| max_j |k_jd| <
+    2^39 (the float dot product is within a factor 1 + γ_d of its exact value); NaN or ±inf in q or k
+    fails the test. Saves a scan of every score block."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return bool(np.all(np.abs(qm) @ np.abs(km).max(axis=-2)[..., None] < 2.0**39))
+
+
+def _sparse_block(s_hat, q, k, v, v_max, slack, start: int, causal: bool, exact_scores: bool, tame: bool):
     """attention_bounds for one query block from its float scores (consumed), or None where the block
-    must be bounded densely (attention_bounds' docstring)."""
+    must be bounded densely (attention_bounds' docstring). tame: _scores_tame holds for the head."""
     (qm, qr), (km, kr), (vm, vr) = q, k, v
     # NaN or ±inf anywhere shows in the min or the max; |s| < 2^40 keeps top + cut within 10⁻³ of exact
-    if s_hat.ndim != 3 or not (abs(s_hat.min()) < 2.0**40 and abs(s_hat.max()) < 2.0**40):
+    if s_hat.ndim != 3 or not (tame or (abs(s_hat.min()) < 2.0**40 and abs(s_hat.max()) < 2.0**40)):
         return None
     if not np.all(slack <= RHO_CAP):
         return None
@@ -264,25 +274,29 @@ def _sparse_block(s_hat, q, k, v, v_max, slack, start: int, causal: bool, exact_
         return None
     row, k_j = np.divmod(flat, keys)  # row = the flattened (batch, query) index
     s_c = s_hat.reshape(-1)[flat] - top.reshape(-1)[row]  # ŝ = fl(s − top), as in the dense bound
-    per_row = np.bincount(row, minlength=batch * block)  # candidates are in row order (flatnonzero)
-    b_i = row // block
-    k_flat = b_i * km.shape[-2] + k_j
-    q_abs = np.repeat(np.abs(qm[..., start : start + block, :]).reshape(-1, qm.shape[-1]), per_row, axis=0)
-    k_abs = np.abs(np.take(km.reshape(-1, km.shape[-1]), k_flat, axis=0))  # [candidate d]
     rho = np.abs(s_c) * U  # ρ_j exactly as the dense bound computes it
-    if not exact_scores:
-        rho += _gamma(qm.shape[-1] + 1) * np.einsum("cd,cd->c", q_abs, k_abs)
-    if kr.any():
-        k_rad = np.take(kr.reshape(-1, kr.shape[-1]), k_flat, axis=0)
-        rho += np.einsum("cd,cd->c", q_abs, k_rad)
-        k_abs += k_rad
-    if qr.any():
-        q_rad = np.repeat(qr[..., start : start + block, :].reshape(-1, qr.shape[-1]), per_row, axis=0)
-        rho += np.einsum("cd,cd->c", q_rad, k_abs)
+    k_radii, q_radii = bool(kr.any()), bool(qr.any())
+    if not exact_scores or k_radii or q_radii:  # the other terms need each candidate's q and k rows
+        k_flat = (row // block) * km.shape[-2] + k_j
+        per_row = np.bincount(row, minlength=batch * block)  # candidates are in row order (flatnonzero)
+        q_rows = qm[..., start : start + block, :].reshape(-1, qm.shape[-1])
+        q_abs = np.repeat(np.abs(q_rows), per_row, axis=0)  # [candidate d]
+        k_abs = np.abs(np.take(km.reshape(-1, km.shape[-1]), k_flat, axis=0))  # [candidate d]
+        if not exact_scores:
+            rho += _gamma(qm.shape[-1] + 1) * np.einsum("cd,cd->c", q_abs, k_abs)
+        if k_radii:
+            k_rad = np.take(kr.reshape(-1, kr.shape[-1]), k_flat, axis=0)
+            rho += np.einsum("cd,cd->c", q_abs, k_rad)
+            k_abs += k_rad
+        if q_radii:
+            q_rad = np.repeat(qr[..., start : start + block, :].reshape(-1, qr.shape[-1]), per_row, axis=0)
+            rho += np.einsum("cd,cd->c", q_rad, k_abs)
     rho *= 1 + SAFETY
     rho += 4.5 * U + 2.0**-1000
     near = s_c + rho >= FAR_BLOCKED - 1
-    row, key, s_c, rho = row[near], k_j[near], s_c[near], rho[near]
+    row, key = row, k_j
+    if not near.all():
+        row, key, s_c, rho = row[near], key[near], s_c[near], rho[near]
     counts = np.bincount(row, minlength=batch * block)
     width = max(1, int(counts.max(initial=0)))
     slot = np.arange(len(row)) - (np.cumsum(counts) - counts)[row]
@@ -298,17 +312,24 @@ def _sparse_block(s_hat, q, k, v, v_max, slack, start: int, causal: bool, exact_
     theta = _gamma(np.tile(visible[0], batch)[:, None] + 2)  # [row 1] the dense bound's θ
     kappa, too_wide = weight_error(alpha, rho_pad, theta)
     bad |= too_wide
-    batch_of_row = np.repeat(np.arange(batch), block)[:, None]
-    filled = np.isfinite(s_pad)[..., None]
-    v_near = np.where(filled, vm[batch_of_row, key_pad], 0.0)  # [row m d_value]
+    batch_of_row = np.repeat(np.arange(batch), block)
+    key_pad += (batch_of_row * vm.shape[-2])[:, None]  # the key's row in v flattened over the batch
+    # padding slots (α̂ = κ = 0) read key 0 of their batch: zeroed unless every value is finite
+    filled = None if np.isfinite(v_max).all() else np.isfinite(s_pad)[..., None]
+    near_values = lambda a: (  # noqa: E731 — a [batch key d_value] array at the near keys [row m d_value]
+        np.take(a.reshape(-1, a.shape[-1]), key_pad, axis=0)
+        if filled is None
+        else np.where(filled, np.take(a.reshape(-1, a.shape[-1]), key_pad, axis=0), 0.0)
+    )
+    v_near = near_values(vm)
     abs_v = np.abs(v_near)
     mid = np.einsum("rm,rmd->rd", alpha, v_near)
     rad = np.einsum("rm,rmd->rd", kappa, abs_v) + _gamma(width + 2) * np.einsum("rm,rmd->rd", alpha, abs_v)
     rad += 3 * width * TINY
     if vr.any():
-        rad += np.einsum("rm,rmd->rd", alpha + kappa, np.where(filled, vr[batch_of_row, key_pad], 0.0))
+        rad += np.einsum("rm,rmd->rd", alpha + kappa, near_values(vr))
     far = np.tile(visible[0], batch) - counts  # [row]
-    rad += (far * far_weight)[:, None] * 2 * v_max[batch_of_row[:, 0], 0]
+    rad += (far * far_weight)[:, None] * 2 * v_max[batch_of_row, 0]
     rad[bad] = np.inf
     _count(sparse_blocks=1, computed=s_hat.size, exponentiated=len(row))
     shape = (batch, block, vm.shape[-1])
