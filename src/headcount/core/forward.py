@@ -125,6 +125,13 @@ SPARSE_SHARE = 0.6  # a block where more of the keys than this are kept is evalu
 NEGLIGIBLE_BITS = 64  # the keys left out of a sparse float sum weigh < 2^-64 of its top key, all together
 
 
+def negligible_cut(keys: int) -> float:
+    """c such that the keys with s ≥ max + c are a superset of those whose weight e^{s − max} exceeds
+    2^-NEGLIGIBLE_BITS / keys (and never below exp's underflow), for |max| < 2^40 (where the threshold's
+    rounding is ≪ 1)."""
+    return max(EXP_UNDERFLOW, -NEGLIGIBLE_BITS * math.log(2) - math.log(keys)) - 1
+
+
 def _sparse_softmax_values(scores: np.ndarray, v: np.ndarray) -> np.ndarray | None:
     """softmax_values in float64 from the keys whose weight e^{s − max} exceeds 2^-NEGLIGIBLE_BITS / keys
     (each such weight has dense_attend's bits; the sums add them in another order), or None when more
@@ -135,8 +142,7 @@ def _sparse_softmax_values(scores: np.ndarray, v: np.ndarray) -> np.ndarray | No
     top = scores.max(axis=-1, keepdims=True)  # [batch block 1]
     if not np.abs(top).max() < 2.0**40:  # (NaN fails too) keeps the threshold's rounding ≪ 1
         return None
-    cut = max(EXP_UNDERFLOW, -NEGLIGIBLE_BITS * math.log(2) - math.log(keys)) - 1
-    flat = np.flatnonzero(scores >= top + cut)  # a superset of the keys with s − top above the cut + 1
+    flat = np.flatnonzero(scores >= top + negligible_cut(keys))
     if len(flat) > SPARSE_SHARE * scores.size:
         return None
     row, key = np.divmod(flat, keys)

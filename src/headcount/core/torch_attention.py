@@ -28,8 +28,8 @@ import numpy as np
 from headcount.core.activation_bounds import FLINT_LOCK
 from headcount.core.algorithm import BACKENDS, DEVICES, current_backend, use_backend
 from headcount.core.errors import InputError, InternalError
-from headcount.core.forward import EXP_UNDERFLOW, attend, query_blocks
 from headcount.core.forward import SPARSE_SHARE as FLOAT_SPARSE_SHARE
+from headcount.core.forward import attend, negligible_cut, query_blocks
 from headcount.core.interval import SAFETY, TINY, U, _exact_dot, _gamma
 from headcount.core.precision import Precision
 from headcount.core.softmax_bounds import (
@@ -111,10 +111,11 @@ def torch_attend(
     q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: str | None, prec: Precision, scale: float = 1.0
 ) -> np.ndarray:
     """forward.attend on current_backend()'s device: softmax(scale·q kᵀ) v [batch query d_value] in query
-    blocks, the non-underflowing keys of a block gathered (forward._sparse_softmax_values) unless more than
-    forward.SPARSE_SHARE of them are such. Every quantity is rounded as there, by other kernels (BLAS, torch's
-    exp): the result agrees with forward.attend to the last bits. Modes that do not compute in float64
-    (float32, float16, bfloat16: prec.after_op rounds in NumPy) run forward.attend's NumPy kernels."""
+    blocks, the keys of non-negligible weight of a block gathered (forward._sparse_softmax_values) unless
+    more than forward.SPARSE_SHARE of them are such. Every quantity is rounded as there, by other kernels
+    (BLAS, torch's exp): the result agrees with forward.attend to the last bits. Modes that do not compute
+    in float64 (float32, float16, bfloat16: prec.after_op rounds in NumPy) run forward.attend's NumPy
+    kernels."""
     if prec.compute_dtype is not np.float64 or any(a.dtype != np.float64 for a in (q, k, v)):
         with use_backend("numpy"):
             return attend(q, k, v, mask, prec, scale)
@@ -142,8 +143,8 @@ def _softmax_values(scores: torch.Tensor, v: torch.Tensor, keys: int) -> torch.T
 
     batch, block, width = scores.shape
     top = scores.amax(dim=-1, keepdim=True)  # [batch block 1]
-    if bool(torch.isfinite(top).all()):
-        keep = scores >= top + (EXP_UNDERFLOW - 1)  # a superset of the keys whose exponential is not 0
+    if bool(top.abs().max() < 2.0**40):  # (NaN fails too)
+        keep = scores >= top + negligible_cut(width)  # the keys of non-negligible weight, and a few more
         if int(torch.count_nonzero(keep)) <= FLOAT_SPARSE_SHARE * scores.numel():
             flat = keep.reshape(-1).nonzero().squeeze(1)
             row, key = flat // width, flat % width  # row: (batch, query) flattened
