@@ -294,7 +294,7 @@ def _sparse_block(s_hat, q, k, v, v_max, slack, start: int, causal: bool, exact_
     rho *= 1 + SAFETY
     rho += 4.5 * U + 2.0**-1000
     near = s_c + rho >= FAR_BLOCKED - 1
-    row, key = row, k_j
+    key = k_j
     if not near.all():
         row, key, s_c, rho = row[near], key[near], s_c[near], rho[near]
     counts = np.bincount(row, minlength=batch * block)
@@ -316,11 +316,11 @@ def _sparse_block(s_hat, q, k, v, v_max, slack, start: int, causal: bool, exact_
     key_pad += (batch_of_row * vm.shape[-2])[:, None]  # the key's row in v flattened over the batch
     # padding slots (α̂ = κ = 0) read key 0 of their batch: zeroed unless every value is finite
     filled = None if np.isfinite(v_max).all() else np.isfinite(s_pad)[..., None]
-    near_values = lambda a: (  # noqa: E731 — a [batch key d_value] array at the near keys [row m d_value]
-        np.take(a.reshape(-1, a.shape[-1]), key_pad, axis=0)
-        if filled is None
-        else np.where(filled, np.take(a.reshape(-1, a.shape[-1]), key_pad, axis=0), 0.0)
-    )
+
+    def near_values(a: np.ndarray) -> np.ndarray:  # a [batch key d_value] at the near keys: [row m d_value]
+        gathered = np.take(a.reshape(-1, a.shape[-1]), key_pad, axis=0)
+        return gathered if filled is None else np.where(filled, gathered, 0.0)
+
     v_near = near_values(vm)
     abs_v = np.abs(v_near)
     mid = np.einsum("rm,rmd->rd", alpha, v_near)
