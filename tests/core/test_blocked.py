@@ -15,6 +15,8 @@ from headcount.core.forward import (
     _sparse_softmax_values,
     attend,
     dense_attend,
+    float_work,
+    reset_float_work,
     softmax_values,
 )
 from headcount.core.precision import FLOAT64, fixed
@@ -47,21 +49,53 @@ def test_float_pass_differs_from_dense_only_in_the_last_bits(mask, scale):
 
 
 def test_float_pass_leaves_out_only_keys_of_negligible_weight():
-    # every key's exponential is a normal float; all but two weigh < 2^-64/keys of the top key's weight
+    # every key's exponential is a normal float; all but two weigh < 2^-72/keys of the top key's weight
     keys, d_value = 3 * ATTENTION_BLOCK, 3
     rng = np.random.default_rng(9)
     scores = np.full((1, 4, keys), -60.0) - rng.random((1, 4, keys))  # e^-60 ≈ 2^-86.6: normal, negligible
     scores[..., 5], scores[..., 17] = 0.0, -40.0  # e^-40 ≈ 2^-57.7: kept
     v = rng.standard_normal((1, keys, d_value)) * 1e3
-    sparse = _sparse_softmax_values(scores.copy(), v)
+    v_max = np.abs(v).max(axis=-2)
+    reset_float_work()
+    sparse = _sparse_softmax_values(scores.copy(), v, v_max)
     assert sparse is not None  # the dense pass would have exponentiated every key
+    assert float_work() == {"rows": 4, "rows_redone": 0}  # nothing added back: |v| is alike everywhere
     dense = softmax_values(scores.copy(), v, FLOAT64)
     assert np.max(np.abs(sparse - dense)) <= 2 * np.finfo(float).eps * np.abs(v).max()
     # a key of weight 2^-40 is kept: leaving it out would move the output by ~10^-12·|v|
     near = scores.copy()
     near[..., 17] = -40.0 * np.log(2)
     dropped = softmax_values(np.where(np.arange(keys) == 17, -np.inf, near), v, FLOAT64)
-    assert np.max(np.abs(_sparse_softmax_values(near.copy(), v) - dropped)) > 1e-13 * np.abs(v).max()
+    assert np.max(np.abs(_sparse_softmax_values(near.copy(), v, v_max) - dropped)) > 1e-13 * np.abs(v).max()
+
+
+@pytest.mark.parametrize("hostile", ["huge", "zero", "cancel"])
+def test_float_pass_adds_left_out_keys_back_where_they_matter(hostile):
+    """Keys of negligible weight are left out only where they are negligible against the output they change
+    (issue 27, finding 2): a value 1e300 at weight e^-60, a coordinate the kept keys leave at 0 — there the
+    row is the dense pass's sum, in another order. Kept terms that cancel leave a result within the float
+    sum's own error scale (a few ulp of Σ α|v|) of the dense one with the keys left out."""
+    keys = 3 * ATTENTION_BLOCK
+    rng = np.random.default_rng(10)
+    scores = np.full((1, 2, keys), -60.0) - rng.random((1, 2, keys))
+    scores[..., 0] = 0.0
+    v = rng.standard_normal((1, keys, 2))
+    if hostile == "huge":
+        v[0, 1:, 0] = 1e300
+    elif hostile == "zero":
+        v[0, 0, 1] = 0.0  # the only kept key has nothing in coordinate 1
+    else:
+        scores[..., 1] = 0.0
+        v[0, 1] = -v[0, 0]  # two kept keys of equal weight cancel
+    reset_float_work()
+    sparse = _sparse_softmax_values(scores.copy(), v, np.abs(v).max(axis=-2))
+    assert float_work()["rows_redone"] == (0 if hostile == "cancel" else 2)
+    dense = softmax_values(scores.copy(), v, FLOAT64)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    mass = (weights @ np.abs(v)) / weights.sum(axis=-1, keepdims=True)  # Σ α_j |v_j|
+    assert np.all(np.abs(sparse - dense) <= 8 * np.finfo(float).eps * mass)
+    if hostile == "zero":
+        assert np.all(sparse != 0)  # what the left-out keys add is there, not 0
 
 
 def test_float_pass_is_the_dense_one_below_a_block():

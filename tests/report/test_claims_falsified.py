@@ -77,7 +77,7 @@ def fake_cert(construction: str, n: int, S: int, samples: int | None, **changes:
         "positions_checked": n * sum(families.values()),
         "precision_bits": p,
         "errors_at_precision_bits": 0,
-        "certified": True,
+        "proven_at_precision_bits": True,
         "uncertified_positions": 0,
         "dtypes_exact": ("float64",),
     }
@@ -106,7 +106,7 @@ def cert_ctx(certs: list[tuple[str, int, int, int | None, dict[str, Any]]]) -> C
         ),
         ({"inputs_checked": 15}, "not checked on all of Σ^n"),  # says exhaustive, but 15 ≠ 2^4
         ({"exhaustive": False}, "not checked on all of Σ^n"),  # scope "sampled"
-        ({"certified": False, "uncertified_positions": 2}, "not certified"),
+        ({"proven_at_precision_bits": False, "uncertified_positions": 2}, "not certified"),
     ],
 )
 def test_two_layer_exhaustive(changes, reason):
@@ -132,7 +132,7 @@ def test_two_layer_exhaustive(changes, reason):
             },
             "no inputs from latest_match_far_back",
         ),
-        ({"certified": False, "uncertified_positions": 7}, "not certified"),
+        ({"proven_at_precision_bits": False, "uncertified_positions": 7}, "not certified"),
         ({"precision_bits": None}, "no precision"),
     ],
 )

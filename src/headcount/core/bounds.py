@@ -100,7 +100,9 @@ def settle_ties(out, q, k, v, W_O: np.ndarray, bits: int, mask: str):
     grid point decided exactly where that can be done cheaply: when the query, and the keys and values it
     sees, are exact points (radius 0, so on the 2^-p grid), the head output is a known exponential sum, and
     exact.exact_head_row rounds it exactly (a box of width 10⁻¹¹ that straddles a tie stays open however
-    tight the bounds are). At most TIE_ROWS rows, each within TIE_WORK; the rest stays as it was."""
+    tight the bounds are). The rounded value N/2^p may need 2p+1 bits: its box has radius 0 only where
+    float64 holds it exactly (exact_head.grid_box). At most TIE_ROWS rows, each within TIE_WORK; the rest
+    stays as it was."""
     mid, rad = out
     (qm, qr), (km, kr), (vm, vr) = q, k, v
     exact_kv = ~(kr.any(axis=-1) | vr.any(axis=-1))  # [batch pos]
@@ -116,7 +118,7 @@ def settle_ties(out, q, k, v, W_O: np.ndarray, bits: int, mask: str):
         inputs = (qm[b, i], km[b, :keys], vm[b, :keys])
         on_grid = all(np.array_equal(np.round(a * 2.0**bits), a * 2.0**bits) for a in inputs)
         if on_grid and keys * W_O.shape[1] <= TIE_WORK:
-            mid[b, i], rad[b, i] = exact_head_row(*inputs, W_O, bits), 0.0
+            mid[b, i], rad[b, i] = exact_head_row(*inputs, W_O, bits)
     return mid, rad
 
 

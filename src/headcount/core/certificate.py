@@ -68,7 +68,15 @@ class Rejection:
 @dataclass(frozen=True)
 class Certificate:
     """What certify_model found (module docstring): counts of the float64 pass, the precision search and
-    its rejections, the proof at `precision_bits`, and the IEEE dtypes with zero errors."""
+    its rejections, the proof at `precision_bits`, and the IEEE dtypes with zero errors.
+
+    Two separate verdicts, and one rule that joins them (`certified`, checked here and nowhere else):
+
+    * `errors` — the float64 model's errors on the inputs checked (a float64 evaluation: "checked");
+    * `proven_at_precision_bits` — the exact fixed:p model, p = precision_bits, is proven right at every
+      position of the inputs checked (rigorous bounds or the exact evaluator; no position left open);
+    * `certified` = proven_at_precision_bits and errors == 0: the model is right on the inputs checked
+      both as the seed's fixed:p model (proven) and as the float64 model it is run as."""
 
     inputs_checked: int = 0
     positions_checked: int = 0
@@ -82,10 +90,15 @@ class Certificate:
     rejected: tuple[Rejection, ...] = ()
     errors_at_precision_bits: int | None = None
     exact_positions: int = 0
-    certified: bool = False
+    proven_at_precision_bits: bool = False
     uncertified_positions: int | None = None
     dtypes_exact: tuple[str, ...] = ()
     seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def certified(self) -> bool:
+        """The class docstring's rule: proven at precision_bits, and no float64 error."""
+        return self.proven_at_precision_bits and self.errors == 0
 
     @property
     def accuracy(self) -> float:
@@ -117,6 +130,7 @@ class Certificate:
             "precision_bits": self.precision_bits,
             "rejected": [r.to_json() for r in self.rejected],
             "errors_at_precision_bits": self.errors_at_precision_bits,
+            "proven_at_precision_bits": self.proven_at_precision_bits,
             "certified": self.certified,
             "uncertified_positions": self.uncertified_positions,
             "exact_positions": self.exact_positions,
@@ -144,7 +158,7 @@ class _Tally:
     errors_at_precision_bits: int | None = None
     uncertified_positions: int | None = None
     exact_positions: int = 0
-    certified: bool = False
+    proven_at_precision_bits: bool = False
     dtypes_exact: tuple[str, ...] = ()
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -182,7 +196,7 @@ class _Tally:
             errors_at_precision_bits=self.errors_at_precision_bits,
             uncertified_positions=self.uncertified_positions,
             exact_positions=self.exact_positions,
-            certified=self.certified,
+            proven_at_precision_bits=self.proven_at_precision_bits,
         )
 
 

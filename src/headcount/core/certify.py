@@ -18,8 +18,9 @@ them in one streaming pass, _one_pass, with the same result):
 4. IEEE dtypes: which of float16, bfloat16, float32, float64 give zero errors (stops at a type's first error;
    float64 is pass 1's count).
 
-So `precision_bits` is the smallest p not rejected by a proven error; with `certified` true, the exact
-fixed:p model is proven right on every input checked at that p.
+So `precision_bits` is the smallest p not rejected by a proven error; with `proven_at_precision_bits`
+true, the exact fixed:p model is proven right on every input checked at that p, and `certified` is that
+proof together with a float64 pass without errors (Certificate states the rule).
 
 A reference may answer IGNORE at a position that is not scored (the hop-count token of the k-hop layout,
 headcount.induction.layouts): every pass skips it — it is not counted in positions_checked or the errors,
@@ -152,12 +153,19 @@ def minimal_precision_bits(
     return None
 
 
+def _float64(model: Model, tokens: np.ndarray) -> np.ndarray:
+    """Pass 1's float64 outputs: overflow and NaN are that type's behaviour (they count as errors where they
+    change an output), not warnings."""
+    with np.errstate(all="ignore"):
+        return emulate(model, tokens, FLOAT64)
+
+
 def _search_pass(model: Model, inputs: InputStream, reference: Reference, tally: _Tally) -> int:
     """Passes 1 and 2 of the module docstring; returns the candidate p (MAX_BITS + 1 if none is left)."""
     candidate = 1
     for family, tokens in inputs():
         target = reference(tokens)
-        tally.count(family, tokens, target, emulate(model, tokens, FLOAT64))
+        tally.count(family, tokens, target, _float64(model, tokens))
         candidate = _climb(model, tokens, target, candidate, family, tally)
         _progress("float64 + precision search", tally.inputs_checked)
     return candidate
@@ -195,7 +203,7 @@ def _finish_proof(tally: _Tally, p: int, uncertified: int, exact: int) -> None:
     # 0 errors at p is known only where every position is proven; open positions leave it unknown (None)
     tally.precision_bits, tally.errors_at_precision_bits = p, 0 if uncertified == 0 else None
     tally.uncertified_positions, tally.exact_positions = uncertified, exact
-    tally.certified = uncertified == 0 and tally.errors == 0
+    tally.proven_at_precision_bits = uncertified == 0  # certified also needs errors == 0 (Certificate)
 
 
 def _certify_pass(model: Model, inputs: InputStream, reference: Reference, tally: _Tally, p: int) -> bool:
@@ -304,7 +312,7 @@ def _one_pass(model: Model, inputs: InputStream, reference: Reference, tally: _T
     for index, (family, tokens) in enumerate(inputs()):
         clock = time.perf_counter()
         target = reference(tokens)
-        tally.count(family, tokens, target, emulate(model, tokens, FLOAT64))
+        tally.count(family, tokens, target, _float64(model, tokens))
         seconds["float64_and_search"] += time.perf_counter() - clock
         clock = time.perf_counter()
         with np.errstate(all="ignore"):  # float16 overflow is that type's behaviour, not a failure here

@@ -188,11 +188,26 @@ def _head_output(
         flint.ctx.prec = old
 
 
-def exact_head_row(q_row: np.ndarray, k: np.ndarray, v: np.ndarray, W_O: np.ndarray, bits: int) -> np.ndarray:
-    """The fixed:p head output round(softmax(q kᵀ) v W_O) of ONE query (float64 [d_model], exact: values on
-    the 2^-p grid) from exact inputs: q_row [d_head], k [keys d_head] and v [keys d_value] on the 2^-p grid
-    (the rounded projections), W_O any float64 matrix, score scale 1. What the bounds call when one head
-    output's box straddles a rounding tie (bounds.residual_bounds): O(keys · d) exact work, not a pass."""
+def grid_box(N: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mid, rad) float64 boxes around the exact grid values N/2^p (N an object array of Python ints, up
+    to 2p+1 bits): mid the float nearest to N/2^p, rad its exact distance to it — 0 only where N/2^p is
+    itself a float64 number (|N| < 2^53, or N with enough trailing zero bits)."""
+    ints = [int(x) for x in np.asarray(N, dtype=object).ravel().tolist()]
+    nearest = [float(x) for x in ints]  # round to nearest: |x − int(float(x))| ≤ half an ulp, an exact float
+    scale = 2.0**-bits  # exact scalings: grid values are far above the subnormal range
+    mid = np.array(nearest, dtype=np.float64).reshape(np.shape(N)) * scale
+    rad = np.array([abs(x - int(f)) for x, f in zip(ints, nearest)], dtype=np.float64).reshape(np.shape(N))
+    return mid, rad * scale
+
+
+def exact_head_row(
+    q_row: np.ndarray, k: np.ndarray, v: np.ndarray, W_O: np.ndarray, bits: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed:p head output round(softmax(q kᵀ) v W_O) of ONE query from exact inputs, as a box (mid,
+    rad) [d_model] (grid_box: radius 0 only where the grid value is a float64 number — with p ≥ 27 it may
+    need up to 2p+1 bits): q_row [d_head], k [keys d_head] and v [keys d_value] on the 2^-p grid (the
+    rounded projections), W_O any float64 matrix, score scale 1. What the bounds call when one head
+    output's box straddles a rounding tie (bounds.settle_ties): O(keys · d) exact work, not a pass."""
     scale = float(2.0**bits)
     q_ints, k_ints, v_ints = (
         _obj([int(x) for x in (a * scale).ravel().tolist()], a.shape) for a in (q_row, k, v)
@@ -212,4 +227,4 @@ def exact_head_row(q_row: np.ndarray, k: np.ndarray, v: np.ndarray, W_O: np.ndar
         ).round_all()
     finally:
         flint.ctx.prec = old
-    return np.array([int(x) for x in row[0]], dtype=np.float64) / scale
+    return grid_box(row[0], bits)

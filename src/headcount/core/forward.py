@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from collections.abc import Callable, Iterator
 from importlib import import_module
 from typing import TYPE_CHECKING
@@ -106,6 +107,9 @@ def attend(
         return import_module("headcount.core.torch_attention").torch_attend(q, k, v, mask, prec, scale)
     kT = np.swapaxes(k, -1, -2)
     out = np.empty(q.shape[:-1] + v.shape[-1:], dtype=np.result_type(q, v))  # [batch query d_value]
+    v_max = None
+    if v.dtype == np.float64 and v.ndim == 3:  # max_j |v_j| over keys 0..j, per batch [batch key d_value]
+        v_max = np.maximum.accumulate(np.abs(v), axis=-2)
     for start, stop, keys in query_blocks(n, causal, keys=k.shape[-2]):
         scores = prec.after_op(q[..., start:stop, :] @ kT[..., :keys])  # [batch block keys]
         if scale != 1.0:
@@ -113,8 +117,8 @@ def attend(
         if causal:
             mask_diagonal(scores, start, stop)
         sparse = None
-        if scores.dtype == np.float64 and scores.ndim == 3:
-            sparse = _sparse_softmax_values(scores, v)
+        if scores.ndim == 3 and v_max is not None:
+            sparse = _sparse_softmax_values(scores, v, v_max[:, keys - 1])
         if sparse is None:
             sparse = softmax_values(scores, v[..., :keys, :], prec)
         out[..., start:stop, :] = sparse
@@ -122,7 +126,11 @@ def attend(
 
 
 SPARSE_SHARE = 0.6  # a block where more of the keys than this are kept is evaluated densely
-NEGLIGIBLE_BITS = 64  # the keys left out of a sparse float sum weigh < 2^-64 of its top key, all together
+NEGLIGIBLE_BITS = 72  # the keys left out of a sparse float sum weigh < 2^-72 of its top key, all together
+# ... and a row keeps them out only where they move no output coordinate by more than this share of the
+# coordinate's kept mass Σ_kept w_j|v_jc| (2^-10 of the unit roundoff: far inside the rounding error any
+# float64 evaluation of the sum may make)
+LEFT_OUT_SHARE = 2.0**-63
 
 
 def negligible_cut(keys: int) -> float:
@@ -132,28 +140,81 @@ def negligible_cut(keys: int) -> float:
     return max(EXP_UNDERFLOW, -NEGLIGIBLE_BITS * math.log(2) - math.log(keys)) - 1
 
 
-def _sparse_softmax_values(scores: np.ndarray, v: np.ndarray) -> np.ndarray | None:
-    """softmax_values in float64 from the keys whose weight e^{s − max} exceeds 2^-NEGLIGIBLE_BITS / keys
-    (each such weight has dense_attend's bits; the sums add them in another order), or None when more
-    than SPARSE_SHARE of the block's keys are kept (then the dense pass is as fast). The keys left out
-    weigh less than 2^-64 of the top key's weight 1 ≤ the total together, so they move the output by
-    less than 2^-63·max|v|, a small fraction of an ulp of max|v|."""
+def _bincount_columns(row: np.ndarray, values: np.ndarray, rows: int) -> np.ndarray:
+    """Σ of values [entries d] per row index [entries] -> [rows d]."""
+    return np.stack(
+        [np.bincount(row, weights=values[:, c], minlength=rows) for c in range(values.shape[1])], -1
+    )
+
+
+def _sparse_softmax_values(scores: np.ndarray, v: np.ndarray, v_max: np.ndarray) -> np.ndarray | None:
+    """softmax_values in float64 over the keys whose weight e^{s − max} exceeds 2^-NEGLIGIBLE_BITS / keys
+    (each such weight has dense_attend's bits; the sums add them in another order), or None when more than
+    SPARSE_SHARE of the block's keys are kept (then the dense pass is as fast) or a value is not finite (the
+    dense pass's inf·0 = NaN is float64's answer there). v_max [batch d_value]: max_j |v_jc| over the
+    block's keys.
+
+    The keys left out weigh at most 2^-NEGLIGIBLE_BITS of the top key's weight 1 ≤ the total together, so
+    they move coordinate c of a row by at most 2^-NEGLIGIBLE_BITS·v_max_c. A row keeps them out only where
+    that is at most LEFT_OUT_SHARE of the coordinate's kept mass Σ_kept w_j|v_jc| in every coordinate: then
+    its result stays within the error bound of a float64 evaluation of the whole sum (γ·Σ_j w_j|v_jc|).
+    Elsewhere (a huge value under a tiny weight, a coordinate the kept keys leave at 0) the row's left-out
+    keys whose exponential does not underflow are added back: that row is the dense pass's sum, in another
+    order. (Kept terms that cancel need nothing: the float sum's own error is on the scale of Σ w|v|.)"""
     batch, block, keys = scores.shape
     top = scores.max(axis=-1, keepdims=True)  # [batch block 1]
-    if not np.abs(top).max() < 2.0**40:  # (NaN fails too) keeps the threshold's rounding ≪ 1
+    if not (np.abs(top).max() < 2.0**40 and np.isfinite(v_max).all()):  # NaN fails too
         return None
-    flat = np.flatnonzero(scores >= top + negligible_cut(keys))
+    cut = negligible_cut(keys)  # (|max| < 2^40 keeps the threshold's rounding ≪ 1)
+    flat = np.flatnonzero(scores >= top + cut)
     if len(flat) > SPARSE_SHARE * scores.size:
         return None
+    rows = batch * block
     row, key = np.divmod(flat, keys)
     weights = exp_shifted(scores.reshape(-1)[flat] - top.reshape(-1)[row])
-    total = np.bincount(row, weights=weights, minlength=batch * block)  # [row]
+    total = np.bincount(row, weights=weights, minlength=rows)  # [row]
     key += (row // block) * v.shape[-2]  # the key's row in v flattened over the batch
     values = np.take(v.reshape(-1, v.shape[-1]), key, axis=0) * weights[:, None]  # [kept d_value]
-    summed = np.stack(
-        [np.bincount(row, weights=values[:, c], minlength=batch * block) for c in range(v.shape[-1])], axis=-1
-    )
+    summed = _bincount_columns(row, values, rows)  # [row d_value]
+    kept_mass = _bincount_columns(row, np.abs(values, out=values), rows)
+    left_out = np.repeat(v_max * 2.0**-NEGLIGIBLE_BITS, block, axis=0)  # [row d_value]: their bound
+    redo = np.flatnonzero((left_out > LEFT_OUT_SHARE * kept_mass).any(axis=-1))
+    if len(redo):  # add back the left-out keys of weight above underflow, on those rows only
+        shifted = scores.reshape(rows, keys)[redo] - top.reshape(rows, 1)[redo]  # [redo keys]
+        back = np.flatnonzero((shifted > EXP_UNDERFLOW) & (shifted < cut))
+        r, k = np.divmod(back, keys)
+        w = exp_shifted(shifted.reshape(-1)[back])
+        k += (redo[r] // block) * v.shape[-2]
+        total[redo] += np.bincount(r, weights=w, minlength=len(redo))
+        summed[redo] += _bincount_columns(
+            r, np.take(v.reshape(-1, v.shape[-1]), k, axis=0) * w[:, None], len(redo)
+        )
+    _count_float(rows=rows, rows_redone=len(redo))
     return (summed / total[:, None]).reshape(batch, block, v.shape[-1])
+
+
+_float_work_lock = threading.Lock()
+_float_work = {"rows": 0, "rows_redone": 0}
+
+
+def float_work() -> dict[str, int]:
+    """Counts since the process started (or reset_float_work) of the sparse float pass: `rows` the query
+    rows it summed sparsely, `rows_redone` those whose left-out keys it added back (the cut was not
+    negligible against their output)."""
+    with _float_work_lock:
+        return dict(_float_work)
+
+
+def reset_float_work() -> None:
+    with _float_work_lock:
+        for key in _float_work:
+            _float_work[key] = 0
+
+
+def _count_float(**amounts: int) -> None:
+    with _float_work_lock:
+        for key, amount in amounts.items():
+            _float_work[key] += amount
 
 
 def softmax_values(

@@ -28,8 +28,16 @@ import numpy as np
 from headcount.core.activation_bounds import FLINT_LOCK
 from headcount.core.algorithm import BACKENDS, DEVICES, current_backend, use_backend
 from headcount.core.errors import InputError, InternalError
+from headcount.core.forward import (
+    EXP_UNDERFLOW,
+    LEFT_OUT_SHARE,
+    NEGLIGIBLE_BITS,
+    _count_float,
+    attend,
+    negligible_cut,
+    query_blocks,
+)
 from headcount.core.forward import SPARSE_SHARE as FLOAT_SPARSE_SHARE
-from headcount.core.forward import attend, negligible_cut, query_blocks
 from headcount.core.interval import SAFETY, TINY, U, _exact_dot, _gamma
 from headcount.core.precision import Precision
 from headcount.core.softmax_bounds import (
@@ -126,34 +134,51 @@ def torch_attend(
     n, keys_total = tq.shape[-2], tk.shape[-2]
     kT = tk.transpose(-1, -2)
     out = torch.empty(tq.shape[:-1] + tv.shape[-1:], dtype=torch.float64, device=device)
+    v_max = torch.cummax(tv.abs(), dim=-2).values  # [batch key d_value]: max_j |v_j| over keys 0..j
     for start, stop, keys in query_blocks(n, mask == "causal", keys=keys_total):
         scores = tq[:, start:stop] @ kT[..., :keys]  # [batch block keys]
         if scale != 1.0:
             scores.mul_(scale)
         if mask == "causal":
             _mask_diagonal(scores, start, stop)
-        out[:, start:stop] = _softmax_values(scores, tv, keys)
+        out[:, start:stop] = _softmax_values(scores, tv, keys, v_max[:, keys - 1])
     return out.cpu().numpy().reshape(q.shape[:-1] + v.shape[-1:])
 
 
-def _softmax_values(scores: torch.Tensor, v: torch.Tensor, keys: int) -> torch.Tensor:
+def _softmax_values(scores: torch.Tensor, v: torch.Tensor, keys: int, v_max: torch.Tensor) -> torch.Tensor:
     """forward._sparse_softmax_values, or forward.softmax_values where it declines: (Σ_j e^{s_j − max}
-    v_j) / Σ_j e^{s_j − max} over the block's keys (`scores` consumed; v [batch keys_total d_value])."""
+    v_j) / Σ_j e^{s_j − max} over the block's keys (`scores` consumed; v [batch keys_total d_value]; v_max
+    [batch d_value] max_j |v_jc| over the block's keys). The same rule for the keys left out: a row keeps
+    them out only where they are negligible against its kept mass in every coordinate, else its left-out
+    keys above exp's underflow are added back."""
     import torch
 
     batch, block, width = scores.shape
     top = scores.amax(dim=-1, keepdim=True)  # [batch block 1]
-    if bool(top.abs().max() < 2.0**40):  # (NaN fails too)
-        keep = scores >= top + negligible_cut(width)  # the keys of non-negligible weight, and a few more
+    if bool(top.abs().max() < 2.0**40) and bool(torch.isfinite(v_max).all()):  # (NaN fails too)
+        cut = negligible_cut(width)
+        keep = scores >= top + cut  # the keys of non-negligible weight, and a few more
         if int(torch.count_nonzero(keep)) <= FLOAT_SPARSE_SHARE * scores.numel():
             flat = keep.reshape(-1).nonzero().squeeze(1)
             row, key = flat // width, flat % width  # row: (batch, query) flattened
             weights = torch.exp(scores.reshape(-1)[flat] - top.reshape(-1)[row])
+            v_flat = v.reshape(-1, v.shape[-1])
             total = torch.zeros(batch * block, dtype=scores.dtype, device=scores.device)
             total.index_add_(0, row, weights)
-            values = v.reshape(-1, v.shape[-1])[(row // block) * v.shape[-2] + key] * weights[:, None]
+            values = v_flat[(row // block) * v.shape[-2] + key] * weights[:, None]
             summed = torch.zeros(batch * block, v.shape[-1], dtype=scores.dtype, device=scores.device)
             summed.index_add_(0, row, values)
+            kept_mass = torch.zeros_like(summed).index_add_(0, row, values.abs_())
+            left_out = (v_max * 2.0**-NEGLIGIBLE_BITS).repeat_interleave(block, dim=0)  # [row d_value]
+            redo = (left_out > LEFT_OUT_SHARE * kept_mass).any(dim=-1).nonzero().squeeze(1)
+            if len(redo):  # add back the left-out keys above underflow, on those rows only
+                shifted = scores.reshape(-1, width)[redo] - top.reshape(-1, 1)[redo]  # [redo keys]
+                back = ((shifted > EXP_UNDERFLOW) & (shifted < cut)).reshape(-1).nonzero().squeeze(1)
+                r, k = back // width, back % width
+                w = torch.exp(shifted.reshape(-1)[back])
+                total.index_add_(0, redo[r], w)
+                summed.index_add_(0, redo[r], v_flat[(redo[r] // block) * v.shape[-2] + k] * w[:, None])
+            _count_float(rows=batch * block, rows_redone=len(redo))
             return (summed / total[:, None]).reshape(batch, block, v.shape[-1])
     weights = scores.sub_(top).exp_()
     return (weights @ v[:, :keys]) / weights.sum(dim=-1, keepdim=True)

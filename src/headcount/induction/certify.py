@@ -180,7 +180,7 @@ class InductionCertificate:
             out.append(f"{case}: {c.errors} float64 errors (first: {first})")
         if c.precision_bits is None:
             out.append(f"{case}: no precision ≤ 60 bits is error-free")
-        elif not c.certified:
+        elif not c.proven_at_precision_bits:
             out.append(
                 f"{case}: not certified at p={c.precision_bits} "
                 f"({c.uncertified_positions} positions not proven by the interval bounds)"
