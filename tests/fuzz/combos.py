@@ -140,20 +140,14 @@ def combo_cases(fixtures_models: dict[str, str]) -> list[Case]:
         ],
         "sweep run": [
             ("a file and --task", [fixtures_models["boolean"], "--db", "r.sqlite", "--task", "boolean"]),
+            ("a file and --seeds ''", [fixtures_models["boolean"], "--db", "r.sqlite", "--seeds", ""]),
             ("--grid without --task", ["--db", "r.sqlite", "--grid", "n=2,3"]),
-            (
-                "a key both --fixed and --grid",
-                ["--db", "r.sqlite", "--task", "boolean", "--fixed", "n=2", "--grid", "n=2,3"],
-            ),
-            (
-                "--address with --backend local",
-                ["--db", "r.sqlite", "--task", "boolean", "--fixed", "n=2", "--address", "x"],
-            ),
+            ("a key both --fixed and --grid", [*SWEEP_TINY, "--grid", "n=2,3"]),
+            ("--address with --backend local", [*SWEEP_TINY, "--backend", "local", "--address", "x"]),
+            ("--address without --backend (local)", [*SWEEP_TINY, "--address", "x"]),
+            ("--seeds ',' names no seed", [*SWEEP_TINY, "--seeds", ","]),
             ("neither a file nor --task", ["--db", "r.sqlite"]),
-            (
-                "--workers 10^6",
-                ["--db", "r.sqlite", "--task", "boolean", "--fixed", "n=2", "--workers", "1000000"],
-            ),
+            ("--workers 10^6", [*SWEEP_TINY, "--workers", "1000000"]),
         ],
         "train induction": [
             ("--hops beyond --n", ["--hops", "100", "--n", "4", "--steps", "2"]),
@@ -208,6 +202,10 @@ def import_combo_cases(models: dict[str, str], gpt2: dict[str, str]) -> list[Cas
 
 
 EV = ["--n", "4", "--alphabet", "2"]  # evaluate's sizes on the two-layer construction file (n = 4, S = 2)
+# a sweep of one Boolean run (the default seed) of one step, options.TINY: should a combination be accepted,
+# it trains no more than that
+SWEEP_TINY = ["--db", "r.sqlite", "--task", "boolean", "--fixed", "n=2", "--fixed", "degree=1"]
+SWEEP_TINY += ["--fixed", "heads=1", "--fixed", "steps=1"]
 
 
 # combinations that are contradictions or mistakes (the rest may be valid: a quick answer is right too)
@@ -228,7 +226,7 @@ REFUSE_WORDS += (
     "length not",
     "below the threshold",
 )
-REFUSE_WORDS += ("a file and", "beyond the file", "both --fixed")
+REFUSE_WORDS += ("a file and", "beyond the file", "both --fixed", "with --backend local", "names no seed")
 
 
 def _rnd(k: str) -> list[str]:

@@ -1,5 +1,6 @@
 """The fuzz harness: every case is one `headcount.cli.main(argv)` call in a forked child with an
-address-space cap and a timeout; the parent records what happened and judges it against the CLI contract.
+address-space cap and a CPU-time budget; the parent records what happened and judges it against the CLI
+contract.
 
     outcomes = run_cases(cases)                # [Outcome], in the order of `cases`
     report = Report.of(cases, outcomes)         # per-group counts, failures grouped by command
@@ -10,10 +11,25 @@ OUT`), which imports headcount and the libraries its commands load, then forks o
 most `jobs` at a time. So no case pays for the imports, and no case inherits the state of the test
 process (pytest's capture, torch or OpenMP thread pools, signal handlers). The child puts itself in its
 own process group, sends stdout and stderr to files and stdin to /dev/null, changes to its own scratch
-folder, caps its address space (RLIMIT_AS: the zygote's size + 2 GiB), drops root to `nobody` when the
-case asks (so read-only files are read-only), calls main and exits with its code. The zygote kills the
-group of a child that runs past the timeout (a *hang*), and records its exit code or signal, wall time,
-peak memory, its output, and whether a marker file (proof of code execution) appeared.
+folder, caps its address space (RLIMIT_AS: the zygote's size + 2 GiB) and its CPU time (RLIMIT_CPU, below),
+drops root to `nobody` when the case asks (so read-only files are read-only), calls main and exits with its
+code. The zygote records its exit code or signal, wall time, CPU time, peak memory, its output, and whether
+a marker file (proof of code execution) appeared, then kills the child's process group (workers it left).
+
+A *hang* is judged by CPU time, not by the clock, so that no verdict depends on how busy the machine is:
+a case may use `cpu_budget(group)` seconds of CPU (TIMEOUT_S; SLOW_FACTOR times that for SLOW_GROUPS).
+The child sets RLIMIT_CPU to it (soft limit, rounded up to whole seconds: the kernel sends SIGXCPU; hard
+limit HARD_MARGIN_S above: SIGKILL, should SIGXCPU be caught or ignored), and `judge` calls a hang any
+child killed by SIGXCPU and any child whose CPU time (ru_utime + ru_stime of wait4: the child and the
+processes it waited for) exceeds the budget — which also covers the SIGKILL at the hard limit and budgets
+under one second (a budget of 0 makes every case a hang: the harness's self-test). RLIMIT_CPU is per
+process and counts every thread: a command running four torch threads spends its budget four times as
+fast as the clock, and each worker process a case starts (sweep workers) has a budget of its own, which
+the kernel enforces in that worker; the child's total, judged afterwards, includes the workers it reaped.
+A case that blocks without using CPU (reading a FIFO, waiting for a worker that never starts) would never
+reach its CPU limit, so the zygote also kills the group of a child still running after a wall-clock
+*backstop*: WALL_FACTOR times the budget (at least WALL_MIN_S), generous enough that a machine at load 10
+(every case sharing a core with ten others) does not reach it, and judged a hang too (`timed_out`).
 
 The contract (`judge`): exit 2 with exactly one line on stderr (a refusal), or exit 0 — then with --json
 exactly one JSON object on stdout — where the case allows valid input; never a traceback, exit 1 (an
@@ -24,6 +40,7 @@ forbidden text on stdout (a module run by importing it).
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import signal
@@ -37,11 +54,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# A bounded command answers tiny valid input (or refuses) well within TIMEOUT_S; the groups that train or
-# start worker processes (SLOW_GROUPS) get SLOW_FACTOR times as long. HEADCOUNT_FUZZ_TIMEOUT sets the base.
+# CPU seconds per case (the module docstring): a bounded command answers tiny valid input (or refuses) well
+# within TIMEOUT_S of CPU; the groups that train or start worker processes (SLOW_GROUPS) get SLOW_FACTOR
+# times as much. HEADCOUNT_FUZZ_TIMEOUT sets the base.
 TIMEOUT_S = float(os.environ.get("HEADCOUNT_FUZZ_TIMEOUT", "10"))
 SLOW_GROUPS = {"train", "sweep", "experiment", "reproduce"}
 SLOW_FACTOR = 4
+HARD_MARGIN_S = 5  # RLIMIT_CPU's hard limit (SIGKILL) this many CPU seconds above the soft one (SIGXCPU)
+# The wall-clock backstop for a case that blocks without using CPU: WALL_FACTOR × its CPU budget, at least
+# WALL_MIN_S. At load 10 a case gets about a tenth of a core, so a case within its CPU budget ends before it.
+WALL_FACTOR = 10
+WALL_MIN_S = 60.0
 CAP_MARGIN = 2 * 2**30  # the address-space cap: the zygote's own size + 2 GiB
 MAX_MEMORY = "1G"  # the --max-memory most cases pass, so that the guard, not the OS, refuses
 ESCAPED = 99  # the child's exit code when an exception escaped main()
@@ -65,12 +88,24 @@ class Case:
     as_nobody: bool = False  # run as an unprivileged user when root (read-only files stay read-only)
 
 
+def cpu_budget(group: str, timeout: float = TIMEOUT_S) -> float:
+    """The CPU seconds a case of `group` may use (`timeout`: the base, TIMEOUT_S)."""
+    return timeout * (SLOW_FACTOR if group in SLOW_GROUPS else 1)
+
+
+def wall_backstop(budget: float) -> float:
+    """The wall-clock seconds after which a case with CPU budget `budget` is killed as blocked."""
+    return max(WALL_FACTOR * budget, WALL_MIN_S)
+
+
 @dataclass
 class Outcome:
-    code: int | None = None  # exit code (None when killed by a signal or the timeout)
+    code: int | None = None  # exit code (None when killed by a signal or the wall-clock backstop)
     signal: int | None = None
-    timed_out: bool = False
+    timed_out: bool = False  # killed by the wall-clock backstop (blocked without using its CPU budget)
     wall_s: float = 0.0
+    cpu_s: float = 0.0  # user + system CPU seconds: the child and the processes it waited for (wait4)
+    cpu_budget_s: float | None = None  # the CPU seconds it was allowed (None: not judged on CPU)
     max_rss_mb: float = 0.0
     stdout: str = ""  # the first _KEEP characters
     stderr: str = ""  # the first and last _KEEP/2 characters
@@ -92,11 +127,18 @@ def judge(case: Case, out: Outcome) -> tuple[str, str]:
     if out.markers_hit or out.forbidden_hit:
         return "code-execution", f"marker files {out.markers_hit} / stdout shows {out.forbidden_hit}"
     if out.timed_out:
-        return "hang", f"no answer within {out.wall_s:.0f} s (killed); stderr: {first!r}"
+        return "hang", (
+            f"blocked: no answer within {out.wall_s:.0f} s of wall-clock time, using {out.cpu_s:.1f} s of "
+            f"CPU (killed); stderr: {first!r}"
+        )
+    over = out.cpu_budget_s is not None and out.cpu_s > out.cpu_budget_s
+    if out.signal == signal.SIGXCPU or over:
+        how = f"killed by {_signal_name(out.signal)}" if out.signal is not None else f"exit {out.code}"
+        budget = "its budget" if out.cpu_budget_s is None else f"{out.cpu_budget_s:g} s"
+        return "hang", f"used more than {budget} of CPU ({out.cpu_s:.1f} s, {how}); stderr: {first!r}"
     if out.signal is not None:
-        name = signal.Signals(out.signal).name if out.signal in signal.valid_signals() else out.signal
         kind = "memory" if out.signal == signal.SIGKILL else "crash"
-        return kind, f"killed by {name} (peak {out.max_rss_mb:.0f} MB)"
+        return kind, f"killed by {_signal_name(out.signal)} (peak {out.max_rss_mb:.0f} MB)"
     if "MemoryError" in out.stderr or "out of memory" in err:
         return "memory", f"MemoryError (peak {out.max_rss_mb:.0f} MB): {first!r}"
     if "Traceback (most recent call last)" in out.stderr or "Traceback (most recent" in out.stdout:
@@ -116,6 +158,10 @@ def judge(case: Case, out: Outcome) -> tuple[str, str]:
     if out.code == 1:
         return "internal-error", first
     return "exit-code", f"exit {out.code}: {first!r}"
+
+
+def _signal_name(number: int | None) -> str:
+    return signal.Signals(number).name if number in signal.valid_signals() else str(number)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -245,8 +291,20 @@ def make_fixtures(folder: str) -> None:
     os.chmod(d / "unreadable", 0)
 
 
-def _child(case: dict, out_path: str, err_path: str, workdir: str, cap: int) -> None:
-    """In the forked child: isolate, cap, run main, exit with its code (never returns)."""
+def _cap_cpu(budget: float) -> None:
+    """RLIMIT_CPU: SIGXCPU after `budget` CPU seconds (rounded up: the limit counts whole seconds; 0 sends
+    it at once), SIGKILL HARD_MARGIN_S later; no core file (SIGXCPU's default action dumps one)."""
+    soft, hard = math.ceil(budget), math.ceil(budget) + HARD_MARGIN_S
+    _, old_hard = resource.getrlimit(resource.RLIMIT_CPU)
+    if old_hard != resource.RLIM_INFINITY:  # never above a limit this process may not raise
+        soft, hard = min(soft, old_hard), min(hard, old_hard)
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _child(case: dict, out_path: str, err_path: str, workdir: str, cap: int, budget: float) -> None:
+    """In the forked child: isolate, cap memory and CPU time, run main, exit with its code (never
+    returns)."""
     code = ESCAPED
     try:
         os.setpgid(0, 0)
@@ -266,6 +324,7 @@ def _child(case: dict, out_path: str, err_path: str, workdir: str, cap: int) -> 
             os.setgid(gid)
             os.setuid(uid)
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        _cap_cpu(budget)
         from headcount.cli import main
 
         try:
@@ -337,7 +396,7 @@ def zygote(cases: list[dict], scratch: str, timeout: float, jobs: int) -> list[O
     cap = _vm_size() + int(os.environ.get("HEADCOUNT_FUZZ_CAP_MARGIN", CAP_MARGIN))
     outcomes = [Outcome() for _ in cases]
     pending = list(range(len(cases)))[::-1]
-    running: dict[int, tuple[int, float, str]] = {}
+    running: dict[int, tuple[int, float, str]] = {}  # pid → (case, start, its files' base path)
     while pending or running:
         while pending and len(running) < jobs:
             i = pending.pop()
@@ -348,23 +407,23 @@ def zygote(cases: list[dict], scratch: str, timeout: float, jobs: int) -> list[O
             base = os.path.join(scratch, f"io{i}")
             sys.stdout.flush()
             sys.stderr.flush()
+            outcomes[i].cpu_budget_s = cpu_budget(cases[i]["group"], timeout)
             pid = os.fork()
             if pid == 0:
-                _child(cases[i], base + ".out", base + ".err", workdir, cap)
+                _child(cases[i], base + ".out", base + ".err", workdir, cap, outcomes[i].cpu_budget_s)
             running[pid] = (i, time.monotonic(), base)
         for pid, (i, start, base) in list(running.items()):
             done, status, usage = os.wait4(pid, os.WNOHANG)
             out = outcomes[i]
             if done == 0:
-                if time.monotonic() - start <= timeout * (
-                    SLOW_FACTOR if cases[i]["group"] in SLOW_GROUPS else 1
-                ):
+                if time.monotonic() - start <= wall_backstop(out.cpu_budget_s):
                     continue
-                _kill_group(pid)
+                _kill_group(pid)  # blocked: the CPU limit would never stop it
                 _, status, usage = os.wait4(pid, 0)
                 out.timed_out = True
             _kill_group(pid)  # workers it started
             out.wall_s = time.monotonic() - start
+            out.cpu_s = usage.ru_utime + usage.ru_stime
             out.max_rss_mb = usage.ru_maxrss / 1024
             if not out.timed_out:
                 if os.WIFSIGNALED(status):
@@ -378,7 +437,8 @@ def zygote(cases: list[dict], scratch: str, timeout: float, jobs: int) -> list[O
 
 
 def run_cases(cases: list[Case], timeout: float = TIMEOUT_S, jobs: int | None = None) -> list[Outcome]:
-    """Run `cases` in a fresh zygote interpreter; their outcomes in the same order."""
+    """Run `cases` in a fresh zygote interpreter; their outcomes in the same order. `timeout` is the base CPU
+    budget in seconds (cpu_budget); a budget of 0 makes every case a hang."""
     # one more child than CPUs: many cases wait (on a FIFO, a timeout, a worker start) rather than compute
     jobs = jobs or int(os.environ.get("HEADCOUNT_FUZZ_JOBS", "0")) or (os.cpu_count() or 2) + 1
     with tempfile.TemporaryDirectory(prefix="headcount-fuzz-run-") as scratch:
@@ -396,7 +456,9 @@ def run_cases(cases: list[Case], timeout: float = TIMEOUT_S, jobs: int | None = 
             env=env,
             capture_output=True,
             text=True,
-            timeout=SLOW_FACTOR * timeout * len(cases) / jobs + 600,
+            # a backstop for the zygote itself, never reached while it works: as if every case ran to its
+            # wall-clock backstop (each generous for a machine at load 10), plus the imports
+            timeout=sum(wall_backstop(cpu_budget(c.group, timeout)) for c in cases) / jobs + 600,
         )
         if proc.returncode != 0 or not result.exists():
             raise RuntimeError(f"fuzz zygote failed (exit {proc.returncode}): {proc.stderr[-3000:]}")
@@ -409,7 +471,8 @@ def run_cases(cases: list[Case], timeout: float = TIMEOUT_S, jobs: int | None = 
 
 @dataclass
 class Report:
-    counts: dict[str, Counter]  # "group / kind" → Counter(cases, refused, passed, failed)
+    # "group / kind" → Counter(cases, refused, passed, failed; wall_s, cpu_s summed; cpu_max)
+    counts: dict[str, Counter]
     failures: list[tuple[Case, str, str]]  # (case, failure kind, detail)
 
     @classmethod
@@ -422,22 +485,27 @@ class Report:
             row["cases"] += 1
             row[verdict if verdict in ("refused", "passed") else "failed"] += 1
             row["wall_s"] += out.wall_s
+            row["cpu_s"] += out.cpu_s
+            row["cpu_max"] = max(row["cpu_max"], out.cpu_s)
             if verdict not in ("refused", "passed"):
                 failures.append((case, verdict, detail))
         return cls(dict(counts), failures)
 
     def summary(self, title: str) -> str:
-        """One line per command group and input kind: cases, refusals, passes, failures, and the seconds
-        its children ran (summed: what the group costs)."""
+        """One line per command group and input kind: cases, refusals, passes, failures, the seconds its
+        children ran and the CPU seconds they used (summed: what the group costs), and the most CPU seconds
+        one case used (to compare with its budget, cpu_budget)."""
         head = f"{'group / kind':32} {'cases':>6} {'refused':>8} {'passed':>7} {'failed':>7} {'child s':>8}"
-        lines = [f"fuzz {title}: {head}"]
+        lines = [f"fuzz {title}: {head} {'cpu s':>7} {'max cpu':>7}"]
         total: Counter = Counter()
         for key in [*sorted(self.counts), "TOTAL"]:
             row = total if key == "TOTAL" else self.counts[key]
             if key != "TOTAL":
-                total.update(row)
+                total.update({k: v for k, v in row.items() if k != "cpu_max"})
+                total["cpu_max"] = max(total["cpu_max"], row["cpu_max"])
             counts = f"{row['cases']:6} {row['refused']:8} {row['passed']:7} {row['failed']:7}"
-            lines.append(f"fuzz {title}: {key:32} {counts} {row['wall_s']:8.0f}")
+            times = f"{row['wall_s']:8.0f} {row['cpu_s']:7.0f} {row['cpu_max']:7.1f}"
+            lines.append(f"fuzz {title}: {key:32} {counts} {times}")
         kinds = Counter(kind for _, kind, _ in self.failures)
         if kinds:
             lines.append(f"fuzz {title}: failures by kind: {dict(sorted(kinds.items()))}")

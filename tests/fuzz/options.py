@@ -23,12 +23,14 @@ NO_MAX_MEMORY = {"'1000000000000'"}  # the int values also run without --max-mem
 @dataclass(frozen=True)
 class Command:
     """A command, a valid and fast base (option → value; a key starting with '#' is a positional
-    argument), the values to try per option, and options tried against another base (`alone`)."""
+    argument), the values to try per option, options tried against another base (`alone`), and repeated
+    options whose value is added to the base's list instead of replacing it (`extend`)."""
 
     name: str
     base: dict[str, str | list[str]]
     options: dict[str, Values]
     alone: dict[str, dict[str, str]] = field(default_factory=dict)
+    extend: tuple[str, ...] = ()
 
     @property
     def group(self) -> str:
@@ -44,7 +46,9 @@ class Command:
 
 M1 = {"--input": "0 1 0 1"}
 RANDOM_INDEX = {"--k": "2", "--random-seed": "0", "--heads": "1", "--dim": "2"}
-TINY = ["n=2", "degree=1", "heads=1", "steps=2"]  # one Boolean run that trains in a moment
+# One Boolean run of one training step: a `sweep run` case the CLI accepts trains one such run (no --seeds or
+# --grid value of values.py is valid and more than one run), in a spawned worker that imports torch.
+TINY = ["n=2", "degree=1", "heads=1", "steps=1"]
 SWEEP = {"--db": "r.sqlite", "--task": "boolean", "--fixed": TINY, "--seeds": "0", "--workers": "1"}
 EXPERIMENT = {"#name": "xor-phase", "--scale": "quick", "--db": "r.sqlite", "--workers": "1"}
 EVALUATE = {"--task": "induction", "--n": "4", "--alphabet": "2", "--samples": "8"}
@@ -391,6 +395,7 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
                 "--seeds": V.SEEDS,
             },
             alone={"#spec": {"--db": "r.sqlite", "--workers": "1"}},
+            extend=("--fixed",),  # a hostile entry joins TINY's: a run it leaves valid still trains one step
         ),
         Command(
             "sweep table",
@@ -482,7 +487,7 @@ def option_cases(
             chosen = vals if sample is None else rng.sample(vals, min(sample, len(vals)))
             base = cmd.alone.get(option, cmd.base)
             for lab, value in chosen:
-                args = {**base, option: value}
+                args = {**base, option: [*base.get(option, []), value] if option in cmd.extend else value}
                 cases.append(_case(cmd, option, lab, value, args, True))
                 if sample is None and lab in NO_MAX_MEMORY and cmd.options[option] is V.INT:
                     cases.append(_case(cmd, option, lab, value, args, False))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import pickle
 import random
+import signal
 import sys
 
 import pytest
@@ -111,6 +112,10 @@ def _case(**kw) -> Case:
         (Outcome(code=0, stdout='{"a": 1}\n', one_json_object=True), "passed"),
         (Outcome(code=0, stdout="{} {}\n"), "json"),
         (Outcome(timed_out=True), "hang"),
+        (Outcome(signal=signal.SIGXCPU, cpu_s=10.0, cpu_budget_s=10.0), "hang"),  # RLIMIT_CPU's soft limit
+        (Outcome(signal=9, cpu_s=15.0, cpu_budget_s=10.0), "hang"),  # its hard limit
+        (Outcome(code=0, one_json_object=True, cpu_s=0.2, cpu_budget_s=0.0), "hang"),  # over, unkilled
+        (Outcome(signal=9, cpu_s=1.0, cpu_budget_s=10.0), "memory"),
         (Outcome(signal=9), "memory"),
         (Outcome(signal=11), "crash"),
         (Outcome(code=2, stderr="error: out of memory: use smaller sizes\n"), "memory"),

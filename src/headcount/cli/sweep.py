@@ -1,8 +1,9 @@
 """`headcount sweep …`: run, table (each: options → one library call → print).
 
-The library checks the spec, backend, workers and database (headcount.learn.sweep raises InputError;
-main() prints it and exits 2). Its bounds are constants of headcount.learn.sweep (MAX_SPEC_BYTES, MAX_RUNS,
-MAX_SEED, MAX_WORKERS), quoted in the --help texts below (tests/learn/test_sweep_hostile.py checks them)."""
+The library checks the spec (--seeds naming no seed included), backend (--address only with ray), workers
+and database (headcount.learn.sweep raises InputError; main() prints it and exits 2). Its bounds are
+constants of headcount.learn.sweep (MAX_SPEC_BYTES, MAX_RUNS, MAX_SEED, MAX_WORKERS), quoted in the --help
+texts below (tests/learn/test_sweep_hostile.py checks them)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def sweep_run(
     ),
     workers: int | None = typer.Option(None, "--workers", help="Parallel workers, 1 … 1024 (default: CPUs)."),
     backend: str = typer.Option("local", "--backend", help="local (worker processes) or ray."),
-    address: str | None = typer.Option(None, "--address", help="Ray cluster address (backend ray)."),
+    address: str | None = typer.Option(None, "--address", help="Ray cluster address (needs --backend ray)."),
     name: str | None = typer.Option(
         None, "--name", help="Without a file: the sweep's name (and experiment label)."
     ),

@@ -43,7 +43,8 @@ def spec_from_flags(
     seeds: str | None = None,
 ) -> dict[str, Any]:
     """The dict form of a sweep given as flags: --task, --fixed KEY=V (repeatable), --grid KEY=V1,V2
-    (repeatable), --seeds 0,1,2, --name (default "<task>-flags"). Validate it with spec_from_dict."""
+    (repeatable), --seeds 0,1,2 (None: the spec's default; a value naming no seed, '' or ',', is an error),
+    --name (default "<task>-flags"). Validate it with spec_from_dict."""
     if not task:
         raise SpecError(
             "give a sweep file, or --task with --grid KEY=V1,V2 "
@@ -54,14 +55,20 @@ def spec_from_flags(
         "fixed": dict(_flag_pair(item, "fixed") for item in fixed),
         "grid": dict(_flag_pair(item, "grid") for item in grid),
     }
-    if seeds:
-        try:
-            spec["sweep"]["seeds"] = [int(v) for v in seeds.split(",")]
-        except ValueError:
-            raise SpecError(
-                f"--seeds {seeds!r}: give integers separated by commas, e.g. --seeds 0,1,2"
-            ) from None
+    if seeds is not None:
+        spec["sweep"]["seeds"] = _seed_list(seeds)
     return spec
+
+
+def _seed_list(seeds: str) -> list[int]:
+    """The --seeds value as integers (their bounds are spec.py's); SpecError when it names no seed (an
+    empty list would silently run the default seed) or is not integers separated by commas."""
+    if not seeds.replace(",", "").strip():
+        raise SpecError(f"--seeds {seeds!r} names no seed: give one or more seeds 0 … 2⁶³−1, e.g. 0,1,2")
+    try:
+        return [int(v) for v in seeds.split(",")]
+    except ValueError:
+        raise SpecError(f"--seeds {seeds!r}: give integers separated by commas, e.g. --seeds 0,1,2") from None
 
 
 def spec_from_options(
@@ -76,6 +83,6 @@ def spec_from_options(
     """The spec of `headcount sweep run`: a TOML file, or the flags (spec_from_flags) — never both."""
     if path is None:
         return spec_from_dict(spec_from_flags(name, task, fixed, grid, seeds))
-    if task or fixed or grid or seeds or name:
+    if task or fixed or grid or seeds is not None or name:
         raise SpecError("give either a sweep file or --task/--fixed/--grid/--seeds/--name, not both")
     return spec_from_toml(path)

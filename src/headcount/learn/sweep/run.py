@@ -158,10 +158,10 @@ def run_sweep(
     docstring).
 
     Raises an InputError before running anything when the spec (SpecError), the runner (SweepError: not a
-    registered runner), the backend (unknown, or BackendUnavailableError), the worker count or the
-    database (ResultsDBError: not a results database, or not writable) is unusable; SweepError after the
-    other runs when the runner refused some run's config. Runs claimed by a concurrent sweep on the same
-    database are left to it (module docstring)."""
+    registered runner), the backend (unknown, an `address` without "ray", or BackendUnavailableError), the
+    worker count or the database (ResultsDBError: not a results database, or not writable) is unusable;
+    SweepError after the other runs when the runner refused some run's config. Runs claimed by a concurrent
+    sweep on the same database are left to it (module docstring)."""
     spec = load_spec(spec)
     check_runner_name(spec.runner)  # a SweepSpec made in Python may name anything: refuse before the DB
     scheduler = make_scheduler(backend, workers, address)

@@ -254,10 +254,13 @@ BACKENDS = tuple(SCHEDULERS)
 
 
 def make_scheduler(backend: str, workers: int | None, address: str | None = None) -> Scheduler:
-    """The scheduler of `backend` with `workers` workers (None: one per CPU, at most MAX_WORKERS):
-    InputError for an unknown backend or a worker count outside 1..MAX_WORKERS, BackendUnavailableError
-    when Ray is not installed."""
+    """The scheduler of `backend` with `workers` workers (None: one per CPU, at most MAX_WORKERS) and, for
+    Ray, the cluster `address`: InputError for an unknown backend, an address without backend "ray" (it
+    would be ignored) or a worker count outside 1..MAX_WORKERS, BackendUnavailableError when Ray is not
+    installed."""
     check_choice("backend", backend, BACKENDS)
+    if address is not None and backend != "ray":
+        raise InputError("--address is the Ray cluster's address: it needs --backend ray")
     workers = check_int(
         "workers", min(os.cpu_count() or 1, MAX_WORKERS) if workers is None else workers, low=1
     )
