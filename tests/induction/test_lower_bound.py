@@ -389,11 +389,25 @@ def _weight_model(layers: int, mlp: bool = False, n_ctx: int = 9) -> Transformer
 
 
 def test_one_layer_weight_model_is_accepted():
-    model = _weight_model(1)
+    """With an integer W_O (v·W_O stays on the 2^-p grid) the reduction runs on the exact table of the
+    model's own fixed:p rounding points; with a Gaussian W_O no table has them and the protocol refuses the
+    model, while refute searches it guided by its real-arithmetic table (issue 27, finding 3;
+    tests/induction/test_index_weight_form.py)."""
+    gaussian = _weight_model(1)
+    heads = tuple(
+        AttentionHead(h.W_Q, h.W_K, h.W_V, np.array([[1.0, 0.0, -1.0], [0.0, 2.0, 1.0]]))
+        for h in gaussian.layers[0].heads
+    )
+    model = Transformer(gaussian.W_E, gaussian.W_pos, (Layer(heads),), gaussian.decoder)
     report = check_protocol(model, 4, 10)
-    assert report.exact and report.heads == 2 and "weights" in report.model_form
+    assert report.exact and report.heads == 2 and report.model_form == lb_setup.WEIGHTS_FORM
     result = refute(model, 4, 10)
     assert result.found is False or confirmed_wrong(model, result, 10)
+    with pytest.raises(InputError, match="not on the 2\\^-10 grid"):
+        check_protocol(gaussian, 4, 10)
+    guided = refute(gaussian, 4, 10)  # refute searches it guided by its real-arithmetic table
+    assert guided.model_form == lb_setup.GUIDE_FORM and guided.message_bits is None
+    assert guided.found is False or confirmed_wrong(gaussian, guided, 10)
 
 
 @pytest.mark.parametrize(

@@ -16,9 +16,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from headcount.core.errors import InputError
 from headcount.core.io import save_model
 from headcount.core.jsonable import jsonable
 from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.table import table_from_weights
+from headcount.induction.lower_bound.protocol import check_protocol
 from headcount.learn import experiments
 from headcount.learn.experiments import EXPERIMENTS, experiment_spec, kept_model
 from headcount.learn.store import ResultsStore
@@ -147,12 +150,33 @@ def shrunk(monkeypatch, tmp_path):
     return db
 
 
+def trained_ids(ctx: Context) -> list[str]:
+    """The run ids of the one-layer runs the claim read (cached in ctx)."""
+    return [t.run_id for t in fl.trained_runs(ctx, "induction-depth")]
+
+
 def test_trained_models_are_checked_where_they_fit(shrunk):
+    """The kept model has a Gaussian W_O: the protocol refuses it as given (no table has its fixed:p rounding
+    points), so the point checked is its table form (table_from_weights), a table model as given."""
     ctx = Context(results_db=str(shrunk), progress=lambda line: None)
     r = run(ctx, **{**TINY, "experiment": "induction-depth", "trained_ks": [2, 4, 5]})
     assert r.status == PASS, r.detail
     trained = [p for p in r.measured["points"] if p["kind"] == "trained"]
     assert [p["k"] for p in trained] == [2, 4] and all(p["floor_holds"] for p in trained)
+    with pytest.raises(InputError, match="not on the 2\\^-"):
+        check_protocol(stand_in(), 4, trained[-1]["precision_bits"])
+    checks = [
+        ctx.cache[(fl.CACHE_KIND, "trained-table", run_id, k)][1]
+        for run_id in trained_ids(ctx)
+        for k in (2, 4)
+    ]
+    assert [c.model_form for c in checks] == ["table", "table"]
+    # the point is the protocol on the table form, number for number
+    table = table_from_weights(stand_in())
+    again = check_protocol(table, 4, trained[-1]["precision_bits"])
+    assert again.model_form == "table"
+    assert trained[-1]["index_error"] == again.floor.index_error
+    assert trained[-1]["message_bits"] == again.message_bits
     (skipped,) = r.measured["skipped"]
     assert "k=5 needs 2k+1 = 11 positions" in skipped and "(n=9)" in skipped
     (summary,) = r.measured["trained"]
@@ -161,9 +185,10 @@ def test_trained_models_are_checked_where_they_fit(shrunk):
     assert summary["positive_floor_below_size"] == pytest.approx(
         4 * summary["size"] / summary["message_bits"]
     )
-    # the precision is where the quantised model gives its float64 answers on every INDEX input
-    assert summary["precision_bits"] == fl.float_precision(stand_in(), 4)
+    # the precision is where the quantised table gives its float64 answers on every INDEX input
+    assert summary["precision_bits"] == fl.float_precision(table, 4)
     assert "not checked: run" in r.detail and "floor positive only below h·m·p ≈" in r.detail
+    assert "table forms (table_from_weights), checked as table models" in r.detail
 
 
 def test_a_trained_model_the_reduction_is_not_about_is_reported(shrunk):
@@ -194,10 +219,10 @@ def test_figure_draws_every_kind_and_says_what_each_mark_is(shrunk, tmp_path):
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels[0].startswith("floor δ* = h⁻¹(1 − b/k) at the shortest random message (h=1, m=1, p=1)")
     assert "random models, b < k (floor > 0): INDEX error" in labels
-    assert (
-        "one-layer construction: INDEX error" in labels and "trained one-layer models: INDEX error" in labels
-    )
+    assert "one-layer construction: INDEX error" in labels
+    assert "trained one-layer models' table forms: INDEX error" in labels
     assert "Blue circles" in caption and "Green triangles" in caption and "Red squares" in caption
+    assert "Red squares: the table forms (table_from_weights)" in caption
     assert "FAILED" not in caption
     plt.close(fig)
     failed = dataclasses.replace(run(Context(), **TINY), status=FAIL)

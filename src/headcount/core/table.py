@@ -8,6 +8,18 @@
 
 This is more general than weight form (ψ_in need not be W_E[σ] + W_pos[i]); the lower-bound tools take
 models in this form. In fixed:p the rounding points are ψ_in, Q̃, K̃, Ṽ and each head's output.
+
+Two conversions from a one-layer weight-form model, for two different semantics:
+
+* :func:`table_from_weights` — the real-arithmetic table (ψ_in = W_E + W_pos, Q̃ = ψ_in W_Q, K̃ = ψ_in W_K,
+  Ṽ = ψ_in W_V W_O in float64). Its float64 model is the weight model's up to float rounding, but its
+  fixed:p model is NOT the weight model's fixed:p model: the weight form rounds x = W_E + W_pos, then q, k,
+  v = round_p(x W_V) from the rounded x, and applies W_O to the unrounded head average; this table rounds
+  Q̃, K̃, Ṽ computed from the unrounded embedding and rounds the composed Ṽ = W_V·W_O once.
+* core.fixed_table.table_at_precision — at one p, the table whose fixed:p model is exactly the weight
+  model's fixed:p model (its entries are the model's own rounded values, computed by the exact evaluator's
+  arithmetic), or InputError where no table can be: the weight form does not round v·W_O, a table rounds
+  Ṽ, so they agree only where every v·W_O already lies on the 2^-p grid inside the clip range.
 """
 
 from __future__ import annotations
@@ -71,15 +83,26 @@ class OneLayerTable:
         return self.heads_per_layer[0] * self.d_model * precision_bits
 
 
-def table_from_weights(model: Transformer, first_layer_only: bool = False) -> OneLayerTable:
-    """Table form of a one-layer weight-form model (the decoder is carried over). With
-    first_layer_only=True, the tables of layer 1 of a deeper model (its decoder then reads layer 1's
-    output directly, which only means something for inspection, not as the model's own output)."""
-    if not model.layers:
-        raise ValueError("a model with no layers has no one-layer table form")
+def check_plain(model: Transformer) -> None:
+    """InputError unless the model is the seed's plain model (no GPT-2 parts, no vocabulary readout)."""
     if model.extensions or getattr(model.decoder, "kind", None) == "vocab":
         parts = ", ".join(model.extensions) or "an unbound vocabulary readout"
         raise InputError(f"the one-layer table form is the seed's plain model; this model has {parts}")
+
+
+def table_from_weights(model: Transformer, first_layer_only: bool = False) -> OneLayerTable:
+    """The real-arithmetic table of a one-layer weight-form model (the decoder is carried over):
+    ψ_in = W_E[σ] + W_pos[i], Q̃ = ψ_in W_Q, K̃ = ψ_in W_K, Ṽ = ψ_in W_V W_O, all in float64.
+
+    Its float64 evaluation is the model's up to float rounding (the maps are the same), but it is NOT
+    fixed:p-faithful: its rounding points (Q̃, K̃, Ṽ from the unrounded embedding, the composed Ṽ rounded
+    once) are not the weight form's (module docstring); for the table whose fixed:p model is the weight
+    model's, use core.fixed_table.table_at_precision. With first_layer_only=True, the tables of layer 1 of
+    a deeper model (its decoder then reads layer 1's output directly, which only means something for
+    inspection, not as the model's own output)."""
+    if not model.layers:
+        raise ValueError("a model with no layers has no one-layer table form")
+    check_plain(model)
     if model.layers[0].mlp is not None:
         raise ValueError(
             "a first layer with an MLP has no one-layer table form (ψ_out would have to absorb the MLP)"

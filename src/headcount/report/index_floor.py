@@ -10,21 +10,28 @@ floor δ* = h⁻¹(1 − b/k) (induction/lower_bound/floor.py) on three kinds of
 * construction: the one-layer construction (induction.construction.one_layer_induction at n = 2k+1, S = 3) at
   its minimal INDEX precision (report.induction_lower_bound.index_precision). It is correct, so b ≥ k and
   its floor is 0;
-* trained: the one-layer models of the learning lab's induction-depth experiment (learn/experiments.py, at
-  the report's scale, kept beside the results database, retrained when the file is missing). They are
-  attention-only one-layer models over alphabet S ≥ 3 with context n, so they read INDEX inputs (tokens
-  0, 1 and '?' = 2) for every k with 2k+1 ≤ n. A trained one-layer model is not correct on induction heads,
-  so "its certified precision" here is the smallest fixed:p at which the quantised model provably gives the
-  float64 model's answers on every position of every INDEX input at that k (core.certify.
-  minimal_precision_bits against the float64 outputs; None: no p ≤ 60 does, and the point is left out
-  with the reason in the detail).
+* trained: the table forms of the one-layer models of the learning lab's induction-depth experiment
+  (learn/experiments.py, at the report's scale, kept beside the results database, retrained when the file
+  is missing), converted with core.table.table_from_weights. The trained models are attention-only
+  one-layer weight-form models with a float W_O, whose fixed:p rounding points no table has (issue 27,
+  finding 3: the protocol refuses them as given), so the point checked is their table form — a one-layer
+  table model in its own right (model_form "table"), with the trained model's real-arithmetic maps
+  (ψ_in = W_E + W_pos, Q̃ = ψ_in W_Q, K̃ = ψ_in W_K, Ṽ = ψ_in W_V W_O) and its own rounding points. The
+  floor holds for every one-layer model, and a table is one; what is measured is the table's INDEX error
+  at fixed:p, not the weight model's. They read INDEX inputs (tokens 0, 1 and '?' = 2) for every k with
+  2k+1 ≤ n (alphabet S ≥ 3, context n). A trained model is not correct on induction heads, so "its
+  certified precision" here is the smallest fixed:p at which the quantised table provably gives its float64
+  answers on every position of every INDEX input at that k (core.certify.minimal_precision_bits against
+  the table's float64 outputs; None: no p ≤ 60 does, and the point is left out with the reason in the
+  detail).
 
 Check: every model satisfies floor_holds (its INDEX error ≥ δ* − its disagreement rate, exactly) and
 protocol_floor_holds (Bob's error ≥ δ*: the theorem), and at least one random model has b < k, a positive
 floor and an error above it. Every point is cached per run (CACHE_KIND, …), which is also how the tests
 falsify one.
 
-Reported, never asserted: for each trained model, the size h·m·p below which its floor would be positive.
+Reported, never asserted: for each trained model's table, the size h·m·p below which its floor would be
+positive.
 The rule: b grows about linearly in h·m·p (each head sends m + 1 numbers of 3p..5p bits, the encoding's
 worst case h·(m·(4p+2) + 5p + 2 + ⌈log₂ d_head⌉)), so at the same k a model of size s′ sends about
 b·s′/s bits and its floor is positive when s′ < k·s/b. For trained sizes this is far below one head of
@@ -41,7 +48,9 @@ import matplotlib.pyplot as plt
 from headcount.core.certify import minimal_precision_bits
 from headcount.core.errors import InputError
 from headcount.core.evaluate import Model, emulate
+from headcount.core.model import Transformer
 from headcount.core.precision import FLOAT64
+from headcount.core.table import OneLayerTable, table_from_weights
 from headcount.induction import task
 from headcount.induction.construction import one_layer_induction
 from headcount.induction.lower_bound.floor import error_floor
@@ -169,22 +178,38 @@ def trained_runs(ctx: Context, experiment: str) -> list[TrainedRun]:
     return ctx.cached((CACHE_KIND, "trained-runs", experiment, ctx.scale, db), compute, "one-layer models")
 
 
+def table_form(model: Model) -> OneLayerTable:
+    """The table form a trained point checks: table_from_weights of a one-layer attention-only weight-form
+    model (a table model as given); InputError for a model that has none (more layers, an MLP, LayerNorm,
+    …)."""
+    if isinstance(model, OneLayerTable):
+        return model
+    if not isinstance(model, Transformer) or len(model.layers) != 1 or model.layers[0].mlp is not None:
+        raise InputError(
+            "the INDEX reduction is for one-layer attention-only models, checked here on their table form "
+            "(table_from_weights); this model has none (more layers or an MLP)"
+        )
+    return table_from_weights(model)  # InputError for the GPT-2 parts a table has no place for
+
+
 def trained_point(ctx: Context, run: TrainedRun, k: int) -> FloorPoint | str:
-    """The run's model at its float precision at k, or why it cannot be checked there."""
+    """The run's model's table form (table_form) at its float precision at k, or why it cannot be checked
+    there."""
     n_ctx = run.model.n_ctx
     if 2 * k + 1 > n_ctx:
         return f"run {run.run_id} (n={n_ctx}): INDEX at k={k} needs 2k+1 = {2 * k + 1} positions"
 
     def compute() -> tuple[int, ProtocolCheck] | str:
         try:  # a model the reduction is not about (an MLP, LayerNorm, …) is reported, not a failure
-            p = float_precision(run.model, k)
+            table = table_form(run.model)
+            p = float_precision(table, k)
             if p is None:
-                return f"run {run.run_id} k={k}: no fixed:p ≤ 60 reproduces its float64 answers on INDEX"
-            return p, check_protocol(run.model, k, p)
+                return f"run {run.run_id} k={k}: no fixed:p ≤ 60 reproduces its table's float64 INDEX answers"
+            return p, check_protocol(table, k, p)
         except InputError as error:
             return f"run {run.run_id} k={k}: {error}"
 
-    key = (CACHE_KIND, "trained", run.run_id, k)
+    key = (CACHE_KIND, "trained-table", run.run_id, k)
     got = ctx.cached(key, compute, f"INDEX floor: trained run {run.run_id} k={k}")
     if isinstance(got, str):
         return got
@@ -298,11 +323,12 @@ def _trained_text(summary: list[dict[str, Any]], skipped: tuple[str, ...]) -> st
     )
     vacuous = all(t["vacuous"] for t in summary)
     verdict = (
-        "the floor is vacuous (b ≥ k) for every trained model" if vacuous else "some trained floors bite"
+        "the floor is vacuous (b ≥ k) for every trained table" if vacuous else "some trained floors bite"
     )
     rule = "b linear in h·m·p: a positive floor needs h·m·p < k·h·m·p/b"
     more = f"; not checked: {'; '.join(skipped)}" if skipped else ""
-    return f"trained one-layer models ({rule}): {rows}; {verdict}{more}"
+    form = "table forms (table_from_weights), checked as table models"
+    return f"trained one-layer models' {form} ({rule}): {rows}; {verdict}{more}"
 
 
 def describe(series: FloorSeries, problems: list[str]) -> str:
@@ -332,10 +358,12 @@ def describe(series: FloorSeries, problems: list[str]) -> str:
     statement="A one-layer model whose protocol message has b bits errs on at least δ* = h⁻¹(1 − b/k) of "
     "the INDEX pairs, less its protocol disagreement rate (Fano per bit of f, the chain rule and concavity "
     "of the binary entropy h); δ* = 0 when b ≥ k. Checked exhaustively (every (f, i*)) on random one-layer "
-    "models of one small shape, on the one-layer construction and on the learning lab's trained one-layer "
-    "models (at the precision where they give their float64 answers): every model respects the floor, and "
-    "some random model with b < k has a positive floor and an error above it. Reported: the size h·m·p at "
-    "which each trained model's floor would become positive.",
+    "models of one small shape, on the one-layer construction and on the table forms of the learning lab's "
+    "trained one-layer models (table_from_weights: one-layer table models in their own right, checked as "
+    "given, at the precision where the table gives its float64 answers; the trained weight models' own "
+    "fixed:p rounding points have no table): every model respects the floor, and some random model with "
+    "b < k has a positive floor and an error above it. Reported: the size h·m·p at which each trained "
+    "table's floor would become positive.",
     quick=QUICK,
     full=FULL,
 )
@@ -374,7 +402,7 @@ STYLES = {  # kind -> marker, colour, x offset, label
     "random": ("o", "tab:blue", -0.2, "random models, b ≥ k (floor 0): INDEX error"),
     "random-short": ("o", "tab:blue", -0.2, "random models, b < k (floor > 0): INDEX error"),
     "construction": ("^", "tab:green", 0.0, "one-layer construction: INDEX error"),
-    "trained": ("s", "tab:red", 0.3, "trained one-layer models: INDEX error"),
+    "trained": ("s", "tab:red", 0.3, "trained one-layer models' table forms: INDEX error"),
 }
 LINEAR_BELOW = 0.01  # the y axis is linear below this error and logarithmic above (floors are small)
 
@@ -442,9 +470,9 @@ def _trained_caption(s: FloorSeries) -> str:
         )
     bits = ", ".join(str(t["message_bits"]) for t in trained)
     text = (
-        "Red squares: the learning lab's trained one-layer models (induction-depth), quantised to the "
-        "fixed:p at which they give their float64 answers on every INDEX input; their messages take "
-        f"{bits} bits"
+        "Red squares: the table forms (table_from_weights) of the learning lab's trained one-layer models "
+        "(induction-depth), checked as table models, quantised to the fixed:p at which the table gives its "
+        f"float64 answers on every INDEX input; their messages take {bits} bits"
     )
     if all(t["vacuous"] for t in trained):
         return text + " (b ≫ k), so their floor is 0: vacuous at trainable sizes."

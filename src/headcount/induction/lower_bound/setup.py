@@ -10,24 +10,35 @@ round_p(ψ_in(N, ?)) + Σ_h round_p(Y_h). These are exactly the rounding points 
 :func:`headcount.core.table.table_residual`, so Bob's computation mirrors the model's, op for op, from
 the head outputs on.
 
-Scope and assumptions. A one-layer weight-form model is converted with table_from_weights and the
-protocol follows the *table's* fixed:p rounding points (ψ_in, Q̃, K̃, Ṽ, head outputs); check_protocol
-compares with predict on that table, while refute confirms counterexamples on the model as given.
-Decoders are taken to be positionwise (ψ_out(i, x_i), as the Decoder protocol says): Bob decodes his
-vector at position N of an otherwise zero block.
+Scope and assumptions. A table-form model is used as given (model_form "table"). A one-layer weight-form
+model is converted, at the (k, p) the reduction runs at, with core.fixed_table.table_at_precision into
+the table of its own fixed:p rounding points (positions 1..n, tokens 0, 1, ?): ψ_in = round_p(W_E + W_pos),
+Q̃ = round_p(ψ_in W_Q), K̃ = round_p(ψ_in W_K) and Ṽ = v W_O with v = round_p(ψ_in W_V), all computed
+exactly, so that the table's fixed:p model on INDEX inputs IS the weight model's (model_form WEIGHTS_FORM).
+That is possible only where every v W_O is on the 2^-p grid within [−2^p, 2^p] (the weight form does not
+round v W_O, a table rounds Ṽ) and every entry is a float64 number: otherwise the reduction refuses the
+model (InputError), never runs on a table with other rounding points. check_protocol compares Bob with
+predict on that table (the same answers as the model's), and refute confirms counterexamples on the model
+as given. refute alone (index_setup(…, guide=True)) does not refuse such a model: every input it reports is
+confirmed on the model as given, so the table only guides its search, and where no exact table exists the
+guide is the real-arithmetic table (core.table.table_from_weights at positions 1..n, tokens 0, 1, ?;
+model_form GUIDE_FORM), whose protocol is not the model's. Decoders are taken to be positionwise
+(ψ_out(i, x_i), as the Decoder protocol says): Bob decodes his vector at position N of an otherwise zero
+block.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import expit
 
 from headcount.core.errors import InputError
 from headcount.core.evaluate import Model, predict
+from headcount.core.fixed_table import NoExactTable, table_at_precision, table_at_precision_bytes
 from headcount.core.model import Transformer
 from headcount.core.precision import fixed, round_fixed
 from headcount.core.resources import check_memory, check_work
@@ -52,6 +63,13 @@ PROTOCOL_MAX_WORK = 2**32
 REFUTE_MAX_WORK = 2**32
 # Float64 arrays of CHUNK_ELEMENTS the protocol's vectorized steps hold at once (r, s, Y, bounds, …).
 CHUNK_ARRAYS = 16
+# model_form of a weight-form model: the reduction ran on the table of its own fixed:p rounding points.
+WEIGHTS_FORM = "weights (exact table of its fixed:p rounding points)"
+# model_form of a weight-form model no exact table has, searched by refute only (index_setup(guide=True)): the
+# search ran on its real-arithmetic table (table_from_weights), every reported input was run on the model.
+GUIDE_FORM = "weights (search guided by its real-arithmetic table; every input confirmed on the model)"
+# The tokens the INDEX input uses: 0, 1 and '?' (= INDEX_QUERY = 2).
+INDEX_TOKENS = 3
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,9 +146,19 @@ class IndexSetup:
     def eps(self) -> float:
         return 2.0 ** (-3 * self.p)
 
+    @property
+    def models_own(self) -> bool:
+        """Whether the table's fixed:p model is the model's (form "table" or WEIGHTS_FORM), so that the
+        protocol on it — its messages, their length, Bob's answers — is the model's; False for GUIDE_FORM."""
+        return self.form != GUIDE_FORM
 
-def as_table(model: Model) -> tuple[OneLayerTable, str]:
-    """(table form, how it was obtained) of a one-layer attention-only model; InputError otherwise."""
+
+def as_table(model: Model, n: int, p: int, guide: bool = False) -> tuple[OneLayerTable, str]:
+    """(table, model_form) the reduction runs on at length n and fixed:p: a table model as given ("table"),
+    or a one-layer attention-only weight-form model as the exact table of its own fixed:p rounding points at
+    positions 1..n and tokens 0, 1, ? (WEIGHTS_FORM; module docstring); InputError otherwise, and for a
+    weight-form model no table can follow (core.fixed_table.NoExactTable) — unless guide=True (a search whose
+    every answer is confirmed on the model), which then gets its real-arithmetic table (GUIDE_FORM)."""
     if isinstance(model, OneLayerTable):
         return model, "table"
     if isinstance(model, Transformer):
@@ -142,7 +170,18 @@ def as_table(model: Model) -> tuple[OneLayerTable, str]:
             raise InputError(
                 "the INDEX reduction is for one-layer attention-only models; this layer has an MLP"
             )
-        return table_from_weights(model), "weights (converted with table_from_weights)"
+        tokens = min(INDEX_TOKENS, model.alphabet)
+        try:
+            table = table_at_precision(model, p, n, tokens)
+        except NoExactTable as error:
+            if not guide:
+                raise InputError(f"INDEX reduction: {error}") from None
+        except InputError as error:
+            raise InputError(f"INDEX reduction: {error}") from None
+        else:
+            return table, WEIGHTS_FORM
+        # only the positions and tokens the INDEX inputs use: at most the exact table's memory (setup_bytes)
+        return table_from_weights(replace(model, W_E=model.W_E[:tokens], W_pos=model.W_pos[:n])), GUIDE_FORM
     raise InputError(f"expected a OneLayerTable or a one-layer Transformer, got {type(model).__name__}")
 
 
@@ -159,9 +198,12 @@ def grid_bits(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return np.array(flat, dtype=np.int64).reshape(lo.shape)
 
 
-def index_setup(model: Model, k: int, p: int) -> IndexSetup:
+def index_setup(model: Model, k: int, p: int, *, guide: bool = False) -> IndexSetup:
     """The IndexSetup of `model` at INDEX size k and fixed:p; InputError for a model or size the
-    reduction is not about (not one layer of attention, context shorter than 2k+1, fewer than 3 tokens)."""
+    reduction is not about (not one layer of attention, context shorter than 2k+1, fewer than 3 tokens), and
+    for a weight-form model whose fixed:p rounding points no table has (as_table) unless guide=True: then its
+    setup is of its real-arithmetic table (form GUIDE_FORM), a search guide whose protocol is not the
+    model's (for refute, which confirms every answer on the model as given)."""
     k = check_int("k", k, 1)
     p = check_int("p (precision bits)", p, 1)
     if p > MAX_PRECISION_BITS:
@@ -171,12 +213,11 @@ def index_setup(model: Model, k: int, p: int) -> IndexSetup:
         )
     check_context(model, k)
     check_memory(setup_bytes(model, k), f"the INDEX reduction at --k {k}")
-    table, form = as_table(model)
     n = 2 * k + 1
-    if table.alphabet < 3:
-        raise InputError(
-            f"INDEX needs the tokens 0, 1, ? (alphabet ≥ 3); the model's alphabet is {table.alphabet}"
-        )
+    alphabet = getattr(model, "alphabet", INDEX_TOKENS)  # as_table refuses what has none
+    if alphabet < INDEX_TOKENS:
+        raise InputError(f"INDEX needs the tokens 0, 1, ? (alphabet ≥ 3); the model's alphabet is {alphabet}")
+    table, form = as_table(model, n, p, guide)
     last = n - 1
     q = round_fixed(table.Q[:, last, INDEX_QUERY], p)  # [h d_head], at the model's rounding points
     keys = round_fixed(table.K[:, :n, :3], p)  # [h n 3 d_head]
@@ -372,11 +413,15 @@ def model_shape(model: Model) -> tuple[int, int, int]:
 
 
 def setup_bytes(model: Model, k: int) -> float:
-    """Memory of index_setup: a weight-form model's table (table_from_weights over its whole context and
-    alphabet), the setup's rounded copies of the tables at n = 2k+1 over 3 tokens, and Bob's [k h m]."""
+    """Memory of index_setup: a weight-form model's exact table of its fixed:p rounding points at n = 2k+1
+    over the 3 INDEX tokens (core.fixed_table.table_at_precision_bytes: the exact grid values while it is
+    built and the float64 table), the setup's rounded copies of the tables at n over 3 tokens, and Bob's
+    [k h m]."""
     heads, m, d_head = model_shape(model)
-    n = 2.0 * k + 1
-    own = table_bytes(model.n_ctx, model.alphabet, heads, m, d_head) if isinstance(model, Transformer) else 0
+    n = 2 * k + 1
+    own = 0.0
+    if isinstance(model, Transformer) and len(model.layers) == 1:  # as_table refuses any other
+        own = table_at_precision_bytes(model, n, min(INDEX_TOKENS, model.alphabet))
     return own + 2 * table_bytes(n, 3, heads, m, d_head) + 8.0 * k * heads * (m + 1)
 
 
