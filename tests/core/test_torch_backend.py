@@ -227,6 +227,25 @@ def test_the_libm_check_passes_here_and_refuses_an_inaccurate_exp(monkeypatch):
     assert torch_attention._checked == set()
 
 
+def test_the_libm_check_covers_the_multithreaded_loop(monkeypatch):
+    """An exp that is wrong only on large tensors (torch's multithreaded loop, which the kernels run) is
+    caught too, and the float pass refuses the device as the rigorous pass does (issue 27: a process's first
+    multithreaded exp was seen 3·10⁻⁹ off; torch_attention._warm_up runs one before the check)."""
+    monkeypatch.setattr(torch_attention, "_checked", set())
+    exact_exp = torch.exp
+
+    def exp(x):
+        y = exact_exp(x)
+        return y * (1 + 2.0**-28) if x.numel() >= torch_attention.PARALLEL_SIZE else y
+
+    monkeypatch.setattr(torch, "exp", exp)
+    with pytest.raises(InternalError, match=r"on cpu \(multithreaded\) is off by more than 4 ulp"):
+        check_torch_libm("cpu")
+    q, k, v = random_qkv(8, 2 * ATTENTION_BLOCK + 1, 1.0, batch=1)
+    with use_backend("torch"), pytest.raises(InternalError):
+        torch_attend(q, k, v, "causal", FLOAT64)
+
+
 def test_the_arithmetic_check_refuses_flushed_subnormals():
     if not torch.set_flush_denormal(True):
         pytest.skip("this CPU cannot flush subnormals")

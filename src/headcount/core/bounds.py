@@ -35,6 +35,7 @@ import numpy as np
 
 from headcount.core.activation_bounds import gelu_interval, layer_norm_interval
 from headcount.core.algorithm import current_algorithm
+from headcount.core.counters import TIES
 from headcount.core.exact_head import exact_head_row
 from headcount.core.interval import (  # noqa: F401 — re-exported: the primitives' home before the split
     SAFETY,
@@ -119,6 +120,7 @@ def settle_ties(out, q, k, v, W_O: np.ndarray, bits: int, mask: str):
         on_grid = all(np.array_equal(np.round(a * 2.0**bits), a * 2.0**bits) for a in inputs)
         if on_grid and keys * W_O.shape[1] <= TIE_WORK:
             mid[b, i], rad[b, i] = exact_head_row(*inputs, W_O, bits)
+            TIES.add(rows_settled=1, values_inexact=int(np.count_nonzero(rad[b, i])))
     return mid, rad
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 from collections.abc import Callable, Iterator
 from importlib import import_module
 from typing import TYPE_CHECKING
@@ -17,6 +16,7 @@ import numpy as np
 from scipy import special
 
 from headcount.core.algorithm import current_algorithm, current_backend
+from headcount.core.counters import FLOAT
 from headcount.core.precision import FLOAT64, Precision
 
 if TYPE_CHECKING:  # model.py imports bounds.py, which imports this module
@@ -193,41 +193,49 @@ def _sparse_softmax_values(scores: np.ndarray, v: np.ndarray, v_max: np.ndarray)
     return (summed / total[:, None]).reshape(batch, block, v.shape[-1])
 
 
-_float_work_lock = threading.Lock()
-_float_work = {"rows": 0, "rows_redone": 0}
-
-
 def float_work() -> dict[str, int]:
     """Counts since the process started (or reset_float_work) of the sparse float pass: `rows` the query
     rows it summed sparsely, `rows_redone` those whose left-out keys it added back (the cut was not
-    negligible against their output)."""
-    with _float_work_lock:
-        return dict(_float_work)
+    negligible against their output) (core.counters)."""
+    return FLOAT.snapshot()
 
 
 def reset_float_work() -> None:
-    with _float_work_lock:
-        for key in _float_work:
-            _float_work[key] = 0
+    FLOAT.reset()
 
 
-def _count_float(**amounts: int) -> None:
-    with _float_work_lock:
-        for key, amount in amounts.items():
-            _float_work[key] += amount
+_count_float = FLOAT.add
 
 
 def softmax_values(
     scores: np.ndarray, v: np.ndarray, prec: Precision, patterns: list[np.ndarray] | None = None
 ) -> np.ndarray:
     """(Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j − max} over the last axis of `scores` (consumed, in place);
-    the weights themselves are appended to `patterns` when given (for analysis only)."""
+    the weights themselves are appended to `patterns` when given (for analysis only). A key the mask hides
+    (score −inf) is absent from the sum, also where its value is ±inf or NaN (a matrix product would make
+    its weight 0 times that value a NaN: a later token would change an earlier position's output); a visible
+    key whose weight underflows to 0 is present, as float64 has it (0 · inf = NaN)."""
+    hidden = None if np.isfinite(v).all() else np.isneginf(scores)  # [.. query key], only where it matters
     scores -= scores.max(axis=-1, keepdims=True)
     scores = prec.after_op(exp_shifted(scores) if scores.dtype == np.float64 else np.exp(scores))
     total = prec.after_op(scores.sum(axis=-1, keepdims=True))  # [batch query 1]
     if patterns is not None:
         patterns.append(scores / total)
-    return prec.after_op(prec.after_op(scores @ v) / total)
+    summed = scores @ v if hidden is None else _visible_sum(scores, v, hidden)
+    return prec.after_op(prec.after_op(summed) / total)
+
+
+def _visible_sum(weights: np.ndarray, v: np.ndarray, hidden: np.ndarray) -> np.ndarray:
+    """Σ_j w_j v_j over the keys not `hidden` [.. query key], for values v [.. key d] with ±inf or NaN
+    entries: the finite part by one product, each non-finite value added where its key is visible."""
+    finite = np.isfinite(v)
+    summed = weights @ np.where(finite, v, 0.0)
+    for index in np.argwhere(~finite):
+        *lead, key, c = index.tolist()
+        w = weights[(*lead, slice(None), key)]  # [query]
+        term = np.where(hidden[(*lead, slice(None), key)], 0.0, w * v[(*lead, key, c)])
+        summed[(*lead, slice(None), c)] += term
+    return summed
 
 
 def dense_attend(
@@ -240,13 +248,14 @@ def dense_attend(
     patterns: list[np.ndarray] | None = None,
 ) -> np.ndarray:
     """attend over the whole [batch query key] score tensor, the masked half included (the reference
-    algorithm, core.algorithm; also what `patterns`, the attention weights for analysis, need)."""
-    bias = mask_bias(q.shape[-2], mask or "full")
+    algorithm, core.algorithm; also what `patterns`, the attention weights for analysis, need). A masked
+    score is replaced by −inf, not added to: an infinite score plus −inf would be a NaN that reaches every
+    earlier query."""
     scores = prec.after_op(q @ np.swapaxes(k, -1, -2))  # [batch query key]
     if scale != 1.0:  # GPT-2 scales the product, as here: (q kᵀ)·scale
         scores = prec.after_op(scores * scores.dtype.type(scale))
-    if bias is not None:
-        scores += bias
+    if mask == "causal":
+        np.copyto(scores, -np.inf, where=_cached_masks(q.shape[-2])[2])
     return softmax_values(scores, v, prec, patterns)
 
 

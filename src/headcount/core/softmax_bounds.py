@@ -11,13 +11,13 @@ Two implementations with the same guarantee (core.bounds states the error model)
 
 from __future__ import annotations
 
-import threading
 from importlib import import_module
 
 import numpy as np
 
 from headcount.core.activation_bounds import FLINT_LOCK
 from headcount.core.algorithm import current_algorithm, current_backend
+from headcount.core.counters import ATTENTION
 from headcount.core.errors import InternalError
 from headcount.core.forward import causal_mask, mask_diagonal, query_blocks
 from headcount.core.interval import SAFETY, TINY, U, _exact_dot, _gamma, _up
@@ -154,29 +154,22 @@ def dense_attention_bounds(q, k, v, allowed: np.ndarray):
 
 
 SPARSE_SHARE = 0.25  # a query block whose near candidates exceed this share of its keys is bounded densely
-_work_lock = threading.Lock()
-_work = {"score_entries": 0, "computed": 0, "exponentiated": 0, "dense_blocks": 0, "sparse_blocks": 0}
 
 
 def attention_work() -> dict[str, int]:
     """Counts since the process started (or the last reset_attention_work) of the blocked rigorous pass:
     `score_entries` the visible (query, key) pairs it bounded, `computed` those whose score it computed,
     `exponentiated` those it exponentiated (the near keys and every key of a dense block); the rest were
-    accounted for as far keys without an exponential."""
-    with _work_lock:
-        return dict(_work)
+    accounted for as far keys without an exponential. `tame_heads` / `scanned_heads`: heads whose scores
+    were shown finite and below 2^40 from q and k alone, or were scanned block by block (core.counters)."""
+    return ATTENTION.snapshot()
 
 
 def reset_attention_work() -> None:
-    with _work_lock:
-        for key in _work:
-            _work[key] = 0
+    ATTENTION.reset()
 
 
-def _count(**amounts: int) -> None:
-    with _work_lock:
-        for key, amount in amounts.items():
-            _work[key] += amount
+_count = ATTENTION.add
 
 
 def attention_bounds(q, k, v, mask: str):
@@ -208,6 +201,7 @@ def attention_bounds(q, k, v, mask: str):
     kmT = np.swapaxes(km, -1, -2)
     exact_scores = _exact_dot(qm, kmT)
     tame = _scores_tame(qm, km)
+    _count(**{"tame_heads" if tame else "scanned_heads": 1})
     causal = mask == "causal"
     for start, stop, keys in query_blocks(n, causal, keys=km.shape[-2]):
         rows = slice(start, stop)
