@@ -349,10 +349,10 @@ def test_speed_two_layer_n64():
     rng = np.random.default_rng(0)
     model = gaussian_model(rng, 2, True, "causal", n=64, d=32, alphabet=8)
     tokens = rng.integers(0, 8, size=(2, 64))
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: what the machine's load does not change
     exact_fixed_predict(model, tokens, 30)
-    assert (time.perf_counter() - start) / 2 < 3.0
+    assert (time.process_time() - start) / 2 < 3.0
     tiny = gaussian_model(rng, 1, False, "causal", n=3, d=2, alphabet=2)
-    start = time.perf_counter()
+    start = time.process_time()
     exact_fixed_predict(tiny, np.array([[0, 1, 1]]), 10)
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5

@@ -342,11 +342,10 @@ def test_hostile_file_is_refused(tmp_path, name):
     kind, build = CASES[name]
     path = build(tmp_path)
     before = set(sys.modules)
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a guard against an unbounded parse, whatever the load
     with pytest.raises(ModelFileError) as info:
         LOADERS[kind](path)
-    # a guard against a hang or an unbounded parse, not a performance figure (the machine may be loaded)
-    assert time.perf_counter() - start < 30
+    assert time.process_time() - start < 30
     message = str(info.value)
     assert "\n" not in message and len(message) < 800, message
     assert isinstance(info.value, InputError)
@@ -483,7 +482,7 @@ def test_a_fifo_never_blocks(tmp_path):
     os.mkfifo(fifo)
     start = time.perf_counter()
     _expect_path_error(fifo, "not a regular file")
-    assert time.perf_counter() - start < 2
+    assert time.perf_counter() - start < 60  # a block uses no CPU, so the clock tells: generous for load
 
 
 def test_dev_null():
@@ -566,11 +565,11 @@ def test_exact_rationals_accept_p_and_p_over_q_only():
 
 
 def test_a_huge_exponent_string_is_refused_at_once():
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: what the machine's load does not change
     for bad in ("1e10000000", "1e-100000000", "1" * 10**6):
         with pytest.raises(InputError):
             to_fmpq(bad)
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 1
 
 
 def test_the_metadata_size_bound_is_the_loaders_own(tmp_path):

@@ -312,13 +312,13 @@ def test_refute_finds_collision(k):
 
 def test_refute_random_model_long_input():
     model = random_table(np.random.default_rng(0), 81, 3, 1, 2)
-    began = time.perf_counter()
+    began = time.process_time()  # CPU time (all threads): what the machine's load does not change
     result = refute(model, 40, 4, seed=1)
     assert result.found and result.method in ("collision", "guided")
     assert confirmed_wrong(model, result, 4)
     assert result.position == 81 and len(result.input) == 81
     assert result.input == [{0: "0", 1: "1", 2: "?"}[t] for t in result.tokens] and result.tokens[-1] == 2
-    assert time.perf_counter() - began < 10
+    assert time.process_time() - began < 20
 
 
 @pytest.mark.parametrize("k", range(1, 7))

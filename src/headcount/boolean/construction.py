@@ -150,7 +150,8 @@ def additive_basis_route(
 
 
 SEARCH_SECONDS = 10.0
-"""Time limit of the exact smallest-basis search inside ``construct`` (then the other routes win)."""
+"""CPU-time limit of the exact smallest-basis search inside ``construct`` (then the other routes win): CPU
+time, so that how busy the machine is never changes which basis a construction gets."""
 
 
 def _search_basis(D: int, H: int, T: int, max_size: int) -> list[int] | None:

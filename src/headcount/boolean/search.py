@@ -5,9 +5,10 @@ at most D elements of B (repetition allowed; 0 is the empty sum) and r + 1 is no
 
 - :func:`smallest_basis` (D, H, T): a smallest B ⊆ {1..H} with range ≥ T, proven smallest by
   exhaustive search over sizes k = 1, 2, ... .  Returns the sorted list; returns ``None`` if the time
-  limit is hit before the search finishes (``search_smallest_basis`` gives the same answer with a
-  ``timed_out`` flag and statistics).  Raises ``InputError`` when no basis exists (T > D·H: every
-  element is ≤ H so every sum of ≤ D elements is ≤ D·H; and {1..H} reaches exactly D·H).
+  limit (CPU seconds: a busy machine does not change the answer) is hit before the search finishes
+  (``search_smallest_basis`` gives the same answer with a ``timed_out`` flag and statistics).  Raises
+  ``InputError`` when no basis exists (T > D·H: every element is ≤ H so every sum of ≤ D elements is
+  ≤ D·H; and {1..H} reaches exactly D·H).
 - :func:`stamps` (D, k): the classic postage-stamp problem n(D, k): the largest range of a k-element
   set of positive integers with at most D summands, with one optimal basis (a ``Stamps``), for
   k ≤ ``stamps_max_size(D)`` (InputError beyond, naming the bound; within it, ≤ ~2 s).  Raises
@@ -110,7 +111,7 @@ def _dfs_fixed_size(D, H, T, k, deadline, stats):
 
     def rec(dp, last, r):
         stats[0] += 1
-        if time.perf_counter() > deadline:  # every node: a node's work grows with D·H
+        if time.process_time() > deadline:  # every node: a node's work grows with D·H
             raise SearchTimeout("time limit reached")
         m = k - len(chosen)
         if m == 0:
@@ -173,7 +174,7 @@ def search_smallest_basis(
         return BasisSearchResult(D, H, T, [], 0, False, True, 0, 0.0)
     stats = [0]
     try:
-        B = _search_sizes(D, H, T, max_size, t0 + time_limit, stats)
+        B = _search_sizes(D, H, T, max_size, time.process_time() + time_limit, stats)
     except SearchTimeout:
         return BasisSearchResult(D, H, T, None, None, True, False, stats[0], time.perf_counter() - t0)
     reach = None if B is None else basis_range(B, D)
@@ -183,8 +184,8 @@ def search_smallest_basis(
 def smallest_basis(
     D: int, H: int, T: int, time_limit: float = 10.0, max_size: int | None = None
 ) -> list[int] | None:
-    """Smallest B ⊆ {1..H} with range ≥ T (sorted), or None if ``time_limit`` seconds ran out (or
-    none has ≤ ``max_size`` elements)."""
+    """Smallest B ⊆ {1..H} with range ≥ T (sorted), or None if ``time_limit`` seconds of CPU time ran
+    out (or none has ≤ ``max_size`` elements)."""
     return search_smallest_basis(D, H, T, time_limit, max_size).basis
 
 
@@ -197,7 +198,7 @@ class Stamps(JsonResult):
 
 
 STAMPS_SECONDS = 60.0
-"""Time limit of the postage-stamp search (a backstop: within STAMPS_MAX_SIZE it answers in seconds)."""
+"""CPU-time limit of the postage-stamp search (a backstop: within STAMPS_MAX_SIZE it answers in seconds)."""
 
 
 def stamps_max_size(D: int) -> int:
@@ -285,7 +286,7 @@ class _StampSearch:
         self.nodes += 1
         if self.node_cap is not None and self.nodes > self.node_cap:
             return
-        if self.nodes & 1023 == 0 and time.perf_counter() > self.deadline:
+        if self.nodes & 1023 == 0 and time.process_time() > self.deadline:
             raise SearchTimeout(
                 f"stamps(D={self.D}, k={self.k}) ran past its time limit; lower --size or --summands"
             )
@@ -312,13 +313,14 @@ def stamps(D: int, k: int, time_limit: float = STAMPS_SECONDS) -> Stamps:
     Largest r such that some k-element set of positive integers represents every 1..r as a sum of at
     most D elements (repetition allowed). Exact branch and bound (``_StampSearch``), started from the best
     range a short largest-first search finds; k ≤ ``stamps_max_size(D)`` (InputError beyond: the search
-    would take minutes to hours); raises ``SearchTimeout`` past ``time_limit`` seconds.
+    would take minutes to hours); raises ``SearchTimeout`` past ``time_limit`` seconds of CPU time (a
+    loaded machine changes how long the search takes, not what it answers).
     """
     _check_stamps(D, k)
     D, k = int(D), int(k)
     if k == 1 or D == 1:  # n(D, 1) = D with {1}; n(1, k) = k with {1..k} (the only bases reaching them)
         return Stamps(D * k, tuple(range(1, k + 1)))
-    deadline = time.perf_counter() + time_limit
+    deadline = time.process_time() + time_limit
     quick = _StampSearch(D, k, deadline, node_cap=2000)
     quick.run([1] * (D + 1), 0, 0, descending=True)
     search = _StampSearch(D, k, deadline, best=quick.best - 1)  # a basis with range ≥ quick.best exists
