@@ -4,13 +4,11 @@ on a weight-form file) is in tests/induction/test_lower_bound.py. Each model bel
 
 from __future__ import annotations
 
-import json
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from headcount.cli import main
 from headcount.core.algorithm import use_algorithm, use_backend
 from headcount.core.certify import minimal_precision_bits
 from headcount.core.evaluate import certified_predict, emulate
@@ -22,17 +20,7 @@ from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transforme
 from headcount.core.precision import FLOAT64, fixed
 from headcount.induction.certify import certify_induction
 from headcount.induction.construction import ONE, two_layer_induction
-from tests.soundness.test_findings import tie_embedding_model, underflow_model
-
-
-def run_json(capsys, *argv):
-    with pytest.raises(SystemExit) as exit_info:
-        main([*argv, "--json"])
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    assert (exit_info.value.code or 0) == 0, err
-    return json.loads(out)
-
+from tests.soundness.test_findings import run_json, tie_embedding_model, underflow_model
 
 # ---- finding 1: a settled tie's value needs more than 53 bits ------------------------------------------
 
