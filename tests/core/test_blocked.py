@@ -13,6 +13,7 @@ from headcount.core.evaluate import certified_predict
 from headcount.core.forward import (
     ATTENTION_BLOCK,
     _sparse_softmax_values,
+    _visible_sum,
     attend,
     dense_attend,
     float_work,
@@ -216,3 +217,35 @@ def test_a_head_output_on_a_rounding_tie_is_settled_exactly():
     k_box = (zero, np.full((1, 2, 1), 2.0**-30))
     out = quantize_bounds(*affine_bounds(*attention_bounds(q, k_box, v, "causal"), W_O), bits)
     assert settle_ties(out, q, k_box, v, W_O, bits, "causal")[1][0, 1, 0] > 0
+
+
+def _ieee_visible_sum(weights, v, hidden):
+    """Σ_j w_j v_j over the visible keys, one float64 addition at a time (the reference)."""
+    out = np.zeros(weights.shape[:-1] + v.shape[-1:])
+    with np.errstate(all="ignore"):
+        for index in np.ndindex(*out.shape):
+            *lead, query, c = index
+            for key in range(v.shape[-2]):
+                if not hidden[(*lead, query, key)]:
+                    out[index] = out[index] + weights[(*lead, query, key)] * v[(*lead, key, c)]
+    return out
+
+
+def test_hidden_keys_are_absent_even_with_infinite_values():
+    """A key the mask hides never reaches the sum (issue 27: its weight 0 times an infinite value made every
+    earlier query NaN); a visible key keeps IEEE's answers (0 · inf = NaN, inf − inf = NaN)."""
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n, d = int(rng.integers(1, 6)), int(rng.integers(1, 3))
+        hidden = rng.random((2, n, n)) < 0.3
+        weights = np.where(hidden, 0.0, rng.choice([0.0, 1.0, 0.5, 1e-300], size=(2, n, n)))
+        v = rng.choice([1.0, -2.0, np.inf, -np.inf, np.nan, 0.0], size=(2, n, d))
+        with np.errstate(all="ignore"):
+            got, want = _visible_sum(weights, v, hidden), _ieee_visible_sum(weights, v, hidden)
+        assert np.array_equal(got, want, equal_nan=True) or np.allclose(got, want, rtol=1e-15, equal_nan=True)
+    # causality: an infinite value at the last key changes no earlier query, dense or blocked
+    q, k, v = random_qkv(12, 2 * ATTENTION_BLOCK + 5, 3.0)
+    v[:, -1] = np.inf
+    with np.errstate(all="ignore"):
+        for out in (attend(q, k, v, "causal", FLOAT64), dense_attend(q, k, v, "causal", FLOAT64)):
+            assert np.isfinite(out[:, :-1]).all() and np.isinf(out[:, -1]).any()

@@ -227,15 +227,19 @@ def softmax_values(
 
 def _visible_sum(weights: np.ndarray, v: np.ndarray, hidden: np.ndarray) -> np.ndarray:
     """Σ_j w_j v_j over the keys not `hidden` [.. query key], for values v [.. key d] with ±inf or NaN
-    entries: the finite part by one product, each non-finite value added where its key is visible."""
+    entries, as float64 adds them up: the finite part by one product; then a coordinate is NaN where a
+    visible key brings a NaN, or an infinity under a weight 0 (0 · inf), or infinities of both signs, else
+    ±inf where a visible key of positive weight brings one (by products of indicator matrices: no loop)."""
     finite = np.isfinite(v)
-    summed = weights @ np.where(finite, v, 0.0)
-    for index in np.argwhere(~finite):
-        *lead, key, c = index.tolist()
-        w = weights[(*lead, slice(None), key)]  # [query]
-        term = np.where(hidden[(*lead, slice(None), key)], 0.0, w * v[(*lead, key, c)])
-        summed[(*lead, slice(None), c)] += term
-    return summed
+    summed = weights @ np.where(finite, v, 0)
+    seen = ~hidden
+    positive = (seen & (weights > 0)).astype(v.dtype)  # a NaN weight is not positive: it is in `summed`
+    zero = (seen & ~(weights > 0)).astype(v.dtype)
+    up, down = (v == np.inf).astype(v.dtype), (v == -np.inf).astype(v.dtype)
+    to_up, to_down = positive @ up > 0, positive @ down > 0
+    to_nan = (seen.astype(v.dtype) @ np.isnan(v).astype(v.dtype) > 0) | (zero @ (up + down) > 0)
+    extra = np.where(to_up, np.inf, np.where(to_down, -np.inf, 0.0))
+    return summed + np.where(to_nan | (to_up & to_down), np.nan, extra).astype(summed.dtype)
 
 
 def dense_attend(
