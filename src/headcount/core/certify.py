@@ -183,18 +183,26 @@ def _prove_chunk(
     model: Model, tokens: np.ndarray, target: np.ndarray, p: int, budget: WorkBudget
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """(got, proven, exact) on one chunk at p: the rigorous bounds, then the exact evaluator on the open
-    positions while `budget` lasts (not once a position is proven wrong: that already settles p); `exact`
-    counts the positions the evaluator settled."""
+    positions while `budget` lasts; `exact` counts the positions the evaluator settled. Once a position is
+    proven wrong p is settled, and only the open positions before the first one (row by row) are decided:
+    the rejection then reports the first position where the exact model errs, whichever bounds proved
+    what (within the budget, the same witness under either algorithm)."""
     got, proven = _settled(target, *certified_predict(model, tokens, fixed(p)))
+    wrong = proven & (got != target)
+    ask = ~proven
+    if wrong.any():
+        row, position = map(int, np.argwhere(wrong)[0])
+        ask[row, position:] = False
+        ask[row + 1 :] = False
     exact = 0
-    if not (proven & (got != target)).any() and (~proven).any():  # the exact evaluator decides them
-        open_rows = np.flatnonzero(~proven.all(axis=1))
-        before = int((~proven[open_rows]).sum())
+    if ask.any():  # the exact evaluator decides them
+        rows = np.flatnonzero(ask.any(axis=1))
+        before = int(ask[rows].sum())
         sub, sub_proven = fixed_predict(
-            model, tokens[open_rows], p, budget=budget, proven_in=(got[open_rows], proven[open_rows])
+            model, tokens[rows], p, budget=budget, proven_in=(got[rows], proven[rows] | ~ask[rows])
         )
-        got[open_rows], proven[open_rows] = sub, sub_proven
-        exact = before - int((~sub_proven).sum())
+        got[rows], proven[rows] = sub, proven[rows] | (sub_proven & ask[rows])
+        exact = before - int((ask[rows] & ~sub_proven).sum())
     return got, proven, exact
 
 
