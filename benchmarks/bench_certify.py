@@ -29,6 +29,7 @@ from bench_common import figure, finish_table, load_average, log, numpy_blas_thr
 from bench_induction import TorchModel, machine_info, matmul_peak
 from headcount.core.algorithm import use_algorithm
 from headcount.core.evaluate import WORKERS, certified_predict, emulate
+from headcount.core.forward import float_work, reset_float_work
 from headcount.core.precision import FLOAT64, fixed
 from headcount.core.softmax_bounds import attention_work, reset_attention_work
 from headcount.induction import task
@@ -124,7 +125,9 @@ def passes(n: int, seqs: int, repeats: int, bits: int, max_bytes: float, gpu=Non
             floats["torch"] = lambda: tm.predict(tokens)
             floats["torch_sdpa"] = lambda: tm.predict(tokens, fused=True)
     log(f"n={n}: float64 pass, {' / '.join(floats)} ({seqs} seq x {repeats}, interleaved)")
+    reset_float_work()
     best, outputs = interleaved(floats, repeats)
+    out["float_work"] = float_work()  # summed over the blocked repeats
     for name, got in outputs.items():
         out[f"float64_{name}_seconds"] = best[name]
         out[f"float64_{name}_positions_per_s"] = tokens.size / best[name]
@@ -281,6 +284,13 @@ def pass_figures(r: dict[str, Any], peak: float | None, device: str = "") -> lis
             f"{w['dense_blocks']}/{w['sparse_blocks']}; visible scores"
         )
         figs.insert(1, figure(label, w["score_entries"]))
+    if r.get("float_work", {}).get("rows"):
+        f = r["float_work"]
+        label = (
+            f"blocked float pass {tag}: rows whose left-out keys were added back (not negligible against "
+            f"their output) {f['rows_redone'] / f['rows']:.3f} of the sparse rows"
+        )
+        figs.insert(2, figure(label, f["rows"]))
     if peak:
         name = f"float64 blocked FLOP/s {tag} (causal half counted)"
         figs.append(
