@@ -174,7 +174,7 @@ def test_tiny_claim_passes_with_every_point_in_the_detail(tiny):
         (16, 3, {"layers": 5}, "k=3: 5 layers, not ⌈log₂ k⌉ + 2 = 4"),
         (16, 1, {"layers": 3}, "k=1: 3 layers, not ⌈log₂ k⌉ + 2 = 2"),
         (16, 2, {"errors": 3}, "k=2 n=16 S=4: 3 float64 errors"),
-        (16, 4, {"certified": False, "uncertified_positions": 2}, "not certified at p="),
+        (16, 4, {"proven_at_precision_bits": False, "uncertified_positions": 2}, "not certified at p="),
         (32, 4, {"precision_bits": None}, "k=4 n=32 S=4: no precision ≤ 60 bits is error-free"),
         (16, 2, {"heads_per_layer": (3, 1, 1)}, "k=2: 3 heads in a layer (at most 2)"),
         (16, 2, {"hops": 1}, "k=2: certified at hop count 1"),

@@ -152,11 +152,9 @@ class UnexplainedPair(JsonResult):
 
 @dataclass(frozen=True)
 class ProtocolCheck:
-    """check_protocol's result: the message length (exact, the seed's accounting, the worst case), which form
-    of the model was checked (`model_form`: "table" as given, or setup.WEIGHTS_FORM for a weight-form model's
-    exact table of its fixed:p rounding points), how many pairs agree, how many disagreements are explained
-    by rounding ties, the model's and Bob's own correctness, and (`floor`, also in the JSON) the INDEX error
-    floor they are held to (.floor)."""
+    """check_protocol's result: the message length (exact, the seed's accounting, the worst case), the form
+    checked (`model_form`), how many pairs agree, how many disagreements are explained by rounding ties, the
+    model's and Bob's own correctness, and (`floor`, also in the JSON) the INDEX error floor (.floor)."""
 
     k: int
     n: int
@@ -465,11 +463,9 @@ def check_protocol(
     there the model's rounded head output may legitimately differ from Bob's. T comes from the proven bounds
     and shrinks with 2^-p; a float64 error that is not small against 2^-p never explains anything. Alice's
     work depends only on f and Bob's only on i*, so each f's message is computed once and reused for all its
-    i*. A weight-form model is run as the exact table of its own fixed:p rounding points (setup.as_table,
-    core.fixed_table.table_at_precision), whose fixed:p model is the weight model's, so predict on it gives
-    the model's own answers; a weight-form model no such table can follow (v·W_O off the 2^-p grid) is refused
-    with an InputError. `model_form` in the result says which was checked: "table", or setup.WEIGHTS_FORM.
-    progress: a bar over the pairs on stderr."""
+    i*. A weight-form model runs as the exact table of its own fixed:p rounding points (setup.as_table:
+    its answers are the model's; InputError where no table has them); `model_form` says which form was
+    checked. progress: a bar over the pairs on stderr."""
     if pairs is not None:
         pairs = check_int("pairs", pairs, 1)
     seed = check_int("--seed", seed, 0)

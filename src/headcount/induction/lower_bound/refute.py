@@ -5,16 +5,10 @@ Bob answers both inputs alike, so the model is wrong on one of them. :func:`refu
 collision, else searches the INDEX family exhaustively or by a guided random/local search, and reports an
 input only after ``predict(model, σ, fixed(p))`` at position N has been seen to get it wrong.
 
-What the search runs on (setup.index_setup(…, guide=True), `model_form`): a table model as given, a
-weight-form model's exact table of its own fixed:p rounding points (setup.WEIGHTS_FORM), or, for a weight-form
-model no such table has (v·W_O off the 2^-p grid, …), its real-arithmetic table (setup.GUIDE_FORM). Under
-GUIDE_FORM the table's protocol is not the model's, so only what was run on the model is reported as the
-model's: the wrong input and the model's output on it, and "nothing wrong" after the exhaustive search (which
-runs the model on every input). The message length (`message_bits`) is then withheld (None), and a collision's
-evidence is the wrong input alone (Evidence), not the guide's shared message and Bob's answer.
-
-The search state of one call (setup, seeded generator, budget, clock, and what each method has covered)
-is one small class, :class:`_Refuter`; what it covered is reported as typed, frozen records (Searched).
+The table searched on is setup.as_table's (`model_form`); under setup.GUIDE_FORM (a real-arithmetic guide)
+only what ran on the model is the model's: `message_bits` is None, a collision's evidence the input alone.
+The search state of one call is one small class, :class:`_Refuter`; what it covered is reported as typed,
+frozen records (Searched).
 """
 
 from __future__ import annotations
@@ -88,9 +82,8 @@ class GuidedSearch(JsonResult):
 
 @dataclass(frozen=True)
 class Searched:
-    """What refute searched: its seed and budget, the message length of the table it searched on against k
-    (the model's own, or under setup.GUIDE_FORM its guide table's: what chose the collision search), and a
-    record per method that ran (collision first, then exhaustive or guided)."""
+    """What refute searched: its seed and budget, the searched table's message length against k (under
+    setup.GUIDE_FORM the guide's), and a record per method that ran (collision, then exhaustive or guided)."""
 
     seed: int
     budget: int
@@ -143,8 +136,7 @@ class CollisionEvidence(JsonResult):
 class Refutation:
     """refute's result. When found, `tokens` is σ (token ids; `input` prints them "0"/"1"/"?"), `position`
     is N (1-based), and the model — run by predict at fixed:p — outputs `model_output` there instead of
-    `expected` (both as printed). `message_bits` is the model's protocol message length, None under
-    setup.GUIDE_FORM (`model_form`), where the table searched on is only a guide (module docstring)."""
+    `expected` (both as printed); `message_bits` is None under setup.GUIDE_FORM (module docstring)."""
 
     found: bool
     method: str | None
@@ -318,8 +310,6 @@ class _Refuter:
     def collision(self) -> Refutation | None:
         """Pigeonhole search: hash the messages of many f; for f ≠ f' with equal messages and i* where they
         differ, Bob answers σ(f, i*) and σ(f', i*) alike, so (up to rounding ties) the model errs on one.
-        Under setup.GUIDE_FORM the messages are the guide table's, not the model's: a collision is then only a
-        likely place to look, and the input found is reported with plain Evidence.
 
         Strings are streamed in chunks; a dict from message hash to the first string with it finds repeats
         across chunks in one pass. Equal hashes are re-checked as equal messages before use."""
@@ -366,8 +356,9 @@ class _Refuter:
         t = int(np.flatnonzero(wrong)[0])
         i_star = int(both_stars[t])
         if not st.models_own:  # the shared message and Bob's answer are the guide's, not the model's
-            plain = Evidence(_bit_string(both[t]), i_star)
-            return self.found("collision", both[t], i_star, int(out[t]), plain)
+            return self.found(
+                "collision", both[t], i_star, int(out[t]), Evidence(_bit_string(both[t]), i_star)
+            )
         msg = message_from(st, *[part[0] for part in quantize(st, *alice_exact(st, f1[None]))])
         evidence = CollisionEvidence(
             f=_bit_string(f1),
@@ -483,10 +474,7 @@ def refute(model: Model, k: int, p: int, *, seed: int = 0, budget: int = DEFAULT
     strings); (b) "exhaustive" when k ≤ EXHAUSTIVE_K or 2^k·k ≤ budget: the whole family through
     predict — if it finds nothing the model is correct on INDEX at this (k, p) and the search stops;
     (c) "guided": seeded random restarts and local search, `budget` inputs. Every reported input has
-    been run through predict(model as given, σ, fixed(p)) and seen to be wrong at N. The search runs on
-    setup.as_table's table (`model_form`: "table"; setup.WEIGHTS_FORM — a weight-form model's exact table of
-    its own fixed:p rounding points; or setup.GUIDE_FORM — for a weight-form model no such table has, its
-    real-arithmetic table as a guide only, with message_bits and collision messages withheld)."""
+    been run through predict(model as given, σ, fixed(p)) and seen to be wrong at N."""
     seed, budget = check_int("--seed", seed, 0), check_int("budget", budget, 1)
     check_refute_resources(model, check_int("k", k, 1), budget, EXHAUSTIVE_K)
     st = index_setup(model, k, p, guide=True)
