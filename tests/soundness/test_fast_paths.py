@@ -16,7 +16,9 @@ exact-logit-ties), each model is checked twice:
    differ where every position whose float outputs differ is one where the rigorous bounds in mode exact
    prove nothing under either algorithm — float64 sits within its own rounding of a decision there, and the
    order of its sums decides (_float64_ill_conditioned); a float output that differs where the exact
-   model's answer is proven is a real difference.
+   model's answer is proven is a real difference. And `rejected` may show another counterexample for the
+   same p where each shown is one the exact evaluator confirms (_same_rejections): the search for one
+   follows the float emulation, which the prefix pass and the row pass round differently at a tie.
 
 For the family of kind "float" (negligible-cut), the blocked float64 pass (its backend) is checked
 against the reference's dense pass: each head output within the error bound of a float64 evaluation
@@ -52,6 +54,7 @@ from headcount.core.forward import attend, dense_attend, residual_stream
 from headcount.core.interval import _gamma
 from headcount.core.precision import EXACT, FLOAT64, IEEE_DTYPES, Precision, fixed
 from headcount.core.prefix import prefix_residual_bounds, prefix_worthwhile
+from headcount.core.symbols import token_text
 from tests.soundness.fast_paths import FAMILIES, Case
 from tests.soundness.palettes import describe
 
@@ -82,6 +85,7 @@ class Counts:
     certificates: int = 0
     certificates_differ: int = 0
     float64_ill_conditioned: int = 0
+    witnesses_differ: int = 0
     float_positions: int = 0
     float_differ: int = 0
     ambiguous: int = 0
@@ -96,7 +100,7 @@ class Counts:
     def merge(self, other: Counts) -> None:
         for name in (
             "models positions proven proven_wrong boxes boxes_missing_exact certificates certificates_differ "
-            "float64_ill_conditioned float_positions "
+            "float64_ill_conditioned witnesses_differ float_positions "
             "float_differ ambiguous exact_evaluator_errors"
         ).split():
             setattr(self, name, getattr(self, name) + getattr(other, name))
@@ -115,7 +119,8 @@ class Counts:
             f"proven-but-wrong {self.proven_wrong}, boxes {self.boxes} (missing the exact value "
             f"{self.boxes_missing_exact}), certificates {self.certificates} (differ "
             f"{self.certificates_differ}, float64 fields only where float64 cannot decide "
-            f"{self.float64_ill_conditioned}), float64 positions {self.float_positions} "
+            f"{self.float64_ill_conditioned}, another proven witness of the same rejection "
+            f"{self.witnesses_differ}), float64 positions {self.float_positions} "
             f"(differ {self.float_differ}, "
             f"ambiguous {self.ambiguous}), exact-evaluator errors {self.exact_evaluator_errors}; "
             f"shortcut: {hits}; {seconds:.0f} s"
@@ -179,9 +184,16 @@ def check_exact(case: Case, counts: Counts, family: str) -> None:
     certs = [_certificate(case, algorithm, backend, target) for algorithm, backend in sides]
     counts.certificates += 1
     keys = sorted(k for k in certs[0] if any(c[k] != certs[0][k] for c in certs[1:]))
-    if keys and set(keys) <= FLOAT_FIELDS and _float64_ill_conditioned(case, sides):
-        counts.float64_ill_conditioned += 1  # the float64 fields differ only where float64 cannot decide
-    elif keys:
+    floats = set(keys) & FLOAT_FIELDS
+    witnesses = "rejected" in keys and _same_rejections(case, certs)
+    if keys and set(keys) <= FLOAT_FIELDS | ({"rejected"} if witnesses else set()):
+        if not floats or _float64_ill_conditioned(case, sides):
+            counts.float64_ill_conditioned += bool(
+                floats
+            )  # float64 fields differ only where it cannot decide
+            counts.witnesses_differ += witnesses  # the same p rejected, each by a proven counterexample
+            keys = []
+    if keys:
         counts.certificates_differ += 1
         counts.note(f"{family}: certificates differ in {keys}: {certs}:\n  {describe(model, bits)}")
 
@@ -199,6 +211,22 @@ FLOAT_FIELDS = {
     "bfloat16_exact",
     "certified",
 }
+
+
+def _same_rejections(case: Case, certs: list[dict]) -> bool:
+    """Whether the certificates reject the same precisions, each by an input the exact fixed:p model gets
+    wrong at the position given (checked here by the exact evaluator), so that they differ only in which
+    counterexample they show: the search for one follows the float emulation of fixed:p, and the prefix pass
+    and the row pass may round an emulated value onto either side of a tie (the proof itself is exact)."""
+    if len({tuple(r["p"] for r in c["rejected"]) for c in certs}) != 1:
+        return False
+    for c in certs:
+        for r in c["rejected"]:
+            tokens = np.array([r["input"]])
+            got = exact_fixed_predict(case.model, tokens, r["p"], positions=[r["position"] - 1])
+            if token_text(got[0, r["position"] - 1]) != r["got"] or r["got"] == r["expected"]:
+                return False
+    return True
 
 
 def _float64_ill_conditioned(case: Case, sides: list[tuple[str, str]]) -> bool:
