@@ -61,6 +61,20 @@ def test_a_grid_value_float64_cannot_hold_keeps_a_radius():
         assert Fraction(m) - Fraction(r) <= value <= Fraction(m) + Fraction(r)
 
 
+def test_a_grid_box_radius_is_rounded_up():
+    """At p = 60 a grid integer has up to 121 bits, and its distance to the nearest float up to 68: float()
+    of that distance rounds to nearest, so half the time below it; the radius must still reach the value."""
+    rng = np.random.default_rng(27)
+    N = np.array(
+        [int(rng.integers(2**60)) << 61 | int(rng.integers(2**61)) for _ in range(4000)], dtype=object
+    )
+    N[::2] = -N[::2]
+    mid, rad = grid_box(N, 60)
+    for exact, m, r in zip(N.tolist(), mid.tolist(), rad.tolist()):
+        value = Fraction(exact, 2**60)
+        assert Fraction(m) - Fraction(r) <= value <= Fraction(m) + Fraction(r)
+
+
 def test_exact_head_row_is_not_rounded_to_float64(tie_model):
     W_pos = np.array(TIE_W_POS)[:, None]
     v = np.array([[float(x)] for x in (np.round(W_pos[:, 0] * 2.0**60) / 2.0**60)])

@@ -11,6 +11,7 @@ whole inputs and by the bounds (bounds.settle_ties) for one query row; it import
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import flint
@@ -191,13 +192,20 @@ def _head_output(
 def grid_box(N: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
     """(mid, rad) float64 boxes around the exact grid values N/2^p (N an object array of Python ints, up
     to 2p+1 bits): mid the float nearest to N/2^p, rad its exact distance to it — 0 only where N/2^p is
-    itself a float64 number (|N| < 2^53, or N with enough trailing zero bits)."""
+    itself a float64 number (|N| < 2^53, or N with enough trailing zero bits), else that distance rounded up
+    (it may itself need more than 53 bits once N has over 106)."""
     ints = [int(x) for x in np.asarray(N, dtype=object).ravel().tolist()]
-    nearest = [float(x) for x in ints]  # round to nearest: |x − int(float(x))| ≤ half an ulp, an exact float
+    nearest = [float(x) for x in ints]  # round to nearest: |x − int(float(x))| ≤ half an ulp
     scale = 2.0**-bits  # exact scalings: grid values are far above the subnormal range
     mid = np.array(nearest, dtype=np.float64).reshape(np.shape(N)) * scale
-    rad = np.array([abs(x - int(f)) for x, f in zip(ints, nearest)], dtype=np.float64).reshape(np.shape(N))
+    rad = np.array([_float_up(abs(x - int(f))) for x, f in zip(ints, nearest)]).reshape(np.shape(N))
     return mid, rad * scale
+
+
+def _float_up(d: int) -> float:
+    """The smallest float64 ≥ the integer d ≥ 0 (float(d) rounds to nearest, possibly down)."""
+    r = float(d)
+    return r if int(r) >= d else math.nextafter(r, math.inf)
 
 
 def exact_head_row(
