@@ -155,6 +155,55 @@ def parse_config(text: str, name: str, max_bytes: int = MAX_METADATA_BYTES, what
         raise ModelFileError(f"{name}: its {what} is not JSON ({err})") from None
 
 
+# A JSON type schema, checked once where a config is read, before any field is used: a field that must be a
+# string and holds a list would otherwise reach `in {…}` or set() (unhashable: an internal error, exit 1).
+# A schema is a type name ("string", "boolean", "integer", "number", "array", "object", "any"; a trailing
+# "?" also allows null), [item schema] for an array, or {key: schema} for an object whose listed keys,
+# where present, are checked (other keys: any JSON). Integers and numbers are never booleans.
+_JSON_TYPES: dict[str, Any] = {
+    "string": str,
+    "boolean": bool,
+    "integer": int,
+    "number": (int, float),
+    "array": list,
+    "object": dict,
+}
+_TYPE_WORDS = {
+    "string": "a string",
+    "boolean": "true or false",
+    "integer": "an integer",
+    "number": "a number",
+}
+_TYPE_WORDS |= {"array": "a list", "object": "a JSON object"}
+
+
+def check_json_types(value: Any, schema: Any, name: str, where: str = "", error=InputError) -> None:
+    """error(one line: `name`, the field's path, what it must be, what it holds) unless `value` fits
+    `schema` (above). Recursion follows the schema, never the data: a schema is a few levels deep."""
+    if isinstance(schema, list):
+        if not isinstance(value, list):
+            raise error(f"{name}: {where or 'the value'} must be a list, got {_short(value)}")
+        for i, item in enumerate(value):
+            check_json_types(item, schema[0], name, f"{where}[{i}]", error)
+        return
+    if isinstance(schema, dict):
+        if not isinstance(value, dict):
+            raise error(f"{name}: {where or 'the value'} must be a JSON object, got {_short(value)}")
+        for key, inner in schema.items():
+            if key in value:
+                check_json_types(value[key], inner, name, f"{where}.{key}" if where else key, error)
+        return
+    kind, nullable = schema.rstrip("?"), schema.endswith("?")
+    if kind == "any" or (value is None and nullable):
+        return
+    fits = isinstance(value, _JSON_TYPES[kind]) and not (
+        isinstance(value, bool) and kind in ("integer", "number")
+    )
+    if not fits:
+        allowed = _TYPE_WORDS[kind] + (" or null" if nullable else "")
+        raise error(f"{name}: {where or 'the value'} must be {allowed}, got {_short(value)}")
+
+
 def read_header(path: str) -> tuple[dict[str, str], dict[str, tuple[tuple[int, ...], str]]]:
     """(metadata, name → (shape, dtype)) of a safetensors file, from its header alone — the file is never
     memory-mapped — checked as safetensors checks it: known dtypes, sizes that match the shapes, and data

@@ -48,7 +48,14 @@ import numpy as np
 
 from headcount.core.checkpoints import MAX_JSON_BYTES, locate, open_state_dict, read_json_file
 from headcount.core.errors import InputError
-from headcount.core.files import DTYPE_BYTES, MAX_HEADS_PER_LAYER, check_model_path, one_line, show_path
+from headcount.core.files import (
+    DTYPE_BYTES,
+    MAX_HEADS_PER_LAYER,
+    check_json_types,
+    check_model_path,
+    one_line,
+    show_path,
+)
 from headcount.core.io import MAX_LAYERS, save_model
 from headcount.core.jsonable import JsonResult
 from headcount.core.model import MLP, AttentionHead, Layer, LayerNorm, Transformer
@@ -87,6 +94,18 @@ UNSUPPORTED_CONFIG = {  # config keys of features the formal model does not have
     "parallel blocks": ("use_parallel_residual", "parallel_attn", "parallel_residual"),
     "ALiBi positions": ("alibi",),
     "multi-query attention": ("multi_query", "num_key_value_heads"),
+}
+# The JSON type of every config.json field headcount reads (core.files.check_json_types), checked first.
+GPT2_CONFIG_TYPES = {
+    "model_type": "string",
+    "position_embedding_type": "string?",
+    "activation_function": "string",
+    "n_head": "integer",
+    "num_attention_heads": "integer",
+    "layer_norm_epsilon": "number",
+    **dict.fromkeys(("scale_attn_weights", "scale_attn_by_inverse_layer_idx"), "boolean"),
+    "reorder_and_upcast_attn": "boolean",
+    **dict.fromkeys(("n_layer", "n_embd", "vocab_size", "n_positions", "n_ctx", "n_inner"), "integer?"),
 }
 _LAYER_KEY = re.compile(r"h\.(0|[1-9][0-9]{0,8})\.(.+)", re.S)
 
@@ -128,6 +147,7 @@ def gpt2_config(obj: Any, name: str) -> Gpt2Config:
     """Check a config.json value (`name` in messages) and take what the formal model needs."""
     if not isinstance(obj, dict):
         raise InputError(f"{name} must be a JSON object (a transformers GPT2Config)")
+    check_json_types(obj, GPT2_CONFIG_TYPES, name)
     if obj.get("model_type", "gpt2") != "gpt2":
         raise InputError(f"{name}: model_type {one_line(repr(obj['model_type']), 60)} is not 'gpt2'")
     for feature, keys in UNSUPPORTED_CONFIG.items():

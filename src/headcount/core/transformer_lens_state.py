@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from headcount.core.errors import InputError
-from headcount.core.files import MAX_HEADS_PER_LAYER, _short
+from headcount.core.files import MAX_HEADS_PER_LAYER, _short, check_json_types
 from headcount.core.io import MAX_LAYERS
 from headcount.core.model import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
 from headcount.core.table import OneLayerTable
@@ -57,6 +57,14 @@ RECORD_FORMAT, RECORD_VERSION = "headcount-transformer-lens", 1
 TL_ACT = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new"}
 TL_DIR = {"causal": "causal", "full": "bidirectional"}
 BIASES = ("b_Q", "b_K", "b_V")
+# The JSON types of the TL config's and the record's fields read (core.files.check_json_types), checked first
+TL_CONFIG_TYPES = dict.fromkeys(("architecture", "normalization_type", "act_fn"), "string?")
+TL_CONFIG_TYPES |= dict.fromkeys(("positional_embedding_type", "attention_dir"), "string")
+_HEAD_TYPES = {"biases": ["string"], "d_head": "integer", "d_value": "integer"}
+_LAYER_TYPES = {"heads": [_HEAD_TYPES], "b_O": "boolean", "attn_scale": "number", "q_factor": "number"}
+_DECODER_TYPES = {"kind": "string", "readout": "string", "b_U": "boolean", "labels": ["integer"]}
+RECORD_TYPES = {"format": "string", "version": "integer", "info": "object", "decoder": _DECODER_TYPES}
+RECORD_TYPES["layers"] = [_LAYER_TYPES | {"mlp": "integer?"}]
 MAX_WIDTH = 1 << 20  # d_model, d_head, d_mlp, vocab, n_ctx of a file: far beyond any model headcount reads
 
 
@@ -277,11 +285,8 @@ def _fields(get, fail) -> _Fields:
 
     text("architecture", None, {None: 0, "transformerlensnative": 0})
     text("positional_embedding_type", "standard", {"standard": 0})
-    for name in ("gated_mlp", "final_rms"):
-        if get(name, False) is not False:
-            raise fail(
-                f"{name} = {_short(get(name, False))}: headcount's model has neither gated MLPs nor RMS"
-            )
+    if name := next((n for n in ("gated_mlp", "final_rms") if get(n, False) is not False), None):
+        raise fail(f"{name} = {_short(get(name, False))}: headcount's model has neither gated MLPs nor RMS")
     if get("n_key_value_heads", None) not in (None, get("n_heads", -1)):
         raise fail("grouped key/value heads (n_key_value_heads < n_heads) have no headcount counterpart")
     for cap in ("attn_scores_soft_cap", "output_logits_soft_cap"):
@@ -347,11 +352,10 @@ def _check_record(rec: Any, f: _Fields, fail) -> dict[str, Any] | None:
     """The record (module docstring) checked against the fields, or None when there is none."""
     if rec is None:
         return None
-    if not isinstance(rec, dict) or (rec.get("format"), rec.get("version")) != (
-        RECORD_FORMAT,
-        RECORD_VERSION,
-    ):
+    version = (rec.get("format"), rec.get("version")) if isinstance(rec, dict) else None
+    if version != (RECORD_FORMAT, RECORD_VERSION):
         raise fail(f"its 'headcount' record is not a {RECORD_FORMAT} version {RECORD_VERSION} object")
+    check_json_types(rec, RECORD_TYPES, "its record", error=fail)
     layers, dec = rec.get("layers"), rec.get("decoder")
     if not isinstance(layers, list) or len(layers) != f.n_layers:
         raise fail(f"its record lists {_short(layers)[:20]} layers; the config has {f.n_layers}")
@@ -377,8 +381,6 @@ def _check_record(rec: Any, f: _Fields, fail) -> dict[str, Any] | None:
     ok = ok and ("labels" not in dec or (isinstance(labels, list) and len(labels) == f.d_vocab_out))
     if not ok or not all(type(v) is int and -2 <= v < 2**31 for v in labels):
         raise fail("its record's decoder is not valid (kind linear, or vocab with a readout, b_U and labels)")
-    if not isinstance(rec.get("info", {}), dict):
-        raise fail("its record's 'info' must be a JSON object")
     return rec
 
 
@@ -475,6 +477,7 @@ def _build(f: _Fields, t: dict[str, np.ndarray], rec: dict | None, fail) -> Tran
 def check_fields(config: dict[str, Any], where: str, error: type[InputError] = InputError) -> _Fields:
     """The checked fields of a TL config (a dict, as config.json or vars(bridge.cfg) hold it); `error`(one
     line naming `where`) for what headcount cannot read."""
+    check_json_types(config, TL_CONFIG_TYPES, where, error=error)
     return _fields(lambda k, default: config.get(k, default), lambda why: error(f"{where}: {why}"))
 
 
