@@ -37,12 +37,12 @@ from headcount.boolean.construction import Construction, construct, construction
 from headcount.boolean.functions import parse_function
 from headcount.boolean.model import save_boolean
 from headcount.core.errors import InputError
-from headcount.core.files import atomic_write_bytes, show_path
+from headcount.core.files import atomic_write_bytes
 from headcount.core.io import save_model
 from headcount.core.jsonable import JsonResult, jsonable
 from headcount.core.model import Transformer
 from headcount.core.table import OneLayerTable
-from headcount.core.validate import check_choice, writable_folder
+from headcount.core.validate import check_choice, filling_folder
 from headcount.induction.certify import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.khop_construction import khop_construction
@@ -320,12 +320,10 @@ def _write_transformer_lens(name: str, forms: dict[str, Transformer], folder: Pa
         raise InputError("TransformerLens is not installed: pip install 'headcount[tl]'") from None
     written = {}
     for suffix, weight_form in forms.items():
-        target = folder / f"{name}{suffix}"
-        try:
-            target.mkdir(exist_ok=True)
-        except OSError as err:
-            raise InputError(f"cannot create the folder {show_path(target)}: {err.strerror}") from None
-        written[target.name] = jsonable(write_transformer_lens(weight_form, target))
+        target = folder / f"{name}{suffix}"  # a link planted there would send the files outside --out
+        written[target.name] = jsonable(
+            write_transformer_lens(weight_form, target, follow=False, option="the folder")
+        )
     return written
 
 
@@ -346,7 +344,12 @@ def export(name: str, fmt: str = "headcount", out: str | os.PathLike = ".") -> Z
         raise InputError(
             f"{name} cannot be written as --format {fmt}: {e.kind.tl_refusal}; use --format headcount"
         )
-    folder = writable_folder(out)
+    with filling_folder(out) as folder:  # made if missing, and removed again if it cannot be filled
+        return _write_entry(name, fmt, e, folder)
+
+
+def _write_entry(name: str, fmt: str, e: ZooEntry, folder: Path) -> ZooExport:
+    """The model, its TransformerLens forms where asked, and the roles file, into `folder`."""
     model = e.kind.build(e.sizes)
     certificate = e.kind.certify(e.sizes, model)
     tl: dict[str, Any] = {}

@@ -3,6 +3,7 @@ bad files, atomic writes."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -291,17 +292,18 @@ def test_malformed_files_raise_model_file_error(tmp_path, edit):
 # atomic writes
 
 
-def _failing_save_file(tensors, filename, metadata=None):
+def _failing_write(self, data):
     """Write part of a file, then fail — as a full disk or a crash would."""
-    with open(filename, "wb") as f:
+    with open(self, "wb") as f:
         f.write(b"partial garbage")
-    raise OSError("disk full")
+    raise OSError(errno.ENOSPC, "No space left on device")
 
 
 def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
-    monkeypatch.setattr(io, "save_file", _failing_save_file)
-    with pytest.raises(OSError, match="disk full"):
+    monkeypatch.setattr(files.Path, "write_bytes", _failing_write)
+    with pytest.raises(OSError, match="No space left") as err:
         save_model(two_layer_induction(4, 2), tmp_path / "m.safetensors")
+    assert err.value.filename == str(tmp_path / "m.safetensors")  # the file asked for, not the temporary
     assert os.listdir(tmp_path) == []
 
 
@@ -309,7 +311,7 @@ def test_failed_write_keeps_the_existing_file(tmp_path, monkeypatch):
     path = tmp_path / "m.safetensors"
     save_model(one_layer_induction(4, 2), path)
     before = path.read_bytes()
-    monkeypatch.setattr(io, "save_file", _failing_save_file)
+    monkeypatch.setattr(files.Path, "write_bytes", _failing_write)
     with pytest.raises(OSError):
         save_model(two_layer_induction(4, 2), path)
     assert os.listdir(tmp_path) == ["m.safetensors"]
@@ -318,14 +320,15 @@ def test_failed_write_keeps_the_existing_file(tmp_path, monkeypatch):
 
 
 def test_interrupted_write_leaves_nothing_behind(tmp_path, monkeypatch):
-    def interrupted(tensors, filename, metadata=None):
-        Path(filename).write_bytes(b"x")
+    def interrupted(self, data):
+        with open(self, "wb") as f:
+            f.write(b"x")
         raise KeyboardInterrupt
 
     path = tmp_path / "m.safetensors"
     save_model(one_layer_induction(3, 2), path)
     before = path.read_bytes()
-    monkeypatch.setattr(io, "save_file", interrupted)
+    monkeypatch.setattr(files.Path, "write_bytes", interrupted)
     with pytest.raises(KeyboardInterrupt):
         save_model(two_layer_induction(3, 2), path)
     assert os.listdir(tmp_path) == ["m.safetensors"] and path.read_bytes() == before

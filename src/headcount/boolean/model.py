@@ -31,14 +31,13 @@ from typing import Any
 
 import numpy as np
 from flint import fmpq, fmpq_mpoly_ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
-from safetensors.numpy import save_file
 
 from headcount.boolean.functions import MAX_BITS
 from headcount.core.errors import InputError
 from headcount.core.files import (
     ModelFileError,
     TensorShapes,
-    atomic_write_bytes,
+    atomic_write_safetensors,
     check_version,
     config_info,
     config_int,
@@ -422,7 +421,7 @@ def save_boolean(
     check_dims(layer, readout)
     tensors = _tensors(layer, readout)
     meta = {"headcount": json.dumps(_config(layer, readout, info))}
-    atomic_write_bytes(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
+    atomic_write_safetensors(path, tensors, meta)
 
 
 def _check_layer(config: Mapping[str, Any], H: int, d: int) -> None:

@@ -10,6 +10,7 @@ else is a bug: exit 1 with one line asking for a report (the traceback only with
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import sys
@@ -84,7 +85,9 @@ def _os_error(err: OSError) -> str:
     """An OSError from a path the user gave: what failed and on which file (a long name is shortened)."""
     name = err.filename if err.filename is not None else ""
     where = f" {one_line(repr(str(name)), 120)}" if name != "" else ""
-    return f"error: {err.strerror or type(err).__name__}:{where} (check the path and its permissions)"
+    full = err.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # the disk, not the path
+    hint = "free some space or write elsewhere" if full else "check the path and its permissions"
+    return f"error: {err.strerror or type(err).__name__}:{where} ({hint})"
 
 
 def _usage_error(err: typer.TyperException) -> NoReturn:
@@ -115,7 +118,9 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as err:  # paths and permissions: a missing folder, a read-only file, a name too long
         _exit(2, _os_error(err))
     except sqlite3.Error as err:  # a results database that cannot be opened, read or written
-        _exit(2, f"error: results database: {err} (check the --db file and its folder)")
+        full = "disk is full" in str(err) or "disk I/O error" in str(err)  # the disk, not the database
+        hint = "free some space on its disk" if full else "check the --db file and its folder"
+        _exit(2, f"error: results database: {err} ({hint})")
     except RecursionError:
         _exit(2, "error: the input is nested too deeply to read (files and options must be flat data)")
     except OverflowError as err:

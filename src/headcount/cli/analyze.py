@@ -64,7 +64,7 @@ def analyze_heads(
 @app.command("patterns")
 def analyze_patterns(
     model_file: Path = ModelFileOpt,
-    out: Path = typer.Option(
+    out: str = typer.Option(
         ..., "--out", help="Folder for attention.png and attention.svg (made if missing)."
     ),
     task: str = TaskOpt,

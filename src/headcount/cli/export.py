@@ -20,7 +20,7 @@ def export_transformer_lens(
         "--model",
         help="Model file (weight form: constructed, trained, imported; linear or vocab decoder).",
     ),
-    out: Path = typer.Option(
+    out: str = typer.Option(
         ...,
         "--out",
         help="Folder to write (created if missing): config.json, model.safetensors (float64) and load.py.",

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load_file
+from safetensors.numpy import save as safetensors_bytes
 
 from headcount.core.errors import InputError
 from headcount.core.resources import check_memory
@@ -67,9 +68,19 @@ def atomic_write_bytes(path: str | os.PathLike, write) -> None:
         write(tmp)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+    except OSError as err:  # a full disk or a file-size limit: named by the file asked for, not the temporary
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(err.errno, err.strerror or str(err), str(path)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_safetensors(path: str | os.PathLike, tensors: dict, metadata: dict[str, str]) -> None:
+    """A safetensors file written atomically: safetensors serialises to bytes and Python writes them, so a
+    write error (a full disk) is an OSError naming `path` (exit 2), never the library's own error type."""
+    payload = safetensors_bytes(tensors, metadata=metadata)
+    atomic_write_bytes(path, lambda tmp: Path(tmp).write_bytes(payload))
 
 
 def _umask() -> int:
@@ -182,13 +193,13 @@ def check_json_types(value: Any, schema: Any, name: str, where: str = "", error=
     `schema` (above). Recursion follows the schema, never the data: a schema is a few levels deep."""
     if isinstance(schema, list):
         if not isinstance(value, list):
-            raise error(f"{name}: {where or 'the value'} must be a list, got {_short(value)}")
+            raise error(f"{name}: {repr(where) if where else 'the value'} must be a list, got {_short(value)}")
         for i, item in enumerate(value):
             check_json_types(item, schema[0], name, f"{where}[{i}]", error)
         return
     if isinstance(schema, dict):
         if not isinstance(value, dict):
-            raise error(f"{name}: {where or 'the value'} must be a JSON object, got {_short(value)}")
+            raise error(f"{name}: {repr(where) if where else 'the value'} must be a JSON object, got {_short(value)}")
         for key, inner in schema.items():
             if key in value:
                 check_json_types(value[key], inner, name, f"{where}.{key}" if where else key, error)
@@ -201,7 +212,7 @@ def check_json_types(value: Any, schema: Any, name: str, where: str = "", error=
     )
     if not fits:
         allowed = _TYPE_WORDS[kind] + (" or null" if nullable else "")
-        raise error(f"{name}: {where or 'the value'} must be {allowed}, got {_short(value)}")
+        raise error(f"{name}: {repr(where) if where else 'the value'} must be {allowed}, got {_short(value)}")
 
 
 def read_header(path: str) -> tuple[dict[str, str], dict[str, tuple[tuple[int, ...], str]]]:

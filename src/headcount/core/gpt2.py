@@ -60,7 +60,7 @@ from headcount.core.io import MAX_LAYERS, save_model
 from headcount.core.jsonable import JsonResult
 from headcount.core.model import MLP, AttentionHead, Layer, LayerNorm, Transformer
 from headcount.core.resources import check_memory
-from headcount.core.validate import check_choice, check_writable
+from headcount.core.validate import check_choice, check_not_read, check_writable
 from headcount.core.vocab import READOUTS, VocabDecoder, VocabMap
 
 WEIGHT_DTYPES = ("F64", "F32", "F16", "BF16")
@@ -425,6 +425,7 @@ def import_gpt2(
     check_writable(out)
     mapping = VocabMap() if vocab_map is None else read_vocab_map(vocab_map)
     weights, config_path = locate(path, config)
+    check_not_read([out], [weights, config_path, vocab_map])
     check_model_path(weights)
     if config_path is None:
         raise InputError(

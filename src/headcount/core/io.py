@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from safetensors.numpy import save_file
 
 from headcount.core.files import (
     FORMAT,
@@ -24,7 +23,7 @@ from headcount.core.files import (
     ModelFileError,
     TensorShapes,
     _short,
-    atomic_write_bytes,
+    atomic_write_safetensors,
     check_version,
     config_info,
     config_int,
@@ -54,7 +53,7 @@ __all__ = ["FORMAT", "TABLE_FORMAT", "ModelFileError", "load_model", "read_confi
 
 def _write(tensors: dict[str, np.ndarray], config: dict[str, Any], path: str | os.PathLike) -> None:
     tensors = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}
-    atomic_write_bytes(path, lambda tmp: save_file(tensors, tmp, metadata={"headcount": json.dumps(config)}))
+    atomic_write_safetensors(path, tensors, {"headcount": json.dumps(config)})
 
 
 def _ln_tensors(prefix: str, ln: LayerNorm | None) -> dict[str, np.ndarray]:

@@ -30,11 +30,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from safetensors.numpy import save_file
 
 from headcount.core.checkpoints import read_json_file
 from headcount.core.errors import InputError
-from headcount.core.files import ModelFileError, TensorShapes, atomic_write_bytes, load_tensors, show_path
+from headcount.core.files import (
+    ModelFileError,
+    TensorShapes,
+    atomic_write_bytes,
+    atomic_write_safetensors,
+    load_tensors,
+    show_path,
+)
 from headcount.core.io import load_model, save_model
 from headcount.core.jsonable import JsonResult, jsonable
 from headcount.core.model import Transformer
@@ -44,7 +50,7 @@ from headcount.core.transformer_lens_state import (
     model_from_parts,
     transformer_lens_parts,
 )
-from headcount.core.validate import check_writable, writable_folder
+from headcount.core.validate import check_not_read, check_writable, filling_folder
 
 TL_MISSING = "TransformerLens is not installed: pip install 'headcount[tl]'"
 CONFIG_FILE, WEIGHTS_FILE, SNIPPET_FILE = "config.json", "model.safetensors", "load.py"
@@ -124,11 +130,19 @@ def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     return (a is None) == (b is None) and (a is None or np.array_equal(a, b))
 
 
-def write_transformer_lens(model: Transformer, out_dir: str | os.PathLike) -> TransformerLensExport:
+def write_transformer_lens(
+    model: Transformer,
+    out_dir: str | os.PathLike,
+    *,
+    follow: bool = True,
+    reads: tuple = (),
+    option: str = "--out",
+) -> TransformerLensExport:
     """Write `model` as a TransformerLens export (module docstring) into the folder `out_dir` (made if
-    missing; the three files are replaced atomically)."""
+    missing, and removed again if the files cannot be written; the three files are replaced atomically).
+    `follow` False refuses an `out_dir` that is a symbolic link (a folder named inside the user's);
+    `reads`: the files the command reads, which no file written may be; `option` names out_dir in messages."""
     config, tensors = transformer_lens_parts(model)  # what TL cannot hold is refused before --out is made
-    out = writable_folder(out_dir)
     back = model_from_parts(config, tensors)
     exact = all(
         _same(h.W_Q, g.W_Q) and _same(h.b_Q, g.b_Q)
@@ -136,9 +150,11 @@ def write_transformer_lens(model: Transformer, out_dir: str | os.PathLike) -> Tr
         for h, g in zip(layer.heads, again.heads)
     )
     text = json.dumps(jsonable(config), indent=2, ensure_ascii=False) + "\n"
-    atomic_write_bytes(out / WEIGHTS_FILE, lambda tmp: save_file(tensors, tmp, metadata={"format": "pt"}))
-    atomic_write_bytes(out / CONFIG_FILE, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
-    atomic_write_bytes(out / SNIPPET_FILE, lambda tmp: Path(tmp).write_text(SNIPPET, encoding="utf-8"))
+    check_not_read([Path(os.fsdecode(out_dir), n) for n in (CONFIG_FILE, WEIGHTS_FILE, SNIPPET_FILE)], reads)
+    with filling_folder(out_dir, option, follow) as out:
+        atomic_write_safetensors(out / WEIGHTS_FILE, tensors, {"format": "pt"})
+        atomic_write_bytes(out / CONFIG_FILE, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+        atomic_write_bytes(out / SNIPPET_FILE, lambda tmp: Path(tmp).write_text(SNIPPET, encoding="utf-8"))
     heads = tuple(model.heads_per_layer)
     widths = [w for layer in model.layers for h in layer.heads for w in (h.W_Q.shape[1], h.W_V.shape[1])]
     mlps = [layer.mlp.W_in.shape[1] if layer.mlp else 0 for layer in model.layers]
@@ -188,10 +204,10 @@ def export_transformer_lens(
     model_file: str | os.PathLike, out_dir: str | os.PathLike
 ) -> TransformerLensExport:
     """`headcount export transformer-lens`: the model file as a TransformerLens export in `out_dir`."""
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {show_path(out)} exists and is not a folder: give a folder path")
-    return write_transformer_lens(load_model(model_file), out)
+    text = os.fsdecode(out_dir)
+    if text == "" or (os.path.lexists(text) and not os.path.isdir(text)):
+        raise InputError(f"--out {show_path(text)} is empty or not a folder: give a folder path")
+    return write_transformer_lens(load_model(model_file), text, reads=(model_file,))
 
 
 @dataclass(frozen=True)
@@ -214,6 +230,7 @@ class TransformerLensImport(JsonResult):
 def import_transformer_lens(folder: str | os.PathLike, out: str | os.PathLike) -> TransformerLensImport:
     """`headcount import transformer-lens`: a TransformerLens export folder as a headcount model file."""
     check_writable(out)
+    check_not_read([out], [os.path.join(os.fsdecode(folder), n) for n in (CONFIG_FILE, WEIGHTS_FILE)])
     model, record = _read_export(folder)
     save_model(model, out)
     return TransformerLensImport(

@@ -3,8 +3,10 @@ that says what is wrong and what is allowed (the CLI prints it and exits 2)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable
+import shutil
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +47,18 @@ def check_writable(out: str | os.PathLike, option: str = "--out") -> None:
         raise InputError(f"{option} {text[:200]!r}: its folder does not exist or cannot be written")
 
 
-def writable_folder(out: str | os.PathLike, option: str = "--out") -> Path:
+def writable_folder(out: str | os.PathLike, option: str = "--out", follow: bool = True) -> Path:
     """`out` as a folder that exists and can be written (made with its parents if missing); InputError —
-    empty, not a folder, cannot be made or written — before any work."""
+    empty, not a folder, cannot be made or written, or (`follow` False: a folder the command names inside
+    the user's) a symbolic link, which would send the writes outside the named folder — before any work."""
     text = os.fsdecode(out)
     if text == "":
         raise InputError(f"{option} is empty: give a folder (made if missing)")
     folder, shown = Path(text), repr(text[:200])
+    if not follow and os.path.islink(folder):
+        raise InputError(
+            f"{option} {shown} is a symbolic link: headcount writes only into real folders there"
+        )
     if os.path.lexists(folder) and not folder.is_dir():
         raise InputError(f"{option} {shown} exists and is not a folder: give a folder")
     try:
@@ -61,3 +68,38 @@ def writable_folder(out: str | os.PathLike, option: str = "--out") -> Path:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(f"{option} {shown}: the folder cannot be written")
     return folder
+
+
+@contextlib.contextmanager
+def filling_folder(out: str | os.PathLike, option: str = "--out", follow: bool = True) -> Iterator[Path]:
+    """writable_folder(out) for the writes inside the block; if the block fails, what it created — the
+    folder, missing parents, the files written into them — is removed, so a command that could not fill
+    a folder it made leaves none behind. A folder that existed stays (atomic writes keep its old files)."""
+    text = os.fsdecode(out)
+    missing = [p for p in (Path(text), *Path(text).parents) if text and not os.path.lexists(p)]
+    folder = writable_folder(text, option, follow)
+    try:
+        yield folder
+    except BaseException:
+        if missing:
+            shutil.rmtree(missing[-1], ignore_errors=True)
+        raise
+
+
+def check_not_read(
+    outputs: Iterable[str | os.PathLike], inputs: Iterable[Any], option: str = "--out"
+) -> None:
+    """InputError if a file the command would write is a file it reads (the same file, also through links
+    or another name: os.path.samefile), found before any work, so nothing being read is replaced."""
+    sources = [os.fsdecode(p) for p in inputs if p is not None]
+    for target in outputs:
+        for source in sources:
+            try:
+                same = os.path.samefile(target, source)
+            except (OSError, ValueError):  # either missing (nothing to overwrite) or not a usable path
+                continue
+            if same:
+                raise InputError(
+                    f"{option} would overwrite {os.fsdecode(source)[:200]!r}, which this command reads: "
+                    "write to another path"
+                )

@@ -20,14 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from safetensors.numpy import save_file
 
 from headcount.core.errors import InputError
 from headcount.core.files import (
     MAX_HEADS_PER_LAYER,
     ModelFileError,
     TensorShapes,
-    atomic_write_bytes,
+    atomic_write_safetensors,
     check_version,
     config_info,
     config_int,
@@ -205,7 +204,7 @@ def save_minmax(model: MinMaxModel, path: str | os.PathLike) -> None:
         "info": model.info,
     }
     meta = {"headcount": json.dumps(config)}
-    atomic_write_bytes(path, lambda tmp: save_file(tensors, tmp, metadata=meta))
+    atomic_write_safetensors(path, tensors, meta)
 
 
 def load_minmax(path: str | os.PathLike) -> MinMaxModel:

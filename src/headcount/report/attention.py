@@ -36,7 +36,7 @@ from headcount.core.io import load_model
 from headcount.core.jsonable import JsonResult
 from headcount.core.probe import machine_info
 from headcount.core.resources import check_memory
-from headcount.core.validate import check_choice, check_int, writable_folder
+from headcount.core.validate import check_choice, check_int, check_not_read, writable_folder
 from headcount.induction.heads import DEFAULT_SAMPLES, MAX_SAMPLES, ROLES, HeadScore, analyze_heads
 from headcount.induction.layouts import (
     DEFAULT_LAYOUT,
@@ -270,11 +270,14 @@ def attention_figure(
     seed: int = 0,
     hops: int = 1,
     samples: int = DEFAULT_SAMPLES,
+    reads: tuple = (),
 ) -> AttentionFigure:
-    """Draw `model`'s attention on one input (module docstring) into out_dir/attention.png and .svg."""
+    """Draw `model`'s attention on one input (module docstring) into out_dir/attention.png and .svg
+    (`reads`: the files the caller read, which neither figure may replace)."""
     layout = _check_request(task_name, layout, n, alphabet, seed, hops, samples)
     rows, columns = check_grid([model.heads_per_layer])
     check_figure_memory(rows, columns, prefix_length(layout) + n)
+    check_not_read([os.path.join(os.fsdecode(out_dir), f"{STEM}.{kind}") for kind in ("png", "svg")], reads)
     folder = writable_folder(out_dir)
     patterns = model_patterns(model, "", task_name, layout, n, alphabet, seed, hops, samples)
     caption = caption_text(task_name, layout, n, alphabet, seed, samples)
@@ -318,4 +321,6 @@ def attention_figure_file(
     before the work."""
     _check_request(task_name, layout, n, alphabet, seed, hops, samples)
     model = load_model(model_path)
-    return attention_figure(model, out_dir, task_name, layout, n, alphabet, seed, hops, samples)
+    return attention_figure(
+        model, out_dir, task_name, layout, n, alphabet, seed, hops, samples, (model_path,)
+    )

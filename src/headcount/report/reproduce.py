@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import os
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -23,7 +22,7 @@ from typing import Any
 from headcount.core.errors import InputError
 from headcount.core.jsonable import JsonResult, jsonable
 from headcount.core.probe import machine_info
-from headcount.core.validate import check_choice
+from headcount.core.validate import check_choice, writable_folder
 from headcount.learn.constants import SCALES
 from headcount.report import (
     boolean,
@@ -162,11 +161,8 @@ def run_reproduce(
     """Run the selected claims at `scale`, write the report into out_dir, return its summary."""
     check_choice("scale", scale, SCALES)
     chosen = select_claims(only)
-    out = Path(out_dir)
     clock = time.perf_counter()
-    out.mkdir(parents=True, exist_ok=True)
-    if not os.access(out, os.W_OK | os.X_OK):  # found before any claim runs, not after minutes of work
-        raise InputError(f"--out {str(out)[:200]!r}: the folder cannot be written")
+    out = writable_folder(out_dir)  # found before any claim runs, not after minutes of work
     ctx = Context(scale=scale, progress=progress, results_db=str(out / RESULTS_DB))
     ran = [_run_one(claim, ctx, f"[{i}/{len(chosen)}]") for i, claim in enumerate(chosen, 1)]
     passed = sum(row.status == PASS for row, _ in ran)
