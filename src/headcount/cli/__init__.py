@@ -22,12 +22,13 @@ import typer
 from headcount.cli import analyze, boolean, imports, induction, minmax, sweep, train
 from headcount.cli import export as export_cli
 from headcount.cli import zoo as zoo_cli
+from headcount.cli.common import plain_output
 from headcount.cli.evaluate import evaluate
 from headcount.cli.experiment import experiment
 from headcount.cli.reproduce import reproduce
 from headcount.core.errors import InputError, InternalError
 from headcount.core.expsum import UndecidedError
-from headcount.core.resources import memory_limit_of, parse_size
+from headcount.core.resources import ENV_MAX_MEMORY, memory_limit_of, parse_size
 
 app = typer.Typer(
     add_completion=False,
@@ -101,8 +102,11 @@ def _usage_error(err: typer.TyperException) -> NoReturn:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the Typer app inside the one error boundary (module docstring)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    plain_output()
     try:
         rest, max_memory = take_max_memory(args)
+        if max_memory is None and os.environ.get(ENV_MAX_MEMORY):  # every command checks it, used or not
+            max_memory = parse_size(os.environ[ENV_MAX_MEMORY], ENV_MAX_MEMORY)
         with memory_limit_of(max_memory):  # this run's limit only (main may run many times in one process)
             app(args=rest, standalone_mode=False)
     except (InputError, UndecidedError) as err:

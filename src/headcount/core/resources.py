@@ -35,14 +35,15 @@ def physical_memory() -> int:
         return 8 * 2**30
 
 
-def parse_size(text: str) -> int:
-    """'8G', '512M', '2T', '1.5G', '1000000' → bytes (binary units); InputError otherwise."""
+def parse_size(text: str, name: str = "--max-memory") -> int:
+    """'8G', '512M', '2T', '1.5G', '1000000' → bytes (binary units); InputError (naming the option or
+    environment variable `name` it came from) otherwise."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([BKMGTP]?)(?:I?B)?\s*", str(text).upper())
     if not match or len(match.group(1)) > 20:
-        raise InputError(f"--max-memory {text!r}: give a size such as 8G, 512M or 2T (binary units)")
+        raise InputError(f"{name} {text!r}: give a size such as 8G, 512M or 2T (binary units)")
     size = int(float(match.group(1)) * _UNITS[match.group(2)])
     if size < 2**20:
-        raise InputError(f"--max-memory {text!r}: give at least 1M")
+        raise InputError(f"{name} {text!r}: give at least 1M")
     return size
 
 
@@ -53,7 +54,7 @@ def memory_limit() -> int:
         return chosen
     env = os.environ.get(ENV_MAX_MEMORY)
     if env:
-        return parse_size(env)
+        return parse_size(env, ENV_MAX_MEMORY)
     return int(physical_memory() * DEFAULT_FRACTION)
 
 
