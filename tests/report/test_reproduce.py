@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import math
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from headcount.core.jsonable import jsonable
+from headcount.report.claim_ids import CLAIM_IDS
 from headcount.report.claims import ClaimResult, claim, fit_line, fit_log2, unregister
 from headcount.report.induction import exhaustive_cases
 from headcount.report.reproduce import load_claims, run_reproduce, select_claims
@@ -176,3 +179,18 @@ def test_an_unwritable_out_folder_is_refused_before_any_claim_runs(tmp_path, mon
     with pytest.raises(InputError, match="cannot be written"):
         run_reproduce("quick", only=CHEAP, out_dir=tmp_path, progress=_quiet)
     assert ran == []
+
+
+def test_the_claim_ids_list_is_the_registry():
+    """report.claim_ids.CLAIM_IDS (what `reproduce --only` is checked against before any claim loads)
+    lists exactly the registered claims."""
+    assert sorted(CLAIM_IDS) == sorted(i for i in load_claims() if not i.startswith("test."))
+
+
+def test_a_bad_only_is_refused_before_the_claims_load():
+    code = (
+        "import sys\nfrom headcount.cli import main\ntry:\n    main(['reproduce', '--only', 'no-such'])\n"
+        "except SystemExit as e:\n    print(e.code, 'headcount.report.reproduce' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["2", "False"] and "matches no claim" in done.stderr

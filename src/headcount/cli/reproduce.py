@@ -14,6 +14,9 @@ def reproduce(
     as_json: bool = JsonOpt,
 ) -> None:
     """Re-derive every claim of both papers and write a report (exit 1 if any claim fails)."""
+    from headcount.report.claim_ids import selected_ids
+
+    selected_ids(only)  # a bad --only is refused now, before the claims load (seconds)
     from headcount.report.reproduce import run_reproduce  # matplotlib loads only for this command
 
     summary = run_reproduce(scale=scale, only=only, out_dir=out)

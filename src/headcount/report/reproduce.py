@@ -11,7 +11,6 @@ Progress goes to the `progress` callable (stderr by default), never to stdout.
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -19,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from headcount.core.errors import InputError
 from headcount.core.jsonable import JsonResult, jsonable
 from headcount.core.probe import machine_info
 from headcount.core.validate import check_choice, writable_folder
@@ -37,6 +35,7 @@ from headcount.report import (
     mechanism,
     minmax,
 )
+from headcount.report.claim_ids import selected_ids
 from headcount.report.claims import FAIL, PASS, REGISTRY, Claim, ClaimResult, Context
 from headcount.report.render import print_to_stderr, render_report
 
@@ -62,35 +61,12 @@ def load_claims() -> dict[str, Claim]:
     return REGISTRY
 
 
-def _patterns(only: str | Iterable[str] | None) -> list[str]:
-    if only is None:
-        return []
-    items = [only] if isinstance(only, str) else list(only)
-    return [p.strip() for item in items for p in str(item).split(",") if p.strip()]
-
-
-def _matches(claim_id: str, pattern: str) -> bool:
-    if any(ch in pattern for ch in "*?["):
-        return fnmatch.fnmatchcase(claim_id, pattern)
-    return pattern in claim_id
-
-
 def select_claims(only: str | Iterable[str] | None = None) -> list[Claim]:
-    """Claims whose id matches any pattern of `only` (glob if it has * ? [, else substring; comma-separated
-    patterns allowed); all claims when `only` is None. ValueError listing the claim ids if none match."""
-    claims = list(load_claims().values())
-    patterns = _patterns(only)
-    if not patterns:
-        if only is not None:
-            raise InputError(f"empty --only pattern; claim ids are: {', '.join(c.id for c in claims)}")
-        return claims
-    chosen = [c for c in claims if any(_matches(c.id, p) for p in patterns)]
-    if not chosen:
-        raise InputError(
-            f"--only {','.join(patterns)!r} matches no claim; "
-            f"claim ids are: {', '.join(c.id for c in claims)}"
-        )
-    return chosen
+    """Claims whose id matches any pattern of `only` (claim_ids.selected_ids: glob if it has * ? [, else
+    substring; comma-separated patterns allowed); all claims when `only` is None. InputError listing the
+    claim ids if none match."""
+    claims = load_claims()
+    return [claims[i] for i in selected_ids(only, claims)]
 
 
 def run_claim(claim: Claim, ctx: Context) -> ClaimResult:

@@ -1,0 +1,63 @@
+"""The claims' ids, and `--only` selection over them — without importing a claim: so `reproduce --only` is
+checked at once, not after the scenarios load (seconds). The registry (headcount.report.reproduce.
+load_claims) must hold exactly these ids; a test holds it to it."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+
+from headcount.core.errors import InputError
+
+CLAIM_IDS = (
+    "boolean.xor.DH_iff",
+    "boolean.symmetric.threshold_degree",
+    "learning.khop.depth",
+    "learning.khop.gpt2",
+    "boolean.frontier",
+    "induction.index.protocol",
+    "induction.index.refute",
+    "induction.index.error_floor",
+    "induction.two_layer.exhaustive",
+    "induction.two_layer.large_n",
+    "induction.two_layer.constant_dim",
+    "induction.two_layer.precision_log_n",
+    "induction.one_layer.n_log_n",
+    "induction.separation",
+    "induction.khop.construction",
+    "induction.heads.mechanism",
+    "induction.khop.mechanism",
+    "learning.induction.depth",
+    "learning.minmax.heads",
+    "learning.xor.phase",
+    "minmax.two_heads.certified",
+    "minmax.one_head.obstructed",
+)
+
+
+def _patterns(only: str | Iterable[str] | None) -> list[str]:
+    if only is None:
+        return []
+    items = [only] if isinstance(only, str) else list(only)
+    return [p.strip() for item in items for p in str(item).split(",") if p.strip()]
+
+
+def _matches(claim_id: str, pattern: str) -> bool:
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatchcase(claim_id, pattern)
+    return pattern in claim_id
+
+
+def selected_ids(only: str | Iterable[str] | None, ids: Iterable[str] = CLAIM_IDS) -> list[str]:
+    """The ids matching any pattern of `only` (glob if it has * ? [, else substring; comma-separated
+    patterns allowed); every id when `only` is None. InputError listing the ids if none match."""
+    ids = list(ids)
+    patterns = _patterns(only)
+    if not patterns:
+        if only is not None:
+            raise InputError(f"empty --only pattern; claim ids are: {', '.join(ids)}")
+        return ids
+    chosen = [i for i in ids if any(_matches(i, p) for p in patterns)]
+    if not chosen:
+        raise InputError(f"--only {','.join(patterns)!r} matches no claim; claim ids are: {', '.join(ids)}")
+    return chosen
