@@ -115,3 +115,17 @@ def test_an_empty_out_is_refused_everywhere(capsys, tmp_path, model, monkeypatch
     ):
         refused(capsys, *argv, "--out", "")
     assert sorted(os.listdir(tmp_path)) == before
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE semantics: Linux")
+def test_a_full_disk_is_not_blamed_on_a_healthy_database(tmp_path):
+    from headcount.learn.store import ResultsStore
+
+    with ResultsStore(tmp_path / "r.db"):
+        pass
+    before = _digest(tmp_path / "r.db")
+    argv = (sys.executable, "-c", _CHILD, "1", "sweep", "table", "--db", "r.db", "--experiment", "e")
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "disk full" in lines[0], done.stderr
+    assert "not a usable" not in lines[0] and _digest(tmp_path / "r.db") == before

@@ -30,10 +30,9 @@ it (`claim`: one transaction; refused while another live sweep holds the run, or
 recorded it) and the record of the run releases the claim in the same transaction, so concurrent sweeps
 on one file train each run once; a claim whose process is gone (SIGKILL) is taken over.
 
-Concurrency. The file is in WAL mode with a 60 s busy timeout, so readers (tables, plots, a test
-polling progress) never block the writer and several writers (two sweeps on one file) wait for each
-other instead of failing. In `headcount.learn.sweep` only the parent process writes; workers return
-their results to it. WAL needs a local file system (not NFS).
+Concurrency. WAL mode, a 60 s busy timeout: readers (tables, plots, a test polling progress) never block
+the writer, and writers (two sweeps on one file) wait for each other instead of failing. In
+`headcount.learn.sweep` only the parent writes; workers return results to it. WAL needs a local disk.
 
 Opening raises `ResultsDBError` (an InputError) and leaves the file untouched when it is not a usable
 results database: a directory, device or FIFO (checked before anything opens it), a symbolic link to
@@ -164,6 +163,7 @@ _SQLITE_HINTS = (  # (words in SQLite's message, what it means for the user)
     (("readonly", "read-only"), "cannot be written ({}): check the permissions of the file and its folder"),
     (("unable to open",), "cannot be opened ({}): check that its folder exists and is writable"),
     (("locked", "busy"), "is locked by another process ({}); try again"),
+    (("disk is full", "disk I/O error"), "cannot be written ({}): is its disk full? (the file is unchanged)"),
 )
 
 
