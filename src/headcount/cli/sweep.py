@@ -33,7 +33,13 @@ def sweep_run(
     ),
     workers: int | None = typer.Option(None, "--workers", help="Parallel workers, 1 … 1024 (default: CPUs)."),
     backend: str = typer.Option("local", "--backend", help="local (worker processes) or ray."),
-    address: str | None = typer.Option(None, "--address", help="Ray cluster address (needs --backend ray)."),
+    address: str | None = typer.Option(
+        None,
+        "--address",
+        help="Ray cluster to run on (needs --backend ray): host:port of its head (e.g. 10.0.0.5:6379, "
+        "[::1]:6379), auto (the cluster `ray start` started on this machine) or ray://host:port (needs "
+        "pip install 'ray\\[client]'); refused in one line if nothing answers there within about 15 s.",
+    ),
     name: str | None = typer.Option(
         None, "--name", help="Without a file: the sweep's name (and experiment label)."
     ),

@@ -17,3 +17,8 @@ class SpecError(SweepError):
 
 class BackendUnavailableError(SweepError):
     """The requested backend is not installed (e.g. Ray without the extra)."""
+
+
+class RayAddressError(SweepError):
+    """A Ray --address that is not one, or no Ray cluster this process can connect to there (unreachable,
+    not Ray, refusing its token): the message names --address and says what to fix."""

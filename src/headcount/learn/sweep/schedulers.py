@@ -13,17 +13,38 @@ the run in the database, so that concurrent sweeps never train the same run twic
   ``if __name__ == "__main__":`` (the workers import the script's main module).
 - "ray" (`RayScheduler`): ``ray.init(address=address)`` (None: a local instance with num_cpus=workers;
   an already initialised Ray is used as is), one Ray task per run (num_cpus=1), collected with ray.wait
-  as they finish. Ray is the optional extra ``pip install 'headcount[ray]'``; the worker nodes need
-  headcount and the runner's module importable (same environment, or a runtime_env). Every run is
-  admitted before the first task is submitted.
+  as they finish. A task whose worker dies (killed, out of memory) is retried once by Ray (max_retries=1)
+  and its run recorded once, from the attempt that returned (or 'failed' if the retry died too). Ray is
+  the optional extra ``pip install 'headcount[ray]'``; the worker nodes need headcount and the runner's
+  module importable (same environment, or a runtime_env). Every run is admitted before Ray connects.
+
+The Ray address (--address) is one of: ``host:port``, the head's GCS port (host a name, an IPv4 literal
+or a bracketed IPv6 literal such as ``[::1]:6379``; port 1..65535), ``auto`` (the cluster that
+``ray start`` last started on this machine), or ``ray://host:port`` (the Ray Client: only when its extra,
+``pip install 'ray[client]'``, is importable). make_scheduler checks the form and that host:port accepts
+a TCP connection within RAY_CONNECT_S seconds before the database is touched; ray.init then runs with
+its connection steps bounded by RAY_CONNECT_S each and one try (RayConfig knobs set in the environment
+unless the user set them), its C++ log lines on stderr captured, Python logging at ERROR and worker
+output not forwarded. Every failure — a bad form, no client extra, nothing listening, something that is
+not Ray, a token refused or missing (a head started with RAY_AUTH_MODE=token needs RAY_AUTH_MODE=token and
+the token in this process too), a version mismatch — is a RayAddressError (exit 2), one line naming
+--address, within about 15 s. (The Ray Client's own retries are bounded only by the TCP check.) Without
+--address, a RAY_ADDRESS in the environment (other than "local") is checked and named the same way.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
+import ipaddress
 import logging
 import multiprocessing
 import os
+import re
+import socket
+import sys
+import tempfile
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -33,7 +54,7 @@ from typing import Any, Protocol
 
 from headcount.core.errors import InputError
 from headcount.core.validate import check_choice, check_int
-from headcount.learn.sweep.errors import RAY_MISSING, BackendUnavailableError
+from headcount.learn.sweep.errors import RAY_MISSING, BackendUnavailableError, RayAddressError
 from headcount.learn.sweep.runners import Runner
 from headcount.learn.sweep.spec import RunSpec
 from headcount.learn.sweep.worker import WORKER_DIED, RunOutcome, execute, lost_outcome, one_line, worker_init
@@ -183,6 +204,184 @@ def _collect(future: Future, run: RunSpec, finished: list[Finished], broken: lis
 # ---------------------------------------------------------------------------------------------------
 # Ray
 
+_HOST_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"  # underscores: container names
+_HOST_NAME = re.compile(rf"(?=.{{1,253}}$){_HOST_LABEL}(?:\.{_HOST_LABEL})*\.?")
+_PORT = re.compile(r"[0-9]{1,5}")
+RAY_CONNECT_S = 4  # each of Ray's connection steps (TCP connect, GCS channel, cluster id) while ray.init
+# connects to --address; the socket pre-check waits as long. Ray's defaults (5 s, 30 s, 20 tries) wait
+# minutes and flood stderr for an address with no Ray cluster.
+_RAY_CONNECT_ENV = {  # RayConfig and ray.init read these from the environment (a value the user set wins)
+    "RAY_gcs_rpc_server_connect_timeout_s": str(RAY_CONNECT_S),
+    "RAY_py_gcs_connect_timeout_s": str(RAY_CONNECT_S),
+    "RAY_gcs_server_port_wait_time_s": "1",  # one try
+}
+
+
+def _named(address: str, flag: str) -> str:
+    """E.g. "--address '10.0.0.5:6379'" (flag: "--address", or "RAY_ADDRESS" when it came from there)."""
+    return f"{flag} {address if len(address) <= 80 else address[:79] + '…'!r}"
+
+
+def ray_client_installed() -> bool:
+    """Whether the Ray Client extra (grpc) is importable: ``ray://`` addresses need it."""
+    return importlib.util.find_spec("grpc") is not None
+
+
+def parse_ray_address(address: str, flag: str = "--address") -> tuple[str, int] | None:
+    """The (host, port) to reach for `address` (None for "auto"): RayAddressError unless it is host:port
+    (a host name, an IPv4 literal or an [IPv6] literal; port 1..65535), auto, or ray://host:port with the
+    Ray Client installed."""
+    if address == "auto":
+        return None
+    rest = address.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host_ok = _is_ip(host[1:-1], ipaddress.IPv6Address)
+        host = host[1:-1]
+    elif all(part.isdigit() for part in host.rstrip(".").split(".")):
+        host_ok = _is_ip(host, ipaddress.IPv4Address)
+    else:
+        host_ok = _HOST_NAME.fullmatch(host) is not None
+    if not (sep and host_ok and _PORT.fullmatch(port) and 1 <= int(port) <= 65535):
+        raise RayAddressError(
+            f"{_named(address, flag)} is not a Ray address: give host:port, auto or ray://host:port"
+        )
+    if rest != address and not ray_client_installed():
+        raise RayAddressError(
+            f"{_named(address, flag)} uses the Ray Client, which needs pip install 'ray[client]' "
+            "(or give the cluster's host:port)"
+        )
+    return host, int(port)
+
+
+def _is_ip(text: str, kind: type) -> bool:
+    try:
+        kind(text)
+    except ValueError:
+        return False
+    return True
+
+
+def check_reachable(
+    address: str, host: str, port: int, timeout: float = RAY_CONNECT_S, flag: str = "--address"
+) -> None:
+    """RayAddressError unless a plain TCP connection to host:port opens within `timeout` seconds (name
+    lookup included: the probe runs in a thread that is abandoned when late)."""
+    result: list[OSError | None] = []
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            result.append(None)
+        except OSError as err:
+            result.append(err)
+
+    thread = threading.Thread(target=probe, name="ray-address-probe", daemon=True)
+    thread.start()
+    thread.join(timeout + 0.5)
+    if result and result[0] is None:
+        return
+    err = result[0] if result else None
+    if err is None or isinstance(err, TimeoutError):
+        why = f"no answer within {timeout:g} s"
+    elif isinstance(err, socket.gaierror):
+        why = f"unknown host {host!r}"
+    else:
+        why = (err.strerror or str(err) or type(err).__name__).lower()
+    raise RayAddressError(
+        f"{_named(address, flag)}: no Ray cluster answers there ({why}); start one with "
+        "`ray start --head` or give its head's host:port"
+    )
+
+
+def check_ray_address(address: str, flag: str = "--address") -> None:
+    """`address` is a Ray address (parse_ray_address) whose host:port accepts connections: RayAddressError
+    otherwise, before Ray is asked to connect."""
+    target = parse_ray_address(address, flag)
+    if target is not None:
+        check_reachable(address, *target, flag=flag)
+
+
+@contextlib.contextmanager
+def _connect_env() -> Iterator[None]:
+    """Ray's connection knobs set (where the user has not) and RayConfig re-read while ray.init connects;
+    the environment is restored afterwards."""
+    added = {k: v for k, v in _RAY_CONNECT_ENV.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        with contextlib.suppress(Exception):  # private API; without it Ray's defaults apply (slower)
+            from ray._raylet import Config
+
+            Config.initialize("")
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
+@contextlib.contextmanager
+def _stderr_captured() -> Iterator[Callable[[], str]]:
+    """File descriptor 2 (where Ray's C++ core logs its retries) goes to a temporary file for the block;
+    yields a function that reads what was written there."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield lambda: (sink.seek(0), sink.read(65536).decode(errors="replace"))[1]
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+
+
+def _connect_failure(address: str, flag: str, err: Exception, logged: str) -> str:
+    """The one line for a ray.init(address) that failed with `err` after logging `logged`."""
+    text = " ".join(str(err).split())
+    where = f"{_named(address, flag)}:"
+    if any(s in f"{text} {logged}" for s in ("Unauthenticated", "InvalidAuthToken", "authentication token")):
+        if "no authentication token was found" in text:
+            return (
+                f"{where} RAY_AUTH_MODE=token, but no token is set: set RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH"
+            )
+        if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
+            return (
+                f"{where} the Ray cluster there refused this process's token (check RAY_AUTH_TOKEN, "
+                "RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
+            )
+        return (
+            f"{where} the Ray cluster there needs its token: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
+            "(or RAY_AUTH_TOKEN_PATH)"
+        )
+    if address == "auto" and "Could not find any running Ray instance" in text:
+        return f"{where} no Ray cluster runs on this machine: start one with `ray start --head`"
+    if "Timed out" in logged or "Failed to connect" in text:
+        return f"{where} no Ray cluster answered there (is host:port the GCS port of a Ray head, e.g. 6379?)"
+    text = text if len(text) <= 300 else text[:299] + "…"
+    return f"{where} Ray could not connect there: {type(err).__name__}: {text}"
+
+
+@contextlib.contextmanager
+def _raylet_messages_dropped() -> Iterator[None]:
+    """While the sweep runs, the messages Ray's raylet pushes to the driver (e.g. "A worker died … the task
+    will be retried", many lines on stdout, which would break --json) are dropped: a run that fails
+    records why in the database. Ray prints them from a thread through the module's print_to_stdstream."""
+    module = sys.modules.get("ray._private.worker")
+    original = getattr(module, "print_to_stdstream", None)
+    if original is None:  # another Ray version: its messages stay
+        yield
+        return
+
+    def print_unless_raylet(data: dict, *args: Any, **kwargs: Any) -> None:
+        if data.get("pid") != "raylet":
+            original(data, *args, **kwargs)
+
+    module.print_to_stdstream = print_unless_raylet
+    try:
+        yield
+    finally:
+        module.print_to_stdstream = original
+
 
 def import_ray() -> Any:
     """The ray module, or BackendUnavailableError saying how to install it."""
@@ -197,18 +396,28 @@ class RayScheduler:
     """One Ray task per run (see the module docstring). Ray is imported when the scheduler is made, so a
     missing extra is an error before anything runs."""
 
-    def __init__(self, workers: int, address: str | None = None):
-        self.workers, self.address = workers, address
+    def __init__(self, workers: int, address: str | None = None, flag: str = "--address"):
+        self.workers, self.address, self.flag = workers, address, flag
         self.ray = import_ray()
 
     def _init(self) -> bool:
         """Start Ray unless it runs already; True when this call started it (and must shut it down)."""
         if self.ray.is_initialized():
             return False
-        kwargs: dict[str, Any] = {"address": self.address, "logging_level": logging.WARNING}
+        kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
         if self.address is None:
-            kwargs.update(num_cpus=self.workers, include_dashboard=False)
-        self.ray.init(**kwargs)
+            self.ray.init(num_cpus=self.workers, include_dashboard=False, **kwargs)
+            return True
+        failure, text = None, ""
+        with _connect_env(), _stderr_captured() as logged:
+            try:
+                self.ray.init(address=self.address, **kwargs)
+            except Exception as err:  # unreachable, not Ray, a token refused, a version mismatch
+                failure, text = err, logged()
+                with contextlib.suppress(Exception):
+                    self.ray.shutdown()
+        if failure is not None:
+            raise RayAddressError(_connect_failure(self.address, self.flag, failure, text))
         return True
 
     def _ready(self, refs: list[Any]) -> list[Any]:
@@ -222,21 +431,23 @@ class RayScheduler:
     def _outcome(self, ref: Any) -> RunOutcome:
         try:
             return self.ray.get(ref)
-        except Exception as err:  # the task or its worker died
+        except Exception as err:  # the task or its worker died (twice: the retry too)
             return lost_outcome(one_line(err))
 
     def run(self, runner: Runner, jobs: Sequence[RunSpec], admit: Admit | None = None) -> Iterator[Finished]:
         jobs = [run for run in jobs if admit is None or admit(run)]
         if not jobs:
             return
-        started = self._init()
-        task = self.ray.remote(num_cpus=1)(execute)
-        refs = {task.remote(runner, run.config, True): run for run in jobs}
+        started = self._init()  # on failure the caller releases the claims (run.py)
+        refs: dict[Any, RunSpec] = {}
         try:
-            while refs:
-                for ref in self._ready(list(refs)):
-                    run = refs.pop(ref)
-                    yield run, self._outcome(ref)
+            with _raylet_messages_dropped():
+                task = self.ray.remote(num_cpus=1, max_retries=1)(execute)
+                refs = {task.remote(runner, run.config, True): run for run in jobs}
+                while refs:
+                    for ref in self._ready(list(refs)):
+                        run = refs.pop(ref)
+                        yield run, self._outcome(ref)
         finally:
             if started:
                 self.ray.shutdown()
@@ -257,7 +468,8 @@ def make_scheduler(backend: str, workers: int | None, address: str | None = None
     """The scheduler of `backend` with `workers` workers (None: one per CPU, at most MAX_WORKERS) and, for
     Ray, the cluster `address`: InputError for an unknown backend, an address without backend "ray" (it
     would be ignored) or a worker count outside 1..MAX_WORKERS, BackendUnavailableError when Ray is not
-    installed."""
+    installed, RayAddressError for an address (`address`, else a RAY_ADDRESS in the environment other
+    than "local") that is not a Ray address or where nothing answers (module docstring)."""
     check_choice("backend", backend, BACKENDS)
     if address is not None and backend != "ray":
         raise InputError("--address is the Ray cluster's address: it needs --backend ray")
@@ -270,5 +482,11 @@ def make_scheduler(backend: str, workers: int | None, address: str | None = None
             f"{MAX_WORKERS} (--workers: one process each)"
         )
     if backend == "ray":
-        return RayScheduler(workers, address)
+        flag = "--address"
+        if address is None and os.environ.get("RAY_ADDRESS", "local") not in ("", "local"):
+            address, flag = os.environ["RAY_ADDRESS"], "RAY_ADDRESS"  # what ray.init would use
+        scheduler = RayScheduler(workers, address, flag)
+        if address is not None:
+            check_ray_address(address, flag)
+        return scheduler
     return LocalScheduler(workers)
