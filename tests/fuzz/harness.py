@@ -33,8 +33,9 @@ reach its CPU limit, so the zygote also kills the group of a child still running
 
 The contract (`judge`): exit 2 with exactly one line on stderr (a refusal), or exit 0 — then with --json
 exactly one JSON object on stdout — where the case allows valid input; never a traceback, exit 1 (an
-internal error), a hang, a memory blow-up (a MemoryError or the process killed), a marker file, or
-forbidden text on stdout (a module run by importing it).
+internal error), a hang, a memory blow-up (a MemoryError or the process killed), a marker file,
+forbidden text on stdout (a module run by importing it), or a write outside its targets: a new entry in
+its folder that no argument names (`stray_writes`; DEFAULT_WRITES lists what commands write unasked).
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ class Outcome:
     one_json_object: bool = False  # stdout is exactly one JSON object
     markers_hit: list[str] = field(default_factory=list)
     forbidden_hit: list[str] = field(default_factory=list)
+    stray: list[str] = field(default_factory=list)  # new entries of its folder that no argument names
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -121,11 +123,13 @@ class Outcome:
 
 def judge(case: Case, out: Outcome) -> tuple[str, str]:
     """('refused' | 'passed' | <failure kind>, detail). Failure kinds: code-execution, hang, memory, crash,
-    traceback, internal-error, stderr-lines, json, accepted, exit-code."""
+    traceback, internal-error, stderr-lines, json, accepted, exit-code, wrote-outside."""
     err = out.stderr.strip()
     first = (err.splitlines() or [""])[0][:200]
     if out.markers_hit or out.forbidden_hit:
         return "code-execution", f"marker files {out.markers_hit} / stdout shows {out.forbidden_hit}"
+    if out.stray:
+        return "wrote-outside", f"wrote {out.stray[:3]} into its folder, which no argument names: {first!r}"
     if out.timed_out:
         return "hang", (
             f"blocked: no answer within {out.wall_s:.0f} s of wall-clock time, using {out.cpu_s:.1f} s of "
@@ -372,7 +376,27 @@ def _one_json_object(path: str) -> bool:
         return False
 
 
-def _finish(case: dict, out: Outcome, base: str) -> None:
+# What a case may leave in its folder without naming it: the defaults of commands that write without
+# being told where (reproduce's report, the results database) and the caches of a HOME set to the folder.
+DEFAULT_WRITES = {"headcount-report", "headcount-results.sqlite", ".cache", ".config", ".matplotlib"}
+_COMPANIONS = ("", "-wal", "-shm", "-journal")  # SQLite's files beside a database
+
+
+def stray_writes(argv: list[str], before: set[str], workdir: str) -> list[str]:
+    """The entries of `workdir` a case made (not in `before`) that neither an argument (a relative path,
+    or its first folder) nor DEFAULT_WRITES explains: a write outside the target it was given."""
+    values = [a.split("=", 1)[1] if a.startswith("--") and "=" in a else a for a in argv]  # --out=PATH
+    named = {part for a in values if not a.startswith("/") for part in (a, a.split("/", 1)[0])}
+    allowed = {n + c for n in named | DEFAULT_WRITES for c in _COMPANIONS}
+    try:
+        made = set(os.listdir(workdir)) - before
+    except OSError:
+        return []
+    return sorted(made - allowed)
+
+
+def _finish(case: dict, out: Outcome, base: str, workdir: str, before: set[str]) -> None:
+    out.stray = stray_writes(list(case["argv"]), before, workdir)
     out.stdout, out.stdout_len = _read(f"{base}.out", _KEEP)
     out.stderr, _ = _read(f"{base}.err", _KEEP)
     if out.code == 0 and out.stdout_len < 200 * 2**20:
@@ -396,7 +420,7 @@ def zygote(cases: list[dict], scratch: str, timeout: float, jobs: int) -> list[O
     cap = _vm_size() + int(os.environ.get("HEADCOUNT_FUZZ_CAP_MARGIN", CAP_MARGIN))
     outcomes = [Outcome() for _ in cases]
     pending = list(range(len(cases)))[::-1]
-    running: dict[int, tuple[int, float, str]] = {}  # pid → (case, start, its files' base path)
+    running: dict[int, tuple] = {}  # pid → (case, start, its files' base path, its folder, what was in it)
     while pending or running:
         while pending and len(running) < jobs:
             i = pending.pop()
@@ -404,6 +428,7 @@ def zygote(cases: list[dict], scratch: str, timeout: float, jobs: int) -> list[O
             os.makedirs(workdir)
             os.chmod(workdir, 0o777)
             make_fixtures(workdir)
+            before = set(os.listdir(workdir))
             base = os.path.join(scratch, f"io{i}")
             sys.stdout.flush()
             sys.stderr.flush()
@@ -411,8 +436,8 @@ def zygote(cases: list[dict], scratch: str, timeout: float, jobs: int) -> list[O
             pid = os.fork()
             if pid == 0:
                 _child(cases[i], base + ".out", base + ".err", workdir, cap, outcomes[i].cpu_budget_s)
-            running[pid] = (i, time.monotonic(), base)
-        for pid, (i, start, base) in list(running.items()):
+            running[pid] = (i, time.monotonic(), base, workdir, before)
+        for pid, (i, start, base, workdir, before) in list(running.items()):
             done, status, usage = os.wait4(pid, os.WNOHANG)
             out = outcomes[i]
             if done == 0:
@@ -430,7 +455,7 @@ def zygote(cases: list[dict], scratch: str, timeout: float, jobs: int) -> list[O
                     out.signal = os.WTERMSIG(status)
                 else:
                     out.code = os.WEXITSTATUS(status)
-            _finish(cases[i], out, base)
+            _finish(cases[i], out, base, workdir, before)
             del running[pid]
         time.sleep(0.005)
     return outcomes
