@@ -22,7 +22,7 @@ app = typer.Typer(
 def sweep_run(
     spec: Path | None = typer.Argument(
         None,
-        help="Sweep file (TOML, data only: [sweep] runner names a built-in runner; at most 1 MiB and "
+        help="Sweep file (TOML, data only: \\[sweep] runner names a built-in runner; at most 1 MiB and "
         "10,000 runs); or build the sweep from the flags below.",
     ),
     db: Path = typer.Option(
