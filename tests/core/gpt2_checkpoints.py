@@ -69,3 +69,43 @@ class Payload:
 
     def __reduce__(self):
         return (open, (self.marker, "w"))
+
+
+# --- pickles whose dict key torch.load would hash to death (the scan in core.pickle_scan refuses them) ----
+
+
+def torch_zip(path: Path, pickle_bytes: bytes) -> Path:
+    """`pickle_bytes` as torch.save's zip archive holds its pickle: stored entries under archive/, beside the
+    small records torch.save writes (format version, alignment, byte order, version), and no tensor data."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("archive/data.pkl", pickle_bytes)
+        archive.writestr("archive/.format_version", b"1")
+        archive.writestr("archive/.storage_alignment", b"64")
+        archive.writestr("archive/byteorder", b"little")
+        archive.writestr("archive/version", b"3\n")
+        archive.writestr("archive/.data/serialization_id", b"0" * 40)
+    return path
+
+
+def deep_key_pickle(depth: int = 150_000) -> bytes:
+    """{((…(None,)…),): None} with the key `depth` tuples deep (TUPLE1 repeated): hashing it recurses in C
+    once per level, past the C stack (a segfault in torch.load before the scan)."""
+    return b"\x80\x02}N" + b"\x85" * depth + b"Ns."
+
+
+def shared_key_pickle(doublings: int = 40) -> bytes:
+    """{t: None} with t = (x, x) built `doublings` times over the memo (x on the stack, BINGET 0 for its
+    second copy, TUPLE2, BINPUT 0): 2**doublings leaves in a few hundred bytes; hashing it visits every one
+    (a hang in torch.load before the scan)."""
+    return b"\x80\x02}Nq\x00" + b"h\x00\x86q\x00" * doublings + b"Ns."
+
+
+def write_key_bombs(folder: Path) -> dict[str, Path]:
+    """The two recipes as torch.save-style .bin files in `folder`: {"deep-key": …, "shared-key": …}."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return {
+        "deep-key": torch_zip(folder / "deep-key.bin", deep_key_pickle()),
+        "shared-key": torch_zip(folder / "shared-key.bin", shared_key_pickle()),
+    }

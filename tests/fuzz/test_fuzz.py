@@ -43,7 +43,14 @@ def gpt2_files(fuzz_fixtures) -> dict[str, str]:
     and a 16 GiB sparse wte."""
     import torch
 
-    from tests.core.gpt2_checkpoints import Payload, config, state_dict, write_folder, write_json
+    from tests.core.gpt2_checkpoints import (
+        Payload,
+        config,
+        state_dict,
+        write_folder,
+        write_json,
+        write_key_bombs,
+    )
     from tests.fuzz.safetensors_raw import sparse_tensor_file
 
     root = fuzz_fixtures.root / "gpt2"
@@ -54,6 +61,7 @@ def gpt2_files(fuzz_fixtures) -> dict[str, str]:
     (root / "payload-pickle.bin").write_bytes(pickle.dumps(Payload(marker)))
     blob = (folder / "model.safetensors").read_bytes()
     sparse_tensor_file(root / "sparse.safetensors", blob, "wte.weight", [2**28, 8])
+    bombs = write_key_bombs(root / "bombs")  # dict keys torch.load would hash to a segfault or a hang
     for path in root.rglob("*"):
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     return {
@@ -67,7 +75,7 @@ def gpt2_files(fuzz_fixtures) -> dict[str, str]:
         "payload_pickle": str(root / "payload-pickle.bin"),
         "sparse_wte": str(root / "sparse.safetensors"),
         "marker": marker,
-    }
+    } | {f"key_bomb_{label}": str(path) for label, path in bombs.items()}
 
 
 def _gpt2_file_cases(fixtures, gpt2: dict[str, str]) -> list[Case]:
@@ -92,6 +100,9 @@ def _gpt2_file_cases(fixtures, gpt2: dict[str, str]) -> list[Case]:
                     forbidden=case.forbidden,
                 )
             )
+    for key in sorted(k for k in gpt2 if k.startswith("key_bomb_")):  # the pickle scan's two recipes
+        argv = ("import", "gpt2", gpt2[key], "--config", gpt2["config"], "--out", "g.safetensors", "--json")
+        cases.append(Case("import", "import gpt2", "PATH", key, argv, kind="model-file", valid_ok=False))
     return cases
 
 
@@ -191,7 +202,9 @@ def test_quick_fuzz_subset(fuzz_fixtures, gpt2_files):
     cases += rng.sample(options.max_memory_cases(), 6)
     cases += rng.sample(_files(fuzz_fixtures), QUICK_FILES)
     cases += combos.import_combo_cases(_models(fuzz_fixtures), gpt2_files)
-    cases += rng.sample(_gpt2_file_cases(fuzz_fixtures, gpt2_files), QUICK_GPT2_FILES)
+    gpt2_cases = _gpt2_file_cases(fuzz_fixtures, gpt2_files)
+    cases += rng.sample(gpt2_cases, QUICK_GPT2_FILES)
+    cases += [c for c in gpt2_cases if c.value.startswith("key_bomb_")]  # issue 28's recipes: every time
     _assert_clean(cases, "quick")
 
 

@@ -8,7 +8,9 @@ loaded only once the importer has checked the listing and the memory guard.
   PyTorch's restricted unpickler, which refuses a pickle naming any callable beyond tensors and plain
   containers before calling it (an unrestricted unpickle is never done). The file must be the zip archive
   torch.save writes (PyTorch ≥ 1.6) with stored entries, whose sizes bound what loading allocates; the
-  legacy format, bare pickles and compressed archives are refused unread.
+  legacy format, bare pickles and compressed archives are refused unread. Its pickle (data.pkl, as torch's
+  zip reader reads it) is scanned first by core.pickle_scan: string keys, no sets, bounded nesting and
+  memo expansion, only the opcodes torch.save writes (a hostile key crashes or hangs torch.load's hashing).
 * a folder as transformers' ``save_pretrained`` writes it: config.json beside model.safetensors (preferred)
   or pytorch_model.bin; a sharded checkpoint (an ``*.index.json``) is refused.
 """
@@ -37,6 +39,7 @@ from headcount.core.files import (
     read_header,
     show_path,
 )
+from headcount.core.pickle_scan import check_state_dict_pickle
 from headcount.core.resources import check_memory
 
 FOLDER_WEIGHTS = ("model.safetensors", "pytorch_model.bin")  # in the order transformers prefers them
@@ -179,6 +182,7 @@ def open_torch(path: str) -> StateDict:
     check_memory(2 * sum(e.file_size for e in entries), f"reading {name}")
     import torch  # a core dependency; used here only to read a state dict
 
+    check_state_dict_pickle(_torch_pickle(path, name, entries, torch), name)  # before torch.load sees it
     try:
         with warnings.catch_warnings():  # its deprecation notes would be lines on stderr
             warnings.simplefilter("ignore")
@@ -196,7 +200,12 @@ def open_torch(path: str) -> StateDict:
         raise InputError(f"{name} holds a {type(state).__name__}, not a state dict (a dict of tensors)")
     listed = {}
     for key, value in state.items():
-        if not isinstance(key, str) or not _dense_cpu_tensor(value, torch):
+        if not isinstance(key, str):  # the pickle scan refuses such keys: this guards a changed torch.load
+            raise InputError(
+                f"{name}: key {one_line(repr(key), 80)} is a {type(key).__name__}, not a name: a state dict "
+                "maps names to tensors (torch.save(model.state_dict(), path))"
+            )
+        if not _dense_cpu_tensor(value, torch):
             raise InputError(
                 f"{name}: entry {one_line(repr(key), 80)} is a {type(value).__name__}, not a dense tensor; "
                 "a state dict maps names to tensors (torch.save(model.state_dict(), path))"
@@ -207,6 +216,36 @@ def open_torch(path: str) -> StateDict:
         return {n: np.array(state[n].detach().to(torch.float64).numpy(), dtype=np.float64) for n in names}
 
     return StateDict(path, "torch", listed, load)
+
+
+def _torch_pickle(path: str, name: str, entries: list[zipfile.ZipInfo], torch: Any) -> bytes:
+    """The pickle torch.load will unpickle: the archive's one `<folder>/data.pkl`, read by torch's own zip
+    reader (zipfile and torch's reader can see different entries in a crafted archive: what torch reads is
+    what must be scanned), of the size zipfile listed (which check_memory bounded)."""
+    pickles = [e for e in entries if _is_data_pkl(e.filename)]
+    if not hasattr(torch._C, "PyTorchFileReader"):  # a torch without it (private API): zipfile's view
+        if len(pickles) != 1:
+            raise InputError(f"{name} holds {len(pickles)} pickles (…/data.pkl); torch.save writes one")
+        with zipfile.ZipFile(path) as archive:
+            return archive.read(pickles[0])
+    try:
+        reader = torch._C.PyTorchFileReader(path)  # what torch.serialization._open_zipfile_reader opens
+        seen = [r for r in reader.get_all_records() if r.lower() == "data.pkl"]  # miniz matches any case
+        if len(pickles) != 1 or len(seen) != 1:
+            raise InputError(
+                f"{name} holds {max(len(pickles), len(seen))} pickles (…/data.pkl); torch.save writes one"
+            )
+        if reader.get_record_size(seen[0]) != pickles[0].file_size:
+            raise InputError(f"{name}: zip readers disagree on data.pkl's size (a crafted archive)")
+        return bytes(reader.get_record(seen[0]))
+    except RuntimeError as err:  # torch's reader refuses the archive
+        raise InputError(f"{name} is not the zip archive torch.save writes ({one_line(err, 160)})") from None
+
+
+def _is_data_pkl(filename: str) -> bool:
+    """`<folder>/data.pkl` in any case: the entry torch's reader finds for "data.pkl"."""
+    folder, _, rest = filename.lower().partition("/")
+    return rest == "data.pkl" and bool(folder)
 
 
 def _dense_cpu_tensor(value: Any, torch: Any) -> bool:
