@@ -191,15 +191,16 @@ _TYPE_WORDS |= {"array": "a list", "object": "a JSON object"}
 def check_json_types(value: Any, schema: Any, name: str, where: str = "", error=InputError) -> None:
     """error(one line: `name`, the field's path, what it must be, what it holds) unless `value` fits
     `schema` (above). Recursion follows the schema, never the data: a schema is a few levels deep."""
+    field = repr(where) if where else "the value"
     if isinstance(schema, list):
         if not isinstance(value, list):
-            raise error(f"{name}: {repr(where) if where else 'the value'} must be a list, got {_short(value)}")
+            raise error(f"{name}: {field} must be a list, got {_short(value)}")
         for i, item in enumerate(value):
             check_json_types(item, schema[0], name, f"{where}[{i}]", error)
         return
     if isinstance(schema, dict):
         if not isinstance(value, dict):
-            raise error(f"{name}: {repr(where) if where else 'the value'} must be a JSON object, got {_short(value)}")
+            raise error(f"{name}: {field} must be a JSON object, got {_short(value)}")
         for key, inner in schema.items():
             if key in value:
                 check_json_types(value[key], inner, name, f"{where}.{key}" if where else key, error)
@@ -212,7 +213,7 @@ def check_json_types(value: Any, schema: Any, name: str, where: str = "", error=
     )
     if not fits:
         allowed = _TYPE_WORDS[kind] + (" or null" if nullable else "")
-        raise error(f"{name}: {repr(where) if where else 'the value'} must be {allowed}, got {_short(value)}")
+        raise error(f"{name}: {field} must be {allowed}, got {_short(value)}")
 
 
 def read_header(path: str) -> tuple[dict[str, str], dict[str, tuple[tuple[int, ...], str]]]:
