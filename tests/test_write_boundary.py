@@ -129,3 +129,20 @@ def test_a_full_disk_is_not_blamed_on_a_healthy_database(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "disk full" in lines[0], done.stderr
     assert "not a usable" not in lines[0] and _digest(tmp_path / "r.db") == before
+
+
+def test_files_and_folders_a_command_names_inside_its_target_are_never_links(tmp_path):
+    """reproduce's results database inside --out, a sweep's model folder beside --db: a planted link there
+    would send the writes elsewhere, so it is refused before any work."""
+    from headcount.core.errors import InputError
+    from headcount.learn.sweep.run import _model_folder
+    from headcount.report.reproduce import RESULTS_DB, run_reproduce
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / RESULTS_DB).symlink_to(tmp_path / "elsewhere.sqlite")
+    with pytest.raises(InputError, match="symbolic link"):
+        run_reproduce("quick", only="constant_dim", out_dir=tmp_path / "out", progress=lambda _: None)
+    (tmp_path / "models").symlink_to(tmp_path / "out")
+    with pytest.raises(InputError, match="symbolic link"):
+        _model_folder(tmp_path / "models")
+    assert os.listdir(tmp_path / "out") == [RESULTS_DB] and not (tmp_path / "elsewhere.sqlite").exists()

@@ -11,6 +11,7 @@ Progress goes to the `progress` callable (stderr by default), never to stdout.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from headcount.core.errors import InputError
+from headcount.core.files import show_path
 from headcount.core.jsonable import JsonResult, jsonable
 from headcount.core.probe import machine_info
 from headcount.core.validate import check_choice, writable_folder
@@ -139,6 +142,10 @@ def run_reproduce(
     chosen = select_claims(only)
     clock = time.perf_counter()
     out = writable_folder(out_dir)  # found before any claim runs, not after minutes of work
+    if os.path.islink(out / RESULTS_DB):  # named by reproduce inside --out: a planted link writes elsewhere
+        raise InputError(
+            f"{show_path(out / RESULTS_DB)} is a symbolic link: reproduce keeps a real file there"
+        )
     ctx = Context(scale=scale, progress=progress, results_db=str(out / RESULTS_DB))
     ran = [_run_one(claim, ctx, f"[{i}/{len(chosen)}]") for i, claim in enumerate(chosen, 1)]
     passed = sum(row.status == PASS for row, _ in ran)

@@ -197,9 +197,11 @@ def run_sweep(
 
 
 def _model_folder(path: str | os.PathLike) -> Path:
-    """`path` as a folder that exists and can be written (made if missing); SweepError otherwise."""
+    """`path` as a folder that exists and can be written (made if missing); SweepError otherwise — also
+    for a symbolic link: the folder is named by the command beside --db, and a planted link would send
+    the models elsewhere."""
     try:
-        return writable_folder(path, "the model folder")
+        return writable_folder(path, "the model folder", follow=False)
     except InputError as err:
         raise SweepError(str(err)) from None
 
