@@ -386,7 +386,10 @@ def stray_writes(argv: list[str], before: set[str], workdir: str) -> list[str]:
     """The entries of `workdir` a case made (not in `before`) that neither an argument (a relative path,
     or its first folder) nor DEFAULT_WRITES explains: a write outside the target it was given."""
     values = [a.split("=", 1)[1] if a.startswith("--") and "=" in a else a for a in argv]  # --out=PATH
-    named = {part for a in values if not a.startswith("/") for part in (a, a.split("/", 1)[0])}
+    relative = [os.path.normpath(a) for a in values if a and not a.startswith("/")]
+    if "." in relative:  # the case's folder itself is named (--out .): whatever it writes there is named
+        return []
+    named = {part for a in relative for part in (a, a.split("/", 1)[0])}
     allowed = {n + c for n in named | DEFAULT_WRITES for c in _COMPANIONS}
     try:
         made = set(os.listdir(workdir)) - before

@@ -22,6 +22,8 @@ def test_stray_writes_are_what_no_argument_names(tmp_path):
         "r.db",
         "r.db-wal",
     ]  # an absolute path names nothing in the case's folder
+    assert stray_writes(["x", "--out", "./"], before, str(tmp_path)) == []  # the folder itself is named
+    assert stray_writes(["x", "--out", "./out/../attention.png"], before, str(tmp_path))[1] == "m.safetensors"
 
 
 def test_judge_calls_a_stray_write_a_failure():
