@@ -142,7 +142,7 @@ def test_bad_state_dicts_are_refused_naming_the_tensor(capsys, tmp_path, change,
         ({"vocab_size": 50257}, ("vocab_size = 50257, but the weights have 11",)),
         ({"n_inner": 16}, ("n_inner = 16, but the weights have 32",)),
         ({"layer_norm_epsilon": -1}, ("layer_norm_epsilon must be a positive number",)),
-        ({"scale_attn_weights": "yes"}, ("scale_attn_weights must be true or false",)),
+        ({"scale_attn_weights": "yes"}, ("'scale_attn_weights' must be true or false",)),
     ],
 )
 def test_unsupported_or_inconsistent_configs_are_refused(capsys, tmp_path, fields, needles):

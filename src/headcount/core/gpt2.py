@@ -100,7 +100,7 @@ GPT2_CONFIG_TYPES = {
     "model_type": "string",
     "position_embedding_type": "string?",
     "activation_function": "string",
-    "n_head": "integer",
+    "n_head": "integer?",  # null: "has no n_head", said below
     "num_attention_heads": "integer",
     "layer_norm_epsilon": "number",
     **dict.fromkeys(("scale_attn_weights", "scale_attn_by_inverse_layer_idx"), "boolean"),
