@@ -292,3 +292,28 @@ def test_the_pickle_torch_reads_is_the_one_scanned(tmp_path):
         archive.writestr("other/data.pkl", benign)
     with pytest.raises(InputError, match="torch.save writes"):
         checkpoints.open_torch(str(apart))
+
+
+def test_the_file_is_read_once_so_a_swap_after_the_scan_changes_nothing(tmp_path, monkeypatch):
+    """The bytes scanned are the bytes torch.load reads: a file replaced right after the scan (a race: it
+    could be a key bomb) is never unpickled; the state dict read is the one that was scanned."""
+    path, other = tmp_path / "sd.pt", tmp_path / "other.pt"
+    torch.save({k: torch.from_numpy(v) for k, v in state_dict().items()}, path)
+    torch.save({"other": torch.zeros(2)}, other)
+    scan = checkpoints.check_state_dict_pickle
+
+    def scan_then_swap(data: bytes, name: str) -> None:
+        scan(data, name)
+        path.write_bytes(other.read_bytes())
+
+    monkeypatch.setattr(checkpoints, "check_state_dict_pickle", scan_then_swap)
+    assert checkpoints.open_torch(str(path)).listed["wte.weight"] == ((11, 8), "F32")
+
+
+def test_the_memory_guard_counts_the_file_before_reading_it(tmp_path):
+    from headcount.core.resources import memory_limit_of
+
+    path = tmp_path / "sd.pt"
+    torch.save({"w": torch.zeros(1 << 19)}, path)  # 2 MiB of float32
+    with memory_limit_of(1 << 20), pytest.raises(InputError, match="needs about"):
+        checkpoints.open_torch(str(path))

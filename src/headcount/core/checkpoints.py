@@ -17,6 +17,7 @@ loaded only once the importer has checked the listing and the memory guard.
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import stat
@@ -164,11 +165,13 @@ def _torch_dtype(dtype: Any) -> str:
 
 
 def open_torch(path: str) -> StateDict:
-    """A torch.save state dict, read with torch.load(weights_only=True) only (module docstring)."""
+    """A torch.save state dict, read with torch.load(weights_only=True) only (module docstring). The file is
+    read once into memory: the pickle scanned and the archive torch.load reads are the same bytes (a file
+    replaced in between cannot slip past the scan)."""
     name = show_path(path)
-    check_model_path(path)  # a regular file: zipfile never blocks on a FIFO
+    data = _read_bounded(check_model_path(path), name)  # a regular file: reading never blocks on a FIFO
     try:
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             entries = archive.infolist()
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError):
         raise InputError(
@@ -179,14 +182,14 @@ def open_torch(path: str) -> StateDict:
         raise InputError(
             f"{name}: entry {packed[0][:80]!r} is compressed; torch.save stores entries as they are"
         )
-    check_memory(2 * sum(e.file_size for e in entries), f"reading {name}")
+    check_memory(len(data) + 2 * sum(e.file_size for e in entries), f"reading {name}")
     import torch  # a core dependency; used here only to read a state dict
 
-    check_state_dict_pickle(_torch_pickle(path, name, entries, torch), name)  # before torch.load sees it
+    check_state_dict_pickle(_torch_pickle(data, name, entries, torch), name)  # before torch.load sees it
     try:
         with warnings.catch_warnings():  # its deprecation notes would be lines on stderr
             warnings.simplefilter("ignore")
-            state = torch.load(path, map_location="cpu", weights_only=True)
+            state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except MemoryError:
         raise
     except Exception as err:  # noqa: BLE001 — whatever the restricted unpickler refuses, a file error
@@ -218,25 +221,42 @@ def open_torch(path: str) -> StateDict:
     return StateDict(path, "torch", listed, load)
 
 
-def _torch_pickle(path: str, name: str, entries: list[zipfile.ZipInfo], torch: Any) -> bytes:
+def _read_bounded(path: str, name: str) -> bytes:
+    """The file's bytes, within the memory guard (checked against its size before reading)."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            check_memory(size, f"reading {name}")
+            data = f.read(size + 1)
+    except OSError as err:
+        raise InputError(f"{name} cannot be read: {err.strerror or err}") from None
+    if len(data) != size:
+        raise InputError(f"{name} changed while it was read")
+    return data
+
+
+def _torch_pickle(data: bytes, name: str, entries: list[zipfile.ZipInfo], torch: Any) -> bytes:
     """The pickle torch.load will unpickle: the archive's one `<folder>/data.pkl`, read by torch's own zip
     reader (zipfile and torch's reader can see different entries in a crafted archive: what torch reads is
-    what must be scanned), of the size zipfile listed (which check_memory bounded)."""
+    what must be scanned), of the size zipfile listed; and every record torch would load must fit the
+    memory guard as torch's reader sizes it (entries may overlap in a crafted archive)."""
     pickles = [e for e in entries if _is_data_pkl(e.filename)]
     if not hasattr(torch._C, "PyTorchFileReader"):  # a torch without it (private API): zipfile's view
         if len(pickles) != 1:
             raise InputError(f"{name} holds {len(pickles)} pickles (…/data.pkl); torch.save writes one")
-        with zipfile.ZipFile(path) as archive:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
             return archive.read(pickles[0])
     try:
-        reader = torch._C.PyTorchFileReader(path)  # what torch.serialization._open_zipfile_reader opens
-        seen = [r for r in reader.get_all_records() if r.lower() == "data.pkl"]  # miniz matches any case
+        reader = torch._C.PyTorchFileReader(io.BytesIO(data))  # what torch.load opens
+        records = reader.get_all_records()
+        seen = [r for r in records if r.lower() == "data.pkl"]  # miniz matches any case
         if len(pickles) != 1 or len(seen) != 1:
             raise InputError(
                 f"{name} holds {max(len(pickles), len(seen))} pickles (…/data.pkl); torch.save writes one"
             )
         if reader.get_record_size(seen[0]) != pickles[0].file_size:
             raise InputError(f"{name}: zip readers disagree on data.pkl's size (a crafted archive)")
+        check_memory(len(data) + 2 * sum(reader.get_record_size(r) for r in records), f"reading {name}")
         return bytes(reader.get_record(seen[0]))
     except RuntimeError as err:  # torch's reader refuses the archive
         raise InputError(f"{name} is not the zip archive torch.save writes ({one_line(err, 160)})") from None
