@@ -36,6 +36,7 @@ pytest.importorskip("ray")
 REPO = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
 SOLVE = "tests.learn.sweep_runners:solve"
+BACKSTOP_S = 600  # seconds before a hung driver or head is stopped (a backstop, never a verdict)
 NOT_AN_ADDRESS = "is not a Ray address: give host:port, auto or ray://host:port"
 # The test runners registered, then the CLI: what `headcount` does, with tests.learn.sweep_runners known.
 DRIVER = "import sys, tests.learn.sweep_runners; from headcount.cli import main; main(sys.argv[1:])"
@@ -54,19 +55,19 @@ def driver_env(**extra: str) -> dict[str, str]:
     return {**env, "PYTHONPATH": path, "RAY_USAGE_STATS_ENABLED": "0", **extra}
 
 
-def run_driver(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str, float]:
+def run_driver(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     """`headcount argv…` in a fresh process (so Ray's C++ output on file descriptor 2 is seen):
-    (exit code, stdout, stderr, seconds)."""
-    start = time.monotonic()
+    (exit code, stdout, stderr). BACKSTOP_S only stops a hung test; no verdict rests on the clock (the
+    connection deadline is held by test_connection_knobs_bound_each_step_and_try_once)."""
     done = subprocess.run(
         [sys.executable, "-c", DRIVER, *argv],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
-        timeout=timeout,
+        timeout=BACKSTOP_S,
     )
-    return done.returncode, done.stdout, done.stderr, time.monotonic() - start
+    return done.returncode, done.stdout, done.stderr
 
 
 def assert_one_line(code: int, out: str, err: str, *needles: str) -> None:
@@ -152,11 +153,9 @@ def test_ray_client_address_with_the_client_extra_is_checked_too(capsys, tmp_pat
 
 def test_unreachable_address_is_one_line_exit_2_at_once(tmp_path, capsys):
     """Nothing listens on port 1: refused by the socket check, before Ray tries (and retries) to connect."""
-    start = time.monotonic()
     line = refused(
         capsys, *sweep_argv(tmp_path / "r.db", "127.0.0.1:1"), needles=("--address '127.0.0.1:1'",)
     )
-    assert time.monotonic() - start < 10
     assert "no Ray cluster answers there (connection refused)" in line
     assert not (tmp_path / "r.db").exists()
 
@@ -184,15 +183,28 @@ def test_check_reachable_gives_up_at_its_timeout(monkeypatch):
         raise TimeoutError
 
     monkeypatch.setattr(schedulers.socket, "create_connection", never_answers)
-    start = time.monotonic()
     try:
         with pytest.raises(
-            RayAddressError, match=r"^--address 'h:1': no Ray cluster answers there \(no answer"
+            RayAddressError, match=r"^--address 'h:1': no Ray cluster answers there \(no answer within 0.5 s"
         ):
             schedulers.check_reachable("h:1", "h", 1, timeout=0.5)
     finally:
         release.set()
-    assert time.monotonic() - start < 3
+
+
+def test_connection_knobs_bound_each_step_and_try_once(monkeypatch):
+    """While ray.init connects, Ray's connection steps are bounded by RAY_CONNECT_S and tried once (a value
+    the user set wins), and the environment is restored afterwards: what keeps a wrong address from
+    costing Ray's minutes of retries."""
+    monkeypatch.delenv("RAY_gcs_rpc_server_connect_timeout_s", raising=False)
+    monkeypatch.delenv("RAY_gcs_server_port_wait_time_s", raising=False)
+    monkeypatch.setenv("RAY_py_gcs_connect_timeout_s", "7")
+    with schedulers._connect_env():
+        assert os.environ["RAY_gcs_rpc_server_connect_timeout_s"] == str(schedulers.RAY_CONNECT_S)
+        assert os.environ["RAY_gcs_server_port_wait_time_s"] == "1"
+        assert os.environ["RAY_py_gcs_connect_timeout_s"] == "7"
+    assert "RAY_gcs_rpc_server_connect_timeout_s" not in os.environ
+    assert os.environ["RAY_py_gcs_connect_timeout_s"] == "7"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -224,13 +236,10 @@ def silent_listener() -> Iterator[int]:
             conn.close()
 
 
-def test_a_port_that_is_not_ray_fails_in_one_line_within_the_deadline(tmp_path):
+def test_a_port_that_is_not_ray_fails_in_one_line(tmp_path):
     with silent_listener() as port:
-        code, out, err, seconds = run_driver(
-            sweep_argv(tmp_path / "r.db", f"127.0.0.1:{port}"), driver_env(), 60
-        )
+        code, out, err = run_driver(sweep_argv(tmp_path / "r.db", f"127.0.0.1:{port}"), driver_env())
     assert_one_line(code, out, err, f"--address '127.0.0.1:{port}': no Ray cluster answered there")
-    assert seconds < 30, seconds
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -268,7 +277,7 @@ def ray_head() -> Iterator[tuple[str, str]]:
     )
     try:
         address_file = temp_dir / "ray_current_cluster"
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + BACKSTOP_S  # a backstop for a head that never starts
         while "Ray runtime started" not in (temp_dir / "head.log").read_text() or not address_file.exists():
             if head.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"ray start --head failed: {(temp_dir / 'head.log').read_text()[-2000:]}")
@@ -288,13 +297,11 @@ def ray_head() -> Iterator[tuple[str, str]]:
 
 def test_head_without_its_token_is_one_line(ray_head, tmp_path):
     address, _ = ray_head
-    code, out, err, seconds = run_driver(sweep_argv(tmp_path / "r.db", address), driver_env(), 60)
+    code, out, err = run_driver(sweep_argv(tmp_path / "r.db", address), driver_env())
     assert_one_line(code, out, err, f"--address '{address}': the Ray cluster there needs its token")
-    assert seconds < 30, seconds
     env = driver_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN="0" * 32)
-    code, out, err, seconds = run_driver(sweep_argv(tmp_path / "r.db", address), env, 60)
+    code, out, err = run_driver(sweep_argv(tmp_path / "r.db", address), env)
     assert_one_line(code, out, err, "refused this process's token")
-    assert seconds < 30, seconds
     with ResultsStore(tmp_path / "r.db") as store:
         assert store.rows() == []  # nothing ran; the runs claimed before Ray connected are released
     with contextlib.closing(sqlite3.connect(tmp_path / "r.db")) as conn:
@@ -345,9 +352,7 @@ def test_sweep_on_a_head_survives_a_killed_worker_storing_each_run_once(ray_head
     killer = threading.Thread(target=kill_first_worker, args=(log_dir, killed, stop), daemon=True)
     killer.start()
     try:
-        code, out, err, seconds = run_driver(
-            argv, driver_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token), 180
-        )
+        code, out, err = run_driver(argv, driver_env(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token))
     finally:
         stop.set()
         killer.join(5)
