@@ -28,7 +28,7 @@ from headcount.cli.experiment import experiment
 from headcount.cli.reproduce import reproduce
 from headcount.core.errors import InputError, InternalError
 from headcount.core.expsum import UndecidedError
-from headcount.core.resources import ENV_MAX_MEMORY, memory_limit_of, parse_size
+from headcount.core.resources import memory_limit, memory_limit_of, parse_size
 
 app = typer.Typer(
     add_completion=False,
@@ -105,9 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     plain_output()
     try:
         rest, max_memory = take_max_memory(args)
-        if max_memory is None and os.environ.get(ENV_MAX_MEMORY):  # every command checks it, used or not
-            max_memory = parse_size(os.environ[ENV_MAX_MEMORY], ENV_MAX_MEMORY)
         with memory_limit_of(max_memory):  # this run's limit only (main may run many times in one process)
+            memory_limit()  # the limit in force, checked for every command (a bad HEADCOUNT_MAX_MEMORY too)
             app(args=rest, standalone_mode=False)
     except (InputError, UndecidedError) as err:
         _exit(2, f"error: {err}")
