@@ -31,8 +31,8 @@ from bench_common import best_time, figure, finish_table, log
 from bench_common import machine_info as common_machine_info
 from headcount.boolean.certify import construct_and_certify
 from headcount.boolean.construction import construct
-from headcount.boolean.functions import parse_function
 from headcount.boolean.model import BooleanLayer, Readout, model_values_exact
+from headcount.boolean.task import parse_function
 from headcount.boolean.threshold import symmetric_truth_table, threshold_degree_lp
 
 

@@ -27,11 +27,15 @@ import torch
 
 from bench_common import figure, finish_table, load_average, log, numpy_blas_threads
 from bench_induction import TorchModel, machine_info, matmul_peak
-from headcount.core.algorithm import use_algorithm
-from headcount.core.evaluate import WORKERS, certified_predict, emulate
-from headcount.core.forward import float_work, reset_float_work
-from headcount.core.precision import FLOAT64, fixed
-from headcount.core.softmax_bounds import attention_work, reset_attention_work
+from headcount.core.attention import (
+    attention_work,
+    float_work,
+    reset_attention_work,
+    reset_float_work,
+    use_algorithm,
+)
+from headcount.core.certify.evaluate import WORKERS, certified_predict, emulate
+from headcount.core.numbers.precision import FLOAT64, fixed
 from headcount.induction import task
 from headcount.induction.certify import certify_induction, family_sizes
 from headcount.induction.construction import two_layer_induction
@@ -146,9 +150,9 @@ def passes(n: int, seqs: int, repeats: int, bits: int, max_bytes: float, gpu=Non
 MEMORY_CHILD = r"""
 import json, resource, sys, time
 import numpy as np
-from headcount.core.algorithm import use_algorithm
-from headcount.core.evaluate import certified_predict, emulate
-from headcount.core.precision import FLOAT64, fixed
+from headcount.core.attention.settings import use_algorithm
+from headcount.core.certify.evaluate import certified_predict, emulate
+from headcount.core.numbers.precision import FLOAT64, fixed
 from headcount.induction import task
 from headcount.induction.construction import two_layer_induction
 n, algorithm, bits, max_gb = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
@@ -245,13 +249,13 @@ def split_figure(tag: str, row: dict[str, Any]) -> dict[str, Any]:
 def gpu_backend():
     """(factory of the context that runs the attention kernels on torch + cuda, None) — or (None, why) when
     there is no CUDA device or headcount has no torch backend. HOOK for the GPU figures:
-    headcount.core.algorithm.use_backend("torch", device) selects the backend (core.torch_attention);
+    headcount.core.attention.settings.use_backend("torch", device) selects the backend (core.attention.torch_backend);
     where that import fails, the figures are skipped with "GPU figures: torch backend not available"."""
     if not torch.cuda.is_available():
         log("GPU figures: no CUDA device")
         return None, "no CUDA device"
     try:
-        from headcount.core.algorithm import use_backend
+        from headcount.core.attention import use_backend
     except ImportError:
         log("GPU figures: torch backend not available")
         return None, "torch backend not available"

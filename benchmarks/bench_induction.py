@@ -32,11 +32,12 @@ import torch
 
 from bench_common import best_time, figure, finish_table, log, numpy_blas_threads
 from bench_common import machine_info as common_machine_info
-from headcount.core.evaluate import certified_predict, predict
-from headcount.core.forward import attend, mask_bias, residual_stream
-from headcount.core.model import Transformer
-from headcount.core.precision import FLOAT64, fixed, parse_precision
-from headcount.core.symbols import BOTTOM
+from headcount.core.attention import attend, mask_bias
+from headcount.core.certify.evaluate import certified_predict, predict
+from headcount.core.model.symbols import BOTTOM
+from headcount.core.model.transformer import Transformer
+from headcount.core.numbers.precision import FLOAT64, fixed, parse_precision
+from headcount.core.passes.forward import residual_stream
 from headcount.induction import task
 from headcount.induction.certify import certify_induction
 from headcount.induction.construction import two_layer_induction
@@ -243,7 +244,7 @@ def throughput(n: int, S: int, seqs: int, repeats: int, cert_repeats: int, bits:
 
 
 def attend_breakdown(n: int, S: int, repeats: int = 3) -> dict[str, float]:
-    """Milliseconds of each numpy step of headcount.core.forward.attend (float64, one sequence) for the
+    """Milliseconds of each numpy step of headcount.core.passes.forward.attend (float64, one sequence) for the
     layer-2 induction head at length n, on its real inputs (the residual stream after layer 1), mirrored
     step by step; plus mask_bias (rebuilt every forward), headcount's own attend() per head, and what exp
     costs when skipped where its result underflows to exactly 0 (a bit-identical alternative)."""
@@ -365,7 +366,7 @@ SOUNDNESS_BASELINE_REV = "1d68060"  # the last commit before the soundness work 
 
 
 def load_bounds_at(rev: str):
-    """headcount.core.bounds as it was at git revision `rev`, imported as a separate module (None when git
+    """headcount.core.passes.bounds as it was at git revision `rev`, imported as a separate module (None when git
     or the revision is not available): the baseline for what the soundness checks cost, in this process."""
     import importlib.util
     import subprocess
@@ -374,7 +375,7 @@ def load_bounds_at(rev: str):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         text = subprocess.run(
-            ["git", "-C", root, "show", f"{rev}:src/headcount/core/bounds.py"],
+            ["git", "-C", root, "show", f"{rev}:src/headcount/core/passes/bounds.py"],
             check=True,
             capture_output=True,
             text=True,
@@ -393,7 +394,7 @@ def load_bounds_at(rev: str):
 def soundness_cost(n: int, S: int, seqs: int, repeats: int, bits: int, baseline) -> dict[str, Any]:
     """Seconds of the rigorous pass (residual_bounds at fixed:bits) today and at the baseline revision, timed
     alternately on the same inputs (best of `repeats` each), and whether both prove every position."""
-    from headcount.core import bounds
+    from headcount.core.passes import bounds
 
     model = two_layer_induction(n, S)
     tokens = task.uniform(np.random.default_rng(11), seqs, n, S)
@@ -441,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--baseline-rev",
         default=SOUNDNESS_BASELINE_REV,
-        help="git revision whose core/bounds.py is timed against today's (the soundness checks' cost)",
+        help="git revision whose core/passes/bounds.py is timed against today's (the soundness checks' cost)",
     )
     args = ap.parse_args(argv)
     quick = args.quick

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from headcount.core.io import load_model
+from headcount.core.model.files import load_model
 from tests.cli_run import run
 
 

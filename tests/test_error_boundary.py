@@ -1,4 +1,4 @@
-"""The one error boundary (cli.main) and the one resource guard (core.resources)."""
+"""The one error boundary (cli.main) and the one resource guard (common.resources)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import typer
 
 import headcount.cli as cli
-from headcount.core.errors import InputError
-from headcount.core.resources import (
+from headcount.common.errors import InputError
+from headcount.common.resources import (
     check_memory,
     check_work,
     human_bytes,

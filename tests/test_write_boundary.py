@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from headcount.core.io import save_model
+from headcount.core.model.files import save_model
 from headcount.induction.construction import two_layer_induction
 from tests.cli_run import refused, run
 from tests.core.gpt2_checkpoints import config, state_dict, write_folder
@@ -134,7 +134,7 @@ def test_a_full_disk_is_not_blamed_on_a_healthy_database(tmp_path):
 def test_files_and_folders_a_command_names_inside_its_target_are_never_links(tmp_path):
     """reproduce's results database inside --out, a sweep's model folder beside --db: a planted link there
     would send the writes elsewhere, so it is refused before any work."""
-    from headcount.core.errors import InputError
+    from headcount.common.errors import InputError
     from headcount.learn.sweep.run import _model_folder
     from headcount.report.reproduce import RESULTS_DB, run_reproduce
 

@@ -15,12 +15,12 @@ from flint import fmpq
 from headcount import zoo
 from headcount.boolean.certify import check_model
 from headcount.boolean.construction import construct, construction_roles
-from headcount.boolean.functions import parse_function
 from headcount.boolean.model import load_boolean
-from headcount.core.errors import InputError
-from headcount.core.io import load_model
-from headcount.core.model import Transformer
-from headcount.core.table import OneLayerTable
+from headcount.boolean.task import parse_function
+from headcount.common.errors import InputError
+from headcount.core.model.files import load_model
+from headcount.core.model.table import OneLayerTable
+from headcount.core.model.transformer import Transformer
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.heads import analyze_heads
 from headcount.induction.roles import one_layer_roles, two_layer_roles
@@ -249,9 +249,9 @@ def test_library_checks_before_building(monkeypatch, tmp_path):
 @pytest.fixture(scope="module")
 def tl_io():
     pytest.importorskip("transformer_lens")
-    io = pytest.importorskip("headcount.core.transformer_lens_io")
+    io = pytest.importorskip("headcount.interop.transformer_lens_io")
     if not hasattr(io, "write_transformer_lens") or not hasattr(io, "read_transformer_lens"):
-        pytest.skip("headcount.core.transformer_lens_io has no write/read_transformer_lens yet")
+        pytest.skip("headcount.interop.transformer_lens_io has no write/read_transformer_lens yet")
     return io
 
 
@@ -266,7 +266,7 @@ def test_transformer_lens_two_layer(tl_io, tmp_path):
 
 
 def test_transformer_lens_minmax_two_weight_forms(tl_io, tmp_path):
-    from headcount.core.evaluate import predict
+    from headcount.core.certify.evaluate import predict
     from headcount.minmax.task import all_multisets
 
     result = zoo.export("minmax-2head-m8-n8", "transformer-lens", tmp_path)

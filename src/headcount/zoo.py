@@ -20,7 +20,7 @@ boolean/construction.construction_roles), certifies it, and writes it.
 
 A format an entry cannot be written in is refused with the reason (``Kind.tl_refusal``). Adding a model is
 one ``ZooEntry`` (and a ``Kind`` for a new family, as KHOP: the k-hop construction built by
-induction/khop_construction.py, its roles from induction/roles.py).
+induction/khop/construction.py, its roles from induction/roles.py).
 """
 
 from __future__ import annotations
@@ -34,18 +34,16 @@ from typing import Any
 
 from headcount.boolean.certify import certify_boolean_model
 from headcount.boolean.construction import Construction, construct, construction_roles
-from headcount.boolean.functions import parse_function
 from headcount.boolean.model import save_boolean
-from headcount.core.errors import InputError
-from headcount.core.files import atomic_write_bytes
-from headcount.core.io import save_model
-from headcount.core.jsonable import JsonResult, jsonable
-from headcount.core.model import Transformer
-from headcount.core.table import OneLayerTable
-from headcount.core.validate import check_choice, filling_folder
+from headcount.boolean.task import parse_function
+from headcount.common.errors import InputError
+from headcount.common.files import atomic_write_bytes
+from headcount.common.jsonable import JsonResult, jsonable
+from headcount.common.validate import check_choice, filling_folder
+from headcount.core.model import OneLayerTable, Transformer, save_model
 from headcount.induction.certify import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
-from headcount.induction.khop_construction import khop_construction
+from headcount.induction.khop.construction import khop_construction
 from headcount.induction.roles import khop_roles, one_layer_roles, two_layer_roles
 from headcount.minmax.certify import certify_minmax
 from headcount.minmax.construction import build_construction, code_dim, two_head_roles
@@ -313,9 +311,9 @@ def _write_transformer_lens(name: str, forms: dict[str, Transformer], folder: Pa
     """Each weight form into folder/<name><suffix>/ by core/transformer_lens_io: {<name><suffix>: the
     writer's JSON}. A missing TransformerLens is an InputError saying how to install it."""
     try:
-        from headcount.core.transformer_lens_io import write_transformer_lens
+        from headcount.interop.transformer_lens_io import write_transformer_lens
     except ModuleNotFoundError as err:
-        if err.name not in ("transformer_lens", "headcount.core.transformer_lens_io"):
+        if err.name not in ("transformer_lens", "headcount.interop.transformer_lens_io"):
             raise
         raise InputError("TransformerLens is not installed: pip install 'headcount[tl]'") from None
     written = {}

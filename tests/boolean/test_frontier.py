@@ -18,11 +18,11 @@ from flint import fmpq
 
 from headcount.boolean import frontier as bf
 from headcount.boolean.certify import check_model
-from headcount.boolean.functions import parse_function, sign_changes
 from headcount.boolean.model import load_boolean, model_sign_exact
+from headcount.boolean.task import parse_function, sign_changes
 from headcount.cli import boolean as cli_boolean
-from headcount.core.errors import InputError
-from headcount.core.resources import memory_limit_of
+from headcount.common.errors import InputError
+from headcount.common.resources import memory_limit_of
 from tests.cli_run import refused, run
 
 

@@ -9,12 +9,13 @@ import time
 
 import pytest
 
-from headcount.boolean import certify, functions, search, threshold
+from headcount.boolean import certify, search, threshold
+from headcount.boolean import task as functions
 from headcount.boolean.certify import EXACT_WORK_LIMIT, check_model, construct_and_certify, exact_cost
 from headcount.boolean.search import MAX_BASIS_SPAN, stamps, stamps_max_size
 from headcount.cli import boolean as cli_boolean
-from headcount.core.errors import InputError
-from headcount.core.resources import memory_limit_of
+from headcount.common.errors import InputError
+from headcount.common.resources import memory_limit_of
 from tests.cli_run import refused, run
 
 BIG = ["1000000000", "1000000000000", str(2**63), str(2**64), "1" + "0" * 100]

@@ -7,11 +7,11 @@ import pytest
 
 from headcount.boolean.certify import ConstructionCertificate, ModelCheck, check_model, construct_and_certify
 from headcount.boolean.construction import Construction, construct
-from headcount.boolean.functions import parse_function
 from headcount.boolean.model import BooleanModel, load_boolean, save_boolean
 from headcount.boolean.search import BasisChoice, Stamps, choose_basis, stamps
+from headcount.boolean.task import parse_function
 from headcount.boolean.threshold import SymmetricThresholdDegree, ThresholdDegree, threshold_degree
-from headcount.core.errors import InputError
+from headcount.common.errors import InputError
 
 CERT_KEYS = [
     "certified",

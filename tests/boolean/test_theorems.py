@@ -10,13 +10,6 @@ from flint import fmpq, fmpq_poly
 from headcount.boolean.bases import basis_range, lemma14_basis, representation
 from headcount.boolean.certify import construct_and_certify, dim_bound, format_rational
 from headcount.boolean.construction import construct, lemma9_head, lemma11_layer
-from headcount.boolean.functions import (
-    change_points,
-    parse_function,
-    sign_changes,
-    symmetric_values,
-    threshold_degree_symmetric,
-)
 from headcount.boolean.lower_bound import check_feasible, find_wrong_input, theorem2_check
 from headcount.boolean.model import (
     BooleanHead,
@@ -28,7 +21,14 @@ from headcount.boolean.model import (
     model_sign_float,
     model_values_exact,
 )
-from headcount.core.errors import InputError
+from headcount.boolean.task import (
+    change_points,
+    parse_function,
+    sign_changes,
+    symmetric_values,
+    threshold_degree_symmetric,
+)
+from headcount.common.errors import InputError
 
 
 def q(s):

@@ -19,7 +19,7 @@ from headcount.boolean.threshold import (
     parse_truth_table,
     threshold_degree_lp,
 )
-from headcount.core.errors import InputError
+from headcount.common.errors import InputError
 
 
 def sym_table(F, n):

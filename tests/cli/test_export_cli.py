@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from headcount.core.io import load_model, save_model
+from headcount.core.model.files import load_model, save_model
 from headcount.induction.construction import two_layer_induction
 from tests.cli_run import refused, run
 

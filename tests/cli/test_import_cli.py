@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from headcount.core.io import load_model
+from headcount.core.model.files import load_model
 from tests.cli_run import refused, run
 from tests.core.gpt2_checkpoints import Payload, config, state_dict, write_folder, write_json
 

@@ -71,7 +71,7 @@ class Payload:
         return (open, (self.marker, "w"))
 
 
-# --- pickles whose dict key torch.load would hash to death (the scan in core.pickle_scan refuses them) ----
+# --- pickles whose dict key torch.load would hash to death (the scan in interop.pickle_scan refuses them) ----
 
 
 def torch_zip(path: Path, pickle_bytes: bytes) -> Path:

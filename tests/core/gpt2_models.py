@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from headcount.core.model import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
-from headcount.core.vocab import VocabDecoder, VocabMap
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
+from headcount.core.model.vocab import VocabDecoder, VocabMap
 
 
 def _ln(rng, d):

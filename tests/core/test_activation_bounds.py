@@ -1,10 +1,10 @@
-"""The LayerNorm and GELU enclosures (headcount.core.activation_bounds) must CONTAIN the exact real value.
+"""The LayerNorm and GELU enclosures (headcount.core.passes.activations) must CONTAIN the exact real value.
 
 The reference is python-flint Arb: sample points inside each box are exact reals (built from the box's
 floats at 2400 bits, where every such sum and product is exact), their LayerNorm / GELU an Arb ball, and the
 whole ball must lie inside the computed interval. The GELU constants (where f turns, its minimum, the
 cut-offs) are proven here with Arb too. The end of the file runs whole random GPT-2-style models: the
-bounds of core.bounds.residual_bounds must contain the Arb reference residual, and must be tight enough to
+bounds of core.passes.bounds.residual_bounds must contain the Arb reference residual, and must be tight enough to
 certify most positions of a well-conditioned model.
 """
 
@@ -17,14 +17,15 @@ import numpy as np
 import pytest
 from flint import arb, ctx, fmpq
 
-from headcount.core import activation_bounds as ab
-from headcount.core.activation_bounds import GELU_SHAPES, X_POS, gelu_interval, layer_norm_interval
-from headcount.core.bounds import activation_bounds, residual_bounds, scale_bounds
-from headcount.core.errors import InternalError
-from headcount.core.evaluate import certified_predict
-from headcount.core.forward import residual_stream
-from headcount.core.model import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
-from headcount.core.precision import EXACT, FLOAT64, fixed
+from headcount.common.errors import InternalError
+from headcount.core.certify.evaluate import certified_predict
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
+from headcount.core.numbers.interval import scale_bounds
+from headcount.core.numbers.precision import EXACT, FLOAT64, fixed
+from headcount.core.passes import activations as ab
+from headcount.core.passes.activations import GELU_SHAPES, X_POS, gelu_interval, layer_norm_interval
+from headcount.core.passes.bounds import activation_bounds, residual_bounds
+from headcount.core.passes.forward import residual_stream
 from tests.soundness import arb_reference as ref
 
 KINDS = ("gelu", "gelu_tanh")
@@ -322,7 +323,7 @@ def test_layer_norm_interval_is_tight_on_points():
 
 
 # ---------------------------------------------------------------------------------------------------
-# The attention scale (core.bounds.scale_bounds): scale·x for x in a box
+# The attention scale (core.passes.bounds.scale_bounds): scale·x for x in a box
 
 
 def test_scale_bounds_contain_every_scaled_point():

@@ -1,4 +1,4 @@
-"""The blocked attention passes against the dense reference (core.algorithm): the float pass's difference
+"""The blocked attention passes against the dense reference (core.attention.settings): the float pass's difference
 (last bits of the sums only), the rigorous pass's soundness (exact softmax of points in the boxes, in Arb
 balls) and tightness, its dense fallbacks on hostile boxes, and its work counts."""
 
@@ -8,25 +8,22 @@ import flint
 import numpy as np
 import pytest
 
-from headcount.core.algorithm import use_algorithm
-from headcount.core.evaluate import certified_predict
-from headcount.core.forward import (
+from headcount.core.attention import (
     ATTENTION_BLOCK,
-    _sparse_softmax_values,
-    _visible_sum,
     attend,
-    dense_attend,
-    float_work,
-    reset_float_work,
-    softmax_values,
-)
-from headcount.core.precision import FLOAT64, fixed
-from headcount.core.softmax_bounds import (
     attention_bounds,
     attention_work,
+    dense_attend,
     dense_attention_bounds,
+    float_work,
     reset_attention_work,
+    reset_float_work,
+    softmax_values,
+    use_algorithm,
 )
+from headcount.core.attention.floats import _sparse_softmax_values, _visible_sum
+from headcount.core.certify.evaluate import certified_predict
+from headcount.core.numbers.precision import FLOAT64, fixed
 from headcount.induction import task
 from headcount.induction.construction import two_layer_induction
 
@@ -203,7 +200,8 @@ def test_far_keys_are_counted_without_exponentials():
 def test_a_head_output_on_a_rounding_tie_is_settled_exactly():
     """Uniform attention over the values 0 and 2^-p: the real head output is the tie 2^-(p+1). The float
     bounds straddle it (their radius is never 0 after a softmax); the exact rounding is half to even (0)."""
-    from headcount.core.bounds import affine_bounds, quantize_bounds, settle_ties
+    from headcount.core.numbers.interval import affine_bounds, quantize_bounds
+    from headcount.core.passes.bounds import settle_ties
 
     bits, W_O = 4, np.eye(1)
     zero = np.zeros((1, 2, 1))

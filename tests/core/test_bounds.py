@@ -1,9 +1,9 @@
-"""The rigorous bounds (headcount.core.bounds) must CONTAIN the value of the real-arithmetic model.
+"""The rigorous bounds (headcount.core.passes.bounds) must CONTAIN the value of the real-arithmetic model.
 
 The reference is an independent forward pass in python-flint ball arithmetic at 200 bits (weights are
 float64, hence exact rationals; only exp is inexact, to ~2^-200). In fixed:p mode it applies the seed's
 rounding — nearest multiple of 2^-p, ties to even, clipped to ±2^p — at the same points as
-headcount.core.forward: embedding output, q, k, v, each head's output after W_O, the MLP output. Where the
+headcount.core.passes.forward: embedding output, q, k, v, each head's output after W_O, the MLP output. Where the
 reference value is within 1e-30 of a rounding tie the case is skipped (no float64 evaluation decides it).
 """
 
@@ -18,20 +18,16 @@ from flint import arb, ctx, fmpq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from headcount.core.bounds import (
-    add_bounds,
-    affine_bounds,
-    attention_bounds,
-    fraction_bits,
-    quantize_bounds,
-    residual_bounds,
-)
-from headcount.core.evaluate import certified_predict, predict
-from headcount.core.forward import residual_stream
-from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.precision import EXACT, FLOAT64, Precision, fixed, round_fixed
-from headcount.core.symbols import BOTTOM
-from headcount.core.table import OneLayerTable, table_from_weights, table_residual_bounds
+from headcount.core.attention import attention_bounds
+from headcount.core.certify.evaluate import certified_predict, predict
+from headcount.core.model.symbols import BOTTOM
+from headcount.core.model.table import OneLayerTable, table_from_weights
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.numbers.interval import add_bounds, affine_bounds, fraction_bits, quantize_bounds
+from headcount.core.numbers.precision import EXACT, FLOAT64, Precision, fixed, round_fixed
+from headcount.core.passes.bounds import residual_bounds
+from headcount.core.passes.forward import residual_stream
+from headcount.core.passes.table_form import table_residual_bounds
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.task import all_sequences, induction_targets
 

@@ -1,4 +1,4 @@
-"""core.certify's IGNORE target (issue 14, point 6): a position the reference does not score is skipped by
+"""core.certify.certify's IGNORE target (issue 14, point 6): a position the reference does not score is skipped by
 every pass — not counted, never a counterexample or a rejection, never open, never sent to the exact
 evaluator — and a reference without IGNORE certifies exactly as before."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from headcount.core import certify as core_certify
-from headcount.core import evaluate as core_evaluate
-from headcount.core.certify import IGNORE, certify_model, confirmed_error, minimal_precision_bits
-from headcount.core.precision import IEEE_DTYPES
-from headcount.core.symbols import BOTTOM, OTHER
+from headcount.core.certify import certify as core_certify
+from headcount.core.certify import evaluate as core_evaluate
+from headcount.core.certify.certify import IGNORE, certify_model, confirmed_error, minimal_precision_bits
+from headcount.core.model.symbols import BOTTOM, OTHER
+from headcount.core.numbers.precision import IEEE_DTYPES
 from headcount.induction import task
 from headcount.induction.construction import two_layer_induction
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from threadpoolctl import ThreadpoolController, threadpool_info
 
-import headcount.core.evaluate as evaluate
+import headcount.core.certify.evaluate as evaluate
 
 
 def blas_threads() -> list[int]:

@@ -1,4 +1,4 @@
-"""The exact fixed:p evaluator (headcount.core.exact) and exact exponential-sum signs (headcount.core.expsum).
+"""The exact fixed:p evaluator (headcount.core.passes.exact_fixed) and exact exponential-sum signs (headcount.core.numbers.expsum).
 
 The evaluator is checked three ways: on hand-built models whose exact answer is known on paper — ties and
 near-ties the float64 emulation gets wrong (issue 11, finding 4), exact ties of softmax outputs (half to
@@ -15,17 +15,18 @@ import flint
 import numpy as np
 import pytest
 
-from headcount.core import expsum
-from headcount.core.evaluate import emulate
-from headcount.core.exact import exact_fixed_predict, exact_fixed_residual, exact_round_fixed
-from headcount.core.forward import residual_stream
-from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.precision import fixed
-from headcount.core.symbols import BOTTOM
-from headcount.core.table import random_table, table_residual
+from headcount.core.certify.evaluate import emulate
+from headcount.core.model.symbols import BOTTOM
+from headcount.core.model.table import random_table
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.numbers import expsum
+from headcount.core.numbers.precision import fixed
+from headcount.core.passes.exact_fixed import exact_fixed_predict, exact_fixed_residual, exact_round_fixed
+from headcount.core.passes.forward import residual_stream
+from headcount.core.passes.table_form import table_residual
 from headcount.induction import task
 from headcount.induction.construction import one_layer_induction, two_layer_induction
-from headcount.minmax import exact as minmax_exact
+from headcount.minmax import exact_signs as minmax_exact
 
 Q = flint.fmpq
 

@@ -1,4 +1,4 @@
-"""core/files.py: the atomic writer never replaces something that is not a regular file."""
+"""common/files.py: the atomic writer never replaces something that is not a regular file."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from headcount.core.errors import InputError
-from headcount.core.files import atomic_write_bytes
+from headcount.common.errors import InputError
+from headcount.common.files import atomic_write_bytes
 
 
 def _write_hello(tmp):

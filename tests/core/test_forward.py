@@ -1,4 +1,4 @@
-"""Tests for the NumPy forward pass (headcount.core.forward) and headcount.core.evaluate.predict."""
+"""Tests for the NumPy forward pass (headcount.core.passes.forward) and headcount.core.certify.evaluate.predict."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import warnings
 import numpy as np
 import pytest
 
-import headcount.core.forward as forward
-from headcount.core.evaluate import check_tokens, predict
-from headcount.core.forward import causal_mask, residual_stream, rows_per_chunk, softmax_values
-from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.precision import EXACT, FLOAT64, Precision, fixed, parse_precision
-from headcount.core.symbols import BOTTOM
-from headcount.core.table import table_residual
+import headcount.core.passes.forward as forward
+from headcount.core.attention import causal_mask, softmax_values
+from headcount.core.certify.evaluate import check_tokens, predict
+from headcount.core.model.symbols import BOTTOM
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.numbers.precision import EXACT, FLOAT64, Precision, fixed, parse_precision
+from headcount.core.passes.forward import residual_stream, rows_per_chunk
+from headcount.core.passes.table_form import table_residual
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.task import all_sequences, induction_targets
 

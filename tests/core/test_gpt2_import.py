@@ -1,4 +1,4 @@
-"""The GPT-2 importer (core.gpt2): random Hugging Face GPT-2 models of several shapes, saved the ways people
+"""The GPT-2 importer (interop.gpt2): random Hugging Face GPT-2 models of several shapes, saved the ways people
 save them, imported and compared with transformers' own forward pass — float64 hidden states within 1e-10
 relative, float32 predictions identical — and the layout, dtypes and checks on state dicts built here."""
 
@@ -12,14 +12,14 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from headcount.core.errors import InputError
-from headcount.core.evaluate import emulate
-from headcount.core.forward import residual_stream
-from headcount.core.gpt2 import import_gpt2
-from headcount.core.io import load_model
-from headcount.core.precision import FLOAT64, Precision
-from headcount.core.resources import memory_limit_of
-from headcount.core.vocab import VocabDecoder, VocabMap
+from headcount.common.errors import InputError
+from headcount.common.resources import memory_limit_of
+from headcount.core.certify.evaluate import emulate
+from headcount.core.model.files import load_model
+from headcount.core.model.vocab import VocabDecoder, VocabMap
+from headcount.core.numbers.precision import FLOAT64, Precision
+from headcount.core.passes.forward import residual_stream
+from headcount.interop.gpt2 import import_gpt2
 from tests.core.gpt2_checkpoints import config, state_dict, write_folder, write_json
 
 # --- agreement with transformers ----------------------------------------------------------------------

@@ -10,14 +10,14 @@ import pytest
 import torch
 from safetensors.numpy import load_file, save_file
 
-from headcount.core.errors import InputError
-from headcount.core.evaluate import emulate
-from headcount.core.forward import residual_stream
-from headcount.core.io import ModelFileError, load_model, save_model
-from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.precision import FLOAT64, parse_precision
-from headcount.core.symbols import BOTTOM, OTHER, token_text
-from headcount.core.vocab import VocabMap, bind_task
+from headcount.common.errors import InputError
+from headcount.core.certify.evaluate import emulate
+from headcount.core.model.files import ModelFileError, load_model, save_model
+from headcount.core.model.symbols import BOTTOM, OTHER, token_text
+from headcount.core.model.transformer import AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.model.vocab import VocabMap, bind_task
+from headcount.core.numbers.precision import FLOAT64, parse_precision
+from headcount.core.passes.forward import residual_stream
 from tests.core.gpt2_models import _ln, gpt2_like  # noqa: F401 — gpt2_like is imported from here too
 
 
@@ -199,8 +199,8 @@ def test_bind_task_checks_headcount_models_too():
 
 
 def test_the_table_form_and_the_exact_evaluator_refuse_gpt2_parts():
-    from headcount.core.exact import exact_fixed_predict, exact_supported
-    from headcount.core.table import table_from_weights
+    from headcount.core.model.table import table_from_weights
+    from headcount.core.passes.exact_fixed import exact_fixed_predict, exact_supported
 
     model = gpt2_like(7, layers=1)
     with pytest.raises(InputError, match="the seed's plain model; this model has attention biases"):
@@ -211,7 +211,7 @@ def test_the_table_form_and_the_exact_evaluator_refuse_gpt2_parts():
 
 
 def test_exact_logit_ties_are_decided_by_the_lowest_class_rule():
-    from headcount.core.model import argmax_bounds
+    from headcount.core.model.transformer import argmax_bounds
 
     lmid = np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 2.0], [3.0, 1.0, 3.0], [1.0, 1.0, 0.0]])
     lrad = np.zeros_like(lmid)

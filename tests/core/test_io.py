@@ -1,4 +1,4 @@
-"""Tests for model files (headcount.core.io): bit-identical round trips, the file format, clean errors on
+"""Tests for model files (headcount.core.model.files): bit-identical round trips, the file format, clean errors on
 bad files, atomic writes."""
 
 from __future__ import annotations
@@ -13,13 +13,20 @@ import pytest
 from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
-import headcount.core.files as files
-import headcount.core.io as io
-from headcount.core.errors import InputError
-from headcount.core.evaluate import predict
-from headcount.core.io import FORMAT, TABLE_FORMAT, ModelFileError, load_model, read_config, save_model
-from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.table import OneLayerTable
+import headcount.common.files as files
+import headcount.core.model.files as io
+from headcount.common.errors import InputError
+from headcount.core.certify.evaluate import predict
+from headcount.core.model.files import (
+    FORMAT,
+    TABLE_FORMAT,
+    ModelFileError,
+    load_model,
+    read_config,
+    save_model,
+)
+from headcount.core.model.table import OneLayerTable
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.task import all_sequences
 
@@ -348,7 +355,7 @@ def test_saved_files_get_the_usual_permissions(tmp_path):
     import os
     import stat
 
-    from headcount.core.io import save_model
+    from headcount.core.model.files import save_model
     from headcount.induction.construction import two_layer_induction
     from headcount.report.render import write_atomic
 
@@ -386,7 +393,7 @@ def test_a_linear_decoder_needs_a_token_and_bottom(tmp_path):
 
 
 def test_loading_is_guarded_by_the_memory_limit(tmp_path):
-    from headcount.core.resources import memory_limit_of
+    from headcount.common.resources import memory_limit_of
 
     model = random_mlp_model()
     big = Transformer(np.zeros((3, 5)), np.zeros((70_000, 5)), model.layers, model.decoder, "full", {})

@@ -26,8 +26,8 @@ from flint import fmpq, fmpz
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
-import headcount.core.files as files
-import headcount.core.io as io
+import headcount.common.files as files
+import headcount.core.model.files as io
 from headcount.boolean.model import (
     MAX_FILE_DEGREE,
     MAX_FILE_HEADS,
@@ -40,8 +40,8 @@ from headcount.boolean.model import (
     to_fmpq,
 )
 from headcount.cli import main
-from headcount.core.errors import InputError
-from headcount.core.io import ModelFileError, load_model, save_model
+from headcount.common.errors import InputError
+from headcount.core.model.files import ModelFileError, load_model, save_model
 from headcount.induction.certify import certify_file_or_construction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.minmax.model import load_minmax, random_single_head, save_minmax
@@ -261,7 +261,7 @@ CASES = {
     "version-boolean-99": _edited("boolean", _set(["version"], 99)),
     # --- decoder kinds: named, never imported from a file ---
     "decoder-os-system": _edited("two", _set(["decoder", "kind"], "os.system")),
-    "decoder-module-path": _edited("two", _set(["decoder", "kind"], "headcount.core.io:load_model")),
+    "decoder-module-path": _edited("two", _set(["decoder", "kind"], "headcount.core.model.files:load_model")),
     "decoder-antigravity": _edited("two", _set(["decoder", "kind"], "antigravity")),
     "decoder-kind-int": _edited("two", _set(["decoder", "kind"], 3)),
     "decoder-a-string": _edited("two", _set(["decoder"], "linear")),
@@ -444,7 +444,7 @@ def test_a_sparse_64_gib_tensor_is_refused_from_the_header(tmp_path, monkeypatch
 
 
 def test_a_sparse_tensor_of_the_right_shape_meets_the_memory_guard(tmp_path, monkeypatch):
-    from headcount.core.resources import memory_limit_of
+    from headcount.common.resources import memory_limit_of
 
     path = _sparse("two", tmp_path, "W_pos", [2**28, 19])  # n_ctx = 2^28: 38 GiB of float64 on paper
     monkeypatch.setattr(files, "load_file", lambda *a, **k: pytest.fail("tensors loaded"))

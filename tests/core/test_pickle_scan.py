@@ -1,4 +1,4 @@
-"""The scan of a state dict's pickle before torch.load (core.pickle_scan, core.checkpoints.open_torch): the
+"""The scan of a state dict's pickle before torch.load (interop.pickle_scan, interop.checkpoints.open_torch): the
 two key bombs a reviewer found (a tuple key nested 150,000 deep: a segfault; a key of 2**40 shared tuples:
 a hang) refused through the CLI within a CPU budget, each refusal rule on its own, and genuine torch.save
 checkpoints (transformers' GPT-2, tied weights, OrderedDict metadata, pickle protocols 2 to 5) passing."""
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from headcount.core import checkpoints
-from headcount.core.errors import InputError
-from headcount.core.gpt2 import import_gpt2
-from headcount.core.pickle_scan import MAX_DEPTH, check_state_dict_pickle
+from headcount.common.errors import InputError
+from headcount.interop import checkpoints
+from headcount.interop.gpt2 import import_gpt2
+from headcount.interop.pickle_scan import MAX_DEPTH, check_state_dict_pickle
 from tests.core.gpt2_checkpoints import (
     config,
     deep_key_pickle,
@@ -311,7 +311,7 @@ def test_the_file_is_read_once_so_a_swap_after_the_scan_changes_nothing(tmp_path
 
 
 def test_the_memory_guard_counts_the_file_before_reading_it(tmp_path):
-    from headcount.core.resources import memory_limit_of
+    from headcount.common.resources import memory_limit_of
 
     path = tmp_path / "sd.pt"
     torch.save({"w": torch.zeros(1 << 19)}, path)  # 2 MiB of float32

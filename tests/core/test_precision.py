@@ -1,4 +1,4 @@
-"""Tests for headcount.core.precision: parsing modes, fixed:p rounding, bfloat16 rounding."""
+"""Tests for headcount.core.numbers.precision: parsing modes, fixed:p rounding, bfloat16 rounding."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from headcount.core.precision import (
+from headcount.core.numbers.precision import (
     EXACT,
     FLOAT64,
     IEEE_DTYPES,

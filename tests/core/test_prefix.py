@@ -1,4 +1,4 @@
-"""Prefix passes (headcount.core.prefix): the trie against a brute-force dict of tuples; the float pass
+"""Prefix passes (headcount.core.passes.prefix): the trie against a brute-force dict of tuples; the float pass
 against forward.residual_stream (same decoded outputs, residuals equal up to the last bits of the softmax
 sums); the rigorous pass sound against exact references (test_bounds' ball evaluator for plain models,
 tests/soundness/arb_reference for the GPT-2 parts) and proving exactly certified_predict's positions on
@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 from flint import ctx
 
-from headcount.core import bounds, evaluate
-from headcount.core.evaluate import certified_predict, emulate
-from headcount.core.forward import residual_stream
-from headcount.core.model import Transformer
-from headcount.core.precision import EXACT, FLOAT64, Precision, fixed
-from headcount.core.prefix import (
+from headcount.core.certify import evaluate
+from headcount.core.certify.evaluate import certified_predict, emulate
+from headcount.core.model.transformer import Transformer
+from headcount.core.numbers.precision import EXACT, FLOAT64, Precision, fixed
+from headcount.core.passes import bounds
+from headcount.core.passes.forward import residual_stream
+from headcount.core.passes.prefix import (
     prefix_residual_bounds,
     prefix_residual_stream,
     prefix_trie,
@@ -377,7 +378,7 @@ def test_prefix_passes_refuse_what_they_cannot_evaluate():
 def test_emulate_and_certified_predict_use_the_prefix_pass_on_shared_prefixes(monkeypatch):
     """evaluate.emulate / certified_predict take the prefix pass on an exhaustive batch (prefix_parts), with
     the row-by-row pass's answers; under the reference algorithm, or when it does not pay, they do not."""
-    from headcount.core.algorithm import use_algorithm
+    from headcount.core.attention import use_algorithm
 
     model = two_layer_induction(10, 2)
     tokens = all_sequences(10, 2)

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from headcount.core.errors import InputError
-from headcount.core.jsonable import JsonResult, jsonable
-from headcount.core.probe import machine_info, package_version
-from headcount.core.validate import check_choice, check_int
+from headcount.common.errors import InputError
+from headcount.common.jsonable import JsonResult, jsonable
+from headcount.common.probe import machine_info, package_version
+from headcount.common.validate import check_choice, check_int
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,16 @@
-"""Tests for the one-layer table form (headcount.core.table)."""
+"""Tests for the one-layer table form (headcount.core.model.table)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from headcount.core.evaluate import certified_predict, predict
-from headcount.core.forward import residual_stream
-from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.precision import EXACT, FLOAT64, fixed
-from headcount.core.table import OneLayerTable, table_from_weights, table_residual, table_residual_bounds
+from headcount.core.certify.evaluate import certified_predict, predict
+from headcount.core.model.table import OneLayerTable, table_from_weights
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.numbers.precision import EXACT, FLOAT64, fixed
+from headcount.core.passes.forward import residual_stream
+from headcount.core.passes.table_form import table_residual, table_residual_bounds
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.readout import InductionReadoutDecoder
 from headcount.induction.task import all_sequences, induction_targets

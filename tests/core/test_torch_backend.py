@@ -1,4 +1,4 @@
-"""The torch backend of the blocked attention kernels (core.torch_attention) against the NumPy ones: the
+"""The torch backend of the blocked attention kernels (core.attention.torch_backend) against the NumPy ones: the
 float pass to the last bits, the rigorous pass's soundness (exact softmax of points in the boxes, in Arb
 balls), tightness, hostile boxes and work counts, identical certificates, the platform checks, the
 `--backend`/`--device` options, and the chunk threads. CUDA runs only where torch sees a GPU."""
@@ -13,25 +13,27 @@ import numpy as np
 import pytest
 import torch
 
-from headcount.core import torch_attention
-from headcount.core.algorithm import current_backend, use_backend
-from headcount.core.errors import InputError, InternalError
-from headcount.core.evaluate import certified_predict, emulate
-from headcount.core.forward import ATTENTION_BLOCK, attend
-from headcount.core.interval import _gamma
-from headcount.core.precision import FLOAT64, Precision, fixed
-from headcount.core.softmax_bounds import attention_bounds, attention_work, reset_attention_work
-from headcount.core.torch_attention import (
-    NO_CUDA,
+from headcount.common.errors import InputError, InternalError
+from headcount.core.attention import (
+    ATTENTION_BLOCK,
+    attend,
     attention_backend,
+    attention_bounds,
+    attention_work,
     check_torch_libm,
-    torch_attend,
-    torch_attention_bounds,
+    reset_attention_work,
+    use_backend,
 )
+from headcount.core.attention import torch_backend as torch_attention
+from headcount.core.attention.settings import current_backend
+from headcount.core.attention.torch_backend import NO_CUDA, torch_attend, torch_attention_bounds
+from headcount.core.certify.evaluate import certified_predict, emulate
+from headcount.core.numbers.interval import gamma
+from headcount.core.numbers.precision import FLOAT64, Precision, fixed
 from headcount.induction import task
 from headcount.induction.certify import certify_induction
 from headcount.induction.construction import two_layer_induction
-from headcount.induction.khop_construction import khop_construction
+from headcount.induction.khop.construction import khop_construction
 from tests.cli_run import refused, run
 from tests.core.test_blocked import assert_holds_exact_softmax, random_qkv
 
@@ -44,7 +46,7 @@ def float_tolerance(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> float:
     """How far two float64 passes may differ: their scores come from different BLAS kernels (each within
     γ_{d+1}·Σ|q_i k_i| of exact), which shifts every weight by that relative amount after exp, plus the
     sums' rounding (blocked vs dense: 16 ulp of max|v|)."""
-    score_error = _gamma(q.shape[-1] + 1) * float((np.abs(q) @ np.abs(np.swapaxes(k, -1, -2))).max())
+    score_error = gamma(q.shape[-1] + 1) * float((np.abs(q) @ np.abs(np.swapaxes(k, -1, -2))).max())
     return (4 * score_error + 16 * np.finfo(float).eps) * float(np.abs(v).max())
 
 

@@ -1,4 +1,4 @@
-"""TransformerLens in and out (issue 15, core/transformer_lens_io.py and core/transformer_lens_state.py):
+"""TransformerLens in and out (issue 15, interop/transformer_lens_io.py and interop/transformer_lens_state.py):
 round trips headcount → TransformerLens → headcount bit-identical (constructions, trained models, GPT-2-style
 and imported GPT-2 models), float64 logits within 1e-12 of headcount's with the same argmax, each trap of
 TL 4.x, refusals, the exported files and their load.py snippet. Skipped without the extra."""
@@ -21,24 +21,24 @@ import torch  # noqa: E402
 from transformer_lens.config import TransformerBridgeConfig  # noqa: E402
 from transformer_lens.model_bridge import TransformerBridge  # noqa: E402
 
-from headcount.core.errors import InputError  # noqa: E402
-from headcount.core.evaluate import attention_patterns, predict  # noqa: E402
-from headcount.core.files import ModelFileError  # noqa: E402
-from headcount.core.forward import residual_stream  # noqa: E402
-from headcount.core.gpt2 import import_gpt2  # noqa: E402
-from headcount.core.io import load_model  # noqa: E402
-from headcount.core.model import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer  # noqa: E402
-from headcount.core.symbols import BOTTOM  # noqa: E402
-from headcount.core.transformer_lens_io import (  # noqa: E402
+from headcount.common.errors import InputError  # noqa: E402
+from headcount.common.files import ModelFileError  # noqa: E402
+from headcount.core.certify.evaluate import attention_patterns, predict  # noqa: E402
+from headcount.core.model.files import load_model  # noqa: E402
+from headcount.core.model.symbols import BOTTOM  # noqa: E402
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer  # noqa: E402
+from headcount.core.model.vocab import VocabDecoder, bind_task  # noqa: E402
+from headcount.core.passes.forward import residual_stream  # noqa: E402
+from headcount.induction.construction import one_layer_induction, two_layer_induction  # noqa: E402
+from headcount.interop.gpt2 import import_gpt2  # noqa: E402
+from headcount.interop.transformer_lens_io import (  # noqa: E402
     TL_MISSING,
     from_transformer_lens,
     read_transformer_lens,
     to_transformer_lens,
     write_transformer_lens,
 )
-from headcount.core.transformer_lens_state import transformer_lens_parts  # noqa: E402
-from headcount.core.vocab import VocabDecoder, bind_task  # noqa: E402
-from headcount.induction.construction import one_layer_induction, two_layer_induction  # noqa: E402
+from headcount.interop.transformer_lens_state import transformer_lens_parts  # noqa: E402
 from headcount.learn.models.sequence import (  # noqa: E402
     SequenceConfig,
     SequenceModel,
@@ -159,13 +159,13 @@ def test_two_layer_construction_round_trips_bit_identically(n, alphabet):
 @pytest.mark.parametrize("hops", [2, 5, 16])
 def test_khop_construction_round_trips_bit_identically(hops):
     """The pointer-doubling construction: ReLU MLPs in every layer after the first, heads (2, 1, 1, …)."""
-    from headcount.induction.khop_construction import khop_construction
+    from headcount.induction.khop.construction import khop_construction
 
     round_trip(khop_construction(24, 4, hops))
 
 
 def test_variable_hop_construction_round_trips_bit_identically():
-    from headcount.induction.khop_construction import variable_hop_construction
+    from headcount.induction.khop.construction import variable_hop_construction
 
     round_trip(variable_hop_construction(12, 3, 8))
 
@@ -429,7 +429,7 @@ def test_only_bridges_are_read():
 
 def test_importing_headcount_never_imports_transformer_lens():
     code = (
-        "import sys, headcount.cli, headcount.core.transformer_lens_io; "
+        "import sys, headcount.cli, headcount.interop.transformer_lens_io; "
         "assert 'transformer_lens' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

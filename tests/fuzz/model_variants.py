@@ -300,7 +300,15 @@ def _table() -> dict[str, Variant]:
 
 def _decoder_kinds() -> dict[str, Variant]:
     """Decoder kinds that are not registered, including importable modules (some run code on import)."""
-    kinds = ["os", "subprocess", "this", "builtins", "headcount.core.io", "headcount.induction.readout", ""]
+    kinds = [
+        "os",
+        "subprocess",
+        "this",
+        "builtins",
+        "headcount.core.model.files",
+        "headcount.induction.readout",
+        "",
+    ]
     kinds += ["../x", "linear ", "x" * 5000, "__import__", "os:system"]
     v = {f"decoder kind {kind[:20]!r}": _set(["decoder", "kind"], kind) for kind in kinds}
     v |= {

@@ -192,7 +192,11 @@ def _sweep_files(marker: str) -> dict[str, tuple[str | bytes, bool]]:
     """name → (file content, may be valid)."""
     grid10 = "\n".join(f"a{i} = [{', '.join(str(j) for j in range(10))}]" for i in range(10))
     runners = ["os:system", "this:s", "sys:exit", "builtins:exec", "subprocess:getoutput", "os:_exit"]
-    runners += ["tests.learn.sweep_runners:solve", "headcount.core.io:save_model", "importlib:import_module"]
+    runners += [
+        "tests.learn.sweep_runners:solve",
+        "headcount.core.model.files:save_model",
+        "importlib:import_module",
+    ]
     files: dict[str, tuple[str | bytes, bool]] = {
         "runner payload: dictConfig → os.system": (_payload(marker), False),
         **{f"runner {r!r}": (_spec(f'runner = "{r}"'), False) for r in runners},

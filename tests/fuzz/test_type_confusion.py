@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from headcount.core.gpt2 import GPT2_CONFIG_TYPES, import_gpt2
-from headcount.core.transformer_lens_io import export_transformer_lens
-from headcount.core.transformer_lens_state import RECORD_TYPES, TL_CONFIG_TYPES
+from headcount.interop.gpt2 import GPT2_CONFIG_TYPES, import_gpt2
+from headcount.interop.transformer_lens_io import export_transformer_lens
+from headcount.interop.transformer_lens_state import RECORD_TYPES, TL_CONFIG_TYPES
 from tests.core.gpt2_checkpoints import config, state_dict, write_folder
 from tests.fuzz.harness import Case, check
 

@@ -1,5 +1,5 @@
 """The blocked algorithm (the default: query-blocked attention, sparse near keys, certify in one pass) gives
-the same certificates as the reference algorithm of the first release (core.algorithm) — every field but
+the same certificates as the reference algorithm of the first release (core.attention.settings) — every field but
 the timings — on every size the quick `reproduce` certifies (issue 18). The large sizes are slow."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from headcount.core.algorithm import current_algorithm, use_algorithm
-from headcount.core.certify import certify_model
-from headcount.core.evaluate import emulate
-from headcount.core.precision import FLOAT64
+from headcount.core.attention import current_algorithm, use_algorithm
+from headcount.core.certify.certify import certify_model
+from headcount.core.certify.evaluate import emulate
+from headcount.core.numbers.precision import FLOAT64
 from headcount.induction.certify import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
-from headcount.induction.khop_construction import khop_construction
+from headcount.induction.khop.construction import khop_construction
 from tests.core.test_gpt2_parts import gpt2_like
 
 

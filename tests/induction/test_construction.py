@@ -6,11 +6,11 @@ import json
 import numpy as np
 import pytest
 
-from headcount.core.errors import InputError
-from headcount.core.evaluate import certified_predict, predict
-from headcount.core.io import load_model
-from headcount.core.precision import EXACT, fixed, parse_precision
-from headcount.core.table import OneLayerTable
+from headcount.common.errors import InputError
+from headcount.core.certify.evaluate import certified_predict, predict
+from headcount.core.model.files import load_model
+from headcount.core.model.table import OneLayerTable
+from headcount.core.numbers.precision import EXACT, fixed, parse_precision
 from headcount.induction import task
 from headcount.induction.certify import certify_file_or_construction, certify_induction
 from headcount.induction.construction import (
@@ -168,7 +168,7 @@ def test_float32_exact_and_bfloat16_not_at_1024():
 
 
 def test_minimal_precision_bits_is_the_first_correct_p():
-    from headcount.core.certify import confirmed_error, minimal_precision_bits
+    from headcount.core.certify.certify import confirmed_error, minimal_precision_bits
 
     model = two_layer_induction(9, 3)
     tokens = task.all_sequences(9, 3)

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from headcount.core.errors import InputError
-from headcount.core.evaluate import predict
-from headcount.core.precision import fixed
+from headcount.common.errors import InputError
+from headcount.core.certify.evaluate import predict
+from headcount.core.numbers.precision import fixed
 from headcount.induction import task
 from headcount.induction.construction import one_layer_induction
 from headcount.induction.lower_bound import floor as floor_module

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from headcount.core.errors import InputError
-from headcount.core.io import save_model
+from headcount.common.errors import InputError
+from headcount.core.model.files import save_model
 from headcount.induction import task
 from headcount.induction.construction import build_construction
 from headcount.induction.heads import ROLE_THRESHOLD, analyze_heads, find_powers, score_heads

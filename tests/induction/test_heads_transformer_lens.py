@@ -21,11 +21,11 @@ pytest.importorskip("transformer_lens")
 import torch  # noqa: E402
 from transformer_lens import head_detector as hd  # noqa: E402
 
-from headcount.core.evaluate import attention_patterns  # noqa: E402
-from headcount.core.transformer_lens_io import to_transformer_lens  # noqa: E402
+from headcount.core.certify.evaluate import attention_patterns  # noqa: E402
 from headcount.induction.construction import two_layer_induction  # noqa: E402
 from headcount.induction.heads import score_heads  # noqa: E402
 from headcount.induction.layouts import task_characters  # noqa: E402
+from headcount.interop.transformer_lens_io import to_transformer_lens  # noqa: E402
 
 DETECTORS = {
     "previous_token": hd.get_previous_token_head_detection_pattern,

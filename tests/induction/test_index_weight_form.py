@@ -1,13 +1,13 @@
 """The INDEX reduction on weight-form models follows the model's own fixed:p rounding points (issue 27,
-finding 3): setup.as_table converts a one-layer weight-form model with core.fixed_table.table_at_precision
+finding 3): setup.as_table converts a one-layer weight-form model with core.passes.fixed_table.table_at_precision
 into the table of its exact rounded values, whose fixed:p model is the weight model's, or refuses the model
 where no table can be (v·W_O off the 2^-p grid, or outside the clip range); the JSON says which form was
 checked. refute alone does not refuse such a model: the real-arithmetic table (table_from_weights) only
 guides its search, every input it reports is confirmed on the weight model, and what rests on the table
 alone (the message length, a collision's shared message) is withheld (model_form GUIDE_FORM).
 
-The model's answers here always come from the weight model itself (core.evaluate.predict and the exact
-evaluator core.exact.exact_fixed_predict), never from a table."""
+The model's answers here always come from the weight model itself (core.certify.evaluate.predict and the exact
+evaluator core.passes.exact_fixed.exact_fixed_predict), never from a table."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from headcount.core.errors import InputError
-from headcount.core.evaluate import predict
-from headcount.core.exact import exact_fixed_predict, exact_round_fixed
-from headcount.core.fixed_table import table_at_precision
-from headcount.core.io import save_model
-from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.precision import fixed
-from headcount.core.table import table_from_weights
+from headcount.common.errors import InputError
+from headcount.core.certify.evaluate import predict
+from headcount.core.model.files import save_model
+from headcount.core.model.table import table_from_weights
+from headcount.core.model.transformer import AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.numbers.precision import fixed
+from headcount.core.passes.exact_fixed import exact_fixed_predict, exact_round_fixed
+from headcount.core.passes.fixed_table import table_at_precision
 from headcount.induction.lower_bound import setup as lb_setup
 from headcount.induction.lower_bound.protocol import check_protocol, predict_last
 from headcount.induction.lower_bound.refute import refute
@@ -362,7 +362,7 @@ def test_protocol_counts_the_weight_models_errors(p):
 
 @pytest.mark.parametrize("p", [1, 3, 8])
 def test_table_entries_are_the_models_rounded_values(p):
-    """Every entry recomputed in Fractions (core.exact.exact_round_fixed rounds one rational): ψ_in =
+    """Every entry recomputed in Fractions (core.passes.exact_fixed.exact_round_fixed rounds one rational): ψ_in =
     round_p(W_E + W_pos), Q̃ = round_p(ψ_in W_Q), K̃ = round_p(ψ_in W_K), Ṽ = round_p(ψ_in W_V) W_O."""
     n = 5
     for seed in range(8):

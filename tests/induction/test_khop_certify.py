@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from headcount.core.errors import InputError
+from headcount.common.errors import InputError
 from headcount.induction.certify import certify_file_or_construction
-from headcount.induction.khop_families import KHOP_FAMILIES
+from headcount.induction.khop.families import KHOP_FAMILIES
 from tests.cli_run import refused, run
 
 

@@ -5,7 +5,7 @@ exhaustive runs are in test_certify_slow.py."""
 import pytest
 
 from headcount.induction.certify import EXHAUSTIVE_LIMIT, certify_induction, exhaustive_cases
-from headcount.induction.khop_construction import khop_construction, khop_layers, variable_hop_construction
+from headcount.induction.khop.construction import khop_construction, khop_layers, variable_hop_construction
 
 
 def _certified(result, hops: int, layers: int) -> None:

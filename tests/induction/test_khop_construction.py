@@ -1,4 +1,4 @@
-"""The k-hop constructions (induction/khop_construction.py) answer hop_k exactly: exhaustive over small Σ^n,
+"""The k-hop constructions (induction/khop/construction.py) answer hop_k exactly: exhaustive over small Σ^n,
 random and k-hop-hard inputs at n = 256, the hop-prefix model for every k ≤ 16; depth ⌈log₂ k⌉ + 2, at most
 two heads a layer, d_model independent of n and S; the residual state layer by layer is what the module
 docstring says (pointers find^{2^{t−2}}, the partial hop count, ⊥ flags), within its error budget; the
@@ -12,16 +12,16 @@ import time
 import numpy as np
 import pytest
 
-from headcount.core.errors import InputError
-from headcount.core.evaluate import certified_predict, predict
-from headcount.core.forward import residual_stream
-from headcount.core.io import load_model
-from headcount.core.precision import EXACT
-from headcount.core.symbols import BOTTOM
+from headcount.common.errors import InputError
+from headcount.core.certify.evaluate import certified_predict, predict
+from headcount.core.model.files import load_model
+from headcount.core.model.symbols import BOTTOM
+from headcount.core.numbers.precision import EXACT
+from headcount.core.passes.forward import residual_stream
 from headcount.induction import task
 from headcount.induction.certify import certify_induction
 from headcount.induction.construction import digit_base, two_layer_induction
-from headcount.induction.khop_construction import (
+from headcount.induction.khop.construction import (
     G_HI,
     G_LO,
     H_BOT,
@@ -37,7 +37,7 @@ from headcount.induction.khop_construction import (
     variable_hop_construction,
     write_requested_construction,
 )
-from headcount.induction.khop_families import KHOP_FAMILIES
+from headcount.induction.khop.families import KHOP_FAMILIES
 from headcount.induction.layouts import lay_out, layout_targets
 from tests.cli_run import refused, run
 
@@ -49,7 +49,7 @@ def depth(k: int) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# k-hop-hard inputs: certify's families (induction/khop_families.py), all-equal inputs, and the last
+# k-hop-hard inputs: certify's families (induction/khop/families.py), all-equal inputs, and the last
 # position's k-th hop falling off the start
 # ---------------------------------------------------------------------------------------------
 

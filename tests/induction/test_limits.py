@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from headcount.cli import main
-from headcount.core.errors import InputError
-from headcount.core.resources import memory_limit_of
+from headcount.common.errors import InputError
+from headcount.common.resources import memory_limit_of
 from headcount.induction import outputs
 from headcount.induction.certify import CERTIFY_MAX_WORK, certify_induction
 from headcount.induction.construction import (
@@ -206,8 +206,8 @@ def test_certify_of_a_large_model_file_is_checked_after_loading():
 def test_evaluation_memory_estimate_matches_the_measurement():
     """The reference algorithm certifying the two-layer construction at n = 4096 peaked at 1.7 GB on 2
     workers; the blocked one at n = 16384 (one input, both passes) at 0.23 GB RSS (measured)."""
-    from headcount.core.algorithm import use_algorithm
-    from headcount.core.evaluate import WORKERS
+    from headcount.core.attention import use_algorithm
+    from headcount.core.certify.evaluate import WORKERS
 
     with use_algorithm("reference"):
         per_worker = (evaluation_bytes(4096, 19) - 9 * 4096**2) / WORKERS
@@ -321,8 +321,8 @@ def test_index_context_is_checked_before_the_estimates(capsys, tmp_path):
 
 
 def test_random_model_options_with_a_model_file_are_a_contradiction(tmp_path, capsys):
-    from headcount.core.io import save_model
-    from headcount.core.table import random_table
+    from headcount.core.model.files import save_model
+    from headcount.core.model.table import random_table
 
     path = tmp_path / "one.safetensors"
     save_model(random_table(np.random.default_rng(0), 9, 3, 1, 2), path)

@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from headcount.core.errors import InputError
-from headcount.core.evaluate import predict
-from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.precision import fixed, round_fixed
-from headcount.core.table import OneLayerTable, random_table, table_residual
+from headcount.common.errors import InputError
+from headcount.core.certify.evaluate import predict
+from headcount.core.model.table import OneLayerTable, random_table
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.numbers.precision import fixed, round_fixed
+from headcount.core.passes.table_form import table_residual
 from headcount.induction.construction import one_layer_induction, two_layer_induction
-from headcount.induction.lower_bound import exact as lb_exact
+from headcount.induction.lower_bound import error_bounds as lb_exact
 from headcount.induction.lower_bound import protocol as lb_protocol
 from headcount.induction.lower_bound import refute as lb_refute
 from headcount.induction.lower_bound import setup as lb_setup

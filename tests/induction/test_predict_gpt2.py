@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from headcount.core.io import save_model
-from headcount.core.model import Transformer
-from headcount.core.vocab import VocabDecoder
+from headcount.core.model.files import save_model
+from headcount.core.model.transformer import Transformer
+from headcount.core.model.vocab import VocabDecoder
 from headcount.induction.outputs import predict_input
 from tests.core.test_gpt2_parts import gpt2_like
 

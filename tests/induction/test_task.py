@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from headcount.core.symbols import BOTTOM
+from headcount.core.model.symbols import BOTTOM
 from headcount.induction.task import (
     ADVERSARIAL_FAMILIES,
     GENERATORS,

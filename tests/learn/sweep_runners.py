@@ -68,7 +68,7 @@ def crash(config: dict) -> dict:
 
 def refuse_even(config: dict) -> dict:
     """Refuses (an InputError, as the trainers do for a bad key or size) the configs of even x."""
-    from headcount.core.errors import InputError
+    from headcount.common.errors import InputError
 
     if config.get("x", 0) % 2 == 0:
         raise InputError(f"x = {config['x']} is even; this runner takes odd x")

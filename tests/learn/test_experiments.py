@@ -1,5 +1,5 @@
 """The four experiments: specs, a real (tiny) run through sweep → database → summary (learn), constructions
-and figure (report.learning.run_experiment_with_figure, what `headcount experiment` calls), and the CLI."""
+and figure (report.learning.claims.run_experiment_with_figure, what `headcount experiment` calls), and the CLI."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from dataclasses import replace
 import pytest
 
 from headcount.cli import main
-from headcount.core.errors import InputError
-from headcount.core.jsonable import jsonable
+from headcount.common.errors import InputError
+from headcount.common.jsonable import jsonable
 from headcount.learn import experiments
 from headcount.learn.experiments import EXPERIMENTS, experiment_spec, run_experiment, summarize_experiment
 from headcount.learn.store import ResultsStore
 from headcount.learn.summaries import XorPhaseCell
 from headcount.learn.sweep import load_spec
-from headcount.report.learning import run_experiment_with_figure
+from headcount.report.learning.claims import run_experiment_with_figure
 
 
 @pytest.mark.parametrize("name", sorted(EXPERIMENTS))

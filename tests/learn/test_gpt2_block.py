@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from headcount.core.errors import InputError
-from headcount.core.evaluate import certified_predict, emulate
-from headcount.core.forward import residual_stream
-from headcount.core.io import load_model, save_model
-from headcount.core.model import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
-from headcount.core.precision import FLOAT64, IEEE_DTYPES, Precision, fixed
+from headcount.common.errors import InputError
+from headcount.core.certify.evaluate import certified_predict, emulate
+from headcount.core.model.files import load_model, save_model
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
+from headcount.core.numbers.precision import FLOAT64, IEEE_DTYPES, Precision, fixed
+from headcount.core.passes.forward import residual_stream
 from headcount.induction import task
 from headcount.induction.certify import certify_induction, induction_inputs
 from headcount.learn.models import (
@@ -181,14 +181,14 @@ def test_stored_config_keeps_old_keys():
 
 def proves_anything(core: Transformer, tokens: np.ndarray) -> bool:
     """Whether the rigorous bounds prove any output of this model at a generous precision (False while
-    core/bounds.py has no LayerNorm / GELU bounds: extended models then certify nothing)."""
+    core/passes/bounds.py has no LayerNorm / GELU bounds: extended models then certify nothing)."""
     return bool(certified_predict(core, tokens, fixed(40))[1].any())
 
 
 def test_trained_layernorm_gelu_model_certifies(tmp_path):
     """A tiny GPT-2-style model (LayerNorm + GELU MLP) trained on induction heads exports and certifies:
-    the certificate's float64 errors and dtypes are exactly what core.evaluate.emulate says on its inputs,
-    and once the bounds cover LayerNorm and GELU (core/bounds.py) the model, right on every sample, is
+    the certificate's float64 errors and dtypes are exactly what core.certify.evaluate.emulate says on its inputs,
+    and once the bounds cover LayerNorm and GELU (core/passes/bounds.py) the model, right on every sample, is
     certified at a reported precision_bits, the proof checked again here."""
     n, S, samples = 8, 3, 64
     path = tmp_path / "gpt2.safetensors"

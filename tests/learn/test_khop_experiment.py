@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from headcount.core.evaluate import certified_predict, emulate
-from headcount.core.io import load_model
-from headcount.core.precision import FLOAT64, IEEE_DTYPES, Precision, fixed
+from headcount.core.certify.evaluate import certified_predict, emulate
+from headcount.core.model.files import load_model
+from headcount.core.numbers.precision import FLOAT64, IEEE_DTYPES, Precision, fixed
 from headcount.induction import task
 from headcount.induction.layouts import bind_layout, lay_out
 from headcount.learn import experiments
@@ -26,7 +26,7 @@ from headcount.learn.experiments import EXPERIMENTS, GPT2_BLOCK, experiment_spec
 from headcount.learn.store import ResultsStore
 from headcount.learn.sweep import DEFAULT_RUNNER, KHOP_RUNNER, load_spec, runner_names
 from headcount.learn.train import run_config
-from headcount.report.learning import run_experiment_with_figure
+from headcount.report.learning.claims import run_experiment_with_figure
 
 TINY = {"n": 6, "alphabet": 3, "hops": 2, "heads": 1, "dim": 8, "steps": 60, "batch": 16}
 

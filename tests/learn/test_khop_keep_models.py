@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from headcount.core.io import load_model
+from headcount.core.model.files import load_model
 from headcount.learn import experiments
 from headcount.learn.certified_runs import run_khop_certified
 from headcount.learn.experiments import (

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from headcount.boolean.construction import construct
-from headcount.boolean.functions import parse_function
 from headcount.boolean.model import (
     BooleanHead,
     BooleanLayer,
@@ -20,13 +19,14 @@ from headcount.boolean.model import (
     model_sign_exact,
     save_boolean,
 )
-from headcount.core.evaluate import predict
-from headcount.core.forward import residual_stream
-from headcount.core.io import ModelFileError, load_model, save_model
-from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.precision import fixed
-from headcount.core.symbols import BOTTOM
-from headcount.core.table import table_from_weights
+from headcount.boolean.task import parse_function
+from headcount.core.certify.evaluate import predict
+from headcount.core.model.files import ModelFileError, load_model, save_model
+from headcount.core.model.symbols import BOTTOM
+from headcount.core.model.table import table_from_weights
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.numbers.precision import fixed
+from headcount.core.passes.forward import residual_stream
 from headcount.induction import task
 from headcount.induction.certify import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
@@ -333,8 +333,8 @@ def test_boolean_bad_input_and_bad_file(tmp_path):
 def test_one_layer_construction_loads_into_table_model(n, S):
     """The one-layer construction (table form, documented readout) in torch: same residual up to float64
     summation order, identical predictions on random and every adversarial family, and back again."""
-    from headcount.core.evaluate import predict
-    from headcount.core.table import table_residual
+    from headcount.core.certify.evaluate import predict
+    from headcount.core.passes.table_form import table_residual
     from headcount.induction.task import GENERATORS
     from headcount.learn.models import TableModel, table_model_to_table
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from headcount.core.errors import InputError
+from headcount.common.errors import InputError
 from headcount.learn.store import ResultsDBError, ResultsStore, run_id_for
 from headcount.learn.sweep import (
     RAY_MISSING,

@@ -36,7 +36,7 @@ from headcount.learn.sweep import (
     run_sweep,
     spec_from_dict,
 )
-from headcount.learn.sweep.claims import holder_alive, this_process
+from headcount.learn.sweep.leases import holder_alive, this_process
 from tests.learn import sweep_runners
 
 SOLVE = "tests.learn.sweep_runners:solve"

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from headcount.boolean.model import load_boolean, model_sign_exact
-from headcount.core.errors import InputError
-from headcount.core.evaluate import predict
-from headcount.core.io import load_model
+from headcount.common.errors import InputError
+from headcount.core.certify.evaluate import predict
+from headcount.core.model.files import load_model
 from headcount.induction import task
 from headcount.induction.certify import certify_induction
 from headcount.induction.lower_bound.refute import refute

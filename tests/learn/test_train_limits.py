@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from headcount.cli import train as cli_train
-from headcount.core.errors import InputError
-from headcount.core.resources import memory_limit_of
+from headcount.common.errors import InputError
+from headcount.common.resources import memory_limit_of
 from headcount.induction import task as itask
 from headcount.learn import evaluate as ev
 from headcount.learn.models import SequenceConfig, costs

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from headcount.core.errors import InputError
+from headcount.common.errors import InputError
 from headcount.minmax.certify import certify_minmax, sufficient_condition
 from headcount.minmax.construction import (
     beta,

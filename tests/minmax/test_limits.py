@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from headcount.cli import main
-from headcount.core.errors import InputError
-from headcount.core.resources import memory_limit_of
+from headcount.common.errors import InputError
+from headcount.common.resources import memory_limit_of
 from headcount.minmax.certify import MAX_VALUE_ENTRIES, SUFFICIENT_MAX_WORK, certify_minmax
 from headcount.minmax.construction import CODE_MAX_WORK, build_construction
 from headcount.minmax.search import SEARCH_MAX_WORK, search_single_head, smallest_dimension

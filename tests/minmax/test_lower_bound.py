@@ -8,7 +8,7 @@ from math import ceil, log, sqrt
 import numpy as np
 import pytest
 
-from headcount.core.errors import InputError
+from headcount.common.errors import InputError
 from headcount.minmax.construction import compact_code, min_head, sign_code, two_head_layer
 from headcount.minmax.lower_bound import lemma6_quantities, longest_monotone_run, one_head_counterexamples
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, random_single_head

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from headcount.core.errors import InputError
-from headcount.core.files import ModelFileError, read_config
-from headcount.core.symbols import BOTTOM
+from headcount.common.errors import InputError
+from headcount.common.files import ModelFileError, read_config
+from headcount.core.model.symbols import BOTTOM
 from headcount.minmax.construction import compact_code, two_head_layer
 from headcount.minmax.model import (
     Classifier,
@@ -85,7 +85,7 @@ def test_save_load_round_trip(tmp_path):
     assert back.classifier_max.theta.tobytes() == model.classifier_max.theta.tobytes()
     save_minmax(back, tmp_path / "again.safetensors")
     assert (tmp_path / "again.safetensors").read_bytes() == path.read_bytes()
-    with pytest.raises(ModelFileError):  # the default formats of core/io.py do not include ours
+    with pytest.raises(ModelFileError):  # the default formats of core/model/files.py do not include ours
         read_config(path)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from headcount.core.symbols import BOTTOM
+from headcount.core.model.symbols import BOTTOM
 from headcount.minmax.construction import compact_code, min_head, two_head_layer
 from headcount.minmax.model import Classifier, TokenHead, TokenLayer
 from headcount.minmax.task import all_multisets, min_max
@@ -228,7 +228,7 @@ def test_subnormal_and_2_pow_minus_1020_weights():
 def test_internal_inconsistency_is_an_internal_error(monkeypatch):
     """If the exact re-decision disagrees with the verifier's counterexample, that is a bug: InternalError,
     one line — never an AssertionError traceback and never a verdict."""
-    from headcount.core.errors import InternalError
+    from headcount.common.errors import InternalError
     from headcount.minmax import verify as verify_mod
 
     head, clf = _finding6()
@@ -332,7 +332,7 @@ def test_verify_single_head_result_and_json(tmp_path):
     ],
 )
 def test_verify_single_head_bad_input(args, needle):
-    from headcount.core.errors import InputError
+    from headcount.common.errors import InputError
     from headcount.minmax.certify import verify_single_head
     from headcount.minmax.model import MinMaxModel, ModelSource
 

@@ -9,10 +9,10 @@ import itertools
 import numpy as np
 import pytest
 
-from headcount.core.errors import InputError
-from headcount.core.evaluate import predict
-from headcount.core.forward import residual_stream
-from headcount.core.symbols import BOTTOM
+from headcount.common.errors import InputError
+from headcount.core.certify.evaluate import predict
+from headcount.core.model.symbols import BOTTOM
+from headcount.core.passes.forward import residual_stream
 from headcount.minmax.construction import build_construction, two_head_roles
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, forward
 from headcount.minmax.model import predict as minmax_predict

@@ -1,4 +1,4 @@
-"""Attention-pattern figures (report/attention.py, `headcount analyze patterns`): the tokens on the axes, one
+"""Attention-pattern figures (report/views/attention.py, `headcount analyze patterns`): the tokens on the axes, one
 panel per head with its pattern on the first scored input, the causal triangle blank, one colour scale,
 PNG + SVG files, the side-by-side of two models, and the refusals."""
 
@@ -10,14 +10,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from headcount.core.errors import InputError
-from headcount.core.evaluate import attention_patterns
-from headcount.core.io import save_model
-from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.common.errors import InputError
+from headcount.core.certify.evaluate import attention_patterns
+from headcount.core.model.files import save_model
+from headcount.core.model.transformer import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.induction.construction import build_construction
 from headcount.induction.heads import analyze_heads
 from headcount.induction.layouts import lay_out, task_characters
-from headcount.report.attention import (
+from headcount.report.views.attention import (
     MAX_COLUMNS,
     attention_figure,
     draw_patterns,

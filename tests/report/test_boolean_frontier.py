@@ -1,4 +1,4 @@
-"""boolean.frontier (report/boolean_frontier.py): the claim PASSes on the real frontier and constructions at
+"""boolean.frontier (report/boolean/frontier.py): the claim PASSes on the real frontier and constructions at
 the quick scale, FAILs when fed a wrong model accuracy, a suboptimal row or a plan that misses a D·H, and
 draws its figure with the trained xor-phase models (a fake summary through the Context cache: no training).
 """
@@ -14,7 +14,7 @@ from flint import fmpq
 
 from headcount.boolean import frontier as bf
 from headcount.learn.summaries import summarize_xor_phase
-from headcount.report import boolean_frontier as claim_module
+from headcount.report.boolean.claims import frontier as claim_module
 from headcount.report.claims import FAIL, PASS, Context
 from headcount.report.figures import FIGURES, save_figure
 from headcount.report.reproduce import CLAIM_MODULES, load_claims, run_claim
@@ -142,7 +142,7 @@ def test_missing_pair_fails(monkeypatch):
 
 @pytest.mark.parametrize("function", ["xor", "mod:3"])
 def test_exhaustive_frontier_is_independent_and_exact(function):
-    from headcount.boolean.functions import parse_function
+    from headcount.boolean.task import parse_function
 
     F = parse_function(function, 7)
     assert claim_module.exhaustive_frontier(F) == [

@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from headcount.core.certify import Certificate, Counterexample
+from headcount.core.certify.certificate import Certificate, Counterexample
 from headcount.induction.certify import InductionCertificate
 from headcount.induction.lower_bound.refute import ExhaustiveSearch, Refutation, Searched
 from headcount.learn import experiments
-from headcount.report import boolean as boolean_claims
-from headcount.report import induction as induction_claims
-from headcount.report import induction_lower_bound as index_claims
+from headcount.report.boolean.claims import claims as boolean_claims
 from headcount.report.claims import FAIL, PASS, ClaimResult, Context
+from headcount.report.induction.constructions import constructions as induction_claims
+from headcount.report.induction.constructions import lower_bound as index_claims
 from headcount.report.reproduce import load_claims, run_claim
 
 
@@ -343,7 +343,7 @@ def test_minmax_two_heads_certified(changes, reason):
     ],
 )
 def test_minmax_one_head_obstructed(monkeypatch, smallest_d, covered, confirmed, reason):
-    from headcount.report import minmax as minmax_claims
+    from headcount.report.minmax.claims import claims as minmax_claims
 
     results = {d: SimpleNamespace(best_margins=(-1.0, -1.0), all_failed_confirmed=confirmed) for d in covered}
     monkeypatch.setattr(
@@ -684,7 +684,7 @@ def test_boolean_frontier(monkeypatch, wrong, reason):
 def mechanism_ctx(tmp_path, trained: Any) -> Context:
     """A Context whose best two-layer run (n = 8, S = 3) is cached with model `trained`: no sweep, no
     training."""
-    from headcount.report.mechanism import EXPERIMENT, TrainedModel
+    from headcount.report.induction.mechanism import EXPERIMENT, TrainedModel
 
     ctx = Context(scale="quick", results_db=str(tmp_path / "results.sqlite"))
     config = {"task": "induction", "layers": 2, "heads": 1, "dim": 32, "n": 8, "alphabet": 3, "seed": 0}
@@ -705,7 +705,7 @@ def blind(model: Any, layer: int) -> Any:
 @pytest.mark.parametrize("layer, reason", [(None, None), (0, "layer 0: roles"), (1, "layer 1: roles")])
 def test_induction_heads_mechanism(tmp_path, monkeypatch, layer, reason):
     from headcount.induction.construction import build_construction
-    from headcount.report import mechanism
+    from headcount.report.induction.constructions import mechanism
 
     built = build_construction(2, 8, 3)
     if layer is not None:  # the construction's heads lose their roles: the claim must notice
@@ -773,7 +773,7 @@ def test_khop_construction(layers, reason):
     tests/report/test_khop_construction_claim.py."""
     from dataclasses import replace
 
-    from headcount.report.khop_construction import CACHE_KIND
+    from headcount.report.induction.khop_construction import CACHE_KIND
 
     ctx = Context()
     assert run("induction.khop.construction", ctx, **KHOP_TINY).status == PASS  # certifies into ctx.cache
@@ -810,7 +810,7 @@ def test_index_error_floor(changes, reason):
     tests/report/test_index_floor.py."""
     from dataclasses import replace
 
-    from headcount.report.index_floor import CACHE_KIND
+    from headcount.report.induction.index_floor import CACHE_KIND
 
     ctx = Context()
     assert run("induction.index.error_floor", ctx, **FLOOR_TINY).status == PASS  # checks into ctx.cache
@@ -828,8 +828,8 @@ KHOP_MECHANISM_TINY = {"n": 64, "alphabet": 4, "hops": 16, "samples": 64, "draw"
 def khop_mechanism_ctx(tmp_path) -> Context:
     """A Context whose deepest trained k-hop run is cached — the variable-hop construction (n = 16, S = 4,
     K = 4, hop-prefix like the lab's models) as its stand-in: no sweep, no training."""
-    from headcount.induction.khop_construction import variable_hop_construction
-    from headcount.report.khop_mechanism import CACHE_KIND, EXPERIMENT, TrainedKhop
+    from headcount.induction.khop.construction import variable_hop_construction
+    from headcount.report.induction.khop_mechanism import CACHE_KIND, EXPERIMENT, TrainedKhop
 
     ctx = Context(scale="quick", results_db=str(tmp_path / "results.sqlite"))
     config = {
@@ -861,8 +861,8 @@ def khop_mechanism_ctx(tmp_path) -> Context:
 def test_induction_khop_mechanism(tmp_path, monkeypatch, layer, reason):
     """A construction whose pointer head no longer follows its pointer (W_Q = 0: it averages) FAILs; the
     trained model's roles are reported either way."""
-    from headcount.induction.khop_construction import khop_construction
-    from headcount.report import khop_mechanism
+    from headcount.induction.khop.construction import khop_construction
+    from headcount.report.induction.constructions import khop_mechanism
 
     def broken(n: int, S: int, k: int) -> Any:  # the constructions with that layer lose its head's role
         model = khop_construction(n, S, k)

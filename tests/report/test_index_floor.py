@@ -1,4 +1,4 @@
-"""induction.index.error_floor (report/index_floor.py): the claim PASSes on real models at tiny sizes, FAILs
+"""induction.index.error_floor (report/induction/index_floor.py): the claim PASSes on real models at tiny sizes, FAILs
 when a model's measured error (or Bob's) is made to sit below the floor, or when no random model has a
 message shorter than k; trained one-layer models are read from a shrunk induction-depth experiment whose
 runs are stored as done with a stand-in model kept, so nothing trains here; the figure is drawn.
@@ -16,20 +16,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from headcount.core.errors import InputError
-from headcount.core.io import save_model
-from headcount.core.jsonable import jsonable
-from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.table import table_from_weights
+from headcount.common.errors import InputError
+from headcount.common.jsonable import jsonable
+from headcount.core.model.files import save_model
+from headcount.core.model.table import table_from_weights
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.induction.lower_bound.protocol import check_protocol
 from headcount.learn import experiments
 from headcount.learn.experiments import EXPERIMENTS, experiment_spec, kept_model
 from headcount.learn.store import ResultsStore
 from headcount.learn.sweep import load_spec
-from headcount.report import index_floor as fl
-from headcount.report import induction_lower_bound
 from headcount.report.claims import FAIL, PASS, Context
 from headcount.report.figures import FIGURES, save_figure
+from headcount.report.induction.constructions import index_floor as fl
+from headcount.report.induction.constructions import lower_bound as induction_lower_bound
 from headcount.report.reproduce import CLAIM_MODULES, RESULTS_DB, load_claims, run_claim, run_reproduce
 
 # k = 6: seeds 3 and 4 send 5 bits (< 6); k = 8: seed 4 sends 5 bits, seed 3 sends 8
@@ -65,7 +65,7 @@ def forged(ctx: Context, k: int, seed: int, **changes: Any) -> Context:
 
 
 def test_registered_right_after_the_index_claims():
-    assert load_claims()[fl.CLAIM].module == "headcount.report.index_floor"
+    assert load_claims()[fl.CLAIM].module == "headcount.report.induction.index_floor"
     modules = list(CLAIM_MODULES)
     assert modules.index(fl) == modules.index(induction_lower_bound) + 1
 

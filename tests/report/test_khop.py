@@ -1,4 +1,4 @@
-"""report/khop.py: its claims are registered through CLAIM_MODULES, `headcount experiment` finds its drawings,
+"""report/learning/khop.py: its claims are registered through CLAIM_MODULES, `headcount experiment` finds its drawings,
 and the figures label every cell with its error and certified precision."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from headcount.learn.summaries import summarize_khop
-from headcount.report import khop, learning
 from headcount.report.figures import FIGURES, save_figure
+from headcount.report.learning.claims import claims as learning
+from headcount.report.learning.claims import khop
 from headcount.report.reproduce import CLAIM_MODULES, load_claims
 
 
@@ -37,7 +38,9 @@ def test_registered_through_claim_modules():
     assert khop in CLAIM_MODULES
     claims = load_claims()
     assert (
-        claims["learning.khop.depth"].module == claims["learning.khop.gpt2"].module == "headcount.report.khop"
+        claims["learning.khop.depth"].module
+        == claims["learning.khop.gpt2"].module
+        == "headcount.report.learning.khop"
     )
     assert FIGURES["learning_khop_gpt2"].claim == "learning.khop.gpt2"
     assert FIGURES["learning_khop_heatmap"].claim == "learning.khop.depth"

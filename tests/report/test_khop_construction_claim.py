@@ -1,9 +1,9 @@
-"""induction.khop.construction (report/khop_construction.py): the claim PASSes on the real construction, FAILs
+"""induction.khop.construction (report/induction/khop_construction.py): the claim PASSes on the real construction, FAILs
 on every falsified measurement (a wrong depth, float64 errors, an unproven position, too many heads, a width
 that moves with n, missing k-hop families, a precision linear in n), and draws its two figures.
 
 The fast tests certify the construction at tiny sizes (n ≤ 64, S = 4) and fake the trained models' summary
-through the Context cache (the key report/khop.py's experiment_summary uses); the quick-scale claim itself
+through the Context cache (the key report/learning/khop.py's experiment_summary uses); the quick-scale claim itself
 runs once through run_reproduce, in the slow set.
 """
 
@@ -20,13 +20,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from headcount.core.model import AttentionHead, Layer
-from headcount.induction import khop_construction as construction
-from headcount.induction.khop_families import KHOP_FAMILIES
+from headcount.core.model.transformer import AttentionHead, Layer
+from headcount.induction.khop import construction
+from headcount.induction.khop.families import KHOP_FAMILIES
 from headcount.learn.summaries import summarize_khop
-from headcount.report import khop_construction as kc
 from headcount.report.claims import FAIL, PASS, Context
 from headcount.report.figures import FIGURES, save_figure
+from headcount.report.induction.constructions import khop_construction as kc
 from headcount.report.reproduce import CLAIM_MODULES, load_claims, run_claim, run_reproduce
 
 TINY: dict[str, Any] = {
@@ -83,9 +83,12 @@ def changed(ctx: Context, n: int, k: int, samples: int = 16, **changes: Any) -> 
 # ---------------------------------------------------------------------------------------------- pieces
 def test_registered_after_khop_with_two_figures():
     names = [m.__name__ for m in CLAIM_MODULES]
-    assert names.index("headcount.report.khop_construction") == names.index("headcount.report.khop") + 1
+    assert (
+        names.index("headcount.report.induction.khop_construction")
+        == names.index("headcount.report.learning.khop") + 1
+    )
     claim = load_claims()[kc.CLAIM]
-    assert claim.module == "headcount.report.khop_construction"
+    assert claim.module == "headcount.report.induction.khop_construction"
     assert claim.params["quick"]["hops"] == claim.params["full"]["hops"] == 16
     assert "experiment" not in claim.params["quick"]  # the default: the learning lab's "khop" sweep
     assert {f.id for f in FIGURES.values() if f.claim == kc.CLAIM} == {

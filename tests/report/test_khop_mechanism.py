@@ -1,4 +1,4 @@
-"""The claim induction.khop.mechanism (report/khop_mechanism.py): its pieces, and the claim through
+"""The claim induction.khop.mechanism (report/induction/khop_mechanism.py): its pieces, and the claim through
 reproduce — the deepest run of the report's k-hop experiment is read from its database, its kept model
 loaded (or retrained when the file is missing), the construction's roles checked layer by layer, the
 trained model's compared, and the side-by-side figure written and inlined.
@@ -15,16 +15,16 @@ from dataclasses import fields, replace
 
 import pytest
 
-from headcount.core.io import save_model
+from headcount.core.model.files import save_model
 from headcount.induction.heads import HeadScore
-from headcount.induction.khop_construction import variable_hop_construction
+from headcount.induction.khop.construction import variable_hop_construction
 from headcount.learn import experiments
 from headcount.learn.experiments import EXPERIMENTS, experiment_spec, kept_model
 from headcount.learn.store import ResultsStore
 from headcount.learn.sweep import load_spec
-from headcount.report import khop_mechanism as km
 from headcount.report.claims import PASS, Context
 from headcount.report.figures import FIGURES, save_figure
+from headcount.report.induction.constructions import khop_mechanism as km
 from headcount.report.render import write_atomic
 from headcount.report.reproduce import CLAIM_MODULES, RESULTS_DB, load_claims, run_claim, run_reproduce
 
@@ -71,11 +71,11 @@ def score(layer: int, head: int, find: dict[int, float] | None = None, **values:
 def test_registered_after_the_construction_claim_with_one_figure():
     names = [m.__name__ for m in CLAIM_MODULES]
     assert (
-        names.index("headcount.report.khop_mechanism")
-        == names.index("headcount.report.khop_construction") + 1
+        names.index("headcount.report.induction.khop_mechanism")
+        == names.index("headcount.report.induction.khop_construction") + 1
     )
     claim = load_claims()[km.CLAIM]
-    assert claim.module == "headcount.report.khop_mechanism"
+    assert claim.module == "headcount.report.induction.khop_mechanism"
     assert claim.params["quick"] == {"n": 128, "alphabet": 4, "hops": 16, "samples": 128, "draw": 32}
     full = claim.params["full"]
     assert full["n"] * full["samples"] >= 128 * 128 and full["n"] >= 128 and full["hops"] == 16

@@ -1,4 +1,4 @@
-"""The claim induction.heads.mechanism (report/mechanism.py) through reproduce: the best two-layer run of the
+"""The claim induction.heads.mechanism (report/induction/mechanism.py) through reproduce: the best two-layer run of the
 report's induction-depth experiment is read from its database, its kept model loaded (or retrained when the
 file is missing), the construction's roles checked, and the side-by-side figure written and inlined.
 
@@ -13,14 +13,14 @@ from dataclasses import fields, replace
 
 import pytest
 
-from headcount.core.io import save_model
+from headcount.core.model.files import save_model
 from headcount.induction.construction import build_construction
 from headcount.induction.heads import HeadScore
 from headcount.learn import experiments
 from headcount.learn.experiments import EXPERIMENTS, experiment_spec, kept_model
 from headcount.learn.store import ResultsStore
 from headcount.learn.sweep import load_spec
-from headcount.report.mechanism import best_two_layer_row, missing_circuit, role_problems
+from headcount.report.induction.mechanism import best_two_layer_row, missing_circuit, role_problems
 from headcount.report.reproduce import RESULTS_DB, load_claims, run_reproduce
 
 CLAIM = "induction.heads.mechanism"
@@ -85,7 +85,7 @@ def test_roles_against_the_built_ones_and_the_circuit():
 
 
 def test_reproduce_draws_the_kept_model_beside_the_construction(tiny, tmp_path):
-    assert load_claims()[CLAIM].module == "headcount.report.mechanism"
+    assert load_claims()[CLAIM].module == "headcount.report.induction.mechanism"
     two = stored_runs(tmp_path / RESULTS_DB)
     save_model(build_construction(2, 8, 3), kept_model(tmp_path / RESULTS_DB, two))  # the stand-in
     summary = run_reproduce("quick", only=CLAIM, out_dir=tmp_path, progress=quiet)

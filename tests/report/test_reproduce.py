@@ -11,10 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-from headcount.core.jsonable import jsonable
+from headcount.common.jsonable import jsonable
 from headcount.report.claim_ids import CLAIM_IDS
 from headcount.report.claims import ClaimResult, claim, fit_line, fit_log2, unregister
-from headcount.report.induction import exhaustive_cases
+from headcount.report.induction.constructions import exhaustive_cases
 from headcount.report.reproduce import load_claims, run_reproduce, select_claims
 
 CHEAP = "induction.two_layer.constant_dim"
@@ -66,7 +66,8 @@ def test_report_files_exist_and_agree(tmp_path, capsys):
 
 def test_figure_inlined_and_no_external_refs(tmp_path, temporary_claims):
     # A synthetic precision claim with series drives the precision figure without running certificates.
-    from headcount.report import figures, induction
+    from headcount.report import figures
+    from headcount.report.induction.constructions import constructions as induction
 
     def fake(ctx):
         n = [64, 256, 1024]
@@ -168,7 +169,7 @@ def test_jsonable():
 def test_an_unwritable_out_folder_is_refused_before_any_claim_runs(tmp_path, monkeypatch):
     import os
 
-    from headcount.core.errors import InputError
+    from headcount.common.errors import InputError
 
     ran = []
     monkeypatch.setattr("headcount.report.reproduce.run_claim", lambda claim, ctx: ran.append(claim))

@@ -1,6 +1,6 @@
 """An independent reference for the GPT-2 block: the real-arithmetic model in python-flint Arb balls.
 
-It follows the model's definition (core/model.py docstring), not the float code: weights are float64, so
+It follows the model's definition (core/model/transformer.py docstring), not the float code: weights are float64, so
 exact rationals; sums and products are exact or carried as balls at the working precision (set by the
 caller, ≥ 256 bits); erfc, exp, sqrt are Arb's rigorous enclosures. With fixed:p, the rounding points are
 the embedding, every LayerNorm output (ln1, ln2, ln_final), q, k, v, each head's output after W_O and each
@@ -18,8 +18,8 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, fmpq
 
-from headcount.core.model import LinearDecoder, Transformer
-from headcount.core.precision import Precision
+from headcount.core.model.transformer import LinearDecoder, Transformer
+from headcount.core.numbers.precision import Precision
 
 
 class Undecided(Exception):

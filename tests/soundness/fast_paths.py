@@ -19,15 +19,15 @@ and which reference the shortcut answers to:
 * ``sparse-far`` (softmax_bounds._sparse_block: far keys bounded as a group, never exponentiated): one
   kept key and many keys just beyond the far cut, values at the clip 2^p (p = 28..60), so the far group's
   weight times the values is far above the 2^-p grid.
-* ``prefix-sharing`` (core.prefix: each distinct prefix evaluated once): every input of Σ^6 over {0, 1}
+* ``prefix-sharing`` (core.passes.prefix: each distinct prefix evaluated once): every input of Σ^6 over {0, 1}
   of palette models (palettes.py) with the causal mask, one or two layers.
-* ``torch-backend`` (core.torch_attention: the blocked kernels in torch): palette models, the rigorous
+* ``torch-backend`` (core.attention.torch_backend: the blocked kernels in torch): palette models, the rigorous
   pass on torch's CPU kernels against NumPy's.
 * ``exact-logit-ties`` (model.argmax_bounds: a radius-0 logit is exact, ties go to the lowest class):
   exact residuals (silent heads or grid values) and decoders with tied columns, columns 1 ulp apart and
   subnormal differences.
 
-Models are small enough that the exact evaluator (core.exact) answers every position; `kind` says which
+Models are small enough that the exact evaluator (core.passes.exact_fixed) answers every position; `kind` says which
 reference applies: "exact" (the fixed:p proof against the exact evaluator, and the certificate of the
 blocked algorithm against the reference algorithm's) or "float" (the float64 pass against the reference
 algorithm's dense pass).
@@ -40,9 +40,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from headcount.core.exact import exact_fixed_residual
-from headcount.core.forward import ATTENTION_BLOCK
-from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.attention import ATTENTION_BLOCK
+from headcount.core.model.transformer import AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.passes.exact_fixed import exact_fixed_residual
 from headcount.induction.task import all_sequences
 from tests.soundness.palettes import NumpyFill, Shape, build_model, random_case, silence_heads
 
@@ -233,7 +233,7 @@ def sparse_far(rng: np.random.Generator) -> Case:
 
 def prefix_sharing(rng: np.random.Generator) -> Case:
     """Palette models with the causal mask on every input of Σ^6, Σ = {0, 1}: 126 distinct prefixes of
-    384 positions, so the prefix pass runs (core.prefix.WORTHWHILE_SHARE)."""
+    384 positions, so the prefix pass runs (core.passes.prefix.WORTHWHILE_SHARE)."""
     bits = int(rng.integers(1, 9)) if rng.random() < 0.5 else int(rng.integers(1, 61))
     layers = int(rng.integers(1, 3))
     shape = Shape(

@@ -4,7 +4,7 @@ Why palettes and not Gaussians: random reals almost never sit on a rounding tie,
 exp's underflow or the subnormal range, which is where a float64 bound can be wrong. Every value here is
 chosen to land on (or next to) one of those edges for the precision p at hand; benign values are mixed in
 so that some positions are provable at all. Models are tiny (n ≤ 3, S = 2, d ≤ 3) so every input of Σ^n
-is checked and the exact evaluator (headcount.core.exact) stays cheap.
+is checked and the exact evaluator (headcount.core.passes.exact_fixed) stays cheap.
 
 Entry points: random_case(rng, layers, mlp, mask) for plain loops, fuzz_cases(...) for Hypothesis,
 build_model(shape, fill) for custom shapes, finding1_model() (issue 11's finding 1), describe(model, p).
@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 from hypothesis import strategies as st
 
-from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 
 
 class Fill(Protocol):

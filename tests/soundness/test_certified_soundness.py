@@ -1,5 +1,5 @@
 """Soundness of certificates: every position certified_predict marks proven at fixed:p must carry the exact
-fixed:p model's answer (headcount.core.exact), on tiny models with adversarial weights (palettes.py).
+fixed:p model's answer (headcount.core.passes.exact_fixed), on tiny models with adversarial weights (palettes.py).
 
 A proven wrong answer is a false certificate — the one thing headcount must never produce. Proving little
 is allowed (a model whose float emulation overflows may legitimately prove nothing). Any exception from
@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from headcount.core.evaluate import certified_predict
-from headcount.core.exact import exact_fixed_predict
-from headcount.core.precision import fixed
-from headcount.core.symbols import BOTTOM
+from headcount.core.certify.evaluate import certified_predict
+from headcount.core.model.symbols import BOTTOM
+from headcount.core.numbers.precision import fixed
+from headcount.core.passes.exact_fixed import exact_fixed_predict
 from headcount.induction.task import all_sequences
 from tests.soundness.palettes import describe, finding1_model, fuzz_cases, random_case
 

@@ -5,7 +5,7 @@ For a family of kind "exact" (tie-settling, score-tame, sparse-far, prefix-shari
 exact-logit-ties), each model is checked twice:
 
 1. proof: every position the blocked algorithm's bounds prove at fixed:p (certified_predict, on the
-   family's backend) carries the exact fixed:p model's answer (core.exact) — a proven wrong answer is a
+   family's backend) carries the exact fixed:p model's answer (core.passes.exact_fixed) — a proven wrong answer is a
    false certificate — and every final residual box (the row pass, and the prefix pass where it runs)
    contains the exact fixed:p residual, whether or not a decoder reads that coordinate;
 2. certificate: certify_model on the family's inputs, with the exact fixed:p outputs as the target, gives
@@ -26,8 +26,8 @@ against the reference's dense pass: each head output within the error bound of a
 at positions where the dense logits' margin is itself within that bound of a tie (float64's answer
 depends on the order of its sums there: counted as `ambiguous`, never as agreement).
 
-Each family's counts are printed (`-s` shows them), with how often its shortcut ran (core.counters,
-core.prefix): a family that never reaches its shortcut checks nothing, and fails. Default run: FAST_MODELS
+Each family's counts are printed (`-s` shows them), with how often its shortcut ran (core.attention.counters,
+core.passes.prefix): a family that never reaches its shortcut checks nothing, and fails. Default run: FAST_MODELS
 models per family. The slow set (`-m slow`): HEADCOUNT_FAST_PATH_MODELS (default 10,000) per family,
 on two worker processes.
 """
@@ -44,24 +44,23 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from headcount.core.algorithm import use_algorithm, use_backend
-from headcount.core.bounds import residual_bounds
-from headcount.core.certify import certify_model
-from headcount.core.counters import ATTENTION, FLOAT, TIES
-from headcount.core.evaluate import certified_predict, emulate, prefix_parts
-from headcount.core.exact import exact_fixed_predict, exact_fixed_residual
-from headcount.core.forward import attend, dense_attend, residual_stream
-from headcount.core.interval import _gamma
-from headcount.core.precision import EXACT, FLOAT64, IEEE_DTYPES, Precision, fixed
-from headcount.core.prefix import prefix_residual_bounds, prefix_worthwhile
-from headcount.core.symbols import token_text
+from headcount.core.attention import ATTENTION, FLOAT, TIES, attend, dense_attend, use_algorithm, use_backend
+from headcount.core.certify.certify import certify_model
+from headcount.core.certify.evaluate import certified_predict, emulate, prefix_parts
+from headcount.core.model.symbols import token_text
+from headcount.core.numbers.interval import gamma
+from headcount.core.numbers.precision import EXACT, FLOAT64, IEEE_DTYPES, Precision, fixed
+from headcount.core.passes.bounds import residual_bounds
+from headcount.core.passes.exact_fixed import exact_fixed_predict, exact_fixed_residual
+from headcount.core.passes.forward import residual_stream
+from headcount.core.passes.prefix import prefix_residual_bounds, prefix_worthwhile
 from tests.soundness.fast_paths import FAMILIES, Case
 from tests.soundness.palettes import describe
 
 FAST_MODELS = 30
 SLOW_MODELS = int(os.environ.get("HEADCOUNT_FAST_PATH_MODELS", "10000"))
 SLOW_WORKERS = 2
-# which counter shows that a family reached its shortcut (core.counters names, or "prefix_passes")
+# which counter shows that a family reached its shortcut (core.attention.counters names, or "prefix_passes")
 SHORTCUT = {
     "tie-settling": "rows_settled",
     "negligible-cut": "rows_redone",
@@ -254,7 +253,7 @@ BOX_ROWS = 4  # inputs per model whose residual boxes are checked against the ex
 
 def check_boxes(case: Case, counts: Counts, family: str) -> None:
     """Every coordinate of the final residual box of the bounds (row pass, and the prefix pass where it
-    runs) contains the exact fixed:p residual (core.exact), on the first BOX_ROWS inputs: a box that misses
+    runs) contains the exact fixed:p residual (core.passes.exact_fixed), on the first BOX_ROWS inputs: a box that misses
     it is a proof of something false, whether or not a decoder happens to read it."""
     model, bits = case.model, case.bits
     tokens = case.tokens[:BOX_ROWS]
@@ -314,7 +313,7 @@ def check_float(case: Case, counts: Counts, family: str) -> None:
         for z, q, k, v, W_O in heads:
             zd = dense_attend(q, k, v, "causal", FLOAT64)
             mass = dense_attend(q, k, np.abs(v), "causal", FLOAT64)  # Σ_j α_j |v_j|, as float64 has it
-            bound = 2.5 * _gamma(n + 2) * mass + 2.0**-1000
+            bound = 2.5 * gamma(n + 2) * mass + 2.0**-1000
             same = (z == zd) | (np.abs(z - zd) <= bound)
             if not same.all():
                 counts.float_differ += 1

@@ -11,12 +11,13 @@ import pytest
 from flint import arb, ctx, fmpq
 
 from headcount.cli import main
-from headcount.core.bounds import affine_bounds, quantize_bounds, weight_error
-from headcount.core.evaluate import certified_predict, emulate, predict
-from headcount.core.io import save_model
-from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.precision import FLOAT64, fixed, round_fixed
-from headcount.core.symbols import BOTTOM
+from headcount.core.attention import weight_error
+from headcount.core.certify.evaluate import certified_predict, emulate, predict
+from headcount.core.model.files import save_model
+from headcount.core.model.symbols import BOTTOM
+from headcount.core.model.transformer import AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.numbers.interval import affine_bounds, quantize_bounds
+from headcount.core.numbers.precision import FLOAT64, fixed, round_fixed
 
 TINY = 2.0**-1074
 
@@ -204,8 +205,8 @@ def test_sampled_certificate_says_sampled(capsys):
 
 
 def test_a_libm_less_accurate_than_assumed_gets_no_certificate(monkeypatch):
-    from headcount.core import softmax_bounds as bounds
-    from headcount.core.errors import InternalError
+    from headcount.common.errors import InternalError
+    from headcount.core.attention import rigorous as bounds
 
     exp = np.exp
     monkeypatch.setattr(bounds, "_libm_checked", [])

@@ -9,15 +9,15 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from headcount.core.algorithm import use_algorithm, use_backend
-from headcount.core.certify import minimal_precision_bits
-from headcount.core.evaluate import certified_predict, emulate
-from headcount.core.exact import exact_fixed_predict
-from headcount.core.exact_head import exact_head_row, grid_box
-from headcount.core.forward import residual_stream
-from headcount.core.io import save_model
-from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.precision import FLOAT64, fixed
+from headcount.core.attention import use_algorithm, use_backend
+from headcount.core.certify.certify import minimal_precision_bits
+from headcount.core.certify.evaluate import certified_predict, emulate
+from headcount.core.model.files import save_model
+from headcount.core.model.transformer import AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.numbers.precision import FLOAT64, fixed
+from headcount.core.passes.exact_fixed import exact_fixed_predict
+from headcount.core.passes.forward import residual_stream
+from headcount.core.passes.head_rounding import exact_head_row, grid_box
 from headcount.induction.certify import certify_induction
 from headcount.induction.construction import ONE, two_layer_induction
 from tests.soundness.test_findings import run_json, tie_embedding_model, underflow_model
@@ -222,7 +222,7 @@ def test_certified_is_the_conjunction_of_its_two_verdicts(capsys, tmp_path):
 
 
 def test_certified_rule_lives_in_one_place():
-    from headcount.core.certificate import Certificate
+    from headcount.core.certify.certificate import Certificate
 
     assert Certificate(errors=0, proven_at_precision_bits=True).certified
     assert not Certificate(errors=1, proven_at_precision_bits=True).certified

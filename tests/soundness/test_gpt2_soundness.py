@@ -23,11 +23,11 @@ import numpy as np
 import pytest
 from flint import ctx
 
-from headcount.core.activation_bounds import GELU_SHAPES, X_POS
-from headcount.core.evaluate import certified_predict
-from headcount.core.model import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
-from headcount.core.precision import EXACT, Precision, fixed
-from headcount.core.vocab import VocabDecoder
+from headcount.core.certify.evaluate import certified_predict
+from headcount.core.model.transformer import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
+from headcount.core.model.vocab import VocabDecoder
+from headcount.core.numbers.precision import EXACT, Precision, fixed
+from headcount.core.passes.activations import GELU_SHAPES, X_POS
 from headcount.induction.task import all_sequences
 from tests.soundness import arb_reference as ref
 from tests.soundness.palettes import NumpyFill

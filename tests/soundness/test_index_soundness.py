@@ -35,11 +35,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from headcount.core.evaluate import predict
-from headcount.core.model import LinearDecoder
-from headcount.core.precision import fixed, round_fixed
-from headcount.core.table import OneLayerTable
-from headcount.induction.lower_bound import exact as lb_exact
+from headcount.core.certify.evaluate import predict
+from headcount.core.model.table import OneLayerTable
+from headcount.core.model.transformer import LinearDecoder
+from headcount.core.numbers.precision import fixed, round_fixed
+from headcount.induction.lower_bound import error_bounds as lb_exact
 from headcount.induction.lower_bound import protocol as lb_protocol
 from headcount.induction.lower_bound.protocol import alice_message, bob_output, check_protocol
 from headcount.induction.task import index_input

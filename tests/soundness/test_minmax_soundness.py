@@ -1,7 +1,7 @@
 """Soundness of the min/max verifiers (issue 11, findings 5 and 6): fuzzed tiny layers against an
 independent exact brute force.
 
-The oracle below shares no code with headcount.minmax.verify or headcount.minmax.exact. For a layer of
+The oracle below shares no code with headcount.minmax.verify or headcount.minmax.exact_signs. For a layer of
 heads (scores s^k, values v^k) and a classifier θ it takes every inner product c^k_iω = ⟨θ_i, v^k_ω⟩ as a
 Fraction (float64 weights are exact dyadic rationals) and decides, for every multiset of [M]^n, the sign
 of each logit difference ⟨θ_i − θ_j, z⟩ = Σ_k N_k/D_k:
@@ -43,7 +43,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from headcount.core.symbols import BOTTOM
+from headcount.core.model.symbols import BOTTOM
 from headcount.minmax.model import Classifier, TokenHead, TokenLayer
 from headcount.minmax.verify import decide_exact, verify_block_layer, verify_brute, verify_exact_one_head
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from headcount.core.errors import InputError
+from headcount.common.errors import InputError
 
 
 def _check_basis(B: Iterable[int], D: int) -> tuple[int, ...]:

@@ -31,7 +31,6 @@ from typing import Any
 from flint import fmpq
 
 from headcount.boolean.construction import construct
-from headcount.boolean.functions import check_values, function_and_label, parse_function, sign_changes
 from headcount.boolean.lower_bound import (
     Theorem2Check,
     WrongInput,
@@ -50,10 +49,11 @@ from headcount.boolean.model import (
     save_boolean,
     sign_of,
 )
-from headcount.core.errors import InputError
-from headcount.core.jsonable import JsonResult
-from headcount.core.resources import check_memory, check_work
-from headcount.core.validate import check_writable
+from headcount.boolean.task import check_values, function_and_label, parse_function, sign_changes
+from headcount.common.errors import InputError
+from headcount.common.jsonable import JsonResult
+from headcount.common.resources import check_memory, check_work
+from headcount.common.validate import check_writable
 
 EXACT_MAX_CHARS = 40
 DECIMAL_DIGITS = 30

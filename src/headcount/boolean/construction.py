@@ -26,12 +26,12 @@ from typing import Any
 from flint import fmpq, fmpq_poly
 
 from headcount.boolean.bases import basis_range, lemma14_basis, representations
-from headcount.boolean.functions import change_points, check_values
 from headcount.boolean.lower_bound import check_feasible
 from headcount.boolean.model import BooleanHead, BooleanLayer, Readout, to_fmpq
 from headcount.boolean.search import smallest_basis
-from headcount.core.errors import InputError
-from headcount.core.validate import check_choice, check_int
+from headcount.boolean.task import change_points, check_values
+from headcount.common.errors import InputError
+from headcount.common.validate import check_choice, check_int
 
 ROUTES = ("factorization", "additive-basis")
 

@@ -48,13 +48,13 @@ from flint import fmpq, fmpz
 
 from headcount.boolean.certify import check_exact_cost
 from headcount.boolean.construction import Construction, construct
-from headcount.boolean.functions import check_values, format_function, function_and_label, sign_changes
 from headcount.boolean.lower_bound import check_sizes
 from headcount.boolean.model import BooleanLayer, Readout, model_sign_exact, save_boolean
-from headcount.core.errors import InputError
-from headcount.core.jsonable import JsonResult
-from headcount.core.resources import check_memory, check_work
-from headcount.core.validate import check_int, check_writable
+from headcount.boolean.task import check_values, format_function, function_and_label, sign_changes
+from headcount.common.errors import InputError
+from headcount.common.jsonable import JsonResult
+from headcount.common.resources import check_memory, check_work
+from headcount.common.validate import check_int, check_writable
 
 FRONTIER_WORK_LIMIT = 1e9
 """Most word operations (``frontier_cost``) one frontier may take. Measured on one core: xor at n = 2000

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 
 from flint import fmpq_mpoly_ctx, fmpq_poly
 
-from headcount.boolean.functions import check_values
 from headcount.boolean.model import (
     BooleanLayer,
     Readout,
@@ -25,9 +24,10 @@ from headcount.boolean.model import (
     rational_form,
     sign_of,
 )
-from headcount.core.errors import InputError
-from headcount.core.jsonable import JsonResult
-from headcount.core.validate import check_int
+from headcount.boolean.task import check_values
+from headcount.common.errors import InputError
+from headcount.common.jsonable import JsonResult
+from headcount.common.validate import check_int
 
 
 def theorem2_polynomial(layer: BooleanLayer, readout: Readout, n: int) -> fmpq_poly:

@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 from flint import fmpq, fmpq_mpoly_ctx, fmpq_poly, fmpz, fmpz_mpoly_ctx, fmpz_poly
 
-from headcount.boolean.functions import MAX_BITS
-from headcount.core.errors import InputError
-from headcount.core.files import (
+from headcount.boolean.task import MAX_BITS
+from headcount.common.errors import InputError
+from headcount.common.files import (
     ModelFileError,
     TensorShapes,
     atomic_write_safetensors,
@@ -44,7 +44,7 @@ from headcount.core.files import (
     read_config,
     show_path,
 )
-from headcount.core.validate import check_choice
+from headcount.common.validate import check_choice
 
 MAX_RATIONAL_DIGITS = 10_000
 # Digits of a numerator or a denominator in a rational string (a file's or the API's). The largest exact

@@ -35,8 +35,8 @@ from math import comb
 import numpy as np
 
 from headcount.boolean.bases import basis_range, lemma14_basis
-from headcount.core.errors import InputError
-from headcount.core.jsonable import JsonResult
+from headcount.common.errors import InputError
+from headcount.common.jsonable import JsonResult
 
 __all__ = [
     "MAX_BASIS_SPAN",

@@ -45,8 +45,8 @@ from itertools import combinations
 
 import numpy as np
 
-from headcount.boolean.functions import parse_function, threshold_degree_symmetric
-from headcount.core.errors import InputError
+from headcount.boolean.task import parse_function, threshold_degree_symmetric
+from headcount.common.errors import InputError
 
 __all__ = [
     "MAX_N",

@@ -5,7 +5,7 @@ One error boundary (`main`): input the user can fix — an InputError raised by 
 path or permission problem, a database that cannot be opened or written, input nested too deeply or with
 numbers too large — exits 2 with one line "error: ..." on stderr (what is wrong, what is allowed); anything
 else is a bug: exit 1 with one line asking for a report (the traceback only with HEADCOUNT_DEBUG=1).
-`--max-memory SIZE` is accepted by every command (core.resources: the one resource guard).
+`--max-memory SIZE` is accepted by every command (common.resources: the one resource guard).
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ import typer
 from headcount.cli import analyze, boolean, imports, induction, minmax, sweep, train
 from headcount.cli import export as export_cli
 from headcount.cli import zoo as zoo_cli
-from headcount.cli.common import plain_output
+from headcount.cli.common import flag, plain_output
 from headcount.cli.evaluate import evaluate
 from headcount.cli.experiment import experiment
 from headcount.cli.reproduce import reproduce
-from headcount.core.errors import InputError, InternalError
-from headcount.core.expsum import UndecidedError
-from headcount.core.resources import memory_limit, memory_limit_of, parse_size
+from headcount.common.errors import InputError, InternalError
+from headcount.common.resources import memory_limit, memory_limit_of, parse_size
+from headcount.core.numbers import UndecidedError
 
 app = typer.Typer(
     add_completion=False,
@@ -108,7 +108,9 @@ def main(argv: list[str] | None = None) -> None:
         with memory_limit_of(max_memory):  # this run's limit only (main may run many times in one process)
             memory_limit()  # the limit in force, checked for every command (a bad HEADCOUNT_MAX_MEMORY too)
             app(args=rest, standalone_mode=False)
-    except (InputError, UndecidedError) as err:
+    except InputError as err:  # the library names parameters; the command line shows their flags
+        _exit(2, f"error: {err.render(flag)}")
+    except UndecidedError as err:
         _exit(2, f"error: {err}")
     except typer.TyperException as err:  # usage errors (exit_code 2) and other click-level errors
         _usage_error(err)

@@ -1,6 +1,6 @@
 """`headcount analyze …`: what a model's heads do (issue 15). `analyze heads` parses its options, calls
 headcount.induction.heads.analyze_heads_file (which checks every value and bounds the work before reading
-the model) and prints the scores; `analyze patterns` calls headcount.report.attention.attention_figure_file
+the model) and prints the scores; `analyze patterns` calls headcount.report.views.attention.attention_figure_file
 (the same checks, and the output folder's) and prints the figure files and each head's role."""
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def analyze_patterns(
     as_json: bool = JsonOpt,
 ) -> None:
     """Attention heat maps of every head on one input (PNG + SVG), with each head's role and scores."""
-    from headcount.report.attention import attention_figure_file
+    from headcount.report.views.attention import attention_figure_file
 
     result = attention_figure_file(model_file, out, task, layout, n, alphabet, seed, hops, samples)
     roles = ", ".join(f"L{h.layer}H{h.head} {h.role}" for h in result.heads)

@@ -13,7 +13,7 @@ import typer
 from headcount.cli.common import JsonOpt, emit
 
 # The bounds the library enforces, for --help (written out so the CLI starts without importing the library;
-# tests/boolean/test_limits.py checks them against boolean.functions.MAX_BITS, search.MAX_BASIS_SPAN,
+# tests/boolean/test_limits.py checks them against boolean.task.MAX_BITS, search.MAX_BASIS_SPAN,
 # search.STAMPS_TABLE and threshold.MAX_N).
 MAX_BITS = 1_000_000
 MAX_BASIS_SPAN = 250_000

@@ -14,6 +14,16 @@ import typer
 ASCII_SPELLINGS = {"⊥": "_|_", "×": "x", "≤": "<=", "≥": ">=", "→": "->", "·": "*", "…": "...", "−": "-"}
 
 
+# The flag of each library parameter an InputError names (common.errors.param): "--" and the name with
+# hyphens for underscores, except where a command spells it otherwise (listed here).
+FLAGS: dict[str, str] = {}
+
+
+def flag(name: str) -> str:
+    """The command-line spelling of the library parameter `name`: n → --n, max_memory → --max-memory."""
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
 def _plain(err: UnicodeError) -> tuple[str, int]:
     if not isinstance(err, UnicodeEncodeError):
         raise err

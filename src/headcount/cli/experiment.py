@@ -24,7 +24,7 @@ def experiment(
     as_json: bool = JsonOpt,
 ) -> None:
     """Run one learning experiment of the spec (a resumable sweep), then its table and figure."""
-    from headcount.report.learning import run_experiment_with_figure
+    from headcount.report.learning.claims import run_experiment_with_figure
 
     report = run_experiment_with_figure(
         name, scale, db, workers=workers, backend=backend, address=address, progress=progress

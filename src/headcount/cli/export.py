@@ -1,5 +1,5 @@
 """`headcount export …`: headcount models in other tools' formats (issue 15). `export transformer-lens`
-parses, calls headcount.core.transformer_lens_io.export_transformer_lens (which reads the model file bounded
+parses, calls headcount.interop.transformer_lens_io.export_transformer_lens (which reads the model file bounded
 and refuses what TransformerLens cannot hold, saying why) and prints what it wrote."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def export_transformer_lens(
     keep their scale exactly (TL's attn_scale, W_Q scaled by a power of two). Table models and non-linear
     decoders exit 2 saying why. JSON fields: out_dir, files, config (the TL fields), heads (per layer),
     padded, exact_round_trip, snippet (load.py's text)."""
-    from headcount.core.transformer_lens_io import export_transformer_lens as run_export
+    from headcount.interop.transformer_lens_io import export_transformer_lens as run_export
 
     result = run_export(model_file, out)
     cfg = result.config

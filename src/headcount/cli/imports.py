@@ -1,5 +1,5 @@
 """`headcount import …`: models trained elsewhere as headcount model files (issue 14). One command per
-family; each parses, calls one library function (headcount.core.gpt2) and prints. Reading is bounded and
+family; each parses, calls one library function (headcount.interop.gpt2) and prints. Reading is bounded and
 never runs code a file holds; bad input exits 2 with one line."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def import_gpt2(
     (absent, tied: equal to wte, or separate), prefix, ignored_buffers (old causal-mask buffers skipped),
     vocab_map (as stored; {} is the identity), dtypes (of the weights read).
     """
-    from headcount.core.gpt2 import import_gpt2 as run_import
+    from headcount.interop.gpt2 import import_gpt2 as run_import
 
     result = run_import(path, out, config=config, prefix=prefix, readout=readout, vocab_map=vocab_map)
     human = (
@@ -87,7 +87,7 @@ def import_transformer_lens(
     scale, an lm-head vocab decoder). Unsupported TL features (RMS norm, rotary, gated MLP, soft caps) exit
     2 naming them. JSON fields: path, source, record, layers, heads, d_model, vocab, n_ctx, decoder,
     extensions."""
-    from headcount.core.transformer_lens_io import import_transformer_lens as run_import
+    from headcount.interop.transformer_lens_io import import_transformer_lens as run_import
 
     result = run_import(path, out)
     human = f"wrote {out}: {result.layers} layer(s), heads {list(result.heads)}, decoder {result.decoder}"

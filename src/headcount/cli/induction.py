@@ -100,7 +100,7 @@ def induction_construct(
     as_json: bool = JsonOpt,
 ) -> None:
     """Build a construction and write it as a model file."""
-    from headcount.induction.khop_construction import write_requested_construction
+    from headcount.induction.khop.construction import write_requested_construction
 
     result = write_requested_construction(out, n, alphabet, layers, hops, layout, max_hops)
     human = (
@@ -180,7 +180,7 @@ def induction_certify(
     as_json: bool = JsonOpt,
 ) -> None:
     """Check a model on all of Σ^n (when small) or random + adversarial inputs; find its precision."""
-    from headcount.core.torch_attention import attention_backend
+    from headcount.core.attention import attention_backend
     from headcount.induction.certify import certify_file_or_construction
 
     with attention_backend(backend, device):

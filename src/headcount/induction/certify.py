@@ -5,8 +5,8 @@ seeded random sequences (half uniform, half no-adjacent-repeats) plus every adve
 headcount.induction.task (each max(2, samples // 8) sequences; the INDEX family where S ≥ 3 and n ≥ 3).
 
 Layouts (headcount.induction.layouts): the inputs above are the characters; with layout "hop-prefix" every
-input gets the hop token of k = `hops` first and position 0 is not scored (core.certify's IGNORE). The
-model is bound to the task's tokens first (core.vocab.bind_task), so imported models (decoder "vocab")
+input gets the hop token of k = `hops` first and position 0 is not scored (core.certify.certify's IGNORE). The
+model is bound to the task's tokens first (core.model.vocab.bind_task), so imported models (decoder "vocab")
 certify in their own vocabulary.
 """
 
@@ -19,15 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.certify import Certificate, certify_model
-from headcount.core.errors import InputError
-from headcount.core.evaluate import Model
-from headcount.core.resources import check_memory, check_work
-from headcount.core.validate import check_int
+from headcount.common.errors import InputError
+from headcount.common.resources import check_memory, check_work
+from headcount.common.validate import check_int
+from headcount.core.certify import Certificate, Model, certify_model
 from headcount.induction import task
 from headcount.induction.construction import build_or_load, check_sizes, evaluation_bytes, evaluation_work
-from headcount.induction.khop_construction import KHOP_DIM, khop_construction, khop_layers
-from headcount.induction.khop_families import KHOP_FAMILIES
+from headcount.induction.khop.construction import KHOP_DIM, khop_construction, khop_layers
+from headcount.induction.khop.families import KHOP_FAMILIES
 from headcount.induction.layouts import (
     bind_layout,
     check_hops,
@@ -45,7 +44,7 @@ SAMPLE_CHUNK = 256  # sampled inputs are generated and checked this many at a ti
 # induction certify: at most this many score entries per pass over its inputs (construction.evaluation_work:
 # inputs × (heads · n² + a fixed cost per input)); --samples, --n and the model's heads set it. Why this
 # bound: a certificate evaluates its inputs about three times (float64, the proof at p, float32; the other
-# dtypes and the precision search stop early), and the blocked passes (core.algorithm) do the causal half
+# dtypes and the precision search stop early), and the blocked passes (core.attention.settings) do the causal half
 # at about 10⁸ entries of n² a second on 2 cores at n = 65536, so the limit is about an hour; the largest
 # certificate the report asks for takes 1.5·10¹¹ (n = 65536, S = 256, 12 inputs: the full-scale
 # induction.two_layer.large_n), the slow tests 1.3·10⁹ (all of Σ^20 over 2 tokens).
@@ -86,7 +85,7 @@ def exhaustive_size(n: int, alphabet: int) -> bool:
 def family_sizes(n: int, alphabet: int, samples: int | None, hops: int = 1) -> list[tuple[str, int]]:
     """The sampled input set: (family, count) — uniform and no-adjacent-repeats share `samples` (default
     default_samples(n)), each adversarial family gets max(2, samples // 8) (INDEX only when S ≥ 3, n ≥ 3;
-    with hops ≥ 2 also the k-hop families of induction/khop_families.py)."""
+    with hops ≥ 2 also the k-hop families of induction/khop/families.py)."""
     samples = default_samples(n) if samples is None else samples
     per_family = max(2, samples // 8)
     families: list[tuple[str, int]] = [
@@ -374,7 +373,7 @@ def certify_file_or_construction(
     layout: str = "plain",
 ) -> InductionCertificate:
     """certify_induction of a model file or of a construction at (n, alphabet): `layers` 1 or 2 (hop 1),
-    or "auto" / the k-hop depth ⌈log₂ k⌉ + 2 for `hops` = k (induction/khop_construction.py); the sizes
+    or "auto" / the k-hop depth ⌈log₂ k⌉ + 2 for `hops` = k (induction/khop/construction.py); the sizes
     are checked before anything is built or loaded."""
     _check_request(n, alphabet, samples, seed, hops, layout)
     layers = _construction_layers(layers, hops, layout)

@@ -7,7 +7,7 @@ runs on (a model file, or a construction checked against the sizes it is made fo
 * :func:`build_construction`, :func:`build_or_load`, :func:`write_construction` — the same checks for the
   Python API and the command line (InputError naming the option, as the CLI spells it).
 * the two-layer construction's building blocks (write_codes, nearest_head, copy_values, base_embedding,
-  layer_one_heads), which the k-hop constructions (induction/khop_construction.py) build on.
+  layer_one_heads), which the k-hop constructions (induction/khop/construction.py) build on.
 
 Two-layer design (spec/induction.md "Upper bound"), with two refinements that keep every quantity small:
 positions and tokens are written as two base-B digits (so squares stay below n instead of n²), and all
@@ -39,15 +39,21 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.algorithm import current_algorithm
-from headcount.core.errors import InputError
-from headcount.core.evaluate import WORKERS, Model
-from headcount.core.forward import ATTENTION_BLOCK, CHUNK_BYTES
-from headcount.core.io import load_model, save_model
-from headcount.core.jsonable import JsonResult
-from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.resources import check_memory
-from headcount.core.table import OneLayerTable
+from headcount.common.errors import InputError
+from headcount.common.jsonable import JsonResult
+from headcount.common.resources import check_memory
+from headcount.core.attention import ATTENTION_BLOCK, current_algorithm
+from headcount.core.certify import WORKERS, Model
+from headcount.core.model import (
+    AttentionHead,
+    Layer,
+    LinearDecoder,
+    OneLayerTable,
+    Transformer,
+    load_model,
+    save_model,
+)
+from headcount.core.passes import CHUNK_BYTES
 from headcount.induction.readout import InductionReadoutDecoder
 
 # Residual-stream layout of the two-layer construction (one name per coordinate).
@@ -111,7 +117,7 @@ def two_layer_parameters(n: int, alphabet: int) -> TwoLayerParameters:
 
 
 # ---------------------------------------------------------------------------------------------
-# Building blocks shared with the k-hop constructions (headcount.induction.khop_construction)
+# Building blocks shared with the k-hop constructions (headcount.induction.khop.construction)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -260,14 +266,14 @@ MAX_TABLE_BYTES = 4 * 2**30  # memory a one-layer construction's tables may take
 CONSTRUCTIONS = {2: two_layer_induction, 1: one_layer_induction}  # by number of layers
 
 # Resource estimates (issue 13), from the arguments alone, before anything is allocated; floats, so that
-# any size (10^100 included) is estimated without overflowing. The resource guard (core.resources) refuses
+# any size (10^100 included) is estimated without overflowing. The resource guard (common.resources) refuses
 # beyond --max-memory; evaluation work is bounded where each command states its limit.
 #
 # The two-layer construction: W_pos [n 19] and W_E, W_U [alphabet 19] in float64, plus ten int64 work
 # arrays of n positions while it is built (digits, squares): bytes per position and per token.
 TWO_LAYER_BYTES_PER_POSITION = 8 * TWO_LAYER_DIM + 8 * 10
 TWO_LAYER_BYTES_PER_TOKEN = 8 * 2 * TWO_LAYER_DIM
-# Evaluating a model on inputs of length n (core.forward, core.bounds): the cached causal mask and score
+# Evaluating a model on inputs of length n (core.passes.forward, core.passes.bounds): the cached causal mask and score
 # bias (9 bytes per query-key pair), and per worker thread one chunk of the batch whose score tensors take
 # about EVAL_SCORE_COPIES float64 copies of max(n × max(n, d_model), a quarter of core's chunk target)
 # (measured: 1.7 GB peak certifying the two-layer construction at n = 4096 on 2 workers; estimate 1.8 GB).
@@ -290,7 +296,7 @@ def construction_bytes(layers: int, n: int, alphabet: int) -> float:
 
 def evaluation_bytes(n: int, d_model: int) -> float:
     """Memory of running a model of width d_model on a batch of length-n inputs (bytes, a float). The
-    blocked passes (core.algorithm) hold one query block's scores [block n] per head at a time, and
+    blocked passes (core.attention.settings) hold one query block's scores [block n] per head at a time, and
     EVAL_POSITION_BYTES per position and model dimension; the reference holds [n n] ones and the masks."""
     n, d_model = float(n), float(d_model)
     if current_algorithm() == "reference":

@@ -23,7 +23,7 @@ character positions only), with A the head's attention matrix [query key] on one
 uniform and find^r for r ≥ 2 (find^1 is the induction pattern, scored as `induction`), when that score is at
 least ROLE_THRESHOLD; "none" otherwise. The two-layer construction's heads come out as previous_token and
 duplicate_token (layer 0) and induction (layer 1), the one-layer construction's (a table model) as
-uniform — tests/induction/test_heads.py. Table models (core/table.py) are read like weight-form ones.
+uniform — tests/induction/test_heads.py. Table models (core/model/table.py) are read like weight-form ones.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.evaluate import Model, attention_patterns
-from headcount.core.io import load_model
-from headcount.core.jsonable import JsonResult
-from headcount.core.resources import check_memory, check_work
-from headcount.core.validate import check_choice, check_int
+from headcount.common.jsonable import JsonResult
+from headcount.common.resources import check_memory, check_work
+from headcount.common.validate import check_choice, check_int
+from headcount.core.certify import Model, attention_patterns
+from headcount.core.model import load_model
 from headcount.induction import task
 from headcount.induction.layouts import (
     DEFAULT_LAYOUT,

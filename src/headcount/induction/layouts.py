@@ -6,9 +6,9 @@ Layouts:
 * ``plain``: the characters σ ∈ Σ^n only; the label at position i is hop_k(σ)_i, ⊥ where it does not
   exist; one fixed k.
 * ``hop-prefix`` (the k-hop paper's public code): position 0 holds the hop-count token — task token S + k − 1,
-  core.vocab's layout, which an imported model's vocabulary map turns into its own id — and positions
+  core.model.vocab's layout, which an imported model's vocabulary map turns into its own id — and positions
   1..n the characters; the label at position i ≥ 1 is hop_k of the characters at index i − 1 (computed on
-  the characters only), ⊥ where it does not exist; position 0 is not scored (its label is core.certify's
+  the characters only), ⊥ where it does not exist; position 0 is not scored (its label is core.certify.certify's
   IGNORE). Positions that results report (counterexamples, rejections) count the hop token: 1-based over
   the whole input, as certify prints them.
 
@@ -33,11 +33,15 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.certify import IGNORE, InputStream, Reference
-from headcount.core.errors import InputError
-from headcount.core.evaluate import (
+from headcount.common.errors import InputError
+from headcount.common.resources import check_memory, check_work
+from headcount.common.validate import check_choice, check_int
+from headcount.core.certify import (
+    IGNORE,
     WORKERS,
+    InputStream,
     Model,
+    Reference,
     WorkBudget,
     certified_predict,
     chunk_rows,
@@ -45,12 +49,8 @@ from headcount.core.evaluate import (
     fixed_predict,
     output_classes,
 )
-from headcount.core.io import load_model
-from headcount.core.precision import Precision, parse_precision
-from headcount.core.resources import check_memory, check_work
-from headcount.core.symbols import BOTTOM
-from headcount.core.validate import check_choice, check_int
-from headcount.core.vocab import bind_task
+from headcount.core.model import BOTTOM, bind_task, load_model
+from headcount.core.numbers import Precision, parse_precision
 from headcount.induction import task
 from headcount.induction.construction import evaluation_bytes
 
@@ -114,7 +114,7 @@ def task_characters(task_name: str, samples: int, n: int, alphabet: int, seed: i
 
 
 def hop_token(alphabet: int, hops: int) -> int:
-    """The task token of hop count k: S + k − 1 (core.vocab's layout; the learning lab's hop token)."""
+    """The task token of hop count k: S + k − 1 (core.model.vocab's layout; the learning lab's hop token)."""
     return alphabet + hops - 1
 
 
@@ -135,7 +135,7 @@ def layout_targets(sigma: np.ndarray, layout: str, hops: int) -> np.ndarray:
 
 
 def layout_reference(layout: str, hops: int) -> Reference:
-    """core.certify's reference on laid-out inputs: the labels of their characters (module docstring)."""
+    """core.certify.certify's reference on laid-out inputs: the labels of their characters (module docstring)."""
     skip = prefix_length(layout)
     return lambda tokens: layout_targets(tokens[:, skip:], layout, hops)
 
@@ -151,7 +151,7 @@ def layout_stream(stream: InputStream, layout: str, alphabet: int, hops: int) ->
 
 
 def bind_layout(model: Model, layout: str, n: int, alphabet: int, hops: int) -> Model:
-    """`model` bound to the task's tokens (core.vocab.bind_task: symbols 0..S−1 and, for hop-prefix, hop
+    """`model` bound to the task's tokens (core.model.vocab.bind_task: symbols 0..S−1 and, for hop-prefix, hop
     tokens S..S+k−1), after checking its context holds the laid-out input (n + 1 tokens for hop-prefix)."""
     length = n + prefix_length(layout)
     if length > model.n_ctx:
@@ -303,7 +303,7 @@ class Evaluation:
 
 
 def _outputs(model: Model, tokens: np.ndarray, prec: Precision, skip: int) -> tuple[np.ndarray, np.ndarray]:
-    """(outputs, decided) [batch length] in mode `prec`: core.evaluate.predict's semantics (fixed:p exactly,
+    """(outputs, decided) [batch length] in mode `prec`: core.certify.evaluate.predict's semantics (fixed:p exactly,
     without a work limit), with the `skip` unscored first positions never sent to the exact evaluator."""
     with np.errstate(all="ignore"):  # float16 overflow is that mode's behaviour, not a failure
         if prec.kind != "fixed":

@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.errors import InputError
-from headcount.core.evaluate import WorkBudget, fixed_predict, predict
-from headcount.core.precision import parse_precision
-from headcount.core.resources import check_memory, check_work
-from headcount.core.symbols import token_text
+from headcount.common.errors import InputError
+from headcount.common.resources import check_memory, check_work
+from headcount.core.certify import WorkBudget, fixed_predict, predict
+from headcount.core.model import token_text
+from headcount.core.numbers import parse_precision
 from headcount.induction.construction import (
     build_or_load,
     check_sizes,

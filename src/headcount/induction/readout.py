@@ -14,10 +14,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from headcount.core.bounds import fraction_bits, outward
-from headcount.core.errors import InputError
-from headcount.core.model import register_decoder
-from headcount.core.symbols import BOTTOM
+from headcount.common.errors import InputError
+from headcount.core.model import BOTTOM, register_decoder
+from headcount.core.numbers import fraction_bits, outward
 
 
 def _readout_scale(n: int) -> np.ndarray:
@@ -81,7 +80,7 @@ class InductionReadoutDecoder:
     def decode_grid(self, x: np.ndarray, bits: int, positions) -> np.ndarray:
         """The fixed:`bits` outputs at `positions` of one sequence from its exact residual x [pos d_model]
         (integers: the values times 2^bits): σ_j = ⌊i·y_j + ½⌋ − 1 exactly (i 1-based, y_j = x_j / 2^p).
-        core.exact calls it; other positions come back as whatever the prefixes give (ignored)."""
+        core.passes.exact_fixed calls it; other positions come back as whatever the prefixes give (ignored)."""
         n, d_model = x.shape
         if d_model != self.n_ctx + 1:
             raise InputError(f"induction_readout needs d_model = n_ctx + 1 = {self.n_ctx + 1}, got {d_model}")

@@ -5,14 +5,14 @@ Role names are those induction/heads.py gives a head whose attention follows the
 (previous_token, duplicate_token, induction, uniform), so `headcount analyze heads` on the exported model
 can be compared with them. Layers, heads and positions p are 0-based; coordinates are the residual-stream
 indices named at the top of induction/construction.py. The k-hop construction's roles (its find^{2^t}
-heads) belong here too, beside its construction (induction/khop_construction.py).
+heads) belong here too, beside its construction (induction/khop/construction.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from headcount.core.validate import check_int
+from headcount.common.validate import check_int
 from headcount.induction.construction import (
     ANSWER_HI,
     ANSWER_LO,
@@ -144,7 +144,7 @@ def pointer_role(layer: int) -> str:
 def khop_roles(n: int, alphabet: int, hops: int) -> dict[str, Any]:
     """The roles khop_construction(n, alphabet, hops) is built with, as JSON (k = 1: two_layer_roles):
     layer 0 as the two-layer construction's, layer 1 the find head, each later layer one pointer head
-    that reads the state stored at the position its pointer names (induction/khop_construction.py)."""
+    that reads the state stored at the position its pointer names (induction/khop/construction.py)."""
     from headcount.induction import khop_construction as kc  # the construction's own column names
 
     if hops == 1:

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.errors import InputError
-from headcount.core.symbols import BOTTOM, token_text
+from headcount.common.errors import InputError
+from headcount.core.model import BOTTOM, token_text
 
 __all__ = [
     "ADVERSARIAL_FAMILIES",

@@ -11,7 +11,7 @@
     experiments.py  the five experiments (spec/learning.md; k-hop also with GPT-2 blocks): specs, summaries
     certified_runs.py  the k-hop runner that certifies what it trained (a built-in sweep runner)
     summaries.py    each experiment's typed summary, read from the database only (figures and claims
-                    are report/learning.py's)
+                    are report/learning/claims.py's)
 
 learn/ imports core and the scenarios, never report/ or cli/.
 """

@@ -17,12 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.certify import certify_model
-from headcount.core.errors import InputError
-from headcount.core.evaluate import emulate
-from headcount.core.io import load_model
-from headcount.core.model import Transformer
-from headcount.core.precision import FLOAT64
+from headcount.common.errors import InputError
+from headcount.core.certify import certify_model, emulate
+from headcount.core.model import Transformer, load_model
+from headcount.core.numbers import FLOAT64
 from headcount.induction import task as itask
 from headcount.induction.layouts import bind_layout, lay_out, layout_reference
 
@@ -33,7 +31,7 @@ KHOP_CERTIFY_SEED = 20_240_602  # fixed, like the held-out sets: every model is 
 def khop_certificates(
     model: Transformer, n: int, alphabet: int, hops: int, samples: int = KHOP_CERTIFY_SAMPLES
 ) -> dict[str, dict[str, Any]]:
-    """Per hop count k = 1..hops (keys "1".."hops"): core.certify.certify_model of the exported k-hop model
+    """Per hop count k = 1..hops (keys "1".."hops"): core.certify.certify.certify_model of the exported k-hop model
     in the hop-prefix layout (induction.layouts: the hop token first, position 0 not scored) on `samples`
     character strings with no two adjacent symbols equal — the distribution the model was trained on —
     drawn once (seeded by KHOP_CERTIFY_SEED, n and alphabet) and shared by every k. Each entry: float64

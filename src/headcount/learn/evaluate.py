@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F_nn
 from scipy.special import gammaln
 
-from headcount.core.symbols import BOTTOM
+from headcount.core.model import BOTTOM
 from headcount.induction import task as itask
 from headcount.induction.heads import score_heads
 from headcount.learn.models import MinMaxNet, SequenceModel, minmax_net_to_model

@@ -16,15 +16,15 @@ parallel, one row per run in the results database — then its summarizer (summa
 summarize_induction_depth, summarize_khop, summarize_minmax_heads, summarize_xor_phase) reads *only the
 database* (the rows of this spec's run ids) and returns its typed summary, the series its claim and figure
 use. What the theory's constructions achieve
-on the same cells (their certificates) is not a summary's business: report/learning.py adds it, draws the
+on the same cells (their certificates) is not a summary's business: report/learning/claims.py adds it, draws the
 figure and checks the claims, so learn/ never imports report/. k-hop: one model per depth L is trained on
 hop counts drawn from 1..K (the hop count is the first token) and evaluated at every k ≤ K
 (`accuracy_by_hop`); the heat map shows the error by (L, k).
 
 induction-depth and khop keep their trained models (`keeps_models`): each run's exported model is written
 beside the database, as models/<run id>.safetensors (`model_folder`, `kept_model`), so the report can load
-the best two-layer model and the deepest k-hop model and read their heads (report/mechanism.py,
-report/khop_mechanism.py); the run ids, and so the rows, are unchanged (a kept run's `model_path` names its
+the best two-layer model and the deepest k-hop model and read their heads (report/induction/mechanism.py,
+report/induction/khop_mechanism.py); the run ids, and so the rows, are unchanged (a kept run's `model_path` names its
 file).
 
 The two k-hop experiments run with the built-in runner KHOP_RUNNER (learn/certified_runs.py:
@@ -40,10 +40,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from headcount.core.errors import InputError
-from headcount.core.io import load_model
-from headcount.core.jsonable import jsonable
-from headcount.core.validate import check_choice
+from headcount.common.errors import InputError
+from headcount.common.jsonable import jsonable
+from headcount.common.validate import check_choice
+from headcount.core.model import load_model
 from headcount.learn.constants import DEFAULT_DB, SCALES
 from headcount.learn.store import ResultsStore
 from headcount.learn.summaries import (

@@ -3,7 +3,7 @@ stores for the run (and `headcount train --json` prints), key for key as before 
 
 A run's JSON is its settings, then the loss (first_loss, final_loss, loss_curve), then the task's exact
 metrics, then model_path, train_seconds and wall_seconds: the `loss` and `metrics` fields are spliced in
-flat. NaN and ±inf are kept as floats (core.jsonable, nonfinite="keep"): a diverged loss must stay visible
+flat. NaN and ±inf are kept as floats (common.jsonable, nonfinite="keep"): a diverged loss must stay visible
 in the database. Metrics that only some runs have (accuracy_by_hop with a hop token, adversarial for plain
 induction, the one-head verifier's verdicts) are left out, not null, when absent.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.jsonable import jsonable
+from headcount.common.jsonable import jsonable
 
 _FLAT = ("loss", "metrics")  # nested results whose keys go straight into the run's JSON
 # left out when None (activation: None for relu, so runs stored before it read the same)

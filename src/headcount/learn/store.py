@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from headcount.core.errors import InputError
+from headcount.common.errors import InputError
 
 APP = "headcount-results"
 SCHEMA_VERSION = 1

@@ -6,7 +6,7 @@
     summarize_xor_phase(rows)       -> XorPhaseSummary          (cells: XorPhaseCell)
 
 A row is one finished run as the results database holds it ({"config": …, "metrics": …}). Summaries only
-read rows: what the theory's constructions achieve on the same cells is report/learning.py's to add, into
+read rows: what the theory's constructions achieve on the same cells is report/learning/claims.py's to add, into
 the slots left for it (MinmaxHeadsSummary.construction_dims, XorPhaseSummary.above_constructions_certified,
 cells as XorPhaseCellWithConstruction); to_json() leaves those out until they are filled.
 
@@ -27,9 +27,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from headcount.boolean.frontier import frontier_row
-from headcount.boolean.functions import parse_function, sign_changes
-from headcount.core.errors import InputError
-from headcount.core.precision import IEEE_DTYPES
+from headcount.boolean.task import parse_function, sign_changes
+from headcount.common.errors import InputError
+from headcount.core.numbers import IEEE_DTYPES
 
 Rows = list[dict[str, Any]]
 
@@ -203,7 +203,7 @@ def _certificates(group: list[dict[str, Any]], k: int) -> list[dict[str, Any]] |
 
 
 def _common_dtypes(certs: list[dict[str, Any]]) -> list[str]:
-    """The IEEE dtypes exact in every one of the certificates, in core.precision.IEEE_DTYPES' order."""
+    """The IEEE dtypes exact in every one of the certificates, in core.numbers.precision.IEEE_DTYPES' order."""
     return [d for d in IEEE_DTYPES if all(d in c["dtypes_exact"] for c in certs)]
 
 

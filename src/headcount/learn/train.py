@@ -40,13 +40,12 @@ import torch
 import torch.nn.functional as F_nn
 
 from headcount.boolean.certify import dim_bound
-from headcount.boolean.functions import parse_function, sign_changes
 from headcount.boolean.model import model_sign_exact, save_boolean
-from headcount.core.errors import InputError
-from headcount.core.io import save_model
-from headcount.core.progress import progress_bar
-from headcount.core.symbols import BOTTOM
-from headcount.core.validate import check_int, check_writable
+from headcount.boolean.task import parse_function, sign_changes
+from headcount.common.errors import InputError
+from headcount.common.progress import progress_bar
+from headcount.common.validate import check_int, check_writable
+from headcount.core.model import BOTTOM, save_model
 from headcount.induction import task as itask
 from headcount.learn import evaluate as ev
 from headcount.learn.evaluate import evaluate_induction, evaluate_minmax
@@ -393,7 +392,7 @@ def train_boolean(
     out: str | Path | None = None,
     progress: bool = False,
 ) -> BooleanRun:
-    """Train a BooleanNet on a symmetric function (a name or F:+-…, boolean/functions.py) over all 2^n inputs
+    """Train a BooleanNet on a symmetric function (a name or F:+-…, boolean/task.py) over all 2^n inputs
     (module docstring). dim defaults to Theorem 3's bound min{D, 2·max{1, ⌈log₂ H⌉} + 2}. Metrics:
     accuracy_all_inputs (fraction of the 2^n inputs the float64 model gets right; sign 0 is wrong), solved
     (all right), solved_exact (the exported exact model, model_sign_exact, on every t), min_margin

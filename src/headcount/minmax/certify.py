@@ -40,10 +40,10 @@ from typing import Any
 import flint
 import numpy as np
 
-from headcount.core.errors import InputError, InternalError
-from headcount.core.jsonable import jsonable
-from headcount.core.resources import check_memory, check_work
-from headcount.core.validate import check_choice
+from headcount.common.errors import InputError, InternalError
+from headcount.common.jsonable import jsonable
+from headcount.common.resources import check_memory, check_work
+from headcount.common.validate import check_choice
 from headcount.minmax.construction import (
     CODES,
     check_construction_resources,
@@ -53,7 +53,7 @@ from headcount.minmax.construction import (
     min_head,
     two_head_layer,
 )
-from headcount.minmax.exact import frac
+from headcount.minmax.exact_signs import frac
 from headcount.minmax.lower_bound import (
     Lemma6Quantities,
     MonotoneRun,

@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.errors import InputError
-from headcount.core.jsonable import JsonResult
-from headcount.core.resources import check_memory, check_work
-from headcount.core.validate import check_choice, check_int
+from headcount.common.errors import InputError
+from headcount.common.jsonable import JsonResult
+from headcount.common.resources import check_memory, check_work
+from headcount.common.validate import check_choice, check_int
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, save_minmax
 from headcount.minmax.task import check_sizes
 

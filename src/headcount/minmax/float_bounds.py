@@ -12,7 +12,7 @@ What is assumed and why each bound holds:
 * C̃ = fl(Θ'V'ᵀ) errs by at most γ_d·(|Θ'||V'|ᵀ) + that absolute term, in any summation order, with or
   without FMA.
 * Attention weights: a score difference is rounded with relative error u; libm's exp is assumed within
-  4 ulp on normal results (glibc documents < 1 ulp; the same assumption as core/bounds.py). Where a
+  4 ulp on normal results (glibc documents < 1 ulp; the same assumption as core/passes/bounds.py). Where a
   computed exponent is ≥ −700 the weight is normal and carries a relative bound; where it is < −700 the
   true weight is < e^-699 < 2^-1008 and is covered by an absolute term instead (weights below 2^-1022
   never rely on the relative model).
@@ -28,7 +28,7 @@ from math import log
 
 import numpy as np
 
-from headcount.core.bounds import check_libm
+from headcount.core.attention import check_libm
 from headcount.minmax.model import TokenLayer
 
 U = 2.0**-53

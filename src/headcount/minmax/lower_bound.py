@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.errors import InputError
-from headcount.core.jsonable import JsonResult
+from headcount.common.errors import InputError
+from headcount.common.jsonable import JsonResult
 from headcount.minmax.model import MinMaxModel, TokenHead, predict
 from headcount.minmax.task import check_sizes, check_task, min_max
 from headcount.minmax.verify import decide_exact, verify_exact_one_head

@@ -7,7 +7,7 @@ histogram h. A layer outputs the sum of its heads. A classifier θ [M d] answers
 
 Everything is float64. Files: one safetensors file, format "headcount-minmax", tensors
 ``heads.{k}.scores [M]``, ``heads.{k}.values [M d]``, ``classifier_min.theta``, ``classifier_max.theta``,
-the JSON config (format, version, M, d, heads, info) in the metadata key "headcount" (core/io.py's
+the JSON config (format, version, M, d, heads, info) in the metadata key "headcount" (core/model/files.py's
 convention, written atomically with its helpers). ``ModelSource`` is where a single-head command's model
 comes from: such a file, or a seeded random head.
 """
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.errors import InputError
-from headcount.core.files import (
+from headcount.common.errors import InputError
+from headcount.common.files import (
     MAX_HEADS_PER_LAYER,
     ModelFileError,
     TensorShapes,
@@ -34,8 +34,8 @@ from headcount.core.files import (
     read_config,
     show_path,
 )
-from headcount.core.resources import check_memory
-from headcount.core.symbols import BOTTOM
+from headcount.common.resources import check_memory
+from headcount.core.model import BOTTOM
 from headcount.minmax.task import check_tokens
 
 MINMAX_FORMAT = "headcount-minmax"

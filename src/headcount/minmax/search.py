@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from headcount.core.errors import InputError
-from headcount.core.jsonable import JsonResult
-from headcount.core.progress import progress_bar
-from headcount.core.resources import check_memory, check_work
-from headcount.core.validate import check_int
+from headcount.common.errors import InputError
+from headcount.common.jsonable import JsonResult
+from headcount.common.progress import progress_bar
+from headcount.common.resources import check_memory, check_work
+from headcount.common.validate import check_int
 from headcount.minmax.lower_bound import MonotoneRun, OneHeadCheck, one_head_counterexamples
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer
 from headcount.minmax.task import check_sizes

@@ -12,7 +12,7 @@ from math import comb, exp, lgamma
 
 import numpy as np
 
-from headcount.core.errors import InputError
+from headcount.common.errors import InputError
 
 #: refuse to enumerate more multisets than this (they are held in memory as one array)
 MAX_ENUMERATE = 5_000_000

@@ -43,10 +43,10 @@ from math import log
 
 import numpy as np
 
-from headcount.core.errors import InputError, InternalError
-from headcount.core.resources import check_memory, check_work
-from headcount.core.symbols import BOTTOM
-from headcount.minmax.exact import exact_inner, layer_gap_sign, sign_weighted_pair
+from headcount.common.errors import InputError, InternalError
+from headcount.common.resources import check_memory, check_work
+from headcount.core.model import BOTTOM
+from headcount.minmax.exact_signs import exact_inner, layer_gap_sign, sign_weighted_pair
 from headcount.minmax.float_bounds import (
     Products,
     U,

@@ -1,4 +1,4 @@
-"""A min/max model as a weight-form Transformer (core/model.py), exactly: what `headcount zoo export
+"""A min/max model as a weight-form Transformer (core/model/transformer.py), exactly: what `headcount zoo export
 --format transformer-lens` hands to TransformerLens.
 
 A position-free head (scores s_ω, values v_ω per token, minmax/model.py) is a weight-form head whose score
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from headcount.common.validate import check_choice
 from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.validate import check_choice
 from headcount.minmax.model import Classifier, MinMaxModel
 from headcount.minmax.task import check_sizes
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable
 
-from headcount.core.errors import InputError
+from headcount.common.errors import InputError
 
 CLAIM_IDS = (
     "boolean.xor.DH_iff",

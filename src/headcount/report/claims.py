@@ -1,6 +1,6 @@
 """The claim registry: one small function per paper claim, each computing its own evidence.
 
-A claim module (e.g. :mod:`headcount.report.induction`) defines functions decorated with
+A claim module (e.g. :mod:`headcount.report.induction.constructions`) defines functions decorated with
 :func:`claim`. The decorator records the claim's id, paper, source (theorem or section) and statement,
 plus the per-scale parameters the function is called with::
 
@@ -30,6 +30,7 @@ PASS, FAIL = "PASS", "FAIL"
 # Paper names used by the claims (one string per paper, so reports group them consistently).
 SEED000 = "seed000 Hsu–Telgarsky 2024"  # One-layer transformers fail to solve the induction heads task
 SEED004 = "seed004 Hsu–Xu 2026"  # Attention-based representations for multi-task computation
+SHT2024 = "Sanford–Hsu–Telgarsky 2024 (k-hop)"
 
 
 @dataclass(frozen=True)

@@ -121,3 +121,8 @@ def render_figures(
 def _metadata(ext: str) -> dict[str, Any]:
     # no timestamps or software URLs in the files: the same data gives the same figure
     return {"Software": None} if ext == "png" else {"Date": None, "Creator": None}
+
+
+def cell_text(ax: plt.Axes, x: float, y: float, text: str, dark: bool) -> None:
+    """A label centred in a heat-map cell, white on dark cells."""
+    ax.text(x, y, text, ha="center", va="center", fontsize=10, color="white" if dark else "black")

@@ -19,27 +19,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from headcount.core.errors import InputError
-from headcount.core.files import show_path
-from headcount.core.jsonable import JsonResult, jsonable
-from headcount.core.probe import machine_info
-from headcount.core.validate import check_choice, writable_folder
+from headcount.common.errors import InputError
+from headcount.common.files import show_path
+from headcount.common.jsonable import JsonResult, jsonable
+from headcount.common.probe import machine_info
+from headcount.common.validate import check_choice, writable_folder
 from headcount.learn.constants import SCALES
-from headcount.report import (
-    boolean,
-    boolean_frontier,
-    index_floor,
-    induction,
-    induction_lower_bound,
-    khop,
-    khop_construction,
-    khop_mechanism,
-    learning,
-    mechanism,
-    minmax,
-)
+from headcount.report.boolean import claims as boolean
+from headcount.report.boolean import frontier as boolean_frontier
 from headcount.report.claim_ids import selected_ids
 from headcount.report.claims import FAIL, PASS, REGISTRY, Claim, ClaimResult, Context
+from headcount.report.induction import constructions as induction
+from headcount.report.induction import index_floor, khop_construction, khop_mechanism, mechanism
+from headcount.report.induction import lower_bound as induction_lower_bound
+from headcount.report.learning import claims as learning
+from headcount.report.learning import khop
+from headcount.report.minmax import claims as minmax
 from headcount.report.render import print_to_stderr, render_report
 
 # The scenario modules: importing one registers its claims and figures (report order = this order).

@@ -45,9 +45,9 @@ from functools import lru_cache
 import flint
 from scipy.stats import beta
 
-from headcount.core.errors import InputError
-from headcount.core.jsonable import JsonResult
-from headcount.core.validate import check_int
+from headcount.common.errors import InputError
+from headcount.common.jsonable import JsonResult
+from headcount.common.validate import check_int
 
 CONFIDENCE = 0.99  # two-sided Clopper–Pearson intervals of sampled rates
 FLOOR_WIDTH = 1e-12  # the bisection stops when its bracket around δ* is this narrow

@@ -68,14 +68,13 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.bounds import U
-from headcount.core.errors import InputError
-from headcount.core.evaluate import Model, WorkBudget, certified_predict, fixed_predict
-from headcount.core.jsonable import JsonResult
-from headcount.core.precision import fixed
-from headcount.core.progress import progress_bar
-from headcount.core.validate import check_int
-from headcount.induction.lower_bound.exact import (
+from headcount.common.errors import InputError
+from headcount.common.jsonable import JsonResult
+from headcount.common.progress import progress_bar
+from headcount.common.validate import check_int
+from headcount.core.certify import Model, WorkBudget, certified_predict, fixed_predict
+from headcount.core.numbers import U, fixed
+from headcount.induction.lower_bound.error_bounds import (
     FLOAT_SHARE,
     Explanations,
     bob_bound,

@@ -20,10 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from headcount.core.evaluate import Model
-from headcount.core.jsonable import JsonResult
+from headcount.common.jsonable import JsonResult
+from headcount.common.validate import check_int
+from headcount.core.certify import Model
 from headcount.core.model import LinearDecoder
-from headcount.core.validate import check_int
 from headcount.induction.lower_bound.protocol import EXHAUSTIVE_K, bob_output, message_from
 from headcount.induction.lower_bound.setup import (
     CHUNK_ELEMENTS,

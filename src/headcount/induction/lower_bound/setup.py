@@ -7,11 +7,11 @@ N = n, head h reads the query q = round_p(Q̃[h, N, ?]); position j contributes 
 s_j = ⟨q, round_p(K̃[h, j, σ_j])⟩ and the value v_j = round_p(Ṽ[h, j, σ_j]) ∈ R^m (m = d_model). The head
 output is Y = Σ_j e^{s_j} v_j / Σ_j e^{s_j}, rounded to the 2^-p grid (round_p); the decoder reads
 round_p(ψ_in(N, ?)) + Σ_h round_p(Y_h). These are exactly the rounding points of
-:func:`headcount.core.table.table_residual`, so Bob's computation mirrors the model's, op for op, from
+:func:`headcount.core.model.table.table_residual`, so Bob's computation mirrors the model's, op for op, from
 the head outputs on.
 
 Scope and assumptions. A table-form model is used as given (model_form "table"). A one-layer weight-form
-model is converted, at the (k, p) the reduction runs at, with core.fixed_table.table_at_precision into
+model is converted, at the (k, p) the reduction runs at, with core.passes.fixed_table.table_at_precision into
 the table of its own fixed:p rounding points (positions 1..n, tokens 0, 1, ?): ψ_in = round_p(W_E + W_pos),
 Q̃ = round_p(ψ_in W_Q), K̃ = round_p(ψ_in W_K) and Ṽ = v W_O with v = round_p(ψ_in W_V), all computed
 exactly, so that the table's fixed:p model on INDEX inputs IS the weight model's (model_form WEIGHTS_FORM).
@@ -21,7 +21,7 @@ model (InputError), never runs on a table with other rounding points. check_prot
 predict on that table (the same answers as the model's), and refute confirms counterexamples on the model
 as given. refute alone (index_setup(…, guide=True)) does not refuse such a model: every input it reports is
 confirmed on the model as given, so the table only guides its search, and where no exact table exists the
-guide is the real-arithmetic table (core.table.table_from_weights at positions 1..n, tokens 0, 1, ?;
+guide is the real-arithmetic table (core.model.table.table_from_weights at positions 1..n, tokens 0, 1, ?;
 model_form GUIDE_FORM), whose protocol is not the model's. Decoders are taken to be positionwise
 (ψ_out(i, x_i), as the Decoder protocol says): Bob decodes his vector at position N of an otherwise zero
 block.
@@ -36,18 +36,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import expit
 
-from headcount.core.errors import InputError
-from headcount.core.evaluate import Model, predict
-from headcount.core.fixed_table import NoExactTable, table_at_precision, table_at_precision_bytes
-from headcount.core.model import Transformer
-from headcount.core.precision import fixed, round_fixed
-from headcount.core.resources import check_memory, check_work
-from headcount.core.table import OneLayerTable, random_table, table_from_weights
-from headcount.core.validate import check_int
+from headcount.common.errors import InputError
+from headcount.common.resources import check_memory, check_work
+from headcount.common.validate import check_int
+from headcount.core.certify import Model, predict
+from headcount.core.model import OneLayerTable, Transformer, random_table, table_from_weights
+from headcount.core.numbers import fixed, round_fixed
+from headcount.core.passes import NoExactTable, table_at_precision, table_at_precision_bytes
 from headcount.induction.construction import PER_INPUT_WORK, evaluation_bytes, load_model_file
 from headcount.induction.task import INDEX_QUERY, index_input
 
-# Largest p (--precision-bits): the precision modes' range (fixed:p for 1 ≤ p ≤ 60, core.precision), which
+# Largest p (--precision-bits): the precision modes' range (fixed:p for 1 ≤ p ≤ 60, core.numbers.precision), which
 # the model's own evaluation at fixed:p follows; Alice's grid 2^{-3p} stays well inside float64 there.
 MAX_PRECISION_BITS = 60
 # Working-set size (float64 elements) that the vectorized steps aim for per chunk.
@@ -157,7 +156,7 @@ def as_table(model: Model, n: int, p: int, guide: bool = False) -> tuple[OneLaye
     """(table, model_form) the reduction runs on at length n and fixed:p: a table model as given ("table"),
     or a one-layer attention-only weight-form model as the exact table of its own fixed:p rounding points at
     positions 1..n and tokens 0, 1, ? (WEIGHTS_FORM; module docstring); InputError otherwise, and for a
-    weight-form model no table can follow (core.fixed_table.NoExactTable) — unless guide=True (a search whose
+    weight-form model no table can follow (core.passes.fixed_table.NoExactTable) — unless guide=True (a search whose
     every answer is confirmed on the model), which then gets its real-arithmetic table (GUIDE_FORM)."""
     if isinstance(model, OneLayerTable):
         return model, "table"
@@ -414,7 +413,7 @@ def model_shape(model: Model) -> tuple[int, int, int]:
 
 def setup_bytes(model: Model, k: int) -> float:
     """Memory of index_setup: a weight-form model's exact table of its fixed:p rounding points at n = 2k+1
-    over the 3 INDEX tokens (core.fixed_table.table_at_precision_bytes: the exact grid values while it is
+    over the 3 INDEX tokens (core.passes.fixed_table.table_at_precision_bytes: the exact grid values while it is
     built and the float64 table), the setup's rounded copies of the tables at n over 3 tokens, and Bob's
     [k h m]."""
     heads, m, d_head = model_shape(model)

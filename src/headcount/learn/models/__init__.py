@@ -4,7 +4,7 @@ through the same certificates, verifiers and lower-bound tools as a construction
 
     sequence.py  SequenceModel — causal multi-head attention over token sequences, TransformerLens weight
                  names; loads any core Transformer with a linear decoder and exports to one
-    table.py     TableModel — the one-layer table form (core/table.py), the one-layer construction's form
+    table.py     TableModel — the one-layer table form (core/model/table.py), the one-layer construction's form
     minmax.py    MinMaxNet — position-free heads over tokens 1..M plus two linear classifiers (minmax.model)
     boolean.py   BooleanNet — heads over {0, 1} plus a degree-D polynomial readout (boolean.model)
     tokens.py    token input checks and float64 copies of parameters, shared by the above

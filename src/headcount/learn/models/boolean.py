@@ -13,8 +13,8 @@ import torch
 from torch import nn
 
 from headcount.boolean.model import BooleanHead, BooleanLayer, Readout, fmpq_to_float, to_fmpq
-from headcount.core.errors import InputError
-from headcount.core.validate import check_int
+from headcount.common.errors import InputError
+from headcount.common.validate import check_int
 from headcount.learn.models.tokens import as_tokens, to_numpy
 
 

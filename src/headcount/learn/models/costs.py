@@ -5,7 +5,7 @@ Estimates are arithmetic on the arguments in floats, so sizes like 10¹⁰⁰ ar
 overflowing and nothing is allocated first:
   * memory (bytes): the parameters with their gradients and AdamW state (float32), one step's activations
     (the tensors autograd keeps, about twice the forward's), the float64 copy the metrics run on and the
-    evaluation sets (learn/evaluate.py's sizes, passed in) — checked with core.resources.check_memory;
+    evaluation sets (learn/evaluate.py's sizes, passed in) — checked with common.resources.check_memory;
   * compute (floating-point operations): steps × one step (forward + backward ≈ 3 forwards) plus the
     evaluation — at most TRAIN_FLOPS_LIMIT (check_work, naming --steps and the sizes).
 The estimates count what dominates (matrix products, attention patterns, logits), not every small tensor.
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from headcount.boolean.certify import check_exact_cost
-from headcount.core.errors import InputError
-from headcount.core.resources import check_memory, check_work
+from headcount.common.errors import InputError
+from headcount.common.resources import check_memory, check_work
 from headcount.learn.models.sequence import SequenceConfig
 
 MAX_STEPS = 10_000_000

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from headcount.core.errors import InputError
-from headcount.core.validate import check_int
+from headcount.common.errors import InputError
+from headcount.common.validate import check_int
 from headcount.learn.models.tokens import as_tokens, to_numpy
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer
 

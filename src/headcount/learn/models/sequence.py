@@ -1,12 +1,12 @@
 """SequenceModel: causal multi-head attention over token sequences in TransformerLens weight names, and
-exact conversions from and to a core Transformer (headcount.core.model) with a linear decoder.
+exact conversions from and to a core Transformer (headcount.core.model.transformer) with a linear decoder.
 
-Scores are plain ⟨q, k⟩ exactly as in core/forward.py (no 1/√d_head in forward: W_Q is *initialised*
+Scores are plain ⟨q, k⟩ exactly as in core/passes/forward.py (no 1/√d_head in forward: W_Q is *initialised*
 ×1/√d_head so training starts like a standard transformer, and a loaded construction keeps its own scale).
 `dim` here is the residual width d_model (the name the training configs and stored runs use).
 
 With layernorm=True the blocks are GPT-2's pre-LN blocks (x += attn(LN(x)); x += mlp(LN(x)); a final LN
-before the unembedding), and the MLP's activation is one of core.model.ACTIVATIONS. They export to the core
+before the unembedding), and the MLP's activation is one of core.model.transformer.ACTIVATIONS. They export to the core
 model's ln1 / ln2 / ln_final and MLP.activation (the same real-arithmetic function; float64 logits agree to
 rounding). What a SequenceModel cannot hold — q/k/v biases, an output bias b_O — is refused on import; a
 stored attention scale is folded into W_Q (scale·⟨q, k⟩ = ⟨scale·q, k⟩).
@@ -23,17 +23,9 @@ import torch
 import torch.nn.functional as F_nn
 from torch import nn
 
-from headcount.core.errors import InputError
-from headcount.core.model import (
-    ACTIVATIONS,
-    MLP,
-    AttentionHead,
-    Layer,
-    LayerNorm,
-    LinearDecoder,
-    Transformer,
-)
-from headcount.core.validate import check_int
+from headcount.common.errors import InputError
+from headcount.common.validate import check_int
+from headcount.core.model import ACTIVATIONS, MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
 from headcount.learn.models.tokens import as_tokens, to_numpy
 
 POSITIONAL = ("learned", "sinusoidal", "circle", "fixed")
@@ -48,7 +40,7 @@ class SequenceConfig:
     (position i ↦ √dim·(cos 2πi/n_ctx, sin 2πi/n_ctx) in coordinates 0 and 1, zero elsewhere: a constant
     norm √dim, the expected norm of an initial W_E row, so neither swamps the other), "fixed" (a frozen W_pos
     buffer, filled when a construction is loaded). d_head defaults to dim // heads; d_mlp to 4·dim.
-    activation: the MLP's, one of core.model.ACTIVATIONS ("gelu" exact erf, "gelu_tanh" GPT-2's form).
+    activation: the MLP's, one of core.model.transformer.ACTIVATIONS ("gelu" exact erf, "gelu_tanh" GPT-2's form).
     `stored()` is the dict run files keep: asdict without keys that have their default and were added
     later (activation), so configs stored before it existed read the same."""
 
@@ -140,14 +132,14 @@ class Attention(nn.Module):
 
 
 def activate(h: torch.Tensor, kind: str) -> torch.Tensor:
-    """The MLP activation `kind` (core.model.ACTIVATIONS): relu, gelu = x·Φ(x), gelu_tanh (GPT-2's)."""
+    """The MLP activation `kind` (core.model.transformer.ACTIVATIONS): relu, gelu = x·Φ(x), gelu_tanh (GPT-2's)."""
     if kind == "relu":
         return torch.relu(h)
     return F_nn.gelu(h, approximate="tanh" if kind == "gelu_tanh" else "none")
 
 
 class FeedForward(nn.Module):
-    """MLP with biases, as core.model.MLP: act(x W_in + b_in) W_out + b_out, act = cfg.activation."""
+    """MLP with biases, as core.model.transformer.MLP: act(x W_in + b_in) W_out + b_out, act = cfg.activation."""
 
     def __init__(self, cfg: SequenceConfig):
         super().__init__()
@@ -223,7 +215,7 @@ def _pad(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 def _check_loadable(t: Transformer) -> None:
     if not isinstance(t, Transformer):
-        raise InputError(f"expected a headcount.core.model.Transformer, got {type(t).__name__}")
+        raise InputError(f"expected a headcount.core.model.transformer.Transformer, got {type(t).__name__}")
     if not isinstance(t.decoder, LinearDecoder):
         raise InputError(
             f"only models with a linear decoder load into a SequenceModel, not {t.decoder.kind!r}"

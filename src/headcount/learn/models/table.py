@@ -1,4 +1,4 @@
-"""TableModel: the one-layer table form (core/table.py) in PyTorch, so the one-layer construction (with its
+"""TableModel: the one-layer table form (core/model/table.py) in PyTorch, so the one-layer construction (with its
 documented, non-differentiable readout) loads with identical outputs and can be probed or perturbed."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from headcount.core.table import OneLayerTable
+from headcount.core.model import OneLayerTable
 from headcount.learn.models.tokens import as_tokens, to_numpy
 
 
 class TableModel(nn.Module):
-    """The one-layer table form (core/table.py) in PyTorch: ψ_in, Q̃, K̃, Ṽ looked up per (position, token),
+    """The one-layer table form (core/model/table.py) in PyTorch: ψ_in, Q̃, K̃, Ṽ looked up per (position, token),
     causal softmax attention, residual x_i + Σ_h head_h(i). forward(tokens) -> that residual (ψ_out is the
     table's decoder, kept as data: `predict` applies it); so the one-layer construction loads here with
     identical outputs and can be probed or perturbed with torch (its readout is not differentiable)."""

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from headcount.core.errors import InputError
+from headcount.common.errors import InputError
 
 
 def _integer_tensor(tokens: Any) -> torch.Tensor:

@@ -15,9 +15,9 @@ The database itself is `headcount.learn.store`. Everything a caller needs is imp
 
 from headcount.learn.constants import TASKS
 from headcount.learn.store import run_id_for
-from headcount.learn.sweep.claims import CLAIM_STALE_SECONDS
 from headcount.learn.sweep.errors import RAY_MISSING, BackendUnavailableError, SpecError, SweepError
 from headcount.learn.sweep.flags import spec_from_flags, spec_from_options
+from headcount.learn.sweep.leases import CLAIM_STALE_SECONDS
 from headcount.learn.sweep.run import SweepCounts, SweepPlan, run_sweep, run_sweep_from_options, sweep_plan
 from headcount.learn.sweep.runners import (
     DEFAULT_RUNNER,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from headcount.core.errors import InputError
+from headcount.common.errors import InputError
 
 RAY_MISSING = "backend 'ray' needs the optional extra: pip install 'headcount[ray]'"
 

@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from headcount.core.errors import InputError
-from headcount.core.jsonable import JsonResult
-from headcount.core.progress import progress_bar
-from headcount.core.validate import writable_folder
+from headcount.common.errors import InputError
+from headcount.common.jsonable import JsonResult
+from headcount.common.progress import progress_bar
+from headcount.common.validate import writable_folder
 from headcount.learn.store import ResultsStore
-from headcount.learn.sweep.claims import holder_alive, this_process
 from headcount.learn.sweep.errors import SweepError
 from headcount.learn.sweep.flags import spec_from_options
+from headcount.learn.sweep.leases import holder_alive, this_process
 from headcount.learn.sweep.runners import Runner, check_runner_name, keeping_models, resolve_runner
 from headcount.learn.sweep.schedulers import Scheduler, make_scheduler
 from headcount.learn.sweep.spec import RunSpec, SweepSpec, load_spec

@@ -52,8 +52,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from headcount.core.errors import InputError
-from headcount.core.validate import check_choice, check_int
+from headcount.common.errors import InputError
+from headcount.common.validate import check_choice, check_int
 from headcount.learn.sweep.errors import RAY_MISSING, BackendUnavailableError, RayAddressError
 from headcount.learn.sweep.runners import Runner
 from headcount.learn.sweep.spec import RunSpec

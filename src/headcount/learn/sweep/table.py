@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from headcount.core.validate import check_choice
+from headcount.common.validate import check_choice
 from headcount.learn.store import ResultsStore, canonical_json
 from headcount.learn.sweep.errors import SweepError
 

@@ -3,7 +3,7 @@ and return a RunOutcome that never raises (a failure is an outcome with status '
 
 The runner (runners.Runner: a registry name and a module-level function, received by reference) maps a
 config dict to metrics (a mapping, or a typed result with to_json()). Metrics are stored as JSON with NaN
-and ±inf kept as floats (core.jsonable, nonfinite="keep"), so a diverged loss stays visible in the database.
+and ±inf kept as floats (common.jsonable, nonfinite="keep"), so a diverged loss stays visible in the database.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from headcount.core.errors import InputError
-from headcount.core.jsonable import jsonable
-from headcount.core.probe import machine_info
+from headcount.common.errors import InputError
+from headcount.common.jsonable import jsonable
+from headcount.common.probe import machine_info
 from headcount.learn.sweep.runners import Runner
 
 VERSION_KEYS = ("python", "numpy", "torch", "headcount", "platform", "host")  # stored with every run
@@ -63,7 +63,7 @@ def one_line(err: BaseException, limit: int = 1000) -> str:
 
 
 def environment_versions() -> dict[str, Any]:
-    """python, numpy, torch, headcount versions and the platform and host of this process (core.probe)."""
+    """python, numpy, torch, headcount versions and the platform and host of this process (common.probe)."""
     info = machine_info()
     return {key: info[key] for key in VERSION_KEYS}
 

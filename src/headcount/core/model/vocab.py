@@ -1,0 +1,215 @@
+"""Imported models speak their own vocabulary: the decoder kind "vocab" and the vocabulary map.
+
+A model trained elsewhere (a GPT-2 checkpoint) reads model token ids and writes logits over its whole
+vocabulary: ``x W_U + b_U`` with W_U separate ("lm-head") or W_Eᵀ ("tied"), or the final hidden state
+itself ("hidden": research code that trains GPT2Model with a cross-entropy on its last hidden state).
+The vocabulary map says which model ids the task's tokens are (JSON, stored in the model file):
+
+    {"symbols": [id of symbol 0, id of symbol 1, …], "hops": [id of hop count 1, 2, …], "none": id,
+     "blank": id}
+
+Every key is optional; a missing one takes headcount's own layout (the identity map): symbol s ↦ s, hop
+count k ↦ S + k − 1 (the learning lab's hop token), "none" (the output ⊥) ↦ S. "blank" is accepted and
+kept for layouts with a filler token; no layout headcount generates uses it yet.
+
+``bind_task`` turns such a model into one over the task's tokens: its W_E keeps the rows of the task's
+input tokens (symbols 0..S−1, then hop tokens S..S+K−1: a row gather, exact) and its decoder maps each
+output id to the task's label (the symbol, ⊥, or OTHER for an id the task does not use). Everything
+downstream — evaluation in every precision mode, the rigorous bounds, certificates — then runs unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from headcount.common.errors import InputError
+from headcount.core.model.symbols import BOTTOM, OTHER
+from headcount.core.model.transformer import LinearDecoder, Transformer, argmax_bounds, register_decoder
+from headcount.core.numbers import add_bounds, affine_bounds
+
+READOUTS = ("tied", "lm-head", "hidden")
+MAX_VOCAB_MAP_IDS = 1 << 20  # ids one list of a vocabulary map may hold (GPT-2's vocabulary is 50,257)
+
+
+def _id(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        raise InputError(f"vocabulary map: {what} must be a token id 0 ≤ id < 2^31, got {str(value)[:40]!r}")
+    return int(value)
+
+
+def _ids(value: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or len(value) > MAX_VOCAB_MAP_IDS:
+        raise InputError(f"vocabulary map: {what!r} must be a list of at most {MAX_VOCAB_MAP_IDS} token ids")
+    return tuple(_id(v, f"each of {what!r}") for v in value)
+
+
+@dataclass(frozen=True)
+class VocabMap:
+    """Model token ids of the task's tokens (module docstring); None: headcount's own layout."""
+
+    symbols: tuple[int, ...] | None = None
+    hops: tuple[int, ...] | None = None
+    none: int | None = None
+    blank: int | None = None
+
+    KEYS: ClassVar[tuple[str, ...]] = ("symbols", "hops", "none", "blank")
+
+    @classmethod
+    def from_json(cls, obj: Any) -> VocabMap:
+        """Parse (and check) the JSON form; InputError saying what is wrong."""
+        if obj is None:
+            return cls()
+        if not isinstance(obj, dict):
+            raise InputError(f"a vocabulary map must be a JSON object with keys {list(cls.KEYS)}")
+        unknown = sorted(set(obj) - set(cls.KEYS))
+        if unknown:
+            raise InputError(f"vocabulary map: unknown keys {unknown[:5]}; allowed: {list(cls.KEYS)}")
+        out = cls(
+            _ids(obj["symbols"], "symbols") if "symbols" in obj else None,
+            _ids(obj["hops"], "hops") if "hops" in obj else None,
+            _id(obj["none"], "'none'") if "none" in obj else None,
+            _id(obj["blank"], "'blank'") if "blank" in obj else None,
+        )
+        inputs = (
+            list(out.symbols or ()) + list(out.hops or ()) + ([out.blank] if out.blank is not None else [])
+        )
+        if len(set(inputs)) != len(inputs):
+            raise InputError("vocabulary map: symbols, hops and blank must be distinct token ids")
+        if out.none is not None and out.symbols is not None and out.none in out.symbols:
+            raise InputError(f"vocabulary map: 'none' = {out.none} is also a symbol's id")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in self.KEYS:
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    def input_ids(self, alphabet: int, hops: int) -> np.ndarray:
+        """Model ids of the task's input tokens: symbols 0..S−1, then hop tokens 1..hops (InputError when
+        the map has too few)."""
+        symbols = tuple(range(alphabet)) if self.symbols is None else self.symbols
+        if len(symbols) < alphabet:
+            raise InputError(
+                f"the vocabulary map has {len(symbols)} symbols; --alphabet {alphabet} needs {alphabet}"
+            )
+        hop_ids = tuple(range(alphabet, alphabet + hops)) if self.hops is None else self.hops
+        if len(hop_ids) < hops:
+            raise InputError(
+                f"the vocabulary map has {len(hop_ids)} hop tokens; hop counts 1..{hops} need {hops}"
+            )
+        return np.array(symbols[:alphabet] + hop_ids[:hops], dtype=np.int64)
+
+    def output_labels(self, alphabet: int, classes: int) -> np.ndarray:
+        """[classes] the task label of each output id: s for symbol s's id, BOTTOM for 'none', else OTHER."""
+        symbols = tuple(range(alphabet)) if self.symbols is None else self.symbols[:alphabet]
+        none = alphabet if self.none is None else self.none
+        labels = np.full(classes, OTHER, dtype=np.int64)
+        for s, token in enumerate(symbols):
+            if token < classes:
+                labels[token] = s
+        if none < classes:
+            labels[none] = BOTTOM
+        return labels
+
+
+@register_decoder
+@dataclass(frozen=True, eq=False)
+class VocabDecoder:
+    """Logits over the model's vocabulary (module docstring), argmax with ties to the lowest id, then the
+    task label of that id (`labels`, set by bind_task; None: the raw id)."""
+
+    W_U: np.ndarray | None  # [d_model vocab]; None for readout "hidden" (the logits are x itself)
+    b_U: np.ndarray | None  # [vocab]
+    readout: str
+    vocab_map: VocabMap = VocabMap()
+    labels: np.ndarray | None = None  # [vocab]
+    kind: ClassVar[str] = "vocab"
+
+    def __post_init__(self) -> None:
+        if self.readout not in READOUTS:
+            raise ValueError(f"unknown readout {self.readout!r}: use one of {READOUTS}")
+        if (self.W_U is None) != (self.readout == "hidden"):
+            raise ValueError("readout 'hidden' has no W_U; 'tied' and 'lm-head' need one")
+        for name in ("W_U", "b_U"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, np.ascontiguousarray(value, dtype=np.float64))
+        if self.b_U is not None and self.W_U is not None and self.b_U.shape != (self.W_U.shape[1],):
+            raise ValueError(f"b_U {self.b_U.shape} does not fit W_U {self.W_U.shape}")
+
+    def classes(self, d_model: int) -> int:
+        """How many output ids the logits cover."""
+        return d_model if self.W_U is None else self.W_U.shape[1]
+
+    def _labelled(self, cls: np.ndarray) -> np.ndarray:
+        return cls.astype(np.int64) if self.labels is None else self.labels[cls]
+
+    def _logits(self, x: np.ndarray) -> np.ndarray:
+        logits = x if self.W_U is None else x @ self.W_U.astype(x.dtype)
+        return logits if self.b_U is None else logits + self.b_U.astype(x.dtype)
+
+    def decode(self, x: np.ndarray) -> np.ndarray:
+        return self._labelled(np.argmax(self._logits(x), axis=-1))
+
+    def decode_bounds(self, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.W_U is None:
+            lmid, lrad = (mid, rad) if self.b_U is None else add_bounds(mid, rad, self.b_U, 0.0)
+        else:
+            lmid, lrad = affine_bounds(mid, rad, self.W_U, self.b_U)
+        cls, decided = argmax_bounds(lmid, lrad)
+        return self._labelled(cls), decided
+
+    def tensors(self) -> dict[str, np.ndarray]:
+        return {name: value for name in ("W_U", "b_U") if (value := getattr(self, name)) is not None}
+
+    def config(self) -> dict[str, Any]:
+        return {"readout": self.readout, "vocab_map": self.vocab_map.to_json()}
+
+    @classmethod
+    def from_parts(cls, tensors: dict[str, np.ndarray], config: dict[str, Any]) -> VocabDecoder:
+        return cls(
+            tensors.get("W_U"),
+            tensors.get("b_U"),
+            config.get("readout"),
+            VocabMap.from_json(config.get("vocab_map")),
+        )
+
+
+def bind_task(model: Transformer, alphabet: int, hops: int = 0) -> Transformer:
+    """`model` as a model over the task's tokens (module docstring): symbols 0..alphabet−1 and, when hops ≥ 1,
+    hop tokens alphabet..alphabet+hops−1. A model with a "vocab" decoder gets the gathered W_E and the
+    output labels; any other model already speaks the task's tokens and is checked to have them."""
+    if not isinstance(model, Transformer) or not isinstance(model.decoder, VocabDecoder):
+        needed = alphabet + hops
+        if model.alphabet < needed:
+            what = f"{alphabet} symbols" + (f" and {hops} hop tokens" if hops else "")
+            raise InputError(f"the model reads {model.alphabet} input tokens; {what} need {needed}")
+        if isinstance(model.decoder, LinearDecoder) and model.decoder.alphabet < alphabet:
+            raise InputError(
+                f"the model's decoder has {model.decoder.alphabet} symbol classes; --alphabet {alphabet} "
+                "needs them all"
+            )
+        return model
+    decoder = model.decoder
+    ids = decoder.vocab_map.input_ids(alphabet, hops)
+    if ids.max(initial=0) >= model.alphabet:
+        raise InputError(
+            f"the vocabulary map names token id {int(ids.max())}; the model reads {model.alphabet} ids"
+        )
+    labels = decoder.vocab_map.output_labels(alphabet, decoder.classes(model.d_model))
+    if not (labels >= 0).any():
+        raise InputError("no symbol of the vocabulary map is an output id of the model's readout")
+    info = model.info | {
+        "vocab_map": decoder.vocab_map.to_json(),
+        "bound_to": {"alphabet": alphabet, "hops": hops},
+    }
+    return dataclasses.replace(
+        model, W_E=model.W_E[ids], decoder=dataclasses.replace(decoder, labels=labels), info=info
+    )
