@@ -27,7 +27,7 @@ _MARKED = re.compile(f"{_OPEN}([A-Za-z_][A-Za-z0-9_]*){_CLOSE}")
 def param(name: str) -> str:
     """`name` (a Python parameter name) marked inside an InputError message: shown as itself from Python
     and as its flag on the command line (InputError.render)."""
-    return f"{_OPEN}{name}{_CLOSE}"
+    return f"{_OPEN}{name}{_CLOSE}" if _MARKED.fullmatch(f"{_OPEN}{name}{_CLOSE}") else name
 
 
 def plain(text: str) -> str:

@@ -1,11 +1,12 @@
 """The one resource guard: before any work, a command estimates the memory (and, where it can, the work)
 its arguments imply, and refuses beyond a limit with the estimate and the flag that raises it.
 
-    check_memory(bytes_needed, "induction construct --layers 2 at n=10^9")   # InputError beyond the limit
-    check_work(operations, "minmax certify at M=10^6", limit=WORK_LIMIT)
+    check_memory(bytes_needed, f"induction construct {param('layers')} 2 at n=10^9")   # InputError beyond
+    check_work(operations, limit, "minmax certify at M=10^6", "multiply-adds", param("M"))
 
-The memory limit is half of this machine's physical memory by default; `--max-memory SIZE` (any command;
-e.g. 8G, 512M, 2T or a byte count) or the environment variable HEADCOUNT_MAX_MEMORY sets it for one run.
+The memory limit is half of this machine's physical memory by default; the parameter max_memory (the CLI
+takes it on every command; e.g. 8G, 512M, 2T or a byte count) or the environment variable
+HEADCOUNT_MAX_MEMORY sets it for one run. Parameters are named as common.errors.param marks them.
 Estimates are of the largest arrays a command allocates (what dominates), stated in the message, so a
 user can see why and decide. Work limits bound what would otherwise run for hours without a useful answer
 (each names its own option); they are documented beside the options they bound.
@@ -19,7 +20,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 
 ENV_MAX_MEMORY = "HEADCOUNT_MAX_MEMORY"
 DEFAULT_FRACTION = 0.5  # of physical memory: leaves room for the OS, the interpreter and other work
@@ -35,7 +36,7 @@ def physical_memory() -> int:
         return 8 * 2**30
 
 
-def parse_size(text: str, name: str = "--max-memory") -> int:
+def parse_size(text: str, name: str = param("max_memory")) -> int:
     """'8G', '512M', '2T', '1.5G', '1000000' → bytes (binary units); InputError (naming the option or
     environment variable `name` it came from) otherwise."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([BKMGTP]?)(?:I?B)?\s*", str(text).upper())
@@ -48,7 +49,7 @@ def parse_size(text: str, name: str = "--max-memory") -> int:
 
 
 def memory_limit() -> int:
-    """The limit in force: --max-memory (set_memory_limit), else HEADCOUNT_MAX_MEMORY, else the default."""
+    """The limit in force: max_memory (set_memory_limit), else HEADCOUNT_MAX_MEMORY, else the default."""
     chosen = _limit.get()
     if chosen is not None:
         return chosen
@@ -88,13 +89,13 @@ def check_memory(bytes_needed: float, what: str) -> None:
     if bytes_needed > limit:
         raise InputError(
             f"{what} needs about {human_bytes(bytes_needed)} of memory; the limit is {human_bytes(limit)} "
-            f"(raise it with --max-memory SIZE or {ENV_MAX_MEMORY})"
+            f"(raise it with {param('max_memory')} SIZE or {ENV_MAX_MEMORY})"
         )
 
 
 def check_work(amount: float, limit: float, what: str, unit: str, option: str) -> None:
     """InputError when `what` implies more than `limit` units of work: the message names the bound and
-    the option that sets the amount (work limits are not raised by --max-memory)."""
+    the option that sets the amount, marked with common.errors.param (max_memory does not raise them)."""
     if amount > limit:
         raise InputError(
             f"{what} means about {amount:.3g} {unit}; allowed up to {limit:.3g} (lower {option})"

@@ -12,17 +12,17 @@ from typing import Any
 
 import numpy as np
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 
 
 def check_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
     """`value` as an int if it is an integer (not a bool) in [low, high]; InputError otherwise."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise InputError(f"{name} must be an integer, got {value!r}")
+        raise InputError(f"{param(name)} must be an integer, got {value!r}")
     if low is not None and value < low:
-        raise InputError(f"{name} must be ≥ {low}, got {value}")
+        raise InputError(f"{param(name)} must be ≥ {low}, got {value}")
     if high is not None and value > high:
-        raise InputError(f"{name} must be ≤ {high}, got {value}")
+        raise InputError(f"{param(name)} must be ≤ {high}, got {value}")
     return int(value)
 
 
@@ -32,46 +32,46 @@ def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
     if value not in allowed:
         names = [str(a) for a in allowed]
         listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
-        raise InputError(f"{name} {value!r} is not available: use {listed}")
+        raise InputError(f"{param(name)} {value!r} is not available: use {listed}")
     return value
 
 
-def check_writable(out: str | os.PathLike, option: str = "--out") -> None:
+def check_writable(out: str | os.PathLike, option: str = "out") -> None:
     """InputError unless a file can be written at `out` (a path, not a folder, in a writable folder):
-    checked before the work, so an unwritable --out costs nothing."""
+    checked before the work, so an unwritable `out` costs nothing."""
     text = str(out)
     parent = os.path.dirname(text) or "."
     if text == "" or os.path.isdir(text):
-        raise InputError(f"{option} {text[:200]!r} is empty or a folder: give a file path")
+        raise InputError(f"{param(option)} {text[:200]!r} is empty or a folder: give a file path")
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {text[:200]!r}: its folder does not exist or cannot be written")
+        raise InputError(f"{param(option)} {text[:200]!r}: its folder does not exist or cannot be written")
 
 
-def writable_folder(out: str | os.PathLike, option: str = "--out", follow: bool = True) -> Path:
+def writable_folder(out: str | os.PathLike, option: str = "out", follow: bool = True) -> Path:
     """`out` as a folder that exists and can be written (made with its parents if missing); InputError —
     empty, not a folder, cannot be made or written, or (`follow` False: a folder the command names inside
     the user's) a symbolic link, which would send the writes outside the named folder — before any work."""
     text = os.fsdecode(out)
     if text == "":
-        raise InputError(f"{option} is empty: give a folder (made if missing)")
+        raise InputError(f"{param(option)} is empty: give a folder (made if missing)")
     folder, shown = Path(text), repr(text[:200])
     if not follow and os.path.islink(folder):
         raise InputError(
-            f"{option} {shown} is a symbolic link: headcount writes only into real folders there"
+            f"{param(option)} {shown} is a symbolic link: headcount writes only into real folders there"
         )
     if os.path.lexists(folder) and not folder.is_dir():
-        raise InputError(f"{option} {shown} exists and is not a folder: give a folder")
+        raise InputError(f"{param(option)} {shown} exists and is not a folder: give a folder")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise InputError(f"{option} {shown}: the folder cannot be made ({err.strerror})") from None
+        raise InputError(f"{param(option)} {shown}: the folder cannot be made ({err.strerror})") from None
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise InputError(f"{option} {shown}: the folder cannot be written")
+        raise InputError(f"{param(option)} {shown}: the folder cannot be written")
     return folder
 
 
 @contextlib.contextmanager
-def filling_folder(out: str | os.PathLike, option: str = "--out", follow: bool = True) -> Iterator[Path]:
+def filling_folder(out: str | os.PathLike, option: str = "out", follow: bool = True) -> Iterator[Path]:
     """writable_folder(out) for the writes inside the block; if the block fails, what it created — the
     folder, missing parents, the files written into them — is removed, so a command that could not fill
     a folder it made leaves none behind. A folder that existed stays (atomic writes keep its old files)."""
@@ -86,9 +86,7 @@ def filling_folder(out: str | os.PathLike, option: str = "--out", follow: bool =
         raise
 
 
-def check_not_read(
-    outputs: Iterable[str | os.PathLike], inputs: Iterable[Any], option: str = "--out"
-) -> None:
+def check_not_read(outputs: Iterable[str | os.PathLike], inputs: Iterable[Any], option: str = "out") -> None:
     """InputError if a file the command would write is a file it reads (the same file, also through links
     or another name: os.path.samefile), found before any work, so nothing being read is replaced."""
     sources = [os.fsdecode(p) for p in inputs if p is not None]
@@ -100,6 +98,6 @@ def check_not_read(
                 continue
             if same:
                 raise InputError(
-                    f"{option} would overwrite {os.fsdecode(source)[:200]!r}, which this command reads: "
-                    "write to another path"
+                    f"{param(option)} would overwrite {os.fsdecode(source)[:200]!r}, which this command "
+                    "reads: write to another path"
                 )
