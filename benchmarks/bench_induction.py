@@ -375,7 +375,7 @@ def load_bounds_at(rev: str):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     try:
         text = subprocess.run(
-            ["git", "-C", root, "show", f"{rev}:src/headcount/core/passes/bounds.py"],
+            ["git", "-C", root, "show", f"{rev}:src/headcount/core/bounds.py"],
             check=True,
             capture_output=True,
             text=True,
@@ -442,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--baseline-rev",
         default=SOUNDNESS_BASELINE_REV,
-        help="git revision whose core/passes/bounds.py is timed against today's (the soundness checks' cost)",
+        help="git revision whose core/bounds.py (core/passes/bounds.py today) is timed against today's (the soundness checks' cost)",
     )
     args = ap.parse_args(argv)
     quick = args.quick

@@ -8,7 +8,8 @@ import pytest
 import typer
 
 import headcount.cli as cli
-from headcount.common.errors import InputError
+from headcount.cli.common import flag
+from headcount.common.errors import InputError, param
 from headcount.common.resources import (
     check_memory,
     check_work,
@@ -112,13 +113,16 @@ def test_check_memory_names_the_estimate_the_limit_and_the_flag():
             check_memory(1.58 * 2**50, "minmax certify at M=10^12")
     message = str(info.value)
     assert "minmax certify at M=10^12 needs about 1.58 PiB" in message
-    assert "the limit is 1 GiB" in message and "--max-memory" in message
+    assert "the limit is 1 GiB" in message and "raise it with max_memory SIZE" in message
+    assert info.value.param == "max_memory"
+    assert "raise it with --max-memory SIZE" in info.value.render(flag)  # what the command line prints
 
 
 def test_check_work_names_the_option():
-    check_work(10, 10, "x", "steps", "--steps")
-    with pytest.raises(InputError, match=r"about 1e\+09 steps; allowed up to 1e\+07 \(lower --steps\)"):
-        check_work(1e9, 1e7, "train induction", "steps", "--steps")
+    check_work(10, 10, "x", "steps", param("steps"))
+    with pytest.raises(InputError, match=r"about 1e\+09 steps; allowed up to 1e\+07 \(lower steps\)") as info:
+        check_work(1e9, 1e7, "train induction", "steps", param("steps"))
+    assert info.value.param == "steps" and info.value.render(flag).endswith("(lower --steps)")
 
 
 def test_human_bytes_never_prints_an_unreadable_number():

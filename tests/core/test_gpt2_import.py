@@ -1,6 +1,7 @@
-"""The GPT-2 importer (interop.gpt2): random Hugging Face GPT-2 models of several shapes, saved the ways people
-save them, imported and compared with transformers' own forward pass — float64 hidden states within 1e-10
-relative, float32 predictions identical — and the layout, dtypes and checks on state dicts built here."""
+"""The GPT-2 importer (interop.gpt2, interop.gpt2_layout): random Hugging Face GPT-2 models of several
+shapes, saved the ways people save them, imported and compared with transformers' own forward pass — float64
+hidden states within 1e-10 relative, float32 predictions identical — and the layout, dtypes and checks on
+state dicts built here."""
 
 from __future__ import annotations
 
@@ -148,7 +149,7 @@ def _hf_model(shape: Shape, seed: int):
 
 
 def _save(model, shape: Shape, folder: Path) -> tuple[Path, Path | None]:
-    """(PATH, --config) of `model` saved as `shape.saved` says."""
+    """(PATH, config) of `model` saved as `shape.saved` says."""
     import torch
 
     folder.mkdir()

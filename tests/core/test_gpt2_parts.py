@@ -178,8 +178,9 @@ def test_bind_task_gathers_embedding_rows_and_labels_outputs():
     labelled = emulate(bound, tokens)
     expect = np.where(raw == 29, BOTTOM, np.where((raw >= 7) & (raw <= 9), raw - 7, OTHER))
     assert np.array_equal(labelled, expect)
-    with pytest.raises(InputError, match="has 3 symbols; --alphabet 4 needs 4"):
+    with pytest.raises(InputError, match="has 3 symbols; alphabet 4 needs 4") as refused:
         bind_task(model, 4, 0)
+    assert refused.value.param == "alphabet"
     with pytest.raises(InputError, match="hop tokens"):
         bind_task(model, 3, 3)
     with pytest.raises(InputError, match="reads 12 ids"):

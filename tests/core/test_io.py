@@ -1,5 +1,5 @@
-"""Tests for model files (headcount.core.model.files): bit-identical round trips, the file format, clean errors on
-bad files, atomic writes."""
+"""Tests for model files (headcount.core.model.files): bit-identical round trips, the file format, clean
+errors on bad files, atomic writes."""
 
 from __future__ import annotations
 
@@ -398,8 +398,9 @@ def test_loading_is_guarded_by_the_memory_limit(tmp_path):
     model = random_mlp_model()
     big = Transformer(np.zeros((3, 5)), np.zeros((70_000, 5)), model.layers, model.decoder, "full", {})
     save_model(big, tmp_path / "big.safetensors")
-    with memory_limit_of("1M"), pytest.raises(InputError, match="--max-memory"):
+    with memory_limit_of("1M"), pytest.raises(InputError, match="max_memory") as refused:
         load_model(tmp_path / "big.safetensors")
+    assert refused.value.param == "max_memory"
     assert load_model(tmp_path / "big.safetensors").n_ctx == 70_000
 
 

@@ -1,4 +1,4 @@
-"""TransformerLens in and out (issue 15, interop/transformer_lens_io.py and interop/transformer_lens_state.py):
+"""TransformerLens in and out (issue 15, interop/transformer_lens_io.py, _state.py and _config.py):
 round trips headcount → TransformerLens → headcount bit-identical (constructions, trained models, GPT-2-style
 and imported GPT-2 models), float64 logits within 1e-12 of headcount's with the same argmax, each trap of
 TL 4.x, refusals, the exported files and their load.py snippet. Skipped without the extra."""

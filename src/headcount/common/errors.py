@@ -6,8 +6,8 @@ the CLI prints it on one line and exits 2. It is a ValueError, so callers that c
 
 The library names the parameter at fault as Python spells it, marked with `param("n")`: from Python the
 message reads "n must be ≥ 2, got 1" (and `err.param == "n"`); the command line's one error boundary
-(headcount.cli) renders the same message with each marked name spelled as its flag ("--n must be ≥ 2, got
-1"). No library module spells a flag itself.
+(headcount.cli) renders the same message with each marked name spelled as its flag (`err.render(flag)`).
+No library module spells a flag itself.
 
 InternalError: the code contradicted itself — a verifier found a counterexample its own exact check does
 not confirm, say. That is a bug in headcount, never a verdict: the CLI prints it on one line and exits 1,

@@ -1,6 +1,6 @@
 """The one progress bar: a rich bar on stderr when enabled, a no-op otherwise, behind one small interface.
 
-Progress never goes to stdout (a `--json` command owns it, and sweep workers' callers may too). Training
+Progress never goes to stdout (a command's JSON output owns it, and sweep workers' callers may too). Training
 shows its loss beside the bar (a field); a sweep shows how many runs failed in the bar's description.
 
     with progress_bar(enabled, "train", total=steps, fields={"loss": "…"}) as bar:

@@ -50,7 +50,7 @@ _NUMPY_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2"}
 
 
 def read_json_file(path: str | os.PathLike, what: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
-    """The JSON value of a small file (`what` names it in messages: "--vocab-map", "config.json"), read
+    """The JSON value of a small file (`what` names it in messages: param("vocab_map"), "config.json"), read
     within `max_bytes` and common.files' JSON bounds; the path must name a regular file (checked on a
     non-blocking descriptor: a FIFO never blocks). InputError otherwise."""
     try:
@@ -99,7 +99,7 @@ class StateDict:
 
 
 def locate(path: str | os.PathLike, config: str | os.PathLike | None) -> tuple[str, str | None]:
-    """(weights file, config file or None) of a checkpoint folder or state-dict file; `config` (--config)
+    """(weights file, config file or None) of a checkpoint folder or state-dict file; `config` (a config.json)
     takes precedence over a folder's own config.json."""
     text = os.fsdecode(path)
     if os.path.isdir(text):

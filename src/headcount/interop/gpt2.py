@@ -3,12 +3,13 @@ headcount model file of the same network: a Transformer with the GPT-2 parts and
 
 PATH is a folder as save_pretrained writes it (config.json and model.safetensors or pytorch_model.bin) or
 one state-dict file (.safetensors, or .pt / .pth / .bin / .ckpt read only with torch.load(weights_only=True));
-interop.checkpoints reads them, bounded, and never runs anything a file holds. config.json (or --config)
+interop.checkpoints reads them, bounded, and never runs anything a file holds. config.json (or `config`)
 supplies n_head (the weights do not say how d_model splits into heads), activation_function,
 layer_norm_epsilon and the attention-scale flags; every size it states (n_layer, n_embd, vocab_size,
 n_positions, n_inner) is checked against the shapes, which decide them.
 
-The layout (transformers' GPT2Model / GPT2LMHeadModel; Conv1D computes x W + b with W [in out]):
+The layout (transformers' GPT2Model / GPT2LMHeadModel; Conv1D computes x W + b with W [in out]), which
+interop.gpt2_layout checks on the checkpoint's listing before any tensor is loaded:
 
     {prefix}wte.weight [vocab d] → W_E                  {prefix}wpe.weight [n_ctx d] → W_pos
     {prefix}h.{l}.ln_1.{weight,bias} → ln1              {prefix}h.{l}.ln_2.{weight,bias} → ln2
@@ -20,7 +21,7 @@ The layout (transformers' GPT2Model / GPT2LMHeadModel; Conv1D computes x W + b w
     {outer}lm_head.weight [vocab d] (nn.Linear: W_U is its transpose); outer: prefix less a last
         "transformer."
 
-The prefix is what precedes "wte.weight" ("", "transformer.", "_orig_mod.transformer.", …) unless --prefix
+The prefix is what precedes "wte.weight" ("", "transformer.", "_orig_mod.transformer.", …) unless `prefix`
 names it. The causal-mask buffers older transformers saved (h.{l}.attn.bias, h.{l}.attn.masked_bias) are
 skipped and reported. Anything else — a missing, unexpected or mis-shaped tensor, cross-attention, rotary
 positions, parallel blocks, another model_type, d_model not divisible by n_head — is an InputError naming it.
@@ -40,13 +41,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.files import (
     DTYPE_BYTES,
     MAX_HEADS_PER_LAYER,
@@ -68,11 +68,10 @@ from headcount.core.model import (
     VocabMap,
     save_model,
 )
-from headcount.core.model.files import MAX_LAYERS
 from headcount.core.model.vocab import READOUTS
 from headcount.interop.checkpoints import MAX_JSON_BYTES, locate, open_state_dict, read_json_file
+from headcount.interop.gpt2_layout import Layout, Sizes, gpt2_layout, gpt2_sizes
 
-WEIGHT_DTYPES = ("F64", "F32", "F16", "BF16")
 BYTES_PER_WEIGHT = 32  # float64 copies: read, split into heads, the model's arrays, the bytes written
 ACTIVATIONS = {
     "gelu": "gelu",
@@ -81,22 +80,6 @@ ACTIVATIONS = {
     "gelu_pytorch_tanh": "gelu_tanh",
     "relu": "relu",
 }
-LAYER_PARTS = tuple(
-    f"{module}.{kind}"
-    for module in ("ln_1", "attn.c_attn", "attn.c_proj", "ln_2", "mlp.c_fc", "mlp.c_proj")
-    for kind in ("weight", "bias")
-)
-D_MODEL_VECTORS = (
-    "ln_1.weight",
-    "ln_1.bias",
-    "ln_2.weight",
-    "ln_2.bias",
-    "attn.c_proj.bias",
-    "mlp.c_proj.bias",
-)
-TOP_PARTS = ("wte.weight", "wpe.weight", "ln_f.weight", "ln_f.bias")
-MASK_BUFFERS = ("attn.bias", "attn.masked_bias")  # causal-mask buffers of transformers < 4.27
-CROSS_ATTENTION = ("crossattention.", "ln_cross_attn.")
 UNSUPPORTED_CONFIG = {  # config keys of features the formal model does not have (any true value: refused)
     "cross-attention": ("add_cross_attention",),
     "rotary positions": ("rotary", "rotary_dim", "rotary_pct", "rope_theta", "rope_scaling"),
@@ -116,20 +99,16 @@ GPT2_CONFIG_TYPES = {
     "reorder_and_upcast_attn": "boolean",
     **dict.fromkeys(("n_layer", "n_embd", "vocab_size", "n_positions", "n_ctx", "n_inner"), "integer?"),
 }
-_LAYER_KEY = re.compile(r"h\.(0|[1-9][0-9]{0,8})\.(.+)", re.S)
-
-
-def _listed(names: list[str], limit: int = 4) -> str:
-    shown = ", ".join(repr(n[:100]) for n in names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def read_vocab_map(path: str | os.PathLike) -> VocabMap:
-    """A --vocab-map file: JSON {"symbols", "hops", "none", "blank"} (core.model.vocab.VocabMap)."""
-    vocab_map = VocabMap.from_json(read_json_file(path, "--vocab-map"))
+    """A vocabulary map file (import_gpt2's `vocab_map`): JSON {"symbols", "hops", "none", "blank"}
+    (core.model.vocab.VocabMap)."""
+    vocab_map = VocabMap.from_json(read_json_file(path, param("vocab_map")))
     if len(json.dumps(vocab_map.to_json())) > MAX_JSON_BYTES // 2:  # it must fit the model file's config
         raise InputError(
-            f"--vocab-map lists too many ids: a model file keeps at most {MAX_JSON_BYTES // 2:,} bytes"
+            f"{param('vocab_map')} lists too many ids: a model file keeps at most "
+            f"{MAX_JSON_BYTES // 2:,} bytes"
         )
     return vocab_map
 
@@ -204,129 +183,6 @@ def gpt2_config(obj: Any, name: str) -> Gpt2Config:
     )
 
 
-# --- the layout: which names a GPT-2 checkpoint holds -------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where a checkpoint's tensors are: the key prefix, the layer count, the lm_head key (None: none), and
-    the mask buffers skipped."""
-
-    prefix: str
-    layers: int
-    lm_head: str | None
-    ignored: tuple[str, ...]
-
-    def key(self, part: str, layer: int | None = None) -> str:
-        return self.prefix + (part if layer is None else f"h.{layer}.{part}")
-
-    def weights(self) -> list[str]:
-        names = [self.key(p) for p in TOP_PARTS]
-        names += [self.key(p, l) for l in range(self.layers) for p in LAYER_PARTS]
-        return names + ([self.lm_head] if self.lm_head else [])
-
-
-def find_prefix(names: list[str], where: str) -> str:
-    """The prefix before "wte.weight" (InputError when none or several)."""
-    found = sorted({n[:-10] for n in names if n.endswith("wte.weight") and n[:-10] in ("", n[:-11] + ".")})
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise InputError(
-            f"{where} has no token embedding 'wte.weight' among its {len(names)} tensors "
-            f"({_listed(sorted(names), 3)}): not a GPT-2 checkpoint, or give --prefix"
-        )
-    raise InputError(
-        f"{where}: several tensors end in wte.weight (prefixes {_listed(found)}); choose one with --prefix"
-    )
-
-
-def gpt2_layout(names: list[str], prefix: str | None, where: str) -> Layout:
-    """The checked layout of a checkpoint holding tensors `names` (module docstring): InputError naming
-    cross-attention, missing and unexpected tensors."""
-    prefix = find_prefix(names, where) if prefix is None else prefix
-    if prefix + "wte.weight" not in names:
-        raise InputError(
-            f"{where} has no tensor {prefix + 'wte.weight'!r}: --prefix {prefix!r} does not match"
-        )
-    outer = prefix[: -len("transformer.")] if prefix.endswith("transformer.") else prefix
-    lm_key, layers, buffers, unexpected, cross = outer + "lm_head.weight", set(), [], [], []
-    for name in names:
-        rest = name[len(prefix) :] if name.startswith(prefix) else None
-        match = None if rest is None else _LAYER_KEY.fullmatch(rest)
-        if name == lm_key or rest in TOP_PARTS:
-            continue
-        if match is None:
-            unexpected.append(name)
-        elif match[2].startswith(CROSS_ATTENTION):
-            cross.append(name)
-        elif match[2] in MASK_BUFFERS:
-            buffers.append((int(match[1]), name))
-        elif match[2] in LAYER_PARTS:
-            layers.add(int(match[1]))
-        else:
-            unexpected.append(name)
-    if cross:
-        raise InputError(f"{where}: cross-attention is not supported (tensors {_listed(sorted(cross), 2)})")
-    count = max(layers, default=-1) + 1
-    if count > MAX_LAYERS:
-        raise InputError(f"{where} has {count:,} layers; headcount model files hold at most {MAX_LAYERS}")
-    unexpected += [name for l, name in buffers if l >= count]
-    layout = Layout(
-        prefix, count, lm_key if lm_key in names else None, tuple(n for l, n in sorted(buffers) if l < count)
-    )
-    listed = set(names)
-    if missing := [n for n in layout.weights() if n not in listed]:
-        raise InputError(f"{where} lacks {len(missing)} tensor(s) of a GPT-2 model: {_listed(missing)}")
-    if unexpected:
-        raise InputError(
-            f"{where} holds {len(unexpected)} tensor(s) that are not part of a GPT-2 model (GPT2Model / "
-            f"GPT2LMHeadModel, prefix {prefix!r}): {_listed(sorted(unexpected))}"
-        )
-    return layout
-
-
-@dataclass(frozen=True)
-class Sizes:
-    vocab: int
-    d_model: int
-    n_ctx: int
-    d_mlp: int | None  # None without layers
-
-
-def gpt2_sizes(listed: dict, layout: Layout, where: str) -> Sizes:
-    """The sizes the shapes say, every tensor checked against them (shape and dtype)."""
-
-    def shape(name: str, want: tuple, meaning: str) -> tuple[int, ...]:
-        got, dtype = listed[name]
-        if len(got) != len(want) or any(w is not None and w != g for w, g in zip(want, got)) or 0 in got:
-            shown = [("*" if w is None else w) for w in want]
-            raise InputError(f"{where}: tensor {name!r} has shape {list(got)}, expected {shown} = {meaning}")
-        if dtype not in WEIGHT_DTYPES:
-            raise InputError(
-                f"{where}: tensor {name!r} has dtype {dtype}; weights are {', '.join(WEIGHT_DTYPES)}"
-            )
-        return got
-
-    vocab, d = shape(layout.key("wte.weight"), (None, None), "[vocab d_model]")
-    n_ctx = shape(layout.key("wpe.weight"), (None, d), "[n_ctx d_model]")[0]
-    d_mlp = None
-    for l in range(layout.layers):
-        for part in D_MODEL_VECTORS:
-            shape(layout.key(part, l), (d,), "[d_model]")
-        shape(layout.key("attn.c_attn.weight", l), (d, 3 * d), "[d_model 3·d_model] (Conv1D: x W, q | k | v)")
-        shape(layout.key("attn.c_attn.bias", l), (3 * d,), "[3·d_model]")
-        shape(layout.key("attn.c_proj.weight", l), (d, d), "[d_model d_model]")
-        d_mlp = shape(layout.key("mlp.c_fc.weight", l), (d, d_mlp), "[d_model d_mlp] (Conv1D: x W)")[1]
-        shape(layout.key("mlp.c_fc.bias", l), (d_mlp,), "[d_mlp]")
-        shape(layout.key("mlp.c_proj.weight", l), (d_mlp, d), "[d_mlp d_model] (Conv1D: x W)")
-    for part in ("ln_f.weight", "ln_f.bias"):
-        shape(layout.key(part), (d,), "[d_model]")
-    if layout.lm_head:
-        shape(layout.lm_head, (vocab, d), "[vocab d_model] (nn.Linear: x Wᵀ)")
-    return Sizes(vocab, d, n_ctx, d_mlp)
-
-
 def check_config_sizes(config: Gpt2Config, sizes: Sizes, layers: int, name: str) -> None:
     """The sizes config.json states against the weights', and n_head against d_model."""
     actual = {"n_layer": layers, "n_embd": sizes.d_model, "vocab_size": sizes.vocab}
@@ -347,11 +203,13 @@ def check_vocab_map(vocab_map: VocabMap, vocab: int, classes: int, readout: str)
         *[vocab_map.blank] * (vocab_map.blank is not None),
     ]
     if bad := [i for i in inputs if i >= vocab]:
-        raise InputError(f"--vocab-map: token id {bad[0]} is outside the model's vocabulary 0..{vocab - 1}")
+        raise InputError(
+            f"{param('vocab_map')}: token id {bad[0]} is outside the model's vocabulary 0..{vocab - 1}"
+        )
     outputs = [*(vocab_map.symbols or ()), *[vocab_map.none] * (vocab_map.none is not None)]
     if bad := [i for i in outputs if i >= classes]:
         raise InputError(
-            f"--vocab-map: output id {bad[0]} is not scored by readout {readout!r} (logits for ids "
+            f"{param('vocab_map')}: output id {bad[0]} is not scored by readout {readout!r} (logits for ids "
             f"0..{classes - 1})"
         )
 
@@ -395,7 +253,7 @@ def build_gpt2(
 
 @dataclass(frozen=True)
 class Gpt2Import(JsonResult):
-    """A checkpoint imported to `path`: the `headcount import gpt2` JSON (its --help lists the fields)."""
+    """A checkpoint imported to `path`: the `headcount import gpt2` JSON (its help lists the fields)."""
 
     path: str
     source: str
@@ -430,7 +288,7 @@ def import_gpt2(
 ) -> Gpt2Import:
     """Read the GPT-2 checkpoint at `path` (module docstring), write it as a headcount model file at `out`."""
     if readout is not None:
-        check_choice("--readout", readout, READOUTS)
+        check_choice("readout", readout, READOUTS)
     check_writable(out)
     mapping = VocabMap() if vocab_map is None else read_vocab_map(vocab_map)
     weights, config_path = locate(path, config)
@@ -438,8 +296,8 @@ def import_gpt2(
     check_model_path(weights)
     if config_path is None:
         raise InputError(
-            f"{show_path(path)} comes without config.json: pass --config config.json (n_head, the number of "
-            "heads per layer, is not in the weights)"
+            f"{show_path(path)} comes without config.json: pass {param('config')} config.json (n_head, the "
+            "number of heads per layer, is not in the weights)"
         )
     cfg = gpt2_config(read_json_file(config_path, "config"), f"config {show_path(config_path)}")
     source = open_state_dict(weights)
@@ -467,7 +325,7 @@ def import_gpt2(
         )
     readout = readout or ("lm-head" if lm_head == "separate" else "tied")
     if readout == "lm-head" and lm_head == "absent":
-        raise InputError(f"--readout lm-head: {where} has no lm_head.weight; use tied or hidden")
+        raise InputError(f"{param('readout')} lm-head: {where} has no lm_head.weight; use tied or hidden")
     info = {
         "imported": "huggingface gpt2",
         "source": os.path.basename(weights)[:200],

@@ -15,7 +15,8 @@ This is the only module that imports transformer_lens, and only inside `to_trans
                                              load.py      three lines that boot the bridge from the two
                                                           (``python load.py`` or ``runpy.run_path`` leaves it
                                                           in ``bridge``, with the record on bridge.cfg)
-    read_transformer_lens(folder)            the model back (bounded reading: common.files, interop.checkpoints)
+    read_transformer_lens(folder)            the model back (bounded reading: common.files,
+                                             interop.checkpoints)
 
 `export_transformer_lens` (`headcount export transformer-lens`) and `import_transformer_lens` (`headcount
 import transformer-lens`) are the command line's one call each.
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.files import (
     ModelFileError,
     TensorShapes,
@@ -44,12 +45,8 @@ from headcount.common.jsonable import JsonResult, jsonable
 from headcount.common.validate import check_not_read, check_writable, filling_folder
 from headcount.core.model import Transformer, load_model, save_model
 from headcount.interop.checkpoints import read_json_file
-from headcount.interop.transformer_lens_state import (
-    check_fields,
-    expected_tensors,
-    model_from_parts,
-    transformer_lens_parts,
-)
+from headcount.interop.transformer_lens_config import check_fields, expected_tensors
+from headcount.interop.transformer_lens_state import model_from_parts, transformer_lens_parts
 
 TL_MISSING = "TransformerLens is not installed: pip install 'headcount[tl]'"
 CONFIG_FILE, WEIGHTS_FILE, SNIPPET_FILE = "config.json", "model.safetensors", "load.py"
@@ -135,13 +132,13 @@ def write_transformer_lens(
     *,
     follow: bool = True,
     reads: tuple = (),
-    option: str = "--out",
+    option: str = "out",
 ) -> TransformerLensExport:
     """Write `model` as a TransformerLens export (module docstring) into the folder `out_dir` (made if
     missing, and removed again if the files cannot be written; the three files are replaced atomically).
     `follow` False refuses an `out_dir` that is a symbolic link (a folder named inside the user's);
     `reads`: the files the command reads, which no file written may be; `option` names out_dir in messages."""
-    config, tensors = transformer_lens_parts(model)  # what TL cannot hold is refused before --out is made
+    config, tensors = transformer_lens_parts(model)  # what TL cannot hold is refused before out_dir is made
     back = model_from_parts(config, tensors)
     exact = all(
         _same(h.W_Q, g.W_Q) and _same(h.b_Q, g.b_Q)
@@ -205,7 +202,7 @@ def export_transformer_lens(
     """`headcount export transformer-lens`: the model file as a TransformerLens export in `out_dir`."""
     text = os.fsdecode(out_dir)
     if text == "" or (os.path.lexists(text) and not os.path.isdir(text)):
-        raise InputError(f"--out {show_path(text)} is empty or not a folder: give a folder path")
+        raise InputError(f"{param('out')} {show_path(text)} is empty or not a folder: give a folder path")
     return write_transformer_lens(load_model(model_file), text, reads=(model_file,))
 
 

@@ -1,6 +1,7 @@
 """A weight-form model as a TransformerLens-native config and state dict, and back (issue 15), in numpy
 alone: headcount.interop.transformer_lens_io boots a ``TransformerBridge`` from these parts, reads one back
-through them, and writes and reads them as files. Nothing here imports transformer_lens.
+through them, and writes and reads them as files; headcount.interop.transformer_lens_config checks the config
+and the record a model is read from. Nothing here imports transformer_lens.
 
 The mapping (TL-native state dict; nn.Linear weights are [out in], so a head's block is transposed):
 
@@ -41,13 +42,11 @@ read as none, an MLP in every layer, and an "lm-head" vocab decoder over all d_v
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from headcount.common.errors import InputError
-from headcount.common.files import MAX_HEADS_PER_LAYER, check_json_types, short_repr
 from headcount.core.model import (
     MLP,
     AttentionHead,
@@ -59,22 +58,19 @@ from headcount.core.model import (
     VocabDecoder,
     VocabMap,
 )
-from headcount.core.model.files import MAX_LAYERS
-from headcount.core.model.vocab import READOUTS
-
-RECORD_FORMAT, RECORD_VERSION = "headcount-transformer-lens", 1
-TL_ACT = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new"}
-TL_DIR = {"causal": "causal", "full": "bidirectional"}
-BIASES = ("b_Q", "b_K", "b_V")
-# The JSON types of the TL config's and the record's fields read (common.files.check_json_types), checked first
-TL_CONFIG_TYPES = dict.fromkeys(("architecture", "normalization_type", "act_fn"), "string?")
-TL_CONFIG_TYPES |= dict.fromkeys(("positional_embedding_type", "attention_dir"), "string")
-_HEAD_TYPES = {"biases": ["string"], "d_head": "integer", "d_value": "integer"}
-_LAYER_TYPES = {"heads": [_HEAD_TYPES], "b_O": "boolean", "attn_scale": "number", "q_factor": "number"}
-_DECODER_TYPES = {"kind": "string", "readout": "string", "b_U": "boolean", "labels": ["integer"]}
-RECORD_TYPES = {"format": "string", "version": "integer", "info": "object", "decoder": _DECODER_TYPES}
-RECORD_TYPES["layers"] = [_LAYER_TYPES | {"mlp": "integer?"}]
-MAX_WIDTH = 1 << 20  # d_model, d_head, d_mlp, vocab, n_ctx of a file: far beyond any model headcount reads
+from headcount.interop.transformer_lens_config import (  # noqa: F401 — the *_TYPES are re-exported
+    BIASES,
+    RECORD_FORMAT,
+    RECORD_TYPES,
+    RECORD_VERSION,
+    TL_ACT,
+    TL_CONFIG_TYPES,
+    TL_DIR,
+    TLFields,
+    check_fields,
+    check_record,
+    expected_tensors,
+)
 
 
 def _pow2(x: float) -> bool:
@@ -250,154 +246,7 @@ def transformer_lens_parts(model: Transformer) -> tuple[dict[str, Any], dict[str
 # --- TransformerLens → headcount -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Fields:
-    """The TL config fields a TL-native model's function depends on, checked."""
-
-    d_model: int
-    d_head: int
-    n_heads: int
-    n_layers: int
-    n_ctx: int
-    d_vocab: int
-    d_vocab_out: int
-    d_mlp: int
-    attn_only: bool
-    activation: str
-    ln: bool
-    eps: float
-    scale: float  # TL divides scores by it
-    mask: str
-
-
-def _fields(get, fail) -> _Fields:
-    """Check the TL config read by get(name, default) (TransformerBridgeConfig's defaults); fail(why) makes
-    the exception. What the TL-native model does differently from headcount's model is refused by name."""
-
-    def integer(name: str, low: int, high: int, default: Any = None) -> int:
-        value = get(name, default)
-        if type(value) is not int or not low <= value <= high:
-            raise fail(f"{name} must be an integer in {low}..{high}, got {short_repr(value)}")
-        return value
-
-    def flag(name: str, default: bool) -> bool:
-        if type(value := get(name, default)) is not bool:
-            raise fail(f"{name} must be true or false, got {short_repr(value)}")
-        return value
-
-    def text(name: str, default: str | None, allowed: dict) -> Any:
-        value = get(name, default)
-        key = value.lower() if isinstance(value, str) else value
-        if key not in allowed:
-            raise fail(
-                f"{name} {short_repr(value)} is not read: headcount reads {', '.join(map(str, allowed))}"
-            )
-        return allowed[key]
-
-    text("architecture", None, {None: 0, "transformerlensnative": 0})
-    text("positional_embedding_type", "standard", {"standard": 0})
-    if name := next((n for n in ("gated_mlp", "final_rms") if get(n, False) is not False), None):
-        raise fail(
-            f"{name} = {short_repr(get(name, False))}: headcount's model has neither gated MLPs nor RMS"
-        )
-    if get("n_key_value_heads", None) not in (None, get("n_heads", -1)):
-        raise fail("grouped key/value heads (n_key_value_heads < n_heads) have no headcount counterpart")
-    for cap in ("attn_scores_soft_cap", "output_logits_soft_cap"):
-        if not isinstance(value := get(cap, -1.0), int | float) or value > 0:
-            raise fail(f"{cap} = {short_repr(value)}: soft caps have no headcount counterpart (≤ 0: off)")
-    d_model, d_head = integer("d_model", 1, MAX_WIDTH), integer("d_head", 1, MAX_WIDTH)
-    d_vocab = integer("d_vocab", 1, MAX_WIDTH)
-    d_vocab_out = integer("d_vocab_out", -1, MAX_WIDTH, -1)
-    d_mlp = get("d_mlp", None)
-    d_mlp = 4 * d_model if d_mlp in (None, 0) else integer("d_mlp", 1, MAX_WIDTH)
-    ln = text("normalization_type", "LN", {None: False, "ln": True})
-    eps = get("eps", 1e-5)
-    if not isinstance(eps, int | float) or isinstance(eps, bool) or not (math.isfinite(eps) and eps > 0):
-        raise fail(f"eps must be a positive number, got {short_repr(eps)}")
-    use_scale, scale = flag("use_attn_scale", True), get("attn_scale", -1.0)
-    if not isinstance(scale, int | float) or isinstance(scale, bool) or not math.isfinite(scale):
-        raise fail(f"attn_scale must be a finite number, got {short_repr(scale)}")
-    attn_only = flag("attn_only", False)
-    activation = "relu" if attn_only else text("act_fn", "relu", {v: k for k, v in TL_ACT.items()})
-    return _Fields(
-        d_model,
-        d_head,
-        integer("n_heads", 1, MAX_HEADS_PER_LAYER),
-        integer("n_layers", 0, MAX_LAYERS),
-        integer("n_ctx", 1, MAX_WIDTH),
-        d_vocab,
-        d_vocab if d_vocab_out <= 0 else d_vocab_out,
-        d_mlp,
-        attn_only,
-        activation,
-        ln,
-        float(eps),
-        float(scale) if use_scale and scale > 0 else math.sqrt(d_head),
-        text("attention_dir", "causal", {v: k for k, v in TL_DIR.items()}),
-    )
-
-
-def expected_tensors(f: _Fields) -> dict[str, tuple[int, ...]]:
-    """name → shape of every tensor of a TL-native state dict with these fields."""
-    d, HD = f.d_model, f.n_heads * f.d_head
-    out = {"embed.weight": (f.d_vocab, d), "pos_embed.weight": (f.n_ctx, d)}
-    norms = ["ln_final"] if f.ln else []
-    for l in range(f.n_layers):
-        p = f"blocks.{l}."
-        out |= {f"{p}attn.{n}.weight": (HD, d) for n in "qkv"} | {f"{p}attn.{n}.bias": (HD,) for n in "qkv"}
-        out |= {f"{p}attn.o.weight": (d, HD), f"{p}attn.o.bias": (d,)}
-        if f.ln:
-            norms += [f"{p}ln1"] if f.attn_only else [f"{p}ln1", f"{p}ln2"]
-        if not f.attn_only:
-            out |= {f"{p}mlp.in.weight": (f.d_mlp, d), f"{p}mlp.in.bias": (f.d_mlp,)}
-            out |= {f"{p}mlp.out.weight": (d, f.d_mlp), f"{p}mlp.out.bias": (d,)}
-    out |= {f"{n}.{part}": (d,) for n in norms for part in ("weight", "bias")}
-    return out | {"unembed.weight": (f.d_vocab_out, d), "unembed.bias": (f.d_vocab_out,)}
-
-
-def _number(value: Any) -> bool:
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value != 0
-    )
-
-
-def _check_record(rec: Any, f: _Fields, fail) -> dict[str, Any] | None:
-    """The record (module docstring) checked against the fields, or None when there is none."""
-    if rec is None:
-        return None
-    version = (rec.get("format"), rec.get("version")) if isinstance(rec, dict) else None
-    if version != (RECORD_FORMAT, RECORD_VERSION):
-        raise fail(f"its 'headcount' record is not a {RECORD_FORMAT} version {RECORD_VERSION} object")
-    check_json_types(rec, RECORD_TYPES, "its record", error=fail)
-    layers, dec = rec.get("layers"), rec.get("decoder")
-    if not isinstance(layers, list) or len(layers) != f.n_layers:
-        raise fail(f"its record lists {short_repr(layers)[:20]} layers; the config has {f.n_layers}")
-    for l, e in enumerate(layers):
-        heads = e.get("heads") if isinstance(e, dict) else None
-        ok = isinstance(heads, list) and len(heads) <= f.n_heads and type(e.get("b_O")) is bool
-        ok = ok and _number(e.get("attn_scale")) and _number(e.get("q_factor"))
-        mlp = e.get("mlp") if ok else None
-        ok = ok and (mlp is None or (not f.attn_only and type(mlp) is int and 1 <= mlp <= f.d_mlp))
-        for spec in heads if ok else []:
-            ok = ok and isinstance(spec, dict) and isinstance(spec.get("biases"), list)
-            ok = ok and all(
-                type(spec.get(k)) is int and 0 <= spec[k] <= f.d_head for k in ("d_head", "d_value")
-            )
-            ok = ok and set(spec["biases"]) <= set(BIASES)
-        if not ok:
-            raise fail(f"its record of layer {l} is not valid (heads ≤ n_heads, widths ≤ d_head, scales ≠ 0)")
-    labels = dec.get("labels", []) if isinstance(dec, dict) else None
-    ok = isinstance(dec, dict) and (
-        dec.get("kind") == "linear"
-        or (dec.get("kind") == "vocab" and dec.get("readout") in READOUTS and type(dec.get("b_U")) is bool)
-    )
-    ok = ok and ("labels" not in dec or (isinstance(labels, list) and len(labels) == f.d_vocab_out))
-    if not ok or not all(type(v) is int and -2 <= v < 2**31 for v in labels):
-        raise fail("its record's decoder is not valid (kind linear, or vocab with a readout, b_U and labels)")
-    return rec
-
-
-def _read_heads(l: int, f: _Fields, t: dict, entry: dict | None, dropped: list) -> tuple[AttentionHead, ...]:
+def _read_heads(l: int, f: TLFields, t: dict, entry: dict | None, dropped: list) -> tuple[AttentionHead, ...]:
     """Layer l's heads: under a record, its widths and biases (the rest must be zero: `dropped`); without one,
     every head at width d_head, a bias that is all zero read as none."""
     p, D = f"blocks.{l}.attn.", f.d_head
@@ -427,7 +276,7 @@ def _read_heads(l: int, f: _Fields, t: dict, entry: dict | None, dropped: list) 
     return tuple(heads)
 
 
-def _read_layer(l: int, f: _Fields, t: dict, entry: dict | None, dropped: list) -> Layer:
+def _read_layer(l: int, f: TLFields, t: dict, entry: dict | None, dropped: list) -> Layer:
     p = f"blocks.{l}."
     heads = _read_heads(l, f, t, entry, dropped)
     b_O = t[f"{p}attn.o.bias"]
@@ -450,7 +299,9 @@ def _read_layer(l: int, f: _Fields, t: dict, entry: dict | None, dropped: list) 
     return Layer(heads, mlp, ln1, ln2, b_O if keep_b_O else None, scale)
 
 
-def _read_decoder(f: _Fields, t: dict, dec: dict | None, dropped: list, fail) -> LinearDecoder | VocabDecoder:
+def _read_decoder(
+    f: TLFields, t: dict, dec: dict | None, dropped: list, fail
+) -> LinearDecoder | VocabDecoder:
     W_U, b_U = t["unembed.weight"].T, t["unembed.bias"]
     if dec is None:
         return VocabDecoder(W_U, b_U if b_U.any() else None, "lm-head")
@@ -471,7 +322,7 @@ def _read_decoder(f: _Fields, t: dict, dec: dict | None, dropped: list, fail) ->
     )
 
 
-def _build(f: _Fields, t: dict[str, np.ndarray], rec: dict | None, fail) -> Transformer:
+def _build(f: TLFields, t: dict[str, np.ndarray], rec: dict | None, fail) -> Transformer:
     """The headcount model of a checked TL-native state dict (module docstring: record or plain reading)."""
     dropped: list[tuple[str, np.ndarray]] = []
     layers = [_read_layer(l, f, t, rec["layers"][l] if rec else None, dropped) for l in range(f.n_layers)]
@@ -485,13 +336,6 @@ def _build(f: _Fields, t: dict[str, np.ndarray], rec: dict | None, fail) -> Tran
     info = rec.get("info", {}) if rec else {}
     W_E, W_pos = t["embed.weight"], t["pos_embed.weight"]
     return Transformer(W_E, W_pos, tuple(layers), decoder, f.mask, info, ln_final)
-
-
-def check_fields(config: dict[str, Any], where: str, error: type[InputError] = InputError) -> _Fields:
-    """The checked fields of a TL config (a dict, as config.json or vars(bridge.cfg) hold it); `error`(one
-    line naming `where`) for what headcount cannot read."""
-    check_json_types(config, TL_CONFIG_TYPES, where, error=error)
-    return _fields(lambda k, default: config.get(k, default), lambda why: error(f"{where}: {why}"))
 
 
 def model_from_parts(
@@ -509,4 +353,4 @@ def model_from_parts(
         raise fail(
             f"state dict entry {bad[0]!r} does not fit the config ({len(want)} TL-native tensors expected)"
         )
-    return _build(f, tensors, _check_record(config.get("headcount"), f, fail), fail)
+    return _build(f, tensors, check_record(config.get("headcount"), f, fail), fail)

@@ -2,18 +2,18 @@
 
 The input set is a callable returning an iterator of (family, tokens) chunks, so exhaustive sets of
 millions of sequences are streamed and re-streamed, never held in memory. A certificate says what these
-four passes find (the reference algorithm, core.attention.settings, runs them one after another; the default runs
-them in one streaming pass, _one_pass, with the same result):
+four passes find (the reference algorithm, core.attention.settings, runs them one after another; the
+default runs them in one streaming pass, _one_pass, with the same result):
 
 1. float64: errors, per-family counts, the first counterexample (this is "checked").
 2. fixed:p search: the smallest p with no *confirmed* error. Candidate p starts at 1; the fast float64
    emulation of fixed:p points at inputs that may be wrong, and p is rejected only when the exact fixed:p
-   model (rigorous bounds, else the exact evaluator of headcount.core.passes.exact_fixed) is proven wrong on one of
-   them. Every rejected p is reported with that input (``rejected``: Rejection records of p, family,
+   model (rigorous bounds, else the exact evaluator of headcount.core.passes.exact_fixed) is proven wrong on
+   one of them. Every rejected p is reported with that input (``rejected``: Rejection records of p, family,
    input, position, expected, got; for a causal model the input is the prefix up to the wrong position).
 3. certification at that p: every position's output of the exact fixed:p model is proven — by the
-   rigorous bounds of headcount.core.passes.bounds, or, where they leave it open, by the exact evaluator (within
-   a work limit). A position proven wrong rejects p (reported too) and the pass restarts at p + 1 (the
+   rigorous bounds of headcount.core.passes.bounds, or, where they leave it open, by the exact evaluator
+   (within a work limit). A position proven wrong rejects p (reported too) and the pass restarts at p + 1 (the
    error count need not be monotone in p); positions left open are counted as ``uncertified_positions``.
 4. IEEE dtypes: which of float16, bfloat16, float32, float64 give zero errors (stops at a type's first error;
    float64 is pass 1's count).
@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -319,50 +321,95 @@ def _one_pass(model: Model, inputs: InputStream, reference: Reference, tally: Ta
     p with chunks 0..c (re-streamed), so the budget is spent in the order pass 3 spends it. At the end the
     proof at the final candidate is pass 3's; if it was rejected, pass 3 goes on from p + 1 as it would.
     The other dtypes are checked chunk by chunk until their first error."""
-    seconds = {"float64_and_search": 0.0, "certify_at_precision_bits": 0.0}
-    if dtypes:
-        seconds["dtypes"] = 0.0
-    exact_in = dict.fromkeys(name for name in IEEE_DTYPES if name != "float64") if dtypes else {}
-    candidate, proof = 1, _Proof(1)
+    run = _OnePass(model, inputs, reference, tally, dtypes)
     for index, (family, tokens) in enumerate(inputs()):
-        clock = time.perf_counter()
-        target = reference(tokens)
-        tally.count(family, tokens, target, _float64(model, tokens))
-        seconds["float64_and_search"] += time.perf_counter() - clock
-        clock = time.perf_counter()
-        with np.errstate(all="ignore"):  # float16 overflow is that type's behaviour, not a failure here
-            for name in [name for name, exact in exact_in.items() if exact is None]:
-                if emulation_errs(model, tokens, target, Precision(name)):
-                    exact_in[name] = False
-        seconds["dtypes" if dtypes else "float64_and_search"] += time.perf_counter() - clock
-        proven_right = False
-        if index > 0 and candidate <= MAX_BITS:
-            clock = time.perf_counter()
-            proven_right = proof.add(model, family, tokens, target)
-            seconds["certify_at_precision_bits"] += time.perf_counter() - clock
-        if not proven_right:
-            clock = time.perf_counter()
-            before, candidate = candidate, _climb(model, tokens, target, candidate, family, tally)
-            seconds["float64_and_search"] += time.perf_counter() - clock
-            clock = time.perf_counter()
-            if (candidate != before or index == 0) and candidate <= MAX_BITS:
-                proof = _Proof(candidate)  # chunks 0..index again, at the new p, in stream order
-                for _, (earlier_family, earlier) in zip(range(index), inputs()):
-                    proof.add(model, earlier_family, earlier, reference(earlier))
-                proof.add(model, family, tokens, target)
-            seconds["certify_at_precision_bits"] += time.perf_counter() - clock
+        run.chunk(index, family, tokens)
         show_progress("float64 + proof", tally.inputs_checked)
-    clock = time.perf_counter()
-    if candidate <= MAX_BITS:
+    run.finish()
+
+
+@dataclass
+class _OnePass:
+    """_one_pass's state between chunks: the candidate p and its proof so far, each other dtype's verdict
+    (None: no error yet), and the seconds each part took."""
+
+    model: Model
+    inputs: InputStream
+    reference: Reference
+    tally: Tally
+    dtypes: bool
+    candidate: int = 1
+    proof: _Proof = field(default_factory=lambda: _Proof(1))
+    exact_in: dict[str, bool | None] = field(init=False)
+    seconds: dict[str, float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.seconds = {"float64_and_search": 0.0, "certify_at_precision_bits": 0.0}
+        if self.dtypes:
+            self.seconds["dtypes"] = 0.0
+        others = [name for name in IEEE_DTYPES if name != "float64"]
+        self.exact_in = dict.fromkeys(others) if self.dtypes else {}
+
+    @contextmanager
+    def _timed(self, part: str) -> Iterator[None]:
+        clock = time.perf_counter()
+        yield
+        self.seconds[part] += time.perf_counter() - clock
+
+    def chunk(self, index: int, family: str, tokens: np.ndarray) -> None:
+        """Chunk `index` of the stream: float64 (pass 1), the other dtypes, then the proof at the candidate
+        (pass 3) and, where it leaves a position open or wrong, the search (pass 2)."""
+        with self._timed("float64_and_search"):
+            target = self.reference(tokens)
+            self.tally.count(family, tokens, target, _float64(self.model, tokens))
+        with self._timed("dtypes" if self.dtypes else "float64_and_search"):
+            self._check_dtypes(tokens, target)
+        proven_right = False
+        if index > 0 and self.candidate <= MAX_BITS:
+            with self._timed("certify_at_precision_bits"):
+                proven_right = self.proof.add(self.model, family, tokens, target)
+        if not proven_right:
+            self._search(index, family, tokens, target)
+
+    def _check_dtypes(self, tokens: np.ndarray, target: np.ndarray) -> None:
+        """Each other dtype without an error so far is emulated on the chunk; an error settles it."""
+        with np.errstate(all="ignore"):  # float16 overflow is that type's behaviour, not a failure here
+            for name in [name for name, exact in self.exact_in.items() if exact is None]:
+                if emulation_errs(self.model, tokens, target, Precision(name)):
+                    self.exact_in[name] = False
+
+    def _search(self, index: int, family: str, tokens: np.ndarray, target: np.ndarray) -> None:
+        """Pass 2 on chunk `index`; when the candidate rises (or on the first chunk) the proof starts over
+        at the new p with chunks 0..index, in stream order."""
+        with self._timed("float64_and_search"):
+            before = self.candidate
+            self.candidate = _climb(self.model, tokens, target, before, family, self.tally)
+        with self._timed("certify_at_precision_bits"):
+            if (self.candidate != before or index == 0) and self.candidate <= MAX_BITS:
+                self.proof = _Proof(self.candidate)
+                for _, (earlier_family, earlier) in zip(range(index), self.inputs()):
+                    self.proof.add(self.model, earlier_family, earlier, self.reference(earlier))
+                self.proof.add(self.model, family, tokens, target)
+
+    def finish(self) -> None:
+        """Pass 3's fields from the proof at the final candidate (or pass 3 from p + 1 when it was rejected),
+        the dtypes found exact, and the seconds."""
+        with self._timed("certify_at_precision_bits"):
+            if self.candidate <= MAX_BITS:
+                self._settle_candidate()
+        if self.dtypes:
+            self.exact_in["float64"] = self.tally.errors == 0
+            self.tally.dtypes_exact = tuple(name for name in IEEE_DTYPES if self.exact_in[name] is not False)
+        self.tally.seconds.update(self.seconds)
+
+    def _settle_candidate(self) -> None:
+        """Pass 3 at the final candidate: its proof's fields, or its rejection and pass 3 from p + 1."""
+        proof, tally = self.proof, self.tally
         if proof.rejection is None:
-            _finish_proof(tally, candidate, proof.uncertified, proof.exact)
-        else:
-            tally.rejected.append(proof.rejection)
-            candidate += 1
-            while candidate <= MAX_BITS and not _certify_pass(model, inputs, reference, tally, candidate):
-                candidate += 1
-    seconds["certify_at_precision_bits"] += time.perf_counter() - clock
-    if dtypes:
-        exact_in["float64"] = tally.errors == 0
-        tally.dtypes_exact = tuple(name for name in IEEE_DTYPES if exact_in[name] is not False)
-    tally.seconds.update(seconds)
+            _finish_proof(tally, self.candidate, proof.uncertified, proof.exact)
+            return
+        tally.rejected.append(proof.rejection)
+        p = self.candidate + 1
+        while p <= MAX_BITS and not _certify_pass(self.model, self.inputs, self.reference, tally, p):
+            p += 1
+        self.candidate = p

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.core.model.symbols import BOTTOM, OTHER
 from headcount.core.model.transformer import LinearDecoder, Transformer, argmax_bounds, register_decoder
 from headcount.core.numbers import add_bounds, affine_bounds
@@ -97,7 +97,8 @@ class VocabMap:
         symbols = tuple(range(alphabet)) if self.symbols is None else self.symbols
         if len(symbols) < alphabet:
             raise InputError(
-                f"the vocabulary map has {len(symbols)} symbols; --alphabet {alphabet} needs {alphabet}"
+                f"the vocabulary map has {len(symbols)} symbols; {param('alphabet')} {alphabet} "
+                f"needs {alphabet}"
             )
         hop_ids = tuple(range(alphabet, alphabet + hops)) if self.hops is None else self.hops
         if len(hop_ids) < hops:
@@ -193,8 +194,8 @@ def bind_task(model: Transformer, alphabet: int, hops: int = 0) -> Transformer:
             raise InputError(f"the model reads {model.alphabet} input tokens; {what} need {needed}")
         if isinstance(model.decoder, LinearDecoder) and model.decoder.alphabet < alphabet:
             raise InputError(
-                f"the model's decoder has {model.decoder.alphabet} symbol classes; --alphabet {alphabet} "
-                "needs them all"
+                f"the model's decoder has {model.decoder.alphabet} symbol classes; "
+                f"{param('alphabet')} {alphabet} needs them all"
             )
         return model
     decoder = model.decoder
