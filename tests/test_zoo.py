@@ -17,6 +17,7 @@ from headcount.boolean.certify import check_model
 from headcount.boolean.construction import construct, construction_roles
 from headcount.boolean.model import load_boolean
 from headcount.boolean.task import parse_function
+from headcount.cli.common import flag
 from headcount.common.errors import InputError
 from headcount.core.model.files import load_model
 from headcount.core.model.table import OneLayerTable
@@ -45,11 +46,12 @@ ROLES_KEYS = {"name", "description", "task", "sizes", "format", "files", "constr
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> dict[str, tuple[zoo.ZooExport, dict]]:
-    """Every entry exported once with --format headcount: {name: (result, roles JSON)}."""
+    """Every entry exported once in format headcount, its command spelled as the CLI does: {name: (result,
+    roles JSON)}."""
     folder = tmp_path_factory.mktemp("zoo")
     out = {}
     for name in NAMES:
-        result = zoo.export(name, "headcount", folder)
+        result = zoo.export(name, "headcount", folder, spell=flag)
         out[name] = (result, json.loads(Path(result.roles).read_text(encoding="utf-8")))
     return out
 
@@ -231,6 +233,33 @@ def test_refusals(capsys, tmp_path):
     for argv, needles in cases:
         refused(capsys, "zoo", "export", *argv, needles=needles)
     assert list(tmp_path.iterdir()) == [a_file]  # nothing written by a refused export
+
+
+def test_the_library_names_parameters_and_the_caller_spells_the_command(tmp_path):
+    """The library records the command that re-derives a certificate as words and parameters; the line in
+    the roles file is spelled by the caller's `spell` (the CLI: its flags), and None without one."""
+    command = zoo.Command(("minmax", "certify"), (("M", 8), ("random_seed", 0)))
+    assert command.line(flag) == "headcount minmax certify --M 8 --random-seed 0"
+    assert zoo.export("xor-n8", "headcount", tmp_path / "python").certificate["command"] is None
+    spelled = zoo.export("xor-n8", "headcount", tmp_path / "cli", spell=flag)
+    assert (
+        spelled.certificate["command"]
+        == "headcount boolean construct --function xor --n 8 --degree 2 --heads 4"
+    )
+    roles = json.loads(Path(spelled.roles).read_text(encoding="utf-8"))
+    assert roles["certificate"] == spelled.certificate
+    with pytest.raises(InputError, match="^format 'tl' is not available") as err:
+        zoo.export("xor-n8", "tl", tmp_path / "never")
+    assert err.value.param == "format"
+    with pytest.raises(InputError, match="^xor-n8 cannot be written as format transformer-lens: ") as err:
+        zoo.export("xor-n8", "transformer-lens", tmp_path / "never")
+    assert str(err.value).endswith("; use format headcount") and err.value.param == "format"
+    with pytest.raises(
+        InputError, match="^NAME 'nope' is not available: use induction-2layer-n16-s4, "
+    ) as err:
+        zoo.export("nope", "headcount", tmp_path / "never")
+    assert err.value.param is None  # the CLI's argument NAME: no flag to spell
+    assert not (tmp_path / "never").exists()
 
 
 def test_library_checks_before_building(monkeypatch, tmp_path):

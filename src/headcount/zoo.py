@@ -6,17 +6,19 @@ a ``Kind`` that builds the model (the scenario's own construction function), des
 construction module's roles function: induction/roles.py, minmax/construction.two_head_roles,
 boolean/construction.construction_roles), certifies it, and writes it.
 
-``export(name, fmt, out)`` writes into the folder `out` (created if missing):
+``export(name, format, out)`` writes into the folder `out` (created if missing):
 
-* ``--format headcount``: ``<name>.safetensors`` in the scenario's own file format (core/io.save_model for
+* format ``headcount``: ``<name>.safetensors`` in the scenario's own file format (core/io.save_model for
   induction, "headcount-minmax", "headcount-boolean"), readable by every headcount command for that task;
-* ``--format transformer-lens``: ``<name>/`` written by core/transformer_lens_io.write_transformer_lens
+* format ``transformer-lens``: ``<name>/`` written by core/transformer_lens_io.write_transformer_lens
   (config, float64 state dict, a snippet that loads it); the min/max layer as two weight-form models
   ``<name>-min/`` and ``<name>-max/`` (minmax/weight_form.py: exact, one classifier each);
 * both: ``<name>.roles.json`` — name, description, task, sizes, format, files, the construction, its layers,
   one entry per head {layer, head, role, mechanism, query, key, value} (0-based; induction role names are
   induction/heads.py's, so `headcount analyze heads` on the exported model can be compared with them), the
-  decoder, and a certificate summary computed at export time with the command that reproduces it.
+  decoder, and a certificate summary computed at export time with the command that reproduces it (a
+  ``Command``: its words and parameters; the command line in the file spells each parameter as the
+  caller's `spell` does, and `headcount zoo export` passes the CLI's flags).
 
 A format an entry cannot be written in is refused with the reason (``Kind.tl_refusal``). Adding a model is
 one ``ZooEntry`` (and a ``Kind`` for a new family, as KHOP: the k-hop construction built by
@@ -36,7 +38,7 @@ from headcount.boolean.certify import certify_boolean_model
 from headcount.boolean.construction import Construction, construct, construction_roles
 from headcount.boolean.model import save_boolean
 from headcount.boolean.task import parse_function
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.files import atomic_write_bytes
 from headcount.common.jsonable import JsonResult, jsonable
 from headcount.common.validate import check_choice, filling_folder
@@ -56,21 +58,38 @@ CERTIFY_SEED = 0
 
 
 @dataclass(frozen=True)
+class Command:
+    """A headcount command that re-derives a certificate: its words ("minmax", "certify") and its
+    parameters in order, by their Python names; `line(spell)` is the command line, each name spelled by
+    `spell` (the CLI's: headcount.cli.common.flag)."""
+
+    words: tuple[str, ...]
+    parameters: tuple[tuple[str, Any], ...]
+
+    def line(self, spell: Callable[[str], str]) -> str:
+        options = (f"{spell(name)} {value}" for name, value in self.parameters)
+        return " ".join(("headcount", *self.words, *options))
+
+
+@dataclass(frozen=True)
 class Kind:
     """One family of constructions: how it is built from an entry's sizes, what its heads do, how it is
-    certified and written; ``weight_forms`` gives the weight-form Transformers TransformerLens receives
-    ({suffix: model}), None when ``tl_refusal`` says why it cannot."""
+    certified (a summary and the Command that re-derives it) and written; ``weight_forms`` gives the
+    weight-form Transformers TransformerLens receives ({suffix: model}), None when ``tl_refusal`` says why
+    it cannot."""
 
     task: str
     build: Callable[[dict[str, Any]], Any]
     roles: Callable[[dict[str, Any], Any], dict[str, Any]]
-    certify: Callable[[dict[str, Any], Any], dict[str, Any]]
+    certify: Callable[[dict[str, Any], Any], tuple[dict[str, Any], Command]]
     save: Callable[[dict[str, Any], Any, str], None]
     weight_forms: Callable[[dict[str, Any], Any], dict[str, Transformer]] | None = None
     tl_refusal: str | None = None
 
 
-def _certify_induction(sizes: dict[str, Any], model: Transformer | OneLayerTable) -> dict[str, Any]:
+def _certify_induction(
+    sizes: dict[str, Any], model: Transformer | OneLayerTable
+) -> tuple[dict[str, Any], Command]:
     """certify_induction on CERTIFY_SAMPLES seeded inputs per family (the adversarial families included)."""
     n, alphabet, hops = sizes["n"], sizes["alphabet"], sizes.get("hops", 1)
     c = certify_induction(
@@ -78,24 +97,24 @@ def _certify_induction(sizes: dict[str, Any], model: Transformer | OneLayerTable
     )
     cert = c.certificate
     layers = len(model.layers) if isinstance(model, Transformer) else 1
-    hop_option = f"--hops {hops} " if hops > 1 else ""
-    return {
+    hop_option = (("hops", hops),) if hops > 1 else ()
+    options = (("layers", layers), ("n", n), ("alphabet", alphabet), ("samples", CERTIFY_SAMPLES))
+    summary = {
         "certified": cert.certified,
         "scope": c.scope,
         "inputs_checked": cert.inputs_checked,
         "errors": cert.errors,
         "precision_bits": cert.precision_bits,
         "what": "certified: every position of the inputs checked proven right at fixed:precision_bits",
-        "command": f"headcount induction certify {hop_option}--layers {layers} --n {n} --alphabet {alphabet} "
-        f"--samples {CERTIFY_SAMPLES} --seed {CERTIFY_SEED}",
     }
+    return summary, Command(("induction", "certify"), (*hop_option, *options, ("seed", CERTIFY_SEED)))
 
 
-def _certify_minmax(sizes: dict[str, Any], model: MinMaxModel) -> dict[str, Any]:
+def _certify_minmax(sizes: dict[str, Any], model: MinMaxModel) -> tuple[dict[str, Any], Command]:
     """certify_minmax of the same construction (its arguments rebuild this model exactly)."""
     M, n, code, seed = sizes["M"], sizes["n"], sizes["code"], sizes["seed"]
     c = certify_minmax(M, n, 2, code, seed)
-    return {
+    summary = {
         "certified": c.certified,
         "scope": c.scope,
         "inputs_covered": c.inputs_covered,
@@ -103,23 +122,24 @@ def _certify_minmax(sizes: dict[str, Any], model: MinMaxModel) -> dict[str, Any]
         "margin_min": c.margin_min,
         "margin_max": c.margin_max,
         "what": "certified: both classifiers right on every list of [M]^n (every multiset, decided exactly)",
-        "command": f"headcount minmax certify --M {M} --n {n} --heads 2 --code {code} --seed {seed}",
     }
+    options = (("M", M), ("n", n), ("heads", 2), ("code", code), ("seed", seed))
+    return summary, Command(("minmax", "certify"), options)
 
 
-def _certify_boolean(sizes: dict[str, Any], built: Construction) -> dict[str, Any]:
+def _certify_boolean(sizes: dict[str, Any], built: Construction) -> tuple[dict[str, Any], Command]:
     F = parse_function(sizes["function"], sizes["n"])
     c = certify_boolean_model(built.layer, built.readout, F)
-    return {
+    summary = {
         "certified": c.certified,
         "scope": c.scope,
         "weights_checked": c.weights_checked,
         "errors": c.errors,
         "min_abs_margin": c.min_abs_margin,
         "what": "certified: right on all 2^n inputs in exact rational arithmetic (every weight t = 0..n)",
-        "command": f"headcount boolean construct --function {sizes['function']} --n {sizes['n']} "
-        f"--degree {sizes['degree']} --heads {sizes['heads']}",
     }
+    options = tuple((key, sizes[key]) for key in ("function", "n", "degree", "heads"))
+    return summary, Command(("boolean", "construct"), options)
 
 
 def _build_boolean(sizes: dict[str, Any]) -> Construction:
@@ -252,8 +272,10 @@ NAMES = tuple(e.name for e in ENTRIES)
 
 
 def entry(name: str) -> ZooEntry:
-    """The entry called `name` (InputError listing the names otherwise)."""
-    check_choice("NAME", name, NAMES)
+    """The entry called `name` (InputError listing the names otherwise: the name is the CLI's argument
+    NAME, no parameter a flag spells, so the message leaves it unmarked)."""
+    if name not in NAMES:
+        raise InputError(f"NAME {name!r} is not available: use {', '.join(NAMES[:-1])} or {NAMES[-1]}")
     return ENTRIES[NAMES.index(name)]
 
 
@@ -272,7 +294,7 @@ def zoo_list() -> ZooList:
 @dataclass(frozen=True)
 class ZooExport(JsonResult):
     """What `headcount zoo export` wrote: the folder, every file (paths), the roles file, the certificate
-    summary, and the TransformerLens writer's results ({folder: its JSON}; empty for --format headcount)."""
+    summary, and the TransformerLens writer's results ({folder: its JSON}; empty for format headcount)."""
 
     name: str
     format: str
@@ -318,7 +340,7 @@ def _write_transformer_lens(name: str, forms: dict[str, Transformer], folder: Pa
         raise InputError("TransformerLens is not installed: pip install 'headcount[tl]'") from None
     written = {}
     for suffix, weight_form in forms.items():
-        target = folder / f"{name}{suffix}"  # a link planted there would send the files outside --out
+        target = folder / f"{name}{suffix}"  # a link planted there would send the files outside `out`
         written[target.name] = jsonable(
             write_transformer_lens(weight_form, target, follow=False, option="the folder")
         )
@@ -334,22 +356,33 @@ def _files_under(folder: Path, names: list[str]) -> list[str]:
     return out
 
 
-def export(name: str, fmt: str = "headcount", out: str | os.PathLike = ".") -> ZooExport:
-    """Write the entry `name` into the folder `out` in `fmt` with its roles file (module docstring)."""
+def export(
+    name: str,
+    format: str = "headcount",
+    out: str | os.PathLike = ".",
+    spell: Callable[[str], str] | None = None,
+) -> ZooExport:
+    """Write the entry `name` into the folder `out` in `format` with its roles file (module docstring).
+    The certificate's "command" is the command line that re-derives it, each parameter spelled by `spell`
+    (`headcount zoo export` passes headcount.cli.common.flag); None without one."""
     e = entry(name)
-    check_choice("--format", fmt, FORMATS)
-    if fmt not in e.formats:
+    check_choice("format", format, FORMATS)
+    if format not in e.formats:
         raise InputError(
-            f"{name} cannot be written as --format {fmt}: {e.kind.tl_refusal}; use --format headcount"
+            f"{name} cannot be written as {param('format')} {format}: {e.kind.tl_refusal}; "
+            f"use {param('format')} headcount"
         )
     with filling_folder(out) as folder:  # made if missing, and removed again if it cannot be filled
-        return _write_entry(name, fmt, e, folder)
+        return _write_entry(name, format, e, folder, spell)
 
 
-def _write_entry(name: str, fmt: str, e: ZooEntry, folder: Path) -> ZooExport:
+def _write_entry(
+    name: str, fmt: str, e: ZooEntry, folder: Path, spell: Callable[[str], str] | None
+) -> ZooExport:
     """The model, its TransformerLens forms where asked, and the roles file, into `folder`."""
     model = e.kind.build(e.sizes)
-    certificate = e.kind.certify(e.sizes, model)
+    summary, command = e.kind.certify(e.sizes, model)
+    certificate = {**summary, "command": None if spell is None else command.line(spell)}
     tl: dict[str, Any] = {}
     if fmt == "headcount":
         weights = [f"{name}.safetensors"]

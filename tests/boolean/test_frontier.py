@@ -150,19 +150,22 @@ def test_constant_pattern_is_built_honestly():
 
 
 def test_accuracy_frontier_checks_before_work(tmp_path):
-    with pytest.raises(InputError, match="--degree and --heads together"):
+    with pytest.raises(InputError, match="^give degree and heads together") as err:
         bf.accuracy_frontier("xor", 6, degree=2)
-    with pytest.raises(InputError, match="--out saves"):
+    assert err.value.params == ("degree", "heads")
+    with pytest.raises(InputError, match="^out saves") as err:
         bf.accuracy_frontier("xor", 6, out=tmp_path / "m.safetensors")
+    assert err.value.param == "out"
     with pytest.raises(InputError, match="degree must be ≥ 1"):
         bf.accuracy_frontier("xor", 6, 0, 3)
-    with pytest.raises(InputError, match="--out"):
+    with pytest.raises(InputError, match="^out ") as err:
         bf.accuracy_frontier("xor", 6, 1, 3, out=tmp_path / "missing" / "m.safetensors")
+    assert err.value.param == "out"
     with pytest.raises(InputError, match="word operations"):
         bf.accuracy_frontier("xor", 3000)  # 2·3001² cells of 3000-bit integers: 1.2·10⁹ units
     with pytest.raises(InputError, match="word operations"):
         bf.accuracy_frontier("majority", 300_000)  # the binomial weights: 1.4·10⁹ units
-    with memory_limit_of("16M"), pytest.raises(InputError, match="--max-memory"):
+    with memory_limit_of("16M"), pytest.raises(InputError, match="max_memory"):
         bf.accuracy_frontier("xor", 2000)  # the decisions and the rows' patterns: ~20 MB
     with pytest.raises(InputError, match="word operations of exact arithmetic"):
         bf.accuracy_frontier("xor", 8, 1, 1000)  # the model: construct's exact budget

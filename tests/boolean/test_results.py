@@ -65,8 +65,9 @@ def test_check_model_input_errors(tmp_path):
     assert isinstance(built, Construction) and built.route in ("factorization", "additive-basis")
     path = tmp_path / "no_n.safetensors"
     save_boolean(built.layer, built.readout, path)  # no n recorded
-    with pytest.raises(InputError, match="--n N ≥ 1 is needed"):
+    with pytest.raises(InputError, match="^n N ≥ 1 is needed") as err:
         check_model(path, "xor")
+    assert err.value.param == "n"
     with pytest.raises(InputError, match="unknown function"):
         check_model(path, "nand", 4)
 
@@ -87,7 +88,7 @@ def test_threshold_degree_results():
     for kwargs, needle in (
         ({}, "exactly one"),
         ({"function": "xor", "truth_table": "0110"}, "exactly one"),
-        ({"function": "xor"}, "needs --n"),
+        ({"function": "xor"}, "^function needs n N ≥ 1$"),
         ({"truth_table": "011"}, "power of 2"),
     ):
         with pytest.raises(InputError, match=needle):

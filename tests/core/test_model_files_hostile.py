@@ -42,8 +42,9 @@ from headcount.boolean.model import (
 from headcount.cli import main
 from headcount.common.errors import InputError
 from headcount.core.model.files import ModelFileError, load_model, save_model
-from headcount.induction.certify import certify_file_or_construction
+from headcount.induction.certify import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
+from headcount.induction.source import ModelSource
 from headcount.minmax.model import load_minmax, random_single_head, save_minmax
 
 BIG = "1" * 5000  # a 5000-digit integer: Python's int() refuses > 4300 digits
@@ -448,8 +449,9 @@ def test_a_sparse_tensor_of_the_right_shape_meets_the_memory_guard(tmp_path, mon
 
     path = _sparse("two", tmp_path, "W_pos", [2**28, 19])  # n_ctx = 2^28: 38 GiB of float64 on paper
     monkeypatch.setattr(files, "load_file", lambda *a, **k: pytest.fail("tensors loaded"))
-    with memory_limit_of("1G"), pytest.raises(InputError, match="loading .* --max-memory"):
+    with memory_limit_of("1G"), pytest.raises(InputError, match="loading .* max_memory") as refused:
         load_model(path)
+    assert refused.value.param == "max_memory"
 
 
 # --- paths -------------------------------------------------------------------------------------------
@@ -536,9 +538,9 @@ def test_file_label_is_reported_as_a_label_never_as_a_construction(tmp_path):
     for name in tensors:
         tensors[name] = np.where(tensors[name] != 0, 1e-3, 0.0)  # not the construction's weights any more
     path = _write(tmp_path / "liar.safetensors", tensors, config)
-    result = certify_file_or_construction(path, None, 4, 2, samples=4).to_json()
+    result = certify_induction(ModelSource(path), 4, 2, samples=4).to_json()
     assert result["file_label"] == "two_layer_induction" and "construction" not in result
-    built = certify_file_or_construction(None, 2, 4, 2, samples=4).to_json()
+    built = certify_induction(ModelSource(layers=2), 4, 2, samples=4).to_json()
     assert built["construction"] == "two_layer_induction" and "file_label" not in built
 
 

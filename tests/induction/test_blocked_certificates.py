@@ -1,6 +1,7 @@
 """The blocked algorithm (the default: query-blocked attention, sparse near keys, certify in one pass) gives
-the same certificates as the reference algorithm of the first release (core.attention.settings) — every field but
-the timings — on every size the quick `reproduce` certifies (issue 18). The large sizes are slow."""
+the same certificates as the reference algorithm of the first release (core.attention.settings) — every
+field but the timings — on every size the quick `reproduce` certifies (issue 18). The large sizes are
+slow."""
 
 from __future__ import annotations
 

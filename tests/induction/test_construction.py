@@ -12,17 +12,19 @@ from headcount.core.model.files import load_model
 from headcount.core.model.table import OneLayerTable
 from headcount.core.numbers.precision import EXACT, fixed, parse_precision
 from headcount.induction import task
-from headcount.induction.certify import certify_file_or_construction, certify_induction
+from headcount.induction.certify import certify_induction
 from headcount.induction.construction import (
     MAX_TABLE_BYTES,
     TWO_LAYER_DIM,
-    build_or_load,
+    ModelShape,
     check_sizes,
     one_layer_induction,
     two_layer_induction,
     write_construction,
 )
+from headcount.induction.lower_bound.setup import load_index_model
 from headcount.induction.outputs import predict_input, solve
+from headcount.induction.source import ModelSource
 
 SMALL = [(1, 2), (2, 2), (5, 2), (8, 2), (3, 3), (6, 3), (4, 4), (5, 5)]
 
@@ -193,32 +195,49 @@ def test_minimal_precision_bits_is_the_first_correct_p():
 
 
 @pytest.mark.parametrize(
-    "n, alphabet, layers, message",
+    "n, alphabet, layers, message, name",
     [
-        (0, 3, 2, "--n 0 is too small: the sequence length must be ≥ 1"),
-        (6, 1, None, "--alphabet 1 is too small: the alphabet size must be ≥ 2"),
-        (6, 2, 3, "--layers 3 is not available: constructions exist for --layers 1 or 2"),
-        (3, 5, 2, "--alphabet 5 > --n 3: the two-layer construction is for alphabet ≤ n (seed 000)"),
-        (4096, 64, 1, "--layers 1 at n=4096, alphabet=64 needs 16.0 GiB of tables"),
+        (0, 3, 2, "n 0 is too small: the sequence length must be ≥ 1", "n"),
+        (6, 1, None, "alphabet 1 is too small: the alphabet size must be ≥ 2", "alphabet"),
+        (6, 2, 3, "layers 3 is not available: constructions exist for layers 1 or 2", "layers"),
+        (3, 5, 2, "alphabet 5 > n 3: the two-layer construction is for alphabet ≤ n (seed 000)", "alphabet"),
+        (4096, 64, 1, "layers 1 at n=4096, alphabet=64 needs 16.0 GiB of tables", "layers"),
     ],
 )
-def test_sizes_are_checked_with_the_options_names(n, alphabet, layers, message):
+def test_sizes_are_checked_with_the_parameters_names(n, alphabet, layers, message, name):
     with pytest.raises(InputError) as excinfo:
         check_sizes(n, alphabet, layers)
     assert str(excinfo.value).startswith(message)
+    assert excinfo.value.param == name
     assert 2 * 8 * 4096 * 64 * 4097 > MAX_TABLE_BYTES
 
 
 def test_model_choice_needs_exactly_one_source(tmp_path):
-    for args in [(None, None, 6, 3), (tmp_path / "m.safetensors", 2, 6, 3)]:
-        with pytest.raises(InputError, match="exactly one of --model FILE or --layers"):
-            build_or_load(*args)
-    with pytest.raises(InputError, match="--layers needs --n N and --alphabet S"):
-        build_or_load(None, 2, None, 3)
+    for source in [ModelSource(), ModelSource(tmp_path / "m.safetensors", 2)]:
+        with pytest.raises(InputError, match="exactly one of model FILE or layers") as refused:
+            source.load(6, 3)
+        assert refused.value.param == "model"
+    with pytest.raises(InputError, match="layers needs n N and alphabet S"):
+        ModelSource(layers=2).load(None, 3)
     with pytest.raises(InputError, match="does not exist"):
-        build_or_load(tmp_path / "missing.safetensors", None, None, None)
-    with pytest.raises(InputError, match="--samples 0 must be ≥ 1"):
-        certify_file_or_construction(None, 2, 6, 3, samples=0)
+        ModelSource(tmp_path / "missing.safetensors").load()
+    with pytest.raises(InputError, match="samples 0 must be ≥ 1") as refused:
+        certify_induction(ModelSource(layers=2), 6, 3, samples=0)
+    assert refused.value.param == "samples"
+    with pytest.raises(InputError, match="random_seed, heads and dim describe a random INDEX model"):
+        ModelSource(layers=2, random_seed=1).load(6, 3)
+    with pytest.raises(InputError, match="layers names a construction"):
+        load_index_model(ModelSource(layers=2), 3)
+
+
+def test_a_source_knows_its_shape_before_it_is_built():
+    for layers, n, alphabet, hops in [(2, 6, 3, 1), (1, 5, 3, 1), ("auto", 6, 3, 1), ("auto", 9, 3, 5)]:
+        source = ModelSource(layers=layers)
+        shape = source.check(n, alphabet, hops)
+        model = source.load(n, alphabet, hops)
+        assert shape == source.shape(n, hops) == ModelShape.of(model)
+    assert ModelSource("m.safetensors").check(6, 3) is None
+    assert ModelSource(random_seed=0, heads=2, dim=3).shape() == ModelShape((2,), 3)
 
 
 def test_write_construction_and_load_it_back(tmp_path):
@@ -231,10 +250,7 @@ def test_write_construction_and_load_it_back(tmp_path):
         "n": 6,
         "alphabet": 3,
     }
-    assert (
-        build_or_load(written.path, None, None, None).heads_per_layer
-        == load_model(written.path).heads_per_layer
-    )
+    assert ModelSource(written.path).load().heads_per_layer == load_model(written.path).heads_per_layer
     (tmp_path / "a-file").write_text("")
     with pytest.raises(InputError, match="cannot write"):
         write_construction(2, 6, 3, tmp_path / "a-file" / "two.safetensors")
@@ -247,13 +263,17 @@ def test_solve_and_predict_input():
         "hops": 2,
         "outputs": ["⊥", "⊥", "⊥", "2", "1"],
     }
-    with pytest.raises(InputError, match="--hops 0 must be ≥ 1"):
+    with pytest.raises(InputError, match="hops 0 must be ≥ 1") as refused:
         solve(np.array([0, 1]), 0)
-    got = predict_input(np.array([3, 0, 2, 3]), "fixed:12", layers=2, alphabet=4)
+    assert refused.value.param == "hops"
+    two = ModelSource(layers=2)
+    got = predict_input(np.array([3, 0, 2, 3]), two, "fixed:12", alphabet=4)
     assert got.to_json() == {"input": [3, 0, 2, 3], "precision": "fixed:12", "outputs": ["⊥", "⊥", "⊥", "0"]}
     with pytest.raises(InputError, match="fixed:p"):
-        predict_input(np.array([0, 1]), "fixed:0", layers=2, alphabet=3)
-    with pytest.raises(InputError, match="--input token 7 is outside the model's alphabet 0..2"):
-        predict_input(np.array([0, 7]), layers=2, n=4, alphabet=3)
-    with pytest.raises(InputError, match="--input has 5 tokens but the model's context length is 4"):
-        predict_input(np.array([0, 1, 0, 1, 0]), layers=2, n=4, alphabet=3)
+        predict_input(np.array([0, 1]), two, "fixed:0", alphabet=3)
+    with pytest.raises(InputError, match="input token 7 is outside the model's alphabet 0..2"):
+        predict_input(np.array([0, 7]), two, n=4, alphabet=3)
+    with pytest.raises(InputError, match="input has 5 tokens but the model's context length is 4") as refused:
+        predict_input(np.array([0, 1, 0, 1, 0]), two, n=4, alphabet=3)
+    assert refused.value.param == "input"
+    assert predict_input(np.array([3, 0, 2, 3]), two_layer_induction(4, 4), "fixed:12") == got

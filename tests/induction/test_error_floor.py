@@ -36,7 +36,7 @@ from headcount.induction.lower_bound.floor import (
     index_floor,
 )
 from headcount.induction.lower_bound.protocol import check_protocol
-from headcount.induction.lower_bound.setup import index_model, index_setup
+from headcount.induction.lower_bound.setup import index_setup, random_index_model
 from tests.cli_run import run
 
 H_INV_HALF = 0.11002786443835955  # h⁻¹(1/2): h(0.110027864…) = 1/2
@@ -182,7 +182,7 @@ def short_message_seeds(k: int, count: int, heads: int = 1, dim: int = 1, p: int
     """The first `count` seeds whose random model sends fewer than k bits at INDEX size k."""
     seeds = []
     for seed in range(1000):
-        if index_setup(index_model(k, None, seed, heads, dim), k, p).layout.bits < k:
+        if index_setup(random_index_model(k, seed, heads, dim), k, p).layout.bits < k:
             seeds.append(seed)
             if len(seeds) == count:
                 return seeds
@@ -193,7 +193,7 @@ def short_message_seeds(k: int, count: int, heads: int = 1, dim: int = 1, p: int
 def short_checks() -> list[tuple[int, protocol.ProtocolCheck]]:
     """(seed, exhaustive check at p = 1) of every model of SHORT_MESSAGES."""
     return [
-        (seed, check_protocol(index_model(k, None, seed, 1, 1), k, 1))
+        (seed, check_protocol(random_index_model(k, seed, 1, 1), k, 1))
         for k, count in SHORT_MESSAGES.items()
         for seed in short_message_seeds(k, count)
     ]
@@ -219,12 +219,12 @@ def test_floor_holds_on_thirty_random_models_with_short_messages(short_checks):
 def test_protocol_counts_match_the_model_run_independently(short_checks):
     for seed, check in short_checks[:: len(short_checks) // 3]:  # one model of each k
         inputs, f_bits, stars = task.index_family(check.k)
-        out = predict(index_model(check.k, None, seed, 1, 1), inputs, fixed(1))[:, -1]
+        out = predict(random_index_model(check.k, seed, 1, 1), inputs, fixed(1))[:, -1]
         assert int((out == f_bits[np.arange(len(stars)), stars - 1]).sum()) == check.model_correct
 
 
 def test_sampled_check_reports_intervals():
-    check = check_protocol(index_model(20, None, 3, 1, 1), 20, 1, pairs=400, seed=5)
+    check = check_protocol(random_index_model(20, 3, 1, 1), 20, 1, pairs=400, seed=5)
     f = check.floor
     assert not check.exhaustive and check.pairs_checked == 400 and f.floor_confidence == CONFIDENCE
     lo, hi = f.index_error_interval
@@ -268,9 +268,9 @@ def test_model_correctness_raised_is_absorbed_by_disagreements(monkeypatch):
     """A model made right everywhere (predict_last replaced by the reference) errs below Bob's floor, but it
     now disagrees with Bob on every pair Bob gets wrong: the check counts that and still holds."""
     k, seed = 6, short_message_seeds(6, 1)[0]
-    honest = check_protocol(index_model(k, None, seed, 1, 1), k, 1)
+    honest = check_protocol(random_index_model(k, seed, 1, 1), k, 1)
     monkeypatch.setattr(protocol, "predict_last", lambda st, tokens: task.induction_targets(tokens)[:, -1])
-    forged = check_protocol(index_model(k, None, seed, 1, 1), k, 1)
+    forged = check_protocol(random_index_model(k, seed, 1, 1), k, 1)
     f = forged.floor
     assert (
         f.index_error == 0.0 < f.error_floor
@@ -285,6 +285,6 @@ def test_model_correctness_raised_is_absorbed_by_disagreements(monkeypatch):
 @pytest.mark.parametrize("k,heads,dim,p,count", [(10, 1, 1, 1, 2), (12, 1, 1, 2, 1), (16, 1, 2, 1, 1)])
 def test_floor_holds_on_larger_random_models(k, heads, dim, p, count):
     for seed in short_message_seeds(k, count, heads, dim, p):
-        check = check_protocol(index_model(k, None, seed, heads, dim), k, p)
+        check = check_protocol(random_index_model(k, seed, heads, dim), k, p)
         f = check.floor
         assert check.message_bits < k and f.error_floor > 0 and f.floor_holds and f.protocol_floor_holds

@@ -1,10 +1,11 @@
 """The INDEX reduction on weight-form models follows the model's own fixed:p rounding points (issue 27,
-finding 3): setup.as_table converts a one-layer weight-form model with core.passes.fixed_table.table_at_precision
-into the table of its exact rounded values, whose fixed:p model is the weight model's, or refuses the model
-where no table can be (v·W_O off the 2^-p grid, or outside the clip range); the JSON says which form was
-checked. refute alone does not refuse such a model: the real-arithmetic table (table_from_weights) only
-guides its search, every input it reports is confirmed on the weight model, and what rests on the table
-alone (the message length, a collision's shared message) is withheld (model_form GUIDE_FORM).
+finding 3): setup.as_table converts a one-layer weight-form model with
+core.passes.fixed_table.table_at_precision into the table of its exact rounded values, whose fixed:p model is
+the weight model's, or refuses the model where no table can be (v·W_O off the 2^-p grid, or outside the clip
+range); the JSON says which form was checked. refute alone does not refuse such a model: the real-arithmetic
+table (table_from_weights) only guides its search, every input it reports is confirmed on the weight model,
+and what rests on the table alone (the message length, a collision's shared message) is withheld (model_form
+GUIDE_FORM).
 
 The model's answers here always come from the weight model itself (core.certify.evaluate.predict and the exact
 evaluator core.passes.exact_fixed.exact_fixed_predict), never from a table."""
@@ -362,8 +363,8 @@ def test_protocol_counts_the_weight_models_errors(p):
 
 @pytest.mark.parametrize("p", [1, 3, 8])
 def test_table_entries_are_the_models_rounded_values(p):
-    """Every entry recomputed in Fractions (core.passes.exact_fixed.exact_round_fixed rounds one rational): ψ_in =
-    round_p(W_E + W_pos), Q̃ = round_p(ψ_in W_Q), K̃ = round_p(ψ_in W_K), Ṽ = round_p(ψ_in W_V) W_O."""
+    """Every entry recomputed in Fractions (core.passes.exact_fixed.exact_round_fixed rounds one rational):
+    ψ_in = round_p(W_E + W_pos), Q̃ = round_p(ψ_in W_Q), K̃ = round_p(ψ_in W_K), Ṽ = round_p(ψ_in W_V) W_O."""
     n = 5
     for seed in range(8):
         model = edge_model(seed, p, n)

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from headcount.common.errors import InputError
-from headcount.induction.certify import certify_file_or_construction
+from headcount.induction.certify import certify_induction
 from headcount.induction.khop.families import KHOP_FAMILIES
+from headcount.induction.source import ModelSource
 from tests.cli_run import refused, run
 
 
@@ -29,15 +30,15 @@ def test_exhaustive_certificate_of_the_two_hop_construction(capsys, layers):
 
 
 def test_sampled_certificate_checks_the_khop_families():
-    result = certify_file_or_construction(None, "auto", 24, 4, samples=8, seed=1, hops=4)
+    result = certify_induction(ModelSource(layers="auto"), 24, 4, samples=8, seed=1, hops=4)
     cert = result.certificate
     assert (result.layers, cert.errors, cert.certified, result.exhaustive) == (4, 0, True, False)
     assert set(KHOP_FAMILIES) <= set(result.to_json()["families"])
 
 
 def test_hop_one_keeps_todays_constructions():
-    auto = certify_file_or_construction(None, "auto", 5, 2, hops=1)
-    two = certify_file_or_construction(None, 2, 5, 2, hops=1)
+    auto = certify_induction(ModelSource(layers="auto"), 5, 2, hops=1)
+    two = certify_induction(ModelSource(layers=2), 5, 2, hops=1)
     assert auto.to_json() | {"seconds": None} == two.to_json() | {"seconds": None}
 
 
@@ -49,4 +50,4 @@ def test_refusals(capsys):
     refused(capsys, "induction", "certify", "--hops", "2", "--layers", "auto", "--layout", "hop-prefix",
             "--n", "6", "--alphabet", "2", needles=("--max-hops",))  # fmt: skip
     with pytest.raises(InputError, match="alphabet ≤ n"):
-        certify_file_or_construction(None, "auto", 4, 6, hops=2)
+        certify_induction(ModelSource(layers="auto"), 4, 6, hops=2)

@@ -7,6 +7,7 @@ docstring says (pointers find^{2^{t−2}}, the partial hop count, ⊥ flags), wi
 import dataclasses
 import json
 import math
+import re
 import time
 
 import numpy as np
@@ -291,28 +292,33 @@ def test_variable_state_layer_by_layer(k):
 @pytest.mark.parametrize(
     "call,needle",
     [
-        (lambda: khop_construction(8, 3, 0), "--hops must be ≥ 1"),
+        (lambda: khop_construction(8, 3, 0), "hops must be ≥ 1"),
         (lambda: khop_construction(8, 3, MAX_CONSTRUCTION_HOPS + 1), f"≤ {MAX_CONSTRUCTION_HOPS}"),
         (lambda: khop_construction(8, 9, 2), "alphabet ≤ n"),
-        (lambda: khop_construction(0, 2, 2), "--n 0 is too small"),
-        (lambda: variable_hop_construction(8, 1, 2), "--alphabet 1 is too small"),
-        (lambda: variable_hop_construction(8, 3, 0), "--max-hops must be ≥ 1"),
-        (lambda: construction_request(None, None, "plain", None, 8, 3), "give --layers {1,2} or --hops k"),
-        (lambda: construction_request(2, 3, "plain", None, 8, 3), "--layers 2 does not fit --hops 3"),
-        (lambda: construction_request(None, 3, "hop-prefix", 4, 8, 3), "--hops is for --layout plain"),
-        (lambda: construction_request(None, None, "hop-prefix", None, 8, 3), "needs --max-hops K"),
-        (lambda: construction_request(None, 2, "plain", 4, 8, 3), "--max-hops is for --layout hop-prefix"),
+        (lambda: khop_construction(0, 2, 2), "n 0 is too small"),
+        (lambda: variable_hop_construction(8, 1, 2), "alphabet 1 is too small"),
+        (lambda: variable_hop_construction(8, 3, 0), "max_hops must be ≥ 1"),
+        (lambda: construction_request(None, None, "plain", None, 8, 3), "give layers {1,2} or hops k"),
+        (lambda: construction_request(2, 3, "plain", None, 8, 3), "layers 2 does not fit hops 3"),
+        (lambda: construction_request(None, 3, "hop-prefix", 4, 8, 3), "hops is for layout plain"),
+        (lambda: construction_request(None, None, "hop-prefix", None, 8, 3), "needs max_hops K"),
+        (lambda: construction_request(None, 2, "plain", 4, 8, 3), "max_hops is for layout hop-prefix"),
         (
             lambda: construction_request(3, None, "hop-prefix", 4, 8, 3),
-            "--layers 3 does not fit --max-hops 4",
+            "layers 3 does not fit max_hops 4",
         ),
-        (lambda: construction_request(None, 2, "prefix", None, 8, 3), "--layout 'prefix' is not available"),
+        (lambda: construction_request(None, 2, "prefix", None, 8, 3), "layout 'prefix' is not available"),
     ],
 )
 def test_refusals_say_what_is_wrong(call, needle):
     with pytest.raises(InputError, match=None) as err:
         call()
     assert needle in str(err.value)
+    named = re.match(
+        r"(?:give )?([a-z_]+)", needle
+    )  # the parameter at fault, where the needle starts with it
+    if named and named.group(1) in ("hops", "n", "alphabet", "max_hops", "layers", "layout"):
+        assert err.value.param == named.group(1)
 
 
 def test_requests():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 
 import numpy as np
 import pytest
@@ -214,30 +215,33 @@ def test_gpt2_style_model_evaluates():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        (dict(task_name="induction", hops=(2,)), "--task induction is hop count 1"),
-        (dict(task_name="copy"), "--task 'copy' is not available: use khop or induction"),
-        (dict(layout="prefix"), "--layout 'prefix' is not available: use plain or hop-prefix"),
-        (dict(hops=(17,)), "--hops must be ≤ 16"),
+        (dict(task_name="induction", hops=(2,)), "task induction is hop count 1"),
+        (dict(task_name="copy"), "task 'copy' is not available: use khop or induction"),
+        (dict(layout="prefix"), "layout 'prefix' is not available: use plain or hop-prefix"),
+        (dict(hops=(17,)), "hops must be ≤ 16"),
         (dict(hops=()), "give at least one hop count"),
-        (dict(n=7), "the model's context holds 7 tokens; --n 7 with --layout hop-prefix needs n \\+ 1 = 8"),
-        (dict(n=0), "--n must be ≥ 1"),
-        (dict(alphabet=1), "--alphabet must be ≥ 2"),
-        (dict(alphabet=4), "the vocabulary map has 3 symbols; --alphabet 4 needs 4"),
+        (dict(n=7), "the model's context holds 7 tokens; n 7 with layout hop-prefix needs n \\+ 1 = 8"),
+        (dict(n=0), "n must be ≥ 1"),
+        (dict(alphabet=1), "alphabet must be ≥ 2"),
+        (dict(alphabet=4), "the vocabulary map has 3 symbols; alphabet 4 needs 4"),
         (dict(hops=(1, 2, 3, 4)), "the vocabulary map has 3 hop tokens; hop counts 1..4 need 4"),
-        (dict(samples=0), "--samples must be ≥ 1"),
-        (dict(seed=-1), "--seed must be ≥ 0"),
+        (dict(samples=0), "samples must be ≥ 1"),
+        (dict(seed=-1), "seed must be ≥ 0"),
         (dict(precision="fixed:61"), "fixed:p needs an integer p in 1..60"),
-        (dict(samples=10**12), "multiply-adds .* allowed up to .* \\(lower --samples, --hops or --n\\)"),
+        (dict(samples=10**12), "multiply-adds .* allowed up to .* \\(lower samples, hops or n\\)"),
     ],
 )
 def test_evaluate_refuses_with_one_line(kwargs, message):
     args = dict(task_name="khop", n=6, alphabet=3, hops=(1,)) | kwargs
-    with pytest.raises(InputError, match=message):
+    with pytest.raises(InputError, match=message) as refused:
         evaluate_model(gpt2_style(), **args)
+    named = re.match(r"([a-z_]+) ", message)  # a message that starts with the parameter at fault names it
+    if named and named.group(1) in args:
+        assert refused.value.param == named.group(1)
 
 
 def test_evaluate_is_bounded_by_memory():
-    with memory_limit_of("8M"), pytest.raises(InputError, match="evaluate at --n 6 .* memory; the limit is"):
+    with memory_limit_of("8M"), pytest.raises(InputError, match="evaluate at n 6 .* memory; the limit is"):
         evaluate_model(gpt2_style(), "khop", 6, 3, samples=1_000_000)
 
 
@@ -277,8 +281,9 @@ def test_certify_plain_json_is_unchanged_and_hop_prefix_needs_hop_tokens():
     assert "layout" not in out and out["hops"] == 1
     with pytest.raises(InputError, match="the model reads 3 input tokens; 3 symbols and 1 hop tokens need 4"):
         certify_induction(two_layer_induction(7, 3), 6, 3, layout="hop-prefix")
-    with pytest.raises(InputError, match="--hops must be ≤ 16"):
+    with pytest.raises(InputError, match="hops must be ≤ 16") as refused:
         certify_induction(two_layer_induction(6, 3), 6, 3, hops=17)
+    assert refused.value.param == "hops"
 
 
 def test_certify_an_imported_gpt2_style_model():
@@ -304,5 +309,5 @@ def test_certify_imported_style_construction_matches_the_plain_one():
 
 
 def test_layout_helpers_refuse_unknown_layouts():
-    with pytest.raises(InputError, match="--layout 'Plain' is not available"):
+    with pytest.raises(InputError, match="layout 'Plain' is not available"):
         layouts.prefix_length("Plain")

@@ -116,8 +116,9 @@ def test_input_token_count_is_bounded(monkeypatch):
     assert MAX_INPUT_TOKENS == 10_000_000
     assert tokens_from_text("9223372036854775807").tolist() == [2**63 - 1]
     monkeypatch.setattr(outputs, "MAX_INPUT_TOKENS", 5)
-    with pytest.raises(InputError, match=r"--input has 6 tokens: allowed up to 5"):
+    with pytest.raises(InputError, match=r"input has 6 tokens: allowed up to 5") as refused_:
         tokens_from_text("0 1 2 3 4 5")
+    assert refused_.value.param == "input"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -190,15 +191,16 @@ def test_certify_seed_and_samples_checked(capsys):
     argv = ["induction", "certify", "--layers", "2", "--n", "6", "--alphabet", "3"]
     assert refused(capsys, *argv, "--seed", "-1") == "error: --seed must be ≥ 0, got -1"
     assert refused(capsys, *argv, "--samples", "0") == "error: --samples 0 must be ≥ 1"
-    with pytest.raises(InputError, match="--seed must be ≥ 0"):
+    with pytest.raises(InputError, match="seed must be ≥ 0") as refused_:
         certify_induction(two_layer_induction(6, 3), 6, 3, seed=-5)
+    assert refused_.value.param == "seed"
 
 
 def test_certify_of_a_large_model_file_is_checked_after_loading():
     model = two_layer_induction(64, 4)
     with (
         memory_limit_of("1M"),
-        pytest.raises(InputError, match="induction certify at --n 64 --alphabet 4 needs"),
+        pytest.raises(InputError, match="induction certify at n 64 alphabet 4 needs"),
     ):
         certify_induction(model, 64, 4, samples=2)
 
@@ -266,11 +268,12 @@ def test_protocol_pairs_bounded_by_the_work(capsys):
 
 def test_index_library_checks():
     model = one_layer_induction(9, 3)
-    with pytest.raises(InputError, match="--seed must be ≥ 0"):
+    with pytest.raises(InputError, match="seed must be ≥ 0") as refused_:
         check_protocol(model, 4, 5, seed=-1)
-    with pytest.raises(InputError, match="--seed must be ≥ 0"):
+    assert refused_.value.param == "seed"
+    with pytest.raises(InputError, match="seed must be ≥ 0"):
         refute(model, 4, 5, seed=-1)
-    with memory_limit_of("1M"), pytest.raises(InputError, match="induction refute at --k 4 needs about"):
+    with memory_limit_of("1M"), pytest.raises(InputError, match="induction refute at k 4 needs about"):
         refute(model, 4, 5)
     assert REFUTE_MAX_WORK == PROTOCOL_MAX_WORK == 2**32
 

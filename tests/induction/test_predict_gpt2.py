@@ -8,6 +8,7 @@ from headcount.core.model.files import save_model
 from headcount.core.model.transformer import Transformer
 from headcount.core.model.vocab import VocabDecoder
 from headcount.induction.outputs import predict_input
+from headcount.induction.source import ModelSource
 from tests.core.test_gpt2_parts import gpt2_like
 
 
@@ -23,7 +24,7 @@ def test_predict_names_the_fixed_p_outputs_it_could_not_prove(tmp_path):
     tied = VocabDecoder(W_U, b_U, "lm-head", model.decoder.vocab_map)
     path = tmp_path / "tied.safetensors"
     save_model(Transformer(model.W_E, model.W_pos, model.layers, tied, ln_final=model.ln_final), path)
-    got = predict_input(np.array([1, 2, 3, 4]), "fixed:20", path)
+    got = predict_input(np.array([1, 2, 3, 4]), ModelSource(path), "fixed:20")
     assert got.outputs == (0, 0, 0, 0) and got.undecided == (1, 2, 3, 4)
     assert got.to_json()["undecided"] == [1, 2, 3, 4]
-    assert "undecided" not in predict_input(np.array([1, 2, 3, 4]), "float64", path).to_json()
+    assert "undecided" not in predict_input(np.array([1, 2, 3, 4]), ModelSource(path), "float64").to_json()

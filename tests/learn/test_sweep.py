@@ -372,8 +372,11 @@ def test_bad_runner_or_backend_fails_before_anything_is_written(tmp_path, monkey
         run_sweep(spec_dict(), db, backend="dask")
     with pytest.raises(InputError, match="workers must be ≥ 1, got 0"):
         run_sweep(spec_dict(), db, workers=0)
-    with pytest.raises(InputError, match="^--address is the Ray cluster's address: it needs --backend ray$"):
+    with pytest.raises(
+        InputError, match="^address is the Ray cluster's address: it needs backend ray$"
+    ) as err:
         run_sweep(spec_dict(), db, address="127.0.0.1:6379")  # backend "local"
+    assert err.value.params == ("address", "backend")
     monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
     with pytest.raises(BackendUnavailableError) as info:
         run_sweep(spec_dict(), db, backend="ray")

@@ -185,9 +185,10 @@ def test_check_reachable_gives_up_at_its_timeout(monkeypatch):
     monkeypatch.setattr(schedulers.socket, "create_connection", never_answers)
     try:
         with pytest.raises(
-            RayAddressError, match=r"^--address 'h:1': no Ray cluster answers there \(no answer within 0.5 s"
-        ):
+            RayAddressError, match=r"^address 'h:1': no Ray cluster answers there \(no answer within 0.5 s"
+        ) as err:
             schedulers.check_reachable("h:1", "h", 1, timeout=0.5)
+        assert err.value.param == "address"
     finally:
         release.set()
 

@@ -153,7 +153,7 @@ def test_the_library_refuses_the_same_for_sweeps():
     ):
         with pytest.raises(InputError):
             run_config(config)
-    with memory_limit_of("1M"), pytest.raises(InputError, match="--max-memory"):
+    with memory_limit_of("1M"), pytest.raises(InputError, match="max_memory"):
         train_induction(steps=1)
     with pytest.raises(InputError, match="integer"):
         train_minmax(steps=1.5)

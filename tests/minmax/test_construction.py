@@ -102,19 +102,19 @@ def test_weak_attention_is_caught_by_both():
 
 
 @pytest.mark.parametrize(
-    "kwargs,msg",
+    "kwargs,msg,param",
     [
-        (dict(M=1, n=3, heads=1), "M ≥ 2"),
-        (dict(M=3, n=1, heads=1), "n ≥ 2"),
-        (dict(M=3, n=3, heads=3), "--heads 3 is not available"),
-        (dict(M=3, n=3, heads=1, code="gray"), "--code 'gray' is not available"),
-        (dict(M=3, n=3, heads=1, method="guess"), "--method 'guess' is not available"),
+        (dict(M=1, n=3, heads=1), "M ≥ 2", None),
+        (dict(M=3, n=1, heads=1), "n ≥ 2", None),
+        (dict(M=3, n=3, heads=3), "^heads 3 is not available", "heads"),
+        (dict(M=3, n=3, heads=1, code="gray"), "^code 'gray' is not available", "code"),
+        (dict(M=3, n=3, heads=1, method="guess"), "^method 'guess' is not available", "method"),
     ],
 )
-def test_bad_inputs(kwargs, msg):
+def test_bad_inputs(kwargs, msg, param):
     with pytest.raises(InputError, match=msg) as err:
         certify_minmax(**kwargs)
-    assert "\n" not in str(err.value)
+    assert "\n" not in str(err.value) and err.value.param == param
 
 
 def test_build_and_write_construction(tmp_path):
@@ -139,7 +139,7 @@ def test_build_and_write_construction(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(InputError, match="cannot write"):
         write_construction(tmp_path / "file" / "mm.safetensors", 8, 4, 2)
-    for bad, needle in ((dict(heads=3), "--heads 3"), (dict(heads=1, code="gray"), "--code 'gray'")):
+    for bad, needle in ((dict(heads=3), "^heads 3"), (dict(heads=1, code="gray"), "^code 'gray'")):
         with pytest.raises(InputError, match=needle):
             build_construction(8, 4, **bad)
     with pytest.raises(InputError, match="n ≥ 2"):

@@ -59,8 +59,9 @@ def test_certify_sufficient_condition_and_brute_force_bounds(capsys):
 
 
 def test_certify_seed_and_memory_checked_in_the_library():
-    with pytest.raises(InputError, match="--seed must be ≥ 0, got -1"):
+    with pytest.raises(InputError, match="^seed must be ≥ 0, got -1") as err:
         certify_minmax(16, 8, 2, seed=-1)
+    assert err.value.param == "seed"
     with memory_limit_of("1M"), pytest.raises(InputError, match=r"minmax certify \(exact-histogram\)"):
         certify_minmax(512, 8, 2)
 
@@ -84,8 +85,9 @@ def test_construct_bounds(capsys, tmp_path):
     assert refused(capsys, *base, "--M", "8", "--seed", "-1") == "error: --seed must be ≥ 0, got -1"
     line = refused(capsys, *base, "--M", "4000000", "--code", "compact", "--max-memory", "1G")
     assert line.startswith("error: the minmax construction at --M 4000000 --code compact needs about")
-    with pytest.raises(InputError, match="--M 100000000 is too large"):
+    with pytest.raises(InputError, match="^M 100000000 is too large") as err:
         build_construction(10**8, 4, 2, code="compact")
+    assert err.value.param == "M"
 
 
 def test_verify_bounds(capsys):

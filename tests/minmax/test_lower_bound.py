@@ -143,9 +143,9 @@ def test_search_succeeds_when_possible():
     "call, needle",
     [
         (lambda: smallest_dimension(1, 3, 2), "M ≥ 2"),
-        (lambda: smallest_dimension(6, 3, 0), "--dim 0"),
-        (lambda: smallest_dimension(6, 3, 2, restarts=0), "--restarts 0"),
-        (lambda: search_single_head(6, 3, 2, steps=-1), "--steps -1"),
+        (lambda: smallest_dimension(6, 3, 0), "^dim 0"),
+        (lambda: smallest_dimension(6, 3, 2, restarts=0), "restarts 0"),
+        (lambda: search_single_head(6, 3, 2, steps=-1), "steps -1"),
     ],
 )
 def test_search_bad_input(call, needle):

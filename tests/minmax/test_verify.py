@@ -318,16 +318,16 @@ def test_verify_single_head_result_and_json(tmp_path):
         (dict(M=1, n=3, source=dict(random_seed=0, dim=2)), "M ≥ 2"),
         (
             dict(M=6, n=3, method="magic", source=dict(random_seed=0, dim=2)),
-            "--method 'magic' is not available",
+            "method 'magic' is not available",
         ),
-        (dict(M=6, n=3, source=dict()), "give exactly one of --model FILE or --random-seed R"),
-        (dict(M=6, n=3, source=dict(random_seed=0)), "--random-seed needs --dim d ≥ 1"),
+        (dict(M=6, n=3, source=dict()), "give exactly one of model FILE or random_seed R"),
+        (dict(M=6, n=3, source=dict(random_seed=0)), "random_seed needs dim d ≥ 1"),
         (dict(M=6, n=3, source=dict(path="no/such/file.safetensors")), "no/such/file.safetensors"),
         (
             dict(M=7, n=3, source="two"),
             "the model has 2 heads: verify is for a single head (use certify for layers)",
         ),
-        (dict(M=7, n=3, source="one"), "--M 7 does not match the model's M = 6"),
+        (dict(M=7, n=3, source="one"), "M 7 does not match the model's M = 6"),
         (dict(M=200, n=200, method="brute", source=dict(random_seed=1, dim=2)), "allowed up to 2000000"),
     ],
 )

@@ -1,6 +1,6 @@
-"""Attention-pattern figures (report/views/attention.py, `headcount analyze patterns`): the tokens on the axes, one
-panel per head with its pattern on the first scored input, the causal triangle blank, one colour scale,
-PNG + SVG files, the side-by-side of two models, and the refusals."""
+"""Attention-pattern figures (report/views/attention.py, `headcount analyze patterns`): the tokens on the
+axes, one panel per head with its pattern on the first scored input, the causal triangle blank, one colour
+scale, PNG + SVG files, the side-by-side of two models, and the refusals."""
 
 from __future__ import annotations
 
@@ -126,8 +126,9 @@ def test_figure_files_and_json(tmp_path):
 
 def test_refusals(tmp_path):
     model = build_construction(2, 8, 3)
-    with pytest.raises(InputError, match="--n must be ≤ 32"):
+    with pytest.raises(InputError, match="^n must be ≤ 32") as err:
         attention_figure(model, tmp_path, n=33)
+    assert err.value.param == "n"
     with pytest.raises(InputError, match="characters drawn must be ≤ 8"):
         model_patterns(model, "", n=8, alphabet=3, draw=9)
     (tmp_path / "file").write_text("x")

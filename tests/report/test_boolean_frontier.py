@@ -14,7 +14,7 @@ from flint import fmpq
 
 from headcount.boolean import frontier as bf
 from headcount.learn.summaries import summarize_xor_phase
-from headcount.report.boolean.claims import frontier as claim_module
+from headcount.report.boolean import frontier as claim_module
 from headcount.report.claims import FAIL, PASS, Context
 from headcount.report.figures import FIGURES, save_figure
 from headcount.report.reproduce import CLAIM_MODULES, load_claims, run_claim
@@ -55,8 +55,8 @@ def xor_phase_ctx(tmp_path, n: int = 4) -> Context:
 
 
 def test_registered_after_boolean():
-    names = [m.__name__.rsplit(".", 1)[-1] for m in CLAIM_MODULES]
-    assert names[names.index("boolean") + 1] == "boolean_frontier"
+    names = [m.__name__ for m in CLAIM_MODULES]
+    assert names[names.index("headcount.report.boolean.claims") + 1] == "headcount.report.boolean.frontier"
     assert load_claims()[claim_module.CLAIM].params_for("quick") == claim_module.QUICK
 
 

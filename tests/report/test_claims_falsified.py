@@ -22,10 +22,10 @@ from headcount.core.certify.certificate import Certificate, Counterexample
 from headcount.induction.certify import InductionCertificate
 from headcount.induction.lower_bound.refute import ExhaustiveSearch, Refutation, Searched
 from headcount.learn import experiments
-from headcount.report.boolean.claims import claims as boolean_claims
+from headcount.report.boolean import claims as boolean_claims
 from headcount.report.claims import FAIL, PASS, ClaimResult, Context
-from headcount.report.induction.constructions import constructions as induction_claims
-from headcount.report.induction.constructions import lower_bound as index_claims
+from headcount.report.induction import constructions as induction_claims
+from headcount.report.induction import lower_bound as index_claims
 from headcount.report.reproduce import load_claims, run_claim
 
 
@@ -343,7 +343,7 @@ def test_minmax_two_heads_certified(changes, reason):
     ],
 )
 def test_minmax_one_head_obstructed(monkeypatch, smallest_d, covered, confirmed, reason):
-    from headcount.report.minmax.claims import claims as minmax_claims
+    from headcount.report.minmax import claims as minmax_claims
 
     results = {d: SimpleNamespace(best_margins=(-1.0, -1.0), all_failed_confirmed=confirmed) for d in covered}
     monkeypatch.setattr(
@@ -705,7 +705,7 @@ def blind(model: Any, layer: int) -> Any:
 @pytest.mark.parametrize("layer, reason", [(None, None), (0, "layer 0: roles"), (1, "layer 1: roles")])
 def test_induction_heads_mechanism(tmp_path, monkeypatch, layer, reason):
     from headcount.induction.construction import build_construction
-    from headcount.report.induction.constructions import mechanism
+    from headcount.report.induction import mechanism
 
     built = build_construction(2, 8, 3)
     if layer is not None:  # the construction's heads lose their roles: the claim must notice
@@ -862,7 +862,7 @@ def test_induction_khop_mechanism(tmp_path, monkeypatch, layer, reason):
     """A construction whose pointer head no longer follows its pointer (W_Q = 0: it averages) FAILs; the
     trained model's roles are reported either way."""
     from headcount.induction.khop.construction import khop_construction
-    from headcount.report.induction.constructions import khop_mechanism
+    from headcount.report.induction import khop_mechanism
 
     def broken(n: int, S: int, k: int) -> Any:  # the constructions with that layer lose its head's role
         model = khop_construction(n, S, k)

@@ -28,8 +28,8 @@ from headcount.learn.store import ResultsStore
 from headcount.learn.sweep import load_spec
 from headcount.report.claims import FAIL, PASS, Context
 from headcount.report.figures import FIGURES, save_figure
-from headcount.report.induction.constructions import index_floor as fl
-from headcount.report.induction.constructions import lower_bound as induction_lower_bound
+from headcount.report.induction import index_floor as fl
+from headcount.report.induction import lower_bound as induction_lower_bound
 from headcount.report.reproduce import CLAIM_MODULES, RESULTS_DB, load_claims, run_claim, run_reproduce
 
 # k = 6: seeds 3 and 4 send 5 bits (< 6); k = 8: seed 4 sends 5 bits, seed 3 sends 8

@@ -7,8 +7,8 @@ import matplotlib.pyplot as plt
 
 from headcount.learn.summaries import summarize_khop
 from headcount.report.figures import FIGURES, save_figure
-from headcount.report.learning.claims import claims as learning
-from headcount.report.learning.claims import khop
+from headcount.report.learning import claims as learning
+from headcount.report.learning import khop
 from headcount.report.reproduce import CLAIM_MODULES, load_claims
 
 

@@ -26,7 +26,7 @@ from headcount.induction.khop.families import KHOP_FAMILIES
 from headcount.learn.summaries import summarize_khop
 from headcount.report.claims import FAIL, PASS, Context
 from headcount.report.figures import FIGURES, save_figure
-from headcount.report.induction.constructions import khop_construction as kc
+from headcount.report.induction import khop_construction as kc
 from headcount.report.reproduce import CLAIM_MODULES, load_claims, run_claim, run_reproduce
 
 TINY: dict[str, Any] = {

@@ -24,7 +24,7 @@ from headcount.learn.store import ResultsStore
 from headcount.learn.sweep import load_spec
 from headcount.report.claims import PASS, Context
 from headcount.report.figures import FIGURES, save_figure
-from headcount.report.induction.constructions import khop_mechanism as km
+from headcount.report.induction import khop_mechanism as km
 from headcount.report.render import write_atomic
 from headcount.report.reproduce import CLAIM_MODULES, RESULTS_DB, load_claims, run_claim, run_reproduce
 

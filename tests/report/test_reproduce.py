@@ -67,7 +67,7 @@ def test_report_files_exist_and_agree(tmp_path, capsys):
 def test_figure_inlined_and_no_external_refs(tmp_path, temporary_claims):
     # A synthetic precision claim with series drives the precision figure without running certificates.
     from headcount.report import figures
-    from headcount.report.induction.constructions import constructions as induction
+    from headcount.report.induction import constructions as induction
 
     def fake(ctx):
         n = [64, 256, 1024]

@@ -50,7 +50,7 @@ from headcount.boolean.model import (
     sign_of,
 )
 from headcount.boolean.task import check_values, function_and_label, parse_function, sign_changes
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.jsonable import JsonResult
 from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_writable
@@ -61,7 +61,7 @@ DECIMAL_DIGITS = 30
 EXACT_WORK_LIMIT = 5e9
 """Most word operations of exact arithmetic one certificate may take (``exact_cost``): about 5–15 s on one
 core. Measured: n = 10⁶ bits at D = H = 1 (3·10⁹) took 9 s; xor on 8 bits with 1000 heads (2·10¹⁰) took 49 s;
-D = 4000, H = 8 (5·10⁹) took 12 s; `boolean construct --n 10⁹` reached 3.8 GB and died (issue 13)."""
+D = 4000, H = 8 (5·10⁹) took 12 s; `boolean construct` at n = 10⁹ reached 3.8 GB and died (issue 13)."""
 
 
 def exact_cost(n: int, D: int, H: int, d: int, terms: int = 1, bits: int = 0) -> tuple[float, float]:
@@ -235,7 +235,14 @@ def construct_and_certify(
     # before any work: d ≤ the factorization's ⌈T/H⌉, the additive-basis readout has ≤ T + 1 terms
     what = f"boolean construct at n={n}, D={D}, H={H}"
     check_exact_cost(
-        n, D, H, max(1, -(-T // H)), terms=T + 1, bits=0, what=what, options="--n, --degree or --heads"
+        n,
+        D,
+        H,
+        max(1, -(-T // H)),
+        terms=T + 1,
+        bits=0,
+        what=what,
+        options=f"{param('n')}, {param('degree')} or {param('heads')}",
     )
     if out is not None:
         check_writable(out)
@@ -307,7 +314,9 @@ def check_model(model: str | os.PathLike | BooleanModel, function: str, n: int |
     m = _load(model)
     n = n if n is not None else m.info.get("n")
     if not isinstance(n, int) or n < 1:
-        raise InputError("--n N ≥ 1 is needed: the model file does not record its number of input bits")
+        raise InputError(
+            f"{param('n')} N ≥ 1 is needed: the model file does not record its number of input bits"
+        )
     F = parse_function(function, n)
     T = sign_changes(F)
     layer, readout = m.layer, m.readout
@@ -315,7 +324,15 @@ def check_model(model: str | os.PathLike | BooleanModel, function: str, n: int |
     what = f"boolean check at n={n} (model D={D}, H={H}, d={d})"
     bits, terms = rational_bits(layer, readout), len(readout.terms)
     check_exact_cost(
-        n, D, H, d, terms=terms, bits=bits, what=what, options="--n, or check a smaller model", passes=2
+        n,
+        D,
+        H,
+        d,
+        terms=terms,
+        bits=bits,
+        what=what,
+        options=f"{param('n')}, or check a smaller model",
+        passes=2,
     )
     return ModelCheck(
         function=function,

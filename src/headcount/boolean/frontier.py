@@ -51,7 +51,7 @@ from headcount.boolean.construction import Construction, construct
 from headcount.boolean.lower_bound import check_sizes
 from headcount.boolean.model import BooleanLayer, Readout, model_sign_exact, save_boolean
 from headcount.boolean.task import check_values, format_function, function_and_label, sign_changes
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.jsonable import JsonResult
 from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_int, check_writable
@@ -79,7 +79,7 @@ def check_frontier_cost(n: int, T: int, K: int, what: str) -> None:
     limit."""
     work, memory = frontier_cost(n, T, K)
     check_memory(memory, what)
-    check_work(work, FRONTIER_WORK_LIMIT, what, "word operations", "--n")
+    check_work(work, FRONTIER_WORK_LIMIT, what, "word operations", param("n"))
 
 
 def runs(F: Sequence[int]) -> list[tuple[int, int, int]]:
@@ -310,7 +310,9 @@ class AccuracyFrontier:
 
 def _degree_heads(degree: int | None, heads: int | None, n: int) -> tuple[int, int] | None:
     if (degree is None) != (heads is None):
-        raise InputError("give --degree and --heads together (or neither): the model needs both D and H")
+        raise InputError(
+            f"give {param('degree')} and {param('heads')} together (or neither): the model needs both D and H"
+        )
     if degree is None or heads is None:
         return None
     check_sizes(n, degree, heads)
@@ -333,14 +335,25 @@ def accuracy_frontier(
     T = sign_changes(F)
     DH = _degree_heads(degree, heads, n)
     if out is not None and DH is None:
-        raise InputError("--out saves the constructed model: give --degree and --heads too")
+        raise InputError(
+            f"{param('out')} saves the constructed model: give {param('degree')} and {param('heads')} too"
+        )
     check_frontier_cost(n, T, T, f"boolean frontier at n={n} (threshold degree {T})")
     if DH is not None:
         D, H = DH
         c = min(D * H, T)
         what = f"boolean frontier's model at n={n}, D={D}, H={H}"
         d = max(1, -(-c // H))
-        check_exact_cost(n, D, H, d, terms=c + 1, bits=0, what=what, options="--n, --degree or --heads")
+        check_exact_cost(
+            n,
+            D,
+            H,
+            d,
+            terms=c + 1,
+            bits=0,
+            what=what,
+            options=f"{param('n')}, {param('degree')} or {param('heads')}",
+        )
         if out is not None:
             check_writable(out)
     rows = frontier_rows(F)

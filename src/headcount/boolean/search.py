@@ -29,13 +29,14 @@ Pruning used by both searches (elements chosen in increasing order b_1 < b_2 < .
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import comb
 
 import numpy as np
 
 from headcount.boolean.bases import basis_range, lemma14_basis
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param, plain
 from headcount.common.jsonable import JsonResult
 
 __all__ = [
@@ -56,7 +57,19 @@ _INF = 1 << 30
 
 
 class SearchTimeout(TimeoutError):
-    """An exact search ran past its time limit (no claim of optimality is made)."""
+    """An exact search ran past its time limit (no claim of optimality is made). The message may mark the
+    parameters that set the search's size (common.errors.param): str() shows them as Python names,
+    `render(spell)` as `spell` spells them (the CLI: its flags), as InputError does."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.raw = message
+
+    def __str__(self) -> str:
+        return plain(self.raw)
+
+    def render(self, spell: Callable[[str], str]) -> str:
+        return InputError(self.raw).render(spell)
 
 
 def _add_element(dp: np.ndarray, b: int, D: int) -> np.ndarray:
@@ -213,17 +226,17 @@ def stamps_max_size(D: int) -> int:
 
 
 STAMPS_TABLE = "k ≤ 64, 11, 8, 7, 6 at D = 1..5; 5 at D ≤ 8; 4 at D ≤ 16; 3 at D ≤ 40; 2 at D ≤ 200; else 1"
-"""``stamps_max_size`` in words (the CLI's --help and the refusal say it)."""
+"""``stamps_max_size`` in words (the CLI's help and the refusal say it)."""
 
 
 def _check_stamps(D: int, k: int) -> None:
-    for name, option, v in (("D", "--summands", D), ("k", "--size", k)):
+    for name, option, v in (("D", "summands", D), ("k", "size", k)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise InputError(f"{name} ({option}) must be a positive integer, got {v!r}")
+            raise InputError(f"{name} ({param(option)}) must be a positive integer, got {v!r}")
     if k > stamps_max_size(D):
         raise InputError(
             f"stamps(D={D}, k={k}): the exact search answers k ≤ {stamps_max_size(D)} at D = {D} "
-            f"({STAMPS_TABLE}); lower --size or --summands"
+            f"({STAMPS_TABLE}); lower {param('size')} or {param('summands')}"
         )
 
 
@@ -288,7 +301,8 @@ class _StampSearch:
             return
         if self.nodes & 1023 == 0 and time.process_time() > self.deadline:
             raise SearchTimeout(
-                f"stamps(D={self.D}, k={self.k}) ran past its time limit; lower --size or --summands"
+                f"stamps(D={self.D}, k={self.k}) ran past its time limit; "
+                f"lower {param('size')} or {param('summands')}"
             )
         m = self.k - len(self.chosen)
         if m == 0:
@@ -339,7 +353,7 @@ class BasisChoice(JsonResult):
 
 
 MAX_BASIS_SPAN = 250_000
-"""Most D·H for `boolean basis` (its --degree times --heads): Lemma 14's candidates are checked by a range DP
+"""Most D·H for `boolean basis` (its degree times its heads): Lemma 14's candidates are checked by a range DP
 over 0..D·H (Python, ~1 s at this bound, ~4 s at 10⁶) and the exact search holds tables of D·H + 2 entries
 per level; 10⁹ heads asked for 15 GiB (issue 13)."""
 
@@ -352,7 +366,7 @@ def _check_basis_request(D: int, H: int, T: int) -> None:
     if D * H > MAX_BASIS_SPAN:
         raise InputError(
             f"degree·heads = {D * H} is more than {MAX_BASIS_SPAN} (the range tables span 0..D·H); "
-            "lower --degree or --heads"
+            f"lower {param('degree')} or {param('heads')}"
         )
     if T > D * H:
         raise InputError(
@@ -368,10 +382,14 @@ def choose_basis(D: int, H: int, T: int, optimal: bool = False) -> BasisChoice:
     if optimal:
         basis = smallest_basis(D, H, T)
         if basis is None:
-            raise InputError("the exact search ran out of time: use smaller parameters or drop --optimal")
+            raise InputError(
+                f"the exact search ran out of time: use smaller parameters or drop {param('optimal')}"
+            )
     else:
         basis = lemma14_basis(D, H)
         if basis is None or basis_range(basis, D) < T:
-            raise InputError(f"Lemma 14 gives no basis with range ≥ {T} for D={D}, H={H}: try --optimal")
+            raise InputError(
+                f"Lemma 14 gives no basis with range ≥ {T} for D={D}, H={H}: try {param('optimal')}"
+            )
     B = tuple(sorted(int(b) for b in basis))
     return BasisChoice(B, len(B), basis_range(B, D), bool(optimal))

@@ -23,12 +23,12 @@ from collections.abc import Callable, Sequence
 
 from flint import fmpq
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 
 NAMES = ("xor", "and", "or", "majority", "threshold:k", "exact:k", "mod:m", "F:<+/- for t = 0..n>")
 
 MAX_BITS = 1_000_000
-"""Most input bits n of any symmetric function here (every command's --n). F is n + 1 Python ints, and an
+"""Most input bits n of any symmetric function here (every command's n). F is n + 1 Python ints, and an
 exact certificate evaluates the model at every weight t = 0..n (about 10 µs each, before its big-integer
 work): 10⁶ bits is ~10 s and ~0.5 GB; 10⁹ would need ~40 GB before any work."""
 
@@ -86,7 +86,7 @@ def _check_n(n: int) -> None:
     if n > MAX_BITS:
         raise InputError(
             f"n = {n} bits is more than the {MAX_BITS} allowed (F and the exact checks grow with n); "
-            "lower --n"
+            f"lower {param('n')}"
         )
 
 

@@ -46,7 +46,7 @@ from itertools import combinations
 import numpy as np
 
 from headcount.boolean.task import parse_function, threshold_degree_symmetric
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 
 __all__ = [
     "MAX_N",
@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 MAX_N = 11
-"""Largest number of variables accepted by the LP (--truth-table of at most 2^11 characters). The bisection
+"""Largest number of variables accepted by the LP (a truth table of at most 2^11 characters). The bisection
 may solve an LP of 2^n rows × up to 2^n − 1 monomial columns (a dense float64 matrix, then HiGHS): at n = 11
 that is ~4·10⁶ entries (~70 MB), 10–60 s; n = 12 took 3–4 minutes and n = 13 more than 5 (issue 13), so
 larger n would look like a hang."""
@@ -157,14 +157,20 @@ def threshold_degree(
     """Threshold degree of a symmetric function given by name or F:+-… (with n), or of any function given
     by its truth table (see ``parse_truth_table``): exactly one of the two."""
     if (function is None) == (truth_table is None):
-        raise InputError("give exactly one of --function NAME (with --n N) or --truth-table BITS")
+        raise InputError(
+            f"give exactly one of {param('function')} NAME (with {param('n')} N) or "
+            f"{param('truth_table')} BITS"
+        )
     if function is None:
         values, bits = parse_truth_table(truth_table)
         if n is not None and n != bits:
-            raise InputError(f"--n {n} contradicts the --truth-table of 2^{bits} characters: drop --n")
+            raise InputError(
+                f"{param('n')} {n} contradicts the {param('truth_table')} of 2^{bits} characters: "
+                f"drop {param('n')}"
+            )
         return threshold_degree_lp(values, bits)
     if n is None or n < 1:
-        raise InputError("--function needs --n N ≥ 1")
+        raise InputError(f"{param('function')} needs {param('n')} N ≥ 1")
     T = threshold_degree_symmetric(parse_function(function, n))
     return SymmetricThresholdDegree(function, n, T)
 
@@ -178,7 +184,7 @@ def parse_truth_table(bits: str) -> tuple[np.ndarray, int]:
         raise InputError(f"truth table must be a string of '0'/'1', got {type(bits).__name__}")
     if len(bits) > 2 * 2**MAX_N:  # checked before reading it: at most 2^MAX_N bits (and some whitespace)
         raise InputError(
-            f"--truth-table of {len(bits)} characters is too large: at most 2^{MAX_N} = {2**MAX_N} "
+            f"{param('truth_table')} of {len(bits)} characters is too large: at most 2^{MAX_N} = {2**MAX_N} "
             f"(n ≤ {MAX_N} bits)"
         )
     s = bits.strip()
@@ -192,7 +198,7 @@ def parse_truth_table(bits: str) -> tuple[np.ndarray, int]:
     if n > MAX_N:
         raise InputError(
             f"n = {n} bits is too large for the threshold-degree LP; allowed n ≤ {MAX_N} "
-            f"(--truth-table of at most {2**MAX_N} characters: the LP grows as 4^n)"
+            f"({param('truth_table')} of at most {2**MAX_N} characters: the LP grows as 4^n)"
         )
     values = np.fromiter((1 if ch == "0" else -1 for ch in s), dtype=np.int8, count=length)
     return values, n

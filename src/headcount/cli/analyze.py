@@ -1,7 +1,8 @@
 """`headcount analyze …`: what a model's heads do (issue 15). `analyze heads` parses its options, calls
 headcount.induction.heads.analyze_heads_file (which checks every value and bounds the work before reading
-the model) and prints the scores; `analyze patterns` calls headcount.report.views.attention.attention_figure_file
-(the same checks, and the output folder's) and prints the figure files and each head's role."""
+the model) and prints the scores; `analyze patterns` calls
+headcount.report.views.attention.attention_figure_file (the same checks, and the output folder's) and
+prints the figure files and each head's role."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
 """`headcount induction …`: solve, construct, predict, certify, protocol, refute.
 
 Each command parses its options, calls one function of headcount.induction (which checks the input and
-raises InputError), and prints the result's to_json() (or a human line built from its fields).
+raises InputError naming the parameter; headcount.cli's error boundary spells it as the flag), and prints the
+result's to_json() (or a human line built from its fields). Where a command's model comes from (--model, or
+--layers, or --random-seed with --heads and --dim) is an induction.source.ModelSource.
 
 Every count has a bound or a normalisation, checked before any work and stated in its --help (the library
 holds the constants: induction.outputs, .construction, .certify, .lower_bound.setup; tests/induction/
@@ -130,8 +132,10 @@ def induction_predict(
 ) -> None:
     """The model's outputs on one input, in a precision mode."""
     from headcount.induction.outputs import predict_input, tokens_from_text
+    from headcount.induction.source import ModelSource
 
-    result = predict_input(tokens_from_text(input), precision, model_file, layers, n, alphabet)
+    source = ModelSource(model_file=model_file, layers=layers)
+    result = predict_input(tokens_from_text(input), source, precision, n, alphabet)
     emit(result.to_json(), as_json, " ".join(result.outputs_text))
 
 
@@ -181,10 +185,12 @@ def induction_certify(
 ) -> None:
     """Check a model on all of Σ^n (when small) or random + adversarial inputs; find its precision."""
     from headcount.core.attention import attention_backend
-    from headcount.induction.certify import certify_file_or_construction
+    from headcount.induction.certify import certify_induction
+    from headcount.induction.source import ModelSource
 
+    source = ModelSource(model_file=model_file, layers=layers)
     with attention_backend(backend, device):
-        result = certify_file_or_construction(model_file, layers, n, alphabet, samples, seed, hops, layout)
+        result = certify_induction(source, n, alphabet, samples, seed, hops, layout=layout)
     cert = result.certificate
     human = (
         f"{cert.inputs_checked} inputs ({'exhaustive' if result.exhaustive else 'sampled'}), "
@@ -213,11 +219,11 @@ def induction_protocol(
     as_json: bool = JsonOpt,
 ) -> None:
     """Seed 000's INDEX protocol: Alice's message determines the model's answer (Bob checks every pair)."""
-    from headcount.induction.lower_bound.protocol import check_protocol_file_or_random
+    from headcount.induction.lower_bound.protocol import check_protocol
+    from headcount.induction.source import ModelSource
 
-    result = check_protocol_file_or_random(
-        k, precision_bits, model_file, random_seed, heads, dim, pairs=pairs, seed=seed, progress=progress
-    )
+    source = ModelSource(model_file=model_file, random_seed=random_seed, heads=heads, dim=dim)
+    result = check_protocol(source, k, precision_bits, pairs=pairs, seed=seed, progress=progress)
     floor = result.floor
     lo, hi = floor.index_error_interval
     interval = "" if floor.floor_confidence is None else f" [{lo:.4g}, {hi:.4g}] at 99 %"
@@ -243,9 +249,11 @@ def induction_refute(
     as_json: bool = JsonOpt,
 ) -> None:
     """Find an INDEX input the one-layer model answers wrongly (confirmed by running the model)."""
-    from headcount.induction.lower_bound.refute import refute_file_or_random
+    from headcount.induction.lower_bound.refute import refute
+    from headcount.induction.source import ModelSource
 
-    result = refute_file_or_random(k, precision_bits, model_file, random_seed, heads, dim, seed=seed)
+    source = ModelSource(model_file=model_file, random_seed=random_seed, heads=heads, dim=dim)
+    result = refute(source, k, precision_bits, seed=seed)
     if result.found:
         human = (
             f"found by {result.method}: input {' '.join(result.input)}, position {result.position}: "

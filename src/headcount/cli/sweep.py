@@ -1,9 +1,10 @@
-"""`headcount sweep …`: run, table (each: options → one library call → print).
+"""`headcount sweep …`: run, table (each: options → one library call → print; run's sweep given as flags
+is parsed by cli/sweep_options.py, which refuses --seeds naming no seed).
 
-The library checks the spec (--seeds naming no seed included), backend (--address only with ray), workers
-and database (headcount.learn.sweep raises InputError; main() prints it and exits 2). Its bounds are
-constants of headcount.learn.sweep (MAX_SPEC_BYTES, MAX_RUNS, MAX_SEED, MAX_WORKERS), quoted in the --help
-texts below (tests/learn/test_sweep_hostile.py checks them)."""
+The library checks the spec, backend (--address only with ray), workers and database
+(headcount.learn.sweep raises InputError; main() prints it and exits 2). Its bounds are constants of
+headcount.learn.sweep (MAX_SPEC_BYTES, MAX_RUNS, MAX_SEED, MAX_WORKERS), quoted in the --help texts below
+(tests/learn/test_sweep_hostile.py checks them)."""
 
 from __future__ import annotations
 
@@ -59,21 +60,11 @@ def sweep_run(
     as_json: bool = JsonOpt,
 ) -> None:
     """Run every run of the sweep not yet done in the database (re-running resumes)."""
-    from headcount.learn.sweep import run_sweep_from_options
+    from headcount.cli.sweep_options import spec_from_options
+    from headcount.learn.sweep import run_sweep
 
-    counts = run_sweep_from_options(
-        spec,
-        db,
-        name=name,
-        task=task,
-        fixed=fixed,
-        grid=grid,
-        seeds=seeds,
-        workers=workers,
-        backend=backend,
-        address=address,
-        progress=progress,
-    )
+    sweep = spec_from_options(spec, name=name, task=task, fixed=fixed, grid=grid, seeds=seeds)
+    counts = run_sweep(sweep, db, workers=workers, backend=backend, address=address, progress=progress)
     human = (
         f"{counts.runs_done_now} runs done now, {counts.runs_done_before} before, "
         f"{counts.runs_failed} failed, of {counts.runs_total}"

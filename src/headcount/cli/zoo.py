@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-from headcount.cli.common import JsonOpt, emit
+from headcount.cli.common import JsonOpt, emit, flag
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -44,7 +44,7 @@ def zoo_export(
     """Write one model and its roles file (every head's role, mechanism, query, key, value; a certificate)."""
     from headcount.zoo import export
 
-    result = export(name, fmt, out)
+    result = export(name, fmt, out, spell=flag)
     human = (
         f"{result.name} ({result.format}) in {result.out}: {len(result.files)} files, roles in "
         f"{result.roles}; certified: {result.certificate['certified']} ({result.certificate['command']})"

@@ -1,4 +1,5 @@
-"""Certificates for induction-heads models: which inputs, and the typed result the CLI prints.
+"""Certificates for induction-heads models: which inputs, the plan that checks a request once, and the typed
+result the CLI prints.
 
 Inputs: all of Σ^n when S^n ≤ EXHAUSTIVE_LIMIT (streamed in lexicographic chunks); otherwise `samples`
 seeded random sequences (half uniform, half no-adjacent-repeats) plus every adversarial family of
@@ -8,24 +9,28 @@ Layouts (headcount.induction.layouts): the inputs above are the characters; with
 input gets the hop token of k = `hops` first and position 0 is not scored (core.certify.certify's IGNORE). The
 model is bound to the task's tokens first (core.model.vocab.bind_task), so imported models (decoder "vocab")
 certify in their own vocabulary.
+
+Plan (plan_certify): the request (sizes, samples, seed, hop, layout) and, where the model's shape is known
+before it is built (a construction: induction/source.py's ModelSource.check), the resource bounds are
+checked once, before anything is built or read; the bounds that need the model itself (its context, its
+vocabulary, its work per input) are checked when it is bound (CertifyPlan.bind). certify_induction runs
+the plan on a model or on a ModelSource.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_int
-from headcount.core.certify import Certificate, Model, certify_model
+from headcount.core.certify import Certificate, InputStream, Model, certify_model
 from headcount.induction import task
-from headcount.induction.construction import build_or_load, check_sizes, evaluation_bytes, evaluation_work
-from headcount.induction.khop.construction import KHOP_DIM, khop_construction, khop_layers
+from headcount.induction.construction import ModelShape, check_sizes, evaluation_bytes, evaluation_work
 from headcount.induction.khop.families import KHOP_FAMILIES
 from headcount.induction.layouts import (
     bind_layout,
@@ -37,17 +42,18 @@ from headcount.induction.layouts import (
     model_work,
     prefix_length,
 )
+from headcount.induction.source import ModelSource
 
 EXHAUSTIVE_LIMIT = 2_000_000
 EXHAUSTIVE_CHUNK = 1 << 15
 SAMPLE_CHUNK = 256  # sampled inputs are generated and checked this many at a time
 # induction certify: at most this many score entries per pass over its inputs (construction.evaluation_work:
-# inputs × (heads · n² + a fixed cost per input)); --samples, --n and the model's heads set it. Why this
+# inputs × (heads · n² + a fixed cost per input)); samples, n and the model's heads set it. Why this
 # bound: a certificate evaluates its inputs about three times (float64, the proof at p, float32; the other
-# dtypes and the precision search stop early), and the blocked passes (core.attention.settings) do the causal half
-# at about 10⁸ entries of n² a second on 2 cores at n = 65536, so the limit is about an hour; the largest
-# certificate the report asks for takes 1.5·10¹¹ (n = 65536, S = 256, 12 inputs: the full-scale
-# induction.two_layer.large_n), the slow tests 1.3·10⁹ (all of Σ^20 over 2 tokens).
+# dtypes and the precision search stop early), and the blocked passes (core.attention.settings) do the
+# causal half at about 10⁸ entries of n² a second on 2 cores at n = 65536, so the limit is about an hour;
+# the largest certificate the report asks for takes 1.5·10¹¹ (n = 65536, S = 256, 12 inputs: the
+# full-scale induction.two_layer.large_n), the slow tests 1.3·10⁹ (all of Σ^20 over 2 tokens).
 CERTIFY_MAX_WORK = 2**38
 # ... and at most this many multiply-adds per pass (inputs × layouts.model_work): what bounds wide models,
 # whose weights and readout (an imported model's vocabulary) cost more per position than their scores. The
@@ -210,13 +216,14 @@ class InductionCertificate:
         }
 
 
-def _check_request(
+def check_request(
     n: int, alphabet: int, samples: int | None, seed: int = 0, hops: int = 1, layout: str = "plain"
 ) -> None:
+    """certify's request on its own: task sizes, samples ≥ 1, seed ≥ 0, the hop and the layout."""
     check_sizes(n, alphabet)
     if samples is not None and samples < 1:
-        raise InputError(f"--samples {samples} must be ≥ 1")
-    check_int("--seed", seed, 0)
+        raise InputError(f"{param('samples')} {samples} must be ≥ 1")
+    check_int("seed", seed, 0)
     check_hops(hops)
     check_layout(layout)
 
@@ -230,6 +237,10 @@ def certify_inputs(
         return task.count_sequences(n, alphabet), EXHAUSTIVE_CHUNK
     inputs = sum(count for _, count in family_sizes(n, alphabet, samples, hops))
     return inputs, min(SAMPLE_CHUNK, max(2, default_samples(n) if samples is None else samples))
+
+
+def _what(n: int, alphabet: int) -> str:
+    return f"induction certify at {param('n')} {n} {param('alphabet')} {alphabet}"
 
 
 def check_certify_resources(
@@ -247,7 +258,7 @@ def check_certify_resources(
     (`prefix`: tokens before the n characters, the hop token of the hop-prefix layout)."""
     inputs, rows = certify_inputs(n, alphabet, samples, exhaustive, hops)
     length = n + prefix
-    what = f"induction certify at --n {n} --alphabet {alphabet}"
+    what = _what(n, alphabet)
     chunk = float(rows) * (INPUT_BYTES_PER_POSITION * float(length) + INPUT_BYTES_PER_TOKEN * float(alphabet))
     check_memory(evaluation_bytes(length, d_model) + chunk, what)
     check_work(
@@ -255,7 +266,7 @@ def check_certify_resources(
         CERTIFY_MAX_WORK,
         f"{what} on {inputs} inputs ({heads} heads)",
         "score entries per pass (inputs × heads × n²)",
-        "--samples or --n",
+        f"{param('samples')} or {param('n')}",
     )
 
 
@@ -272,19 +283,99 @@ def check_model_resources(
     pass, and the memory of the pass with its output logits (an imported model's whole vocabulary)."""
     inputs, rows = certify_inputs(n, alphabet, samples, exhaustive, hops)
     length = n + prefix
-    what = f"induction certify at --n {n} --alphabet {alphabet}"
+    what = _what(n, alphabet)
     check_memory(evaluation_memory(model, length, rows), what)
     check_work(
         float(inputs) * model_work(model, length),
         CERTIFY_MAX_MULTIPLY_ADDS,
         f"{what} on {inputs} inputs",
         "multiply-adds per pass (inputs × the model's work per input)",
-        "--samples or --n",
+        f"{param('samples')} or {param('n')}",
     )
 
 
+@dataclass(frozen=True)
+class CertifyPlan:
+    """What certify runs, once its request is checked (plan_certify): the task (n, alphabet, hops, layout),
+    the input set (exhaustive, or `samples` seeded inputs plus the adversarial families) and `shape`, the
+    model's shape already checked against the resource bounds (None until a model is bound)."""
+
+    n: int
+    alphabet: int
+    samples: int | None
+    seed: int
+    hops: int
+    layout: str
+    exhaustive: bool
+    shape: ModelShape | None = None
+
+    @property
+    def prefix(self) -> int:
+        """Tokens before the characters: the hop token of the hop-prefix layout."""
+        return prefix_length(self.layout)
+
+    def check_shape(self, shape: ModelShape) -> None:
+        """check_certify_resources for a model of this shape."""
+        check_certify_resources(
+            self.n,
+            self.alphabet,
+            self.samples,
+            shape.heads,
+            shape.d_model,
+            self.exhaustive,
+            self.prefix,
+            self.hops,
+        )
+
+    def bind(self, model: Model) -> Model:
+        """`model` bound to the task's tokens in the plan's layout (layouts.bind_layout), after checking that
+        it handles the sizes; then the bounds of the bound model (the shape's, unless the plan checked that
+        shape already, and check_model_resources)."""
+        n, alphabet = self.n, self.alphabet
+        if not self.prefix and (n > model.n_ctx or alphabet > model.alphabet):
+            raise InputError(
+                f"the model handles n ≤ {model.n_ctx} and alphabet ≤ {model.alphabet}; "
+                f"got {param('n')} {n} {param('alphabet')} {alphabet}"
+            )
+        bound = bind_layout(model, self.layout, n, alphabet, self.hops)
+        if ModelShape.of(bound) != self.shape:
+            self.check_shape(ModelShape.of(bound))
+        check_model_resources(bound, n, alphabet, self.samples, self.exhaustive, self.prefix, self.hops)
+        return bound
+
+    def inputs(self) -> InputStream:
+        """The re-playable stream of (family, input) chunks, laid out (module docstring)."""
+        stream, _ = induction_inputs(
+            self.n, self.alphabet, self.samples, self.seed, self.exhaustive, self.hops
+        )
+        return layout_stream(stream, self.layout, self.alphabet, self.hops) if self.prefix else stream
+
+
+def plan_certify(
+    n: int,
+    alphabet: int,
+    samples: int | None = None,
+    seed: int = 0,
+    hops: int = 1,
+    layout: str = "plain",
+    exhaustive: bool | None = None,
+    source: ModelSource | None = None,
+) -> CertifyPlan:
+    """certify's plan: the request checked (check_request), the input set chosen (exhaustive when
+    exhaustive_size, unless `exhaustive` says), and, for a `source` whose shape is known before it is built
+    (a construction: ModelSource.check, which also checks that it exists at these sizes), the resource
+    bounds of that shape — all before anything is built or read."""
+    check_request(n, alphabet, samples, seed, hops, layout)
+    shape = None if source is None else source.check(n, alphabet, hops, layout)
+    chosen = exhaustive_size(n, alphabet) if exhaustive is None else bool(exhaustive)
+    plan = CertifyPlan(n, alphabet, samples, seed, hops, layout, chosen, shape)
+    if shape is not None:
+        plan.check_shape(shape)
+    return plan
+
+
 def certify_induction(
-    model: Model,
+    model: Model | ModelSource,
     n: int,
     alphabet: int,
     samples: int | None = None,
@@ -296,24 +387,18 @@ def certify_induction(
     layout: str = "plain",
 ) -> InductionCertificate:
     """Certificate of `model` on induction heads (hop `hops`, 1..layouts.MAX_HOPS) at length n over
-    `alphabet` tokens, in `layout` (module docstring; the model is bound to the task's tokens first)
-    (dtypes=False skips the IEEE-dtype passes: dtypes_exact is then empty; from_file: the model was read
-    from a file, so its info's "construction" is reported as `file_label`, a label, not a construction)."""
-    _check_request(n, alphabet, samples, seed, hops, layout)
-    prefix = prefix_length(layout)
-    if not prefix and (n > model.n_ctx or alphabet > model.alphabet):
-        raise InputError(
-            f"the model handles n ≤ {model.n_ctx} and alphabet ≤ {model.alphabet}; "
-            f"got --n {n} --alphabet {alphabet}"
-        )
-    bound = bind_layout(model, layout, n, alphabet, hops)
-    heads = sum(bound.heads_per_layer)
-    check_certify_resources(n, alphabet, samples, heads, bound.d_model, exhaustive, prefix, hops)
-    check_model_resources(bound, n, alphabet, samples, exhaustive, prefix, hops)
-    stream, is_exhaustive = induction_inputs(n, alphabet, samples, seed, exhaustive, hops)
-    if prefix:
-        stream = layout_stream(stream, layout, alphabet, hops)
-    cert = certify_model(bound, stream, layout_reference(layout, hops), dtypes=dtypes)
+    `alphabet` tokens, in `layout` (module docstring; the model is bound to the task's tokens first).
+    `model` may be where it comes from (ModelSource: a model file, or a construction — `layers` 1 or 2, or
+    "auto" / the k-hop depth for `hops` — at (n, alphabet)), read or built after plan_certify's checks.
+    dtypes=False skips the IEEE-dtype passes (dtypes_exact is then empty); from_file: the model was read from
+    a file (always so for a ModelSource's model file), so its info's "construction" is reported as
+    `file_label`, a label, not a construction."""
+    source = model if isinstance(model, ModelSource) else None
+    plan = plan_certify(n, alphabet, samples, seed, hops, layout, exhaustive, source)
+    if source is not None:
+        model, from_file = source.load(n, alphabet, hops, layout), from_file or source.from_file
+    bound = plan.bind(model)
+    cert = certify_model(bound, plan.inputs(), layout_reference(layout, hops), dtypes=dtypes)
     p = cert.precision_bits
     label = model.info.get("construction")
     label = label[:200] if isinstance(label, str) else None
@@ -325,64 +410,11 @@ def certify_induction(
         n=n,
         alphabet=alphabet,
         construction=None if from_file else label,
-        exhaustive=is_exhaustive,
-        seed=None if is_exhaustive else seed,
+        exhaustive=plan.exhaustive,
+        seed=None if plan.exhaustive else seed,
         certificate=cert,
         size=None if p is None else model.size(p),
         file_label=label if from_file else None,
         from_file=from_file,
         layout=layout,
-    )
-
-
-def _construction_layers(layers: int | str | None, hops: int, layout: str) -> int | None:
-    """The depth of the construction `certify` is asked for (None: a model file). --layers auto is the
-    construction for --hops k (2 layers for k = 1, ⌈log₂ k⌉ + 2 from the k-hop construction); an integer
-    with k ≥ 2 must be that depth."""
-    if layers is None:
-        return None
-    if isinstance(layers, str):
-        if layers.strip().lower() != "auto":
-            try:
-                layers = int(layers)
-            except ValueError:
-                raise InputError(
-                    f"--layers {layers!r}: give 1, 2 or auto (the construction for --hops k)"
-                ) from None
-    if layers != "auto" and hops == 1:
-        return layers
-    if layout != "plain":
-        raise InputError(
-            "a hop-prefix construction answers every k ≤ K: write it with `induction construct --layout "
-            "hop-prefix --max-hops K --out FILE` and certify it with --model FILE"
-        )
-    depth = khop_layers(hops)
-    if layers != "auto" and layers != depth:
-        raise InputError(f"--layers {layers} does not fit --hops {hops}: its construction has {depth} layers")
-    return depth
-
-
-def certify_file_or_construction(
-    model_file: str | os.PathLike | None,
-    layers: int | str | None,
-    n: int,
-    alphabet: int,
-    samples: int | None = None,
-    seed: int = 0,
-    hops: int = 1,
-    layout: str = "plain",
-) -> InductionCertificate:
-    """certify_induction of a model file or of a construction at (n, alphabet): `layers` 1 or 2 (hop 1),
-    or "auto" / the k-hop depth ⌈log₂ k⌉ + 2 for `hops` = k (induction/khop/construction.py); the sizes
-    are checked before anything is built or loaded."""
-    _check_request(n, alphabet, samples, seed, hops, layout)
-    layers = _construction_layers(layers, hops, layout)
-    khop = layers is not None and model_file is None and hops >= 2
-    check_sizes(n, alphabet, None if khop else layers)
-    if model_file is None and layers is not None:  # before building: heads and d_model of the construction
-        heads, width = (layers + 1, KHOP_DIM) if khop else ((3, 19) if layers == 2 else (1, n + 1))
-        check_certify_resources(n, alphabet, samples, heads, width, hops=hops)
-    model = khop_construction(n, alphabet, hops) if khop else build_or_load(model_file, layers, n, alphabet)
-    return certify_induction(
-        model, n, alphabet, samples, seed, hops, from_file=model_file is not None, layout=layout
     )

@@ -1,11 +1,13 @@
-"""Explicit models that solve induction heads for any (n, S): the upper bounds, and the model a command
-runs on (a model file, or a construction checked against the sizes it is made for).
+"""Explicit models that solve induction heads for any (n, S): the upper bounds, their shapes, and the
+checks that a construction exists for the sizes asked.
 
 * :func:`two_layer_induction` — two layers, heads (2, 1), d_model = 19 for every n and S, O(log n) bits.
 * :func:`one_layer_induction` — one head, d_model = n + 1, in table form: size O(n log n), matching the
   one-layer lower bound h·m·p = Ω(n) up to the log factor.
-* :func:`build_construction`, :func:`build_or_load`, :func:`write_construction` — the same checks for the
-  Python API and the command line (InputError naming the option, as the CLI spells it).
+* :func:`two_layer_shape`, :func:`one_layer_shape` — each construction's shape (heads per layer, d_model)
+  before it is built, for the resource bounds (induction/source.py's ModelSource.shape).
+* :func:`check_sizes`, :func:`build_construction`, :func:`write_construction` — the same checks for the
+  Python API and the command line (InputError naming the parameter: common.errors.param).
 * the two-layer construction's building blocks (write_codes, nearest_head, copy_values, base_embedding,
   layer_one_heads), which the k-hop constructions (induction/khop/construction.py) build on.
 
@@ -39,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.jsonable import JsonResult
 from headcount.common.resources import check_memory
 from headcount.core.attention import ATTENTION_BLOCK, current_algorithm
@@ -259,24 +261,62 @@ def one_layer_induction(n: int, alphabet: int) -> OneLayerTable:
 
 
 # ---------------------------------------------------------------------------------------------
-# The model a command runs on
+# Shapes, sizes and the resource estimates of the constructions
 # ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What a model will be before it is built: heads per layer and the residual width d_model."""
+
+    heads_per_layer: tuple[int, ...]
+    d_model: int
+
+    @property
+    def layers(self) -> int:
+        return len(self.heads_per_layer)
+
+    @property
+    def heads(self) -> int:
+        """Heads in all layers (the resource bounds count score entries per head)."""
+        return sum(self.heads_per_layer)
+
+    @classmethod
+    def of(cls, model: Model) -> ModelShape:
+        return cls(tuple(int(h) for h in model.heads_per_layer), int(model.d_model))
+
+
+def two_layer_shape() -> ModelShape:
+    """two_layer_induction's shape at every (n, S): heads (2, 1), d_model TWO_LAYER_DIM."""
+    return ModelShape((2, 1), TWO_LAYER_DIM)
+
+
+def one_layer_shape(n: int) -> ModelShape:
+    """one_layer_induction's shape at length n: one head, d_model n + 1."""
+    return ModelShape((1,), n + 1)
+
+
+def construction_shape(layers: int, n: int) -> ModelShape:
+    """The shape of the `layers`-layer construction (CONSTRUCTIONS) at length n."""
+    return one_layer_shape(n) if layers == 1 else two_layer_shape()
+
 
 MAX_TABLE_BYTES = 4 * 2**30  # memory a one-layer construction's tables may take (ψ_in and Ṽ)
 CONSTRUCTIONS = {2: two_layer_induction, 1: one_layer_induction}  # by number of layers
 
 # Resource estimates (issue 13), from the arguments alone, before anything is allocated; floats, so that
 # any size (10^100 included) is estimated without overflowing. The resource guard (common.resources) refuses
-# beyond --max-memory; evaluation work is bounded where each command states its limit.
+# beyond its memory limit (max_memory); evaluation work is bounded where each command states its limit.
 #
 # The two-layer construction: W_pos [n 19] and W_E, W_U [alphabet 19] in float64, plus ten int64 work
 # arrays of n positions while it is built (digits, squares): bytes per position and per token.
 TWO_LAYER_BYTES_PER_POSITION = 8 * TWO_LAYER_DIM + 8 * 10
 TWO_LAYER_BYTES_PER_TOKEN = 8 * 2 * TWO_LAYER_DIM
-# Evaluating a model on inputs of length n (core.passes.forward, core.passes.bounds): the cached causal mask and score
-# bias (9 bytes per query-key pair), and per worker thread one chunk of the batch whose score tensors take
-# about EVAL_SCORE_COPIES float64 copies of max(n × max(n, d_model), a quarter of core's chunk target)
-# (measured: 1.7 GB peak certifying the two-layer construction at n = 4096 on 2 workers; estimate 1.8 GB).
+# Evaluating a model on inputs of length n (core.passes.forward, core.passes.bounds): the cached causal mask
+# and score bias (9 bytes per query-key pair), and per worker thread one chunk of the batch whose score
+# tensors take about EVAL_SCORE_COPIES float64 copies of max(n × max(n, d_model), a quarter of core's chunk
+# target) (measured: 1.7 GB peak certifying the two-layer construction at n = 4096 on 2 workers; estimate
+# 1.8 GB).
 EVAL_SCORE_COPIES = 6
 # The blocked passes' per-position arrays (residual boxes, q/k/v boxes, logits): bytes per position per
 # model dimension (measured: see tests/induction/test_construction_resources.py or the benchmark's memory).
@@ -317,27 +357,28 @@ def check_construction_memory(layers: int, n: int, alphabet: int, copies: int = 
     safetensors serialises a copy of every tensor)."""
     check_memory(
         copies * construction_bytes(layers, n, alphabet),
-        f"the {layers}-layer construction at --n {n} --alphabet {alphabet}",
+        f"the {layers}-layer construction at {param('n')} {n} {param('alphabet')} {alphabet}",
     )
 
 
 def check_sizes(n: int, alphabet: int, layers: int | None = None) -> None:
     """InputError unless (n, alphabet) is a task size and, with `layers`, a construction exists for it
-    within MAX_TABLE_BYTES. Messages name the options as the command line spells them."""
+    within MAX_TABLE_BYTES. Messages name the parameters (common.errors.param)."""
+    n_, alphabet_, layers_ = param("n"), param("alphabet"), param("layers")
     if n < 1:
-        raise InputError(f"--n {n} is too small: the sequence length must be ≥ 1")
+        raise InputError(f"{n_} {n} is too small: the sequence length must be ≥ 1")
     if alphabet < 2:
-        raise InputError(f"--alphabet {alphabet} is too small: the alphabet size must be ≥ 2")
+        raise InputError(f"{alphabet_} {alphabet} is too small: the alphabet size must be ≥ 2")
     if layers is not None and layers not in CONSTRUCTIONS:
-        raise InputError(f"--layers {layers} is not available: constructions exist for --layers 1 or 2")
+        raise InputError(f"{layers_} {layers} is not available: constructions exist for {layers_} 1 or 2")
     if layers == 2 and alphabet > n:
         raise InputError(
-            f"--alphabet {alphabet} > --n {n}: the two-layer construction is for alphabet ≤ n (seed 000)"
+            f"{alphabet_} {alphabet} > {n_} {n}: the two-layer construction is for alphabet ≤ n (seed 000)"
         )
     table_bytes = 2 * 8 * n * alphabet * (n + 1)  # the one-layer construction stores ψ_in and Ṽ tables
     if layers == 1 and table_bytes > MAX_TABLE_BYTES:
         raise InputError(
-            f"--layers 1 at n={n}, alphabet={alphabet} needs {table_bytes / 2**30:.1f} GiB of tables "
+            f"{layers_} 1 at n={n}, alphabet={alphabet} needs {table_bytes / 2**30:.1f} GiB of tables "
             f"(2·8·n·S·(n+1) bytes); allowed up to {MAX_TABLE_BYTES / 2**30:.0f} GiB"
         )
 
@@ -352,19 +393,6 @@ def build_construction(layers: int, n: int, alphabet: int, copies: int = 1) -> M
 def load_model_file(path: str | os.PathLike) -> Model:
     """load_model (a bad or missing file is a ModelFileError, an InputError: the user can fix it)."""
     return load_model(path)
-
-
-def build_or_load(
-    model_file: str | os.PathLike | None, layers: int | None, n: int | None, alphabet: int | None
-) -> Model:
-    """The model a command names: a model file, or the construction with `layers` at (n, alphabet)."""
-    if (model_file is None) == (layers is None):
-        raise InputError("give exactly one of --model FILE or --layers {1,2} (with --n and --alphabet)")
-    if model_file is not None:
-        return load_model_file(model_file)
-    if n is None or alphabet is None:
-        raise InputError("--layers needs --n N and --alphabet S")
-    return build_construction(layers, n, alphabet)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from headcount.common.errors import param
 from headcount.common.jsonable import JsonResult
 from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_choice, check_int
@@ -196,12 +197,12 @@ def _check_request(
     task_name: str, layout: str | None, n: int, alphabet: int, samples: int, seed: int, hops: int
 ):
     """The request's options (before any file is read); the layout, defaulted by the task."""
-    check_choice("--task", task_name, TASKS)
-    layout = DEFAULT_LAYOUT[task_name] if layout is None else check_choice("--layout", layout, LAYOUTS)
-    check_int("--n", n, 2, MAX_N)
-    check_int("--alphabet", alphabet, 2)
-    check_int("--samples", samples, 1, MAX_SAMPLES)
-    check_int("--seed", seed, 0)
+    check_choice("task", task_name, TASKS)
+    layout = DEFAULT_LAYOUT[task_name] if layout is None else check_choice("layout", layout, LAYOUTS)
+    check_int("n", n, 2, MAX_N)
+    check_int("alphabet", alphabet, 2)
+    check_int("samples", samples, 1, MAX_SAMPLES)
+    check_int("seed", seed, 0)
     check_hops(hops)
     return layout
 
@@ -228,7 +229,7 @@ def analyze_heads(
         MAX_PATTERN_VALUES,
         f"analyze heads on {samples} inputs of {length} tokens ({heads} heads)",
         "attention weights held (samples × heads × length²)",
-        "--samples or --n",
+        f"{param('samples')} or {param('n')}",
     )
     check_memory(8.0 * 3 * samples * heads * length * length, f"analyze heads on {samples} inputs")
     bound = bind_layout(model, layout, n, alphabet, hops)

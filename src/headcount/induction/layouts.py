@@ -8,19 +8,19 @@ Layouts:
 * ``hop-prefix`` (the k-hop paper's public code): position 0 holds the hop-count token — task token S + k − 1,
   core.model.vocab's layout, which an imported model's vocabulary map turns into its own id — and positions
   1..n the characters; the label at position i ≥ 1 is hop_k of the characters at index i − 1 (computed on
-  the characters only), ⊥ where it does not exist; position 0 is not scored (its label is core.certify.certify's
-  IGNORE). Positions that results report (counterexamples, rejections) count the hop token: 1-based over
-  the whole input, as certify prints them.
+  the characters only), ⊥ where it does not exist; position 0 is not scored (its label is
+  core.certify.certify's IGNORE). Positions that results report (counterexamples, rejections) count the hop
+  token: 1-based over the whole input, as certify prints them.
 
 Tasks: ``khop`` draws the characters with no two adjacent equal (task.no_adjacent_repeats: the k-hop paper's
 inputs and the learning lab's khop runs) and takes hop counts 1..MAX_HOPS; ``induction`` is k = 1 with uniform
-characters (task.uniform: the lab's induction runs), in the plain layout unless --layout hop-prefix asks for
+characters (task.uniform: the lab's induction runs), in the plain layout unless layout "hop-prefix" asks for
 the hop token of k = 1 first (the characters stay uniform: the task, not the layout, chooses them).
 
 Reproducing a training run: σ is drawn once — `samples` rows from np.random.default_rng([seed, n, alphabet])
 — and shared by every k, as learn.evaluate.evaluate_induction draws its held-out set; with the defaults
-(seed EVAL_SEED, samples EVAL_SAMPLES) `headcount evaluate` on a model written by `headcount train induction
-… --out M` reports the run's accuracy_by_hop (and accuracy, accuracy_bottom) as error = 1 − accuracy.
+(seed EVAL_SEED, samples EVAL_SAMPLES) `headcount evaluate` on a model a `headcount train induction` run
+wrote reports the run's accuracy_by_hop (and accuracy, accuracy_bottom) as error = 1 − accuracy.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_choice, check_int
 from headcount.core.certify import (
@@ -58,7 +58,7 @@ LAYOUTS = ("plain", "hop-prefix")
 TASKS = ("khop", "induction")
 GENERATORS = {"khop": "no_adjacent_repeats", "induction": "uniform"}
 DEFAULT_LAYOUT = {"khop": "hop-prefix", "induction": "plain"}
-# Hop counts 1..16: the range of the k-hop paper's experiments (issue 14 asks for --hops 1..16). Each k of
+# Hop counts 1..16: the range of the k-hop paper's experiments (issue 14 asks for hop counts 1..16). Each k of
 # the hop-prefix layout needs its own hop token in the model's vocabulary, and evaluate runs one pass per k.
 MAX_HOPS = 16
 # The learning lab's held-out sets (learn.evaluate.EVAL_SEED and EVAL_SIZE), duplicated because induction
@@ -80,25 +80,27 @@ _HOPS_TEXT = re.compile(r"\s*([0-9]{1,6})\s*(?:\.\.\s*([0-9]{1,6})\s*)?")
 
 
 def parse_hops(text: str) -> tuple[int, ...]:
-    """--hops "K" or a range "a..b" as the hop counts it names, each 1..MAX_HOPS (InputError otherwise)."""
+    """The `hops` text "K" or a range "a..b" as the hop counts it names, each 1..MAX_HOPS (InputError
+    otherwise)."""
     match = _HOPS_TEXT.fullmatch(str(text))
-    allowed = f"give K or a range a..b with 1 ≤ a ≤ b ≤ {MAX_HOPS}, e.g. --hops 3 or --hops 1..{MAX_HOPS}"
+    hops_ = param("hops")
+    allowed = f"give K or a range a..b with 1 ≤ a ≤ b ≤ {MAX_HOPS}, e.g. {hops_} 3 or {hops_} 1..{MAX_HOPS}"
     if match is None:
-        raise InputError(f"--hops {str(text)[:40]!r} is not a hop count: {allowed}")
+        raise InputError(f"{hops_} {str(text)[:40]!r} is not a hop count: {allowed}")
     low = int(match.group(1))
     high = low if match.group(2) is None else int(match.group(2))
     if not 1 <= low <= high <= MAX_HOPS:
-        raise InputError(f"--hops {str(text).strip()[:40]} is out of range: {allowed}")
+        raise InputError(f"{hops_} {str(text).strip()[:40]} is out of range: {allowed}")
     return tuple(range(low, high + 1))
 
 
 def check_hops(hops: int) -> int:
     """One hop count k, 1 ≤ k ≤ MAX_HOPS (InputError otherwise)."""
-    return check_int("--hops", hops, 1, MAX_HOPS)
+    return check_int("hops", hops, 1, MAX_HOPS)
 
 
 def check_layout(layout: str) -> str:
-    return check_choice("--layout", layout, LAYOUTS)
+    return check_choice("layout", layout, LAYOUTS)
 
 
 def prefix_length(layout: str) -> int:
@@ -135,7 +137,8 @@ def layout_targets(sigma: np.ndarray, layout: str, hops: int) -> np.ndarray:
 
 
 def layout_reference(layout: str, hops: int) -> Reference:
-    """core.certify.certify's reference on laid-out inputs: the labels of their characters (module docstring)."""
+    """core.certify.certify's reference on laid-out inputs: the labels of their characters (module
+    docstring)."""
     skip = prefix_length(layout)
     return lambda tokens: layout_targets(tokens[:, skip:], layout, hops)
 
@@ -157,7 +160,8 @@ def bind_layout(model: Model, layout: str, n: int, alphabet: int, hops: int) -> 
     if length > model.n_ctx:
         what = f"n + 1 = {length} (the hop token and n characters)" if length > n else f"n = {n}"
         raise InputError(
-            f"the model's context holds {model.n_ctx} tokens; --n {n} with --layout {layout} needs {what}"
+            f"the model's context holds {model.n_ctx} tokens; {param('n')} {n} with {param('layout')} "
+            f"{layout} needs {what}"
         )
     return bind_task(model, alphabet, hops if length > n else 0)
 
@@ -303,8 +307,9 @@ class Evaluation:
 
 
 def _outputs(model: Model, tokens: np.ndarray, prec: Precision, skip: int) -> tuple[np.ndarray, np.ndarray]:
-    """(outputs, decided) [batch length] in mode `prec`: core.certify.evaluate.predict's semantics (fixed:p exactly,
-    without a work limit), with the `skip` unscored first positions never sent to the exact evaluator."""
+    """(outputs, decided) [batch length] in mode `prec`: core.certify.evaluate.predict's semantics (fixed:p
+    exactly, without a work limit), with the `skip` unscored first positions never sent to the exact
+    evaluator."""
     with np.errstate(all="ignore"):  # float16 overflow is that mode's behaviour, not a failure
         if prec.kind != "fixed":
             return emulate(model, tokens, prec), np.ones(tokens.shape, dtype=bool)
@@ -334,16 +339,17 @@ def hop_error(
 
 def _check_request(task_name: str, layout: str | None, hops: tuple[int, ...], n: int, alphabet: int) -> str:
     """The layout (the task's default when None), after checking the request's own values."""
-    check_choice("--task", task_name, TASKS)
+    check_choice("task", task_name, TASKS)
     layout = check_layout(DEFAULT_LAYOUT[task_name] if layout is None else layout)
     if not hops:
-        raise InputError("give at least one hop count (--hops K or a..b)")
+        raise InputError(f"give at least one hop count ({param('hops')} K or a..b)")
     if task_name == "induction" and tuple(hops) != (1,):
-        raise InputError("--task induction is hop count 1: use --task khop for other --hops")
+        task_ = param("task")
+        raise InputError(f"{task_} induction is hop count 1: use {task_} khop for other {param('hops')}")
     for k in hops:
         check_hops(k)
-    check_int("--n", n, 1)
-    check_int("--alphabet", alphabet, 2)
+    check_int("n", n, 1)
+    check_int("alphabet", alphabet, 2)
     return layout
 
 
@@ -361,19 +367,20 @@ def evaluate_model(
     """Per-hop error of `model` (as a file holds it: bound here) on `samples` inputs (module docstring);
     every size is checked and the work and memory bounded before anything runs."""
     layout = _check_request(task_name, layout, hops, n, alphabet)
-    check_int("--samples", samples, 1)
-    check_int("--seed", seed, 0)
+    check_int("samples", samples, 1)
+    check_int("seed", seed, 0)
     prec = parse_precision(precision)
     bound = bind_layout(model, layout, n, alphabet, max(hops) if prefix_length(layout) else 0)
     length = n + prefix_length(layout)
-    what = f"evaluate at --n {n} --samples {samples} --hops {hops[0]}..{hops[-1]}"
+    n_, samples_, hops_ = param("n"), param("samples"), param("hops")
+    what = f"evaluate at {n_} {n} {samples_} {samples} {hops_} {hops[0]}..{hops[-1]}"
     factor = FIXED_WORK_FACTOR if prec.kind == "fixed" else 1
     check_work(
         float(samples) * len(hops) * factor * model_work(bound, length),
         EVALUATE_MAX_WORK,
         what,
         "multiply-adds (inputs × hop counts × the model's work per input)",
-        "--samples, --hops or --n",
+        f"{samples_}, {hops_} or {n_}",
     )
     check_memory(evaluation_memory(bound, length, samples), what)
     sigma = task_characters(task_name, samples, n, alphabet, seed)
@@ -392,12 +399,12 @@ def evaluate_file(
     seed: int = EVAL_SEED,
     precision: str = "float64",
 ) -> Evaluation:
-    """evaluate_model of a model file, with --hops as text ("K" or "a..b"); the request is checked before
+    """evaluate_model of a model file, with `hops` as text ("K" or "a..b"); the request is checked before
     the file is read."""
     hop_counts = parse_hops(hops)
     _check_request(task_name, layout, hop_counts, n, alphabet)
-    check_int("--samples", samples, 1)
-    check_int("--seed", seed, 0)
+    check_int("samples", samples, 1)
+    check_int("seed", seed, 0)
     parse_precision(precision)
     return evaluate_model(
         load_model(model_file), task_name, n, alphabet, hop_counts, layout, samples, seed, precision

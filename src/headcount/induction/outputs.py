@@ -1,33 +1,30 @@
 """One input's answers: the reference solver's (`solve`) or a model's in a precision mode (`predict_input`).
 
-Both check their input the way the command line needs (InputError naming the option), so the Python API
-refuses the same things with the same words.
+Both check their input the way the command line needs (InputError naming the parameter:
+common.errors.param), so the Python API refuses the same things with the same words. A prediction's model
+is a Model or where one comes from (induction/source.py's ModelSource: a model file or a construction).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.resources import check_memory, check_work
-from headcount.core.certify import WorkBudget, fixed_predict, predict
+from headcount.core.certify import Model, WorkBudget, fixed_predict, predict
 from headcount.core.model import token_text
 from headcount.core.numbers import parse_precision
-from headcount.induction.construction import (
-    build_or_load,
-    check_sizes,
-    evaluation_bytes,
-    evaluation_work,
-)
+from headcount.induction.construction import evaluation_bytes, evaluation_work
+from headcount.induction.source import ModelSource
 from headcount.induction.task import induction_targets
 
-# --input: at most this many tokens. solve runs in O(n log n) (about a second at 200,000 tokens) and this
-# many tokens are already ~20 MB of text; predict is bounded far below by its own work and memory.
+# The input (`input`: the tokens of solve and predict) holds at most this many tokens. solve runs in
+# O(n log n) (about a second at 200,000 tokens) and this many tokens are already ~20 MB of text; predict is
+# bounded far below by its own work and memory.
 MAX_INPUT_TOKENS = 10_000_000
 # Tokens are int64 (0..2^63 − 1): only equality matters to the task, and models index their embedding.
 MAX_TOKEN = 2**63 - 1
@@ -79,15 +76,16 @@ _PLAIN_TOKENS = re.compile(r"[0-9,\s]*")
 
 
 def tokens_from_text(text: str) -> np.ndarray:
-    """--input as int64 tokens: integers 0..MAX_TOKEN separated by spaces or commas, at most
-    MAX_INPUT_TOKENS of them (InputError naming the option otherwise)."""
+    """The input text as int64 tokens: integers 0..MAX_TOKEN separated by spaces or commas, at most
+    MAX_INPUT_TOKENS of them (InputError naming the parameter `input` otherwise)."""
     parts = str(text).replace(",", " ").split()
+    input_ = param("input")
     if not parts:
         raise InputError(
-            '--input is empty: give tokens as integers separated by spaces, e.g. --input "3 0 2 3"'
+            f'{input_} is empty: give tokens as integers separated by spaces, e.g. {input_} "3 0 2 3"'
         )
     if len(parts) > MAX_INPUT_TOKENS:
-        raise InputError(f"--input has {len(parts)} tokens: allowed up to {MAX_INPUT_TOKENS}")
+        raise InputError(f"{input_} has {len(parts)} tokens: allowed up to {MAX_INPUT_TOKENS}")
     if _PLAIN_TOKENS.fullmatch(text) and max(map(len, parts)) <= 18:  # the usual case, fast: < 10^18
         return np.array(list(map(int, parts)), dtype=np.int64)
     values = []
@@ -95,14 +93,14 @@ def tokens_from_text(text: str) -> np.ndarray:
         digits = part[1:] if part[:1] in "+-" else part
         if not (digits.isascii() and digits.isdigit()):
             raise InputError(
-                f"--input has a non-integer token {part[:40]!r}: "
+                f"{input_} has a non-integer token {part[:40]!r}: "
                 "tokens are integers 0..S-1 separated by spaces"
             )
         if part.startswith("-") and digits.strip("0"):
-            raise InputError("--input has a negative token: tokens are integers 0..S-1")
+            raise InputError(f"{input_} has a negative token: tokens are integers 0..S-1")
         if len(digits.lstrip("0")) > 19 or int(digits) > MAX_TOKEN:
             shown = part if len(part) <= 40 else part[:40] + "…"
-            raise InputError(f"--input token {shown} is too large: tokens are integers 0..2^63-1")
+            raise InputError(f"{input_} token {shown} is too large: tokens are integers 0..2^63-1")
         values.append(int(digits))
     return np.array(values, dtype=np.int64)
 
@@ -111,9 +109,9 @@ def solve(tokens: np.ndarray, hops: int = 1) -> Solution:
     """The reference answer on one input (1-D tokens). Any hops ≥ 1: beyond the input's length it answers
     like hops = n (task.effective_hops), at once."""
     if isinstance(hops, bool) or not isinstance(hops, (int, np.integer)):
-        raise InputError(f"--hops must be an integer, got {hops!r}")
+        raise InputError(f"{param('hops')} must be an integer, got {hops!r}")
     if hops < 1:
-        raise InputError(f"--hops {hops} must be ≥ 1")
+        raise InputError(f"{param('hops')} {hops} must be ≥ 1")
     check_memory(
         SOLVE_BYTES_PER_TOKEN * float(np.size(tokens)), f"induction solve on {np.size(tokens)} tokens"
     )
@@ -123,27 +121,31 @@ def solve(tokens: np.ndarray, hops: int = 1) -> Solution:
 
 def predict_input(
     tokens: np.ndarray,
+    source: ModelSource | Model,
     precision: str = "float64",
-    model_file: str | os.PathLike | None = None,
-    layers: int | None = None,
     n: int | None = None,
     alphabet: int | None = None,
 ) -> Prediction:
-    """The outputs on one input (1-D tokens) of a model file or of the `layers`-layer construction at
-    (n, alphabet); n defaults to the input's length. The tokens must fit the model's context and alphabet."""
+    """The outputs on one input (1-D tokens) of a model, or of the model `source` names: a model file, or a
+    construction at (n, alphabet), n defaulting to the input's length (its sizes and this prediction's
+    resources checked before it is built). The tokens must fit the model's context and alphabet."""
     prec = parse_precision(precision)
-    if layers is not None and n is None:
-        n = len(tokens)
-    if model_file is None and layers is not None and alphabet is not None:
-        check_sizes(n, alphabet, layers)
-        # before building the construction: heads 3 and d_model 19 (two layers) or 1 and n + 1 (one layer)
-        check_predict_resources(len(tokens), 3 if layers == 2 else 1, n + 1 if layers == 1 else 19)
-    model = build_or_load(model_file, layers, n, alphabet)
+    model = source
+    if isinstance(source, ModelSource):
+        if source.layers is not None and n is None:
+            n = len(tokens)
+        shape = source.check(n, alphabet)  # the construction's shape, before it is built; None for a file
+        if shape is not None:
+            check_predict_resources(len(tokens), shape.heads, shape.d_model)
+        model = source.load(n, alphabet)
     if len(tokens) > model.n_ctx:
-        raise InputError(f"--input has {len(tokens)} tokens but the model's context length is {model.n_ctx}")
+        raise InputError(
+            f"{param('input')} has {len(tokens)} tokens but the model's context length is {model.n_ctx}"
+        )
     if tokens.max() >= model.alphabet:
         raise InputError(
-            f"--input token {int(tokens.max())} is outside the model's alphabet 0..{model.alphabet - 1}"
+            f"{param('input')} token {int(tokens.max())} is outside the model's alphabet "
+            f"0..{model.alphabet - 1}"
         )
     check_predict_resources(len(tokens), sum(model.heads_per_layer), model.d_model)
     undecided: tuple[int, ...] = ()
@@ -165,5 +167,5 @@ def check_predict_resources(n: int, heads: int, d_model: int) -> None:
         PREDICT_MAX_WORK,
         f"induction predict on {n} tokens ({heads} heads)",
         "score entries (heads · n²)",
-        "the number of --input tokens",
+        f"the number of {param('input')} tokens",
     )

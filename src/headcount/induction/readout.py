@@ -80,7 +80,8 @@ class InductionReadoutDecoder:
     def decode_grid(self, x: np.ndarray, bits: int, positions) -> np.ndarray:
         """The fixed:`bits` outputs at `positions` of one sequence from its exact residual x [pos d_model]
         (integers: the values times 2^bits): σ_j = ⌊i·y_j + ½⌋ − 1 exactly (i 1-based, y_j = x_j / 2^p).
-        core.passes.exact_fixed calls it; other positions come back as whatever the prefixes give (ignored)."""
+        core.passes.exact_fixed calls it; other positions come back as whatever the prefixes give
+        (ignored)."""
         n, d_model = x.shape
         if d_model != self.n_ctx + 1:
             raise InputError(f"induction_readout needs d_model = n_ctx + 1 = {self.n_ctx + 1}, got {d_model}")

@@ -145,7 +145,7 @@ def khop_roles(n: int, alphabet: int, hops: int) -> dict[str, Any]:
     """The roles khop_construction(n, alphabet, hops) is built with, as JSON (k = 1: two_layer_roles):
     layer 0 as the two-layer construction's, layer 1 the find head, each later layer one pointer head
     that reads the state stored at the position its pointer names (induction/khop/construction.py)."""
-    from headcount.induction import khop_construction as kc  # the construction's own column names
+    from headcount.induction.khop import construction as kc  # the construction's own column names
 
     if hops == 1:
         return two_layer_roles(n, alphabet)

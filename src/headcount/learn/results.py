@@ -1,5 +1,5 @@
 """Typed results of training runs: frozen dataclasses whose `to_json()` is the flat JSON object a sweep
-stores for the run (and `headcount train --json` prints), key for key as before the types existed.
+stores for the run (and `headcount train` prints as JSON), key for key as before the types existed.
 
 A run's JSON is its settings, then the loss (first_loss, final_loss, loss_curve), then the task's exact
 metrics, then model_path, train_seconds and wall_seconds: the `loss` and `metrics` fields are spliced in

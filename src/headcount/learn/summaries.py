@@ -6,11 +6,12 @@
     summarize_xor_phase(rows)       -> XorPhaseSummary          (cells: XorPhaseCell)
 
 A row is one finished run as the results database holds it ({"config": …, "metrics": …}). Summaries only
-read rows: what the theory's constructions achieve on the same cells is report/learning/claims.py's to add, into
-the slots left for it (MinmaxHeadsSummary.construction_dims, XorPhaseSummary.above_constructions_certified,
-cells as XorPhaseCellWithConstruction); to_json() leaves those out until they are filled.
+read rows: what the theory's constructions achieve on the same cells is report/learning/claims.py's to add,
+into the slots left for it (MinmaxHeadsSummary.construction_dims,
+XorPhaseSummary.above_constructions_certified, cells as XorPhaseCellWithConstruction); to_json() leaves those
+out until they are filled.
 
-to_json() is the summary as `headcount experiment NAME --json` prints it and the report's summary.json
+to_json() is the summary as `headcount experiment NAME` prints it as JSON and the report's summary.json
 records it: the fields in order, cells as objects, maps keyed by int, numbers as they are (NaN — a mean over
 no values — kept: the caller's `jsonable` applies its policy).
 """
@@ -203,7 +204,8 @@ def _certificates(group: list[dict[str, Any]], k: int) -> list[dict[str, Any]] |
 
 
 def _common_dtypes(certs: list[dict[str, Any]]) -> list[str]:
-    """The IEEE dtypes exact in every one of the certificates, in core.numbers.precision.IEEE_DTYPES' order."""
+    """The IEEE dtypes exact in every one of the certificates, in core.numbers.precision.IEEE_DTYPES'
+    order."""
     return [d for d in IEEE_DTYPES if all(d in c["dtypes_exact"] for c in certs)]
 
 

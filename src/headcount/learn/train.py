@@ -42,7 +42,7 @@ import torch.nn.functional as F_nn
 from headcount.boolean.certify import dim_bound
 from headcount.boolean.model import model_sign_exact, save_boolean
 from headcount.boolean.task import parse_function, sign_changes
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.progress import progress_bar
 from headcount.common.validate import check_int, check_writable
 from headcount.core.model import BOTTOM, save_model
@@ -191,7 +191,9 @@ def induction_batch(
 def _check_induction(n: int, alphabet: int, hops: int, generator: str, positional: str) -> None:
     """The checks of train_induction beyond its integer counts."""
     if hops > n:  # each hop moves to an earlier position or stays, so hop k ≥ n answers like hop n
-        raise InputError(f"hops = {hops} > n = {n}: hop counts beyond n answer like hop n; use --hops ≤ n")
+        raise InputError(
+            f"hops = {hops} > n = {n}: hop counts beyond n answer like hop n; use {param('hops')} ≤ n"
+        )
     if generator not in itask.GENERATORS:
         raise InputError(f"unknown generator {generator!r}: use one of {sorted(itask.GENERATORS)}")
     if positional not in TRAINABLE_POSITIONAL:

@@ -40,7 +40,7 @@ from typing import Any
 import flint
 import numpy as np
 
-from headcount.common.errors import InputError, InternalError
+from headcount.common.errors import InputError, InternalError, param
 from headcount.common.jsonable import jsonable
 from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_choice
@@ -75,7 +75,7 @@ from headcount.minmax.verify import (
 
 EXACT_MAX_M = 1024
 METHODS = ("exact-histogram", "sufficient-condition", "brute-force")
-#: `verify --method brute` enumerates at most this many multisets
+#: `verify_single_head(method="brute")` enumerates at most this many multisets
 BRUTE_MAX_INPUTS = 2_000_000
 TASKS = ("min", "max")
 #: sufficient-condition: the codes' Gram matrix, M²·d multiply-adds per task (exact in float64 BLAS, about
@@ -312,11 +312,11 @@ def certify_minmax(
     method: None (exact-histogram for M ≤ 1024, sufficient-condition beyond), or forced:
     "exact-histogram", "sufficient-condition", "brute-force" (small M, n only)."""
     check_sizes(M, n)
-    check_choice("--heads", heads, (1, 2))
-    check_choice("--code", code, CODES)
+    check_choice("heads", heads, (1, 2))
+    check_choice("code", code, CODES)
     if method is None:
         method = "exact-histogram" if M <= EXACT_MAX_M else "sufficient-condition"
-    check_choice("--method", method, METHODS)
+    check_choice("method", method, METHODS)
     _check_certify_resources(M, n, heads, code, seed, method)
     codes = make_code(M, code, seed)
     pairs = _construction_pairs(M, n, heads, codes)
@@ -349,7 +349,7 @@ def certify_minmax(
 def _check_certify_resources(M: int, n: int, heads: int, code: str, seed: int, method: str) -> None:
     """certify's bounds for its method, before the code is drawn: the construction (memory, the code's
     work), then the method's memory and work (messages name the method)."""
-    what = f"minmax certify ({method}) at --M {M} --n {n}"
+    what = f"minmax certify ({method}) at {param('M')} {M} {param('n')} {n}"
     check_construction_resources(M, n, code, seed, what)
     d = code_dim(M, code) * heads
     if method == "exact-histogram":
@@ -359,7 +359,7 @@ def _check_certify_resources(M: int, n: int, heads: int, code: str, seed: int, m
     else:  # the Gram matrix in chunks of 1024 rows, per task
         check_memory(8.0 * 1024 * M + 8.0 * M * d, what)
         work = 2.0 * M * M * code_dim(M, code)
-        check_work(work, SUFFICIENT_MAX_WORK, what, "multiply-adds (2 tasks × M²·d)", "--M")
+        check_work(work, SUFFICIENT_MAX_WORK, what, "multiply-adds (2 tasks × M²·d)", param("M"))
 
 
 # ---------------------------------------------------------------------------------------------- verify
@@ -414,7 +414,7 @@ def _single_head_of(model: MinMaxModel, M: int) -> TokenHead:
             f"the model has {model.layer.n_heads} heads: verify is for a single head (use certify for layers)"
         )
     if model.layer.M != M:
-        raise InputError(f"--M {M} does not match the model's M = {model.layer.M}")
+        raise InputError(f"{param('M')} {M} does not match the model's M = {model.layer.M}")
     return model.layer.heads[0]
 
 
@@ -426,8 +426,8 @@ def verify_single_head(
     method: "exact" (verify_exact_one_head: histogram linearity) or "brute" (verify_brute: every multiset,
     at most BRUTE_MAX_INPUTS). A ModelSource is loaded after the sizes and the method are checked."""
     check_sizes(M, n)
-    check_choice("--method", method, ("exact", "brute"))
-    what = f"minmax verify ({method}) at --M {M} --n {n}"
+    check_choice("method", method, ("exact", "brute"))
+    what = f"minmax verify ({method}) at {param('M')} {M} {param('n')} {n}"
     check_counterexample_resources(M, n, what)
     if method == "brute":
         check_brute_resources(M, n, 1, BRUTE_MAX_INPUTS, what)
@@ -461,7 +461,7 @@ def _check_values(M: int, dim: int, what: str) -> None:
     if M * dim > MAX_VALUE_ENTRIES:
         raise InputError(
             f"{what}: the head has M·dim = {M * dim} values; allowed up to {MAX_VALUE_ENTRIES} "
-            "(Lemma 6 computes each one's exact bits; lower --dim)"
+            f"(Lemma 6 computes each one's exact bits; lower {param('dim')})"
         )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.jsonable import JsonResult
 from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_choice, check_int
@@ -165,15 +165,17 @@ def construction_bytes(M: int, code: str) -> float:
 def check_construction_resources(M: int, n: int, code: str, seed: int, what: str) -> None:
     """The sizes, the code's name and seed, then memory and the code's work (InputError beyond a bound)."""
     check_sizes(M, n)
-    check_choice("--code", code, CODES)
-    check_int("--seed", seed, 0)
+    check_choice("code", code, CODES)
+    check_int("seed", seed, 0)
     check_memory(construction_bytes(M, code), what)
-    check_work(code_work(M, code), CODE_MAX_WORK, f"{what}: the {code} code", "multiply-adds (M²·d/2)", "--M")
+    check_work(
+        code_work(M, code), CODE_MAX_WORK, f"{what}: the {code} code", "multiply-adds (M²·d/2)", param("M")
+    )
 
 
 def make_code(M: int, code: str = "sign", seed: int = 0) -> np.ndarray:
     """The value code by name: "sign" (``sign_code``, seeded) or "compact" (``compact_code``)."""
-    check_choice("--code", code, CODES)
+    check_choice("code", code, CODES)
     return sign_code(M, seed=seed) if code == "sign" else compact_code(M)
 
 
@@ -181,8 +183,10 @@ def build_construction(M: int, n: int, heads: int, code: str = "sign", seed: int
     """The construction as a model: heads=2, the two-head layer; heads=1, the min head alone with θ = v for
     both classifiers (a single head that does min and, by Theorem 1, fails max)."""
     check_sizes(M, n)
-    check_choice("--heads", heads, (1, 2))
-    check_construction_resources(M, n, code, seed, f"the minmax construction at --M {M} --code {code}")
+    check_choice("heads", heads, (1, 2))
+    check_construction_resources(
+        M, n, code, seed, f"the minmax construction at {param('M')} {M} {param('code')} {code}"
+    )
     codes = make_code(M, code, seed)
     if heads == 2:
         return two_head_layer(M, n, codes)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.files import (
     MAX_HEADS_PER_LAYER,
     ModelFileError,
@@ -270,19 +270,26 @@ class ModelSource:
     def load(self, M: int) -> MinMaxModel:
         """The model (InputError for a bad choice of source or an unreadable file)."""
         if (self.path is None) == (self.random_seed is None):
-            raise InputError("give exactly one of --model FILE or --random-seed R (with --dim d)")
+            raise InputError(
+                f"give exactly one of {param('model')} FILE or {param('random_seed')} R "
+                f"(with {param('dim')} d)"
+            )
         if self.path is not None:
             if self.dim is not None:  # it shapes the random head only: a contradiction
-                raise InputError("--dim describes the random head: give it with --random-seed, not --model")
+                raise InputError(
+                    f"{param('dim')} describes the random head: give it with {param('random_seed')}, "
+                    f"not {param('model')}"
+                )
             return load_minmax(self.path)  # a bad file: ModelFileError, an InputError
         if self.dim is None or self.dim < 1:
-            raise InputError("--random-seed needs --dim d ≥ 1")
+            raise InputError(f"{param('random_seed')} needs {param('dim')} d ≥ 1")
         if (
             isinstance(self.random_seed, bool)
             or not isinstance(self.random_seed, int)
             or self.random_seed < 0
         ):
-            raise InputError(f"--random-seed must be an integer ≥ 0, got {self.random_seed!r}")
+            raise InputError(f"{param('random_seed')} must be an integer ≥ 0, got {self.random_seed!r}")
         # scores, values and two classifiers [M dim], each drawn and then scaled (two copies at once)
-        check_memory(2 * 8.0 * M * (3 * self.dim + 1), f"a random head at --M {M} --dim {self.dim}")
+        what = f"a random head at {param('M')} {M} {param('dim')} {self.dim}"
+        check_memory(2 * 8.0 * M * (3 * self.dim + 1), what)
         return random_single_head(np.random.default_rng(self.random_seed), M, self.dim)

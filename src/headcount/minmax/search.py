@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.jsonable import JsonResult
 from headcount.common.progress import progress_bar
 from headcount.common.resources import check_memory, check_work
@@ -36,6 +36,8 @@ TASKS = ("min", "max")
 # 7 minutes at the limit; the report's full search, M = 64, d ≤ 4, 3 restarts of 200 steps, is 6.5·10⁸).
 SEARCH_MAX_WORK = 2**31
 SEARCH_ARRAYS = 12
+# the parameters that set the search's work, named in its refusal
+_SEARCH_BOUNDED_BY = f"{param('restarts')}, {param('steps')}, {param('dim')} or {param('M')}"
 
 
 def _task_loss_grad(s, V, T, n, mu, tau):
@@ -163,16 +165,17 @@ def _check_search(M: int, n: int, dim: int, restarts: int, steps: int, seed: int
     check_sizes(M, n)
     if dim < 1 or restarts < 1 or steps < 0:
         raise InputError(
-            f"--dim {dim} --restarts {restarts} --steps {steps}: need dim ≥ 1, restarts ≥ 1, steps ≥ 0"
+            f"{param('dim')} {dim} {param('restarts')} {restarts} {param('steps')} {steps}: "
+            "need dim ≥ 1, restarts ≥ 1, steps ≥ 0"
         )
-    check_int("--seed", seed, 0)
+    check_int("seed", seed, 0)
     M_f, d_f = float(M), float(dim)
-    what = f"minmax search at --M {M} --dim {dim}"
+    what = f"minmax search at {param('M')} {M} {param('dim')} {dim}"
     check_counterexample_resources(M, n, what)
     check_memory(8 * SEARCH_ARRAYS * M_f**3 + 8 * 16 * M_f * d_f + 8 * 4 * M_f * M_f, what)
     d_sum = dims * d_f - dims * (dims - 1) / 2  # Σ d over the dimensions tried
     work = float(restarts) * (float(steps) + 1) * (dims * M_f**3 + M_f * M_f * d_sum)
-    check_work(work, SEARCH_MAX_WORK, what, "triple evaluations", "--restarts, --steps, --dim or --M")
+    check_work(work, SEARCH_MAX_WORK, what, "triple evaluations", _SEARCH_BOUNDED_BY)
 
 
 def _adam(params: list[np.ndarray], n: int, steps: int, lr: float, mu: float, tau: float, reg: float) -> None:

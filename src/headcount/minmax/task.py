@@ -12,14 +12,15 @@ from math import comb, exp, lgamma
 
 import numpy as np
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 
 #: refuse to enumerate more multisets than this (they are held in memory as one array)
 MAX_ENUMERATE = 5_000_000
-#: Largest M (--M): the construction's scores β·ω are exact float64 numbers only for ω ≤ 2^26 (β is a
-#: multiple of 2^-20 below 2^6, construction.py); every command's memory and work bounds stop far earlier.
+#: Largest M (the parameter M): the construction's scores β·ω are exact float64 numbers only for ω ≤ 2^26
+#: (β is a multiple of 2^-20 below 2^6, construction.py); every command's memory and work bounds stop far
+#: earlier.
 MAX_M = 2**26
-#: Largest n (--n): β = ln(4(n−1)) stays below 2^6 = 64 (the same exactness) for n ≤ 2^60.
+#: Largest n (the parameter n): β = ln(4(n−1)) stays below 2^6 = 64 (the same exactness) for n ≤ 2^60.
 MAX_N = 2**60
 
 
@@ -31,9 +32,13 @@ def check_sizes(M: int, n: int) -> None:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
         raise InputError(f"bad n={n!r}: the list length needs an integer n ≥ 2")
     if M > MAX_M:
-        raise InputError(f"--M {M} is too large: allowed up to 2^26 = {MAX_M} (exact float64 scores)")
+        raise InputError(
+            f"{param('M')} {M} is too large: allowed up to 2^26 = {MAX_M} (exact float64 scores)"
+        )
     if n > MAX_N:
-        raise InputError(f"--n {n} is too large: allowed up to 2^60 = {MAX_N} (exact float64 scores)")
+        raise InputError(
+            f"{param('n')} {n} is too large: allowed up to 2^60 = {MAX_N} (exact float64 scores)"
+        )
 
 
 def check_task(task: str) -> str:

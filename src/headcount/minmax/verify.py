@@ -43,7 +43,7 @@ from math import log
 
 import numpy as np
 
-from headcount.common.errors import InputError, InternalError
+from headcount.common.errors import InputError, InternalError, param
 from headcount.common.resources import check_memory, check_work
 from headcount.core.model import BOTTOM
 from headcount.minmax.exact_signs import exact_inner, layer_gap_sign, sign_weighted_pair
@@ -89,7 +89,7 @@ def check_counterexample_resources(M: int, n: int, what: str) -> None:
     """n ≤ MAX_LIST_N, and the exact re-decision of one counterexample ([1 n M], a few arrays) in memory."""
     if n > MAX_LIST_N:
         raise InputError(
-            f"{what}: --n {n} is too large for a printed counterexample (a list of n tokens); "
+            f"{what}: {param('n')} {n} is too large for a printed counterexample (a list of n tokens); "
             f"allowed up to {MAX_LIST_N}"
         )
     check_memory(8.0 * 4 * n * M, what)
@@ -99,7 +99,7 @@ def check_exact_resources(M: int, d: int, what: str) -> None:
     """The one-head verifier's bounds at M tokens and value dimension d: memory, then EXACT_MAX_TRIPLES."""
     check_memory(8.0 * M * (EXACT_ARRAYS * M + 4 * d), what)
     triples = float(M) * M * (M + 1) / 2
-    check_work(triples, EXACT_MAX_TRIPLES, what, "(x, y, ω) triples per task (M²(M+1)/2)", "--M")
+    check_work(triples, EXACT_MAX_TRIPLES, what, "(x, y, ω) triples per task (M²(M+1)/2)", param("M"))
 
 
 def check_brute_resources(M: int, n: int, heads: int, max_inputs: int, what: str) -> None:
@@ -109,11 +109,15 @@ def check_brute_resources(M: int, n: int, heads: int, max_inputs: int, what: str
     if count > max_inputs + 0.5:
         raise InputError(
             f"{what}: brute force would enumerate about {count:.3g} inputs (C(n+M−1, n)); allowed up to "
-            f"{max_inputs} (lower --M or --n, or use the exact method)"
+            f"{max_inputs} (lower {param('M')} or {param('n')}, or use the exact method)"
         )
     check_memory(2 * 8.0 * count * n + 8.0 * 8 * 2**21, what)  # the lists, a chunk's [rows n M] gathers
     check_work(
-        count * n * M * heads, BRUTE_MAX_WORK, what, "operations per task (inputs·n·M·heads)", "--M or --n"
+        count * n * M * heads,
+        BRUTE_MAX_WORK,
+        what,
+        "operations per task (inputs·n·M·heads)",
+        f"{param('M')} or {param('n')}",
     )
 
 

@@ -1,5 +1,5 @@
-"""A min/max model as a weight-form Transformer (core/model/transformer.py), exactly: what `headcount zoo export
---format transformer-lens` hands to TransformerLens.
+"""A min/max model as a weight-form Transformer (core/model/transformer.py), exactly: what
+`headcount zoo export` hands to TransformerLens (its transformer-lens format).
 
 A position-free head (scores s_ω, values v_ω per token, minmax/model.py) is a weight-form head whose score
 is key-only: every embedding carries a constant coordinate ONE, the query reads it (q = 1) and the key reads

@@ -1,13 +1,13 @@
-"""The claims' ids, and `--only` selection over them — without importing a claim: so `reproduce --only` is
-checked at once, not after the scenarios load (seconds). The registry (headcount.report.reproduce.
-load_claims) must hold exactly these ids; a test holds it to it."""
+"""The claims' ids, and the selection of some (reproduce's `only` patterns) over them — without importing a
+claim: so `only` is checked at once, not after the scenarios load (seconds). The registry
+(headcount.report.reproduce.load_claims) must hold exactly these ids; a test holds it to it."""
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 
 CLAIM_IDS = (
     "boolean.xor.DH_iff",
@@ -55,9 +55,11 @@ def selected_ids(only: str | Iterable[str] | None, ids: Iterable[str] = CLAIM_ID
     patterns = _patterns(only)
     if not patterns:
         if only is not None:
-            raise InputError(f"empty --only pattern; claim ids are: {', '.join(ids)}")
+            raise InputError(f"empty {param('only')} pattern; claim ids are: {', '.join(ids)}")
         return ids
     chosen = [i for i in ids if any(_matches(i, p) for p in patterns)]
     if not chosen:
-        raise InputError(f"--only {','.join(patterns)!r} matches no claim; claim ids are: {', '.join(ids)}")
+        raise InputError(
+            f"{param('only')} {','.join(patterns)!r} matches no claim; claim ids are: {', '.join(ids)}"
+        )
     return chosen

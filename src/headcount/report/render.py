@@ -20,7 +20,7 @@ from headcount.report.figures import render_figures
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write `data` to `path` atomically (core.model.files.atomic_write_bytes: a temporary file, then os.replace)."""
+    """Write `data` to `path` atomically (common.files.atomic_write_bytes: a temporary file, then os.replace)."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     atomic_write_bytes(path, lambda tmp: Path(tmp).write_bytes(payload))
 

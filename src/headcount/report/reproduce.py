@@ -137,7 +137,8 @@ def run_reproduce(
     chosen = select_claims(only)
     clock = time.perf_counter()
     out = writable_folder(out_dir)  # found before any claim runs, not after minutes of work
-    if os.path.islink(out / RESULTS_DB):  # named by reproduce inside --out: a planted link writes elsewhere
+    # named by reproduce inside `out_dir`: a planted link would write elsewhere
+    if os.path.islink(out / RESULTS_DB):
         raise InputError(
             f"{show_path(out / RESULTS_DB)} is a symbolic link: reproduce keeps a real file there"
         )

@@ -5,8 +5,10 @@ j < i with σ_j = σ_i (⊥ if none; ⊥ propagates), in L(k) = ⌈log₂ k⌉ +
   construction.two_layer_induction itself (the same model, weights and info).
 * :func:`variable_hop_construction` — every k ≤ K in one model of L(K) layers, hop-prefix layout
   (induction/layouts.py: the hop token S + k − 1 at position 1, then the n characters).
-* :func:`write_requested_construction` — `headcount induction construct` with --hops / --layout /
-  --max-hops (without them: construction.write_construction, unchanged).
+* :func:`khop_shape`, :func:`variable_hop_shape` — their shapes (heads per layer, d_model) before they are
+  built, for the resource bounds (induction/source.py's ModelSource.shape).
+* :func:`write_requested_construction` — `headcount induction construct` with the `hops`, `layout` and
+  `max_hops` parameters (without them: construction.write_construction, unchanged).
 
 Design. Positions i = 1..N (N = n, or n + 1 with the hop token); a pointer is a position, coded by the
 two base-B digits of i − 1 (POS_* of construction.py); ⊥ is the pointer 1 (the sink: find(i) ≥ 2 whenever
@@ -61,7 +63,7 @@ import os
 
 import numpy as np
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.jsonable import JsonResult
 from headcount.common.resources import check_memory
 from headcount.common.validate import check_int
@@ -80,6 +82,7 @@ from headcount.induction.construction import (
     TOKEN_LO,
     TOKEN_LO2,
     ConstructionFile,
+    ModelShape,
     base_embedding,
     check_sizes,
     copy_values,
@@ -88,6 +91,7 @@ from headcount.induction.construction import (
     nearest_head,
     save_construction,
     two_layer_induction,
+    two_layer_shape,
     write_codes,
     write_construction,
 )
@@ -103,7 +107,7 @@ TH_HI, TH_LO, TH_BOT = 25, 26, 27
 KHOP_DIM = 28  # hop-prefix: bit m of k − 1 in column KHOP_DIM + m
 STATE_G, READ_G = (G_HI, G_LO), (TG_HI, TG_LO)
 STATE_H, READ_H = (H_HI, H_LO, H_BOT), (TH_HI, TH_LO, TH_BOT)
-# Largest hop count a construction is built for (L = 18 layers); the CLI states it in --help.
+# Largest hop count a construction is built for (L = 18 layers); the CLI states it in its help.
 MAX_CONSTRUCTION_HOPS = 2**16
 # Bytes per position while building (W_pos in float64 plus int64 work arrays), per vocabulary token.
 BYTES_PER_POSITION_EXTRA = 80
@@ -112,6 +116,21 @@ BYTES_PER_POSITION_EXTRA = 80
 def khop_layers(hops: int) -> int:
     """L(k) = ⌈log₂ k⌉ + 2 (module docstring, "Depth")."""
     return (int(hops) - 1).bit_length() + 2
+
+
+def khop_shape(hops: int) -> ModelShape:
+    """khop_construction's shape for k = hops: heads (2, 1, 1, …) in L(k) layers, d_model KHOP_DIM (k = 1:
+    the two-layer construction's)."""
+    if hops == 1:
+        return two_layer_shape()
+    return ModelShape((2,) + (1,) * (khop_layers(hops) - 1), KHOP_DIM)
+
+
+def variable_hop_shape(max_hops: int) -> ModelShape:
+    """variable_hop_construction's shape for K = max_hops: L(K) layers, heads (2, 2, 1, …) (the second head of
+    layer 2 copies the hop token's bits: none for K = 1) and KHOP_DIM + L(K) − 2 columns."""
+    doublings = khop_layers(max_hops) - 2
+    return ModelShape((2, 2 if doublings else 1) + (1,) * doublings, KHOP_DIM + doublings)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,18 +293,21 @@ def _build(n_ctx: int, alphabet: int, hop_tokens: int, layers: int, hops: int | 
     return Transformer(W_E, W_pos, tuple(stack), LinearDecoder(W_U, b_U), "causal", info)
 
 
-def _check_khop(n: int, alphabet: int, hops: int, name: str) -> int:
+def check_khop_sizes(n: int, alphabet: int, hops: int, name: str = "hops") -> int:
+    """The hop count (parameter `name`), after checking that a k-hop construction exists at (n, alphabet)
+    for it: alphabet ≤ n and 1 ≤ hops ≤ MAX_CONSTRUCTION_HOPS (InputError otherwise)."""
     check_sizes(n, alphabet)
     if alphabet > n:
         raise InputError(
-            f"--alphabet {alphabet} > --n {n}: the k-hop construction is for alphabet ≤ n (seed 000)"
+            f"{param('alphabet')} {alphabet} > {param('n')} {n}: the k-hop construction is for alphabet ≤ n "
+            "(seed 000)"
         )
     return check_int(name, hops, 1, MAX_CONSTRUCTION_HOPS)
 
 
 def khop_construction(n: int, alphabet: int, hops: int) -> Transformer:
     """The k-hop model on Σ^n, plain layout, k = hops: L(k) layers (k = 1: two_layer_induction)."""
-    hops = _check_khop(n, alphabet, hops, "--hops")
+    hops = check_khop_sizes(n, alphabet, hops, "hops")
     if hops == 1:
         return two_layer_induction(n, alphabet)
     return _build(n, alphabet, 0, khop_layers(hops), hops)
@@ -294,7 +316,7 @@ def khop_construction(n: int, alphabet: int, hops: int) -> Transformer:
 def variable_hop_construction(n: int, alphabet: int, max_hops: int) -> Transformer:
     """One model of L(K) layers answering hop_k for every k ≤ K = max_hops, hop-prefix layout: context n + 1,
     vocabulary S + K (the hop tokens S..S+K−1), outputs the S characters and ⊥."""
-    max_hops = _check_khop(n, alphabet, max_hops, "--max-hops")
+    max_hops = check_khop_sizes(n, alphabet, max_hops, "max_hops")
     return _build(n + 1, alphabet, max_hops, khop_layers(max_hops), None)
 
 
@@ -326,30 +348,38 @@ class KHopRequest:
 def construction_request(
     layers: int | None, hops: int | None, layout: str, max_hops: int | None, n: int, alphabet: int
 ) -> KHopRequest:
-    """Check the options of `construct` together; InputError names the option and what is allowed."""
+    """Check the parameters of `construct` together; InputError names the parameter and what is allowed."""
     layout = check_layout(layout)
+    hops_, layout_, max_hops_ = param("hops"), param("layout"), param("max_hops")
     if layout == "hop-prefix":
         if hops is not None:
-            raise InputError("--hops is for --layout plain: a hop-prefix model answers each k ≤ --max-hops K")
+            raise InputError(
+                f"{hops_} is for {layout_} plain: a hop-prefix model answers each k ≤ {max_hops_} K"
+            )
         if max_hops is None:
-            raise InputError("--layout hop-prefix needs --max-hops K (the model answers every k ≤ K)")
-        K = _check_khop(n, alphabet, max_hops, "--max-hops")
-        return KHopRequest("variable", _check_depth(layers, khop_layers(K), f"--max-hops {K}"), max_hops=K)
+            raise InputError(f"{layout_} hop-prefix needs {max_hops_} K (the model answers every k ≤ K)")
+        K = check_khop_sizes(n, alphabet, max_hops, "max_hops")
+        return KHopRequest("variable", check_depth(layers, khop_layers(K), f"{max_hops_} {K}"), max_hops=K)
     if max_hops is not None:
-        raise InputError("--max-hops is for --layout hop-prefix: with --layout plain give --hops k")
+        raise InputError(f"{max_hops_} is for {layout_} hop-prefix: with {layout_} plain give {hops_} k")
     if hops is None:
         if layers is None:
-            raise InputError("give --layers {1,2} or --hops k (or --layout hop-prefix --max-hops K)")
+            raise InputError(
+                f"give {param('layers')} {{1,2}} or {hops_} k (or {layout_} hop-prefix {max_hops_} K)"
+            )
         return KHopRequest("layers", layers)
-    k = _check_khop(n, alphabet, hops, "--hops")
+    k = check_khop_sizes(n, alphabet, hops, "hops")
     if k == 1 and layers in (None, 1, 2):  # today's constructions: hop 1 is induction heads
         return KHopRequest("layers", 2 if layers is None else layers)
-    return KHopRequest("khop", _check_depth(layers, khop_layers(k), f"--hops {k}"), hops=k)
+    return KHopRequest("khop", check_depth(layers, khop_layers(k), f"{hops_} {k}"), hops=k)
 
 
-def _check_depth(layers: int | None, depth: int, what: str) -> int:
+def check_depth(layers: int | None, depth: int, what: str) -> int:
+    """`depth` unless `layers` is given and differs (InputError: `layers` does not fit `what`)."""
     if layers is not None and layers != depth:
-        raise InputError(f"--layers {layers} does not fit {what}: its construction has {depth} layers")
+        raise InputError(
+            f"{param('layers')} {layers} does not fit {what}: its construction has {depth} layers"
+        )
     return depth
 
 
@@ -365,13 +395,13 @@ def write_requested_construction(
     """`headcount induction construct`: the requested construction (construction_request) written to `out`,
     after the memory guard (two copies: safetensors serialises one)."""
     request = construction_request(layers, hops, layout, max_hops, n, alphabet)
-    if request.kind == "layers":  # today's 1- and 2-layer files; --hops 1 is said in the result
+    if request.kind == "layers":  # today's 1- and 2-layer files; hops = 1 is said in the result
         written = write_construction(request.layers, n, alphabet, out)
         return written if hops is None else dataclasses.replace(written, hops=1)
     tokens = request.max_hops or 0
     check_memory(
         2 * khop_construction_bytes(n, alphabet, request.layers, tokens),
-        f"the {request.layers}-layer k-hop construction at --n {n} --alphabet {alphabet}",
+        f"the {request.layers}-layer k-hop construction at {param('n')} {n} {param('alphabet')} {alphabet}",
     )
     if request.kind == "variable":
         model = variable_hop_construction(n, alphabet, request.max_hops)

@@ -22,9 +22,9 @@ expit = 1/(1 + e^{−x}) within 16u relative — the assumptions of :mod:`headco
   Bob knows (λ̂ and |r̂ − b| from his float values plus their error bounds, capped by 1 and |r̂| + max|v_Bob|).
 
 Explained disagreements. check_protocol compares Bob with predict at fixed:p, which is the exact model
-(core.passes.exact_fixed), so Bob's answer can legitimately differ only where his rounding of fl Ỹ differs from the
-model's rounding of Y. A disagreement is *explained* when some coordinate of the model's exact head output Y
-provably lies within T of a tie point, where T = T_Bob while its float part Φ_A + Φ_B is at most
+(core.passes.exact_fixed), so Bob's answer can legitimately differ only where his rounding of fl Ỹ differs
+from the model's rounding of Y. A disagreement is *explained* when some coordinate of the model's exact head
+output Y provably lies within T of a tie point, where T = T_Bob while its float part Φ_A + Φ_B is at most
 2^-p·2^-10 (FLOAT_SHARE), and T = E (the protocol's own ε error only) where it is larger: a float error
 that is not small against the 2^-p grid could not tell a tie from a real disagreement, so it never explains
 one. The decision is made from check_protocol's float Y (its own error δ_Y is the mix bound with Alice's
@@ -274,7 +274,8 @@ class ExactHeads:
 
     def _lindemann(self, tokens: np.ndarray, h: int, c: int, tol: float, ball: Any) -> bool | None:
         """Exact fallback: |Y − t| ≤ tol ⟺ Σ_j e^{s_j}(v_j − t − tol) ≤ 0 ≤ Σ_j e^{s_j}(v_j − t + tol),
-        signs of exponential sums with rational exponents and coefficients (core.numbers.expsum.sign_exp_poly)."""
+        signs of exponential sums with rational exponents and coefficients
+        (core.numbers.expsum.sign_exp_poly)."""
         cell = _cell(ball, self.p)
         if cell is None:
             return None

@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -90,12 +89,13 @@ from headcount.induction.lower_bound.setup import (
     alice_exact,
     check_protocol_resources,
     decode_final,
-    index_model,
     index_setup,
+    load_index_model,
     mix,
     quantize,
     residual,
 )
+from headcount.induction.source import ModelSource
 from headcount.induction.task import all_sequences, index_input, index_token_text
 
 # check_protocol (and refute) are exhaustive over all 2^k·k pairs up to this k (≈ 10^6 pairs at 16).
@@ -452,10 +452,17 @@ class _Tally:
 
 
 def check_protocol(
-    model: Model, k: int, p: int, pairs: int | None = None, seed: int = 0, progress: bool = False
+    model: Model | ModelSource,
+    k: int,
+    p: int,
+    pairs: int | None = None,
+    seed: int = 0,
+    progress: bool = False,
 ) -> ProtocolCheck:
     """Run the protocol on every (f, i*) (all 2^k·k pairs for k ≤ EXHAUSTIVE_K; else `pairs` seeded
-    samples, default DEFAULT_SAMPLES) and compare Bob's output with predict(model, σ, fixed:p) at N.
+    samples, default DEFAULT_SAMPLES) and compare Bob's output with predict(model, σ, fixed:p) at N. The
+    model may be given by where it comes from (ModelSource: a one-layer model file or a seeded random
+    table model, setup.load_index_model), read or drawn first.
 
     A disagreement is *explained* only when some coordinate of the model's exact head output Y provably lies
     within the tolerance T of a tie point of the 2^-p grid (docstring of .exact, "Explained disagreements"):
@@ -465,9 +472,11 @@ def check_protocol(
     i*. A weight-form model runs as the exact table of its own fixed:p rounding points (setup.as_table:
     its answers are the model's; InputError where no table has them); `model_form` says which form was
     checked. progress: a bar over the pairs on stderr."""
+    if isinstance(model, ModelSource):
+        model = load_index_model(model, k)
     if pairs is not None:
         pairs = check_int("pairs", pairs, 1)
-    seed = check_int("--seed", seed, 0)
+    seed = check_int("seed", seed, 0)
     check_protocol_resources(model, check_int("k", k, 1), pairs, EXHAUSTIVE_K, DEFAULT_SAMPLES)
     st = index_setup(model, k, p)
     began = time.perf_counter()
@@ -479,19 +488,3 @@ def check_protocol(
             tally.add(F, owner, stars)
             bar.update(advance=len(stars))
     return tally.result(exhaustive, seed, time.perf_counter() - began)
-
-
-def check_protocol_file_or_random(
-    k: int,
-    p: int,
-    model_file: str | os.PathLike | None = None,
-    random_seed: int | None = None,
-    heads: int | None = None,
-    d_model: int | None = None,
-    pairs: int | None = None,
-    seed: int = 0,
-    progress: bool = False,
-) -> ProtocolCheck:
-    """check_protocol on a one-layer model file or a seeded random table model (setup.index_model)."""
-    model = index_model(k, model_file, random_seed, heads, d_model)
-    return check_protocol(model, k, p, pairs, seed, progress)

@@ -13,7 +13,6 @@ frozen records (Searched).
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,11 +30,12 @@ from headcount.induction.lower_bound.setup import (
     alice_exact,
     check_refute_resources,
     confirm_wrong,
-    index_model,
     index_setup,
+    load_index_model,
     model_at_n,
     quantize,
 )
+from headcount.induction.source import ModelSource
 from headcount.induction.task import all_sequences, index_input, index_token_text
 
 # refute: the most Alice messages computed and, separately, the most INDEX inputs evaluated.
@@ -466,8 +466,11 @@ class _Refuter:
         return None
 
 
-def refute(model: Model, k: int, p: int, *, seed: int = 0, budget: int = DEFAULT_BUDGET) -> Refutation:
-    """Find an INDEX input σ(f, i*) that the model at fixed:p answers wrongly at N = 2k+1.
+def refute(
+    model: Model | ModelSource, k: int, p: int, *, seed: int = 0, budget: int = DEFAULT_BUDGET
+) -> Refutation:
+    """Find an INDEX input σ(f, i*) that the model at fixed:p answers wrongly at N = 2k+1 (a model, or where
+    it comes from: ModelSource, a one-layer model file or a seeded random table model, read or drawn first).
 
     Methods, in order: (a) "collision" when message_bits < k (pigeonhole: a collision must exist among all
     2^k strings; enumerated for k ≤ COLLISION_ENUMERATE_K when 2^k ≤ budget, else `budget` seeded random
@@ -475,7 +478,9 @@ def refute(model: Model, k: int, p: int, *, seed: int = 0, budget: int = DEFAULT
     predict — if it finds nothing the model is correct on INDEX at this (k, p) and the search stops;
     (c) "guided": seeded random restarts and local search, `budget` inputs. Every reported input has
     been run through predict(model as given, σ, fixed(p)) and seen to be wrong at N."""
-    seed, budget = check_int("--seed", seed, 0), check_int("budget", budget, 1)
+    if isinstance(model, ModelSource):
+        model = load_index_model(model, k)
+    seed, budget = check_int("seed", seed, 0), check_int("budget", budget, 1)
     check_refute_resources(model, check_int("k", k, 1), budget, EXHAUSTIVE_K)
     st = index_setup(model, k, p, guide=True)
     search = _Refuter(st, seed, budget)
@@ -484,16 +489,3 @@ def refute(model: Model, k: int, p: int, *, seed: int = 0, budget: int = DEFAULT
         whole_family = st.k <= EXHAUSTIVE_K or (1 << st.k) * st.k <= search.budget
         found = search.exhaustive() if whole_family else search.guided()
     return found or search.nothing()
-
-
-def refute_file_or_random(
-    k: int,
-    p: int,
-    model_file: str | os.PathLike | None = None,
-    random_seed: int | None = None,
-    heads: int | None = None,
-    d_model: int | None = None,
-    seed: int = 0,
-) -> Refutation:
-    """refute on a one-layer model file or a seeded random table model (setup.index_model)."""
-    return refute(index_model(k, model_file, random_seed, heads, d_model), k, p, seed=seed)

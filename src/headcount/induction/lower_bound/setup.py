@@ -30,13 +30,12 @@ block.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import expit
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_int
 from headcount.core.certify import Model, predict
@@ -44,10 +43,11 @@ from headcount.core.model import OneLayerTable, Transformer, random_table, table
 from headcount.core.numbers import fixed, round_fixed
 from headcount.core.passes import NoExactTable, table_at_precision, table_at_precision_bytes
 from headcount.induction.construction import PER_INPUT_WORK, evaluation_bytes, load_model_file
+from headcount.induction.source import ModelSource
 from headcount.induction.task import INDEX_QUERY, index_input
 
-# Largest p (--precision-bits): the precision modes' range (fixed:p for 1 ≤ p ≤ 60, core.numbers.precision), which
-# the model's own evaluation at fixed:p follows; Alice's grid 2^{-3p} stays well inside float64 there.
+# Largest p (precision_bits): the precision modes' range (fixed:p for 1 ≤ p ≤ 60, core.numbers.precision),
+# which the model's own evaluation at fixed:p follows; Alice's grid 2^{-3p} stays well inside float64 there.
 MAX_PRECISION_BITS = 60
 # Working-set size (float64 elements) that the vectorized steps aim for per chunk.
 CHUNK_ELEMENTS = 1 << 21
@@ -55,7 +55,7 @@ CHUNK_ELEMENTS = 1 << 21
 # through predict at fixed:p, all n positions: heads · n² score entries per input (plus Alice's h·k·m and a
 # fixed cost per input), about 6·10⁶ a second on 2 cores. check_protocol may do PROTOCOL_MAX_WORK of them:
 # all 2^16·16 pairs at k = 16 (the report's largest exhaustive check, one head) are 1.2·10⁹, ~3 minutes;
-# the limit is ~12 minutes. --k, --pairs and the model's heads set the amount.
+# the limit is ~12 minutes. k, pairs and the model's heads set the amount.
 PROTOCOL_MAX_WORK = 2**32
 # refute may do REFUTE_MAX_WORK: its budget of Alice messages or closed-form inputs (h·k·m each), or the
 # whole INDEX family through predict when that fits the budget; measured ~2·10⁷ a second (k = 1000: 2 min).
@@ -156,8 +156,8 @@ def as_table(model: Model, n: int, p: int, guide: bool = False) -> tuple[OneLaye
     """(table, model_form) the reduction runs on at length n and fixed:p: a table model as given ("table"),
     or a one-layer attention-only weight-form model as the exact table of its own fixed:p rounding points at
     positions 1..n and tokens 0, 1, ? (WEIGHTS_FORM; module docstring); InputError otherwise, and for a
-    weight-form model no table can follow (core.passes.fixed_table.NoExactTable) — unless guide=True (a search whose
-    every answer is confirmed on the model), which then gets its real-arithmetic table (GUIDE_FORM)."""
+    weight-form model no table can follow (core.passes.fixed_table.NoExactTable) — unless guide=True (a search
+    whose every answer is confirmed on the model), which then gets its real-arithmetic table (GUIDE_FORM)."""
     if isinstance(model, OneLayerTable):
         return model, "table"
     if isinstance(model, Transformer):
@@ -208,10 +208,11 @@ def index_setup(model: Model, k: int, p: int, *, guide: bool = False) -> IndexSe
     if p > MAX_PRECISION_BITS:
         raise InputError(
             f"p (precision bits) must be at most {MAX_PRECISION_BITS} for the INDEX protocol "
-            f"(--precision-bits: the precision modes' fixed:p, 1 ≤ p ≤ {MAX_PRECISION_BITS}), got {p}"
+            f"({param('precision_bits')}: the precision modes' fixed:p, 1 ≤ p ≤ {MAX_PRECISION_BITS}), "
+            f"got {p}"
         )
     check_context(model, k)
-    check_memory(setup_bytes(model, k), f"the INDEX reduction at --k {k}")
+    check_memory(setup_bytes(model, k), f"the INDEX reduction at {param('k')} {k}")
     n = 2 * k + 1
     alphabet = getattr(model, "alphabet", INDEX_TOKENS)  # as_table refuses what has none
     if alphabet < INDEX_TOKENS:
@@ -344,46 +345,26 @@ def confirm_wrong(st: IndexSetup, F: np.ndarray, stars: np.ndarray) -> tuple[np.
     return out != F[np.arange(len(F)), stars - 1], out
 
 
-def index_model(
-    k: int,
-    model_file: str | os.PathLike | None = None,
-    random_seed: int | None = None,
-    heads: int | None = None,
-    d_model: int | None = None,
-) -> Model:
-    """The one-layer model an INDEX check runs on: a model file, or a seeded random table model with
-    `heads` heads of width `d_model` over the tokens 0, 1, ? at length 2k+1 (messages name the options as
-    the command line spells them)."""
+def check_index_size(k: int) -> int:
+    """k, the INDEX size: InputError unless k ≥ 1 (named as the parameter `k`)."""
     if k < 1:
-        raise InputError(f"--k {k} is too small: k ≥ 1 (the INDEX input has length n = 2k+1)")
-    if (model_file is None) == (random_seed is None):
-        raise InputError("give exactly one of --model FILE or --random-seed R (with --heads h --dim m)")
-    if model_file is not None:
-        if heads is not None or d_model is not None:  # they shape the random model only: a contradiction
-            raise InputError(
-                "--heads and --dim describe the random model: give them with --random-seed, not --model"
-            )
-        model = load_model_file(model_file)
-        if len(model.layers) != 1:
-            raise InputError(
-                f"{str(model_file)!r} has {len(model.layers)} layers: "
-                "the INDEX reduction is about one-layer models"
-            )
-        return model
-    if heads is None or d_model is None or heads < 1 or d_model < 1:
-        raise InputError("--random-seed needs --heads h ≥ 1 and --dim m ≥ 1")
-    random_seed = check_int("--random-seed", random_seed, 0)
+        raise InputError(f"{param('k')} {k} is too small: k ≥ 1 (the INDEX input has length n = 2k+1)")
+    return k
+
+
+def random_index_model(k: int, random_seed: int, heads: int | None, dim: int | None) -> OneLayerTable:
+    """A seeded random one-layer table model for INDEX at size k: `heads` heads of width `dim` over the
+    tokens 0, 1, ? at length 2k+1 (its tables within the memory limit)."""
+    check_index_size(k)
+    if heads is None or dim is None or heads < 1 or dim < 1:
+        raise InputError(f"{param('random_seed')} needs {param('heads')} h ≥ 1 and {param('dim')} m ≥ 1")
+    random_seed = check_int("random_seed", random_seed, 0)
     # Gaussian tables: each array and its scaled copy exist at once while it is drawn
     check_memory(
-        2 * table_bytes(2 * k + 1, 3, heads, d_model, d_model),
-        f"a random one-layer model at --k {k} --heads {heads} --dim {d_model}",
+        2 * table_bytes(2 * k + 1, INDEX_TOKENS, heads, dim, dim),
+        f"a random one-layer model at {param('k')} {k} {param('heads')} {heads} {param('dim')} {dim}",
     )
-    return random_table(np.random.default_rng(random_seed), 2 * k + 1, 3, heads, d_model)
-
-
-# ---------------------------------------------------------------------------------------------
-# Resource estimates (from the sizes alone, as floats: nothing is allocated before they pass)
-# ---------------------------------------------------------------------------------------------
+    return random_table(np.random.default_rng(random_seed), 2 * k + 1, INDEX_TOKENS, heads, dim)
 
 
 def check_context(model: Model, k: int) -> None:
@@ -413,8 +394,8 @@ def model_shape(model: Model) -> tuple[int, int, int]:
 
 def setup_bytes(model: Model, k: int) -> float:
     """Memory of index_setup: a weight-form model's exact table of its fixed:p rounding points at n = 2k+1
-    over the 3 INDEX tokens (core.passes.fixed_table.table_at_precision_bytes: the exact grid values while it is
-    built and the float64 table), the setup's rounded copies of the tables at n over 3 tokens, and Bob's
+    over the 3 INDEX tokens (core.passes.fixed_table.table_at_precision_bytes: the exact grid values while
+    it is built and the float64 table), the setup's rounded copies of the tables at n over 3 tokens, and Bob's
     [k h m]."""
     heads, m, d_head = model_shape(model)
     n = 2 * k + 1
@@ -452,8 +433,9 @@ def check_protocol_resources(
     family = index_family_size(k)
     exhaustive = (pairs is None and k <= exhaustive_k) or (pairs is not None and pairs >= family)
     count = family if exhaustive else float(default if pairs is None else pairs)
-    what = f"induction protocol at --k {k} on {count:.3g} (f, i*) pairs"
-    check_index_resources(model, k, count, count * heads * k * m, PROTOCOL_MAX_WORK, what, "--k or --pairs")
+    what = f"induction protocol at {param('k')} {k} on {count:.3g} (f, i*) pairs"
+    option = f"{param('k')} or {param('pairs')}"
+    check_index_resources(model, k, count, count * heads * k * m, PROTOCOL_MAX_WORK, what, option)
 
 
 def check_refute_resources(model: Model, k: int, budget: int, exhaustive_k: int) -> None:
@@ -467,5 +449,35 @@ def check_refute_resources(model: Model, k: int, budget: int, exhaustive_k: int)
     collision = min(family / max(k, 1), float(budget)) * k + 16 * max(1024 * hkm, CHUNK_ELEMENTS)
     local_search = 8.0 * 64 * k * k * (1 + heads * m)  # 64·k neighbours of k bits, Alice's gathers on them
     more = max(collision, 16 * 4096 * hkm, local_search)  # the methods run one after another
-    what = f"induction refute at --k {k}"
-    check_index_resources(model, k, runs, float(budget) * hkm, REFUTE_MAX_WORK, what, "--k", more)
+    what = f"induction refute at {param('k')} {k}"
+    check_index_resources(model, k, runs, float(budget) * hkm, REFUTE_MAX_WORK, what, param("k"), more)
+
+
+def load_index_model(source: ModelSource, k: int) -> Model:
+    """The one-layer model an INDEX check at size k runs on: the file read (InputError unless it has
+    one layer), or the seeded random table model (random_index_model)."""
+    check_index_size(k)
+    if source.layers is not None:
+        raise InputError(
+            f"{param('layers')} names a construction: the INDEX commands run a one-layer model file or "
+            "a random model"
+        )
+    if (source.model_file is None) == (source.random_seed is None):
+        raise InputError(
+            f"give exactly one of {param('model')} FILE or {param('random_seed')} R "
+            f"(with {param('heads')} h {param('dim')} m)"
+        )
+    if source.model_file is None:
+        return random_index_model(k, source.random_seed, source.heads, source.dim)
+    if source.heads is not None or source.dim is not None:  # they shape the random model only
+        raise InputError(
+            f"{param('heads')} and {param('dim')} describe the random model: give them with "
+            f"{param('random_seed')}, not {param('model')}"
+        )
+    model = load_model_file(source.model_file)
+    if len(model.layers) != 1:
+        raise InputError(
+            f"{str(source.model_file)!r} has {len(model.layers)} layers: "
+            "the INDEX reduction is about one-layer models"
+        )
+    return model

@@ -7,7 +7,7 @@ overflowing and nothing is allocated first:
     (the tensors autograd keeps, about twice the forward's), the float64 copy the metrics run on and the
     evaluation sets (learn/evaluate.py's sizes, passed in) — checked with common.resources.check_memory;
   * compute (floating-point operations): steps × one step (forward + backward ≈ 3 forwards) plus the
-    evaluation — at most TRAIN_FLOPS_LIMIT (check_work, naming --steps and the sizes).
+    evaluation — at most TRAIN_FLOPS_LIMIT (check_work, naming `steps` and the sizes).
 The estimates count what dominates (matrix products, attention patterns, logits), not every small tensor.
 """
 
@@ -19,20 +19,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from headcount.boolean.certify import check_exact_cost
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.resources import check_memory, check_work
 from headcount.learn.models.sequence import SequenceConfig
 
 MAX_STEPS = 10_000_000
-"""Most training steps (--steps). The experiments use ≤ 4000; 10⁷ steps of the smallest model (~1 ms each) is
-~3 hours, and every step's loss is kept (10⁷ floats ≈ 0.3 GB): beyond is a typo, not an experiment
-(`--steps 10⁹` looked like a hang, issue 13)."""
+"""Most training steps (the parameter `steps`). The experiments use ≤ 4000; 10⁷ steps of the smallest model
+(~1 ms each) is ~3 hours, and every step's loss is kept (10⁷ floats ≈ 0.3 GB): beyond is a typo, not an
+experiment (10⁹ steps looked like a hang, issue 13)."""
 
 MAX_SEED = 2**63 - 1
-"""Largest --seed: torch.manual_seed takes 64-bit seeds and the results database stores a 64-bit integer."""
+"""Largest `seed`: torch.manual_seed takes 64-bit seeds and the results database stores a 64-bit integer."""
 
 MAX_LR = 10.0
-"""Largest peak learning rate (--lr): AdamW moves each parameter by about lr per step, so beyond ~1 every
+"""Largest peak learning rate (`lr`): AdamW moves each parameter by about lr per step, so beyond ~1 every
 run diverges (the defaults are 3·10⁻³ to 3·10⁻²); NaN, infinite, zero and negative rates are refused too."""
 
 TRAIN_FLOPS_LIMIT = 1e14
@@ -68,11 +68,14 @@ def check_run_settings(steps: Any, seed: Any, lr: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise InputError(f"{name} must be an integer, got {value!r}")
         if not 0 <= value <= high:
-            raise InputError(f"--{name} {value} is out of range: allowed 0..{high} (see --{name} in --help)")
+            raise InputError(
+                f"{param(name)} {value} is out of range: allowed 0..{high} "
+                f"(see {param(name)} in {param('help')})"
+            )
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr <= 0:
-        raise InputError(f"--lr must be a positive finite number ≤ {MAX_LR}, got {lr!r}")
+        raise InputError(f"{param('lr')} must be a positive finite number ≤ {MAX_LR}, got {lr!r}")
     if lr > MAX_LR:
-        raise InputError(f"--lr {lr} is more than {MAX_LR} (AdamW diverges far below it)")
+        raise InputError(f"{param('lr')} {lr} is more than {MAX_LR} (AdamW diverges far below it)")
     return float(lr)
 
 
@@ -80,7 +83,9 @@ def check_cost(cost: RunCost, steps: int, what: str) -> None:
     """The memory and compute limits for a run of `steps` steps (InputError naming estimate and limit)."""
     check_memory(cost.memory, what)
     total = steps * cost.step_flops + cost.eval_flops
-    check_work(total, TRAIN_FLOPS_LIMIT, what, "floating-point operations", "--steps or the model's sizes")
+    check_work(
+        total, TRAIN_FLOPS_LIMIT, what, "floating-point operations", f"{param('steps')} or the model's sizes"
+    )
 
 
 def check_minmax_run(
@@ -93,7 +98,7 @@ def check_minmax_run(
     check_cost(minmax_cost(M, n, heads, dim, batch, inputs, exhaustive), steps, what)
     units = minmax_eval_units(M, n, heads, inputs)
     check_work(
-        units, MINMAX_EVAL_LIMIT, f"{what}'s exact evaluation", "list × class × head operations", "--M"
+        units, MINMAX_EVAL_LIMIT, f"{what}'s exact evaluation", "list × class × head operations", param("M")
     )
 
 
@@ -104,7 +109,14 @@ def check_boolean_run(n: int, degree: int, heads: int, dim: int, steps: int) -> 
     check_cost(boolean_cost(n, degree, heads, dim), steps, what)
     terms = monomials(_f(dim), _f(degree))
     check_exact_cost(
-        n, degree, heads, dim, terms=terms, bits=128, what=what, options="--n, --degree or --heads"
+        n,
+        degree,
+        heads,
+        dim,
+        terms=terms,
+        bits=128,
+        what=what,
+        options=f"{param('n')}, {param('degree')} or {param('heads')}",
     )
 
 

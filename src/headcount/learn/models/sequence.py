@@ -6,10 +6,10 @@ Scores are plain ⟨q, k⟩ exactly as in core/passes/forward.py (no 1/√d_head
 `dim` here is the residual width d_model (the name the training configs and stored runs use).
 
 With layernorm=True the blocks are GPT-2's pre-LN blocks (x += attn(LN(x)); x += mlp(LN(x)); a final LN
-before the unembedding), and the MLP's activation is one of core.model.transformer.ACTIVATIONS. They export to the core
-model's ln1 / ln2 / ln_final and MLP.activation (the same real-arithmetic function; float64 logits agree to
-rounding). What a SequenceModel cannot hold — q/k/v biases, an output bias b_O — is refused on import; a
-stored attention scale is folded into W_Q (scale·⟨q, k⟩ = ⟨scale·q, k⟩).
+before the unembedding), and the MLP's activation is one of core.model.transformer.ACTIVATIONS. They export
+to the core model's ln1 / ln2 / ln_final and MLP.activation (the same real-arithmetic function; float64
+logits agree to rounding). What a SequenceModel cannot hold — q/k/v biases, an output bias b_O — is refused
+on import; a stored attention scale is folded into W_Q (scale·⟨q, k⟩ = ⟨scale·q, k⟩).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F_nn
 from torch import nn
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.validate import check_int
 from headcount.core.model import ACTIVATIONS, MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
 from headcount.learn.models.tokens import as_tokens, to_numpy
@@ -40,7 +40,8 @@ class SequenceConfig:
     (position i ↦ √dim·(cos 2πi/n_ctx, sin 2πi/n_ctx) in coordinates 0 and 1, zero elsewhere: a constant
     norm √dim, the expected norm of an initial W_E row, so neither swamps the other), "fixed" (a frozen W_pos
     buffer, filled when a construction is loaded). d_head defaults to dim // heads; d_mlp to 4·dim.
-    activation: the MLP's, one of core.model.transformer.ACTIVATIONS ("gelu" exact erf, "gelu_tanh" GPT-2's form).
+    activation: the MLP's, one of core.model.transformer.ACTIVATIONS ("gelu" exact erf, "gelu_tanh" GPT-2's
+    form).
     `stored()` is the dict run files keep: asdict without keys that have their default and were added
     later (activation), so configs stored before it existed read the same."""
 
@@ -82,7 +83,7 @@ class SequenceConfig:
         if self.activation not in ACTIVATIONS:
             raise InputError(f"unknown activation {self.activation!r}: use one of {ACTIVATIONS}")
         if self.activation != "relu" and not self.mlp:
-            raise InputError(f"activation {self.activation!r} is the MLP's: it needs mlp (--mlp)")
+            raise InputError(f"activation {self.activation!r} is the MLP's: it needs mlp ({param('mlp')})")
 
     def stored(self) -> dict[str, Any]:
         """asdict(self) without the later-added keys that have their default (see the class docstring)."""
@@ -132,14 +133,16 @@ class Attention(nn.Module):
 
 
 def activate(h: torch.Tensor, kind: str) -> torch.Tensor:
-    """The MLP activation `kind` (core.model.transformer.ACTIVATIONS): relu, gelu = x·Φ(x), gelu_tanh (GPT-2's)."""
+    """The MLP activation `kind` (core.model.transformer.ACTIVATIONS): relu, gelu = x·Φ(x), gelu_tanh
+    (GPT-2's)."""
     if kind == "relu":
         return torch.relu(h)
     return F_nn.gelu(h, approximate="tanh" if kind == "gelu_tanh" else "none")
 
 
 class FeedForward(nn.Module):
-    """MLP with biases, as core.model.transformer.MLP: act(x W_in + b_in) W_out + b_out, act = cfg.activation."""
+    """MLP with biases, as core.model.transformer.MLP: act(x W_in + b_in) W_out + b_out,
+    act = cfg.activation."""
 
     def __init__(self, cfg: SequenceConfig):
         super().__init__()

@@ -1,10 +1,10 @@
 """Sweeps: a grid of training runs, executed in parallel, resumable, results in a SQLite database.
 
-    spec.py        TOML file / dict → a validated, bounded SweepSpec; its runs with stable ids
-    flags.py       command-line flags → the dict form of a spec
+    spec.py        TOML file / dict → a validated, bounded SweepSpec; its runs with stable ids (the
+                   command line's flags are parsed into that dict by headcount.cli.sweep_options)
     runners.py     the registry of runners a spec may name (built in, or register_runner from Python)
     run.py         run_sweep: the runs not yet done go to a scheduler; the parent records each as it finishes
-    claims.py      who holds a claim on a run (concurrent sweeps on one database) and whether it is alive
+    leases.py      who holds a claim on a run (concurrent sweeps on one database) and whether it is alive
     schedulers.py  where runs execute, behind one interface (Scheduler.run): local spawned workers, or Ray
     worker.py      what runs in a worker: the runner on one config, an outcome
     table.py       one experiment's runs aggregated over seeds: Markdown, CSV or JSON
@@ -16,9 +16,8 @@ The database itself is `headcount.learn.store`. Everything a caller needs is imp
 from headcount.learn.constants import TASKS
 from headcount.learn.store import run_id_for
 from headcount.learn.sweep.errors import RAY_MISSING, BackendUnavailableError, SpecError, SweepError
-from headcount.learn.sweep.flags import spec_from_flags, spec_from_options
 from headcount.learn.sweep.leases import CLAIM_STALE_SECONDS
-from headcount.learn.sweep.run import SweepCounts, SweepPlan, run_sweep, run_sweep_from_options, sweep_plan
+from headcount.learn.sweep.run import SweepCounts, SweepPlan, run_sweep, sweep_plan
 from headcount.learn.sweep.runners import (
     DEFAULT_RUNNER,
     KEEPING_RUNNERS,
@@ -90,11 +89,8 @@ __all__ = [
     "resolve_runner",
     "run_id_for",
     "run_sweep",
-    "run_sweep_from_options",
     "runner_names",
     "spec_from_dict",
-    "spec_from_flags",
-    "spec_from_options",
     "spec_from_toml",
     "sweep_plan",
     "sweep_table",

@@ -12,7 +12,7 @@ class SweepError(InputError):
 
 
 class SpecError(SweepError):
-    """A sweep spec (TOML file, dict or command-line flags) that is not valid."""
+    """A sweep spec (TOML file, dict, or the command line's options) that is not valid."""
 
 
 class BackendUnavailableError(SweepError):
@@ -20,5 +20,6 @@ class BackendUnavailableError(SweepError):
 
 
 class RayAddressError(SweepError):
-    """A Ray --address that is not one, or no Ray cluster this process can connect to there (unreachable,
-    not Ray, refusing its token): the message names --address and says what to fix."""
+    """A Ray address that is not one, or no Ray cluster this process can connect to there (unreachable,
+    not Ray, refusing its token): the message names the parameter `address` (or RAY_ADDRESS, where it came
+    from there) and says what to fix."""

@@ -36,7 +36,6 @@ from headcount.common.progress import progress_bar
 from headcount.common.validate import writable_folder
 from headcount.learn.store import ResultsStore
 from headcount.learn.sweep.errors import SweepError
-from headcount.learn.sweep.flags import spec_from_options
 from headcount.learn.sweep.leases import holder_alive, this_process
 from headcount.learn.sweep.runners import Runner, check_runner_name, keeping_models, resolve_runner
 from headcount.learn.sweep.schedulers import Scheduler, make_scheduler
@@ -106,7 +105,8 @@ def _run_pending(
 ) -> tuple[Counter[str], str | None]:
     """Run `pending`, each claimed first, recording each as it finishes; the count of each status stored
     by this call (and of "elsewhere": runs skipped because another sweep holds or recorded them; of
-    "refused": failed runs whose config the runner refused), and the first refusal's error."""
+    "refused": failed runs whose config the runner refused), and the first refusal's line (with its
+    parameters marked: RunOutcome.refusal)."""
     counts: Counter[str] = Counter()
     refusals: list[str] = []
     total = done_before + len(pending)
@@ -135,7 +135,7 @@ def _run_pending(
                         counts[outcome.status] += 1
                         if outcome.refused:
                             counts["refused"] += 1
-                            refusals.append(outcome.error or "")
+                            refusals.append(outcome.refusal or outcome.error or "")
                     else:
                         counts["elsewhere"] += 1
                     bar.update(advance=1, description=describe())
@@ -198,31 +198,12 @@ def run_sweep(
 
 def _model_folder(path: str | os.PathLike) -> Path:
     """`path` as a folder that exists and can be written (made if missing); SweepError otherwise — also
-    for a symbolic link: the folder is named by the command beside --db, and a planted link would send
+    for a symbolic link: the folder is named by the command beside the database, and a planted link would send
     the models elsewhere."""
     try:
         return writable_folder(path, "the model folder", follow=False)
     except InputError as err:
-        raise SweepError(str(err)) from None
-
-
-def run_sweep_from_options(
-    path: str | os.PathLike | None,
-    db_path: str | os.PathLike,
-    *,
-    name: str | None = None,
-    task: str | None = None,
-    fixed: Sequence[str] = (),
-    grid: Sequence[str] = (),
-    seeds: str | None = None,
-    workers: int | None = None,
-    backend: str = "local",
-    address: str | None = None,
-    progress: bool = False,
-) -> SweepCounts:
-    """`headcount sweep run`: the sweep of a TOML file or of the flags (spec_from_options), run_sweep'd."""
-    spec = spec_from_options(path, name=name, task=task, fixed=fixed, grid=grid, seeds=seeds)
-    return run_sweep(spec, db_path, workers=workers, backend=backend, address=address, progress=progress)
+        raise SweepError(err.raw) from None
 
 
 def sweep_plan(spec: SpecSource, db_path: str | os.PathLike) -> SweepPlan:

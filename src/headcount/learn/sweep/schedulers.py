@@ -18,8 +18,8 @@ the run in the database, so that concurrent sweeps never train the same run twic
   the optional extra ``pip install 'headcount[ray]'``; the worker nodes need headcount and the runner's
   module importable (same environment, or a runtime_env). Every run is admitted before Ray connects.
 
-The Ray address (--address) is one of: ``host:port``, the head's GCS port (host a name, an IPv4 literal
-or a bracketed IPv6 literal such as ``[::1]:6379``; port 1..65535), ``auto`` (the cluster that
+The Ray address (the parameter `address`) is one of: ``host:port``, the head's GCS port (host a name, an
+IPv4 literal or a bracketed IPv6 literal such as ``[::1]:6379``; port 1..65535), ``auto`` (the cluster that
 ``ray start`` last started on this machine), or ``ray://host:port`` (the Ray Client: only when its extra,
 ``pip install 'ray[client]'``, is importable). make_scheduler checks the form and that host:port accepts
 a TCP connection within RAY_CONNECT_S seconds before the database is touched; ray.init then runs with
@@ -28,8 +28,8 @@ unless the user set them), its C++ log lines on stderr captured, Python logging 
 output not forwarded. Every failure — a bad form, no client extra, nothing listening, something that is
 not Ray, a token refused or missing (a head started with RAY_AUTH_MODE=token needs RAY_AUTH_MODE=token and
 the token in this process too), a version mismatch — is a RayAddressError (exit 2), one line naming
---address, within about 15 s. (The Ray Client's own retries are bounded only by the TCP check.) Without
---address, a RAY_ADDRESS in the environment (other than "local") is checked and named the same way.
+`address`, within about 15 s. (The Ray Client's own retries are bounded only by the TCP check.) Without
+an `address`, a RAY_ADDRESS in the environment (other than "local") is checked and named the same way.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from headcount.common.errors import InputError
+from headcount.common.errors import InputError, param
 from headcount.common.validate import check_choice, check_int
 from headcount.learn.sweep.errors import RAY_MISSING, BackendUnavailableError, RayAddressError
 from headcount.learn.sweep.runners import Runner
@@ -208,7 +208,7 @@ _HOST_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"  # underscores
 _HOST_NAME = re.compile(rf"(?=.{{1,253}}$){_HOST_LABEL}(?:\.{_HOST_LABEL})*\.?")
 _PORT = re.compile(r"[0-9]{1,5}")
 RAY_CONNECT_S = 4  # each of Ray's connection steps (TCP connect, GCS channel, cluster id) while ray.init
-# connects to --address; the socket pre-check waits as long. Ray's defaults (5 s, 30 s, 20 tries) wait
+# connects to `address`; the socket pre-check waits as long. Ray's defaults (5 s, 30 s, 20 tries) wait
 # minutes and flood stderr for an address with no Ray cluster.
 _RAY_CONNECT_ENV = {  # RayConfig and ray.init read these from the environment (a value the user set wins)
     "RAY_gcs_rpc_server_connect_timeout_s": str(RAY_CONNECT_S),
@@ -217,9 +217,13 @@ _RAY_CONNECT_ENV = {  # RayConfig and ray.init read these from the environment (
 }
 
 
-def _named(address: str, flag: str) -> str:
-    """E.g. "--address '10.0.0.5:6379'" (flag: "--address", or "RAY_ADDRESS" when it came from there)."""
-    return f"{flag} {address if len(address) <= 80 else address[:79] + '…'!r}"
+ADDRESS = param("address")  # the parameter the messages name, unless the address came from RAY_ADDRESS
+
+
+def _named(address: str, name: str) -> str:
+    """E.g. "address '10.0.0.5:6379'" (name: ADDRESS, the marked parameter, or "RAY_ADDRESS" when it came
+    from there)."""
+    return f"{name} {address if len(address) <= 80 else address[:79] + '…'!r}"
 
 
 def ray_client_installed() -> bool:
@@ -227,10 +231,10 @@ def ray_client_installed() -> bool:
     return importlib.util.find_spec("grpc") is not None
 
 
-def parse_ray_address(address: str, flag: str = "--address") -> tuple[str, int] | None:
+def parse_ray_address(address: str, name: str = ADDRESS) -> tuple[str, int] | None:
     """The (host, port) to reach for `address` (None for "auto"): RayAddressError unless it is host:port
     (a host name, an IPv4 literal or an [IPv6] literal; port 1..65535), auto, or ray://host:port with the
-    Ray Client installed."""
+    Ray Client installed. `name` is what the messages call the address (_named)."""
     if address == "auto":
         return None
     rest = address.removeprefix("ray://")
@@ -244,11 +248,11 @@ def parse_ray_address(address: str, flag: str = "--address") -> tuple[str, int] 
         host_ok = _HOST_NAME.fullmatch(host) is not None
     if not (sep and host_ok and _PORT.fullmatch(port) and 1 <= int(port) <= 65535):
         raise RayAddressError(
-            f"{_named(address, flag)} is not a Ray address: give host:port, auto or ray://host:port"
+            f"{_named(address, name)} is not a Ray address: give host:port, auto or ray://host:port"
         )
     if rest != address and not ray_client_installed():
         raise RayAddressError(
-            f"{_named(address, flag)} uses the Ray Client, which needs pip install 'ray[client]' "
+            f"{_named(address, name)} uses the Ray Client, which needs pip install 'ray[client]' "
             "(or give the cluster's host:port)"
         )
     return host, int(port)
@@ -263,7 +267,7 @@ def _is_ip(text: str, kind: type) -> bool:
 
 
 def check_reachable(
-    address: str, host: str, port: int, timeout: float = RAY_CONNECT_S, flag: str = "--address"
+    address: str, host: str, port: int, timeout: float = RAY_CONNECT_S, name: str = ADDRESS
 ) -> None:
     """RayAddressError unless a plain TCP connection to host:port opens within `timeout` seconds (name
     lookup included: the probe runs in a thread that is abandoned when late)."""
@@ -289,17 +293,17 @@ def check_reachable(
     else:
         why = (err.strerror or str(err) or type(err).__name__).lower()
     raise RayAddressError(
-        f"{_named(address, flag)}: no Ray cluster answers there ({why}); start one with "
-        "`ray start --head` or give its head's host:port"
+        f"{_named(address, name)}: no Ray cluster answers there ({why}); start a Ray "
+        "head node there (Ray's `ray start` command) or give its head's host:port"
     )
 
 
-def check_ray_address(address: str, flag: str = "--address") -> None:
+def check_ray_address(address: str, name: str = ADDRESS) -> None:
     """`address` is a Ray address (parse_ray_address) whose host:port accepts connections: RayAddressError
     otherwise, before Ray is asked to connect."""
-    target = parse_ray_address(address, flag)
+    target = parse_ray_address(address, name)
     if target is not None:
-        check_reachable(address, *target, flag=flag)
+        check_reachable(address, *target, name=name)
 
 
 @contextlib.contextmanager
@@ -335,10 +339,10 @@ def _stderr_captured() -> Iterator[Callable[[], str]]:
             os.close(saved)
 
 
-def _connect_failure(address: str, flag: str, err: Exception, logged: str) -> str:
+def _connect_failure(address: str, name: str, err: Exception, logged: str) -> str:
     """The one line for a ray.init(address) that failed with `err` after logging `logged`."""
     text = " ".join(str(err).split())
-    where = f"{_named(address, flag)}:"
+    where = f"{_named(address, name)}:"
     if any(s in f"{text} {logged}" for s in ("Unauthenticated", "InvalidAuthToken", "authentication token")):
         if "no authentication token was found" in text:
             return (
@@ -354,7 +358,10 @@ def _connect_failure(address: str, flag: str, err: Exception, logged: str) -> st
             "(or RAY_AUTH_TOKEN_PATH)"
         )
     if address == "auto" and "Could not find any running Ray instance" in text:
-        return f"{where} no Ray cluster runs on this machine: start one with `ray start --head`"
+        return (
+            f"{where} no Ray cluster runs on this machine: start a Ray head node on it (Ray's `ray start` "
+            "command)"
+        )
     if "Timed out" in logged or "Failed to connect" in text:
         return f"{where} no Ray cluster answered there (is host:port the GCS port of a Ray head, e.g. 6379?)"
     text = text if len(text) <= 300 else text[:299] + "…"
@@ -364,8 +371,9 @@ def _connect_failure(address: str, flag: str, err: Exception, logged: str) -> st
 @contextlib.contextmanager
 def _raylet_messages_dropped() -> Iterator[None]:
     """While the sweep runs, the messages Ray's raylet pushes to the driver (e.g. "A worker died … the task
-    will be retried", many lines on stdout, which would break --json) are dropped: a run that fails
-    records why in the database. Ray prints them from a thread through the module's print_to_stdstream."""
+    will be retried", many lines on stdout, which would break a command's JSON output) are dropped: a run
+    that fails records why in the database. Ray prints them from a thread through the module's
+    print_to_stdstream."""
     module = sys.modules.get("ray._private.worker")
     original = getattr(module, "print_to_stdstream", None)
     if original is None:  # another Ray version: its messages stay
@@ -396,8 +404,8 @@ class RayScheduler:
     """One Ray task per run (see the module docstring). Ray is imported when the scheduler is made, so a
     missing extra is an error before anything runs."""
 
-    def __init__(self, workers: int, address: str | None = None, flag: str = "--address"):
-        self.workers, self.address, self.flag = workers, address, flag
+    def __init__(self, workers: int, address: str | None = None, name: str = ADDRESS):
+        self.workers, self.address, self.name = workers, address, name
         self.ray = import_ray()
 
     def _init(self) -> bool:
@@ -417,7 +425,7 @@ class RayScheduler:
                 with contextlib.suppress(Exception):
                     self.ray.shutdown()
         if failure is not None:
-            raise RayAddressError(_connect_failure(self.address, self.flag, failure, text))
+            raise RayAddressError(_connect_failure(self.address, self.name, failure, text))
         return True
 
     def _ready(self, refs: list[Any]) -> list[Any]:
@@ -472,21 +480,21 @@ def make_scheduler(backend: str, workers: int | None, address: str | None = None
     than "local") that is not a Ray address or where nothing answers (module docstring)."""
     check_choice("backend", backend, BACKENDS)
     if address is not None and backend != "ray":
-        raise InputError("--address is the Ray cluster's address: it needs --backend ray")
+        raise InputError(f"{ADDRESS} is the Ray cluster's address: it needs {param('backend')} ray")
     workers = check_int(
         "workers", min(os.cpu_count() or 1, MAX_WORKERS) if workers is None else workers, low=1
     )
     if workers > MAX_WORKERS:
         raise InputError(
             f"workers = {workers if workers < 10**20 else 'a huge number'} is more than MAX_WORKERS = "
-            f"{MAX_WORKERS} (--workers: one process each)"
+            f"{MAX_WORKERS} ({param('workers')}: one process each)"
         )
     if backend == "ray":
-        flag = "--address"
+        name = ADDRESS
         if address is None and os.environ.get("RAY_ADDRESS", "local") not in ("", "local"):
-            address, flag = os.environ["RAY_ADDRESS"], "RAY_ADDRESS"  # what ray.init would use
-        scheduler = RayScheduler(workers, address, flag)
+            address, name = os.environ["RAY_ADDRESS"], "RAY_ADDRESS"  # what ray.init would use
+        scheduler = RayScheduler(workers, address, name)
         if address is not None:
-            check_ray_address(address, flag)
+            check_ray_address(address, name)
         return scheduler
     return LocalScheduler(workers)

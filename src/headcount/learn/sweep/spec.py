@@ -1,5 +1,5 @@
-"""Sweep specs: a TOML file or the same structure as a dict → a validated SweepSpec (command-line flags
-build such a dict: flags.py).
+"""Sweep specs: a TOML file or the same structure as a dict → a validated SweepSpec (the command line
+builds such a dict from its flags: headcount.cli.sweep_options).
 
 Sweep file (TOML)::
 
@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from headcount.common.errors import param
 from headcount.learn.constants import TASKS
 from headcount.learn.store import canonical_json, run_id_for
 from headcount.learn.sweep.errors import SpecError
@@ -75,7 +76,8 @@ MAX_SEED = 2**63 - 1
 _SECTIONS = ("sweep", "fixed", "grid", "include")
 _RESERVED = {"task": "[sweep] task", "seed": "[sweep] seeds"}  # reserved config key → where it is set
 # Keys of the built-in runner that a sweep may not set: "out" writes a model file at the path given, and a
-# shared sweep file must not choose paths to overwrite (export one run with `headcount train … --out`).
+# shared sweep file must not choose paths to overwrite (export one run with `headcount train`, given an out
+# path).
 _NOT_IN_SWEEPS = ("out",)
 
 
@@ -398,7 +400,7 @@ def _check_built_in_keys(spec: SweepSpec) -> None:
             if key in table:
                 raise SpecError(
                     f"{_where(spec.source, section, key)}: a sweep file may not choose a path to write; "
-                    "export one run's model with `headcount train … --out`"
+                    f"export one run's model with `headcount train … {param('out')}`"
                 )
 
 

@@ -30,6 +30,8 @@ WORKER_DIED = (
     "`if __name__ == '__main__':`)"
 )
 
+_BREAKS = str.maketrans("\n\r\t\v\f", "     ")  # one_line(marked=True): line breaks become spaces
+
 
 @dataclass(frozen=True)
 class RunOutcome:
@@ -43,15 +45,23 @@ class RunOutcome:
     finished_at: str
     versions: dict[str, Any] | None
     refused: bool = False  # the runner refused the config (an InputError): the sweep's input is at fault
+    # the refusal's line with the parameters its message names still marked (common.errors.param), for
+    # run_sweep to raise again; `error`, the line stored, shows them plain
+    refusal: str | None = None
 
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def one_line(err: BaseException, limit: int = 1000) -> str:
-    """Exception type, message and innermost location on one line (at most `limit` characters)."""
-    text = " ".join(str(err).split())
+def one_line(err: BaseException, limit: int = 1000, marked: bool = False) -> str:
+    """Exception type, message and innermost location on one line (at most `limit` characters); `marked`:
+    an InputError's message with its parameter marks kept (err.raw: one line already, its breaks made
+    spaces; str.split() would take the marks for whitespace)."""
+    if marked and isinstance(err, InputError):
+        text = " ".join(part for part in err.raw.translate(_BREAKS).split(" ") if part)
+    else:
+        text = " ".join(str(err).split())
     line = f"{type(err).__name__}: {text}" if text else type(err).__name__
     tb = err.__traceback__
     while tb is not None and tb.tb_next is not None:
@@ -93,13 +103,15 @@ def execute(runner: Runner, config: dict[str, Any], limit_threads: bool) -> RunO
         limit_torch_threads()
     started_at = now()
     t0 = time.perf_counter()
-    refused = False
+    refusal = None
     try:
         metrics, status, error = _metrics(runner.fn(dict(config)), runner.name), "done", None
     except Exception as err:
-        metrics, status, error, refused = None, "failed", one_line(err), isinstance(err, InputError)
+        metrics, status, error = None, "failed", one_line(err)
+        refusal = one_line(err, marked=True) if isinstance(err, InputError) else None
     wall = time.perf_counter() - t0
-    return RunOutcome(status, metrics, error, wall, started_at, now(), environment_versions(), refused)
+    versions = environment_versions()
+    return RunOutcome(status, metrics, error, wall, started_at, now(), versions, refusal is not None, refusal)
 
 
 def _watch_parent(parent_pid: int) -> None:

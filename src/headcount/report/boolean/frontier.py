@@ -14,7 +14,7 @@ Check, with computations independent of the code that measured:
   do the measured model_accuracy and `certified`;
 - the plan covers every c in 1..T − 1 (what "every D·H below the threshold degree" asks).
 
-Reported, never asserted: the xor-phase experiment's trained models (report/learning/khop.py experiment_summary, the
+Reported, never asserted: the xor-phase experiment's trained models (report/experiments.py experiment_summary, the
 run shared with learning.xor.phase): mean accuracy at their D·H and as a fraction of the frontier there.
 """
 

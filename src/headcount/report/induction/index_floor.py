@@ -4,7 +4,7 @@ figure.
 Measure: induction.lower_bound.protocol.check_protocol (exhaustive: every (f, i*), k ≤ 16) with its error
 floor δ* = h⁻¹(1 − b/k) (induction/lower_bound/floor.py) on three kinds of one-layer model at INDEX sizes k:
 
-* random: seeded random table models (setup.index_model) of one fixed shape (h heads, width m, p bits),
+* random: seeded random table models (setup.random_index_model) of one fixed shape (h heads, width m, p bits),
   several seeds per k. Their message length b is measured per model; a head of width 1 at p = 1 sends
   5..10 bits, so b < k — a positive floor — from k ≈ 6 on;
 * construction: the one-layer construction (induction.construction.one_layer_induction at n = 2k+1, S = 3) at
@@ -53,7 +53,7 @@ from headcount.induction import task
 from headcount.induction.construction import one_layer_induction
 from headcount.induction.lower_bound.floor import error_floor
 from headcount.induction.lower_bound.protocol import ProtocolCheck, check_protocol
-from headcount.induction.lower_bound.setup import index_model
+from headcount.induction.lower_bound.setup import random_index_model
 from headcount.learn.constants import DEFAULT_DB
 from headcount.learn.experiments import experiment_rows, kept_or_retrained
 from headcount.report.claims import PASS, SEED000, ClaimResult, Context, claim, status
@@ -127,7 +127,7 @@ def random_point(ctx: Context, k: int, seed: int, shape: tuple[int, int, int]) -
     h, m, p = shape
     check = ctx.cached(
         (CACHE_KIND, "random", k, seed, h, m, p),
-        lambda: check_protocol(index_model(k, None, seed, h, m), k, p),
+        lambda: check_protocol(random_index_model(k, seed, h, m), k, p),
         f"INDEX floor: random model seed={seed} h={h} m={m} p={p} k={k}",
     )
     return FloorPoint("random", f"seed {seed}", h, m, p, check)

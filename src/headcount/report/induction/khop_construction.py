@@ -19,7 +19,7 @@ quick lengths 32..256) cannot be told from a logarithm on four points, which is 
 n up to 4096.
 
 Reported, never asserted: the smallest depth at which the learning lab's trained k-hop models (experiment
-"khop" at the report's scale, report/learning/khop.py experiment_summary: shared with learning.khop.depth) reach an
+"khop" at the report's scale, report/experiments.py experiment_summary: shared with learning.khop.depth) reach an
 error below TRAINED_SOLVED at each hop count they were trained on.
 """
 

@@ -16,8 +16,8 @@ crops the picture and changes nothing in it.
 
 Models are drawn side by side (`draw_patterns`): a block of columns per model, a row per layer and a column
 per head within its block. The report's side-by-side of the two-layer construction and the best trained
-two-layer model (report/induction/mechanism.py) is this drawing of two models on the same characters. Files are saved
-in the report's style (report/figures.py: save_figure, DPI, fonts, machine footer) as PNG and SVG.
+two-layer model (report/induction/mechanism.py) is this drawing of two models on the same characters. Files
+are saved in the report's style (report/figures.py: save_figure, DPI, fonts, machine footer) as PNG and SVG.
 """
 
 from __future__ import annotations
@@ -240,13 +240,13 @@ def _check_request(
     task_name: str, layout: str | None, n: int, alphabet: int, seed: int, hops: int, samples: int
 ) -> str:
     """The options (before any file is read or written); the layout, defaulted by the task."""
-    check_choice("--task", task_name, TASKS)
-    layout = DEFAULT_LAYOUT[task_name] if layout is None else check_choice("--layout", layout, LAYOUTS)
-    check_int("--n", n, 2, MAX_DRAW)
-    check_int("--alphabet", alphabet, 2)
-    check_int("--seed", seed, 0)
+    check_choice("task", task_name, TASKS)
+    layout = DEFAULT_LAYOUT[task_name] if layout is None else check_choice("layout", layout, LAYOUTS)
+    check_int("n", n, 2, MAX_DRAW)
+    check_int("alphabet", alphabet, 2)
+    check_int("seed", seed, 0)
     check_hops(hops)
-    check_int("--samples", samples, 1, MAX_SAMPLES)
+    check_int("samples", samples, 1, MAX_SAMPLES)
     return layout
 
 

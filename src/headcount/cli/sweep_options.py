@@ -1,5 +1,6 @@
-"""A sweep given as command-line flags (`headcount sweep run --task … --grid …`): the dict form of a spec,
-validated like a file by spec.py; `spec_from_options` takes a file or the flags, never both."""
+"""`headcount sweep run`'s options → a sweep spec: a sweep file, or the sweep given as flags (--task,
+--fixed, --grid, --seeds, --name), never both. The flags are parsed here, into the dict form of a spec that
+headcount.learn.sweep.spec_from_dict validates like a file (SpecError, exit 2)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from headcount.learn.sweep.errors import SpecError
-from headcount.learn.sweep.spec import SweepSpec, spec_from_dict, spec_from_toml
+from headcount.learn.sweep import SpecError, SweepSpec, spec_from_dict, spec_from_toml
 
 
 def flag_value(text: str) -> Any:
@@ -61,7 +61,7 @@ def spec_from_flags(
 
 
 def _seed_list(seeds: str) -> list[int]:
-    """The --seeds value as integers (their bounds are spec.py's); SpecError when it names no seed (an
+    """The --seeds value as integers (their bounds are the spec's); SpecError when it names no seed (an
     empty list would silently run the default seed) or is not integers separated by commas."""
     if not seeds.replace(",", "").strip():
         raise SpecError(f"--seeds {seeds!r} names no seed: give one or more seeds 0 … 2⁶³−1, e.g. 0,1,2")
