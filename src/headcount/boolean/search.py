@@ -29,14 +29,13 @@ Pruning used by both searches (elements chosen in increasing order b_1 < b_2 < .
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from math import comb
 
 import numpy as np
 
 from headcount.boolean.bases import basis_range, lemma14_basis
-from headcount.common.errors import InputError, param, plain
+from headcount.common.errors import InputError, NamesParameters, param
 from headcount.common.jsonable import JsonResult
 
 __all__ = [
@@ -56,20 +55,9 @@ __all__ = [
 _INF = 1 << 30
 
 
-class SearchTimeout(TimeoutError):
+class SearchTimeout(NamesParameters, TimeoutError):
     """An exact search ran past its time limit (no claim of optimality is made). The message may mark the
-    parameters that set the search's size (common.errors.param): str() shows them as Python names,
-    `render(spell)` as `spell` spells them (the CLI: its flags), as InputError does."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.raw = message
-
-    def __str__(self) -> str:
-        return plain(self.raw)
-
-    def render(self, spell: Callable[[str], str]) -> str:
-        return InputError(self.raw).render(spell)
+    parameters that set the search's size (common.errors.param), as an InputError's does."""
 
 
 def _add_element(dp: np.ndarray, b: int, D: int) -> np.ndarray:

@@ -26,7 +26,7 @@ from headcount.cli.common import flag, plain_output
 from headcount.cli.evaluate import evaluate
 from headcount.cli.experiment import experiment
 from headcount.cli.reproduce import reproduce
-from headcount.common.errors import InputError, InternalError
+from headcount.common.errors import InputError, InternalError, NamesParameters
 from headcount.common.resources import memory_limit, memory_limit_of, parse_size
 from headcount.core.numbers import UndecidedError
 
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     except (typer.Abort, KeyboardInterrupt):
         _exit(130, "error: interrupted")
     except TimeoutError as err:  # an exact search past its time limit (an OSError, but not about a path)
-        _exit(2, f"error: {err}")
+        _exit(2, f"error: {err.render(flag) if isinstance(err, NamesParameters) else err}")
     except OSError as err:  # paths and permissions: a missing folder, a read-only file, a name too long
         _exit(2, _os_error(err))
     except sqlite3.Error as err:  # a results database that cannot be opened, read or written

@@ -19,8 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-# A marked parameter name: between two ASCII separator characters no message otherwise holds.
-_OPEN, _CLOSE = "\x1e", "\x1f"
+# A marked parameter name: between two private-use characters no message otherwise holds (neither is
+# whitespace nor a line break, so splitting or stripping a message keeps the marks whole).
+_OPEN, _CLOSE = "\ue000", "\ue001"
 _MARKED = re.compile(f"{_OPEN}([A-Za-z_][A-Za-z0-9_]*){_CLOSE}")
 
 
@@ -35,12 +36,12 @@ def plain(text: str) -> str:
     return _MARKED.sub(r"\1", text)
 
 
-class InputError(ValueError):
-    """Input the user can fix; the message says what is wrong and what is allowed, on one line.
-
-    `param` is the parameter at fault (the first one the message marks, or the one given), None where the
-    fault is not one parameter's (a malformed file, say). `raw` keeps the marks, for a caller that adds
-    context to the message and raises it again (`InputError(f"{path}: {err.raw}")`)."""
+class NamesParameters:
+    """An error whose message may mark parameter names (param): str() shows them as Python names,
+    `render(spell)` as `spell` spells them (the command line: its flags). `param` is the parameter at fault
+    (the first one the message marks, or the one given), None where the fault is not one parameter's (a
+    malformed file, say); `raw` keeps the marks, for a caller that adds context to the message and raises it
+    again (`InputError(f"{path}: {err.raw}")`)."""
 
     def __init__(self, message: str, *, param: str | None = None):
         super().__init__(message)
@@ -57,6 +58,11 @@ class InputError(ValueError):
     def render(self, spell: Callable[[str], str]) -> str:
         """The message with each marked parameter name replaced by `spell(name)` (the CLI: its flag)."""
         return _MARKED.sub(lambda m: spell(m.group(1)), self.raw)
+
+
+class InputError(NamesParameters, ValueError):
+    """Input the user can fix; the message says what is wrong and what is allowed, on one line, naming the
+    parameter at fault (NamesParameters)."""
 
 
 class InternalError(RuntimeError):

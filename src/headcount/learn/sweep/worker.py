@@ -30,8 +30,6 @@ WORKER_DIED = (
     "`if __name__ == '__main__':`)"
 )
 
-_BREAKS = str.maketrans("\n\r\t\v\f", "     ")  # one_line(marked=True): line breaks become spaces
-
 
 @dataclass(frozen=True)
 class RunOutcome:
@@ -56,10 +54,9 @@ def now() -> str:
 
 def one_line(err: BaseException, limit: int = 1000, marked: bool = False) -> str:
     """Exception type, message and innermost location on one line (at most `limit` characters); `marked`:
-    an InputError's message with its parameter marks kept (err.raw: one line already, its breaks made
-    spaces; str.split() would take the marks for whitespace)."""
+    an InputError's message with its parameter marks kept (err.raw, its whitespace runs made one space)."""
     if marked and isinstance(err, InputError):
-        text = " ".join(part for part in err.raw.translate(_BREAKS).split(" ") if part)
+        text = " ".join(err.raw.split())
     else:
         text = " ".join(str(err).split())
     line = f"{type(err).__name__}: {text}" if text else type(err).__name__
