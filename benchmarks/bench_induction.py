@@ -148,7 +148,7 @@ def forward_flops(model: Transformer, n: int) -> dict[str, int]:
 
 def n2_bytes_per_forward(model: Transformer, n: int) -> int:
     """Estimated bytes moved over [pos pos] tensors by one float64 forward of one sequence (headcount.core.
-    forward.attend): per head q@kᵀ write 8, bias add r/r/w 24, max read 8, subtract r/w 16, exp r/w 16,
+    attention.attend): per head q@kᵀ write 8, bias add r/r/w 24, max read 8, subtract r/w 16, exp r/w 16,
     sum read 8,
     weights@v read 8 = 88 bytes per score; plus mask_bias once (bool tri 1 + where read 1 + write 8)."""
     heads = sum(len(layer.heads) for layer in model.layers)
@@ -244,7 +244,7 @@ def throughput(n: int, S: int, seqs: int, repeats: int, cert_repeats: int, bits:
 
 
 def attend_breakdown(n: int, S: int, repeats: int = 3) -> dict[str, float]:
-    """Milliseconds of each numpy step of headcount.core.passes.forward.attend (float64, one sequence) for the
+    """Milliseconds of each numpy step of headcount.core.attention.attend (float64, one sequence) for the
     layer-2 induction head at length n, on its real inputs (the residual stream after layer 1), mirrored
     step by step; plus mask_bias (rebuilt every forward), headcount's own attend() per head, and what exp
     costs when skipped where its result underflows to exactly 0 (a bit-identical alternative)."""

@@ -1,7 +1,8 @@
-"""The torch backend of the blocked attention kernels (core.attention.torch_backend) against the NumPy ones: the
-float pass to the last bits, the rigorous pass's soundness (exact softmax of points in the boxes, in Arb
-balls), tightness, hostile boxes and work counts, identical certificates, the platform checks, the
-`--backend`/`--device` options, and the chunk threads. CUDA runs only where torch sees a GPU."""
+"""The torch backend of the blocked attention kernels (core.attention.torch_backend) against the NumPy
+ones: the float pass to the last bits, the rigorous pass's soundness (exact softmax of points in the boxes,
+in Arb balls), tightness, hostile boxes and work counts, identical certificates, the platform checks, the
+choice of backend and device (library and command line), and the chunk threads. CUDA runs only where torch
+sees a GPU."""
 
 from __future__ import annotations
 
@@ -269,13 +270,19 @@ def test_attention_backend_checks_its_input():
         assert current_backend() == ("numpy", "cpu")
     with attention_backend("torch", "auto"):
         assert current_backend() == ("torch", "cuda" if CUDA else "cpu")
-    for backend, device, message in (
-        ("Torch", "cpu", "--backend 'Torch' is not available: use numpy or torch"),
-        ("torch", "gpu", "--device 'gpu' is not available: use cpu, cuda or auto"),
-        ("numpy", "cuda", "--device cuda needs --backend torch"),
+    for backend, device, message, at_fault in (
+        ("Torch", "cpu", "{backend} 'Torch' is not available: use numpy or torch", "backend"),
+        ("torch", "gpu", "{device} 'gpu' is not available: use cpu, cuda or auto", "device"),
+        ("numpy", "cuda", "{device} cuda needs {backend} torch (the numpy kernels run on the cpu)", "device"),
     ):
-        with pytest.raises(InputError, match=message), attention_backend(backend, device):
+        with pytest.raises(InputError) as refusal, attention_backend(backend, device):
             pass
+        # the parameters named as Python has them, and as the command line spells them (its flags)
+        assert str(refusal.value) == message.format(backend="backend", device="device")
+        assert refusal.value.render(lambda name: f"--{name}") == message.format(
+            backend="--backend", device="--device"
+        )
+        assert refusal.value.param == at_fault
     assert current_backend() == ("numpy", "cpu")
 
 

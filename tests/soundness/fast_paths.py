@@ -9,14 +9,14 @@ and which reference the shortcut answers to:
   exactly): causal or full, uniform or exact-score attention over values on the 2^-p grid with
   magnitudes to 2^40 at p = 27..60, so the rounded mean needs more than 53 bits; the decoder compares a
   head output with the float64 number nearest to its exact value, or the next one (issue 27, finding 1).
-* ``negligible-cut`` (forward._sparse_softmax_values: keys of weight < 2^-72/keys left out of the float
+* ``negligible-cut`` (attention.floats._sparse_softmax_values: keys of weight < 2^-72/keys left out of the float
   sum): n = 257..320 (the blocked float pass), a few kept keys and the rest at shifted scores around the
   cut (e^-40 … e^-80); values 1e300, 1e200, 1e20 under those weights, zero or cancelling values on the
   kept keys; decoders whose thresholds are as small as what the left-out keys add (finding 2).
-* ``score-tame`` (softmax_bounds._scores_tame: Σ_d |q_d|·max_j |k_jd| < 2^39 skips the scan of every
+* ``score-tame`` (softmax_bound.scores_tame: Σ_d |q_d|·max_j |k_jd| < 2^39 skips the scan of every
   score block): q and k at fixed:p (p = 20..60) with Σ|q|·max|k| just under and just over 2^39 and 2^40,
   and scores near 2^53 and 2^58, where the far cut next to the top score rounds by more than 1.
-* ``sparse-far`` (softmax_bounds._sparse_block: far keys bounded as a group, never exponentiated): one
+* ``sparse-far`` (softmax_bound.sparse_block: far keys bounded as a group, never exponentiated): one
   kept key and many keys just beyond the far cut, values at the clip 2^p (p = 28..60), so the far group's
   weight times the values is far above the 2^-p grid.
 * ``prefix-sharing`` (core.passes.prefix: each distinct prefix evaluated once): every input of Σ^6 over {0, 1}

@@ -10,8 +10,10 @@ implementation here and nowhere else, from the two settings of core.attention.se
 * the backend — NumPy, or PyTorch on the CPU or a CUDA device (core.attention.torch_backend: the same
   blocked algorithms step for step; torch is imported on first use).
 
-Modules: blocks (masks, query blocks, cut constants), floats (NumPy float kernels), rigorous (NumPy
-rigorous bounds and the libm check), torch_backend, settings, counters (work counters of the shortcuts).
+Modules: blocks (masks, query blocks, cut constants), floats (NumPy float kernels), softmax_bound (the
+rigorous bound, written once for NumPy arrays and torch tensors, over array_ops' few primitives), rigorous
+(its NumPy face and NumPy's libm check), torch_backend (the torch float kernel, the bound on a device,
+torch's platform checks), settings, counters (work counters of the shortcuts).
 """
 
 from __future__ import annotations

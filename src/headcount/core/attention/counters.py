@@ -32,7 +32,7 @@ class Counters:
                 self._counts[key] = 0
 
 
-# the blocked rigorous softmax bound (core.attention.rigorous.attention_bounds, and its torch twin): visible
+# the blocked rigorous softmax bound (core.attention.softmax_bound.blocked_bound, on NumPy and torch): visible
 # (query, key) pairs bounded, scores computed, keys exponentiated, blocks bounded densely or sparsely, and
 # heads whose scores were shown tame from q and k (no scan of the score blocks) or were scanned
 ATTENTION = Counters(
@@ -44,7 +44,7 @@ ATTENTION = Counters(
     "tame_heads",
     "scanned_heads",
 )
-# the blocked float pass (core.passes.forward._sparse_softmax_values, and its torch twin): query rows summed over
+# the blocked float pass (core.attention.floats._sparse_softmax_values, and its torch twin): query rows summed over
 # the keys of non-negligible weight, and those whose left-out keys were added back
 FLOAT = Counters("rows", "rows_redone")
 # tie settling in the bounds (core.passes.bounds.settle_ties): head-output rows rounded exactly, and grid values

@@ -2,8 +2,8 @@
 
 The reference is the algorithm of the first release, kept callable so that tests and benchmarks can
 compare the two on the same inputs (identical certificates, and how much faster the blocked one is):
-dense [batch query key] attention in the float and the rigorous passes (forward.dense_attend,
-softmax_bounds.dense_attention_bounds) and certify_model's four separate passes. Selected per context,
+dense [batch query key] attention in the float and the rigorous passes (attention.dense_attend,
+attention.dense_attention_bounds) and certify_model's four separate passes. Selected per context,
 so threads started from it (evaluate._map_chunks copies the context) follow it too.
 """
 
