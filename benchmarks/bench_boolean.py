@@ -5,13 +5,13 @@
 
 Figures (benchmarks/README.md, section "bench_boolean.py", explains each):
 
-1. ``construct_and_certify("xor", n, D, H)`` wall time for n = 256 at every D·H = 256 with
-   D, H ∈ {2, 4, …, 128}, and n = 1024 at D = H = 32 — construction + exact evaluation of the model at
-   all n + 1 weights (which covers all 2^n inputs) — with the route, d, dim_bound and errors of each;
-2. exact evaluation methods on the same model (xor, n = 256, D = H = 16), in one process: the default
-   (integer polynomials composed once in python-flint) against flint rationals evaluated point by
-   point (``method="direct"``) and a plain Python ``fractions.Fraction`` loop — the straightforward
-   way, the baseline the ratios are against;
+1. ``construct_and_certify("xor", n, D, H)`` wall time for n = 256 at every D·H = 256 with D, H ∈
+   {2, 4, …, 128}, and n = 1024 at D = H = 32 — construction + exact evaluation of the model at all
+   n + 1 weights (which covers all 2^n inputs) — with the route, d, dim_bound and errors of each;
+2. exact evaluation methods on the same model (xor, n = 256, D = H = 16), in one process: the
+   default (integer polynomials composed once in python-flint) against flint rationals evaluated
+   point by point (``method="direct"``) and a plain Python ``fractions.Fraction`` loop — the
+   straightforward way, the baseline the ratios are against;
 3. the LP threshold degree with its exact dual certificate (xor, mod:3 and majority at n = 8, 10):
    seconds, and that both bounds are certified.
 
@@ -41,7 +41,8 @@ def machine_info() -> dict[str, Any]:
     import scipy
 
     return common_machine_info(
-        None, versions={"scipy": scipy.__version__, "python_flint": getattr(flint, "__version__", "?")}
+        None,
+        versions={"scipy": scipy.__version__, "python_flint": getattr(flint, "__version__", "?")},
     )
 
 
@@ -70,7 +71,8 @@ def construction_row(n: int, D: int, H: int, repeats: int) -> dict[str, Any]:
 
 
 def fraction_values(layer: BooleanLayer, readout: Readout, n: int) -> list[Fraction]:
-    """g(layer output) at t = 0..n with Python Fractions, term by term: the straightforward baseline."""
+    """g(layer output) at t = 0..n with Python Fractions, term by term: the straightforward
+    baseline."""
     heads = [
         (
             Fraction(int(h.w0.p), int(h.w0.q)),
@@ -123,7 +125,9 @@ def lp_rows(ns: list[int]) -> list[dict[str, Any]]:
     for n in ns:
         for name in ("xor", "mod:3", "majority"):
             F = parse_function(name, n)
-            seconds, r = best_time(lambda F=F, n=n: threshold_degree_lp(symmetric_truth_table(F, n), n), 1)
+            seconds, r = best_time(
+                lambda F=F, n=n: threshold_degree_lp(symmetric_truth_table(F, n), n), 1
+            )
             changes = sum(F[t] != F[t + 1] for t in range(n))
             rows.append(
                 {
@@ -149,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"mode": "quick" if quick else "default", "machine": machine_info()}
     figures: list[dict[str, Any]] = []
 
-    # --- 1. constructions --------------------------------------------------------------------------
+    # --- 1. constructions
+    # --------------------------------------------------------------------------
     grid = [(256, D, 256 // D) for D in (2, 4, 8, 16, 32, 64, 128)] + [(1024, 32, 32)]
     rows = []
     for n, D, H in grid:
@@ -159,7 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         figures.append(
             figure(
-                f"xor n={r['n']} D={r['degree']} H={r['heads']}: construct + certify ({r['route']}, "
+                f"xor n={r['n']} D={r['degree']} H={r['heads']}: construct + certify "
+                f"({r['route']}, "
                 f"d={r['dim']} ≤ {r['dim_bound']}, errors {r['errors']}/{r['weights_checked']}, "
                 f"float64 errors {r['float64_errors']})",
                 r["seconds"],
@@ -173,15 +179,18 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
 
-    # --- 2. exact evaluation methods -------------------------------------------------------------------
+    # --- 2. exact evaluation methods
+    # -------------------------------------------------------------------
     log(
-        "exact evaluation: composed integer polynomial vs flint rationals vs Python Fractions (n=256, D=H=16)"
+        "exact evaluation: composed integer polynomial vs flint rationals vs Python Fractions "
+        "(n=256, D=H=16)"
     )
     ev = evaluation_methods(256, 16, 16, repeats)
     results["evaluation"] = ev
     figures.append(
         figure(
-            f"exact evaluation at all t, xor n=256 D=H=16 ({ev['terms']} readout terms): default (composed)",
+            f"exact evaluation at all t, xor n=256 D=H=16 ({ev['terms']} readout terms): default "
+            "(composed)",
             ev["integer_seconds"],
             "s",
             "Python Fraction loop",
@@ -197,9 +206,12 @@ def main(argv: list[str] | None = None) -> int:
             ev["fraction_seconds"],
         )
     )
-    figures.append(figure("check: the three evaluations give identical rationals", ev["values_agree"]))
+    figures.append(
+        figure("check: the three evaluations give identical rationals", ev["values_agree"])
+    )
 
-    # --- 3. LP threshold degree with dual certificates ------------------------------------------------
+    # --- 3. LP threshold degree with dual certificates
+    # ------------------------------------------------
     ns = [8] if quick else [8, 10]
     log(f"LP threshold degree with exact dual certificates, n = {ns}")
     lp = lp_rows(ns)
@@ -216,7 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     figures.append(
         figure(
             "check: LP = sign changes, lower bound certified exactly, every case",
-            all(r["threshold_degree"] == r["sign_changes"] and r["lower_bound_certified"] for r in lp),
+            all(
+                r["threshold_degree"] == r["sign_changes"] and r["lower_bound_certified"]
+                for r in lp
+            ),
         )
     )
 

@@ -3,12 +3,13 @@
 
     python benchmarks/bench_certify.py [--quick] [--json] [--max-gb G]
 
-Figures (benchmarks/README.md explains each): rigorous-pass and float64-pass positions/s at n = 1024,
-4096, 16384 (blocked vs reference, vs plain torch float64 and torch SDPA; FLOP/s against the matmul
-peak), the peak memory of one sequence in a fresh subprocess, end-to-end ``certify_induction`` wall time
-and the exhaustive certificate's sequences/s (certificates compared between the two algorithms), a "done
-when" block, and the throughput figures on cuda (torch backend) where a GPU is present. Progress goes to
-stderr; with --json stdout holds one JSON object. Exit status 0 unless the certificates differ (then 1).
+Figures (benchmarks/README.md explains each): rigorous-pass and float64-pass positions/s at n =
+1024, 4096, 16384 (blocked vs reference, vs plain torch float64 and torch SDPA; FLOP/s against the
+matmul peak), the peak memory of one sequence in a fresh subprocess, end-to-end
+``certify_induction`` wall time and the exhaustive certificate's sequences/s (certificates compared
+between the two algorithms), a "done when" block, and the throughput figures on cuda (torch backend)
+where a GPU is present. Progress goes to stderr; with --json stdout holds one JSON object. Exit
+status 0 unless the certificates differ (then 1).
 """
 
 from __future__ import annotations
@@ -42,9 +43,12 @@ from headcount.induction.construction import two_layer_induction
 
 S = 64  # alphabet of the throughput inputs and of the end-to-end certificates (the CLI's default)
 ALGORITHMS = ("blocked", "reference")
-# Estimated peak bytes per n² of one sequence in flight (the reference passes hold [query key] arrays):
+# Estimated peak bytes per n² of one sequence in flight (the reference passes hold [query key]
+# arrays):
 REFERENCE_RIGOROUS_PER_N2 = 12 * 8  # ~12 float64 n×n arrays per head in dense_attention_bounds
-REFERENCE_FLOAT_PER_N2 = 4 * 8  # the cached bias, the scores, their exponentials, the mask temporaries
+REFERENCE_FLOAT_PER_N2 = (
+    4 * 8
+)  # the cached bias, the scores, their exponentials, the mask temporaries
 TORCH_PER_N2 = 25  # plain torch and float64 SDPA (math path on CPU): measured 24.4 at n = 16384
 GB = 1e9
 
@@ -55,8 +59,8 @@ def estimate_bytes(per_n2: int, n: int, seqs: int) -> float:
 
 
 def interleaved(runs: dict[str, Any], repeats: int) -> tuple[dict[str, float], dict[str, Any]]:
-    """(best seconds, last result) of each run; the repeats go round the runs in turn, so all of them see
-    the same background load."""
+    """(best seconds, last result) of each run; the repeats go round the runs in turn, so all of
+    them see the same background load."""
     best = {name: float("inf") for name in runs}
     outputs: dict[str, Any] = {}
     for _ in range(repeats):
@@ -68,9 +72,10 @@ def interleaved(runs: dict[str, Any], repeats: int) -> tuple[dict[str, float], d
 
 
 def causal_flops(model, n: int) -> int:
-    """Floating-point operations of one float64 forward over one sequence as the blocked pass does them:
-    only the n(n+1)/2 visible (query, key) pairs, no mask add (per head: q/k/v/o projections, scores,
-    softmax max/subtract/exp/sum, weights @ v and the division; residual sums; the decoder)."""
+    """Floating-point operations of one float64 forward over one sequence as the blocked pass does
+    them: only the n(n+1)/2 visible (query, key) pairs, no mask add (per head: q/k/v/o projections,
+    scores, softmax max/subtract/exp/sum, weights @ v and the division; residual sums; the
+    decoder)."""
     d, pairs = model.d_model, n * (n + 1) // 2
     total = n * d  # embedding + positions
     for layer in model.layers:
@@ -83,14 +88,23 @@ def causal_flops(model, n: int) -> int:
     return total + 2 * n * d * classes + 2 * n * classes
 
 
-def passes(n: int, seqs: int, repeats: int, bits: int, max_bytes: float, gpu=None) -> dict[str, Any]:
+def passes(
+    n: int, seqs: int, repeats: int, bits: int, max_bytes: float, gpu=None
+) -> dict[str, Any]:
     """Rigorous and float64 positions/s at length n on `seqs` uniform sequences (best of `repeats`,
-    interleaved); the reference and torch runs are skipped where their estimated memory exceeds max_bytes.
-    gpu: a context manager selecting the torch backend (then only the blocked algorithm runs)."""
+    interleaved); the reference and torch runs are skipped where their estimated memory exceeds
+    max_bytes. gpu: a context manager selecting the torch backend (then only the blocked algorithm
+    runs)."""
     model = two_layer_induction(n, S)
     tokens = task.uniform(np.random.default_rng(n), seqs, n, S)
     targets = task.induction_targets(tokens)
-    out: dict[str, Any] = {"n": n, "S": S, "sequences": seqs, "positions": tokens.size, "bits": bits}
+    out: dict[str, Any] = {
+        "n": n,
+        "S": S,
+        "sequences": seqs,
+        "positions": tokens.size,
+        "bits": bits,
+    }
     out["repeats"] = repeats
     skipped = out["skipped"] = {}
     algorithms = ("blocked",) if gpu else ALGORITHMS
@@ -100,12 +114,16 @@ def passes(n: int, seqs: int, repeats: int, bits: int, max_bytes: float, gpu=Non
             return fn()
 
     rigorous = {
-        a: (lambda a=a: under(a, lambda: certified_predict(model, tokens, fixed(bits)))) for a in algorithms
+        a: (lambda a=a: under(a, lambda: certified_predict(model, tokens, fixed(bits))))
+        for a in algorithms
     }
     if "reference" in rigorous and estimate_bytes(REFERENCE_RIGOROUS_PER_N2, n, seqs) > max_bytes:
         skipped["rigorous_reference"] = estimate_bytes(REFERENCE_RIGOROUS_PER_N2, n, seqs) / GB
         del rigorous["reference"]
-    log(f"n={n}: rigorous pass fixed:{bits}, {' / '.join(rigorous)} ({seqs} seq x {repeats}, interleaved)")
+    log(
+        f"n={n}: rigorous pass fixed:{bits}, {' / '.join(rigorous)} ({seqs} seq x {repeats}, "
+        "interleaved)"
+    )
     reset_attention_work()
     best, outputs = interleaved(rigorous, repeats)
     out["attention_work"] = work = attention_work()  # summed over the blocked repeats
@@ -115,10 +133,14 @@ def passes(n: int, seqs: int, repeats: int, bits: int, max_bytes: float, gpu=Non
     for a, (got, proven) in outputs.items():
         out[f"rigorous_{a}_seconds"] = best[a]
         out[f"rigorous_{a}_positions_per_s"] = tokens.size / best[a]
-        out[f"rigorous_{a}_correct_and_proven"] = bool(np.array_equal(got, targets) and proven.all())
+        out[f"rigorous_{a}_correct_and_proven"] = bool(
+            np.array_equal(got, targets) and proven.all()
+        )
 
     tm = TorchModel(model)
-    floats = {a: (lambda a=a: under(a, lambda: emulate(model, tokens, FLOAT64))) for a in algorithms}
+    floats = {
+        a: (lambda a=a: under(a, lambda: emulate(model, tokens, FLOAT64))) for a in algorithms
+    }
     if "reference" in floats and estimate_bytes(REFERENCE_FLOAT_PER_N2, n, seqs) > max_bytes:
         skipped["float64_reference"] = estimate_bytes(REFERENCE_FLOAT_PER_N2, n, seqs) / GB
         del floats["reference"]
@@ -141,12 +163,13 @@ def passes(n: int, seqs: int, repeats: int, bits: int, max_bytes: float, gpu=Non
     return out
 
 
-# One sequence's certified_predict and emulate in a fresh interpreter; argv: n algorithm bits max_gb. It
-# reports ru_maxrss and VmHWM (/proc/self/status), after setup and at the end. VmHWM is the figure: on Linux
-# a child's ru_maxrss also keeps the peak of the address space it was forked from (the kernel folds the old
-# mm's high-water mark in at exec), i.e. this benchmark's own ~1 GB, while VmHWM is the new program's
-# alone. The address space is capped at its size after setup + max_gb GB, so a run that would need more
-# fails with a MemoryError instead of pushing a shared machine into swap or the OOM killer.
+# One sequence's certified_predict and emulate in a fresh interpreter; argv: n algorithm bits
+# max_gb. It reports ru_maxrss and VmHWM (/proc/self/status), after setup and at the end. VmHWM is
+# the figure: on Linux a child's ru_maxrss also keeps the peak of the address space it was forked
+# from (the kernel folds the old mm's high-water mark in at exec), i.e. this benchmark's own ~1 GB,
+# while VmHWM is the new program's alone. The address space is capped at its size after setup +
+# max_gb GB, so a run that would need more fails with a MemoryError instead of pushing a shared
+# machine into swap or the OOM killer.
 MEMORY_CHILD = r"""
 import json, resource, sys, time
 import numpy as np
@@ -189,12 +212,15 @@ print(json.dumps(out))
 
 
 def peak_memory(n: int, algorithm: str, bits: int, max_gb: float) -> dict[str, Any]:
-    """Peak memory of MEMORY_CHILD at length n under `algorithm`; skipped (reference) where the estimate
-    exceeds max_gb."""
+    """Peak memory of MEMORY_CHILD at length n under `algorithm`; skipped (reference) where the
+    estimate exceeds max_gb."""
     row: dict[str, Any] = {"n": n, "algorithm": algorithm, "bits": bits}
     if algorithm == "reference" and estimate_bytes(REFERENCE_RIGOROUS_PER_N2, n, 1) > max_gb * GB:
         row["skipped_estimated_gb"] = estimate_bytes(REFERENCE_RIGOROUS_PER_N2, n, 1) / GB
-        log(f"peak memory n={n} {algorithm}: skipped (estimated {row['skipped_estimated_gb']:.1f} GB)")
+        log(
+            f"peak memory n={n} {algorithm}: skipped (estimated {row['skipped_estimated_gb']:.1f} "
+            "GB)"
+        )
         return row
     log(f"peak memory n={n} {algorithm}: fresh subprocess")
     args = [sys.executable, "-c", MEMORY_CHILD, str(n), algorithm, str(bits), str(max_gb)]
@@ -208,9 +234,10 @@ def peak_memory(n: int, algorithm: str, bits: int, max_gb: float) -> dict[str, A
 
 
 def compare_certificates(label: str, build, again: bool) -> dict[str, Any]:
-    """build() under blocked, then reference, then (again) blocked once more: the best wall and CPU seconds
-    of each algorithm (the blocked runs on both sides of the long reference one see its background load
-    too), the pass seconds of that run, and whether all the certificates' JSON without "seconds" agree."""
+    """build() under blocked, then reference, then (again) blocked once more: the best wall and CPU
+    seconds of each algorithm (the blocked runs on both sides of the long reference one see its
+    background load too), the pass seconds of that run, and whether all the certificates' JSON
+    without "seconds" agree."""
     row: dict[str, Any] = {}
     certs: dict[str, list] = {a: [] for a in ALGORITHMS}
     for algorithm in ALGORITHMS + ("blocked",) * again:
@@ -218,10 +245,18 @@ def compare_certificates(label: str, build, again: bool) -> dict[str, Any]:
         t0, cpu0 = time.perf_counter(), time.process_time()
         with use_algorithm(algorithm):
             cert = build()
-        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0  # cpu: all threads, less load-bound
+        wall, cpu = (
+            time.perf_counter() - t0,
+            time.process_time() - cpu0,
+        )  # cpu: all threads, less load-bound
         if wall < row.get(f"{algorithm}_seconds", float("inf")):
-            row[f"{algorithm}_seconds"], row[f"{algorithm}_pass_seconds"] = wall, cert.certificate.seconds
-        row[f"{algorithm}_cpu_seconds"] = min(cpu, row.get(f"{algorithm}_cpu_seconds", float("inf")))
+            row[f"{algorithm}_seconds"], row[f"{algorithm}_pass_seconds"] = (
+                wall,
+                cert.certificate.seconds,
+            )
+        row[f"{algorithm}_cpu_seconds"] = min(
+            cpu, row.get(f"{algorithm}_cpu_seconds", float("inf"))
+        )
         row[f"{algorithm}_runs"] = row.get(f"{algorithm}_runs", 0) + 1
         certs[algorithm].append({k: v for k, v in cert.to_json().items() if k != "seconds"})
     c = certs["blocked"][0]
@@ -238,19 +273,24 @@ def compare_certificates(label: str, build, again: bool) -> dict[str, Any]:
 
 
 def split_figure(tag: str, row: dict[str, Any]) -> dict[str, Any]:
-    """Where each certificate's time went (Certificate.seconds: float64 and the precision search, the
-    proof at precision_bits, the IEEE dtypes)."""
-    parts = {a: ", ".join(f"{k} {v:.1f}" for k, v in row[f"{a}_pass_seconds"].items()) for a in ALGORITHMS}
+    """Where each certificate's time went (Certificate.seconds: float64 and the precision search,
+    the proof at precision_bits, the IEEE dtypes)."""
+    parts = {
+        a: ", ".join(f"{k} {v:.1f}" for k, v in row[f"{a}_pass_seconds"].items())
+        for a in ALGORITHMS
+    }
     return figure(
-        f"certificate seconds by pass {tag}", f"blocked {parts['blocked']}; reference {parts['reference']}"
+        f"certificate seconds by pass {tag}",
+        f"blocked {parts['blocked']}; reference {parts['reference']}",
     )
 
 
 def gpu_backend():
-    """(factory of the context that runs the attention kernels on torch + cuda, None) — or (None, why) when
-    there is no CUDA device or headcount has no torch backend. HOOK for the GPU figures:
-    headcount.core.attention.settings.use_backend("torch", device) selects the backend (core.attention.torch_backend);
-    where that import fails, the figures are skipped with "GPU figures: torch backend not available"."""
+    """(factory of the context that runs the attention kernels on torch + cuda, None) — or (None,
+    why) when there is no CUDA device or headcount has no torch backend. HOOK for the GPU figures:
+    headcount.core.attention.settings.use_backend("torch", device) selects the backend
+    (core.attention.torch_backend); where that import fails, the figures are skipped with "GPU
+    figures: torch backend not available"."""
     if not torch.cuda.is_available():
         log("GPU figures: no CUDA device")
         return None, "no CUDA device"
@@ -263,12 +303,15 @@ def gpu_backend():
 
 
 def pass_figures(r: dict[str, Any], peak: float | None, device: str = "") -> list[dict[str, Any]]:
-    """Figures 1 and 2 of one length: blocked against each baseline that ran, the work fractions, the
-    FLOP/s against the matmul peak, a correctness check and what was skipped."""
+    """Figures 1 and 2 of one length: blocked against each baseline that ran, the work fractions,
+    the FLOP/s against the matmul peak, a correctness check and what was skipped."""
     tag = f"n={r['n']} S={r['S']} ({r['sequences']} seq){device}"
     get = lambda key: r.get(f"{key}_positions_per_s")  # noqa: E731
     rigorous, floats = get("rigorous_blocked"), get("float64_blocked")
-    rig, flt = f"rigorous pass positions/s {tag} fixed:{r['bits']}", f"float64 pass positions/s {tag}"
+    rig, flt = (
+        f"rigorous pass positions/s {tag} fixed:{r['bits']}",
+        f"float64 pass positions/s {tag}",
+    )
     specs = [
         (f"{rig}, blocked", rigorous, "reference", "rigorous_reference"),
         (f"{flt}, blocked", floats, "reference", "float64_reference"),
@@ -291,14 +334,17 @@ def pass_figures(r: dict[str, Any], peak: float | None, device: str = "") -> lis
     if r.get("float_work", {}).get("rows"):
         f = r["float_work"]
         label = (
-            f"blocked float pass {tag}: rows whose left-out keys were added back (not negligible against "
+            f"blocked float pass {tag}: rows whose left-out keys were added back (not negligible "
+            "against "
             f"their output) {f['rows_redone'] / f['rows']:.3f} of the sparse rows"
         )
         figs.insert(2, figure(label, f["rows"]))
     if peak:
         name = f"float64 blocked FLOP/s {tag} (causal half counted)"
         figs.append(
-            figure(name, r["float64_blocked_flops_per_s"], "flop/s", "numpy float64 matmul peak", peak)
+            figure(
+                name, r["float64_blocked_flops_per_s"], "flop/s", "numpy float64 matmul peak", peak
+            )
         )
     checks = [v for k, v in r.items() if k.endswith(("_correct_and_proven", "_correct"))]
     figs.append(figure(f"check: every pass correct (rigorous: and proven) {tag}", all(checks)))
@@ -309,7 +355,8 @@ def pass_figures(r: dict[str, Any], peak: float | None, device: str = "") -> lis
 
 
 def done_when(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The acceptance block of issue 18: criterion, measured value (None: not measured) and status."""
+    """The acceptance block of issue 18: criterion, measured value (None: not measured) and
+    status."""
     r4 = {r["n"]: r for r in results["passes"]}.get(4096, {})
     e2e = {r["n"]: r for r in results["end_to_end"]}.get(4096, {})
     ex = results["exhaustive"]
@@ -318,7 +365,10 @@ def done_when(results: dict[str, Any]) -> list[dict[str, Any]]:
     rows = [
         (
             "rigorous n=4096 blocked/reference positions/s >= 10x",
-            ratio(r4.get("rigorous_blocked_positions_per_s"), r4.get("rigorous_reference_positions_per_s")),
+            ratio(
+                r4.get("rigorous_blocked_positions_per_s"),
+                r4.get("rigorous_reference_positions_per_s"),
+            ),
             lambda v: v >= 10,
         ),
         (
@@ -328,7 +378,9 @@ def done_when(results: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         (
             "float64 n=4096 blocked/plain torch positions/s >= 2x",
-            ratio(r4.get("float64_blocked_positions_per_s"), r4.get("float64_torch_positions_per_s")),
+            ratio(
+                r4.get("float64_blocked_positions_per_s"), r4.get("float64_torch_positions_per_s")
+            ),
             lambda v: v >= 2,
         ),
         (
@@ -348,7 +400,9 @@ def done_when(results: dict[str, Any]) -> list[dict[str, Any]]:
         {
             "criterion": name,
             "value": value,
-            "status": "n/a (not measured)" if value is None else ("PASS" if test(value) else "FAIL"),
+            "status": "n/a (not measured)"
+            if value is None
+            else ("PASS" if test(value) else "FAIL"),
         }
         for name, value, test in rows
     ]
@@ -357,33 +411,45 @@ def done_when(results: dict[str, Any]) -> list[dict[str, Any]]:
 def memory_figures(rows: list[dict[str, Any]], max_gb: float) -> list[dict[str, Any]]:
     figs = []
     for m in rows:
-        name = f"peak memory (VmHWM) n={m['n']} one sequence, certified_predict + emulate, {m['algorithm']}"
+        name = (
+            f"peak memory (VmHWM) n={m['n']} one sequence, certified_predict + emulate, "
+            f"{m['algorithm']}"
+        )
         if "peak_vmhwm_bytes" in m and not m.get("memory_error"):
             peak, setup = m["peak_vmhwm_bytes"] / GB, m["setup_vmhwm_bytes"] / GB
             figs.append(figure(name, peak, "GB", "after imports and setup", setup))
             check = (
-                f"check n={m['n']} {m['algorithm']} one sequence fixed:{m['bits']}: float64 correct "
-                f"{m['float64_correct']}, certified outputs correct {m['certified_correct']}, proven share"
+                f"check n={m['n']} {m['algorithm']} one sequence fixed:{m['bits']}: float64 "
+                "correct "
+                f"{m['float64_correct']}, certified outputs correct {m['certified_correct']}, "
+                "proven share"
             )
             figs.append(figure(check, m["proven_fraction"]))
         elif "skipped_estimated_gb" in m:
-            figs.append(figure(name, f"skipped (estimated {m['skipped_estimated_gb']:.1f} GB > --max-gb)"))
+            figs.append(
+                figure(name, f"skipped (estimated {m['skipped_estimated_gb']:.1f} GB > --max-gb)")
+            )
         else:
             figs.append(
-                figure(name, m.get("failed") or f"MemoryError (address space capped at +{max_gb} GB)")
+                figure(
+                    name, m.get("failed") or f"MemoryError (address space capped at +{max_gb} GB)"
+                )
             )
     return figs
 
 
 def certificate_runs(results: dict[str, Any], quick: bool) -> list[dict[str, Any]]:
-    """Figures 4 and 5: end-to-end certify_induction and the exhaustive certificate, both algorithms."""
+    """Figures 4 and 5: end-to-end certify_induction and the exhaustive certificate, both
+    algorithms."""
     figs = []
     results["end_to_end"] = []
     for n, samples in [(1024, 2)] if quick else [(1024, None), (2048, None), (4096, None)]:
         inputs = sum(c for _, c in family_sizes(n, S, samples))
         row = compare_certificates(
             f"certify_induction n={n} S={S} ({inputs} inputs)",
-            lambda n=n, samples=samples: certify_induction(two_layer_induction(n, S), n, S, samples=samples),
+            lambda n=n, samples=samples: certify_induction(
+                two_layer_induction(n, S), n, S, samples=samples
+            ),
             again=not quick,
         )
         row.update(n=n, samples=samples)
@@ -400,9 +466,13 @@ def certificate_runs(results: dict[str, Any], quick: bool) -> list[dict[str, Any
             )
         )
         cpu = f"end-to-end certify_induction CPU time (process, all threads) {tag}, blocked"
-        figs.append(figure(cpu, row["blocked_cpu_seconds"], "s", "reference", row["reference_cpu_seconds"]))
+        figs.append(
+            figure(cpu, row["blocked_cpu_seconds"], "s", "reference", row["reference_cpu_seconds"])
+        )
         figs.append(split_figure(tag, row))
-        figs.append(figure(f"check: certificates identical (JSON without seconds) {tag}", row["identical"]))
+        figs.append(
+            figure(f"check: certificates identical (JSON without seconds) {tag}", row["identical"])
+        )
     ex_n = 14 if quick else 20
     ex = results["exhaustive"] = compare_certificates(
         f"exhaustive certify_induction n={ex_n} S=2",
@@ -426,13 +496,15 @@ def certificate_runs(results: dict[str, Any], quick: bool) -> list[dict[str, Any
 
 
 def report(results: dict[str, Any], figures: list[dict[str, Any]], as_json: bool) -> None:
-    """The table (header, figures, GPU line, done-when block, load and total time), then the JSON."""
+    """The table (header, figures, GPU line, done-when block, load and total time), then the
+    JSON."""
     machine = results["machine"]
     table = finish_table(
         results,
         figures,
         f"headcount certify-at-scale benchmark ({results['mode']}), {machine['cpu']}, "
-        f"{machine['cpus_usable']} cpus, load average at start {machine.get('load_average_at_start')}",
+        f"{machine['cpus_usable']} cpus, load average at start "
+        f"{machine.get('load_average_at_start')}",
         as_json,
     )
     if "skipped" in results["gpu"]:
@@ -442,7 +514,8 @@ def report(results: dict[str, Any], figures: list[dict[str, Any]], as_json: bool
         value = "-" if d["value"] is None else f"{d['value']:.3g}"
         print(f"    {d['status']}: {d['criterion']} (measured {value})", file=table)
     print(
-        f"  load average at end {results.get('load_average_at_end')}; total {results['seconds_total']} s",
+        f"  load average at end {results.get('load_average_at_end')}; total "
+        f"{results['seconds_total']} s",
         file=table,
     )
     if as_json:
@@ -451,12 +524,21 @@ def report(results: dict[str, Any], figures: list[dict[str, Any]], as_json: bool
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smaller run (< 90 s), used by the smoke test")
-    ap.add_argument("--json", action="store_true", help="one JSON object on stdout (the table to stderr)")
     ap.add_argument(
-        "--max-gb", type=float, default=6.0, help="skip runs whose estimated peak memory exceeds this (GB)"
+        "--quick", action="store_true", help="smaller run (< 90 s), used by the smoke test"
     )
-    ap.add_argument("--bits", type=int, default=24, help="fixed:p of the rigorous pass (default 24)")
+    ap.add_argument(
+        "--json", action="store_true", help="one JSON object on stdout (the table to stderr)"
+    )
+    ap.add_argument(
+        "--max-gb",
+        type=float,
+        default=6.0,
+        help="skip runs whose estimated peak memory exceeds this (GB)",
+    )
+    ap.add_argument(
+        "--bits", type=int, default=24, help="fixed:p of the rigorous pass (default 24)"
+    )
     args = ap.parse_args(argv)
     if args.max_gb <= 0 or not 2 <= args.bits <= 60:
         ap.error(f"--max-gb must be > 0 (got {args.max_gb}) and --bits in 2..60 (got {args.bits})")
@@ -503,7 +585,9 @@ def main(argv: list[str] | None = None) -> int:
 
     # 6. done when
     results["done_when"] = done_when(results)
-    identical = all(r["identical"] for r in results["end_to_end"]) and results["exhaustive"]["identical"]
+    identical = (
+        all(r["identical"] for r in results["end_to_end"]) and results["exhaustive"]["identical"]
+    )
     results["certificates_identical"] = identical
     report(results, figures, args.json)
     return 0 if identical else 1

@@ -1,9 +1,9 @@
 """Helpers shared by the benchmark scripts in this folder (bench_induction.py, bench_minmax.py).
 
 Progress logging, best-of-r timing, numpy's OpenBLAS thread count, the machine description common to
-both scripts' JSON ``machine`` object, and the figure records and table lines of their reports. Not a
-package: the scripts run as ``python benchmarks/<script>.py``, which puts this folder on sys.path, and
-import it as ``bench_common``.
+both scripts' JSON ``machine`` object, and the figure records and table lines of their reports. Not
+a package: the scripts run as ``python benchmarks/<script>.py``, which puts this folder on sys.path,
+and import it as ``bench_common``.
 """
 
 from __future__ import annotations
@@ -61,7 +61,11 @@ def _openblas_function(symbols: tuple[str, ...]):
 def numpy_blas_threads() -> int | None:
     """Threads numpy's bundled OpenBLAS uses (asked from the library itself), None if unknown."""
     fn = _openblas_function(
-        ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads")
+        (
+            "scipy_openblas_get_num_threads64_",
+            "openblas_get_num_threads64_",
+            "openblas_get_num_threads",
+        )
     )
     if fn is not None:
         return int(fn())
@@ -74,7 +78,11 @@ def numpy_blas_threads() -> int | None:
 def set_numpy_blas_threads(threads: int) -> bool:
     """Ask numpy's bundled OpenBLAS to use `threads` threads; False if the library is not found."""
     fn = _openblas_function(
-        ("scipy_openblas_set_num_threads64_", "openblas_set_num_threads64_", "openblas_set_num_threads")
+        (
+            "scipy_openblas_set_num_threads64_",
+            "openblas_set_num_threads64_",
+            "openblas_set_num_threads",
+        )
     )
     if fn is None:
         return False
@@ -99,7 +107,9 @@ def load_average() -> list[float] | None:
 
 
 def machine_info(
-    blas_threads: int | None, versions: dict[str, Any] | None = None, threads: dict[str, Any] | None = None
+    blas_threads: int | None,
+    versions: dict[str, Any] | None = None,
+    threads: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The machine description both scripts report; `versions` (other libraries' versions) go after
     numpy's, `threads` (other libraries' thread counts) after numpy's BLAS threads."""
@@ -108,7 +118,9 @@ def machine_info(
         "platform": platform.platform(),
         "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
         "numpy": np.__version__,
         **(versions or {}),
         "numpy_blas_threads": blas_threads,
@@ -132,7 +144,8 @@ def machine_info(
 
 
 def busy_warning(machine: dict[str, Any], load_at_end: list[float] | None) -> str | None:
-    """The table's warning line when the 1-min load average at start or end exceeded the usable CPUs."""
+    """The table's warning line when the 1-min load average at start or end exceeded the usable
+    CPUs."""
     load = [machine.get("load_average_at_start"), load_at_end]
     if not any(l and l[0] > machine["cpus_usable"] for l in load):
         return None
@@ -166,7 +179,9 @@ def fmt(x: float) -> str:
 def figure(
     name: str, value, unit: str = "", baseline_name: str | None = None, baseline=None
 ) -> dict[str, Any]:
-    ratio = None if baseline in (None, 0) or not isinstance(value, (int, float)) else value / baseline
+    ratio = (
+        None if baseline in (None, 0) or not isinstance(value, (int, float)) else value / baseline
+    )
     return {
         "name": name,
         "value": value,
@@ -179,7 +194,11 @@ def figure(
 
 def figure_line(f: dict[str, Any]) -> str:
     value = f["value"]
-    text = fmt(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+    text = (
+        fmt(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+        else str(value)
+    )
     unit = f" {f['unit']}" if f["unit"] else ""
     line = f"{f['name']}: {text}{unit}"
     if f["baseline_name"] is not None:
@@ -187,7 +206,9 @@ def figure_line(f: dict[str, Any]) -> str:
     return line
 
 
-def finish_table(results: dict[str, Any], figures: list[dict[str, Any]], header: str, as_json: bool):
+def finish_table(
+    results: dict[str, Any], figures: list[dict[str, Any]], header: str, as_json: bool
+):
     """Store the figures, end-of-run load and total time in `results`, print the table's header, any
     busy-machine warning and the figure lines, and return the stream the table goes to (stderr with
     --json, so stdout holds only the JSON object) for a script's own extra lines."""

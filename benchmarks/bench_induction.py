@@ -7,12 +7,13 @@ Figures (benchmarks/README.md explains each):
 
 1. certified positions/s (``certified_predict`` at fixed:p, rigorous bounds) at n=1024 (S=16) and
    n=4096 (S=64), against headcount's own float64 ``predict`` positions/s;
-2. headcount float64 ``predict`` against a plain PyTorch float64 forward written here (same weights, same
-   inputs, outputs checked identical), plus torch's fused ``scaled_dot_product_attention`` for reference;
+2. headcount float64 ``predict`` against a plain PyTorch float64 forward written here (same weights,
+   same inputs, outputs checked identical), plus torch's fused ``scaled_dot_product_attention`` for
+   reference;
 3. analytic FLOP count of the forward pass and the fraction of this machine's float64 matmul peak
    (numpy 2048x2048 @ 2048x2048, best of 3) that headcount's float64 forward reaches;
-4. the largest n (powers of two) at which the construction is exact in float32 / bfloat16 / float16 on a
-   few uniform + ``latest_match_far_back`` inputs.
+4. the largest n (powers of two) at which the construction is exact in float32 / bfloat16 / float16
+   on a few uniform + ``latest_match_far_back`` inputs.
 
 The readable table goes to stdout, or to stderr with --json (then stdout holds one JSON object).
 Progress lines go to stderr. Default run: ~3-4 minutes on 2 cores; --quick: < 60 s.
@@ -46,7 +47,9 @@ from headcount.induction.construction import two_layer_induction
 def machine_info(torch_threads: int, blas_threads: int | None) -> dict[str, Any]:
     """The common machine description plus torch's version and thread count."""
     return common_machine_info(
-        blas_threads, versions={"torch": torch.__version__}, threads={"torch_threads": torch_threads}
+        blas_threads,
+        versions={"torch": torch.__version__},
+        threads={"torch_threads": torch_threads},
     )
 
 
@@ -67,7 +70,9 @@ class TorchModel:
             mlp = (
                 None
                 if layer.mlp is None
-                else tuple(t(a) for a in (layer.mlp.W_in, layer.mlp.b_in, layer.mlp.W_out, layer.mlp.b_out))
+                else tuple(
+                    t(a) for a in (layer.mlp.W_in, layer.mlp.b_in, layer.mlp.W_out, layer.mlp.b_out)
+                )
             )
             self.layers.append((heads, mlp))
         if not hasattr(model.decoder, "W_U"):
@@ -104,7 +109,8 @@ class TorchModel:
         return torch.where(cls == self.bottom_class, torch.full_like(cls, BOTTOM), cls)
 
     def predict(self, tokens: np.ndarray, fused: bool = False) -> np.ndarray:
-        """One sequence at a time (the score tensor is n² per head), like headcount's chunking at large n."""
+        """One sequence at a time (the score tensor is n² per head), like headcount's chunking at
+        large n."""
         tt = torch.from_numpy(np.ascontiguousarray(tokens, dtype=np.int64))
         return np.concatenate([self.forward(tt[i : i + 1], fused).numpy() for i in range(len(tt))])
 
@@ -134,7 +140,9 @@ def forward_flops(model: Transformer, n: int) -> dict[str, int]:
             f["projections_qkvo"] += 2 * n * d * (2 * dh + dv) + 2 * n * dv * d
             f["scores_qk"] += 2 * n * n * dh
             f["softmax"] += 5 * n * n  # mask add, row max, subtract, exp, row sum
-            f["attention_value"] += 2 * n * n * dv + n * dv  # weights @ v, then the division by the row sum
+            f["attention_value"] += (
+                2 * n * n * dv + n * dv
+            )  # weights @ v, then the division by the row sum
             f["residual"] += n * d  # summing the heads' updates
         f["residual"] += n * d
         if layer.mlp is not None:
@@ -147,10 +155,10 @@ def forward_flops(model: Transformer, n: int) -> dict[str, int]:
 
 
 def n2_bytes_per_forward(model: Transformer, n: int) -> int:
-    """Estimated bytes moved over [pos pos] tensors by one float64 forward of one sequence (headcount.core.
-    attention.attend): per head q@kᵀ write 8, bias add r/r/w 24, max read 8, subtract r/w 16, exp r/w 16,
-    sum read 8,
-    weights@v read 8 = 88 bytes per score; plus mask_bias once (bool tri 1 + where read 1 + write 8)."""
+    """Estimated bytes moved over [pos pos] tensors by one float64 forward of one sequence
+    (headcount.core. attention.attend): per head q@kᵀ write 8, bias add r/r/w 24, max read 8,
+    subtract r/w 16, exp r/w 16, sum read 8, weights@v read 8 = 88 bytes per score; plus mask_bias
+    once (bool tri 1 + where read 1 + write 8)."""
     heads = sum(len(layer.heads) for layer in model.layers)
     return (88 * heads + 10) * n * n
 
@@ -188,7 +196,9 @@ def one_thread(fn):
         torch.set_num_threads(threads)
 
 
-def throughput(n: int, S: int, seqs: int, repeats: int, cert_repeats: int, bits: int) -> dict[str, Any]:
+def throughput(
+    n: int, S: int, seqs: int, repeats: int, cert_repeats: int, bits: int
+) -> dict[str, Any]:
     """Certified / float64 / torch positions per second on `seqs` uniform sequences."""
     model = two_layer_induction(n, S)
     tokens = task.uniform(np.random.default_rng(n), seqs, n, S)
@@ -203,8 +213,8 @@ def throughput(n: int, S: int, seqs: int, repeats: int, cert_repeats: int, bits:
         "torch_sdpa": lambda: tm.predict(tokens, fused=True),
         "torch_1thread": lambda: one_thread(lambda: tm.predict(tokens)),
     }
-    # Interleaved repeats (headcount, torch, torch SDPA, torch 1 thread, headcount, ...), best of each: on a
-    # shared machine all of them see the same background load.
+    # Interleaved repeats (headcount, torch, torch SDPA, torch 1 thread, headcount, ...), best of
+    # each: on a shared machine all of them see the same background load.
     log(
         f"n={n}: headcount float64 predict / torch float64 (SDPA, 1 thread), "
         f"interleaved ({seqs} seq x {repeats})"
@@ -244,14 +254,17 @@ def throughput(n: int, S: int, seqs: int, repeats: int, cert_repeats: int, bits:
 
 
 def attend_breakdown(n: int, S: int, repeats: int = 3) -> dict[str, float]:
-    """Milliseconds of each numpy step of headcount.core.attention.attend (float64, one sequence) for the
-    layer-2 induction head at length n, on its real inputs (the residual stream after layer 1), mirrored
-    step by step; plus mask_bias (rebuilt every forward), headcount's own attend() per head, and what exp
-    costs when skipped where its result underflows to exactly 0 (a bit-identical alternative)."""
+    """Milliseconds of each numpy step of headcount.core.attention.attend (float64, one sequence)
+    for the layer-2 induction head at length n, on its real inputs (the residual stream after layer
+    1), mirrored step by step; plus mask_bias (rebuilt every forward), headcount's own attend() per
+    head, and what exp costs when skipped where its result underflows to exactly 0 (a bit-identical
+    alternative)."""
     model = two_layer_induction(n, S)
     tokens = task.uniform(np.random.default_rng(7), 1, n, S)
     after_layer1 = residual_stream(
-        Transformer(model.W_E, model.W_pos, model.layers[:1], model.decoder, model.mask), tokens, FLOAT64
+        Transformer(model.W_E, model.W_pos, model.layers[:1], model.decoder, model.mask),
+        tokens,
+        FLOAT64,
     )
     embedded = model.W_E[tokens] + model.W_pos[:n]
     ms: dict[str, float] = {}
@@ -296,8 +309,8 @@ def attend_breakdown(n: int, S: int, repeats: int = 3) -> dict[str, float]:
 def exactness_sweep(
     dtype: str, n_start: int, n_stop: int, uniform_seqs: int, far_seqs: int, max_bytes: float
 ) -> dict[str, Any]:
-    """Largest power-of-two n ≤ n_stop with outputs equal to the reference in `dtype`; stops at the first
-    failing n; skips n whose estimated peak memory exceeds max_bytes."""
+    """Largest power-of-two n ≤ n_stop with outputs equal to the reference in `dtype`; stops at the
+    first failing n; skips n whose estimated peak memory exceeds max_bytes."""
     # Peak bytes per n² of one sequence's predict, measured with tracemalloc at n=1024, rounded up.
     per_n2 = {"float64": 18, "float32": 14, "bfloat16": 48, "float16": 16}[dtype]
     prec = parse_precision(dtype)
@@ -308,14 +321,19 @@ def exactness_sweep(
         estimate = per_n2 * n * n
         if estimate > max_bytes:
             rows.append({"n": n, "skipped": True, "estimated_gb": round(estimate / 1e9, 1)})
-            log(f"{dtype}: n={n} skipped (estimated {estimate / 1e9:.1f} GB > {max_bytes / 1e9:.1f} GB)")
+            log(
+                f"{dtype}: n={n} skipped (estimated {estimate / 1e9:.1f} GB > "
+                f"{max_bytes / 1e9:.1f} GB)"
+            )
             n *= 2
             continue
         S = min(n, 64)
         model = two_layer_induction(n, S)
         rng = np.random.default_rng(1000 + n)
         inputs = [("uniform", s) for s in task.uniform(rng, uniform_seqs, n, S)]
-        inputs += [("latest_match_far_back", s) for s in task.latest_match_far_back(rng, far_seqs, n, S)]
+        inputs += [
+            ("latest_match_far_back", s) for s in task.latest_match_far_back(rng, far_seqs, n, S)
+        ]
         t0 = time.perf_counter()
         failure = None
         for family, seq in inputs:  # one sequence at a time: the score tensor is n² per head
@@ -366,8 +384,9 @@ SOUNDNESS_BASELINE_REV = "1d68060"  # the last commit before the soundness work 
 
 
 def load_bounds_at(rev: str):
-    """headcount.core.passes.bounds as it was at git revision `rev`, imported as a separate module (None when git
-    or the revision is not available): the baseline for what the soundness checks cost, in this process."""
+    """headcount.core.passes.bounds as it was at git revision `rev`, imported as a separate module
+    (None when git or the revision is not available): the baseline for what the soundness checks
+    cost, in this process."""
     import importlib.util
     import subprocess
     import tempfile
@@ -392,8 +411,9 @@ def load_bounds_at(rev: str):
 
 
 def soundness_cost(n: int, S: int, seqs: int, repeats: int, bits: int, baseline) -> dict[str, Any]:
-    """Seconds of the rigorous pass (residual_bounds at fixed:bits) today and at the baseline revision, timed
-    alternately on the same inputs (best of `repeats` each), and whether both prove every position."""
+    """Seconds of the rigorous pass (residual_bounds at fixed:bits) today and at the baseline
+    revision, timed alternately on the same inputs (best of `repeats` each), and whether both prove
+    every position."""
     from headcount.core.passes import bounds
 
     model = two_layer_induction(n, S)
@@ -419,10 +439,14 @@ def soundness_cost(n: int, S: int, seqs: int, repeats: int, bits: int, baseline)
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--quick", action="store_true", help="smaller run (< 60 s): fewer sequences, sweeps up to n=4096"
+        "--quick",
+        action="store_true",
+        help="smaller run (< 60 s): fewer sequences, sweeps up to n=4096",
     )
     ap.add_argument(
-        "--json", action="store_true", help="print one JSON object on stdout (the table goes to stderr)"
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (the table goes to stderr)",
     )
     ap.add_argument(
         "--certify-p",
@@ -431,7 +455,10 @@ def main(argv: list[str] | None = None) -> int:
         "(slow: ~2 min at n=4096)",
     )
     ap.add_argument(
-        "--bits", type=int, default=24, help="fixed:p precision for the certified timing (default 24)"
+        "--bits",
+        type=int,
+        default=24,
+        help="fixed:p precision for the certified timing (default 24)",
     )
     ap.add_argument(
         "--max-gb",
@@ -442,7 +469,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--baseline-rev",
         default=SOUNDNESS_BASELINE_REV,
-        help="git revision whose core/bounds.py (core/passes/bounds.py today) is timed against today's (the soundness checks' cost)",
+        help="git revision whose core/bounds.py (core/passes/bounds.py today) is timed against "
+        "today's (the soundness checks' cost)",
     )
     args = ap.parse_args(argv)
     quick = args.quick
@@ -460,7 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"machine": machine, "mode": "quick" if quick else "default"}
     figures: list[dict[str, Any]] = []
 
-    # --- 0. precision: certify_induction at n=1024 (default mode), or at every timed n (--certify-p) ---
+    # --- 0. precision: certify_induction at n=1024 (default mode), or at every timed n
+    # (--certify-p) ---
     configs = [
         (1024, 16, 2 if quick else 4, 3 if quick else 5, 1 if quick else 2),
         (4096, 64, 1 if quick else 2, 2 if quick else 3, 1),
@@ -472,17 +501,21 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             c = certify_induction(two_layer_induction(n, S), n, S, samples=2, seed=0).to_json()
             cert_runs[n] = {
-                k: c[k] for k in ("precision_bits", "certified", "inputs_checked", "errors", "dtypes_exact")
+                k: c[k]
+                for k in ("precision_bits", "certified", "inputs_checked", "errors", "dtypes_exact")
             }
             cert_runs[n]["seconds"] = round(time.perf_counter() - t0, 2)
             figures.append(
                 figure(
-                    f"certify_induction n={n} S={S} (samples=2): precision_bits", c["precision_bits"], "bits"
+                    f"certify_induction n={n} S={S} (samples=2): precision_bits",
+                    c["precision_bits"],
+                    "bits",
                 )
             )
     results["certify_induction"] = cert_runs
 
-    # --- 1 & 2. throughput ----------------------------------------------------------------------------
+    # --- 1 & 2. throughput
+    # ----------------------------------------------------------------------------
     results["throughput"] = []
     for n, S, seqs, repeats, cert_repeats in configs:
         bits = cert_runs[n]["precision_bits"] if args.certify_p and n in cert_runs else args.bits
@@ -538,18 +571,23 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
 
-    # --- 2b. what the soundness checks cost: today's rigorous pass against the baseline revision's ---------
+    # --- 2b. what the soundness checks cost: today's rigorous pass against the baseline revision's
+    # ---------
     baseline = load_bounds_at(args.baseline_rev)
     results["soundness_cost"] = []
     if baseline is None:
         log(f"soundness cost: git revision {args.baseline_rev} not available, skipped")
     for n, S, seqs, repeats, _ in configs if baseline is not None else []:
-        log(f"n={n}: residual_bounds today vs {args.baseline_rev} ({seqs} seq x {repeats}, alternating)")
+        log(
+            f"n={n}: residual_bounds today vs {args.baseline_rev} ({seqs} seq x {repeats}, "
+            "alternating)"
+        )
         r = soundness_cost(n, S, seqs, repeats, args.bits, baseline)
         results["soundness_cost"].append(r)
         figures.append(
             figure(
-                f"rigorous pass seconds n={n} S={S} fixed:{args.bits} (all proven: {r['all_proven_now']})",
+                f"rigorous pass seconds n={n} S={S} fixed:{args.bits} (all proven: "
+                f"{r['all_proven_now']})",
                 r["seconds_now"],
                 "s",
                 f"bounds at {args.baseline_rev} (all proven: {r['all_proven_baseline']})",
@@ -557,7 +595,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
 
-    # --- 3. FLOPs -------------------------------------------------------------------------------------
+    # --- 3. FLOPs
+    # -------------------------------------------------------------------------------------
     log("numpy float64 matmul peak (2048x2048 @ 2048x2048, best of 3)")
     peak = matmul_peak(2048, 3)
     log("memory copy bandwidth (np.copyto 256 MB, best of 3)")
@@ -566,7 +605,9 @@ def main(argv: list[str] | None = None) -> int:
     results["copy_bandwidth_bytes_per_s"] = bandwidth
     for r in results["throughput"]:
         tag = f"n={r['n']} S={r['S']}"
-        figures.append(figure(f"FLOPs per sequence {tag}", r["flops_per_sequence"]["total"], "flop"))
+        figures.append(
+            figure(f"FLOPs per sequence {tag}", r["flops_per_sequence"]["total"], "flop")
+        )
         figures.append(
             figure(
                 f"headcount float64 forward FLOP/s {tag}",
@@ -589,7 +630,8 @@ def main(argv: list[str] | None = None) -> int:
         log("attend step breakdown at n=4096")
         results["attend_breakdown_ms_n4096"] = attend_breakdown(4096, 64)
 
-    # --- 4. exactness sweeps --------------------------------------------------------------------------
+    # --- 4. exactness sweeps
+    # --------------------------------------------------------------------------
     n_stop = 4096 if quick else 16384
     uniform_seqs, far_seqs = (2, 1) if quick else (3, 2)
     max_bytes = args.max_gb * 1e9
@@ -613,14 +655,16 @@ def main(argv: list[str] | None = None) -> int:
         results,
         figures,
         f"headcount induction benchmark ({results['mode']}), {machine['cpu']}, "
-        f"{machine['cpus_usable']} cpus, numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} "
+        f"{machine['cpus_usable']} cpus, numpy {machine['numpy']} / "
+        f"{machine.get('numpy_blas', '?')} "
         f"({blas_threads} BLAS threads; ufuncs 1 thread), "
         f"torch {machine['torch']} ({machine['torch_threads']} threads)",
         args.json,
     )
     if "attend_breakdown_ms_n4096" in results:
         print(
-            "  where headcount's float64 forward spends its time, n=4096, one sequence (ms unless noted):",
+            "  where headcount's float64 forward spends its time, n=4096, one sequence (ms unless "
+            "noted):",
             file=table,
         )
         for k, v in results["attend_breakdown_ms_n4096"].items():

@@ -1,32 +1,45 @@
 #!/usr/bin/env python
-"""Benchmark of training throughput: headcount's SequenceModel against a torch.nn.TransformerEncoder model.
+"""Benchmark of training throughput: headcount's SequenceModel against a torch.nn.TransformerEncoder
+model.
 
     python benchmarks/bench_learn.py [--quick] [--json] [--two-threads]
 
-Figures (benchmarks/README.md, section "bench_learn.py", explains each), in one process, on the induction
-task (``headcount.learn.train.induction_batch``, uniform σ, alphabet S = 4), for (n=16, d=32, L=2, H=1) —
-the training experiments' default — and (n=64, d=64, L=2, H=4) (default run only), batch 64:
+Figures (benchmarks/README.md, section "bench_learn.py", explains each), in one process, on the
+induction task (``headcount.learn.train.induction_batch``, uniform σ, alphabet S = 4), for (n=16,
+d=32, L=2, H=1) — the training experiments' default — and (n=64, d=64, L=2, H=4) (default run only),
+batch 64:
 
-1. training steps/second with ``torch.set_num_threads(1)`` (``train.one_thread``, as training runs use) of
-   (a) ``SequenceModel`` with mlp=True, layernorm=True (d_mlp = 4·d: pre-LN blocks, the closest match) and
-   (b) the attention-only default ``SequenceModel`` (what the experiments train), each against the same
+1. training steps/second with ``torch.set_num_threads(1)`` (``train.one_thread``, as training runs
+   use) of
+   (a) ``SequenceModel`` with mlp=True, layernorm=True (d_mlp = 4·d: pre-LN blocks, the closest
+       match) and
+   (b) the attention-only default ``SequenceModel`` (what the experiments train), each against the
+       same
    ``EncoderBaseline``: token + learned positional ``nn.Embedding``, ``nn.TransformerEncoder`` of
-   ``nn.TransformerEncoderLayer(d, H, dim_feedforward=4·d, dropout=0, batch_first=True, norm_first=True)``
-   with a final LayerNorm and ``is_causal=True`` + ``generate_square_subsequent_mask``, ``nn.Linear`` to
+   ``nn.TransformerEncoderLayer(d, H, dim_feedforward=4·d, dropout=0, batch_first=True,
+   norm_first=True)``
+   with a final LayerNorm and ``is_causal=True`` + ``generate_square_subsequent_mask``,
+   ``nn.Linear`` to
    S + 1 classes. Every model runs ``train.fit``'s step (AdamW betas (0.9, 0.98), weight decay 0.01,
    lr 3e-3 with ``lr_at``'s warm-up + cosine schedule, gradient clipping at 1, cross-entropy on the
-   induction targets) on the same pre-generated batches from the same seed; warm-up steps are not timed;
-   timed blocks of the three models are interleaved and the best block counts. Checks: the benchmark's
-   step reproduces ``train.fit`` bit for bit, each model's loss falls over the timed steps, every model
+   induction targets) on the same pre-generated batches from the same seed; warm-up steps are not
+   timed;
+   timed blocks of the three models are interleaved and the best block counts. Checks: the
+   benchmark's
+   step reproduces ``train.fit`` bit for bit, each model's loss falls over the timed steps, every
+   model
    is causal;
 2. the parameter counts of the three models;
 3. forward-only batches/second (eval mode, ``torch.no_grad``) on one batch;
-4. with --two-threads, the same training comparison with ``torch.set_num_threads(2)`` (fresh models, fewer
-   steps; on a shared 2-core machine these rows are slow to take and noisy, hence not in the default run);
-5. ``induction_batch``'s cost per batch, which ``train_induction`` pays on every step but which is not in (1).
+4. with --two-threads, the same training comparison with ``torch.set_num_threads(2)`` (fresh models,
+   fewer steps; on a shared 2-core machine these rows are slow to take and noisy, hence not in the
+   default run);
+5. ``induction_batch``'s cost per batch, which ``train_induction`` pays on every step but which is
+   not in (1).
 
 The readable table goes to stdout, or to stderr with --json (then stdout holds one JSON object).
-Progress lines go to stderr. Default run: ~40-60 s on 2 cores (+ ~30 s with --two-threads); --quick: ~10 s.
+Progress lines go to stderr. Default run: ~40-60 s on 2 cores (+ ~30 s with --two-threads); --quick:
+~10 s.
 """
 
 from __future__ import annotations
@@ -66,10 +79,13 @@ LABELS = {
 
 class EncoderBaseline(nn.Module):
     """A straightforward causal model from torch.nn: token + learned positional embeddings, a pre-LN
-    nn.TransformerEncoder (ReLU feed-forward of width d_ff, dropout 0, final LayerNorm), a linear decoder
-    to `classes` outputs. forward(tokens [batch pos] int64) -> logits [batch pos classes]."""
+    nn.TransformerEncoder (ReLU feed-forward of width d_ff, dropout 0, final LayerNorm), a linear
+    decoder to `classes` outputs. forward(tokens [batch pos] int64) -> logits [batch pos
+    classes]."""
 
-    def __init__(self, vocab: int, classes: int, n_ctx: int, layers: int, heads: int, dim: int, d_ff: int):
+    def __init__(
+        self, vocab: int, classes: int, n_ctx: int, layers: int, heads: int, dim: int, d_ff: int
+    ):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
         self.pos = nn.Embedding(n_ctx, dim)
@@ -87,7 +103,9 @@ class EncoderBaseline(nn.Module):
             layer, layers, norm=nn.LayerNorm(dim), enable_nested_tensor=False
         )
         self.decoder = nn.Linear(dim, classes)
-        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(n_ctx), persistent=False)
+        self.register_buffer(
+            "mask", nn.Transformer.generate_square_subsequent_mask(n_ctx), persistent=False
+        )
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         n = tokens.shape[1]
@@ -96,7 +114,8 @@ class EncoderBaseline(nn.Module):
 
 
 def build(kind: str, size: dict[str, int]) -> nn.Module:
-    """A freshly initialised model of `kind` at `size`, seeded with SEED (so every run starts alike)."""
+    """A freshly initialised model of `kind` at `size`, seeded with SEED (so every run starts
+    alike)."""
     torch.manual_seed(SEED)
     n, d, L, H = size["n"], size["dim"], size["layers"], size["heads"]
     if kind == "encoder":
@@ -122,10 +141,12 @@ def parameter_count(model: nn.Module) -> int:
 
 
 def batches(size: dict[str, int], count: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """`count` training batches (inputs, class targets) from train.induction_batch, seeded: every model
-    sees the same data in the same order."""
+    """`count` training batches (inputs, class targets) from train.induction_batch, seeded: every
+    model sees the same data in the same order."""
     rng = np.random.default_rng(SEED)
-    return [induction_batch(rng, BATCH, size["n"], ALPHABET, 1, False, "uniform") for _ in range(count)]
+    return [
+        induction_batch(rng, BATCH, size["n"], ALPHABET, 1, False, "uniform") for _ in range(count)
+    ]
 
 
 def batch_loss(model: nn.Module, inputs: np.ndarray, target: np.ndarray) -> torch.Tensor:
@@ -142,9 +163,10 @@ def batch_loss(model: nn.Module, inputs: np.ndarray, target: np.ndarray) -> torc
 
 
 class Trainer:
-    """train.fit's loop cut into blocks, so the models' timed blocks can be interleaved: the same AdamW
-    (betas (0.9, 0.98)), lr_at schedule over `steps` with fit's default warm-up, zero_grad(set_to_none),
-    clip_grad_norm_ at 1 and loss.item() per step. check_fit() verifies that it reproduces fit exactly."""
+    """train.fit's loop cut into blocks, so the models' timed blocks can be interleaved: the same
+    AdamW (betas (0.9, 0.98)), lr_at schedule over `steps` with fit's default warm-up,
+    zero_grad(set_to_none), clip_grad_norm_ at 1 and loss.item() per step. check_fit() verifies that
+    it reproduces fit exactly."""
 
     def __init__(
         self,
@@ -157,7 +179,9 @@ class Trainer:
     ):
         self.model, self.data, self.steps, self.lr, self.clip = model, data, steps, lr, clip
         self.warmup = max(1, min(100, steps // 10))  # fit's default
-        self.opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
+        self.opt = torch.optim.AdamW(
+            model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay
+        )
         self.step = 0
         self.losses: list[float] = []
         model.train()
@@ -186,13 +210,16 @@ def check_fit(kind: str, size: dict[str, int], steps: int) -> bool:
     )
     trainer = Trainer(b, data, steps)
     trainer.run(steps)
-    same_weights = all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
+    same_weights = all(
+        torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values())
+    )
     return losses_fit == trainer.losses and same_weights
 
 
 def causal(model: nn.Module, size: dict[str, int]) -> bool:
-    """Changing the last token leaves every earlier position's logits unchanged (and changes the last
-    position's), in training mode with grad and in eval mode without (the encoder's inference fast path)."""
+    """Changing the last token leaves every earlier position's logits unchanged (and changes the
+    last position's), in training mode with grad and in eval mode without (the encoder's inference
+    fast path)."""
     x = torch.from_numpy(batches(size, 1)[0][0])
     y = x.clone()
     y[:, -1] = (y[:, -1] + 1) % ALPHABET
@@ -202,14 +229,17 @@ def causal(model: nn.Module, size: dict[str, int]) -> bool:
         model.train(training)
         with torch.set_grad_enabled(training):
             lx, ly = model(x), model(y)
-        ok &= torch.allclose(lx[:, :-1], ly[:, :-1], atol=1e-5) and not torch.allclose(lx[:, -1], ly[:, -1])
+        ok &= torch.allclose(lx[:, :-1], ly[:, :-1], atol=1e-5) and not torch.allclose(
+            lx[:, -1], ly[:, -1]
+        )
     model.train(was_training)
     return bool(ok)
 
 
 def train_timing(size: dict[str, int], warmup: int, block: int, rounds: int) -> dict[str, Any]:
-    """Fresh models of every kind trained on the same batches: `warmup` untimed steps each, then `rounds`
-    rounds of one timed `block`-step block per model (interleaved); steps/s from the best block."""
+    """Fresh models of every kind trained on the same batches: `warmup` untimed steps each, then
+    `rounds` rounds of one timed `block`-step block per model (interleaved); steps/s from the best
+    block."""
     total = warmup + rounds * block
     data = batches(size, total)
     trainers = {kind: Trainer(build(kind, size), data, total) for kind in MODELS}
@@ -244,7 +274,8 @@ def train_timing(size: dict[str, int], warmup: int, block: int, rounds: int) -> 
 def forward_timing(
     models: dict[str, nn.Module], size: dict[str, int], calls: int, rounds: int
 ) -> dict[str, Any]:
-    """Forward-only batches/s (eval mode, no grad) on one batch, best of `rounds` interleaved blocks."""
+    """Forward-only batches/s (eval mode, no grad) on one batch, best of `rounds` interleaved
+    blocks."""
     x = torch.from_numpy(batches(size, 1)[0][0])
     seconds = {kind: [] for kind in models}
     for m in models.values():
@@ -263,15 +294,22 @@ def forward_timing(
     return {
         "calls": calls,
         "rounds": rounds,
-        **{kind: {"batches_per_s": calls / min(s), "block_seconds": s} for kind, s in seconds.items()},
+        **{
+            kind: {"batches_per_s": calls / min(s), "block_seconds": s}
+            for kind, s in seconds.items()
+        },
     }
 
 
 def data_timing(size: dict[str, int], calls: int, repeats: int) -> float:
-    """Seconds per induction_batch call (the per-step data cost train_induction pays), best of `repeats`."""
+    """Seconds per induction_batch call (the per-step data cost train_induction pays), best of
+    `repeats`."""
     rng = np.random.default_rng(SEED)
     s, _ = best_time(
-        lambda: [induction_batch(rng, BATCH, size["n"], ALPHABET, 1, False, "uniform") for _ in range(calls)],
+        lambda: [
+            induction_batch(rng, BATCH, size["n"], ALPHABET, 1, False, "uniform")
+            for _ in range(calls)
+        ],
         repeats,
     )
     return s / calls
@@ -283,16 +321,23 @@ def data_timing(size: dict[str, int], calls: int, repeats: int) -> float:
 
 
 def size_tag(size: dict[str, int]) -> str:
-    return f"n={size['n']} d={size['dim']} L={size['layers']} H={size['heads']} S={ALPHABET} batch {BATCH}"
+    return (
+        f"n={size['n']} d={size['dim']} L={size['layers']} H={size['heads']} S={ALPHABET} "
+        f"batch {BATCH}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--quick", action="store_true", help="smaller run (< 30 s): the first size only, fewer steps"
+        "--quick",
+        action="store_true",
+        help="smaller run (< 30 s): the first size only, fewer steps",
     )
     ap.add_argument(
-        "--json", action="store_true", help="print one JSON object on stdout (the table goes to stderr)"
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (the table goes to stderr)",
     )
     ap.add_argument(
         "--two-threads",
@@ -318,7 +363,10 @@ def main(argv: list[str] | None = None) -> int:
     if not quick:
         sizes.append({"n": 64, "dim": 64, "layers": 2, "heads": 4})
     # (warm-up steps, timed block steps, rounds) for training; (calls, rounds) for forward-only
-    plan = {16: ((20, 25, 5), (50, 5)) if quick else ((20, 40, 7), (100, 7)), 64: ((10, 15, 7), (20, 7))}
+    plan = {
+        16: ((20, 25, 5), (50, 5)) if quick else ((20, 40, 7), (100, 7)),
+        64: ((10, 15, 7), (20, 7)),
+    }
     plan_two = {16: (10, 20, 3), 64: (5, 10, 2)}
     results: dict[str, Any] = {
         "machine": machine,
@@ -332,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
             "clip": 1.0,
             "seed": SEED,
             "generator": "uniform",
-            "encoder": "pre-LN (norm_first) nn.TransformerEncoderLayer, ReLU, dim_feedforward 4d, dropout 0, "
+            "encoder": "pre-LN (norm_first) nn.TransformerEncoderLayer, ReLU, dim_feedforward 4d, "
+            "dropout 0, "
             "final LayerNorm, is_causal=True",
         },
         "sizes": [],
@@ -341,7 +390,10 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
 
     with one_thread():
-        log("check: the benchmark's training step reproduces train.fit (15 steps per model, first size)")
+        log(
+            "check: the benchmark's training step reproduces train.fit (15 steps per model, first "
+            "size)"
+        )
         fit_same = {kind: check_fit(kind, sizes[0], 15) for kind in MODELS}
         results["reproduces_fit"] = fit_same
         ok &= all(fit_same.values())
@@ -350,13 +402,19 @@ def main(argv: list[str] | None = None) -> int:
             tag = size_tag(size)
             (warmup, block, rounds), (calls, frounds) = plan[size["n"]]
             row: dict[str, Any] = {"size": {**size, "alphabet": ALPHABET, "batch": BATCH}}
-            log(f"{tag}: training, 1 thread ({warmup} warm-up + {rounds} × {block} timed steps per model)")
+            log(
+                f"{tag}: training, 1 thread ({warmup} warm-up + {rounds} × {block} timed steps "
+                "per model)"
+            )
             tr = train_timing(size, warmup, block, rounds)
             models = tr.pop("models")
             row["params"] = {kind: parameter_count(m) for kind, m in models.items()}
             row["causal"] = {kind: causal(m, size) for kind, m in models.items()}
             row["train_1thread"] = tr
-            log("  steps/s: " + ", ".join(f"{kind} {tr[kind]['steps_per_s']:.1f}" for kind in MODELS))
+            log(
+                "  steps/s: "
+                + ", ".join(f"{kind} {tr[kind]['steps_per_s']:.1f}" for kind in MODELS)
+            )
             log(f"{tag}: forward only (eval, no grad), 1 thread")
             fw = forward_timing(models, size, calls, frounds)
             row["forward_1thread"] = fw
@@ -384,7 +442,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             figures.append(
                 figure(
-                    f"{tag} — training steps/s, 1 thread, (a) SequenceModel mlp+LN vs encoder (same size)",
+                    f"{tag} — training steps/s, 1 thread, (a) SequenceModel mlp+LN vs encoder "
+                    "(same size)",
                     tr["ours_full"]["steps_per_s"],
                     "steps/s",
                     "nn.TransformerEncoder",
@@ -393,7 +452,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             figures.append(
                 figure(
-                    f"{tag} — training steps/s, 1 thread, (b) SequenceModel attention-only vs encoder",
+                    f"{tag} — training steps/s, 1 thread, (b) SequenceModel attention-only vs "
+                    "encoder",
                     tr["ours_attn"]["steps_per_s"],
                     "steps/s",
                     "nn.TransformerEncoder",
@@ -404,7 +464,8 @@ def main(argv: list[str] | None = None) -> int:
             ok &= decreased
             figures.append(
                 figure(
-                    f"{tag} — check: every model's loss falls over the timed steps (mean of first → last "
+                    f"{tag} — check: every model's loss falls over the timed steps (mean of first "
+                    "→ last "
                     "timed block: "
                     + ", ".join(
                         f"{kind} {tr[kind]['loss_first_timed_block']:.3f} → "
@@ -422,7 +483,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             figures.append(
                 figure(
-                    f"{tag} — forward-only batches/s (eval, no grad), 1 thread, (a) SequenceModel mlp+LN",
+                    f"{tag} — forward-only batches/s (eval, no grad), 1 thread, (a) SequenceModel "
+                    "mlp+LN",
                     fw["ours_full"]["batches_per_s"],
                     "batches/s",
                     "nn.TransformerEncoder",
@@ -441,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             figures.append(
                 figure(
-                    f"{tag} — induction_batch ms per batch (data; not in the step times, train_induction "
+                    f"{tag} — induction_batch ms per batch (data; not in the step times, "
+                    "train_induction "
                     "pays it every step)",
                     1e3 * row["data_seconds_per_batch"],
                     "ms",
@@ -484,7 +547,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 figures.append(
                     figure(
-                        f"{tag} — training steps/s, 2 threads, (b) SequenceModel attention-only vs encoder",
+                        f"{tag} — training steps/s, 2 threads, (b) SequenceModel attention-only "
+                        "vs encoder",
                         tr["ours_attn"]["steps_per_s"],
                         "steps/s",
                         "nn.TransformerEncoder",

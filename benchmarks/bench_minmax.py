@@ -6,13 +6,14 @@
 Figures (benchmarks/README.md, section "bench_minmax.py", explains each):
 
 1. exact verifier vs brute force at small (M, n): seconds of ``verify_exact_one_head`` against
-   ``verify_brute`` on the same heads — K seeded ``random_single_head`` models (min and max classifiers),
-   K perturbed construction min heads at β and β/2, and the construction's min and max heads — with a
-   check that the verdicts (and margins) agree;
+   ``verify_brute`` on the same heads — K seeded ``random_single_head`` models (min and max
+   classifiers), K perturbed construction min heads at β and β/2, and the construction's min and max
+   heads — with a check that the verdicts (and margins) agree;
 2. scaling of ``verify_exact_one_head`` in M at n = 1000 (M = 64 … 1024): seconds and the fitted
    exponent of time vs M (log-log slope), against the O(M³) expectation;
 3. ``certify_minmax(M, n, 2)`` wall time at (1024, 1024) (exact-histogram) and (4096, 4096)
-   (sufficient-condition), and the acceptance grid: zero errors for M, n up to 4096, each in seconds.
+   (sufficient-condition), and the acceptance grid: zero errors for M, n up to 4096, each in
+   seconds.
 
 The readable table goes to stdout, or to stderr with --json (then stdout holds one JSON object).
 Progress lines go to stderr. Default run: ~1 minute on 2 cores; --quick: < 30 s.
@@ -27,7 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from bench_common import best_time, figure, finish_table, log, numpy_blas_threads, set_numpy_blas_threads
+from bench_common import (
+    best_time,
+    figure,
+    finish_table,
+    log,
+    numpy_blas_threads,
+    set_numpy_blas_threads,
+)
 from bench_common import machine_info as common_machine_info
 from headcount.minmax.certify import certify_minmax
 from headcount.minmax.construction import max_head, min_head, sign_code
@@ -58,9 +66,9 @@ FAMILIES = ("random", "perturbed", "construction")
 def perturbed_min_head(
     M: int, n: int, seed: int, beta_scale: float = 1.0, noise: float = 0.1
 ) -> tuple[TokenHead, Classifier]:
-    """The construction's min head with generic weights: scores β_scale·(−β·ω) + 0.01·N(0, 1), values
-    code + noise·N(0, 1), θ = those values. At β_scale = 1 it is correct (a generic correct head: no ±1
-    structure, no exact ties); at β_scale = 1/2 it is wrong on most small (M, n)."""
+    """The construction's min head with generic weights: scores β_scale·(−β·ω) + 0.01·N(0, 1),
+    values code + noise·N(0, 1), θ = those values. At β_scale = 1 it is correct (a generic correct
+    head: no ±1 structure, no exact ties); at β_scale = 1/2 it is wrong on most small (M, n)."""
     rng = np.random.default_rng(seed)
     head, _ = min_head(M, n, sign_code(M, seed=seed))
     values = head.values + noise * rng.standard_normal(head.values.shape)
@@ -89,7 +97,8 @@ def small_cases(M: int, n: int, seeds: int, d: int) -> list[tuple[str, Any, Any,
 
 
 def exact_vs_brute(M: int, n: int, seeds: int, d: int) -> dict[str, Any]:
-    """Summed best-of-r seconds of both verifiers over the same cases; verdict and margin agreement."""
+    """Summed best-of-r seconds of both verifiers over the same cases; verdict and margin
+    agreement."""
     inputs = count_multisets(M, n)
     repeats = 3 if inputs <= 20_000 else 1
     cases = small_cases(M, n, seeds, d)
@@ -105,8 +114,9 @@ def exact_vs_brute(M: int, n: int, seeds: int, d: int) -> dict[str, Any]:
         same = ve.correct == vb.correct and (vb.errors == 0) == ve.correct
         agree &= same
         verdicts[family][0 if ve.correct else 1] += 1
-        # Both margins are the minimum over all inputs of (true logit − best other logit), each within its
-        # float tolerance of the exact value (the exact verifier's minimum is attained at a vertex input).
+        # Both margins are the minimum over all inputs of (true logit − best other logit), each
+        # within its float tolerance of the exact value (the exact verifier's minimum is attained at
+        # a vertex input).
         diff = abs(ve.margin - vb.margin)
         margin_diff = max(margin_diff, diff)
         margin_slack = max(margin_slack, diff - (ve.tolerance + vb.tolerance))
@@ -163,7 +173,8 @@ def scaling(Ms: list[int], n: int, d_random: int, repeats: int) -> dict[str, Any
         log(
             f"exact verifier M={M} n={n}: "
             + ", ".join(
-                f"{fam} (d={row[fam + '_dim']}) {row[fam + '_seconds']:.3g} s [{row[fam + '_correct']}]"
+                f"{fam} (d={row[fam + '_dim']}) {row[fam + '_seconds']:.3g} s "
+                f"[{row[fam + '_correct']}]"
                 for fam in SCALING_FAMILIES
             )
         )
@@ -200,19 +211,27 @@ def certify_timed(M: int, n: int, method: str | None = None, repeats: int = 1) -
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--quick", action="store_true", help="smaller run (< 30 s): fewer heads, M up to 512, small grid"
+        "--quick",
+        action="store_true",
+        help="smaller run (< 30 s): fewer heads, M up to 512, small grid",
     )
     ap.add_argument(
-        "--json", action="store_true", help="print one JSON object on stdout (the table goes to stderr)"
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (the table goes to stderr)",
     )
     ap.add_argument(
-        "--seeds", type=int, default=None, help="random heads per (M, n) in part 1 (default 10, quick 3)"
+        "--seeds",
+        type=int,
+        default=None,
+        help="random heads per (M, n) in part 1 (default 10, quick 3)",
     )
     ap.add_argument(
         "--blas-threads",
         type=int,
         default=None,
-        help="set numpy's OpenBLAS thread count first (default: leave it; 1 is steadier on a loaded machine)",
+        help="set numpy's OpenBLAS thread count first (default: leave it; 1 is steadier on a "
+        "loaded machine)",
     )
     args = ap.parse_args(argv)
     quick = args.quick
@@ -229,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"machine": machine, "mode": "quick" if quick else "default"}
     figures: list[dict[str, Any]] = []
 
-    # --- 1. exact vs brute ----------------------------------------------------------------------------
+    # --- 1. exact vs brute
+    # ----------------------------------------------------------------------------
     grid = [(M, n) for M in (4, 6, 8) for n in (4, 6, 8)]
     if not quick:
         grid += [(12, 8), (10, 10), (20, 6)]  # 75 582, 92 378, 177 100 multisets
@@ -275,7 +295,9 @@ def main(argv: list[str] | None = None) -> int:
             all_agree,
         )
     )
-    figures.append(figure("check: margins agree within the verifiers' float tolerances", margins_agree))
+    figures.append(
+        figure("check: margins agree within the verifiers' float tolerances", margins_agree)
+    )
     figures.append(
         figure(
             "brute/exact time ratio, smallest … largest (M, n)",
@@ -283,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
 
-    # --- 2. scaling ----------------------------------------------------------------------------------
+    # --- 2. scaling
+    # ----------------------------------------------------------------------------------
     Ms = [64, 128, 256, 512] if quick else [64, 128, 256, 512, 1024]
     sc = scaling(Ms, 1000, d_random=16, repeats=1 if quick else 3)
     results["exact_scaling"] = sc
@@ -318,11 +341,14 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
 
-    # --- 3. certify_minmax -----------------------------------------------------------------------------
+    # --- 3. certify_minmax
+    # -----------------------------------------------------------------------------
     log("certify_minmax(1024, 1024, 2) exact-histogram")
     c_exact = certify_timed(1024, 1024, repeats=1 if quick else 2)
     log("certify_minmax(1024, 1024, 2) forced sufficient-condition")
-    c_suff_small = certify_timed(1024, 1024, method="sufficient-condition", repeats=1 if quick else 2)
+    c_suff_small = certify_timed(
+        1024, 1024, method="sufficient-condition", repeats=1 if quick else 2
+    )
     log("certify_minmax(4096, 4096, 2) sufficient-condition")
     c_suff = certify_timed(4096, 4096, repeats=1 if quick else 2)
     results["certify"] = {
@@ -375,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     figures.append(
         figure(
-            f"acceptance: slowest certificate (M={slowest['M']}, n={slowest['n']}, {slowest['method']})",
+            f"acceptance: slowest certificate (M={slowest['M']}, n={slowest['n']}, "
+            f"{slowest['method']})",
             slowest["seconds"],
             "s",
         )
@@ -384,7 +411,8 @@ def main(argv: list[str] | None = None) -> int:
     table = finish_table(
         results,
         figures,
-        f"headcount minmax benchmark ({results['mode']}), {machine['cpu']}, {machine['cpus_usable']} cpus, "
+        f"headcount minmax benchmark ({results['mode']}), {machine['cpu']}, "
+        f"{machine['cpus_usable']} cpus, "
         f"numpy {machine['numpy']} / {machine.get('numpy_blas', '?')} "
         f"({blas_threads} BLAS threads; ufuncs 1 thread), "
         f"scipy {machine['scipy']}, python-flint {machine['python_flint']}",

@@ -1,5 +1,5 @@
-"""Running the `headcount` command in-process, for tests: one helper, so every test reads its contract the
-same way (exit code, stdout, stderr)."""
+"""Running the `headcount` command in-process, for tests: one helper, so every test reads its
+contract the same way (exit code, stdout, stderr)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def refused(capsys, *argv: str, needles: tuple[str, ...] = ()) -> str:
-    """Exit 2, nothing on stdout, one line on stderr (no traceback) containing every needle: that line."""
+    """Exit 2, nothing on stdout, one line on stderr (no traceback) containing every needle: that
+    line."""
     code, out, err = run(capsys, *argv)
     assert (code, out) == (2, ""), (argv, code, out, err)
     lines = err.strip().splitlines()

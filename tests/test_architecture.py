@@ -1,13 +1,14 @@
 """The house's walls (issue 29), checked on the source itself — every import counted: top-level,
-function-local and under TYPE_CHECKING; import-linter (run by .ci/run) enforces the layers, and these tests
-hold what it cannot see.
+function-local and under TYPE_CHECKING; import-linter (run by .ci/run) enforces the layers, and
+these tests hold what it cannot see.
 
 * no import cycle between modules, and no module loaded by name (importlib) anywhere;
 * no private name (a leading underscore) imported from another module, or read off one;
 * no command-line flag spelled outside cli/ (the library names parameters: common.errors.param);
-* no folder but cli/ with more than 12 modules; radon's cyclomatic complexity ≤ 20 for every function,
-  with no `ok = ok and …` chains that hide branches from the count;
-* every sub-folder of core/ has a public face: its __init__ lists what it exports, and it all exists.
+* no folder but cli/ with more than 12 modules; radon's cyclomatic complexity ≤ 20 for every
+  function, with no `ok = ok and …` chains that hide branches from the count;
+* every sub-folder of core/ has a public face: its __init__ lists what it exports, and it all
+  exists.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ def _parse(path: Path) -> ast.Module:
 
 
 def _imports(name: str, tree: ast.Module) -> Iterator[tuple[str, str | None, ast.AST]]:
-    """(module imported, name taken from it or None, node) for every import in the module, wherever it
-    stands; `from pkg import mod` counts as importing the module pkg.mod."""
+    """(module imported, name taken from it or None, node) for every import in the module, wherever
+    it stands; `from pkg import mod` counts as importing the module pkg.mod."""
     is_package = MODULES[name].name == "__init__.py"
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -54,7 +55,9 @@ def _imports(name: str, tree: ast.Module) -> Iterator[tuple[str, str | None, ast
                 yield alias.name, None, node
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = name.split(".")[: len(name.split(".")) - node.level + (1 if is_package else 0)]
+                base = name.split(".")[
+                    : len(name.split(".")) - node.level + (1 if is_package else 0)
+                ]
                 source = ".".join(base + ([node.module] if node.module else []))
             else:
                 source = node.module or ""
@@ -121,7 +124,8 @@ def test_no_module_is_loaded_by_name():
     for name, path in MODULES.items():
         for node in ast.walk(_parse(path)):
             called = isinstance(node, ast.Call) and (
-                getattr(node.func, "id", None) in loaders or getattr(node.func, "attr", None) in loaders
+                getattr(node.func, "id", None) in loaders
+                or getattr(node.func, "attr", None) in loaders
             )
             if called:
                 found.append(f"{name}:{node.lineno}")
@@ -163,7 +167,8 @@ FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 
 
 def _texts(path: Path) -> Iterator[tuple[int, str]]:
-    """(line, text) of every string literal (docstrings and f-string parts included) and every comment."""
+    """(line, text) of every string literal (docstrings and f-string parts included) and every
+    comment."""
     source = path.read_text()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -185,7 +190,10 @@ def test_no_flag_is_spelled_outside_the_cli():
 
 def test_no_folder_but_the_cli_holds_more_than_12_modules():
     crowded = {}
-    for folder in [PACKAGE, *(p for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__")]:
+    for folder in [
+        PACKAGE,
+        *(p for p in PACKAGE.rglob("*") if p.is_dir() and p.name != "__pycache__"),
+    ]:
         modules = [p for p in folder.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
         if folder.name != "cli" and len(modules) > MAX_MODULES:
             crowded[str(folder.relative_to(SRC))] = len(modules)
@@ -221,8 +229,8 @@ def _chained(function: ast.AST) -> dict[str, int]:
 
 
 def test_no_boolean_chain_hides_branches():
-    """`ok = ok and check(...)` repeated folds a function's branches into expressions the complexity count
-    misses (a loop's one accumulator `far = far and …` is a single test and stays allowed)."""
+    """`ok = ok and check(...)` repeated folds a function's branches into expressions the complexity
+    count misses (a loop's one accumulator `far = far and …` is a single test and stays allowed)."""
     found = []
     for name, path in MODULES.items():
         for node in ast.walk(_parse(path)):

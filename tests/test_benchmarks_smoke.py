@@ -15,7 +15,10 @@ import pytest
 def test_bench_quick_prints_json(name):
     script = Path(__file__).resolve().parents[1] / "benchmarks" / name
     done = subprocess.run(
-        [sys.executable, str(script), "--quick", "--json"], capture_output=True, text=True, timeout=600
+        [sys.executable, str(script), "--quick", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
@@ -24,11 +27,15 @@ def test_bench_quick_prints_json(name):
 
 @pytest.mark.slow
 def test_bench_certify_quick_json():
-    """bench_certify.py --quick: blocked and reference certificates identical, every pass correct, the
-    done-when block with its five criteria (the two that need the default run's sizes not measured)."""
+    """bench_certify.py --quick: blocked and reference certificates identical, every pass correct,
+    the done-when block with its five criteria (the two that need the default run's sizes not
+    measured)."""
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_certify.py"
     done = subprocess.run(
-        [sys.executable, str(script), "--quick", "--json"], capture_output=True, text=True, timeout=600
+        [sys.executable, str(script), "--quick", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
@@ -39,9 +46,14 @@ def test_bench_certify_quick_json():
         assert len(checks) == 6 and all(checks.values()), checks
         visible = r["repeats"] * r["sequences"] * 3 * r["n"] * (r["n"] + 1) // 2  # 3 heads, causal
         assert r["skipped"] == {} and r["attention_work"]["score_entries"] == visible
-    assert [(m["n"], m["algorithm"]) for m in result["memory"]] == [(4096, "blocked"), (4096, "reference")]
+    assert [(m["n"], m["algorithm"]) for m in result["memory"]] == [
+        (4096, "blocked"),
+        (4096, "reference"),
+    ]
     assert all(m["certified_correct"] and m["proven_fraction"] == 1.0 for m in result["memory"])
-    assert [(r["n"], r["samples"], r["identical"]) for r in result["end_to_end"]] == [(1024, 2, True)]
+    assert [(r["n"], r["samples"], r["identical"]) for r in result["end_to_end"]] == [
+        (1024, 2, True)
+    ]
     assert (result["exhaustive"]["n"], result["exhaustive"]["inputs_checked"]) == (14, 2**14)
     statuses = [d["status"] for d in result["done_when"]]
     assert len(statuses) == 5 and statuses[1] == statuses[4] == "n/a (not measured)"

@@ -1,4 +1,5 @@
-"""The command contract: one JSON object with --json, exit 2 + one line for bad input, never a traceback."""
+"""The command contract: one JSON object with --json, exit 2 + one line for bad input, never a
+traceback."""
 
 import json
 
@@ -27,7 +28,9 @@ def test_solve(capsys):
 def test_predict_construction_matches_solver(capsys, layers):
     seq = "3 0 2 3 0 2 1 3"
     want = run_json(capsys, "induction", "solve", "--input", seq)["outputs"]
-    got = run_json(capsys, "induction", "predict", "--layers", layers, "--alphabet", "4", "--input", seq)
+    got = run_json(
+        capsys, "induction", "predict", "--layers", layers, "--alphabet", "4", "--input", seq
+    )
     assert got["outputs"] == want and got["precision"] == "float64"
     got = run_json(
         capsys,
@@ -48,11 +51,30 @@ def test_predict_construction_matches_solver(capsys, layers):
 def test_construct_then_certify_and_predict_from_file(capsys, tmp_path):
     path = tmp_path / "two.safetensors"
     built = run_json(
-        capsys, "induction", "construct", "--layers", "2", "--n", "6", "--alphabet", "3", "--out", str(path)
+        capsys,
+        "induction",
+        "construct",
+        "--layers",
+        "2",
+        "--n",
+        "6",
+        "--alphabet",
+        "3",
+        "--out",
+        str(path),
     )
-    assert built == {"path": str(path), "layers": 2, "heads": [2, 1], "dim": 19, "n": 6, "alphabet": 3}
+    assert built == {
+        "path": str(path),
+        "layers": 2,
+        "heads": [2, 1],
+        "dim": 19,
+        "n": 6,
+        "alphabet": 3,
+    }
     assert load_model(path).heads_per_layer == [2, 1]
-    cert = run_json(capsys, "induction", "certify", "--model", str(path), "--n", "6", "--alphabet", "3")
+    cert = run_json(
+        capsys, "induction", "certify", "--model", str(path), "--n", "6", "--alphabet", "3"
+    )
     for key in (
         "task",
         "hops",
@@ -105,16 +127,43 @@ def test_certify_one_layer_sampled(capsys):
         (["induction", "certify", "--layers", "2", "--n", "3", "--alphabet", "5"], "alphabet ≤ n"),
         (["induction", "certify", "--layers", "3", "--n", "6", "--alphabet", "2"], "--layers 3"),
         (
-            ["induction", "certify", "--layers", "2", "--n", "6", "--alphabet", "2", "--frobnicate"],
+            [
+                "induction",
+                "certify",
+                "--layers",
+                "2",
+                "--n",
+                "6",
+                "--alphabet",
+                "2",
+                "--frobnicate",
+            ],
             "--frobnicate",
         ),
         (["induction", "certify", "--n", "6", "--alphabet", "2"], "--model"),
         (
-            ["induction", "certify", "--layers", "2", "--n", "6", "--alphabet", "2", "--samples", "0"],
+            [
+                "induction",
+                "certify",
+                "--layers",
+                "2",
+                "--n",
+                "6",
+                "--alphabet",
+                "2",
+                "--samples",
+                "0",
+            ],
             "--samples",
         ),
-        (["induction", "predict", "--layers", "2", "--alphabet", "3", "--input", "0 x"], "non-integer"),
-        (["induction", "predict", "--layers", "2", "--alphabet", "3", "--input", "0 7"], "alphabet"),
+        (
+            ["induction", "predict", "--layers", "2", "--alphabet", "3", "--input", "0 x"],
+            "non-integer",
+        ),
+        (
+            ["induction", "predict", "--layers", "2", "--alphabet", "3", "--input", "0 7"],
+            "alphabet",
+        ),
         (
             [
                 "induction",
@@ -152,7 +201,9 @@ def test_bad_input_exits_2_with_one_line(capsys, argv, needle):
 def test_bad_model_file_exits_2(capsys, tmp_path):
     bad = tmp_path / "bad.safetensors"
     bad.write_text("not a model")
-    code, _, err = run(capsys, "induction", "certify", "--model", str(bad), "--n", "4", "--alphabet", "2")
+    code, _, err = run(
+        capsys, "induction", "certify", "--model", str(bad), "--n", "4", "--alphabet", "2"
+    )
     assert code == 2 and "safetensors" in err and len(err.strip().splitlines()) == 1
 
 
@@ -190,7 +241,17 @@ def test_protocol_on_random_and_constructed_models(capsys, tmp_path):
     assert report["disagreements_explained"] == report["disagreements"]
     path = tmp_path / "one.safetensors"
     run_json(
-        capsys, "induction", "construct", "--layers", "1", "--n", "11", "--alphabet", "3", "--out", str(path)
+        capsys,
+        "induction",
+        "construct",
+        "--layers",
+        "1",
+        "--n",
+        "11",
+        "--alphabet",
+        "3",
+        "--out",
+        str(path),
     )
     report = run_json(
         capsys, "induction", "protocol", "--k", "5", "--model", str(path), "--precision-bits", "6"
@@ -221,7 +282,17 @@ def test_refute_finds_confirmed_counterexample_and_none_for_construction(capsys,
     assert result["expected"] == str(induction_targets(tokens)[-1]) != result["model_output"]
     path = tmp_path / "one.safetensors"
     run_json(
-        capsys, "induction", "construct", "--layers", "1", "--n", "13", "--alphabet", "3", "--out", str(path)
+        capsys,
+        "induction",
+        "construct",
+        "--layers",
+        "1",
+        "--n",
+        "13",
+        "--alphabet",
+        "3",
+        "--out",
+        str(path),
     )
     result = run_json(capsys, "induction", "refute", "--k", "6", "--model", str(path))
     assert result["found"] is False and "exhaustive" in result["searched"]["methods"]
@@ -290,7 +361,17 @@ def test_index_commands_bad_input_exit_2(capsys, argv, needle):
 def test_protocol_refuses_two_layer_model(capsys, tmp_path):
     path = tmp_path / "two.safetensors"
     run_json(
-        capsys, "induction", "construct", "--layers", "2", "--n", "7", "--alphabet", "3", "--out", str(path)
+        capsys,
+        "induction",
+        "construct",
+        "--layers",
+        "2",
+        "--n",
+        "7",
+        "--alphabet",
+        "3",
+        "--out",
+        str(path),
     )
     code, _, err = run(
         capsys, "induction", "protocol", "--k", "3", "--model", str(path), "--precision-bits", "8"
@@ -317,11 +398,19 @@ def test_minmax_certify_two_heads_and_one_head(capsys):
         "margin_max",
     ):
         assert key in result
-    assert result["errors_min"] == 0 and result["errors_max"] == 0 and result["method"] == "exact-histogram"
-    assert result["dim"] == 2 * 5 and result["inputs_covered"] == 1121099408  # C(41, 10), d = 2·⌈log₂ 32⌉
+    assert (
+        result["errors_min"] == 0
+        and result["errors_max"] == 0
+        and result["method"] == "exact-histogram"
+    )
+    assert (
+        result["dim"] == 2 * 5 and result["inputs_covered"] == 1121099408
+    )  # C(41, 10), d = 2·⌈log₂ 32⌉
     result = run_json(capsys, "minmax", "certify", "--M", "5000", "--n", "50", "--heads", "1")
     assert (
-        result["method"] == "sufficient-condition" and result["errors_min"] == 0 and result["errors_max"] == 0
+        result["method"] == "sufficient-condition"
+        and result["errors_min"] == 0
+        and result["errors_max"] == 0
     )
     assert isinstance(result["inputs_covered"], int) and result["inputs_covered"] > 10**100
 
@@ -330,13 +419,27 @@ def test_minmax_verify_exact_and_brute_agree_and_confirm(capsys, tmp_path):
     from headcount.minmax.task import min_max
 
     path = tmp_path / "minhead.safetensors"
-    run_json(capsys, "minmax", "construct", "--M", "12", "--n", "5", "--heads", "1", "--out", str(path))
+    run_json(
+        capsys, "minmax", "construct", "--M", "12", "--n", "5", "--heads", "1", "--out", str(path)
+    )
     exact = run_json(capsys, "minmax", "verify", "--M", "12", "--n", "5", "--model", str(path))
     brute = run_json(
-        capsys, "minmax", "verify", "--M", "12", "--n", "5", "--model", str(path), "--method", "brute"
+        capsys,
+        "minmax",
+        "verify",
+        "--M",
+        "12",
+        "--n",
+        "5",
+        "--model",
+        str(path),
+        "--method",
+        "brute",
     )
     assert exact["counterexample_min"] is None and brute["errors_min"] == 0  # the min head does min
-    assert exact["counterexample_max"] is not None and brute["errors_max"] > 0  # ... and not max (Theorem 1)
+    assert (
+        exact["counterexample_max"] is not None and brute["errors_max"] > 0
+    )  # ... and not max (Theorem 1)
     from headcount.minmax.model import load_minmax, predict
 
     _, got_max = predict(load_minmax(path), np.array([exact["counterexample_max"]]))
@@ -393,13 +496,29 @@ def test_minmax_bad_input_exit_2(capsys, argv, needle):
 
 def test_minmax_verify_reports_lower_bound_quantities_and_search(capsys, tmp_path):
     path = tmp_path / "minhead.safetensors"
-    run_json(capsys, "minmax", "construct", "--M", "10", "--n", "7", "--heads", "1", "--out", str(path))
+    run_json(
+        capsys, "minmax", "construct", "--M", "10", "--n", "7", "--heads", "1", "--out", str(path)
+    )
     result = run_json(capsys, "minmax", "verify", "--M", "10", "--n", "7", "--model", str(path))
     run = result["monotone_run"]
-    assert run["length_non_increasing"] == 10 and run["obstructs"] == "max"  # the min head's α decreases
+    assert (
+        run["length_non_increasing"] == 10 and run["obstructs"] == "max"
+    )  # the min head's α decreases
     assert result["lemma6"]["N"] == min(1 + 3, (7 - 1) // 2) and result["lemma6"]["p"] == 0
     search = run_json(
-        capsys, "minmax", "search", "--M", "12", "--n", "5", "--dim", "2", "--restarts", "1", "--steps", "5"
+        capsys,
+        "minmax",
+        "search",
+        "--M",
+        "12",
+        "--n",
+        "5",
+        "--dim",
+        "2",
+        "--restarts",
+        "1",
+        "--steps",
+        "5",
     )
     assert set(search["results"]) == {"1", "2"}
     for summary in search["results"].values():
@@ -408,7 +527,17 @@ def test_minmax_verify_reports_lower_bound_quantities_and_search(capsys, tmp_pat
 
 def test_boolean_commands(capsys):
     r = run_json(
-        capsys, "boolean", "construct", "--function", "xor", "--n", "12", "--degree", "4", "--heads", "3"
+        capsys,
+        "boolean",
+        "construct",
+        "--function",
+        "xor",
+        "--n",
+        "12",
+        "--degree",
+        "4",
+        "--heads",
+        "3",
     )
     for key in (
         "function",
@@ -426,7 +555,12 @@ def test_boolean_commands(capsys):
         "float64_errors",
     ):
         assert key in r
-    assert r["certified"] and r["errors"] == 0 and r["weights_checked"] == 13 and r["dim"] <= r["dim_bound"]
+    assert (
+        r["certified"]
+        and r["errors"] == 0
+        and r["weights_checked"] == 13
+        and r["dim"] <= r["dim_bound"]
+    )
     r = run_json(capsys, "boolean", "threshold-degree", "--function", "mod:3", "--n", "7")
     assert r == {
         "function": "mod:3",
@@ -438,7 +572,9 @@ def test_boolean_commands(capsys):
     r = run_json(capsys, "boolean", "threshold-degree", "--truth-table", "0110")
     assert r["threshold_degree"] == 2 and r["method"] == "lp" and r["witness"]
     assert r["lower_bound_certified"] and r["dual_certificate"]["degree"] == 1
-    r = run_json(capsys, "boolean", "basis", "--degree", "3", "--heads", "16", "--range", "48", "--optimal")
+    r = run_json(
+        capsys, "boolean", "basis", "--degree", "3", "--heads", "16", "--range", "48", "--optimal"
+    )
     assert r["optimal"] and r["range_reached"] >= 48 and r["size"] == 6
     assert run_json(capsys, "boolean", "stamps", "--summands", "2", "--size", "3")["range"] == 8
 
@@ -461,7 +597,9 @@ def test_boolean_construct_out_and_check(capsys, tmp_path):
         path,
     )
     assert r["certified"] and r["model_path"] == path
-    c = run_json(capsys, "boolean", "check", "--model", path, "--function", "xor")  # n from the file
+    c = run_json(
+        capsys, "boolean", "check", "--model", path, "--function", "xor"
+    )  # n from the file
     assert c["certified"] and c["errors"] == 0 and c["wrong_input"] is None and c["n"] == 8
     assert c["theorem2"] == {"degree_R": 8, "bound": 8, "degree_ok": True, "signs_match": True}
     # the same model against another target: wrong, with a concrete wrong input that really is wrong
@@ -471,27 +609,79 @@ def test_boolean_construct_out_and_check(capsys, tmp_path):
     assert len(x) == 8 and c["wrong_input"]["model_sign"] != c["wrong_input"]["target"]
     # read at another length: the file's heads work for any n
     c = run_json(capsys, "boolean", "check", "--model", path, "--function", "xor", "--n", "9")
-    assert c["below_bound"] and not c["certified"] and c["wrong_input"] is not None  # D·H = 8 < 9: Theorem 2
+    assert (
+        c["below_bound"] and not c["certified"] and c["wrong_input"] is not None
+    )  # D·H = 8 < 9: Theorem 2
 
 
 @pytest.mark.parametrize(
     "argv,needle",
     [
         (
-            ["boolean", "construct", "--function", "xor", "--n", "8", "--degree", "3", "--heads", "2"],
+            [
+                "boolean",
+                "construct",
+                "--function",
+                "xor",
+                "--n",
+                "8",
+                "--degree",
+                "3",
+                "--heads",
+                "2",
+            ],
             "heads ≥ 3",
         ),
         (
-            ["boolean", "construct", "--function", "xor", "--n", "0", "--degree", "3", "--heads", "2"],
+            [
+                "boolean",
+                "construct",
+                "--function",
+                "xor",
+                "--n",
+                "0",
+                "--degree",
+                "3",
+                "--heads",
+                "2",
+            ],
             "n must be ≥ 1",
         ),
-        (["boolean", "construct", "--function", "frob", "--n", "4", "--degree", "3", "--heads", "2"], "frob"),
         (
-            ["boolean", "construct", "--function", "xor", "--n", "4", "--degree", "0", "--heads", "2"],
+            [
+                "boolean",
+                "construct",
+                "--function",
+                "frob",
+                "--n",
+                "4",
+                "--degree",
+                "3",
+                "--heads",
+                "2",
+            ],
+            "frob",
+        ),
+        (
+            [
+                "boolean",
+                "construct",
+                "--function",
+                "xor",
+                "--n",
+                "4",
+                "--degree",
+                "0",
+                "--heads",
+                "2",
+            ],
             "degree must be ≥ 1",
         ),
         (["boolean", "threshold-degree", "--truth-table", "011"], "power"),
-        (["boolean", "check", "--model", "/nonexistent.safetensors", "--function", "xor"], "does not exist"),
+        (
+            ["boolean", "check", "--model", "/nonexistent.safetensors", "--function", "xor"],
+            "does not exist",
+        ),
         (["boolean", "basis", "--degree", "2", "--heads", "3", "--range", "7"], "degree·heads"),
     ],
 )

@@ -1,5 +1,5 @@
-"""The house's shape (issue 12): no source file over 500 lines. Lint, format, complexity (ruff, C901 ≤ 20)
-and the import layers (import-linter) run as their own steps in .ci/run."""
+"""The house's shape (issue 12): no source file over 500 lines. Lint, format, complexity (ruff, C901
+≤ 20) and the import layers (import-linter) run as their own steps in .ci/run."""
 
 from __future__ import annotations
 

@@ -39,7 +39,11 @@ def _run(capsys, monkeypatch, error: BaseException | None, *argv: str) -> tuple[
     ("error", "code", "needle"),
     [
         (InputError("n must be ≥ 1, got 0"), 2, "error: n must be ≥ 1, got 0"),
-        (PermissionError(13, "Permission denied", "/root/x.safetensors"), 2, "Permission denied: '/root/x"),
+        (
+            PermissionError(13, "Permission denied", "/root/x.safetensors"),
+            2,
+            "Permission denied: '/root/x",
+        ),
         (OSError(36, "File name too long", "a" * 5000), 2, "File name too long"),
         (sqlite3.OperationalError("attempt to write a readonly database"), 2, "readonly database"),
         (RecursionError("maximum recursion depth exceeded"), 2, "nested too deeply"),
@@ -49,7 +53,9 @@ def _run(capsys, monkeypatch, error: BaseException | None, *argv: str) -> tuple[
         (ZeroDivisionError("division by zero"), 1, "ZeroDivisionError: division by zero"),
     ],
 )
-def test_every_failure_is_one_line_with_the_right_exit_code(capsys, monkeypatch, error, code, needle):
+def test_every_failure_is_one_line_with_the_right_exit_code(
+    capsys, monkeypatch, error, code, needle
+):
     got, out, err = _run(capsys, monkeypatch, error, "induction", "solve", "--input", "1")
     assert (got, out) == (code, "") and needle in err
     assert len(err.strip().splitlines()) == 1 and len(err) < 500 and "Traceback" not in err
@@ -57,8 +63,14 @@ def test_every_failure_is_one_line_with_the_right_exit_code(capsys, monkeypatch,
 
 def test_debug_shows_the_traceback_of_an_internal_error(capsys, monkeypatch):
     monkeypatch.setenv(cli.DEBUG, "1")
-    code, _, err = _run(capsys, monkeypatch, KeyError("surprise"), "induction", "solve", "--input", "1")
-    assert code == 1 and "Traceback" in err and err.strip().splitlines()[-1].startswith("internal error")
+    code, _, err = _run(
+        capsys, monkeypatch, KeyError("surprise"), "induction", "solve", "--input", "1"
+    )
+    assert (
+        code == 1
+        and "Traceback" in err
+        and err.strip().splitlines()[-1].startswith("internal error")
+    )
 
 
 def test_usage_errors_still_exit_2(capsys, monkeypatch):
@@ -86,12 +98,19 @@ def test_a_bad_max_memory_is_refused(capsys, monkeypatch, bad):
     code, out, err = _run(
         capsys, monkeypatch, None, "induction", "solve", "--input", "1", "--max-memory", bad
     )
-    assert code == 2 and out == "" and err.startswith("error: --max-memory") and len(err.splitlines()) == 1
+    assert (
+        code == 2
+        and out == ""
+        and err.startswith("error: --max-memory")
+        and len(err.splitlines()) == 1
+    )
 
 
 def test_parse_size_units():
     assert (
-        parse_size("512M") == 512 * 2**20 and parse_size("1.5G") == 3 * 2**29 and parse_size("2TiB") == 2**41
+        parse_size("512M") == 512 * 2**20
+        and parse_size("1.5G") == 3 * 2**29
+        and parse_size("2TiB") == 2**41
     )
     assert parse_size(" 4096K ") == 4 * 2**20 and parse_size("1048576") == 2**20
 
@@ -115,12 +134,16 @@ def test_check_memory_names_the_estimate_the_limit_and_the_flag():
     assert "minmax certify at M=10^12 needs about 1.58 PiB" in message
     assert "the limit is 1 GiB" in message and "raise it with max_memory SIZE" in message
     assert info.value.param == "max_memory"
-    assert "raise it with --max-memory SIZE" in info.value.render(flag)  # what the command line prints
+    assert "raise it with --max-memory SIZE" in info.value.render(
+        flag
+    )  # what the command line prints
 
 
 def test_check_work_names_the_option():
     check_work(10, 10, "x", "steps", param("steps"))
-    with pytest.raises(InputError, match=r"about 1e\+09 steps; allowed up to 1e\+07 \(lower steps\)") as info:
+    with pytest.raises(
+        InputError, match=r"about 1e\+09 steps; allowed up to 1e\+07 \(lower steps\)"
+    ) as info:
         check_work(1e9, 1e7, "train induction", "steps", param("steps"))
     assert info.value.param == "steps" and info.value.render(flag).endswith("(lower --steps)")
 
@@ -133,5 +156,7 @@ def test_human_bytes_never_prints_an_unreadable_number():
 def test_a_search_past_its_time_limit_is_one_line_exit_2(capsys, monkeypatch):
     from headcount.boolean.search import SearchTimeout
 
-    code, out, err = _run(capsys, monkeypatch, SearchTimeout("the exact search ran past 10 s"), "boolean")
+    code, out, err = _run(
+        capsys, monkeypatch, SearchTimeout("the exact search ran past 10 s"), "boolean"
+    )
     assert (code, out) == (2, "") and err == "error: the exact search ran past 10 s\n"

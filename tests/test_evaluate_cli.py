@@ -1,6 +1,7 @@
-"""`headcount evaluate` (issue 14, point 5) and `induction certify --layout/--hops` (point 6) from the command
-line: a model trained here is evaluated on the training run's own held-out inputs and gives the run's numbers
-exactly (error = 1 − accuracy, bit for bit); the Markdown table; refusals are one line, exit 2."""
+"""`headcount evaluate` (issue 14, point 5) and `induction certify --layout/--hops` (point 6) from
+the command line: a model trained here is evaluated on the training run's own held-out inputs and
+gives the run's numbers exactly (error = 1 − accuracy, bit for bit); the Markdown table; refusals
+are one line, exit 2."""
 
 from __future__ import annotations
 
@@ -13,17 +14,46 @@ import pytest
 from headcount.cli import main
 from tests.cli_run import refused, run
 
-KHOP = ["--layers", "1", "--heads", "1", "--dim", "16", "--n", "8", "--alphabet", "4", "--hops", "2"]
+KHOP = [
+    "--layers",
+    "1",
+    "--heads",
+    "1",
+    "--dim",
+    "16",
+    "--n",
+    "8",
+    "--alphabet",
+    "4",
+    "--hops",
+    "2",
+]
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """Models written by `headcount train induction … --out` (k-hop with the hop token, and plain induction),
-    with their runs' JSON."""
+    """Models written by `headcount train induction … --out` (k-hop with the hop token, and plain
+    induction), with their runs' JSON."""
     folder = tmp_path_factory.mktemp("trained")
-    plain = ["--layers", "2", "--dim", "16", "--n", "8", "--alphabet", "4", "--steps", "100", "--lr", "0.01"]
+    plain = [
+        "--layers",
+        "2",
+        "--dim",
+        "16",
+        "--n",
+        "8",
+        "--alphabet",
+        "4",
+        "--steps",
+        "100",
+        "--lr",
+        "0.01",
+    ]
     runs = {}
-    for name, argv in {"khop": [*KHOP, "--steps", "200", "--lr", "0.01"], "induction": plain}.items():
+    for name, argv in {
+        "khop": [*KHOP, "--steps", "200", "--lr", "0.01"],
+        "induction": plain,
+    }.items():
         path = folder / f"{name}.safetensors"
         out = io.StringIO()
         with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as done:
@@ -44,7 +74,17 @@ def test_khop_reproduces_the_training_runs_accuracy_by_hop(capsys, trained):
     path, run_json = trained["khop"]
     metrics = run_json  # the run's JSON holds its metrics at the top level
     got = _evaluate(
-        capsys, "--model", str(path), "--task", "khop", "--hops", "1..2", "--n", "8", "--alphabet", "4"
+        capsys,
+        "--model",
+        str(path),
+        "--task",
+        "khop",
+        "--hops",
+        "1..2",
+        "--n",
+        "8",
+        "--alphabet",
+        "4",
     )
     assert (got["layout"], got["samples"], got["seed"], got["precision"]) == (
         "hop-prefix",
@@ -71,10 +111,15 @@ def test_khop_reproduces_the_training_runs_accuracy_by_hop(capsys, trained):
 def test_induction_reproduces_the_training_runs_accuracy(capsys, trained):
     path, run_json = trained["induction"]
     metrics = run_json  # the run's JSON holds its metrics at the top level
-    got = _evaluate(capsys, "--model", str(path), "--task", "induction", "--n", "8", "--alphabet", "4")
+    got = _evaluate(
+        capsys, "--model", str(path), "--task", "induction", "--n", "8", "--alphabet", "4"
+    )
     (hop,) = got["per_hop"]
     assert got["layout"] == "plain" and hop["hops"] == 1
-    assert (hop["error"], hop["error_none"]) == (1 - metrics["accuracy"], 1 - metrics["accuracy_bottom"])
+    assert (hop["error"], hop["error_none"]) == (
+        1 - metrics["accuracy"],
+        1 - metrics["accuracy_bottom"],
+    )
     assert (hop["positions"], hop["positions_none"]) == (
         metrics["token_positions"],
         metrics["bottom_positions"],
@@ -82,15 +127,32 @@ def test_induction_reproduces_the_training_runs_accuracy(capsys, trained):
 
 
 def test_a_gpt2_style_model_trained_here_reproduces_its_run(capsys, tmp_path):
-    """LayerNorm + GELU MLP (the k-hop paper's block), trained and exported by the CLI, then evaluated: the
-    run's per-hop numbers exactly."""
+    """LayerNorm + GELU MLP (the k-hop paper's block), trained and exported by the CLI, then
+    evaluated: the run's per-hop numbers exactly."""
     path = tmp_path / "gpt2.safetensors"
-    argv = ["--layers", "2", "--heads", "2", "--dim", "16", "--n", "8", "--alphabet", "4", "--hops", "2"]
+    argv = [
+        "--layers",
+        "2",
+        "--heads",
+        "2",
+        "--dim",
+        "16",
+        "--n",
+        "8",
+        "--alphabet",
+        "4",
+        "--hops",
+        "2",
+    ]
     argv += ["--steps", "200", "--lr", "0.01", "--mlp", "--layernorm", "--activation", "gelu_tanh"]
     code, out, err = run(capsys, "train", "induction", *argv, "--out", str(path), "--json")
     assert code == 0, err
     metrics = json.loads(out)
-    assert (metrics["mlp"], metrics["layernorm"], metrics["activation"]) == (True, True, "gelu_tanh")
+    assert (metrics["mlp"], metrics["layernorm"], metrics["activation"]) == (
+        True,
+        True,
+        "gelu_tanh",
+    )
     got = _evaluate(capsys, "--model", str(path), "--hops", "1..2", "--n", "8", "--alphabet", "4")
     assert {"gelu", "layernorm"} <= set(got["model"]["extensions"])
     assert [hop["hops"] for hop in got["per_hop"]] == [1, 2]
@@ -118,7 +180,8 @@ def test_markdown_table_without_json(capsys, trained):
     lines = out.strip().splitlines()
     assert (
         code == 0
-        and lines[0] == "khop, hop-prefix layout: n=8, alphabet=4, 16 samples (seed 20240601), float64"
+        and lines[0]
+        == "khop, hop-prefix layout: n=8, alphabet=4, 16 samples (seed 20240601), float64"
     )
     assert lines[2:4] == [
         "| hops | error | positions | error (⊥) | positions (⊥) |",
@@ -146,13 +209,22 @@ def test_certify_in_the_hop_prefix_layout(capsys, trained):
         (["--hops", "0..3"], ("--hops 0..3 is out of range", "1 ≤ a ≤ b ≤ 16")),
         (["--hops", "17"], ("--hops 17 is out of range",)),
         (["--hops", "x"], ("is not a hop count",)),
-        (["--layout", "diagonal"], ("--layout 'diagonal' is not available: use plain or hop-prefix",)),
+        (
+            ["--layout", "diagonal"],
+            ("--layout 'diagonal' is not available: use plain or hop-prefix",),
+        ),
         (["--task", "induction", "--hops", "2"], ("--task induction is hop count 1",)),
         (["--task", "sorting"], ("--task 'sorting' is not available",)),
-        (["--hops", "1..3"], ("the model reads 6 input tokens; 4 symbols and 3 hop tokens need 7",)),
+        (
+            ["--hops", "1..3"],
+            ("the model reads 6 input tokens; 4 symbols and 3 hop tokens need 7",),
+        ),
         (
             ["--n", "9"],
-            ("the model's context holds 9 tokens; --n 9 with --layout hop-prefix needs n + 1 = 10",),
+            (
+                "the model's context holds 9 tokens; --n 9 with --layout hop-prefix needs n + 1 = "
+                "10",
+            ),
         ),
         (["--samples", "0"], ("--samples must be ≥ 1",)),
         (["--seed", "-1"], ("--seed must be ≥ 0",)),
@@ -170,7 +242,9 @@ def test_evaluate_refuses_bad_options(capsys, trained, args, needles):
 
 def test_evaluate_refuses_a_missing_file_and_missing_options(capsys, tmp_path):
     refused(capsys, "evaluate", "--model", str(tmp_path / "none"), "--n", "4", "--alphabet", "2")
-    refused(capsys, "evaluate", "--n", "4", "--alphabet", "2", needles=("Missing option '--model'",))
+    refused(
+        capsys, "evaluate", "--n", "4", "--alphabet", "2", needles=("Missing option '--model'",)
+    )
 
 
 @pytest.mark.parametrize(
@@ -179,12 +253,25 @@ def test_evaluate_refuses_a_missing_file_and_missing_options(capsys, tmp_path):
         (["--hops", "17"], ("--hops must be ≤ 16",)),
         (["--hops", "0"], ("--hops must be ≥ 1",)),
         (["--layout", "prefix"], ("--layout 'prefix' is not available",)),
-        (["--layout", "hop-prefix"], ("the model's context holds 4 tokens; --n 4 with --layout hop-prefix",)),
+        (
+            ["--layout", "hop-prefix"],
+            ("the model's context holds 4 tokens; --n 4 with --layout hop-prefix",),
+        ),
     ],
 )
 def test_certify_refuses_bad_layout_options(capsys, args, needles):
     refused(
-        capsys, "induction", "certify", "--layers", "2", "--n", "4", "--alphabet", "2", *args, needles=needles
+        capsys,
+        "induction",
+        "certify",
+        "--layers",
+        "2",
+        "--n",
+        "4",
+        "--alphabet",
+        "2",
+        *args,
+        needles=needles,
     )
 
 

@@ -1,8 +1,8 @@
-"""Writes at the boundary (issue 28, points 3 and 4): a write error (a full disk) is exit 2 naming the file,
-a folder the command made and could not fill is removed, nothing being read is overwritten (also through
-links or another name), a symbolic link planted inside --out is refused, and an empty --out is refused
-everywhere. A full disk is emulated with RLIMIT_FSIZE (SIGXFSZ ignored: the write fails with EFBIG), in
-a child process, so the test's own files are not limited."""
+"""Writes at the boundary (issue 28, points 3 and 4): a write error (a full disk) is exit 2 naming
+the file, a folder the command made and could not fill is removed, nothing being read is overwritten
+(also through links or another name), a symbolic link planted inside --out is refused, and an empty
+--out is refused everywhere. A full disk is emulated with RLIMIT_FSIZE (SIGXFSZ ignored: the write
+fails with EFBIG), in a child process, so the test's own files are not limited."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def _digest(path: Path) -> str:
 
 
 def _full_disk(cwd: Path, limit: int, *argv: str) -> str:
-    """Run `headcount argv…` in `cwd` where no file may grow past `limit` bytes; assert exit 2 with one
-    line naming the failure; that line."""
+    """Run `headcount argv…` in `cwd` where no file may grow past `limit` bytes; assert exit 2 with
+    one line naming the failure; that line."""
     argv = (sys.executable, "-c", _CHILD, str(limit), *argv)
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=300)
     lines = done.stderr.strip().splitlines()
@@ -54,18 +54,63 @@ def model(tmp_path) -> Path:
 def test_a_full_disk_is_exit_2_and_leaves_old_files_and_no_new_folder(tmp_path, model):
     old = tmp_path / "old.safetensors"
     old.write_bytes(b"the user's file")
-    line = _full_disk(tmp_path, 200, "induction", "construct", "--layers", "2", "--n", "8", "--alphabet", "3",
-                      "--out", str(old))  # fmt: skip
+    line = _full_disk(
+        tmp_path,
+        200,
+        "induction",
+        "construct",
+        "--layers",
+        "2",
+        "--n",
+        "8",
+        "--alphabet",
+        "3",
+        "--out",
+        str(old),
+    )
     assert "old.safetensors" in line and old.read_bytes() == b"the user's file"
-    _full_disk(tmp_path, 200, "export", "transformer-lens", "--model", str(model), "--out", "new/tl")
+    _full_disk(
+        tmp_path, 200, "export", "transformer-lens", "--model", str(model), "--out", "new/tl"
+    )
     assert not (tmp_path / "new").exists()  # the folders it made, removed
     _full_disk(tmp_path, 200, "zoo", "export", ZOO, "--format", "transformer-lens", "--out", "zoo")
     assert not (tmp_path / "zoo").exists()
-    _full_disk(tmp_path, 100, "boolean", "construct", "--function", "xor", "--n", "4", "--degree", "2",
-               "--heads", "2", "--out", "b.safetensors")  # fmt: skip
-    _full_disk(tmp_path, 100, "boolean", "frontier", "--function", "xor", "--n", "4", "--degree", "2",
-               "--heads", "2", "--out", "f.safetensors")  # fmt: skip
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["D", "old.safetensors"]  # no temporary left
+    _full_disk(
+        tmp_path,
+        100,
+        "boolean",
+        "construct",
+        "--function",
+        "xor",
+        "--n",
+        "4",
+        "--degree",
+        "2",
+        "--heads",
+        "2",
+        "--out",
+        "b.safetensors",
+    )
+    _full_disk(
+        tmp_path,
+        100,
+        "boolean",
+        "frontier",
+        "--function",
+        "xor",
+        "--n",
+        "4",
+        "--degree",
+        "2",
+        "--heads",
+        "2",
+        "--out",
+        "f.safetensors",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "D",
+        "old.safetensors",
+    ]  # no temporary left
 
 
 def test_the_model_being_read_is_never_overwritten(capsys, tmp_path, model):
@@ -80,7 +125,9 @@ def test_the_model_being_read_is_never_overwritten(capsys, tmp_path, model):
             needles=("would overwrite",))  # fmt: skip
     assert _digest(model) == before
     tl = tmp_path / "tl"
-    assert run(capsys, "export", "transformer-lens", "--model", str(model), "--out", str(tl))[0] == 0
+    assert (
+        run(capsys, "export", "transformer-lens", "--model", str(model), "--out", str(tl))[0] == 0
+    )
     weights = _digest(tl / "model.safetensors")
     refused(capsys, "import", "transformer-lens", str(tl), "--out", str(tl / "model.safetensors"),
             needles=("would overwrite",))  # fmt: skip
@@ -88,7 +135,15 @@ def test_the_model_being_read_is_never_overwritten(capsys, tmp_path, model):
     gpt2 = write_folder(tmp_path / "gpt2", state_dict(), config())
     for name in ("model.safetensors", "config.json"):
         before = _digest(gpt2 / name)
-        refused(capsys, "import", "gpt2", str(gpt2), "--out", str(gpt2 / name), needles=("would overwrite",))
+        refused(
+            capsys,
+            "import",
+            "gpt2",
+            str(gpt2),
+            "--out",
+            str(gpt2 / name),
+            needles=("would overwrite",),
+        )
         assert _digest(gpt2 / name) == before
 
 
@@ -124,7 +179,18 @@ def test_a_full_disk_is_not_blamed_on_a_healthy_database(tmp_path):
     with ResultsStore(tmp_path / "r.db"):
         pass
     before = _digest(tmp_path / "r.db")
-    argv = (sys.executable, "-c", _CHILD, "1", "sweep", "table", "--db", "r.db", "--experiment", "e")
+    argv = (
+        sys.executable,
+        "-c",
+        _CHILD,
+        "1",
+        "sweep",
+        "table",
+        "--db",
+        "r.db",
+        "--experiment",
+        "e",
+    )
     done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "disk full" in lines[0], done.stderr
@@ -132,8 +198,8 @@ def test_a_full_disk_is_not_blamed_on_a_healthy_database(tmp_path):
 
 
 def test_files_and_folders_a_command_names_inside_its_target_are_never_links(tmp_path):
-    """reproduce's results database inside --out, a sweep's model folder beside --db: a planted link there
-    would send the writes elsewhere, so it is refused before any work."""
+    """reproduce's results database inside --out, a sweep's model folder beside --db: a planted link
+    there would send the writes elsewhere, so it is refused before any work."""
     from headcount.common.errors import InputError
     from headcount.learn.sweep.run import _model_folder
     from headcount.report.reproduce import RESULTS_DB, run_reproduce
@@ -141,8 +207,13 @@ def test_files_and_folders_a_command_names_inside_its_target_are_never_links(tmp
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / RESULTS_DB).symlink_to(tmp_path / "elsewhere.sqlite")
     with pytest.raises(InputError, match="symbolic link"):
-        run_reproduce("quick", only="constant_dim", out_dir=tmp_path / "out", progress=lambda _: None)
+        run_reproduce(
+            "quick", only="constant_dim", out_dir=tmp_path / "out", progress=lambda _: None
+        )
     (tmp_path / "models").symlink_to(tmp_path / "out")
     with pytest.raises(InputError, match="symbolic link"):
         _model_folder(tmp_path / "models")
-    assert os.listdir(tmp_path / "out") == [RESULTS_DB] and not (tmp_path / "elsewhere.sqlite").exists()
+    assert (
+        os.listdir(tmp_path / "out") == [RESULTS_DB]
+        and not (tmp_path / "elsewhere.sqlite").exists()
+    )

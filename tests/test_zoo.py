@@ -1,6 +1,6 @@
-"""`headcount zoo` (issue 15, point 5): the list, the export in every format an entry has, the files read
-back as the constructions, the roles files' schema, and the roles against `analyze heads` on the exported
-models."""
+"""`headcount zoo` (issue 15, point 5): the list, the export in every format an entry has, the files
+read back as the constructions, the roles files' schema, and the roles against `analyze heads` on
+the exported models."""
 
 from __future__ import annotations
 
@@ -41,13 +41,23 @@ NAMES = (
 TWO_LAYER = NAMES[:3]
 TL_NAMES = (*TWO_LAYER, "minmax-2head-m8-n8", "khop-8hop-n128-s4")
 HEAD_KEYS = {"layer", "head", "role", "mechanism", "query", "key", "value"}
-ROLES_KEYS = {"name", "description", "task", "sizes", "format", "files", "construction", "layers", "heads"}
+ROLES_KEYS = {
+    "name",
+    "description",
+    "task",
+    "sizes",
+    "format",
+    "files",
+    "construction",
+    "layers",
+    "heads",
+}
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> dict[str, tuple[zoo.ZooExport, dict]]:
-    """Every entry exported once in format headcount, its command spelled as the CLI does: {name: (result,
-    roles JSON)}."""
+    """Every entry exported once in format headcount, its command spelled as the CLI does: {name:
+    (result, roles JSON)}."""
     folder = tmp_path_factory.mktemp("zoo")
     out = {}
     for name in NAMES:
@@ -63,22 +73,33 @@ def test_list_names_formats_and_reasons(capsys):
     entries = {e["name"]: e for e in listed["entries"]}
     assert tuple(entries) == NAMES
     for name, e in entries.items():
-        assert e["formats"] == (["headcount", "transformer-lens"] if name in TL_NAMES else ["headcount"])
+        assert e["formats"] == (
+            ["headcount", "transformer-lens"] if name in TL_NAMES else ["headcount"]
+        )
         assert ("not_available" in e) == (name not in TL_NAMES) and e["description"]
     assert entries["induction-2layer-n64-s8"]["sizes"] == {"n": 64, "alphabet": 8}
     assert entries["xor-n8"]["sizes"] == {"function": "xor", "n": 8, "degree": 2, "heads": 4}
-    assert (entries["minmax-2head-m8-n8"]["task"], entries["xor-n8"]["task"]) == ("minmax", "boolean")
+    assert (entries["minmax-2head-m8-n8"]["task"], entries["xor-n8"]["task"]) == (
+        "minmax",
+        "boolean",
+    )
     assert "table model" in entries["induction-1layer-n16-s4"]["not_available"]["transformer-lens"]
     assert "irrational" in entries["xor-n8"]["not_available"]["transformer-lens"]
     code, stdout, _ = run(capsys, "zoo", "list")
-    assert code == 0 and len(stdout.splitlines()) == len(NAMES) and stdout.startswith(f"{NAMES[0]}: ")
+    assert (
+        code == 0 and len(stdout.splitlines()) == len(NAMES) and stdout.startswith(f"{NAMES[0]}: ")
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_roles_file_schema(exported, name):
     result, roles = exported[name]
     assert ROLES_KEYS | {"decoder", "certificate"} <= set(roles)
-    assert (roles["name"], roles["format"], roles["files"]) == (name, "headcount", [f"{name}.safetensors"])
+    assert (roles["name"], roles["format"], roles["files"]) == (
+        name,
+        "headcount",
+        [f"{name}.safetensors"],
+    )
     assert roles["sizes"] == zoo.entry(name).sizes and roles["task"] == zoo.entry(name).kind.task
     heads = roles["heads"]
     per_layer = [layer["heads"] for layer in roles["layers"]]
@@ -91,7 +112,9 @@ def test_roles_file_schema(exported, name):
         )
     cert = roles["certificate"]
     assert (
-        cert["certified"] is True and cert["command"].startswith("headcount ") and cert == result.certificate
+        cert["certified"] is True
+        and cert["command"].startswith("headcount ")
+        and cert == result.certificate
     )
     assert result.files == (str(Path(result.out) / f"{name}.safetensors"), result.roles)
     assert all(Path(f).is_file() for f in result.files)
@@ -112,12 +135,19 @@ def test_roles_are_the_constructions(exported):
     assert xor["decoder"]["degree"] == 2 and xor["construction"] == "factorization"
     two = exported["induction-2layer-n16-s4"][1]
     assert two["residual"]["COPIED"] == [12, 13, 14, 15] and two["decoder"]["bottom_class"] == 4
-    assert two["layers"][0] == {"layer": 0, "heads": 2, "d_head": [4, 4], "d_value": [4, 1], "mlp": False}
+    assert two["layers"][0] == {
+        "layer": 0,
+        "heads": 2,
+        "d_head": [4, 4],
+        "d_value": [4, 1],
+        "mlp": False,
+    }
     assert exported["minmax-2head-m8-n8"][1]["code_dim"] == 17
 
 
 def test_two_layer_roles_name_the_coordinates_each_head_reads_and_writes():
-    """The residual coordinates the roles name are those the construction's weights read and write."""
+    """The residual coordinates the roles name are those the construction's weights read and
+    write."""
     roles = two_layer_roles(64, 8)
     r = roles["residual"]
     prev, dup, ind = (h for layer in two_layer_induction(64, 8).layers for h in layer.heads)
@@ -126,7 +156,11 @@ def test_two_layer_roles_name_the_coordinates_each_head_reads_and_writes():
         return sorted(int(i) for i in np.flatnonzero(np.abs(W).sum(axis=1)))
 
     assert rows(prev.W_V) == [r["TOKEN_HI"], r["TOKEN_LO"], r["TOKEN_HI2"], r["TOKEN_LO2"]]
-    assert rows(prev.W_O.T) == r["COPIED"] and rows(prev.W_Q) == [r["PREV_HI"], r["PREV_LO"], r["ONE"]]
+    assert rows(prev.W_O.T) == r["COPIED"] and rows(prev.W_Q) == [
+        r["PREV_HI"],
+        r["PREV_LO"],
+        r["ONE"],
+    ]
     assert rows(prev.W_K) == [r["POS_HI"], r["POS_LO"], r["POS_HI2"], r["POS_LO2"]]
     assert rows(dup.W_V) == [r["POS_SCALED"]] and rows(dup.W_O.T) == [r["DUP"]]
     assert rows(ind.W_K) == [r["POS_SCALED"], *r["COPIED"]] and rows(ind.W_O.T) == [
@@ -159,7 +193,8 @@ def test_boolean_roles_on_both_routes():
 
 @pytest.mark.parametrize("name", [*TWO_LAYER, "induction-1layer-n16-s4", "khop-8hop-n128-s4"])
 def test_analyze_heads_recovers_the_roles_of_the_exported_files(exported, name):
-    """Every induction construction's built roles, the k-hop construction's find^{2^t} heads included."""
+    """Every induction construction's built roles, the k-hop construction's find^{2^t} heads
+    included."""
     result, roles = exported[name]
     model = load_model(result.files[0])
     sizes = roles["sizes"]
@@ -176,8 +211,12 @@ def _same_transformer(a: Transformer, b: Transformer) -> None:
     assert np.array_equal(a.W_E, b.W_E) and np.array_equal(a.W_pos, b.W_pos) and a.mask == b.mask
     for la, lb in zip(a.layers, b.layers, strict=True):
         for ha, hb in zip(la.heads, lb.heads, strict=True):
-            assert all(np.array_equal(getattr(ha, k), getattr(hb, k)) for k in ("W_Q", "W_K", "W_V", "W_O"))
-    assert np.array_equal(a.decoder.W_U, b.decoder.W_U) and np.array_equal(a.decoder.b_U, b.decoder.b_U)
+            assert all(
+                np.array_equal(getattr(ha, k), getattr(hb, k)) for k in ("W_Q", "W_K", "W_V", "W_O")
+            )
+    assert np.array_equal(a.decoder.W_U, b.decoder.W_U) and np.array_equal(
+        a.decoder.b_U, b.decoder.b_U
+    )
 
 
 def test_files_read_back_as_the_constructions(exported):
@@ -186,8 +225,13 @@ def test_files_read_back_as_the_constructions(exported):
     table = load_model(exported["induction-1layer-n16-s4"][0].files[0])
     built = one_layer_induction(16, 4)
     assert isinstance(table, OneLayerTable)
-    assert all(np.array_equal(getattr(table, k), getattr(built, k)) for k in ("embed", "Q", "K", "V"))
-    mm, ref = load_minmax(exported["minmax-2head-m8-n8"][0].files[0]), build_construction(8, 8, 2, "sign", 0)
+    assert all(
+        np.array_equal(getattr(table, k), getattr(built, k)) for k in ("embed", "Q", "K", "V")
+    )
+    mm, ref = (
+        load_minmax(exported["minmax-2head-m8-n8"][0].files[0]),
+        build_construction(8, 8, 2, "sign", 0),
+    )
     for ha, hb in zip(mm.layer.heads, ref.layer.heads, strict=True):
         assert np.array_equal(ha.scores, hb.scores) and np.array_equal(ha.values, hb.values)
     assert np.array_equal(mm.classifier_min.theta, ref.classifier_min.theta)
@@ -195,11 +239,15 @@ def test_files_read_back_as_the_constructions(exported):
     path = exported["xor-n8"][0].files[0]
     xor = load_boolean(path)
     assert [(h.w0, h.w1) for h in xor.layer.heads] == [(fmpq(1), fmpq(c + 1)) for c in range(1, 5)]
-    assert check_model(path, "xor").certified  # the file names its n: `boolean check` reads it as it is
+    assert check_model(
+        path, "xor"
+    ).certified  # the file names its n: `boolean check` reads it as it is
 
 
 def test_export_cli_json_and_human(capsys, tmp_path):
-    code, stdout, _ = run(capsys, "zoo", "export", "xor-n8", "--out", str(tmp_path / "a" / "b"), "--json")
+    code, stdout, _ = run(
+        capsys, "zoo", "export", "xor-n8", "--out", str(tmp_path / "a" / "b"), "--json"
+    )
     result = json.loads(stdout)
     assert code == 0 and result["name"] == "xor-n8" and result["format"] == "headcount"
     assert result["out"] == str(tmp_path / "a" / "b") and result["transformer_lens"] == {}
@@ -209,7 +257,10 @@ def test_export_cli_json_and_human(capsys, tmp_path):
     assert result["certificate"]["certified"] is True
     code, stdout, _ = run(capsys, "zoo", "export", "minmax-2head-m8-n8", "--out", str(tmp_path))
     assert code == 0 and stdout.startswith(f"minmax-2head-m8-n8 (headcount) in {tmp_path}: 2 files")
-    assert "certified: True (headcount minmax certify --M 8 --n 8 --heads 2 --code sign --seed 0)" in stdout
+    assert (
+        "certified: True (headcount minmax certify --M 8 --n 8 --heads 2 --code sign --seed 0)"
+        in stdout
+    )
 
 
 def test_refusals(capsys, tmp_path):
@@ -217,7 +268,10 @@ def test_refusals(capsys, tmp_path):
     a_file.write_text("x")
     cases = [
         (("nope", "--out", str(tmp_path)), ("NAME 'nope' is not available", "xor-n8", NAMES[0])),
-        (("xor-n8", "--format", "tl", "--out", str(tmp_path)), ("'tl' is not available", "transformer-lens")),
+        (
+            ("xor-n8", "--format", "tl", "--out", str(tmp_path)),
+            ("'tl' is not available", "transformer-lens"),
+        ),
         (
             ("xor-n8", "--format", "transformer-lens", "--out", str(tmp_path)),
             ("irrational", "--format headcount"),
@@ -236,8 +290,9 @@ def test_refusals(capsys, tmp_path):
 
 
 def test_the_library_names_parameters_and_the_caller_spells_the_command(tmp_path):
-    """The library records the command that re-derives a certificate as words and parameters; the line in
-    the roles file is spelled by the caller's `spell` (the CLI: its flags), and None without one."""
+    """The library records the command that re-derives a certificate as words and parameters; the
+    line in the roles file is spelled by the caller's `spell` (the CLI: its flags), and None without
+    one."""
     command = zoo.Command(("minmax", "certify"), (("M", 8), ("random_seed", 0)))
     assert command.line(flag) == "headcount minmax certify --M 8 --random-seed 0"
     assert zoo.export("xor-n8", "headcount", tmp_path / "python").certificate["command"] is None
@@ -251,7 +306,9 @@ def test_the_library_names_parameters_and_the_caller_spells_the_command(tmp_path
     with pytest.raises(InputError, match="^format 'tl' is not available") as err:
         zoo.export("xor-n8", "tl", tmp_path / "never")
     assert err.value.param == "format"
-    with pytest.raises(InputError, match="^xor-n8 cannot be written as format transformer-lens: ") as err:
+    with pytest.raises(
+        InputError, match="^xor-n8 cannot be written as format transformer-lens: "
+    ) as err:
         zoo.export("xor-n8", "transformer-lens", tmp_path / "never")
     assert str(err.value).endswith("; use format headcount") and err.value.param == "format"
     with pytest.raises(
@@ -272,7 +329,8 @@ def test_library_checks_before_building(monkeypatch, tmp_path):
     assert calls == []
 
 
-# --- TransformerLens (the extra; skipped cleanly without it) -----------------------------------------
+# --- TransformerLens (the extra; skipped cleanly without it)
+# -----------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -306,7 +364,9 @@ def test_transformer_lens_minmax_two_weight_forms(tl_io, tmp_path):
         "minmax-2head-m8-n8-max": "max",
     }
     rng = np.random.default_rng(0)
-    x = np.stack([rng.permutation(row) for row in all_multisets(8, 8)])  # every multiset, in any order
+    x = np.stack(
+        [rng.permutation(row) for row in all_multisets(8, 8)]
+    )  # every multiset, in any order
     for task, ref in (("min", x.min(axis=1)), ("max", x.max(axis=1))):
         folder = tmp_path / f"minmax-2head-m8-n8-{task}"
         back = tl_io.read_transformer_lens(folder)
@@ -315,8 +375,8 @@ def test_transformer_lens_minmax_two_weight_forms(tl_io, tmp_path):
 
 @pytest.mark.slow  # the snippet imports TransformerLens's bridge: ~4 s on a busy 2-core machine
 def test_transformer_lens_runs_the_min_max_layer(tl_io, tmp_path):
-    """TransformerLens's own forward pass (the snippet, as a user runs it) answers min and max on every
-    multiset of [8]^8, shuffled."""
+    """TransformerLens's own forward pass (the snippet, as a user runs it) answers min and max on
+    every multiset of [8]^8, shuffled."""
     import torch
 
     from headcount.minmax.task import all_multisets

@@ -1,27 +1,31 @@
 """Ground-truth models for interpretability-method benchmarks (issue 15, point 5): `headcount zoo`.
 
-The zoo is the constructions as ready models, each with a machine-readable description of what every head
-was built to do. ``ENTRIES`` is the one table: a name, a one-line description, the task and its sizes, and
-a ``Kind`` that builds the model (the scenario's own construction function), describes its roles (the
-construction module's roles function: induction/roles.py, minmax/construction.two_head_roles,
-boolean/construction.construction_roles), certifies it, and writes it.
+The zoo is the constructions as ready models, each with a machine-readable description of what every
+head was built to do. ``ENTRIES`` is the one table: a name, a one-line description, the task and its
+sizes, and a ``Kind`` that builds the model (the scenario's own construction function), describes
+its roles (the construction module's roles function: induction/roles.py,
+minmax/construction.two_head_roles, boolean/construction.construction_roles), certifies it, and
+writes it.
 
 ``export(name, format, out)`` writes into the folder `out` (created if missing):
 
-* format ``headcount``: ``<name>.safetensors`` in the scenario's own file format (core/io.save_model for
-  induction, "headcount-minmax", "headcount-boolean"), readable by every headcount command for that task;
-* format ``transformer-lens``: ``<name>/`` written by core/transformer_lens_io.write_transformer_lens
-  (config, float64 state dict, a snippet that loads it); the min/max layer as two weight-form models
-  ``<name>-min/`` and ``<name>-max/`` (minmax/weight_form.py: exact, one classifier each);
-* both: ``<name>.roles.json`` — name, description, task, sizes, format, files, the construction, its layers,
-  one entry per head {layer, head, role, mechanism, query, key, value} (0-based; induction role names are
-  induction/heads.py's, so `headcount analyze heads` on the exported model can be compared with them), the
-  decoder, and a certificate summary computed at export time with the command that reproduces it (a
-  ``Command``: its words and parameters; the command line in the file spells each parameter as the
-  caller's `spell` does, and `headcount zoo export` passes the CLI's flags).
+* format ``headcount``: ``<name>.safetensors`` in the scenario's own file format (core/io.save_model
+  for induction, "headcount-minmax", "headcount-boolean"), readable by every headcount command for
+  that task;
+* format ``transformer-lens``: ``<name>/`` written by
+  core/transformer_lens_io.write_transformer_lens (config, float64 state dict, a snippet that loads
+  it); the min/max layer as two weight-form models ``<name>-min/`` and ``<name>-max/``
+  (minmax/weight_form.py: exact, one classifier each);
+* both: ``<name>.roles.json`` — name, description, task, sizes, format, files, the construction, its
+  layers, one entry per head {layer, head, role, mechanism, query, key, value} (0-based; induction
+  role names are induction/heads.py's, so `headcount analyze heads` on the exported model can be
+  compared with them), the decoder, and a certificate summary computed at export time with the
+  command that reproduces it (a ``Command``: its words and parameters; the command line in the file
+  spells each parameter as the caller's `spell` does, and `headcount zoo export` passes the CLI's
+  flags).
 
-A format an entry cannot be written in is refused with the reason (``Kind.tl_refusal``). Adding a model is
-one ``ZooEntry`` (and a ``Kind`` for a new family, as KHOP: the k-hop construction built by
+A format an entry cannot be written in is refused with the reason (``Kind.tl_refusal``). Adding a
+model is one ``ZooEntry`` (and a ``Kind`` for a new family, as KHOP: the k-hop construction built by
 induction/khop/construction.py, its roles from induction/roles.py).
 """
 
@@ -53,15 +57,17 @@ from headcount.minmax.model import MinMaxModel, save_minmax
 from headcount.minmax.weight_form import minmax_to_transformer
 
 FORMATS = ("headcount", "transformer-lens")
-CERTIFY_SAMPLES = 64  # induction certificates at export: 64 seeded inputs per random family (~2 s at n=256)
+CERTIFY_SAMPLES = (
+    64  # induction certificates at export: 64 seeded inputs per random family (~2 s at n=256)
+)
 CERTIFY_SEED = 0
 
 
 @dataclass(frozen=True)
 class Command:
     """A headcount command that re-derives a certificate: its words ("minmax", "certify") and its
-    parameters in order, by their Python names; `line(spell)` is the command line, each name spelled by
-    `spell` (the CLI's: headcount.cli.common.flag)."""
+    parameters in order, by their Python names; `line(spell)` is the command line, each name spelled
+    by `spell` (the CLI's: headcount.cli.common.flag)."""
 
     words: tuple[str, ...]
     parameters: tuple[tuple[str, Any], ...]
@@ -73,10 +79,10 @@ class Command:
 
 @dataclass(frozen=True)
 class Kind:
-    """One family of constructions: how it is built from an entry's sizes, what its heads do, how it is
-    certified (a summary and the Command that re-derives it) and written; ``weight_forms`` gives the
-    weight-form Transformers TransformerLens receives ({suffix: model}), None when ``tl_refusal`` says why
-    it cannot."""
+    """One family of constructions: how it is built from an entry's sizes, what its heads do, how it
+    is certified (a summary and the Command that re-derives it) and written; ``weight_forms`` gives
+    the weight-form Transformers TransformerLens receives ({suffix: model}), None when
+    ``tl_refusal`` says why it cannot."""
 
     task: str
     build: Callable[[dict[str, Any]], Any]
@@ -90,7 +96,8 @@ class Kind:
 def _certify_induction(
     sizes: dict[str, Any], model: Transformer | OneLayerTable
 ) -> tuple[dict[str, Any], Command]:
-    """certify_induction on CERTIFY_SAMPLES seeded inputs per family (the adversarial families included)."""
+    """certify_induction on CERTIFY_SAMPLES seeded inputs per family (the adversarial families
+    included)."""
     n, alphabet, hops = sizes["n"], sizes["alphabet"], sizes.get("hops", 1)
     c = certify_induction(
         model, n, alphabet, samples=CERTIFY_SAMPLES, seed=CERTIFY_SEED, hops=hops, dtypes=False
@@ -105,9 +112,12 @@ def _certify_induction(
         "inputs_checked": cert.inputs_checked,
         "errors": cert.errors,
         "precision_bits": cert.precision_bits,
-        "what": "certified: every position of the inputs checked proven right at fixed:precision_bits",
+        "what": "certified: every position of the inputs checked proven right at "
+        "fixed:precision_bits",
     }
-    return summary, Command(("induction", "certify"), (*hop_option, *options, ("seed", CERTIFY_SEED)))
+    return summary, Command(
+        ("induction", "certify"), (*hop_option, *options, ("seed", CERTIFY_SEED))
+    )
 
 
 def _certify_minmax(sizes: dict[str, Any], model: MinMaxModel) -> tuple[dict[str, Any], Command]:
@@ -121,7 +131,8 @@ def _certify_minmax(sizes: dict[str, Any], model: MinMaxModel) -> tuple[dict[str
         "method": c.method,
         "margin_min": c.margin_min,
         "margin_max": c.margin_max,
-        "what": "certified: both classifiers right on every list of [M]^n (every multiset, decided exactly)",
+        "what": "certified: both classifiers right on every list of [M]^n (every multiset, "
+        "decided exactly)",
     }
     options = (("M", M), ("n", n), ("heads", 2), ("code", code), ("seed", seed))
     return summary, Command(("minmax", "certify"), options)
@@ -136,7 +147,8 @@ def _certify_boolean(sizes: dict[str, Any], built: Construction) -> tuple[dict[s
         "weights_checked": c.weights_checked,
         "errors": c.errors,
         "min_abs_margin": c.min_abs_margin,
-        "what": "certified: right on all 2^n inputs in exact rational arithmetic (every weight t = 0..n)",
+        "what": "certified: right on all 2^n inputs in exact rational arithmetic (every weight t "
+        "= 0..n)",
     }
     options = tuple((key, sizes[key]) for key in ("function", "n", "degree", "heads"))
     return summary, Command(("boolean", "construct"), options)
@@ -166,8 +178,10 @@ ONE_LAYER = Kind(
     roles=lambda s, model: one_layer_roles(s["n"], s["alphabet"]),
     certify=_certify_induction,
     save=lambda s, model, path: save_model(model, path),
-    tl_refusal="the one-layer construction is a table model (its values Ṽ[j, σ] = (σ+1)·e_j tie each token "
-    "to its position, which no W_E + W_pos embedding does) with a non-linear readout that reads the prefix "
+    tl_refusal="the one-layer construction is a table model (its values Ṽ[j, σ] = (σ+1)·e_j tie "
+    "each token "
+    "to its position, which no W_E + W_pos embedding does) with a non-linear readout that reads "
+    "the prefix "
     "back; TransformerLens holds weight-form models with a linear unembedding",
 )
 MINMAX = Kind(
@@ -176,7 +190,9 @@ MINMAX = Kind(
     roles=lambda s, model: two_head_roles(s["M"], s["n"], code_dim(s["M"], s["code"])),
     certify=_certify_minmax,
     save=lambda s, model, path: save_minmax(model, path),
-    weight_forms=lambda s, model: {f"-{t}": minmax_to_transformer(model, s["n"], t) for t in ("min", "max")},
+    weight_forms=lambda s, model: {
+        f"-{t}": minmax_to_transformer(model, s["n"], t) for t in ("min", "max")
+    },
 )
 KHOP = Kind(
     task="khop",
@@ -193,7 +209,8 @@ BOOLEAN = Kind(
     certify=_certify_boolean,
     save=_save_boolean,
     tl_refusal="the XOR model's heads are exact rational exp-weights w_b, whose scores log w_b are "
-    "irrational (no float64 weight holds them exactly), and its readout is the sign of a polynomial, "
+    "irrational (no float64 weight holds them exactly), and its readout is the sign of a "
+    "polynomial, "
     "not a linear unembedding",
 )
 
@@ -227,7 +244,8 @@ class ZooEntry:
 def _two_layer(n: int, alphabet: int) -> ZooEntry:
     return ZooEntry(
         f"induction-2layer-n{n}-s{alphabet}",
-        f"two-layer induction heads at n = {n}, S = {alphabet}: previous-token and duplicate-token heads, "
+        f"two-layer induction heads at n = {n}, S = {alphabet}: previous-token and "
+        "duplicate-token heads, "
         "then an induction head; d_model 19 (seed 000's upper bound)",
         TWO_LAYER,
         {"n": n, "alphabet": alphabet},
@@ -240,7 +258,8 @@ ENTRIES: tuple[ZooEntry, ...] = (
     _two_layer(256, 16),
     ZooEntry(
         "induction-1layer-n16-s4",
-        "one-layer induction heads at n = 16, S = 4: one uniform head in table form (d_model n + 1) and a "
+        "one-layer induction heads at n = 16, S = 4: one uniform head in table form (d_model n + "
+        "1) and a "
         "readout that reads the prefix back (the O(n log n) upper bound)",
         ONE_LAYER,
         {"n": 16, "alphabet": 4},
@@ -254,7 +273,8 @@ ENTRIES: tuple[ZooEntry, ...] = (
     ),
     ZooEntry(
         "xor-n8",
-        "XOR of 8 bits: one layer of H = 4 exact heads, value dimension 2, the sign of a degree-2 readout; "
+        "XOR of 8 bits: one layer of H = 4 exact heads, value dimension 2, the sign of a degree-2 "
+        "readout; "
         "D·H = 8 = n, the threshold degree (seed 004, Theorem 3)",
         BOOLEAN,
         {"function": "xor", "n": 8, "degree": 2, "heads": 4},
@@ -272,10 +292,12 @@ NAMES = tuple(e.name for e in ENTRIES)
 
 
 def entry(name: str) -> ZooEntry:
-    """The entry called `name` (InputError listing the names otherwise: the name is the CLI's argument
-    NAME, no parameter a flag spells, so the message leaves it unmarked)."""
+    """The entry called `name` (InputError listing the names otherwise: the name is the CLI's
+    argument NAME, no parameter a flag spells, so the message leaves it unmarked)."""
     if name not in NAMES:
-        raise InputError(f"NAME {name!r} is not available: use {', '.join(NAMES[:-1])} or {NAMES[-1]}")
+        raise InputError(
+            f"NAME {name!r} is not available: use {', '.join(NAMES[:-1])} or {NAMES[-1]}"
+        )
     return ENTRIES[NAMES.index(name)]
 
 
@@ -293,8 +315,9 @@ def zoo_list() -> ZooList:
 
 @dataclass(frozen=True)
 class ZooExport(JsonResult):
-    """What `headcount zoo export` wrote: the folder, every file (paths), the roles file, the certificate
-    summary, and the TransformerLens writer's results ({folder: its JSON}; empty for format headcount)."""
+    """What `headcount zoo export` wrote: the folder, every file (paths), the roles file, the
+    certificate summary, and the TransformerLens writer's results ({folder: its JSON}; empty for
+    format headcount)."""
 
     name: str
     format: str
@@ -329,9 +352,11 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
-def _write_transformer_lens(name: str, forms: dict[str, Transformer], folder: Path) -> dict[str, Any]:
-    """Each weight form into folder/<name><suffix>/ by core/transformer_lens_io: {<name><suffix>: the
-    writer's JSON}. A missing TransformerLens is an InputError saying how to install it."""
+def _write_transformer_lens(
+    name: str, forms: dict[str, Transformer], folder: Path
+) -> dict[str, Any]:
+    """Each weight form into folder/<name><suffix>/ by core/transformer_lens_io: {<name><suffix>:
+    the writer's JSON}. A missing TransformerLens is an InputError saying how to install it."""
     try:
         from headcount.interop.transformer_lens_io import write_transformer_lens
     except ModuleNotFoundError as err:
@@ -340,7 +365,9 @@ def _write_transformer_lens(name: str, forms: dict[str, Transformer], folder: Pa
         raise InputError("TransformerLens is not installed: pip install 'headcount[tl]'") from None
     written = {}
     for suffix, weight_form in forms.items():
-        target = folder / f"{name}{suffix}"  # a link planted there would send the files outside `out`
+        target = (
+            folder / f"{name}{suffix}"
+        )  # a link planted there would send the files outside `out`
         written[target.name] = jsonable(
             write_transformer_lens(weight_form, target, follow=False, option="the folder")
         )
@@ -352,7 +379,9 @@ def _files_under(folder: Path, names: list[str]) -> list[str]:
     out = []
     for name in names:
         path = folder / name
-        out += sorted(str(p) for p in path.rglob("*") if p.is_file()) if path.is_dir() else [str(path)]
+        out += (
+            sorted(str(p) for p in path.rglob("*") if p.is_file()) if path.is_dir() else [str(path)]
+        )
     return out
 
 
@@ -362,9 +391,10 @@ def export(
     out: str | os.PathLike = ".",
     spell: Callable[[str], str] | None = None,
 ) -> ZooExport:
-    """Write the entry `name` into the folder `out` in `format` with its roles file (module docstring).
-    The certificate's "command" is the command line that re-derives it, each parameter spelled by `spell`
-    (`headcount zoo export` passes headcount.cli.common.flag); None without one."""
+    """Write the entry `name` into the folder `out` in `format` with its roles file (module
+    docstring). The certificate's "command" is the command line that re-derives it, each parameter
+    spelled by `spell` (`headcount zoo export` passes headcount.cli.common.flag); None without
+    one."""
     e = entry(name)
     check_choice("format", format, FORMATS)
     if format not in e.formats:
@@ -413,10 +443,12 @@ def _write_entry(
 
 
 def _tl_notes(name: str, forms: dict[str, Transformer], written: dict[str, Any]) -> dict[str, Any]:
-    """What the roles file says about the TransformerLens files: the writer's results per folder (without
-    absolute paths, so the folder may move), padding, and for the min/max layer its weight form's layout."""
+    """What the roles file says about the TransformerLens files: the writer's results per folder
+    (without absolute paths, so the folder may move), padding, and for the min/max layer its weight
+    form's layout."""
     notes: dict[str, Any] = {
-        "padding": "layers with fewer heads (or narrower heads) than the widest are zero-padded in the "
+        "padding": "layers with fewer heads (or narrower heads) than the widest are zero-padded "
+        "in the "
         "TransformerLens files; a padded head writes exactly 0 and has no role",
         "exports": {
             folder: {k: v for k, v in w.items() if k not in ("out_dir", "files")}
@@ -426,8 +458,10 @@ def _tl_notes(name: str, forms: dict[str, Transformer], written: dict[str, Any])
     first = next(iter(forms.values()))
     if first.info.get("construction") == "minmax_weight_form":
         notes["weight_form"] = {
-            "description": "minmax/weight_form.py: a constant query coordinate, key = the token's score, "
-            "values from the embedding, the heads' sum in the OUT block; token t is ω = t + 1 and the "
+            "description": "minmax/weight_form.py: a constant query coordinate, key = the token's "
+            "score, "
+            "values from the embedding, the heads' sum in the OUT block; token t is ω = t + 1 and "
+            "the "
             "answer is at the last position; one model per classifier",
             "models": {f"{name}{s}": f.info["task"] for s, f in forms.items()},
             "coordinates": first.info["coordinates"],

@@ -1,9 +1,10 @@
-"""The exact accuracy frontier (boolean/frontier.py, `headcount boolean frontier`; issue 17, point 3).
+"""The exact accuracy frontier (boolean/frontier.py, `headcount boolean frontier`; issue 17, point
+3).
 
 Rows against an exhaustive search over all 2^(n+1) ±1 patterns for every n ≤ 12 (value and the
-lexicographically first optimal pattern); the Theorem-3 model built for the best pattern reaching the
-frontier exactly for every (D, H) with D·H < T at n = 12 (xor, majority, mod:3); the CLI's JSON, refusals
-and --out round trip.
+lexicographically first optimal pattern); the Theorem-3 model built for the best pattern reaching
+the frontier exactly for every (D, H) with D·H < T at n = 12 (xor, majority, mod:3); the CLI's JSON,
+refusals and --out round trip.
 """
 
 from __future__ import annotations
@@ -27,14 +28,17 @@ from tests.cli_run import refused, run
 
 
 def exhaustive(F: tuple[int, ...]) -> list[tuple[int, str]]:
-    """(most inputs right, first optimal pattern in '+' < '-' order) for c = 0..T, over every ±1 pattern:
-    pattern i has bit n − t of i set where s_t = −1, so i's order is the patterns' lexicographic order."""
+    """(most inputs right, first optimal pattern in '+' < '-' order) for c = 0..T, over every ±1
+    pattern: pattern i has bit n − t of i set where s_t = −1, so i's order is the patterns'
+    lexicographic order."""
     n = len(F) - 1
     i = np.arange(2 ** (n + 1))
     minus = (i[:, None] >> (n - np.arange(n + 1))[None, :]) & 1  # [patterns n+1]: 1 where '-'
     changes = (minus[:, 1:] != minus[:, :-1]).sum(axis=1)
     right = minus == (np.array(F) < 0)[None, :]
-    agree = right.astype(np.int64) @ np.array([math.comb(n, t) for t in range(n + 1)], dtype=np.int64)
+    agree = right.astype(np.int64) @ np.array(
+        [math.comb(n, t) for t in range(n + 1)], dtype=np.int64
+    )
     out = []
     for c in range(sign_changes(F) + 1):
         allowed = changes <= c
@@ -61,15 +65,17 @@ def test_rows_equal_exhaustive_search(n):
         assert [r.sign_changes for r in rows] == list(range(sign_changes(F) + 1))
         assert [(r.agree, bf.pattern_string(r.pattern)) for r in rows] == exhaustive(F), F
         for r in rows:
-            assert sign_changes(r.pattern) <= r.sign_changes and bf.agreement(r.pattern, F) == r.agree
+            assert (
+                sign_changes(r.pattern) <= r.sign_changes and bf.agreement(r.pattern, F) == r.agree
+            )
             assert r.accuracy == fmpq(r.agree, 2**n) and r.accuracy_float == r.agree / 2**n
         assert rows[-1].accuracy == 1 and rows[-1].pattern == F  # at c = T: F itself
         assert all(a.agree <= b.agree for a, b in zip(rows, rows[1:]))
 
 
 def test_xor_12_rows_by_hand():
-    """n = 12 XOR, weights C(12, t): with c changes the best drops the lightest runs at the ends; ties (c = 0:
-    all '+' and all '-' both get half) go to '+'."""
+    """n = 12 XOR, weights C(12, t): with c changes the best drops the lightest runs at the ends;
+    ties (c = 0: all '+' and all '-' both get half) go to '+'."""
     rows = bf.frontier_rows(parse_function("xor", 12))
     assert [str(r.accuracy) for r in rows] == [
         "1/2",
@@ -108,7 +114,8 @@ def test_frontier_row_max_changes_and_runs():
         bf.agreement((1, 1), F)
 
 
-# ------------------------------------------------------------------------------------------------ models
+# ------------------------------------------------------------------------------------------------
+# models
 def pairs_below(T: int) -> list[tuple[int, int]]:
     return [(D, H) for D in range(1, T) for H in range(1, T) if D * H < T]
 
@@ -119,7 +126,11 @@ def check_models(name: str, pairs: list[tuple[int, int]], n: int = 12) -> int:
     for D, H in pairs:
         model, built = bf.build_frontier_model(F, rows[D * H], D, H)
         signs = model_sign_exact(built.layer, built.readout, n)
-        assert tuple(signs) == rows[D * H].pattern, (name, D, H)  # the model computes the pattern exactly
+        assert tuple(signs) == rows[D * H].pattern, (
+            name,
+            D,
+            H,
+        )  # the model computes the pattern exactly
         assert model.certified and model.model_accuracy == rows[D * H].accuracy, (name, D, H)
         assert model.model_accuracy == fmpq(bf.agreement(signs, F), 2**n)
     return len(pairs)
@@ -129,12 +140,15 @@ def check_models(name: str, pairs: list[tuple[int, int]], n: int = 12) -> int:
 def test_constructed_models_reach_the_frontier_every_pair_below(name):
     """Every (D, H) with D·H < T at n = 12 (about 0.1 s in all: no need for the slow set)."""
     T = sign_changes(parse_function(name, 12))
-    assert check_models(name, pairs_below(T)) == {12: 29, 1: 0, 8: 16}[T]  # majority: T = 1, none below
+    assert (
+        check_models(name, pairs_below(T)) == {12: 29, 1: 0, 8: 16}[T]
+    )  # majority: T = 1, none below
 
 
 def test_constant_pattern_is_built_honestly():
-    """c = 0 (and any constant F, T = 0): Theorem 3's factorization route with no roots is the constant
-    readout g = c·z_1 on z_1 = 1/Q_0 > 0, so the model is constant and gets F's larger half."""
+    """c = 0 (and any constant F, T = 0): Theorem 3's factorization route with no roots is the
+    constant readout g = c·z_1 on z_1 = 1/Q_0 > 0, so the model is constant and gets F's larger
+    half."""
     F = parse_function("majority", 5)
     row = bf.frontier_rows(F)[0]
     model, built = bf.build_frontier_model(F, row, 1, 1)
@@ -142,9 +156,18 @@ def test_constant_pattern_is_built_honestly():
     assert model.model_accuracy == fmpq(1, 2)
     for text in ("F:+++", "F:---"):
         result = bf.accuracy_frontier(text, 2, 2, 3)
-        assert result.threshold_degree == 0 and result.model.certified and result.model.model_accuracy == 1
+        assert (
+            result.threshold_degree == 0
+            and result.model.certified
+            and result.model.model_accuracy == 1
+        )
         assert result.to_json()["rows"] == [
-            {"sign_changes": 0, "best_accuracy": "1", "best_accuracy_float": 1.0, "pattern": text[2:]}
+            {
+                "sign_changes": 0,
+                "best_accuracy": "1",
+                "best_accuracy_float": 1.0,
+                "pattern": text[2:],
+            }
         ]
         assert result.model.pattern == text[2:] and result.model.route == "factorization"
 
@@ -178,12 +201,15 @@ def test_frontier_cost_formula():
     work, memory = bf.frontier_cost(12, 12, 12)
     assert 0 < work < 1e5 and 0 < memory < 1e5
     assert (
-        bf.frontier_cost(2000, 2000, 2000)[0] < bf.FRONTIER_WORK_LIMIT < bf.frontier_cost(3000, 3000, 3000)[0]
+        bf.frontier_cost(2000, 2000, 2000)[0]
+        < bf.FRONTIER_WORK_LIMIT
+        < bf.frontier_cost(3000, 3000, 3000)[0]
     )
     assert bf.frontier_cost(10**400, 10**400, 10**400)[0] > 1e300  # no OverflowError
 
 
-# ------------------------------------------------------------------------------------------------ CLI
+# ------------------------------------------------------------------------------------------------
+# CLI
 def test_cli_json_rows_and_model(capsys):
     code, out, _ = run(capsys, "boolean", "frontier", "--function", "xor", "--n", "12", "--json")
     assert code == 0
@@ -225,7 +251,10 @@ def test_cli_json_rows_and_model(capsys):
         "dim",
     ]
     assert (result["degree"], result["heads"], result["sign_changes"]) == (2, 3, 6)
-    assert result["best_accuracy"] == result["model_accuracy"] == "1981/2048" and result["certified"] is True
+    assert (
+        result["best_accuracy"] == result["model_accuracy"] == "1981/2048"
+        and result["certified"] is True
+    )
     assert result["pattern"] == result["rows"][6]["pattern"] == "----+-+-+----"
     # D·H ≥ T: the frontier is 1, and the model is Theorem 3's for F itself
     code, out, _ = run(capsys, *argv[:6], "--degree", "4", "--heads", "4", "--json")
@@ -235,13 +264,26 @@ def test_cli_json_rows_and_model(capsys):
 
 def test_cli_human_table(capsys):
     code, out, _ = run(
-        capsys, "boolean", "frontier", "--function", "mod:3", "--n", "5", "--degree", "1", "--heads", "2"
+        capsys,
+        "boolean",
+        "frontier",
+        "--function",
+        "mod:3",
+        "--n",
+        "5",
+        "--degree",
+        "1",
+        "--heads",
+        "2",
     )
     lines = out.strip().splitlines()
     assert code == 0 and lines[0] == "mod:3 on 5 bits, threshold degree 3"
     assert lines[2].split() == ["0", "0.6562500000", "21/32", "------"]
     assert lines[4].split() == ["2", "0.9687500000", "31/32", "---+--"]
-    assert lines[-1].startswith("D=1, H=2: frontier at c = 2 is 0.9687500000") and "certified" in lines[-1]
+    assert (
+        lines[-1].startswith("D=1, H=2: frontier at c = 2 is 0.9687500000")
+        and "certified" in lines[-1]
+    )
     code, out, _ = run(capsys, "boolean", "frontier", "--function", "majority", "--n", "100")
     assert "(101 signs: --json)" in out
 
@@ -271,7 +313,18 @@ def test_cli_refusals(capsys, args, needle):
 
 def test_cli_out_round_trip(capsys, tmp_path):
     path = tmp_path / "frontier.safetensors"
-    argv = ("boolean", "frontier", "--function", "mod:3", "--n", "12", "--degree", "1", "--heads", "3")
+    argv = (
+        "boolean",
+        "frontier",
+        "--function",
+        "mod:3",
+        "--n",
+        "12",
+        "--degree",
+        "1",
+        "--heads",
+        "3",
+    )
     code, out, _ = run(capsys, *argv, "--out", str(path), "--json")
     result = json.loads(out)
     assert code == 0 and result["model_path"] == str(path) and result["certified"] is True
@@ -284,11 +337,16 @@ def test_cli_out_round_trip(capsys, tmp_path):
         "n": 12,
     }
     assert (model.readout.degree, model.layer.n_heads) == (1, 3)
-    # the saved model computes the pattern exactly, so against mod:3 it errs exactly where the pattern does
+    # the saved model computes the pattern exactly, so against mod:3 it errs exactly where the
+    # pattern does
     assert check_model(path, "F:" + pattern).certified
     F = parse_function("mod:3", 12)
     signs = model_sign_exact(model.layer, model.readout, 12)
-    assert str(fmpq(bf.agreement(signs, F), 2**12)) == result["model_accuracy"] == result["best_accuracy"]
+    assert (
+        str(fmpq(bf.agreement(signs, F), 2**12))
+        == result["model_accuracy"]
+        == result["best_accuracy"]
+    )
     refused(capsys, *argv, "--out", str(tmp_path), needles=("--out",))
 
 

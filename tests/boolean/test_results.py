@@ -1,11 +1,17 @@
-"""The Boolean scenario's typed results and the library calls behind `headcount boolean …`: fields, to_json()
-(the JSON the CLI prints, key order included) and the InputError every user-fixable input raises."""
+"""The Boolean scenario's typed results and the library calls behind `headcount boolean …`: fields,
+to_json() (the JSON the CLI prints, key order included) and the InputError every user-fixable input
+raises."""
 
 from __future__ import annotations
 
 import pytest
 
-from headcount.boolean.certify import ConstructionCertificate, ModelCheck, check_model, construct_and_certify
+from headcount.boolean.certify import (
+    ConstructionCertificate,
+    ModelCheck,
+    check_model,
+    construct_and_certify,
+)
 from headcount.boolean.construction import Construction, construct
 from headcount.boolean.model import BooleanModel, load_boolean, save_boolean
 from headcount.boolean.search import BasisChoice, Stamps, choose_basis, stamps
@@ -51,8 +57,15 @@ def test_check_model_file_and_object(tmp_path):
     assert (c.theorem2.degree_R, c.theorem2.bound, c.theorem2.signs_match) == (8, 8, True)
     head = ["function", "n", "threshold_degree", "degree", "heads", "dim", "below_bound"]
     assert list(c.to_json()) == head + CERT_KEYS + ["theorem2"]
-    assert c.to_json()["theorem2"] == {"degree_R": 8, "bound": 8, "degree_ok": True, "signs_match": True}
-    longer = check_model(load_boolean(path), "xor", 9)  # a BooleanModel, read at another n: D·H = 8 < 9
+    assert c.to_json()["theorem2"] == {
+        "degree_R": 8,
+        "bound": 8,
+        "degree_ok": True,
+        "signs_match": True,
+    }
+    longer = check_model(
+        load_boolean(path), "xor", 9
+    )  # a BooleanModel, read at another n: D·H = 8 < 9
     assert longer.below_bound and not longer.certified
     wrong = longer.certificate.wrong_input
     assert wrong is not None and len(wrong.x) == 9 and wrong.model_sign != wrong.target

@@ -123,7 +123,9 @@ def test_theorem2_random_layers():
         assert rep.degree_R <= D * H and rep.degree_ok, (trial, rep)
         assert rep.signs_match, (trial, rep)
         # the batch path equals the per-t formula
-        assert layer_outputs_exact(layer, n) == [layer_output_exact(layer, n, t) for t in range(n + 1)]
+        assert layer_outputs_exact(layer, n) == [
+            layer_output_exact(layer, n, t) for t in range(n + 1)
+        ]
         vals = model_values_exact(layer, readout, n)
         assert vals == model_values_exact(layer, readout, n, method="direct")
         for t in range(n + 1):
@@ -132,7 +134,8 @@ def test_theorem2_random_layers():
 
 
 def test_find_wrong_input_on_too_small_model():
-    # one head cannot compute 3-bit XOR with a linear readout (1·1 < 3): Theorem 2 says some t is wrong
+    # one head cannot compute 3-bit XOR with a linear readout (1·1 < 3): Theorem 2 says some t is
+    # wrong
     rng = random.Random(1)
     F = symmetric_values("xor", 3)
     for _ in range(10):
@@ -143,7 +146,9 @@ def test_find_wrong_input_on_too_small_model():
             [fmpq(rng.randint(-5, 5))],
         )
         w = find_wrong_input(BooleanLayer((head,)), Readout({(1,): 1}, 1, 1), F)
-        assert w is not None and len(w.x) == 3 and w.x.count("1") == w.t and w.model_sign != w.target
+        assert (
+            w is not None and len(w.x) == 3 and w.x.count("1") == w.t and w.model_sign != w.target
+        )
         assert w.to_json() == {"t": w.t, "x": w.x, "model_sign": w.model_sign, "target": w.target}
 
 
@@ -160,7 +165,11 @@ def test_named_functions_values():
     assert symmetric_values("mod:3", 6) == (1, -1, -1, 1, -1, -1, 1)
     assert symmetric_values("mod:2", 5) == symmetric_values("xor", 5)
     assert parse_function("F:+-+", 2) == (1, -1, 1)
-    assert sign_changes(symmetric_values("exact:1", 3)) == threshold_degree_symmetric((1, -1, 1, 1)) == 2
+    assert (
+        sign_changes(symmetric_values("exact:1", 3))
+        == threshold_degree_symmetric((1, -1, 1, 1))
+        == 2
+    )
     assert change_points((1, -1, 1, 1)) == [fmpq(1, 2), fmpq(3, 2)]
 
 
@@ -181,7 +190,12 @@ def test_named_functions_certify(name, n, T):
     for D in (1, 2, 3):
         H = -(-T // D)
         r = construct_and_certify(name, n, D, H, use_search=False)
-        assert r.threshold_degree == T and r.certified and r.certificate.errors == 0 and r.dim <= r.dim_bound
+        assert (
+            r.threshold_degree == T
+            and r.certified
+            and r.certificate.errors == 0
+            and r.dim <= r.dim_bound
+        )
         r = construct_and_certify(name, n, D + 2, H + 3, use_search=False)
         assert r.certified, r
 

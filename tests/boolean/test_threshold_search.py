@@ -54,7 +54,9 @@ def check(res, f, n):
 # ---------------------------------------------------------------- threshold degree
 
 
-@pytest.mark.parametrize("n", [*range(1, 7), *(pytest.param(n, marks=pytest.mark.slow) for n in (7, 8))])
+@pytest.mark.parametrize(
+    "n", [*range(1, 7), *(pytest.param(n, marks=pytest.mark.slow) for n in (7, 8))]
+)
 def test_lp_matches_sign_changes_all_symmetric(n):
     for F in product((1, -1), repeat=n + 1):
         f = sym_table(F, n)
@@ -64,7 +66,8 @@ def test_lp_matches_sign_changes_all_symmetric(n):
 
 
 def test_dual_certificate_is_checked_exactly():
-    # xor on 3 bits: μ = uniform is orthogonal to every monomial of degree ≤ 2 after multiplying by f
+    # xor on 3 bits: μ = uniform is orthogonal to every monomial of degree ≤ 2 after multiplying by
+    # f
     f = sym_table((1, -1, 1, -1), 3)
     uniform = {x: 1 for x in range(8)}
     assert check_dual_certificate(f, 3, 2, uniform)
@@ -193,10 +196,10 @@ def test_smallest_basis_errors_and_timeout():
         assert r.basis is None and not r.proven_minimal
 
 
-# n(h, k) postage-stamp values (OEIS A001208 / A001212 h = 2: 2, 4, 8, 12, 16, 20, 26; A001213 h = 3:
-# 3, 7, 15, 24, 36); n(h, 1) = h; n(h, 2) = floor((h^2 + 6h + 1)/4) (Stöhr).  Also cross-checked below
-# by brute force over all k-subsets of {1..C(k+h, h)} (an optimal basis never needs an element larger
-# than its range + 1 ≤ C(k+h, h)).
+# n(h, k) postage-stamp values (OEIS A001208 / A001212 h = 2: 2, 4, 8, 12, 16, 20, 26; A001213 h =
+# 3: 3, 7, 15, 24, 36); n(h, 1) = h; n(h, 2) = floor((h^2 + 6h + 1)/4) (Stöhr).  Also cross-checked
+# below by brute force over all k-subsets of {1..C(k+h, h)} (an optimal basis never needs an element
+# larger than its range + 1 ≤ C(k+h, h)).
 KNOWN = {
     (2, 1): 2,
     (2, 2): 4,

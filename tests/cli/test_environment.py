@@ -1,6 +1,7 @@
-"""The command line under a hostile environment (issue 28, point 6): output encodable on any stdout (⊥ as
-`_|_` in text and `\\u22a5` in JSON where stdout is not UTF-8), and HEADCOUNT_MAX_MEMORY named as itself
-and checked by every command. Each case runs `python -m headcount.cli` in a child with its own environment."""
+"""The command line under a hostile environment (issue 28, point 6): output encodable on any stdout
+(⊥ as `_|_` in text and `\\u22a5` in JSON where stdout is not UTF-8), and HEADCOUNT_MAX_MEMORY named
+as itself and checked by every command. Each case runs `python -m headcount.cli` in a child with its
+own environment."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ def test_bottom_prints_on_a_stdout_that_cannot_encode_it(encoding):
     text = _headcount("induction", "solve", "--input", "0 1 2 0 1", PYTHONIOENCODING=encoding)
     assert (text.returncode, text.stderr) == (0, b"")
     assert text.stdout.decode(encoding).split() == ["_|_", "_|_", "_|_", "1", "2"]
-    as_json = _headcount("induction", "solve", "--input", "0 1 2", "--json", PYTHONIOENCODING=encoding)
+    as_json = _headcount(
+        "induction", "solve", "--input", "0 1 2", "--json", PYTHONIOENCODING=encoding
+    )
     assert as_json.returncode == 0 and b"\\u22a5" in as_json.stdout
     assert json.loads(as_json.stdout)["outputs"] == ["⊥", "⊥", "⊥"]
 
@@ -39,5 +42,7 @@ def test_a_bad_memory_variable_is_named_as_itself_by_every_command(argv):
     done = _headcount(*argv, HEADCOUNT_MAX_MEMORY="abc")
     lines = done.stderr.decode().strip().splitlines()
     assert (done.returncode, done.stdout) == (2, b"") and len(lines) == 1
-    assert lines[0].startswith("error: HEADCOUNT_MAX_MEMORY 'abc'") and "--max-memory" not in lines[0]
+    assert (
+        lines[0].startswith("error: HEADCOUNT_MAX_MEMORY 'abc'") and "--max-memory" not in lines[0]
+    )
     assert _headcount(*argv, HEADCOUNT_MAX_MEMORY="4G").returncode == 0

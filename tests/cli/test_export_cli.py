@@ -1,7 +1,7 @@
-"""`headcount export transformer-lens` and `headcount import transformer-lens` on the command line: one JSON
-object on success, files that read back bit-identical, exit 2 with one line for what TransformerLens cannot
-hold or a path that cannot be used. Writing and reading the files needs no TransformerLens (the snippet's
-run is in tests/core/test_transformer_lens.py)."""
+"""`headcount export transformer-lens` and `headcount import transformer-lens` on the command line:
+one JSON object on success, files that read back bit-identical, exit 2 with one line for what
+TransformerLens cannot hold or a path that cannot be used. Writing and reading the files needs no
+TransformerLens (the snippet's run is in tests/core/test_transformer_lens.py)."""
 
 from __future__ import annotations
 
@@ -33,12 +33,21 @@ def _arrays(model) -> list[np.ndarray]:
 def test_export_prints_one_json_object_and_writes_three_files(capsys, tmp_path, construction):
     out = tmp_path / "tl"
     code, stdout, err = run(
-        capsys, "export", "transformer-lens", "--model", str(construction), "--out", str(out), "--json"
+        capsys,
+        "export",
+        "transformer-lens",
+        "--model",
+        str(construction),
+        "--out",
+        str(out),
+        "--json",
     )
     assert code == 0, err
     result = json.loads(stdout)
     assert result["out_dir"] == str(out)
-    assert result["files"] == [str(out / n) for n in ("config.json", "model.safetensors", "load.py")]
+    assert result["files"] == [
+        str(out / n) for n in ("config.json", "model.safetensors", "load.py")
+    ]
     assert (result["heads"], result["padded"], result["exact_round_trip"]) == ([2, 1], True, True)
     cfg = result["config"]
     assert (cfg["n_layers"], cfg["n_heads"], cfg["d_head"], cfg["d_model"]) == (2, 2, 5, 19)
@@ -55,17 +64,32 @@ def test_export_prints_one_json_object_and_writes_three_files(capsys, tmp_path, 
 
 def test_export_prints_a_human_line(capsys, tmp_path, construction):
     code, stdout, _ = run(
-        capsys, "export", "transformer-lens", "--model", str(construction), "--out", str(tmp_path / "t")
+        capsys,
+        "export",
+        "transformer-lens",
+        "--model",
+        str(construction),
+        "--out",
+        str(tmp_path / "t"),
     )
     assert code == 0
-    assert stdout.startswith(f"wrote {tmp_path / 't'}: TransformerLens 2 layer(s) × 2 heads of width 5")
+    assert stdout.startswith(
+        f"wrote {tmp_path / 't'}: TransformerLens 2 layer(s) × 2 heads of width 5"
+    )
     assert stdout.strip().endswith(f"python {tmp_path / 't' / 'load.py'}")
 
 
 def test_export_then_import_is_bit_identical(capsys, tmp_path, construction):
     out, back = tmp_path / "tl", tmp_path / "back.safetensors"
-    assert run(capsys, "export", "transformer-lens", "--model", str(construction), "--out", str(out))[0] == 0
-    code, stdout, err = run(capsys, "import", "transformer-lens", str(out), "--out", str(back), "--json")
+    assert (
+        run(capsys, "export", "transformer-lens", "--model", str(construction), "--out", str(out))[
+            0
+        ]
+        == 0
+    )
+    code, stdout, err = run(
+        capsys, "import", "transformer-lens", str(out), "--out", str(back), "--json"
+    )
     assert code == 0, err
     result = json.loads(stdout)
     assert result == {
@@ -81,13 +105,25 @@ def test_export_then_import_is_bit_identical(capsys, tmp_path, construction):
         "extensions": [],
     }
     a, b = load_model(construction), load_model(back)
-    assert a.info == b.info and all(x.tobytes() == y.tobytes() for x, y in zip(_arrays(a), _arrays(b)))
+    assert a.info == b.info and all(
+        x.tobytes() == y.tobytes() for x, y in zip(_arrays(a), _arrays(b))
+    )
 
 
 def test_a_table_model_is_refused_saying_why(capsys, tmp_path):
     table = tmp_path / "t.safetensors"
     code, _, err = run(
-        capsys, "induction", "construct", "--layers", "1", "--n", "5", "--alphabet", "3", "--out", str(table)
+        capsys,
+        "induction",
+        "construct",
+        "--layers",
+        "1",
+        "--n",
+        "5",
+        "--alphabet",
+        "3",
+        "--out",
+        str(table),
     )
     assert code == 0, err
     refused(
@@ -107,12 +143,38 @@ def test_paths_that_cannot_be_used_are_refused(capsys, tmp_path, construction):
     (tmp_path / "file").write_text("x")
     export = ("export", "transformer-lens", "--model")
     refused(
-        capsys, *export, str(tmp_path / "missing"), "--out", str(tmp_path / "o"), needles=("does not exist",)
+        capsys,
+        *export,
+        str(tmp_path / "missing"),
+        "--out",
+        str(tmp_path / "o"),
+        needles=("does not exist",),
     )
-    refused(capsys, *export, str(construction), "--out", str(tmp_path / "file"), needles=("not a folder",))
+    refused(
+        capsys,
+        *export,
+        str(construction),
+        "--out",
+        str(tmp_path / "file"),
+        needles=("not a folder",),
+    )
     refused(capsys, *export, str(construction), needles=("--out",))
     imp = ("import", "transformer-lens")
-    refused(capsys, *imp, str(tmp_path / "file"), "--out", str(tmp_path / "m"), needles=("not a folder",))
+    refused(
+        capsys,
+        *imp,
+        str(tmp_path / "file"),
+        "--out",
+        str(tmp_path / "m"),
+        needles=("not a folder",),
+    )
     (tmp_path / "empty").mkdir()
-    refused(capsys, *imp, str(tmp_path / "empty"), "--out", str(tmp_path / "m"), needles=("config.json",))
+    refused(
+        capsys,
+        *imp,
+        str(tmp_path / "empty"),
+        "--out",
+        str(tmp_path / "m"),
+        needles=("config.json",),
+    )
     refused(capsys, *imp, str(tmp_path), "--out", str(tmp_path), needles=("folder",))

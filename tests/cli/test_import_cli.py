@@ -1,6 +1,6 @@
-"""`headcount import gpt2` on the command line: one JSON object on success; exit 2 with one line naming
-what is wrong for a missing, unexpected or mis-shaped tensor, an unsupported feature, a bad vocabulary map,
-and a pickle that would run code (refused without running it)."""
+"""`headcount import gpt2` on the command line: one JSON object on success; exit 2 with one line
+naming what is wrong for a missing, unexpected or mis-shaped tensor, an unsupported feature, a bad
+vocabulary map, and a pickle that would run code (refused without running it)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,11 @@ from tests.core.gpt2_checkpoints import Payload, config, state_dict, write_folde
 
 @pytest.fixture
 def ckpt(tmp_path):
-    """A valid checkpoint folder (GPT2LMHeadModel layout, 2 layers, d 8, 2 heads, vocab 11, n_ctx 6)."""
-    return write_folder(tmp_path / "ckpt", state_dict(prefix="transformer.", lm_head=True), config())
+    """A valid checkpoint folder (GPT2LMHeadModel layout, 2 layers, d 8, 2 heads, vocab 11, n_ctx
+    6)."""
+    return write_folder(
+        tmp_path / "ckpt", state_dict(prefix="transformer.", lm_head=True), config()
+    )
 
 
 def _bare(tmp_path, state, name="sd.safetensors"):
@@ -110,7 +113,16 @@ def _stray_buffer(state):
         (_gap, ("lacks 12 tensor(s)", "'h.1.ln_1.weight'")),
         (_stray_buffer, ("not part of a GPT-2 model", "'h.5.attn.masked_bias'")),
     ],
-    ids=["missing", "unexpected", "mis-shaped", "cross-attention keys", "NaN", "int", "layer gap", "buffer"],
+    ids=[
+        "missing",
+        "unexpected",
+        "mis-shaped",
+        "cross-attention keys",
+        "NaN",
+        "int",
+        "layer gap",
+        "buffer",
+    ],
 )
 def test_bad_state_dicts_are_refused_naming_the_tensor(capsys, tmp_path, change, needles):
     state = state_dict()
@@ -118,7 +130,9 @@ def test_bad_state_dicts_are_refused_naming_the_tensor(capsys, tmp_path, change,
     cfg = write_json(tmp_path / "c.json", config())
     out = tmp_path / "m.safetensors"
     refused(
-        capsys, *_import(_bare(tmp_path, state), "--config", str(cfg), "--out", str(out)), needles=needles
+        capsys,
+        *_import(_bare(tmp_path, state), "--config", str(cfg), "--out", str(out)),
+        needles=needles,
     )
     assert not out.exists()
 
@@ -126,7 +140,10 @@ def test_bad_state_dicts_are_refused_naming_the_tensor(capsys, tmp_path, change,
 @pytest.mark.parametrize(
     ("fields", "needles"),
     [
-        ({"add_cross_attention": True}, ("add_cross_attention", "cross-attention is not supported")),
+        (
+            {"add_cross_attention": True},
+            ("add_cross_attention", "cross-attention is not supported"),
+        ),
         (
             {"activation_function": "gelu_fast"},
             ("activation_function 'gelu_fast' is not supported", "gelu_new"),
@@ -147,7 +164,9 @@ def test_bad_state_dicts_are_refused_naming_the_tensor(capsys, tmp_path, change,
 )
 def test_unsupported_or_inconsistent_configs_are_refused(capsys, tmp_path, fields, needles):
     cfg = write_json(tmp_path / "c.json", config() | fields)
-    args = _import(_bare(tmp_path, state_dict()), "--config", str(cfg), "--out", str(tmp_path / "m"))
+    args = _import(
+        _bare(tmp_path, state_dict()), "--config", str(cfg), "--out", str(tmp_path / "m")
+    )
     refused(capsys, *args, needles=needles)
 
 
@@ -156,7 +175,9 @@ def test_a_pickle_payload_is_refused_without_running_it(capsys, tmp_path):
     marker = tmp_path / "MARKER"
     cfg = str(write_json(tmp_path / "c.json", config()))
     state = {k: torch.from_numpy(v) for k, v in state_dict().items()}
-    torch.save(state | {"h.0.attn.bias": Payload(str(marker))}, tmp_path / "evil.pt")  # inside a state dict
+    torch.save(
+        state | {"h.0.attn.bias": Payload(str(marker))}, tmp_path / "evil.pt"
+    )  # inside a state dict
     torch.save(Payload(str(marker)), tmp_path / "evil.bin")  # the whole file
     (tmp_path / "raw.bin").write_bytes(pickle.dumps(Payload(str(marker))))  # a bare pickle
     with zipfile.ZipFile(tmp_path / "packed.pt", "w", zipfile.ZIP_DEFLATED) as archive:
@@ -190,16 +211,19 @@ def test_torch_files_that_are_not_plain_state_dicts_are_refused(capsys, tmp_path
 
 def test_a_torch_state_dict_with_prefix_and_old_buffers_imports(capsys, tmp_path):
     torch = pytest.importorskip("torch")
-    state = {k: torch.from_numpy(v) for k, v in state_dict(prefix="transformer.", lm_head=True).items()}
+    state = {
+        k: torch.from_numpy(v) for k, v in state_dict(prefix="transformer.", lm_head=True).items()
+    }
     for l in range(2):
-        state[f"transformer.h.{l}.attn.bias"] = torch.tril(torch.ones(6, 6, dtype=torch.uint8)).view(
-            1, 1, 6, 6
-        )
+        state[f"transformer.h.{l}.attn.bias"] = torch.tril(
+            torch.ones(6, 6, dtype=torch.uint8)
+        ).view(1, 1, 6, 6)
         state[f"transformer.h.{l}.attn.masked_bias"] = torch.tensor(-1e4)
     torch.save(state, tmp_path / "sd.pt")
     cfg = str(write_json(tmp_path / "c.json", config()))
     code, out, err = run(
-        capsys, *_import(str(tmp_path / "sd.pt"), "--config", cfg, "--out", str(tmp_path / "m"), "--json")
+        capsys,
+        *_import(str(tmp_path / "sd.pt"), "--config", cfg, "--out", str(tmp_path / "m"), "--json"),
     )
     assert code == 0, err
     result = json.loads(out)
@@ -223,14 +247,24 @@ def test_a_torch_state_dict_with_prefix_and_old_buffers_imports(capsys, tmp_path
 )
 def test_bad_vocabulary_maps_are_refused(capsys, tmp_path, ckpt, content, needles):
     (tmp_path / "map.json").write_text(content, encoding="utf-8")
-    args = _import(str(ckpt), "--vocab-map", str(tmp_path / "map.json"), "--out", str(tmp_path / "m"))
+    args = _import(
+        str(ckpt), "--vocab-map", str(tmp_path / "map.json"), "--out", str(tmp_path / "m")
+    )
     refused(capsys, *args, needles=needles)
 
 
 def test_hidden_readout_scores_only_d_model_ids(capsys, tmp_path, ckpt):
     write_json(tmp_path / "map.json", {"symbols": [1, 9], "none": 0})
-    args = _import(str(ckpt), "--vocab-map", str(tmp_path / "map.json"), "--out", str(tmp_path / "m"))
-    refused(capsys, *args, "--readout", "hidden", needles=("output id 9 is not scored by readout 'hidden'",))
+    args = _import(
+        str(ckpt), "--vocab-map", str(tmp_path / "map.json"), "--out", str(tmp_path / "m")
+    )
+    refused(
+        capsys,
+        *args,
+        "--readout",
+        "hidden",
+        needles=("output id 9 is not scored by readout 'hidden'",),
+    )
     code, _, err = run(capsys, *args, "--readout", "tied")
     assert code == 0, err
 
@@ -239,21 +273,39 @@ def test_paths_configs_and_options_are_checked(capsys, tmp_path, ckpt):
     out = str(tmp_path / "m")
     bare = _bare(tmp_path, state_dict())
     refused(capsys, *_import(bare, "--out", out), needles=("pass --config config.json", "n_head"))
-    refused(capsys, *_import(str(tmp_path / "x.onnx"), "--out", out), needles=("ending in .safetensors",))
+    refused(
+        capsys,
+        *_import(str(tmp_path / "x.onnx"), "--out", out),
+        needles=("ending in .safetensors",),
+    )
     refused(capsys, *_import(str(tmp_path / "none.pt"), "--out", out), needles=("does not exist",))
     refused(capsys, *_import(str(tmp_path), "--out", out), needles=("neither model.safetensors",))
     (tmp_path / "shards").mkdir()
     (tmp_path / "shards" / "model.safetensors.index.json").write_text("{}")
-    refused(capsys, *_import(str(tmp_path / "shards"), "--out", out), needles=("sharded checkpoint",))
     refused(
-        capsys, *_import(str(ckpt), "--prefix", "", "--out", out), needles=("--prefix '' does not match",)
+        capsys, *_import(str(tmp_path / "shards"), "--out", out), needles=("sharded checkpoint",)
     )
-    refused(capsys, *_import(str(ckpt), "--readout", "logits", "--out", out), needles=("--readout 'logits'",))
-    refused(capsys, *_import(str(ckpt), "--config", str(tmp_path), "--out", out), needles=("is a folder",))
+    refused(
+        capsys,
+        *_import(str(ckpt), "--prefix", "", "--out", out),
+        needles=("--prefix '' does not match",),
+    )
+    refused(
+        capsys,
+        *_import(str(ckpt), "--readout", "logits", "--out", out),
+        needles=("--readout 'logits'",),
+    )
+    refused(
+        capsys,
+        *_import(str(ckpt), "--config", str(tmp_path), "--out", out),
+        needles=("is a folder",),
+    )
     refused(capsys, *_import(str(ckpt), "--out", str(tmp_path)), needles=("--out",))
     plain = write_folder(tmp_path / "plain", state_dict(), config())
     refused(
-        capsys, *_import(str(plain), "--readout", "lm-head", "--out", out), needles=("no lm_head.weight",)
+        capsys,
+        *_import(str(plain), "--readout", "lm-head", "--out", out),
+        needles=("no lm_head.weight",),
     )
     twice = state_dict() | {f"student.{k}": v for k, v in state_dict().items()}
     refused(

@@ -1,5 +1,6 @@
-"""GPT-2 checkpoints for the importer's tests, without transformers: random state dicts in transformers'
-GPT-2 layout (Conv1D weights [in out]), config.json files, and pickles that must never be run."""
+"""GPT-2 checkpoints for the importer's tests, without transformers: random state dicts in
+transformers' GPT-2 layout (Conv1D weights [in out]), config.json files, and pickles that must never
+be run."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def state_dict(
     prefix: str = "",
     lm_head: bool = False,
 ) -> dict[str, np.ndarray]:
-    """A random float32 GPT-2 state dict (every weight, bias and LayerNorm parameter non-trivial)."""
+    """A random float32 GPT-2 state dict (every weight, bias and LayerNorm parameter
+    non-trivial)."""
     rng = np.random.default_rng(seed)
     d_mlp = 4 * d if d_mlp is None else d_mlp
     normal = lambda *shape: (0.5 * rng.standard_normal(shape)).astype(np.float32)  # noqa: E731
@@ -43,7 +45,8 @@ def state_dict(
 
 
 def config(n_head: int = 2, **fields) -> dict:
-    """A config.json as transformers writes it for GPT-2 (only the fields the importer reads, and a few)."""
+    """A config.json as transformers writes it for GPT-2 (only the fields the importer reads, and a
+    few)."""
     return {"model_type": "gpt2", "n_head": n_head, "activation_function": "gelu_new"} | fields
 
 
@@ -71,12 +74,14 @@ class Payload:
         return (open, (self.marker, "w"))
 
 
-# --- pickles whose dict key torch.load would hash to death (the scan in interop.pickle_scan refuses them) ----
+# --- pickles whose dict key torch.load would hash to death (the scan in interop.pickle_scan refuses
+# them) ----
 
 
 def torch_zip(path: Path, pickle_bytes: bytes) -> Path:
-    """`pickle_bytes` as torch.save's zip archive holds its pickle: stored entries under archive/, beside the
-    small records torch.save writes (format version, alignment, byte order, version), and no tensor data."""
+    """`pickle_bytes` as torch.save's zip archive holds its pickle: stored entries under archive/,
+    beside the small records torch.save writes (format version, alignment, byte order, version), and
+    no tensor data."""
     import zipfile
 
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
@@ -90,20 +95,21 @@ def torch_zip(path: Path, pickle_bytes: bytes) -> Path:
 
 
 def deep_key_pickle(depth: int = 150_000) -> bytes:
-    """{((…(None,)…),): None} with the key `depth` tuples deep (TUPLE1 repeated): hashing it recurses in C
-    once per level, past the C stack (a segfault in torch.load before the scan)."""
+    """{((…(None,)…),): None} with the key `depth` tuples deep (TUPLE1 repeated): hashing it
+    recurses in C once per level, past the C stack (a segfault in torch.load before the scan)."""
     return b"\x80\x02}N" + b"\x85" * depth + b"Ns."
 
 
 def shared_key_pickle(doublings: int = 40) -> bytes:
-    """{t: None} with t = (x, x) built `doublings` times over the memo (x on the stack, BINGET 0 for its
-    second copy, TUPLE2, BINPUT 0): 2**doublings leaves in a few hundred bytes; hashing it visits every one
-    (a hang in torch.load before the scan)."""
+    """{t: None} with t = (x, x) built `doublings` times over the memo (x on the stack, BINGET 0 for
+    its second copy, TUPLE2, BINPUT 0): 2**doublings leaves in a few hundred bytes; hashing it
+    visits every one (a hang in torch.load before the scan)."""
     return b"\x80\x02}Nq\x00" + b"h\x00\x86q\x00" * doublings + b"Ns."
 
 
 def write_key_bombs(folder: Path) -> dict[str, Path]:
-    """The two recipes as torch.save-style .bin files in `folder`: {"deep-key": …, "shared-key": …}."""
+    """The two recipes as torch.save-style .bin files in `folder`: {"deep-key": …, "shared-key":
+    …}."""
     folder.mkdir(parents=True, exist_ok=True)
     return {
         "deep-key": torch_zip(folder / "deep-key.bin", deep_key_pickle()),

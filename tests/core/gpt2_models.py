@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
+from headcount.core.model.transformer import (
+    MLP,
+    AttentionHead,
+    Layer,
+    LayerNorm,
+    LinearDecoder,
+    Transformer,
+)
 from headcount.core.model.vocab import VocabDecoder, VocabMap
 
 
@@ -13,7 +20,15 @@ def _ln(rng, d):
 
 
 def gpt2_like(
-    seed=0, d=8, vocab=12, n_ctx=6, layers=2, heads=2, activation="gelu_tanh", readout="tied", vmap=None
+    seed=0,
+    d=8,
+    vocab=12,
+    n_ctx=6,
+    layers=2,
+    heads=2,
+    activation="gelu_tanh",
+    readout="tied",
+    vmap=None,
 ):
     """A random model with every GPT-2 part (heads of width d // heads, MLP 4d); readout "tied",
     "lm-head", "hidden" (a vocab decoder) or "linear" (a LinearDecoder over the vocab and ⊥)."""
@@ -22,7 +37,9 @@ def gpt2_like(
     out = []
     for _ in range(layers):
         hs = tuple(
-            AttentionHead(*(rng.standard_normal(s) for s in ((d, e), (d, e), (d, e), (e, d), e, e, e)))
+            AttentionHead(
+                *(rng.standard_normal(s) for s in ((d, e), (d, e), (d, e), (e, d), e, e, e))
+            )
             for _ in range(heads)
         )
         mlp = MLP(
@@ -37,6 +54,10 @@ def gpt2_like(
     if readout == "linear":  # the task's own decoder: the vocab's tokens and ⊥
         decoder = LinearDecoder(rng.standard_normal((d, vocab + 1)), rng.standard_normal(vocab + 1))
     else:
-        W_U = {"tied": W_E.T.copy(), "lm-head": rng.standard_normal((d, vocab)), "hidden": None}[readout]
+        W_U = {"tied": W_E.T.copy(), "lm-head": rng.standard_normal((d, vocab)), "hidden": None}[
+            readout
+        ]
         decoder = VocabDecoder(W_U, None, readout, VocabMap.from_json(vmap))
-    return Transformer(W_E, rng.standard_normal((n_ctx, d)), tuple(out), decoder, ln_final=_ln(rng, d))
+    return Transformer(
+        W_E, rng.standard_normal((n_ctx, d)), tuple(out), decoder, ln_final=_ln(rng, d)
+    )

@@ -1,11 +1,12 @@
-"""The LayerNorm and GELU enclosures (headcount.core.passes.activations) must CONTAIN the exact real value.
+"""The LayerNorm and GELU enclosures (headcount.core.passes.activations) must CONTAIN the exact real
+value.
 
-The reference is python-flint Arb: sample points inside each box are exact reals (built from the box's
-floats at 2400 bits, where every such sum and product is exact), their LayerNorm / GELU an Arb ball, and the
-whole ball must lie inside the computed interval. The GELU constants (where f turns, its minimum, the
-cut-offs) are proven here with Arb too. The end of the file runs whole random GPT-2-style models: the
-bounds of core.passes.bounds.residual_bounds must contain the Arb reference residual, and must be tight enough to
-certify most positions of a well-conditioned model.
+The reference is python-flint Arb: sample points inside each box are exact reals (built from the
+box's floats at 2400 bits, where every such sum and product is exact), their LayerNorm / GELU an Arb
+ball, and the whole ball must lie inside the computed interval. The GELU constants (where f turns,
+its minimum, the cut-offs) are proven here with Arb too. The end of the file runs whole random
+GPT-2-style models: the bounds of core.passes.bounds.residual_bounds must contain the Arb reference
+residual, and must be tight enough to certify most positions of a well-conditioned model.
 """
 
 from __future__ import annotations
@@ -19,7 +20,14 @@ from flint import arb, ctx, fmpq
 
 from headcount.common.errors import InternalError
 from headcount.core.certify.evaluate import certified_predict
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
+from headcount.core.model.transformer import (
+    MLP,
+    AttentionHead,
+    Layer,
+    LayerNorm,
+    LinearDecoder,
+    Transformer,
+)
 from headcount.core.numbers.interval import scale_bounds
 from headcount.core.numbers.precision import EXACT, FLOAT64, fixed
 from headcount.core.passes import activations as ab
@@ -67,20 +75,22 @@ def inside(value: arb, lo: float, hi: float) -> bool:
 
 
 def f_inside(x: arb, kind: str, lo: float, hi: float) -> bool:
-    """f(x) ∈ [lo, hi]. For large |x|, f(x) is a ball too wide to compare with x or 0: there the upper end
-    uses f(x) ≤ x (x ≥ 0: Φ, σ ≤ 1) or f(x) ≤ 0 (x ≤ 0), and the lower end the gap g = x − f(x) =
-    x(1 − Φ(x)) resp. x/(1 + e^{2a}), which Arb gets to full relative accuracy."""
+    """f(x) ∈ [lo, hi]. For large |x|, f(x) is a ball too wide to compare with x or 0: there the
+    upper end uses f(x) ≤ x (x ≥ 0: Φ, σ ≤ 1) or f(x) ≤ 0 (x ≤ 0), and the lower end the gap g = x −
+    f(x) = x(1 − Φ(x)) resp. x/(1 + e^{2a}), which Arb gets to full relative accuracy."""
     value = f_exact(x, kind)
     upper = bool(value <= A(hi)) or bool(x >= 0 and x <= A(hi)) or bool(x <= 0 and hi >= 0)
     if kind == "gelu":
         gap = x * (x / arb(2).sqrt()).erfc() / 2
     else:
-        gap = x / (1 + (2 * (2 / arb.pi()).sqrt() * (x + arb(fmpq(44715, 10**6)) * x * x * x)).exp())
+        gap = x / (
+            1 + (2 * (2 / arb.pi()).sqrt() * (x + arb(fmpq(44715, 10**6)) * x * x * x)).exp()
+        )
     lower = bool(A(lo) <= value) or bool(x >= 0 and gap <= x - A(lo))
     return upper and lower
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # GELU: the constants
 
 
@@ -88,7 +98,8 @@ def f_inside(x: arb, kind: str, lo: float, hi: float) -> bool:
 def test_gelu_turning_point_is_bracketed(kind):
     shape = GELU_SHAPES[kind]
     assert f_prime(A(shape.star_lo), kind) < 0 < f_prime(A(shape.star_hi), kind)
-    # the derivative's sign elsewhere (the docstring proves f' changes sign once; this is a sanity check)
+    # the derivative's sign elsewhere (the docstring proves f' changes sign once; this is a sanity
+    # check)
     for x in np.concatenate([-np.geomspace(0.7525, 60, 200), np.linspace(-0.75, 12, 200)]):
         below = x < shape.star_lo
         assert (f_prime(A(x), kind) < 0) if below else (f_prime(A(x), kind) > 0), x
@@ -97,7 +108,8 @@ def test_gelu_turning_point_is_bracketed(kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_gelu_minimum_bound_holds_and_is_tight(kind):
     shape = GELU_SHAPES[kind]
-    # mean-value form on the bracket: f(x) ∈ f(c) + f'([lo, hi])·[−w, w]; min f = f(x*), x* in the bracket
+    # mean-value form on the bracket: f(x) ∈ f(c) + f'([lo, hi])·[−w, w]; min f = f(x*), x* in the
+    # bracket
     c = (A(shape.star_lo) + A(shape.star_hi)) / 2
     w = (A(shape.star_hi) - A(shape.star_lo)) / 2
     bracket = arb(c.mid(), w.mid())
@@ -110,21 +122,57 @@ def test_gelu_minimum_bound_holds_and_is_tight(kind):
 def test_gelu_cutoffs(kind):
     shape = GELU_SHAPES[kind]
     assert shape.x_neg < shape.star_lo
-    assert A(shape.f_neg) <= f_exact(A(shape.x_neg), kind) < 0  # f decreasing and negative below x_neg
-    assert A(X_POS) - f_exact(A(X_POS), kind) <= A(X_POS) * A(2.0**-53)  # and x − f(x) decreases after
+    assert (
+        A(shape.f_neg) <= f_exact(A(shape.x_neg), kind) < 0
+    )  # f decreasing and negative below x_neg
+    assert A(X_POS) - f_exact(A(X_POS), kind) <= A(X_POS) * A(
+        2.0**-53
+    )  # and x − f(x) decreases after
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # GELU: enclosures
 
 
 def _interesting_points(rng: np.random.Generator) -> np.ndarray:
     s_e, s_t = GELU_SHAPES["gelu"], GELU_SHAPES["gelu_tanh"]
-    edges = [0.0, -0.0, 2.0**-1074, 2.0**-1022, 1e-300, 1e-8, 0.5, 1.0, 3.0, 9.99, 10.0, 10.5, 40.0, 1e10]
-    edges += [1e300, 0.7, 0.74, 0.75, 0.7518, 0.7525, 0.76, 5.0, 18.99, 19.0, 19.01, 36.99, 37.0, 37.01]
+    edges = [
+        0.0,
+        -0.0,
+        2.0**-1074,
+        2.0**-1022,
+        1e-300,
+        1e-8,
+        0.5,
+        1.0,
+        3.0,
+        9.99,
+        10.0,
+        10.5,
+        40.0,
+        1e10,
+    ]
+    edges += [
+        1e300,
+        0.7,
+        0.74,
+        0.75,
+        0.7518,
+        0.7525,
+        0.76,
+        5.0,
+        18.99,
+        19.0,
+        19.01,
+        36.99,
+        37.0,
+        37.01,
+    ]
     edges += [-s_e.star_lo, -s_e.star_hi, -s_t.star_lo, -s_t.star_hi, 1.7976931348623157e308]
     points = np.array(edges + [-e for e in edges])
-    return np.concatenate([points, rng.normal(size=60), rng.normal(size=60) * 8, -rng.random(20) * 40])
+    return np.concatenate(
+        [points, rng.normal(size=60), rng.normal(size=60) * 8, -rng.random(20) * 40]
+    )
 
 
 def _intervals(rng: np.random.Generator) -> list[tuple[float, float]]:
@@ -190,7 +238,9 @@ def test_gelu_interval_is_tight_on_points(kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_gelu_minimum_handling(kind):
     shape = GELU_SHAPES[kind]
-    lo, hi = gelu_interval(np.array([-1.0, -0.76, -0.7, -3.0]), np.array([-0.5, -0.74, -0.6, -0.76]), kind)
+    lo, hi = gelu_interval(
+        np.array([-1.0, -0.76, -0.7, -3.0]), np.array([-0.5, -0.74, -0.6, -0.76]), kind
+    )
     assert lo[0] == lo[1] == shape.min_lb  # the bracket of x* inside: the global minimum's bound
     assert lo[2] > shape.min_lb + 1e-4 and abs(lo[2] - float(f_exact(A(-0.7), kind).mid())) < 1e-15
     assert abs(lo[3] - float(f_exact(A(-0.76), kind).mid())) < 1e-15  # decreasing part: f(hi)
@@ -202,7 +252,9 @@ def test_gelu_minimum_handling(kind):
 def test_gelu_non_finite_is_never_a_proof(kind):
     lo, hi = gelu_interval(np.array([np.nan, 0.0, -np.inf]), np.array([1.0, np.inf, np.nan]), kind)
     assert np.all(hi == np.inf)
-    mid, rad = activation_bounds(np.array([np.nan, 0.0, 1e308]), np.array([1.0, np.inf, 1e308]), kind)
+    mid, rad = activation_bounds(
+        np.array([np.nan, 0.0, 1e308]), np.array([1.0, np.inf, 1e308]), kind
+    )
     assert np.all(rad == np.inf)
 
 
@@ -221,7 +273,7 @@ def test_platform_check_refuses_an_inaccurate_erfc(monkeypatch):
         gelu_interval(np.zeros(1), np.ones(1), "gelu")
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # LayerNorm
 
 
@@ -256,10 +308,15 @@ def _random_box(rng: np.random.Generator, d: int) -> tuple[np.ndarray, np.ndarra
     return mid, rad
 
 
-def _box_points(mid: np.ndarray, rad: np.ndarray, rng: np.random.Generator, count: int = 6) -> list[list]:
-    """Exact real points of the box: the midpoint, corners and random points (at 2400 bits all exact)."""
+def _box_points(
+    mid: np.ndarray, rad: np.ndarray, rng: np.random.Generator, count: int = 6
+) -> list[list]:
+    """Exact real points of the box: the midpoint, corners and random points (at 2400 bits all
+    exact)."""
     d = len(mid)
-    ts = [np.zeros(d), np.ones(d), -np.ones(d)] + [rng.choice([-1.0, 1.0], size=d) for _ in range(2)]
+    ts = [np.zeros(d), np.ones(d), -np.ones(d)] + [
+        rng.choice([-1.0, 1.0], size=d) for _ in range(2)
+    ]
     ts += [rng.uniform(-1, 1, size=d) for _ in range(count)]
     points = []
     for t in ts:
@@ -281,19 +338,27 @@ def test_layer_norm_interval_contains_exact_values(d):
         for point in _box_points(mid, rad, rng):
             exact = ln_exact(point, ln)
             for i, value in enumerate(exact):
-                assert inside(value, lo[i], hi[i]), f"d={d} coord {i}: {value} ∉ [{lo[i]!r}, {hi[i]!r}]"
+                assert inside(value, lo[i], hi[i]), (
+                    f"d={d} coord {i}: {value} ∉ [{lo[i]!r}, {hi[i]!r}]"
+                )
                 checked += 1
     assert checked >= 60 * 5 * d
 
 
 @pytest.mark.parametrize("d", [1, 2, 4, 9])
 def test_layer_norm_of_an_unbounded_box_is_clamped(d):
-    """Infinite radius or NaN midpoint: still bounded by b ± |w|·√(d−1), which holds for every real x."""
+    """Infinite radius or NaN midpoint: still bounded by b ± |w|·√(d−1), which holds for every real
+    x."""
     rng = np.random.default_rng(d)
     ln = LayerNorm(rng.normal(size=d), rng.normal(size=d), 1e-5)
     mids = np.array([np.zeros(d), np.full(d, np.nan), rng.normal(size=d), np.full(d, 1e308)])
     rads = np.array(
-        [np.full(d, np.inf), np.ones(d), np.where(np.arange(d) == 0, np.inf, 0.0), np.full(d, 1e308)]
+        [
+            np.full(d, np.inf),
+            np.ones(d),
+            np.where(np.arange(d) == 0, np.inf, 0.0),
+            np.full(d, 1e308),
+        ]
     )
     lo, hi = layer_norm_interval(mids, rads, ln)
     assert np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))
@@ -303,7 +368,9 @@ def test_layer_norm_of_an_unbounded_box_is_clamped(d):
     for x in ([1e300] + [0.0] * (d - 1), [(-1.0) ** i * 1e200 * (i + 1) for i in range(d)]):
         exact = ln_exact([A(v) for v in x], ln)
         for row in range(len(mids)):
-            if row == 2 and d > 1:  # a box unbounded in one coordinate holds every x with the others fixed
+            if (
+                row == 2 and d > 1
+            ):  # a box unbounded in one coordinate holds every x with the others fixed
                 continue
             assert all(inside(v, a, b) for v, a, b in zip(exact, lo[row], hi[row]))
     if d == 1:  # x − mean(x) = 0: LN(x) = b exactly, whatever the box
@@ -322,7 +389,7 @@ def test_layer_norm_interval_is_tight_on_points():
         assert np.all(hi - lo <= 1e-13 * scale), (d, (hi - lo).max())
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The attention scale (core.passes.bounds.scale_bounds): scale·x for x in a box
 
 
@@ -341,12 +408,13 @@ def test_scale_bounds_contain_every_scaled_point():
     assert np.all(rad == np.inf)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Whole models
 
 
 def random_gpt2_model(seed: int) -> Transformer:
-    """A well-conditioned GPT-2-style model: LayerNorms everywhere, biases, scale 1/√d_head, GELU MLPs."""
+    """A well-conditioned GPT-2-style model: LayerNorms everywhere, biases, scale 1/√d_head, GELU
+    MLPs."""
     rng = np.random.default_rng(seed)
     d, n_ctx, alphabet = int(rng.integers(3, 7)), int(rng.integers(2, 6)), int(rng.integers(2, 5))
 
@@ -372,10 +440,14 @@ def random_gpt2_model(seed: int) -> Transformer:
             for _ in range(int(rng.integers(1, 4)))
         )
         d_mlp = int(rng.integers(1, 8))
-        mlp = MLP(mat(d, d_mlp), mat(d_mlp), mat(d_mlp, d), mat(d), str(rng.choice(["gelu", "gelu_tanh"])))
+        mlp = MLP(
+            mat(d, d_mlp), mat(d_mlp), mat(d_mlp, d), mat(d), str(rng.choice(["gelu", "gelu_tanh"]))
+        )
         layers.append(Layer(heads, mlp, ln(), ln(), mat(d), 1 / math.sqrt(d_head)))
     decoder = LinearDecoder(mat(d, alphabet + 1, scale=3), mat(alphabet + 1))
-    return Transformer(mat(alphabet, d), mat(n_ctx, d), tuple(layers), decoder, "causal", ln_final=ln())
+    return Transformer(
+        mat(alphabet, d), mat(n_ctx, d), tuple(layers), decoder, "causal", ln_final=ln()
+    )
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -409,7 +481,8 @@ def test_float_forward_pass_lies_in_the_exact_boxes():
         mid, rad = residual_bounds(model, tokens, EXACT)
         x = residual_stream(model, tokens, FLOAT64)
         assert np.all(np.abs(x - mid) <= rad), (seed, np.max(np.abs(x - mid) - rad))
-        # one layer: a few hundred ulps; two: the second layer's scores and LayerNorm amplify the first's
+        # one layer: a few hundred ulps; two: the second layer's scores and LayerNorm amplify the
+        # first's
         limit = 1e-9 if len(model.layers) == 1 else 1e-6
         assert np.all(rad <= limit * (1 + np.abs(x))), (seed, rad.max())
 

@@ -1,6 +1,7 @@
-"""The blocked attention passes against the dense reference (core.attention.settings): the float pass's difference
-(last bits of the sums only), the rigorous pass's soundness (exact softmax of points in the boxes, in Arb
-balls) and tightness, its dense fallbacks on hostile boxes, and its work counts."""
+"""The blocked attention passes against the dense reference (core.attention.settings): the float
+pass's difference (last bits of the sums only), the rigorous pass's soundness (exact softmax of
+points in the boxes, in Arb balls) and tightness, its dense fallbacks on hostile boxes, and its work
+counts."""
 
 from __future__ import annotations
 
@@ -47,32 +48,42 @@ def test_float_pass_differs_from_dense_only_in_the_last_bits(mask, scale):
 
 
 def test_float_pass_leaves_out_only_keys_of_negligible_weight():
-    # every key's exponential is a normal float; all but two weigh < 2^-72/keys of the top key's weight
+    # every key's exponential is a normal float; all but two weigh < 2^-72/keys of the top key's
+    # weight
     keys, d_value = 3 * ATTENTION_BLOCK, 3
     rng = np.random.default_rng(9)
-    scores = np.full((1, 4, keys), -60.0) - rng.random((1, 4, keys))  # e^-60 ≈ 2^-86.6: normal, negligible
+    scores = np.full((1, 4, keys), -60.0) - rng.random(
+        (1, 4, keys)
+    )  # e^-60 ≈ 2^-86.6: normal, negligible
     scores[..., 5], scores[..., 17] = 0.0, -40.0  # e^-40 ≈ 2^-57.7: kept
     v = rng.standard_normal((1, keys, d_value)) * 1e3
     v_max = np.abs(v).max(axis=-2)
     reset_float_work()
     sparse = _sparse_softmax_values(scores.copy(), v, v_max)
     assert sparse is not None  # the dense pass would have exponentiated every key
-    assert float_work() == {"rows": 4, "rows_redone": 0}  # nothing added back: |v| is alike everywhere
+    assert float_work() == {
+        "rows": 4,
+        "rows_redone": 0,
+    }  # nothing added back: |v| is alike everywhere
     dense = softmax_values(scores.copy(), v, FLOAT64)
     assert np.max(np.abs(sparse - dense)) <= 2 * np.finfo(float).eps * np.abs(v).max()
     # a key of weight 2^-40 is kept: leaving it out would move the output by ~10^-12·|v|
     near = scores.copy()
     near[..., 17] = -40.0 * np.log(2)
     dropped = softmax_values(np.where(np.arange(keys) == 17, -np.inf, near), v, FLOAT64)
-    assert np.max(np.abs(_sparse_softmax_values(near.copy(), v, v_max) - dropped)) > 1e-13 * np.abs(v).max()
+    assert (
+        np.max(np.abs(_sparse_softmax_values(near.copy(), v, v_max) - dropped))
+        > 1e-13 * np.abs(v).max()
+    )
 
 
 @pytest.mark.parametrize("hostile", ["huge", "zero", "cancel"])
 def test_float_pass_adds_left_out_keys_back_where_they_matter(hostile):
-    """Keys of negligible weight are left out only where they are negligible against the output they change
-    (issue 27, finding 2): a value 1e300 at weight e^-60, a coordinate the kept keys leave at 0 — there the
-    row is the dense pass's sum, in another order. Kept terms that cancel leave a result within the float
-    sum's own error scale (a few ulp of Σ α|v|) of the dense one with the keys left out."""
+    """Keys of negligible weight are left out only where they are negligible against the output they
+    change (issue 27, finding 2): a value 1e300 at weight e^-60, a coordinate the kept keys leave at
+    0 — there the row is the dense pass's sum, in another order. Kept terms that cancel leave a
+    result within the float sum's own error scale (a few ulp of Σ α|v|) of the dense one with the
+    keys left out."""
     keys = 3 * ATTENTION_BLOCK
     rng = np.random.default_rng(10)
     scores = np.full((1, 2, keys), -60.0) - rng.random((1, 2, keys))
@@ -98,24 +109,33 @@ def test_float_pass_adds_left_out_keys_back_where_they_matter(hostile):
 
 def test_float_pass_is_the_dense_one_below_a_block():
     q, k, v = random_qkv(2, ATTENTION_BLOCK, 5.0)
-    assert np.array_equal(attend(q, k, v, "causal", FLOAT64), dense_attend(q, k, v, "causal", FLOAT64))
+    assert np.array_equal(
+        attend(q, k, v, "causal", FLOAT64), dense_attend(q, k, v, "causal", FLOAT64)
+    )
     with use_algorithm("reference"):
         q, k, v = random_qkv(3, 3 * ATTENTION_BLOCK, 5.0)
-        assert np.array_equal(attend(q, k, v, "causal", FLOAT64), dense_attend(q, k, v, "causal", FLOAT64))
+        assert np.array_equal(
+            attend(q, k, v, "causal", FLOAT64), dense_attend(q, k, v, "causal", FLOAT64)
+        )
 
 
 def exact_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, keys: int) -> list[flint.arb]:
-    """softmax(q kᵀ) v of one query over keys 0..keys−1, in 256-bit Arb balls (q, k, v float64 points)."""
+    """softmax(q kᵀ) v of one query over keys 0..keys−1, in 256-bit Arb balls (q, k, v float64
+    points)."""
     old = flint.ctx.prec
     flint.ctx.prec = 256
     try:
         scores = [
-            sum(flint.arb(a) * flint.arb(b) for a, b in zip(q.tolist(), k[j].tolist())) for j in range(keys)
+            sum(flint.arb(a) * flint.arb(b) for a, b in zip(q.tolist(), k[j].tolist()))
+            for j in range(keys)
         ]
         top = max(float(s.mid()) for s in scores)
         weights = [(s - top).exp() for s in scores]
         total = sum(weights)
-        return [sum(w * flint.arb(v[j, c]) for j, w in enumerate(weights)) / total for c in range(v.shape[1])]
+        return [
+            sum(w * flint.arb(v[j, c]) for j, w in enumerate(weights)) / total
+            for c in range(v.shape[1])
+        ]
     finally:
         flint.ctx.prec = old
 
@@ -136,18 +156,22 @@ def test_rigorous_pass_contains_the_exact_softmax_of_points_in_the_boxes(mask, s
 
 
 def assert_holds_exact_softmax(qkv, radius, box, mask: str, rng: np.random.Generator) -> None:
-    """The box [1 n d_value] holds the exact softmax (Arb) of points of the q, k, v boxes (centres qkv,
-    radii `radius`): the centres, then two random corners; queries 0, 1, the first block's last, the next
-    block's first and the last."""
+    """The box [1 n d_value] holds the exact softmax (Arb) of points of the q, k, v boxes (centres
+    qkv, radii `radius`): the centres, then two random corners; queries 0, 1, the first block's
+    last, the next block's first and the last."""
     (z_mid, z_rad), n = box, qkv[0].shape[1]
     for trial in range(3):
         pick = [
-            a if trial == 0 else a + r * rng.choice([-1.0, 1.0], size=a.shape) for a, r in zip(qkv, radius)
+            a if trial == 0 else a + r * rng.choice([-1.0, 1.0], size=a.shape)
+            for a, r in zip(qkv, radius)
         ]
         for i in (0, 1, ATTENTION_BLOCK - 1, ATTENTION_BLOCK, n - 1):
             keys = i + 1 if mask == "causal" else n
             exact = exact_attention(pick[0][0, i], pick[1][0], pick[2][0], keys)
-            assert all(inside(e, z_mid[0, i, c], z_rad[0, i, c]) for c, e in enumerate(exact)), (trial, i)
+            assert all(inside(e, z_mid[0, i, c], z_rad[0, i, c]) for c, e in enumerate(exact)), (
+                trial,
+                i,
+            )
 
 
 @pytest.mark.parametrize("scale", [0.5, 30.0, 3e3])
@@ -179,7 +203,9 @@ def test_rigorous_pass_falls_back_to_the_dense_bound_on_hostile_boxes():
             )
         assert not np.isnan(rad).any()
         assert np.array_equal(np.isinf(rad), np.isinf(dense[1]))
-    unbounded = np.where(np.arange(n)[None, :, None] == 5, np.inf, zeros[1])  # one key's box is unbounded
+    unbounded = np.where(
+        np.arange(n)[None, :, None] == 5, np.inf, zeros[1]
+    )  # one key's box is unbounded
     mid, rad = attention_bounds((q, zeros[0]), (k, unbounded), (v, zeros[2]), "causal")
     assert np.isinf(rad[0, 5:]).all() and np.isfinite(rad[0, :5]).all()
 
@@ -193,13 +219,16 @@ def test_far_keys_are_counted_without_exponentials():
     work = attention_work()
     assert proven.all() and np.array_equal(out, task.induction_targets(tokens))
     assert work["score_entries"] == 3 * n * (n + 1) // 2  # three heads, the causal half
-    assert work["exponentiated"] < 0.1 * work["score_entries"]  # sharp heads: almost every key is far
+    assert (
+        work["exponentiated"] < 0.1 * work["score_entries"]
+    )  # sharp heads: almost every key is far
     assert work["dense_blocks"] == 0
 
 
 def test_a_head_output_on_a_rounding_tie_is_settled_exactly():
-    """Uniform attention over the values 0 and 2^-p: the real head output is the tie 2^-(p+1). The float
-    bounds straddle it (their radius is never 0 after a softmax); the exact rounding is half to even (0)."""
+    """Uniform attention over the values 0 and 2^-p: the real head output is the tie 2^-(p+1). The
+    float bounds straddle it (their radius is never 0 after a softmax); the exact rounding is half
+    to even (0)."""
     from headcount.core.numbers.interval import affine_bounds, quantize_bounds
     from headcount.core.passes.bounds import settle_ties
 
@@ -210,7 +239,9 @@ def test_a_head_output_on_a_rounding_tie_is_settled_exactly():
     assert out[1][0, 1, 0] > 0  # open: both 0 and 2^-p are in the box
     mid, rad = settle_ties(out, q, k, v, W_O, bits, "causal")
     assert mid[0, 1, 0] == 0.0 and rad[0, 1, 0] == 0.0
-    assert mid[0, 0, 0] == out[0][0, 0, 0] and rad[0, 0, 0] == out[1][0, 0, 0]  # position 1 untouched
+    assert (
+        mid[0, 0, 0] == out[0][0, 0, 0] and rad[0, 0, 0] == out[1][0, 0, 0]
+    )  # position 1 untouched
     # a key whose box is not a point: nothing is settled (the head output is not a known sum)
     k_box = (zero, np.full((1, 2, 1), 2.0**-30))
     out = quantize_bounds(*affine_bounds(*attention_bounds(q, k_box, v, "causal"), W_O), bits)
@@ -230,8 +261,9 @@ def _ieee_visible_sum(weights, v, hidden):
 
 
 def test_hidden_keys_are_absent_even_with_infinite_values():
-    """A key the mask hides never reaches the sum (issue 27: its weight 0 times an infinite value made every
-    earlier query NaN); a visible key keeps IEEE's answers (0 · inf = NaN, inf − inf = NaN)."""
+    """A key the mask hides never reaches the sum (issue 27: its weight 0 times an infinite value
+    made every earlier query NaN); a visible key keeps IEEE's answers (0 · inf = NaN, inf − inf =
+    NaN)."""
     rng = np.random.default_rng(11)
     for _ in range(300):
         n, d = int(rng.integers(1, 6)), int(rng.integers(1, 3))
@@ -240,7 +272,9 @@ def test_hidden_keys_are_absent_even_with_infinite_values():
         v = rng.choice([1.0, -2.0, np.inf, -np.inf, np.nan, 0.0], size=(2, n, d))
         with np.errstate(all="ignore"):
             got, want = _visible_sum(weights, v, hidden), _ieee_visible_sum(weights, v, hidden)
-        assert np.array_equal(got, want, equal_nan=True) or np.allclose(got, want, rtol=1e-15, equal_nan=True)
+        assert np.array_equal(got, want, equal_nan=True) or np.allclose(
+            got, want, rtol=1e-15, equal_nan=True
+        )
     # causality: an infinite value at the last key changes no earlier query, dense or blocked
     q, k, v = random_qkv(12, 2 * ATTENTION_BLOCK + 5, 3.0)
     v[:, -1] = np.inf

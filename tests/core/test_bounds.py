@@ -1,10 +1,12 @@
-"""The rigorous bounds (headcount.core.passes.bounds) must CONTAIN the value of the real-arithmetic model.
+"""The rigorous bounds (headcount.core.passes.bounds) must CONTAIN the value of the real-arithmetic
+model.
 
-The reference is an independent forward pass in python-flint ball arithmetic at 200 bits (weights are
-float64, hence exact rationals; only exp is inexact, to ~2^-200). In fixed:p mode it applies the seed's
-rounding — nearest multiple of 2^-p, ties to even, clipped to ±2^p — at the same points as
-headcount.core.passes.forward: embedding output, q, k, v, each head's output after W_O, the MLP output. Where the
-reference value is within 1e-30 of a rounding tie the case is skipped (no float64 evaluation decides it).
+The reference is an independent forward pass in python-flint ball arithmetic at 200 bits (weights
+are float64, hence exact rationals; only exp is inexact, to ~2^-200). In fixed:p mode it applies the
+seed's rounding — nearest multiple of 2^-p, ties to even, clipped to ±2^p — at the same points as
+headcount.core.passes.forward: embedding output, q, k, v, each head's output after W_O, the MLP
+output. Where the reference value is within 1e-30 of a rounding tie the case is skipped (no float64
+evaluation decides it).
 """
 
 from __future__ import annotations
@@ -23,7 +25,12 @@ from headcount.core.certify.evaluate import certified_predict, predict
 from headcount.core.model.symbols import BOTTOM
 from headcount.core.model.table import OneLayerTable, table_from_weights
 from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
-from headcount.core.numbers.interval import add_bounds, affine_bounds, fraction_bits, quantize_bounds
+from headcount.core.numbers.interval import (
+    add_bounds,
+    affine_bounds,
+    fraction_bits,
+    quantize_bounds,
+)
 from headcount.core.numbers.precision import EXACT, FLOAT64, Precision, fixed, round_fixed
 from headcount.core.passes.bounds import residual_bounds
 from headcount.core.passes.forward import residual_stream
@@ -42,7 +49,7 @@ def _arb_precision():
     ctx.prec = old
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Reference forward pass in ball arithmetic
 
 
@@ -62,7 +69,8 @@ def amat(a: np.ndarray) -> list:
 
 
 def round_fixed_arb(v: arb, bits: int) -> arb:
-    """Nearest multiple of 2^-bits (ties to even), clipped to ±2^bits, of the real number in the ball."""
+    """Nearest multiple of 2^-bits (ties to even), clipped to ±2^bits, of the real number in the
+    ball."""
     scale = 2**bits
     t = v * scale + fmpq(1, 2)
     if (t + arb(0, TIE_TOLERANCE * scale)).contains_integer():
@@ -87,7 +95,8 @@ def relu(v: arb) -> arb:
 
 
 def reference_residual(model: Transformer, seq, prec: Precision) -> list:
-    """Final residual [pos][d_model] (balls) of the real-arithmetic model with prec's rounding points."""
+    """Final residual [pos][d_model] (balls) of the real-arithmetic model with prec's rounding
+    points."""
     rp = (lambda v: round_fixed_arb(v, prec.bits)) if prec.kind == "fixed" else (lambda v: v)
     n, d = len(seq), model.d_model
     W_E, W_pos = amat(model.W_E), amat(model.W_pos)
@@ -114,7 +123,12 @@ def reference_residual(model: Transformer, seq, prec: Precision) -> list:
         x = [[a + b for a, b in zip(xi, ui)] for xi, ui in zip(x, update)]
         if layer.mlp is not None:
             mlp = layer.mlp
-            W_in, b_in, W_out, b_out = amat(mlp.W_in), amat(mlp.b_in), amat(mlp.W_out), amat(mlp.b_out)
+            W_in, b_in, W_out, b_out = (
+                amat(mlp.W_in),
+                amat(mlp.b_in),
+                amat(mlp.W_out),
+                amat(mlp.b_out),
+            )
             for i in range(n):
                 hidden = [relu(h + b) for h, b in zip(vecmat(x[i], W_in), b_in)]
                 out = [rp(o + b) for o, b in zip(vecmat(hidden, W_out), b_out)]
@@ -144,23 +158,27 @@ def reference_table_residual(table: OneLayerTable, seq, prec: Precision) -> list
 
 
 def assert_contains(ref: list, mid: np.ndarray, rad: np.ndarray, label: str) -> None:
-    """|exact − mid| ≤ rad at every coordinate (ref balls are ~2^-190 wide; their radius is allowed)."""
+    """|exact − mid| ≤ rad at every coordinate (ref balls are ~2^-190 wide; their radius is
+    allowed)."""
     assert np.all(np.isfinite(mid)) and not np.any(np.isnan(rad)) and np.all(rad >= 0), label
     for i, row in enumerate(ref):
         for c, value in enumerate(row):
             if rad[i, c] == np.inf:
                 continue  # an infinite radius is useless but sound
             ok = abs(value - A(mid[i, c])) <= A(rad[i, c]) + value.rad()
-            assert ok, f"{label}: pos {i} coord {c}: exact {value} not in {mid[i, c]!r} ± {rad[i, c]!r}"
+            assert ok, (
+                f"{label}: pos {i} coord {c}: exact {value} not in {mid[i, c]!r} ± {rad[i, c]!r}"
+            )
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Random models
 
 
 def random_model(seed: int, dyadic: bool = False) -> Transformer:
-    """d_model 3..6, 1–2 layers, 1–3 heads, causal/full, n_ctx 2..6; an MLP sometimes. Scores are O(1..10),
-    so softmax is neither flat nor one-hot. dyadic: small multiples of 1/4 (exercises the exact-dot path)."""
+    """d_model 3..6, 1–2 layers, 1–3 heads, causal/full, n_ctx 2..6; an MLP sometimes. Scores are
+    O(1..10), so softmax is neither flat nor one-hot. dyadic: small multiples of 1/4 (exercises the
+    exact-dot path)."""
     rng = np.random.default_rng(seed)
     d = int(rng.integers(3, 7))
     n_ctx = int(rng.integers(2, 7))
@@ -177,7 +195,9 @@ def random_model(seed: int, dyadic: bool = False) -> Transformer:
         for _ in range(int(rng.integers(1, 4))):
             d_head, d_value = int(rng.integers(1, 5)), int(rng.integers(1, 4))
             heads.append(
-                AttentionHead(mat(d, d_head), mat(d, d_head), mat(d, d_value, scale=2.0), mat(d_value, d))
+                AttentionHead(
+                    mat(d, d_head), mat(d, d_head), mat(d, d_value, scale=2.0), mat(d_value, d)
+                )
             )
         mlp = None
         if rng.random() < 0.4:
@@ -222,7 +242,9 @@ def test_residual_bounds_contain_exact_value_random_models(seed):
     assert checked >= 10 and skipped <= 2
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # wide boxes in fixed:3 (see the NaN test below)
+@pytest.mark.filterwarnings(
+    "ignore::RuntimeWarning"
+)  # wide boxes in fixed:3 (see the NaN test below)
 @pytest.mark.parametrize("seed", range(12))
 def test_residual_bounds_contain_exact_value_dyadic_models(seed):
     checked, skipped = _check_model(random_model(seed, dyadic=True), seed, sequences=6)
@@ -230,16 +252,18 @@ def test_residual_bounds_contain_exact_value_dyadic_models(seed):
 
 
 def near_tie_embedding_model(seed: int, bits: int) -> Transformer:
-    """random_model(seed) with every embedding W_E[σ] + W_pos[i] within 2^-(p+56) of a fixed:p rounding tie:
-    W_E is a half-grid point (k + 1/2)·2^-p and W_pos a tiny ±2^-(p+56), so float64 lands exactly on
-    the tie while the real value lies to one side. Only a rigorous quantization gets this right."""
+    """random_model(seed) with every embedding W_E[σ] + W_pos[i] within 2^-(p+56) of a fixed:p
+    rounding tie: W_E is a half-grid point (k + 1/2)·2^-p and W_pos a tiny ±2^-(p+56), so float64
+    lands exactly on the tie while the real value lies to one side. Only a rigorous quantization
+    gets this right."""
     base = random_model(seed)
     rng = np.random.default_rng(50_000 + seed)
     scale = 2.0**bits
     W_E = (rng.integers(-(2**bits), 2**bits, size=base.W_E.shape) + 0.5) / scale
     W_pos = rng.choice([-1.0, 1.0], size=base.W_pos.shape) * 2.0 ** -(bits + 56)
     assert np.array_equal(
-        W_E[:, None, :] + W_pos[None], np.broadcast_to(W_E[:, None, :], (*W_E.shape[:1], *W_pos.shape))
+        W_E[:, None, :] + W_pos[None],
+        np.broadcast_to(W_E[:, None, :], (*W_E.shape[:1], *W_pos.shape)),
     )
     return Transformer(W_E, W_pos, base.layers, base.decoder, base.mask)
 
@@ -258,7 +282,9 @@ def test_residual_bounds_contain_exact_value_near_tie_embeddings(seed):
                 ref = reference_residual(model, seq.tolist(), prec)
             except NearTie:
                 continue
-            assert_contains(ref, mid[b], rad[b], f"near-tie seed {seed} {prec.name} seq {seq.tolist()}")
+            assert_contains(
+                ref, mid[b], rad[b], f"near-tie seed {seed} {prec.name} seq {seq.tolist()}"
+            )
             checked += 1
     assert checked >= 6
 
@@ -285,15 +311,16 @@ def test_random_models_cover_the_intended_space():
 
 
 def test_residual_bounds_are_tight_in_exact_mode():
-    """Soundness alone is easy (rad = inf); the boxes must also be small enough to certify anything."""
+    """Soundness alone is easy (rad = inf); the boxes must also be small enough to certify
+    anything."""
     for seed in range(36):
         model = random_model(seed)
         tokens = np.random.default_rng(seed).integers(0, model.alphabet, size=(8, model.n_ctx))
         mid, rad = residual_bounds(model, tokens, EXACT)
         x = residual_stream(model, tokens, FLOAT64)
         scale = 1 + np.abs(x).max()
-        # one layer: a few hundred ulps; two layers: the second layer's scores (up to ~1e5 here) amplify
-        # the first layer's radii, so allow more
+        # one layer: a few hundred ulps; two layers: the second layer's scores (up to ~1e5 here)
+        # amplify the first layer's radii, so allow more
         limit = 1e-9 if len(model.layers) == 1 else 1e-6
         assert np.all(rad < limit * scale), (seed, rad.max(), scale)
         np.testing.assert_allclose(mid, x, rtol=0, atol=1e-12 * scale)
@@ -304,7 +331,9 @@ def test_table_residual_bounds_contain_exact_value(seed):
     rng = np.random.default_rng(seed)
     if seed % 2:  # the table of a random one-layer weight-form model (first layer, MLP dropped)
         base = random_model(100 + seed)
-        one_layer = Transformer(base.W_E, base.W_pos, (Layer(base.layers[0].heads),), base.decoder, base.mask)
+        one_layer = Transformer(
+            base.W_E, base.W_pos, (Layer(base.layers[0].heads),), base.decoder, base.mask
+        )
         table = table_from_weights(one_layer)
     else:  # a random table (ψ_in need not be W_E + W_pos)
         n, S, d, H, w = (
@@ -378,7 +407,7 @@ def test_reference_rounding_matches_round_fixed():
         round_fixed_arb(A(0.375), 2)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # quantize_bounds
 
 
@@ -391,7 +420,10 @@ def _round_exact(x: Fraction, bits: int) -> Fraction:
 @given(
     mid=st.one_of(st.floats(-40, 40), st.builds(lambda k: k / 64, st.integers(-3000, 3000))),
     rad=st.one_of(
-        st.just(0.0), st.floats(0, 1e-12), st.floats(0, 3), st.builds(lambda k: k / 128, st.integers(0, 300))
+        st.just(0.0),
+        st.floats(0, 1e-12),
+        st.floats(0, 3),
+        st.builds(lambda k: k / 128, st.integers(0, 300)),
     ),
     bits=st.sampled_from([1, 2, 3, 6, 10, 30]),
 )
@@ -404,7 +436,9 @@ def test_quantize_bounds_contains_every_rounded_point(mid, rad, bits):
     assert -(2**bits) <= lo <= hi <= 2**bits
     m, r = Fraction(mid), Fraction(rad)
     points = [m - r, m + r, m] + [m + r * Fraction(t, 7) for t in range(-7, 8)]
-    for p in points:  # rounding is monotone, so the endpoints are the worst case; check a few inside too
+    for p in (
+        points
+    ):  # rounding is monotone, so the endpoints are the worst case; check a few inside too
         assert lo <= _round_exact(p, bits) <= hi, (mid, rad, bits, p)
     if rad == 0:
         assert qr == 0 and qm == float(round_fixed(mid, bits))
@@ -412,7 +446,9 @@ def test_quantize_bounds_contains_every_rounded_point(mid, rad, bits):
 
 def test_quantize_bounds_examples():
     qm, qr = quantize_bounds(
-        np.array([0.3, 0.3, 0.3, 100.0, -0.125, 0.125]), np.array([0.0, 0.01, 0.2, 1.0, 0.0, 1e-20]), 2
+        np.array([0.3, 0.3, 0.3, 100.0, -0.125, 0.125]),
+        np.array([0.0, 0.01, 0.2, 1.0, 0.0, 1e-20]),
+        2,
     )
     # 0.3 -> 0.25; [0.29, 0.31] -> {0.25}; [0.1, 0.5] -> [0, 0.5]; clipped to 4; tie -0.125 -> 0;
     # an interval around the tie 0.125 covers both neighbours
@@ -420,7 +456,7 @@ def test_quantize_bounds_examples():
     np.testing.assert_array_equal(qm + qr, [0.25, 0.25, 0.5, 4.0, 0.0, 0.25])
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # fraction_bits, add_bounds, affine_bounds
 
 
@@ -528,7 +564,7 @@ def test_attention_bounds_single_key_and_uniform():
     assert np.all(z_rad >= 0.5) and np.all(z_rad < 0.5 * (1 + 1e-8))
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # certified_predict
 
 
@@ -565,8 +601,8 @@ def test_certified_output_agrees_with_fixed_predictions_where_certified():
 
 def near_tie_model(gap: float) -> Transformer:
     """d_model 4: [1, key feature, value, output]. Token 0 -> key 0, value +1; token 1 -> key `gap`,
-    value −1. One head (q = 1, k = key feature) writes z into coordinate 3. Decoder: class 0 has logit
-    z, class 1 logit −1000, ⊥ logit −1e-30 — so the answer is 0 iff z ≥ −1e-30."""
+    value −1. One head (q = 1, k = key feature) writes z into coordinate 3. Decoder: class 0 has
+    logit z, class 1 logit −1000, ⊥ logit −1e-30 — so the answer is 0 iff z ≥ −1e-30."""
     W_E = np.array([[1.0, 0.0, 1.0, 0.0], [1.0, gap, -1.0, 0.0]])
     W_pos = np.zeros((2, 4))
     e = np.eye(4)
@@ -595,8 +631,9 @@ def test_certified_predict_near_tie_is_not_certified():
 
 
 def test_mlp_bounds_contain_exact_value_when_bias_add_is_inexact():
-    """x = 1 exactly, hidden = relu(1·1 + 2^-60) = 1 + 2^-60 (float64 rounds to 1), output x + hidden.
-    The exact final residual is 2 + 2^-60; the decoder answers 0 iff it exceeds 2 + 2^-61."""
+    """x = 1 exactly, hidden = relu(1·1 + 2^-60) = 1 + 2^-60 (float64 rounds to 1), output x +
+    hidden. The exact final residual is 2 + 2^-60; the decoder answers 0 iff it exceeds 2 +
+    2^-61."""
     z = np.zeros((1, 1))
     head = AttentionHead(z, z, np.ones((1, 1)), z)
     mlp = MLP(np.ones((1, 1)), np.array([2.0**-60]), np.ones((1, 1)), np.zeros(1))
@@ -606,20 +643,21 @@ def test_mlp_bounds_contain_exact_value_when_bias_add_is_inexact():
     ref = reference_residual(model, [0], EXACT)
     assert ref[0][0] == A(2.0) + A(2.0**-60)
     out, ok = certified_predict(model, tokens, EXACT)
-    # the real-arithmetic model answers token 0 (logit 2^-60 > 2^-61); a certificate must never say otherwise
+    # the real-arithmetic model answers token 0 (logit 2^-60 > 2^-61); a certificate must never say
+    # otherwise
     assert not (ok[0, 0] and out[0, 0] != 0)
     mid, rad = residual_bounds(model, tokens, EXACT)
     assert_contains(ref, mid[0], rad[0], "mlp")
 
 
 def wide_box_model() -> Transformer:
-    """d_model 1, one head, fixed:6. Token 0 embeds to −1; token 1 at position 2 to 2^-7 − 2^-63, which
-    float64 rounds to 2^-7 — exactly a fixed:6 rounding tie — so the embedding's box straddles the tie and
-    quantizes to [0, 1/64] (its real value is just below the tie: it rounds to 0). W_Q = W_K = 2^12 blow
-    that box up to q, k ∈ [0, 64], score radius ~3000: the softmax bound is then vacuous (that is fine),
-    but it must stay a (possibly infinite) radius, never NaN.
-    Real arithmetic on tokens (0, 1): position 2 has q = 0, so uniform attention over v = (−1, 0):
-    z = −0.5, residual 0 − 0.5 = −0.5. Decoder: class 0 logit x, ⊥ logit −0.25 -> the answer is ⊥."""
+    """d_model 1, one head, fixed:6. Token 0 embeds to −1; token 1 at position 2 to 2^-7 − 2^-63,
+    which float64 rounds to 2^-7 — exactly a fixed:6 rounding tie — so the embedding's box straddles
+    the tie and quantizes to [0, 1/64] (its real value is just below the tie: it rounds to 0). W_Q =
+    W_K = 2^12 blow that box up to q, k ∈ [0, 64], score radius ~3000: the softmax bound is then
+    vacuous (that is fine), but it must stay a (possibly infinite) radius, never NaN. Real
+    arithmetic on tokens (0, 1): position 2 has q = 0, so uniform attention over v = (−1, 0): z =
+    −0.5, residual 0 − 0.5 = −0.5. Decoder: class 0 logit x, ⊥ logit −0.25 -> the answer is ⊥."""
     one = np.ones((1, 1))
     head = AttentionHead(one * 2.0**12, one * 2.0**12, one, one)
     decoder = LinearDecoder(np.array([[1.0, 0.0, 0.0]]), np.array([0.0, -100.0, -0.25]))

@@ -1,6 +1,6 @@
-"""core.certify.certify's IGNORE target (issue 14, point 6): a position the reference does not score is skipped by
-every pass — not counted, never a counterexample or a rejection, never open, never sent to the exact
-evaluator — and a reference without IGNORE certifies exactly as before."""
+"""core.certify.certify's IGNORE target (issue 14, point 6): a position the reference does not score
+is skipped by every pass — not counted, never a counterexample or a rejection, never open, never
+sent to the exact evaluator — and a reference without IGNORE certifies exactly as before."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ import pytest
 
 from headcount.core.certify import certify as core_certify
 from headcount.core.certify import evaluate as core_evaluate
-from headcount.core.certify.certify import IGNORE, certify_model, confirmed_error, minimal_precision_bits
+from headcount.core.certify.certify import (
+    IGNORE,
+    certify_model,
+    confirmed_error,
+    minimal_precision_bits,
+)
 from headcount.core.model.symbols import BOTTOM, OTHER
 from headcount.core.numbers.precision import IEEE_DTYPES
 from headcount.induction import task
@@ -50,13 +55,17 @@ def test_ignore_is_distinct_from_every_label():
 def certificates():
     return {
         "truth": certify_model(MODEL, stream(), reference(None)),
-        "wrong": certify_model(MODEL, stream(), reference(0)),  # column 0 is always ⊥: 0 is wrong there
+        "wrong": certify_model(
+            MODEL, stream(), reference(0)
+        ),  # column 0 is always ⊥: 0 is wrong there
         "ignored": certify_model(MODEL, stream(), reference(IGNORE)),
     }
 
 
 def test_a_wrong_reference_at_column_zero_is_seen(certificates):
-    wrong = certificates["wrong"]  # the reference says 0 at column 0, where the model (rightly) says ⊥
+    wrong = certificates[
+        "wrong"
+    ]  # the reference says 0 at column 0, where the model (rightly) says ⊥
     assert (wrong.errors, wrong.errors_token, wrong.errors_bottom) == (len(TOKENS), len(TOKENS), 0)
     assert wrong.first_counterexample.position == 1 and not wrong.certified
     assert wrong.dtypes_exact == ()
@@ -65,10 +74,18 @@ def test_a_wrong_reference_at_column_zero_is_seen(certificates):
 def test_ignored_positions_are_not_counted(certificates):
     truth, ignored = certificates["truth"], certificates["ignored"]
     assert ignored.inputs_checked == truth.inputs_checked == len(TOKENS)
-    assert ignored.positions_checked == truth.positions_checked - len(TOKENS) == len(TOKENS) * (N - 1)
-    assert ignored.bottom_positions == truth.bottom_positions - len(TOKENS)  # column 0 is ⊥ in the truth
+    assert (
+        ignored.positions_checked == truth.positions_checked - len(TOKENS) == len(TOKENS) * (N - 1)
+    )
+    assert ignored.bottom_positions == truth.bottom_positions - len(
+        TOKENS
+    )  # column 0 is ⊥ in the truth
     assert (ignored.errors, ignored.first_counterexample) == (0, None)
-    assert ignored.certified and ignored.uncertified_positions == 0 and ignored.errors_at_precision_bits == 0
+    assert (
+        ignored.certified
+        and ignored.uncertified_positions == 0
+        and ignored.errors_at_precision_bits == 0
+    )
     assert ignored.dtypes_exact == truth.dtypes_exact
     assert all(r.position >= 2 for r in ignored.rejected)
     target = reference(IGNORE)(TOKENS)
@@ -97,7 +114,9 @@ def test_everything_ignored():
 
 
 def test_the_search_never_rejects_at_an_ignored_position():
-    wrong_everywhere = np.where(TRUTH == 0, 1, 0)  # a token the model never answers at that position
+    wrong_everywhere = np.where(
+        TRUTH == 0, 1, 0
+    )  # a token the model never answers at that position
     assert confirmed_error(MODEL, TOKENS, wrong_everywhere, 1) is not None
     ignored = np.full_like(TRUTH, IGNORE)
     assert confirmed_error(MODEL, TOKENS, ignored, 1) is None
@@ -109,7 +128,8 @@ def test_the_search_never_rejects_at_an_ignored_position():
 
 
 def test_the_exact_evaluator_never_sees_an_ignored_position(monkeypatch):
-    """With the bounds proving nothing, every scored position goes to the exact evaluator, never column 0."""
+    """With the bounds proving nothing, every scored position goes to the exact evaluator, never
+    column 0."""
     seen: list[list[int]] = []
     exact = core_evaluate.exact_fixed_predict
 

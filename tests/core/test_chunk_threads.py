@@ -1,5 +1,6 @@
-"""evaluate._map_chunks: chunks on worker threads, BLAS on one thread meanwhile (its own threads would
-compete with the workers for the cores), the caller's BLAS setting back afterwards, results in order."""
+"""evaluate._map_chunks: chunks on worker threads, BLAS on one thread meanwhile (its own threads
+would compete with the workers for the cores), the caller's BLAS setting back afterwards, results in
+order."""
 
 from __future__ import annotations
 

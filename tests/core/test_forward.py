@@ -1,4 +1,5 @@
-"""Tests for the NumPy forward pass (headcount.core.passes.forward) and headcount.core.certify.evaluate.predict."""
+"""Tests for the NumPy forward pass (headcount.core.passes.forward) and
+headcount.core.certify.evaluate.predict."""
 
 from __future__ import annotations
 
@@ -19,17 +20,19 @@ from headcount.core.passes.table_form import table_residual
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.task import all_sequences, induction_targets
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # attention weights: attend(q, k, v) with k = v = I reads softmax(scores) back
 
 
 def softmax_rows(scores: np.ndarray, prec) -> np.ndarray:
-    """The attention weights `attend` computes for these scores ([rows keys] or [batch rows keys]): its
-    softmax step (softmax_values) with v = I reads the weights back."""
+    """The attention weights `attend` computes for these scores ([rows keys] or [batch rows keys]):
+    its softmax step (softmax_values) with v = I reads the weights back."""
     scores = np.asarray(scores)
     flat = scores.reshape(-1, scores.shape[-2], scores.shape[-1])
     eye = np.eye(flat.shape[-1], dtype=flat.dtype)
-    return np.stack([softmax_values(block.copy(), eye, prec) for block in flat]).reshape(scores.shape)
+    return np.stack([softmax_values(block.copy(), eye, prec) for block in flat]).reshape(
+        scores.shape
+    )
 
 
 @pytest.mark.parametrize("mode", ["float64", "exact", "fixed:4", "float32"])
@@ -49,7 +52,8 @@ def test_softmax_rows_is_stable_for_huge_scores(mode):
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        # underflow of exp(very negative) to 0 is the expected behaviour; everything else must not happen
+        # underflow of exp(very negative) to 0 is the expected behaviour; everything else must not
+        # happen
         with np.errstate(over="raise", invalid="raise", divide="raise", under="ignore"):
             w = softmax_rows(scores, prec)
     assert w.shape == scores.shape
@@ -92,7 +96,7 @@ def test_rows_per_chunk_at_least_one(monkeypatch):
     assert rows_per_chunk(0) == 1
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # A hand-built one-layer model
 
 
@@ -101,7 +105,9 @@ def hand_model(mask: str, mlp: MLP | None = None) -> Transformer:
     the head writes its output into coordinate 1."""
     W_E = np.array([[1.0, 0.0], [0.0, 2.0]])
     W_pos = np.zeros((3, 2))
-    head = AttentionHead(W_Q=[[0.0], [1.0]], W_K=[[1.0], [1.0]], W_V=[[1.0], [0.0]], W_O=[[0.0, 1.0]])
+    head = AttentionHead(
+        W_Q=[[0.0], [1.0]], W_K=[[1.0], [1.0]], W_V=[[1.0], [0.0]], W_O=[[0.0, 1.0]]
+    )
     W_U = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # logits (x0, x1, 0); ⊥ is class 2
     return Transformer(
         W_E, W_pos, (Layer((head,), mlp),), LinearDecoder(W_U, np.array([0.0, 0.0, 0.5])), mask
@@ -135,13 +141,19 @@ def test_hand_model_mask_matters_only_where_future_keys_exist():
     tokens = np.array([[0, 1, 0], [1, 1, 0], [0, 0, 0]])
     causal = residual_stream(hand_model("causal"), tokens)
     full = residual_stream(hand_model("full"), tokens)
-    np.testing.assert_array_equal(causal[:, 2], full[:, 2])  # the last position sees every key either way
+    np.testing.assert_array_equal(
+        causal[:, 2], full[:, 2]
+    )  # the last position sees every key either way
     assert not np.allclose(causal[0, 0], full[0, 0])
     # predictions: logits (x0, x1, 0.5)
-    assert predict(hand_model("causal"), tokens[:1]).tolist() == [[0, 1, 0]]  # (1,1) ties -> lowest class 0
+    assert predict(hand_model("causal"), tokens[:1]).tolist() == [
+        [0, 1, 0]
+    ]  # (1,1) ties -> lowest class 0
     assert predict(hand_model("full"), tokens[:1]).tolist() == [[0, 1, 0]]
     # prefixes: the causal model's output at position i ignores later tokens
-    np.testing.assert_array_equal(residual_stream(hand_model("causal"), tokens[:, :2]), causal[:, :2])
+    np.testing.assert_array_equal(
+        residual_stream(hand_model("causal"), tokens[:, :2]), causal[:, :2]
+    )
 
 
 def test_hand_model_with_mlp():
@@ -180,7 +192,7 @@ def test_residual_stream_shapes_and_dtypes():
         assert x.shape == (2, 5, model.d_model) and x.dtype == dtype, mode
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # predict: batching and chunking are invisible
 
 
@@ -217,7 +229,9 @@ def test_predict_batch_equals_row_by_row(mask, mode, monkeypatch):
     np.testing.assert_array_equal(batch, rows)
     residual = residual_stream(model, tokens, prec)
     for i in (0, 17, 36):
-        np.testing.assert_array_equal(residual[i], residual_stream(model, tokens[i : i + 1], prec)[0])
+        np.testing.assert_array_equal(
+            residual[i], residual_stream(model, tokens[i : i + 1], prec)[0]
+        )
     # force one row per chunk, then a few rows per chunk: identical results
     for chunk_bytes in (1, 8 * 6 * 6 * 4 * 5):
         monkeypatch.setattr(forward, "CHUNK_BYTES", chunk_bytes)
@@ -253,7 +267,7 @@ def test_predict_empty_batch():
     assert out.shape == (0, 4)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # check_tokens
 
 
@@ -303,7 +317,7 @@ def test_check_tokens_rejects_non_integer_tokens(tokens):
         check_tokens(model, tokens)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # precision modes on the two-layer construction
 
 
@@ -331,6 +345,8 @@ def test_one_layer_table_predictions_in_float_modes():
     tokens = all_sequences(5, 3)
     want = induction_targets(tokens)
     for mode in ("float64", "exact", "float32", "fixed:10"):
-        np.testing.assert_array_equal(predict(table, tokens, parse_precision(mode)), want, err_msg=mode)
+        np.testing.assert_array_equal(
+            predict(table, tokens, parse_precision(mode)), want, err_msg=mode
+        )
     x64 = table_residual(table, tokens)
     np.testing.assert_array_equal(table_residual(table, tokens, EXACT), x64)

@@ -1,7 +1,7 @@
-"""The GPT-2 importer (interop.gpt2, interop.gpt2_layout): random Hugging Face GPT-2 models of several
-shapes, saved the ways people save them, imported and compared with transformers' own forward pass — float64
-hidden states within 1e-10 relative, float32 predictions identical — and the layout, dtypes and checks on
-state dicts built here."""
+"""The GPT-2 importer (interop.gpt2, interop.gpt2_layout): random Hugging Face GPT-2 models of
+several shapes, saved the ways people save them, imported and compared with transformers' own
+forward pass — float64 hidden states within 1e-10 relative, float32 predictions identical — and the
+layout, dtypes and checks on state dicts built here."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from headcount.core.passes.forward import residual_stream
 from headcount.interop.gpt2 import import_gpt2
 from tests.core.gpt2_checkpoints import config, state_dict, write_folder, write_json
 
-# --- agreement with transformers ----------------------------------------------------------------------
+# --- agreement with transformers
+# ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,8 @@ SHAPES = [
 
 
 def _hf_model(shape: Shape, seed: int):
-    """A random HF model of `shape` in float64, eval mode, every parameter (LayerNorms, biases) random."""
+    """A random HF model of `shape` in float64, eval mode, every parameter (LayerNorms, biases)
+    random."""
     transformers = pytest.importorskip("transformers")
     import torch
 
@@ -159,7 +161,9 @@ def _save(model, shape: Shape, folder: Path) -> tuple[Path, Path | None]:
         return folder, None
     if shape.saved == "bin":
         model.save_pretrained(folder, safe_serialization=False)
-        if not (folder / "pytorch_model.bin").exists():  # transformers ≥ 5 writes safetensors regardless
+        if not (
+            folder / "pytorch_model.bin"
+        ).exists():  # transformers ≥ 5 writes safetensors regardless
             (folder / "model.safetensors").unlink()
             torch.save(model.state_dict(), folder / "pytorch_model.bin")
         return folder, None
@@ -228,23 +232,33 @@ def test_hf_gpt2_imports_and_agrees(tmp_path, shape):
 
 
 def test_hf_shapes_cover_the_issue():
-    """≥ 6 shapes: 1–4 layers, 1–4 heads, several widths, both GELUs, the inverse layer index scale."""
+    """≥ 6 shapes: 1–4 layers, 1–4 heads, several widths, both GELUs, the inverse layer index
+    scale."""
     assert len(SHAPES) >= 6
     assert {s.layers for s in SHAPES} >= {1, 2, 3, 4} and {s.heads for s in SHAPES} >= {1, 2, 3, 4}
-    assert {"gelu", "gelu_new"} <= {s.activation for s in SHAPES} and len({s.d for s in SHAPES}) >= 4
+    assert {"gelu", "gelu_new"} <= {s.activation for s in SHAPES} and len(
+        {s.d for s in SHAPES}
+    ) >= 4
     assert any(s.extra.get("scale_attn_by_inverse_layer_idx") for s in SHAPES)
     assert {"pretrained", "bin", "pt", "pt-orig-mod", "bare"} <= {s.saved for s in SHAPES}
 
 
-# --- the layout, without transformers -----------------------------------------------------------------
+# --- the layout, without transformers
+# -----------------------------------------------------------------
 
 
 def test_conv1d_layout_splits_heads_by_columns_and_rows(tmp_path):
     state = state_dict(seed=3, layers=2, d=8, lm_head=True, prefix="transformer.")
-    folder = write_folder(tmp_path / "ckpt", state, config(n_head=2, scale_attn_by_inverse_layer_idx=True))
+    folder = write_folder(
+        tmp_path / "ckpt", state, config(n_head=2, scale_attn_by_inverse_layer_idx=True)
+    )
     result = import_gpt2(folder, tmp_path / "m.safetensors")
     model = load_model(tmp_path / "m.safetensors")
-    assert (result.prefix, result.readout, result.lm_head) == ("transformer.", "lm-head", "separate")
+    assert (result.prefix, result.readout, result.lm_head) == (
+        "transformer.",
+        "lm-head",
+        "separate",
+    )
     for l, layer in enumerate(model.layers):
         W = state[f"transformer.h.{l}.attn.c_attn.weight"]
         b = state[f"transformer.h.{l}.attn.c_attn.bias"]
@@ -254,11 +268,16 @@ def test_conv1d_layout_splits_heads_by_columns_and_rows(tmp_path):
             assert np.array_equal(head.W_Q, W[:, :8][:, cols]) and np.array_equal(
                 head.W_K, W[:, 8:16][:, cols]
             )
-            assert np.array_equal(head.W_V, W[:, 16:][:, cols]) and np.array_equal(head.W_O, W_O[cols])
+            assert np.array_equal(head.W_V, W[:, 16:][:, cols]) and np.array_equal(
+                head.W_O, W_O[cols]
+            )
             assert np.array_equal(head.b_Q, b[:8][cols]) and np.array_equal(head.b_V, b[16:][cols])
         assert np.array_equal(layer.b_O, state[f"transformer.h.{l}.attn.c_proj.bias"])
         assert np.array_equal(layer.mlp.W_in, state[f"transformer.h.{l}.mlp.c_fc.weight"])
-        assert np.array_equal(layer.ln2.w, state[f"transformer.h.{l}.ln_2.weight"]) and layer.ln2.eps == 1e-5
+        assert (
+            np.array_equal(layer.ln2.w, state[f"transformer.h.{l}.ln_2.weight"])
+            and layer.ln2.eps == 1e-5
+        )
         assert layer.attn_scale == 4**-0.5 / (l + 1) and layer.mlp.activation == "gelu_tanh"
     assert np.array_equal(model.decoder.W_U, state["lm_head.weight"].T)
     assert np.array_equal(model.ln_final.b, state["transformer.ln_f.bias"])
@@ -278,8 +297,14 @@ def test_readouts_tied_lm_head_hidden(tmp_path):
             "lm-head": state["lm_head.weight"].T,
             "hidden": None,
         }
-        assert (decoder.W_U is None) if readout == "hidden" else np.array_equal(decoder.W_U, want[readout])
-    state["lm_head.weight"] = state["transformer.wte.weight"].copy()  # equal to wte: the default is tied
+        assert (
+            (decoder.W_U is None)
+            if readout == "hidden"
+            else np.array_equal(decoder.W_U, want[readout])
+        )
+    state["lm_head.weight"] = state[
+        "transformer.wte.weight"
+    ].copy()  # equal to wte: the default is tied
     folder = write_folder(tmp_path / "tied", state, config())
     result = import_gpt2(folder, tmp_path / "t.safetensors")
     assert (result.readout, result.lm_head) == ("tied", "tied")
@@ -288,14 +313,18 @@ def test_readouts_tied_lm_head_hidden(tmp_path):
 def test_prefix_buffers_and_vocab_map_are_reported_and_stored(tmp_path):
     state = state_dict(seed=5, layers=2, prefix="_orig_mod.transformer.", lm_head=True)
     for l in range(2):
-        state[f"_orig_mod.transformer.h.{l}.attn.bias"] = np.tril(np.ones((6, 6), np.uint8))[None, None]
+        state[f"_orig_mod.transformer.h.{l}.attn.bias"] = np.tril(np.ones((6, 6), np.uint8))[
+            None, None
+        ]
         state[f"_orig_mod.transformer.h.{l}.attn.masked_bias"] = np.array(-1e4, np.float32)
     save_file(state, str(tmp_path / "sd.safetensors"))
     vocab_map = {"symbols": [3, 4, 5], "hops": [9], "none": 10}
     result = import_gpt2(
         tmp_path / "sd.safetensors",
         tmp_path / "m.safetensors",
-        config=write_json(tmp_path / "c.json", config(n_layer=2, n_embd=8, vocab_size=11, n_positions=6)),
+        config=write_json(
+            tmp_path / "c.json", config(n_layer=2, n_embd=8, vocab_size=11, n_positions=6)
+        ),
         vocab_map=write_json(tmp_path / "v.json", vocab_map),
     )
     assert result.prefix == "_orig_mod.transformer." and result.lm_head == "separate"

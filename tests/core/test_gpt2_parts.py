@@ -1,5 +1,6 @@
-"""The GPT-2 parts of the formal model (issue 14): LayerNorm, biases, attention scale, GELU, final LayerNorm,
-the vocab decoder and vocabulary map — float forward pass against PyTorch, files round trip, refusals."""
+"""The GPT-2 parts of the formal model (issue 14): LayerNorm, biases, attention scale, GELU, final
+LayerNorm, the vocab decoder and vocabulary map — float forward pass against PyTorch, files round
+trip, refusals."""
 
 from __future__ import annotations
 
@@ -69,7 +70,11 @@ def test_plain_models_have_no_extensions_and_each_part_is_named():
 
 @pytest.mark.parametrize("readout", ["tied", "lm-head", "hidden"])
 def test_files_round_trip_every_part(tmp_path, readout):
-    vmap = {"symbols": [3, 5, 7], "hops": [9, 10], "none": 11} if readout != "hidden" else {"symbols": [1, 2]}
+    vmap = (
+        {"symbols": [3, 5, 7], "hops": [9, 10], "none": 11}
+        if readout != "hidden"
+        else {"symbols": [1, 2]}
+    )
     model = gpt2_like(3, readout=readout, vmap=vmap)
     path = tmp_path / "m.safetensors"
     save_model(model, path)
@@ -79,7 +84,8 @@ def test_files_round_trip_every_part(tmp_path, readout):
     assert back.decoder.vocab_map == model.decoder.vocab_map and back.decoder.readout == readout
     for prec in ("float64", "float32", "bfloat16", "fixed:6"):
         assert np.array_equal(
-            emulate(back, tokens, parse_precision(prec)), emulate(model, tokens, parse_precision(prec))
+            emulate(back, tokens, parse_precision(prec)),
+            emulate(model, tokens, parse_precision(prec)),
         )
 
 
@@ -98,7 +104,9 @@ def test_plain_model_files_are_unchanged(tmp_path):
         config = json.loads(f.metadata()["headcount"])
         names = set(f.keys())
     assert config["layers"] == [{"heads": 1, "mlp": False}] and "ln_final" not in config
-    assert names == {"W_E", "W_pos"} | {f"layers.0.heads.0.{w}" for w in ("W_Q", "W_K", "W_V", "W_O")} | {
+    assert names == {"W_E", "W_pos"} | {
+        f"layers.0.heads.0.{w}" for w in ("W_Q", "W_K", "W_V", "W_O")
+    } | {
         "decoder.W_U",
         "decoder.b_U",
     }
@@ -122,15 +130,30 @@ def _edit(tmp_path, change):
     "change, message",
     [
         (lambda c, t: c["layers"][0].update(activation="swish"), "'activation' must be one of"),
-        (lambda c, t: c["layers"][0].update(ln1={"eps": -1}), 'must be an object {"eps": a positive number}'),
-        (lambda c, t: c["layers"][0].update(ln1=1e-5), 'must be an object {"eps": a positive number}'),
-        (lambda c, t: c["layers"][0].update(attn_scale="big"), "'attn_scale' must be a finite number"),
+        (
+            lambda c, t: c["layers"][0].update(ln1={"eps": -1}),
+            'must be an object {"eps": a positive number}',
+        ),
+        (
+            lambda c, t: c["layers"][0].update(ln1=1e-5),
+            'must be an object {"eps": a positive number}',
+        ),
+        (
+            lambda c, t: c["layers"][0].update(attn_scale="big"),
+            "'attn_scale' must be a finite number",
+        ),
         (lambda c, t: c["layers"][0].update(mlp=False), "'activation' must be one of"),
         (lambda c, t: t.pop("layers.0.b_O"), "'layers.0.b_O' is missing"),
         (lambda c, t: t.update({"layers.0.ln1.w": np.zeros(3)}), "layers.0.ln1.w"),
         (lambda c, t: t.update({"ln_final.extra": np.zeros(3)}), "ln_final.extra"),
-        (lambda c, t: c["decoder"]["config"].update(vocab_map={"symbols": [1, 1]}), "must be distinct"),
-        (lambda c, t: c["decoder"]["config"].update(vocab_map={"colour": 1}), "unknown keys ['colour']"),
+        (
+            lambda c, t: c["decoder"]["config"].update(vocab_map={"symbols": [1, 1]}),
+            "must be distinct",
+        ),
+        (
+            lambda c, t: c["decoder"]["config"].update(vocab_map={"colour": 1}),
+            "unknown keys ['colour']",
+        ),
         (lambda c, t: c["decoder"]["config"].update(readout="sideways"), "unknown readout"),
     ],
 )
@@ -206,7 +229,9 @@ def test_the_table_form_and_the_exact_evaluator_refuse_gpt2_parts():
     model = gpt2_like(7, layers=1)
     with pytest.raises(InputError, match="the seed's plain model; this model has attention biases"):
         table_from_weights(model)
-    assert "not attention biases, attention scale, gelu, layernorm" in exact_supported(bind_task(model, 3))
+    assert "not attention biases, attention scale, gelu, layernorm" in exact_supported(
+        bind_task(model, 3)
+    )
     with pytest.raises(ValueError, match="exact evaluation"):
         exact_fixed_predict(bind_task(model, 3), np.zeros((1, 3), dtype=int), 4)
 

@@ -1,5 +1,5 @@
-"""Tests for model files (headcount.core.model.files): bit-identical round trips, the file format, clean
-errors on bad files, atomic writes."""
+"""Tests for model files (headcount.core.model.files): bit-identical round trips, the file format,
+clean errors on bad files, atomic writes."""
 
 from __future__ import annotations
 
@@ -44,7 +44,12 @@ def random_mlp_model(seed: int = 0) -> Transformer:
                     rng.normal(size=(3, d)),
                 ),
             ),
-            MLP(rng.normal(size=(d, 7)), rng.normal(size=7), rng.normal(size=(7, d)), rng.normal(size=d)),
+            MLP(
+                rng.normal(size=(d, 7)),
+                rng.normal(size=7),
+                rng.normal(size=(7, d)),
+                rng.normal(size=d),
+            ),
         ),
         Layer(
             tuple(
@@ -74,7 +79,11 @@ def random_mlp_model(seed: int = 0) -> Transformer:
 
 
 def same_array(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a.view(np.uint64), b.view(np.uint64))
+    return (
+        a.dtype == b.dtype
+        and a.shape == b.shape
+        and np.array_equal(a.view(np.uint64), b.view(np.uint64))
+    )
 
 
 def assert_same_model(a, b) -> None:
@@ -154,7 +163,9 @@ def test_file_is_plain_safetensors_with_headcount_json(name, tmp_path):
         assert keys == {"embed", "Q", "K", "V"}
     else:
         assert {"W_E", "W_pos", "layers.0.heads.0.W_Q"} <= keys
-        assert config["layers"] == [{"heads": len(l.heads), "mlp": l.mlp is not None} for l in model.layers]
+        assert config["layers"] == [
+            {"heads": len(l.heads), "mlp": l.mlp is not None} for l in model.layers
+        ]
         if name == "random_mlp":
             assert {"layers.0.mlp.W_in", "layers.0.mlp.b_out", "decoder.W_U", "decoder.b_U"} <= keys
             assert "layers.1.mlp.W_in" not in keys
@@ -164,7 +175,7 @@ def test_file_is_plain_safetensors_with_headcount_json(name, tmp_path):
     json.loads(raw[8 : 8 + header_len])
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # bad files: always ModelFileError (a ValueError), one line
 
 
@@ -269,7 +280,9 @@ def test_missing_table_tensor(tmp_path, missing):
         lambda c, t: c.pop("layers"),
         lambda c, t: c.pop("mask"),
         lambda c, t: t.update({"W_pos": np.zeros((4, 7))}),  # width does not match W_E
-        lambda c, t: t.update({"layers.0.heads.0.W_Q": np.zeros((19, 3))}),  # W_Q, W_K shapes differ
+        lambda c, t: t.update(
+            {"layers.0.heads.0.W_Q": np.zeros((19, 3))}
+        ),  # W_Q, W_K shapes differ
     ],
 )
 def test_inconsistent_files(tmp_path, edit):
@@ -295,7 +308,7 @@ def test_malformed_files_raise_model_file_error(tmp_path, edit):
     _expect_model_file_error(tmp_path / "m.safetensors")
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # atomic writes
 
 
@@ -310,7 +323,9 @@ def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     monkeypatch.setattr(files.Path, "write_bytes", _failing_write)
     with pytest.raises(OSError, match="No space left") as err:
         save_model(two_layer_induction(4, 2), tmp_path / "m.safetensors")
-    assert err.value.filename == str(tmp_path / "m.safetensors")  # the file asked for, not the temporary
+    assert err.value.filename == str(
+        tmp_path / "m.safetensors"
+    )  # the file asked for, not the temporary
     assert os.listdir(tmp_path) == []
 
 
@@ -350,8 +365,9 @@ def test_successful_write_replaces_and_leaves_no_temporary(tmp_path):
 
 
 def test_saved_files_get_the_usual_permissions(tmp_path):
-    """Atomic writes go through mkstemp (mode 0600); the file must end up 0666 less the umask, like any
-    other file the user creates — a model saved with umask 022 is readable by the group and others."""
+    """Atomic writes go through mkstemp (mode 0600); the file must end up 0666 less the umask, like
+    any other file the user creates — a model saved with umask 022 is readable by the group and
+    others."""
     import os
     import stat
 
@@ -373,15 +389,18 @@ def test_saved_files_get_the_usual_permissions(tmp_path):
     assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
 
 
-# ---------------------------------------------------------------------------------------------------
-# bounded reading (issue 13): shapes before tensors, the memory guard, versions, nesting without recursion
+# --------------------------------------------------------------------------------------------------
+# bounded reading (issue 13): shapes before tensors, the memory guard, versions, nesting without
+# recursion
 
 
 def test_shapes_are_checked_before_any_tensor_is_loaded(tmp_path, monkeypatch):
     tensors, config = _good_file(tmp_path)
     tensors["decoder.W_U"] = np.zeros((7, 3))  # d_model 7 in a model of d_model 19
     save_file(tensors, str(tmp_path / "m.safetensors"), metadata={"headcount": json.dumps(config)})
-    monkeypatch.setattr(files, "load_file", lambda *a, **k: pytest.fail("tensors loaded before shape checks"))
+    monkeypatch.setattr(
+        files, "load_file", lambda *a, **k: pytest.fail("tensors loaded before shape checks")
+    )
     _expect_model_file_error(tmp_path / "m.safetensors", "decoder.W_U", "[7, 3]", "[19, '*']")
 
 
@@ -396,7 +415,9 @@ def test_loading_is_guarded_by_the_memory_limit(tmp_path):
     from headcount.common.resources import memory_limit_of
 
     model = random_mlp_model()
-    big = Transformer(np.zeros((3, 5)), np.zeros((70_000, 5)), model.layers, model.decoder, "full", {})
+    big = Transformer(
+        np.zeros((3, 5)), np.zeros((70_000, 5)), model.layers, model.decoder, "full", {}
+    )
     save_model(big, tmp_path / "big.safetensors")
     with memory_limit_of("1M"), pytest.raises(InputError, match="max_memory") as refused:
         load_model(tmp_path / "big.safetensors")
@@ -409,7 +430,9 @@ def test_transformer_and_table_versions_are_checked(tmp_path, version):
     for model in (two_layer_induction(4, 2), one_layer_induction(4, 2)):
         tensors, config = _good_file(tmp_path, model)
         config["version"] = version
-        save_file(tensors, str(tmp_path / "m.safetensors"), metadata={"headcount": json.dumps(config)})
+        save_file(
+            tensors, str(tmp_path / "m.safetensors"), metadata={"headcount": json.dumps(config)}
+        )
         _expect_model_file_error(tmp_path / "m.safetensors", "is not supported", "reads version 1")
 
 

@@ -1,10 +1,12 @@
-"""Corrupt and malicious model files (issue 13): every one is refused with a ModelFileError (an InputError:
-exit 2, one line) — never a traceback, a hang, a memory blow-up, code run or a module imported from a file.
+"""Corrupt and malicious model files (issue 13): every one is refused with a ModelFileError (an
+InputError: exit 2, one line) — never a traceback, a hang, a memory blow-up, code run or a module
+imported from a file.
 
-Each case builds one small file from a good one (a transformer, a one-layer table, a minmax model, a Boolean
-model) and breaks one thing: header lies, truncation, pickles, huge integers, deep nesting, exponent strings,
-wrong shapes, NaN/inf, unknown decoder kinds, wrong versions, huge counts, bad paths. A few go through
-`headcount.cli.main` (all six `--model` commands) to check the exit code and the one line.
+Each case builds one small file from a good one (a transformer, a one-layer table, a minmax model, a
+Boolean model) and breaks one thing: header lies, truncation, pickles, huge integers, deep nesting,
+exponent strings, wrong shapes, NaN/inf, unknown decoder kinds, wrong versions, huge counts, bad
+paths. A few go through `headcount.cli.main` (all six `--model` commands) to check the exit code and
+the one line.
 """
 
 from __future__ import annotations
@@ -70,7 +72,9 @@ def _base(kind: str, tmp_path: Path) -> tuple[dict[str, np.ndarray], dict]:
     elif kind == "minmax":
         save_minmax(random_single_head(np.random.default_rng(0), 6, 3), path)
     else:
-        layer = BooleanLayer((BooleanHead(1, 2, (1, 0), (-1, 3)), BooleanHead("1/3", 5, (2, -1), (0, 1))))
+        layer = BooleanLayer(
+            (BooleanHead(1, 2, (1, 0), (-1, 3)), BooleanHead("1/3", 5, (2, -1), (0, 1)))
+        )
         save_boolean(layer, Readout({(1, 0): 1, (0, 1): "-1/4", (0, 0): 2}, 2, 2), path, {"n": 4})
     return _read(path)
 
@@ -79,7 +83,8 @@ LOADERS = {"two": load_model, "table": load_model, "minmax": load_minmax, "boole
 
 
 def _edited(kind: str, edit):
-    """A case: the good `kind` file with `edit(tensors, config)` applied (it may return a new config text)."""
+    """A case: the good `kind` file with `edit(tensors, config)` applied (it may return a new config
+    text)."""
 
     def build(tmp_path: Path) -> Path:
         tensors, config = _base(kind, tmp_path)
@@ -107,7 +112,13 @@ def _meta(config: dict) -> dict:
     return {"__metadata__": {"headcount": json.dumps(config)}}
 
 
-GOOD_TWO = {"format": "headcount-transformer", "version": 1, "mask": "causal", "layers": [], "info": {}}
+GOOD_TWO = {
+    "format": "headcount-transformer",
+    "version": 1,
+    "mask": "causal",
+    "layers": [],
+    "info": {},
+}
 
 
 def _set(path: list, value):
@@ -149,7 +160,9 @@ def _many_entries(count: int):
         raw = _write(tmp_path / "small.safetensors", tensors, config).read_bytes()
         length = int.from_bytes(raw[:8], "little")
         header = json.loads(raw[8 : 8 + length])
-        header |= {f"x{i}": {"dtype": "U8", "shape": [0], "data_offsets": [0, 0]} for i in range(count)}
+        header |= {
+            f"x{i}": {"dtype": "U8", "shape": [0], "data_offsets": [0, 0]} for i in range(count)
+        }
         text = json.dumps(header).encode()
         path = tmp_path / "many.safetensors"
         path.write_bytes(struct.pack("<Q", len(text)) + text + raw[8 + length :])
@@ -189,29 +202,39 @@ CASES = {
     "header-length-past-end": _raw(_header(_meta(GOOD_TWO), length=10**6)),
     "header-not-json": _raw(struct.pack("<Q", 5) + b"{nope"),
     "header-offsets-past-end": _raw(
-        _header(_meta(GOOD_TWO) | {"W_E": {"dtype": "F64", "shape": [2, 2], "data_offsets": [0, 32]}})
+        _header(
+            _meta(GOOD_TWO) | {"W_E": {"dtype": "F64", "shape": [2, 2], "data_offsets": [0, 32]}}
+        )
     ),
     "header-shape-lie": _raw(
         _header(
-            _meta(GOOD_TWO) | {"W_E": {"dtype": "F64", "shape": [10**9, 10**9], "data_offsets": [0, 8]}},
+            _meta(GOOD_TWO)
+            | {"W_E": {"dtype": "F64", "shape": [10**9, 10**9], "data_offsets": [0, 8]}},
             b"\0" * 8,
         )
     ),
     "header-unknown-dtype": _raw(
-        _header(_meta(GOOD_TWO) | {"W_E": {"dtype": "Q99", "shape": [1], "data_offsets": [0, 8]}}, b"\0" * 8)
+        _header(
+            _meta(GOOD_TWO) | {"W_E": {"dtype": "Q99", "shape": [1], "data_offsets": [0, 8]}},
+            b"\0" * 8,
+        )
     ),
     "header-dtype-an-object": _raw(
         _header(
-            _meta(GOOD_TWO) | {"W_E": {"dtype": {"a": 1}, "shape": [1], "data_offsets": [0, 8]}}, b"\0" * 8
+            _meta(GOOD_TWO) | {"W_E": {"dtype": {"a": 1}, "shape": [1], "data_offsets": [0, 8]}},
+            b"\0" * 8,
         )
     ),
     "header-40-axes": _raw(
         _header(
-            _meta(GOOD_TWO) | {"W_E": {"dtype": "F64", "shape": [1] * 40, "data_offsets": [0, 8]}}, b"\0" * 8
+            _meta(GOOD_TWO) | {"W_E": {"dtype": "F64", "shape": [1] * 40, "data_offsets": [0, 8]}},
+            b"\0" * 8,
         )
     ),
     "header-negative-shape": _raw(
-        _header(_meta(GOOD_TWO) | {"W_E": {"dtype": "F64", "shape": [-1, -8], "data_offsets": [0, 64]}})
+        _header(
+            _meta(GOOD_TWO) | {"W_E": {"dtype": "F64", "shape": [-1, -8], "data_offsets": [0, 64]}}
+        )
     ),
     "header-metadata-not-strings": _raw(_header({"__metadata__": {"headcount": {"format": "x"}}})),
     "header-20000-entries": _many_entries(20_000),
@@ -234,7 +257,9 @@ CASES = {
     "deep-boolean": _edited(
         "boolean", lambda t, c: json.dumps(c)[:-1] + ', "x": ' + "[" * 5000 + "]" * 5000 + "}"
     ),
-    "metadata-over-1MiB": _edited("two", _set(["info", "pad"], "x" * (files.MAX_METADATA_BYTES + 1))),
+    "metadata-over-1MiB": _edited(
+        "two", _set(["info", "pad"], "x" * (files.MAX_METADATA_BYTES + 1))
+    ),
     "config-a-list": _edited("two", lambda t, c: "[1, 2]"),
     "config-null": _edited("two", lambda t, c: "null"),
     "config-not-json": _edited("two", lambda t, c: "{nope"),
@@ -262,7 +287,9 @@ CASES = {
     "version-boolean-99": _edited("boolean", _set(["version"], 99)),
     # --- decoder kinds: named, never imported from a file ---
     "decoder-os-system": _edited("two", _set(["decoder", "kind"], "os.system")),
-    "decoder-module-path": _edited("two", _set(["decoder", "kind"], "headcount.core.model.files:load_model")),
+    "decoder-module-path": _edited(
+        "two", _set(["decoder", "kind"], "headcount.core.model.files:load_model")
+    ),
     "decoder-antigravity": _edited("two", _set(["decoder", "kind"], "antigravity")),
     "decoder-kind-int": _edited("two", _set(["decoder", "kind"], 3)),
     "decoder-a-string": _edited("two", _set(["decoder"], "linear")),
@@ -295,7 +322,9 @@ CASES = {
     "rational-zero-denominator": _edited("boolean", _set(["layer", 0, "w0"], "1/0")),
     "rational-unicode-digits": _edited("boolean", _set(["layer", 0, "w0"], "٣")),
     "rational-double-slash": _edited("boolean", _set(["layer", 0, "w0"], "1//2")),
-    "rational-too-long": _edited("boolean", _set(["layer", 0, "w0"], "7" * (MAX_RATIONAL_DIGITS + 1))),
+    "rational-too-long": _edited(
+        "boolean", _set(["layer", 0, "w0"], "7" * (MAX_RATIONAL_DIGITS + 1))
+    ),
     "rational-denominator-too-long": _edited(
         "boolean", _set(["readout", 0, 1], "1/" + "3" * (MAX_RATIONAL_DIGITS + 1))
     ),
@@ -361,7 +390,10 @@ def test_there_are_at_least_60_cases():
 @pytest.mark.parametrize(
     ("name", "fragment"),
     [
-        ("5000-digit-in-info", f"a number of 5,000 digits; allowed at most {files.MAX_METADATA_INT_DIGITS}"),
+        (
+            "5000-digit-in-info",
+            f"a number of 5,000 digits; allowed at most {files.MAX_METADATA_INT_DIGITS}",
+        ),
         ("deep-100000", f"nests 100002 levels deep; allowed at most {files.MAX_METADATA_DEPTH}"),
         ("metadata-over-1MiB", f"model files hold at most {files.MAX_METADATA_BYTES:,}"),
         ("version-2", "version 2 is not supported; it reads version 1"),
@@ -371,7 +403,8 @@ def test_there_are_at_least_60_cases():
         ("info-a-string", "'info' must be a JSON object, got 'abc'"),
         (
             "W_U-wrong-width",
-            "tensor 'decoder.b_U' has shape [3], expected [2] = [classes] (the columns of decoder.W_U)",
+            "tensor 'decoder.b_U' has shape [3], expected [2] = [classes] (the columns of "
+            "decoder.W_U)",
         ),
         ("W_Q-wrong-rows", "tensor 'layers.0.heads.0.W_Q' has shape [18, 3], expected [19, '*']"),
         ("table-V-wrong", "tensor 'V' has shape [1, 4, 2, 4], expected [1, 4, 2, 5]"),
@@ -394,7 +427,10 @@ def test_there_are_at_least_60_cases():
             f"has {MAX_RATIONAL_DIGITS + 1:,} digits; allowed at most {MAX_RATIONAL_DIGITS:,}",
         ),
         ("rational-float", "exact rationals are strings 'p' or 'p/q' (or integers)"),
-        ("minmax-80000-heads", f"'heads' = 80000 is out of range: allowed 1..{files.MAX_HEADS_PER_LAYER}"),
+        (
+            "minmax-80000-heads",
+            f"'heads' = 80000 is out of range: allowed 1..{files.MAX_HEADS_PER_LAYER}",
+        ),
         ("minmax-M-lie", "tensor 'classifier_min.theta' has shape [6, 3], expected [7, 3] = [M d]"),
         ("readout-n-ctx-lie", "induction_readout"),
     ],
@@ -407,8 +443,8 @@ def test_messages_name_the_limit_or_the_tensor(tmp_path, name, fragment):
 
 
 def _sparse(kind: str, tmp_path: Path, replace: str | None, shape: list[int]) -> Path:
-    """The good `kind` file with a sparse float64 tensor of `shape` (`replace`: in place of that tensor,
-    else an extra one "zz"): gigabytes on paper, nothing on disk."""
+    """The good `kind` file with a sparse float64 tensor of `shape` (`replace`: in place of that
+    tensor, else an extra one "zz"): gigabytes on paper, nothing on disk."""
     tensors, config = _base(kind, tmp_path)
     if replace:
         tensors.pop(replace)
@@ -416,7 +452,11 @@ def _sparse(kind: str, tmp_path: Path, replace: str | None, shape: list[int]) ->
     length = int.from_bytes(raw[:8], "little")
     header, data = json.loads(raw[8 : 8 + length]), raw[8 + length :]
     size = 8 * int(np.prod(shape, dtype=object))
-    header[replace or "zz"] = {"dtype": "F64", "shape": shape, "data_offsets": [len(data), len(data) + size]}
+    header[replace or "zz"] = {
+        "dtype": "F64",
+        "shape": shape,
+        "data_offsets": [len(data), len(data) + size],
+    }
     text = json.dumps(header).encode()
     path = tmp_path / "sparse.safetensors"
     with open(path, "wb") as f:
@@ -434,9 +474,11 @@ def _sparse(kind: str, tmp_path: Path, replace: str | None, shape: list[int]) ->
         ("two", "W_E", "tensor 'W_E' has shape [8589934592], expected ['*', '*']"),
     ],
 )
-def test_a_sparse_64_gib_tensor_is_refused_from_the_header(tmp_path, monkeypatch, kind, replace, fragment):
-    """Never memory-mapped nor loaded: the header alone refuses it (under an address-space cap, mapping
-    the file would fail with MemoryError)."""
+def test_a_sparse_64_gib_tensor_is_refused_from_the_header(
+    tmp_path, monkeypatch, kind, replace, fragment
+):
+    """Never memory-mapped nor loaded: the header alone refuses it (under an address-space cap,
+    mapping the file would fail with MemoryError)."""
     path = _sparse(kind, tmp_path, replace, [2**33])
     monkeypatch.setattr(files, "load_file", lambda *a, **k: pytest.fail("tensors loaded"))
     monkeypatch.setattr("safetensors.safe_open", lambda *a, **k: pytest.fail("file mapped"))
@@ -447,14 +489,17 @@ def test_a_sparse_64_gib_tensor_is_refused_from_the_header(tmp_path, monkeypatch
 def test_a_sparse_tensor_of_the_right_shape_meets_the_memory_guard(tmp_path, monkeypatch):
     from headcount.common.resources import memory_limit_of
 
-    path = _sparse("two", tmp_path, "W_pos", [2**28, 19])  # n_ctx = 2^28: 38 GiB of float64 on paper
+    path = _sparse(
+        "two", tmp_path, "W_pos", [2**28, 19]
+    )  # n_ctx = 2^28: 38 GiB of float64 on paper
     monkeypatch.setattr(files, "load_file", lambda *a, **k: pytest.fail("tensors loaded"))
     with memory_limit_of("1G"), pytest.raises(InputError, match="loading .* max_memory") as refused:
         load_model(path)
     assert refused.value.param == "max_memory"
 
 
-# --- paths -------------------------------------------------------------------------------------------
+# --- paths
+# -------------------------------------------------------------------------------------------
 
 
 def _expect_path_error(path, *fragments: str) -> None:
@@ -468,7 +513,9 @@ def _expect_path_error(path, *fragments: str) -> None:
 
 
 def test_a_5000_character_path(tmp_path):
-    _expect_path_error(str(tmp_path / ("x" * 5000)), "cannot be opened", "File name too long", "characters)")
+    _expect_path_error(
+        str(tmp_path / ("x" * 5000)), "cannot be opened", "File name too long", "characters)"
+    )
 
 
 def test_a_long_path_of_short_names(tmp_path):
@@ -484,7 +531,9 @@ def test_a_fifo_never_blocks(tmp_path):
     os.mkfifo(fifo)
     start = time.perf_counter()
     _expect_path_error(fifo, "not a regular file")
-    assert time.perf_counter() - start < 60  # a block uses no CPU, so the clock tells: generous for load
+    assert (
+        time.perf_counter() - start < 60
+    )  # a block uses no CPU, so the clock tells: generous for load
 
 
 def test_dev_null():
@@ -493,7 +542,9 @@ def test_dev_null():
 
 def test_a_dangling_symlink(tmp_path):
     (tmp_path / "link.safetensors").symlink_to(tmp_path / "gone.safetensors")
-    _expect_path_error(tmp_path / "link.safetensors", "does not exist", "symbolic link to a missing file")
+    _expect_path_error(
+        tmp_path / "link.safetensors", "does not exist", "symbolic link to a missing file"
+    )
 
 
 def test_a_symlink_loop(tmp_path):
@@ -530,13 +581,16 @@ def test_a_file_without_permission(tmp_path, monkeypatch):
     os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
 
 
-# --- labels from a file are labels, and what still loads ---------------------------------------------
+# --- labels from a file are labels, and what still loads
+# ---------------------------------------------
 
 
 def test_file_label_is_reported_as_a_label_never_as_a_construction(tmp_path):
     tensors, config = _base("two", tmp_path)
     for name in tensors:
-        tensors[name] = np.where(tensors[name] != 0, 1e-3, 0.0)  # not the construction's weights any more
+        tensors[name] = np.where(
+            tensors[name] != 0, 1e-3, 0.0
+        )  # not the construction's weights any more
     path = _write(tmp_path / "liar.safetensors", tensors, config)
     result = certify_induction(ModelSource(path), 4, 2, samples=4).to_json()
     assert result["file_label"] == "two_layer_induction" and "construction" not in result
@@ -561,7 +615,18 @@ def test_exact_rationals_accept_p_and_p_over_q_only():
     assert to_fmpq("-3/4") == to_fmpq(-3) / 4 and to_fmpq("+5") == 5 and to_fmpq("0") == 0
     longest = "9" * MAX_RATIONAL_DIGITS
     assert to_fmpq(f"-{longest}/7") == -fmpq(fmpz(longest), 7)
-    for bad in ("1e5", "1.5", " 1", "1 ", "1/0", "1/-2", "inf", "", "٣", "9" * (MAX_RATIONAL_DIGITS + 1)):
+    for bad in (
+        "1e5",
+        "1.5",
+        " 1",
+        "1 ",
+        "1/0",
+        "1/-2",
+        "inf",
+        "",
+        "٣",
+        "9" * (MAX_RATIONAL_DIGITS + 1),
+    ):
         with pytest.raises(InputError):
             to_fmpq(bad)
 
@@ -575,18 +640,23 @@ def test_a_huge_exponent_string_is_refused_at_once():
 
 
 def test_the_metadata_size_bound_is_the_loaders_own(tmp_path):
-    """Boolean files carry their exact rationals in the metadata: their bound is larger than 1 MiB."""
+    """Boolean files carry their exact rationals in the metadata: their bound is larger than 1
+    MiB."""
     with pytest.raises(ModelFileError, match="at most 10"):
         files.parse_config('{"a": "' + "x" * 20 + '"}', "'f'", max_bytes=10)
     assert files.parse_config('{"a": [[1]]}', "'f'") == {"a": [[1]]}
 
 
-# --- through the command line: exit 2, one line, for each of the six --model commands -----------------
+# --- through the command line: exit 2, one line, for each of the six --model commands
+# -----------------
 
 COMMANDS = {
     "predict": ("two", ["induction", "predict", "--model", "{}", "--input", "0 1"]),
     "certify": ("two", ["induction", "certify", "--model", "{}", "--n", "4", "--alphabet", "2"]),
-    "protocol": ("table", ["induction", "protocol", "--k", "2", "--model", "{}", "--precision-bits", "6"]),
+    "protocol": (
+        "table",
+        ["induction", "protocol", "--k", "2", "--model", "{}", "--precision-bits", "6"],
+    ),
     "refute": ("table", ["induction", "refute", "--k", "2", "--model", "{}"]),
     "minmax": ("minmax", ["minmax", "verify", "--model", "{}", "--M", "6", "--n", "3"]),
     "boolean": ("boolean", ["boolean", "check", "--model", "{}", "--function", "xor"]),

@@ -1,7 +1,8 @@
-"""The scan of a state dict's pickle before torch.load (interop.pickle_scan, interop.checkpoints.open_torch): the
-two key bombs a reviewer found (a tuple key nested 150,000 deep: a segfault; a key of 2**40 shared tuples:
-a hang) refused through the CLI within a CPU budget, each refusal rule on its own, and genuine torch.save
-checkpoints (transformers' GPT-2, tied weights, OrderedDict metadata, pickle protocols 2 to 5) passing."""
+"""The scan of a state dict's pickle before torch.load (interop.pickle_scan,
+interop.checkpoints.open_torch): the two key bombs a reviewer found (a tuple key nested 150,000
+deep: a segfault; a key of 2**40 shared tuples: a hang) refused through the CLI within a CPU budget,
+each refusal rule on its own, and genuine torch.save checkpoints (transformers' GPT-2, tied weights,
+OrderedDict metadata, pickle protocols 2 to 5) passing."""
 
 from __future__ import annotations
 
@@ -41,7 +42,9 @@ def _limited(cpu_s: int):
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a segfault leaves no core file behind
-        hard = resource.getrlimit(resource.RLIMIT_STACK)[1]  # Linux's usual 8 MiB C stack, even where
+        hard = resource.getrlimit(resource.RLIMIT_STACK)[
+            1
+        ]  # Linux's usual 8 MiB C stack, even where
         stack = 8 << 20 if hard == resource.RLIM_INFINITY else min(8 << 20, hard)  # it is unlimited
         resource.setrlimit(resource.RLIMIT_STACK, (stack, hard))
 
@@ -56,7 +59,8 @@ def _refusal(data: bytes) -> str:
     return message
 
 
-# --- the reviewer's two files, through the command ----------------------------------------------------
+# --- the reviewer's two files, through the command
+# ----------------------------------------------------
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_CPU in a child: Linux")
@@ -65,7 +69,15 @@ def test_key_bombs_are_refused_by_the_command(tmp_path, bomb):
     path = write_key_bombs(tmp_path / "bombs")[bomb]
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(config()), encoding="utf-8")
-    argv = ["import", "gpt2", str(path), "--config", str(cfg), "--out", str(tmp_path / "m.safetensors")]
+    argv = [
+        "import",
+        "gpt2",
+        str(path),
+        "--config",
+        str(cfg),
+        "--out",
+        str(tmp_path / "m.safetensors"),
+    ]
     proc = subprocess.run(
         [sys.executable, "-m", "headcount.cli", *argv, "--json"],
         capture_output=True,
@@ -83,8 +95,8 @@ def test_key_bombs_are_refused_by_the_command(tmp_path, bomb):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_CPU in a child: Linux")
 def test_the_bombs_really_hurt_torch_load_unscanned(tmp_path):
-    """Guards the recipes: torch.load alone dies on each (a crash, or the CPU limit), so the test above
-    tests the scan, not a file torch would have read anyway."""
+    """Guards the recipes: torch.load alone dies on each (a crash, or the CPU limit), so the test
+    above tests the scan, not a file torch would have read anyway."""
     paths = write_key_bombs(tmp_path)
     code = "import sys, torch; torch.load(sys.argv[1], map_location='cpu', weights_only=True)"
     for path in paths.values():
@@ -94,21 +106,31 @@ def test_the_bombs_really_hurt_torch_load_unscanned(tmp_path):
             timeout=120,
             preexec_fn=_limited(3),
         )
-        assert proc.returncode < 0, (path.name, proc.returncode, proc.stderr[-500:])  # killed by a signal
+        assert proc.returncode < 0, (
+            path.name,
+            proc.returncode,
+            proc.stderr[-500:],
+        )  # killed by a signal
 
 
 def test_key_bombs_are_refused_at_once():
-    for data, why in ((deep_key_pickle(), "nests deeper than"), (shared_key_pickle(), "expands to over")):
+    for data, why in (
+        (deep_key_pickle(), "nests deeper than"),
+        (shared_key_pickle(), "expands to over"),
+    ):
         start = time.process_time()
         assert why in _refusal(data)
         assert time.process_time() - start < 1.0
-    assert "nests deeper" in _refusal(deep_key_pickle(2_000_000))  # 2 MB: still linear, still refused
+    assert "nests deeper" in _refusal(
+        deep_key_pickle(2_000_000)
+    )  # 2 MB: still linear, still refused
     # shallow versions keep the one rule they still break: the key is not a string
     assert "dict key that is not a string" in _refusal(deep_key_pickle(3))
     assert "dict key that is not a string" in _refusal(shared_key_pickle(3))
 
 
-# --- each rule --------------------------------------------------------------------------------------
+# --- each rule
+# --------------------------------------------------------------------------------------
 
 
 def _nested(depth: int) -> list:
@@ -135,18 +157,22 @@ def test_each_rule_refuses(value, protocol, needle):
 
 @pytest.mark.parametrize("protocol", [2, 4, 5])
 def test_nesting_up_to_the_bound_passes(protocol):
-    check_state_dict_pickle(pickle.dumps({"a": _nested(MAX_DEPTH - 1), "b": (1, 2.5, None)}, protocol), NAME)
+    check_state_dict_pickle(
+        pickle.dumps({"a": _nested(MAX_DEPTH - 1), "b": (1, 2.5, None)}, protocol), NAME
+    )
 
 
 @pytest.mark.parametrize(
-    ("value", "protocol"), [({1, 2}, 4), (frozenset({1}), 4), ({"a": {1}}, 4), ({"a": frozenset()}, 5)]
+    ("value", "protocol"),
+    [({1, 2}, 4), (frozenset({1}), 4), ({"a": {1}}, 4), ({"a": frozenset()}, 5)],
 )
 def test_sets_are_refused(value, protocol):
     assert "builds a set" in _refusal(pickle.dumps(value, protocol))
 
 
 def test_memo_expansion_is_bounded_by_the_pickle_length():
-    """A value (not a key) of shared tuples: fine while small, refused once it expands past the bound."""
+    """A value (not a key) of shared tuples: fine while small, refused once it expands past the
+    bound."""
     small = b"\x80\x02}X\x01\x00\x00\x00aNq\x00" + b"h\x00\x86q\x00" * 5 + b"s."
     check_state_dict_pickle(small, NAME)
     big = small.replace(b"h\x00\x86q\x00" * 5, b"h\x00\x86q\x00" * 30)
@@ -160,7 +186,10 @@ def test_memo_expansion_is_bounded_by_the_pickle_length():
         (b"\x80\x02j\x00\x01\x00\x00.", "memo entry 256, which was never stored"),
         (pickle.dumps({"a": 1}, protocol=0), "opcode"),  # text opcodes (DICT, PUT, INT)
         (b"\x80\x02(K\x01K\x02d.", "opcode DICT"),  # protocol 0's dict from a MARK
-        (b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00lsR.", ""),  # passes the scan: torch refuses the global
+        (
+            b"\x80\x02cos\nsystem\nX\x02\x00\x00\x00lsR.",
+            "",
+        ),  # passes the scan: torch refuses the global
         (b"\x80\x02cbuiltins\nobject\n)\x81.", ""),  # NEWOBJ: likewise torch's to judge
         (b"\x80\x02cbuiltins\nobject\nU\x01x\x85\x81.", "opcode SHORT_BINSTRING"),
         (b"\x80\x02}(X\x01\x00\x00\x00au.", "a dict key without a value"),
@@ -198,7 +227,8 @@ def test_mutated_torch_pickles_raise_only_input_errors():
             assert "\n" not in str(err)
 
 
-# --- genuine checkpoints ----------------------------------------------------------------------------
+# --- genuine checkpoints
+# ----------------------------------------------------------------------------
 
 
 def _gpt2_model():
@@ -239,7 +269,9 @@ def test_save_pretrained_bin_folder_imports(tmp_path):
     model = _gpt2_model()
     folder = tmp_path / "ckpt"
     model.save_pretrained(folder, safe_serialization=False)
-    if not (folder / "pytorch_model.bin").exists():  # transformers ≥ 5 writes safetensors regardless
+    if not (
+        folder / "pytorch_model.bin"
+    ).exists():  # transformers ≥ 5 writes safetensors regardless
         (folder / "model.safetensors").unlink()
         torch.save(model.state_dict(), folder / "pytorch_model.bin")
     check_state_dict_pickle(_pickle_of(folder / "pytorch_model.bin"), NAME)
@@ -248,7 +280,8 @@ def test_save_pretrained_bin_folder_imports(tmp_path):
 
 
 def test_views_shared_storage_and_many_entries_pass(tmp_path):
-    """Views of one storage, a tensor under two names, scalars and > 1,000 entries (SETITEMS batches)."""
+    """Views of one storage, a tensor under two names, scalars and > 1,000 entries (SETITEMS
+    batches)."""
     flat = torch.arange(24.0)
     state = {"a": flat[:12].view(3, 4), "b": flat[12:], "c": flat, "n": torch.tensor(1.5)}
     state |= {"alias": state["a"]} | {f"x.{i}": torch.zeros(1) for i in range(2500)}
@@ -261,23 +294,27 @@ def test_views_shared_storage_and_many_entries_pass(tmp_path):
     assert listed["wte.weight"] == ((11, 8), "F32")
 
 
-# --- open_torch around the scan ------------------------------------------------------------------------
+# --- open_torch around the scan
+# ------------------------------------------------------------------------
 
 
 def test_non_string_keys_get_their_own_message(tmp_path, monkeypatch):
-    """Were a non-string key to reach the listing (the scan refuses them first), it is named as a key."""
+    """Were a non-string key to reach the listing (the scan refuses them first), it is named as a
+    key."""
     path = tmp_path / "int-key.pt"
     torch.save({1: torch.zeros(2)}, path)
     with pytest.raises(InputError, match="dict key that is not a string"):
         checkpoints.open_torch(str(path))
     monkeypatch.setattr(checkpoints, "check_state_dict_pickle", lambda data, name: None)
-    with pytest.raises(InputError, match=r"key 1 is a int, not a name: a state dict maps names to tensors"):
+    with pytest.raises(
+        InputError, match=r"key 1 is a int, not a name: a state dict maps names to tensors"
+    ):
         checkpoints.open_torch(str(path))
 
 
 def test_the_pickle_torch_reads_is_the_one_scanned(tmp_path):
-    """Two data.pkl entries differing in case (torch's zip reader matches names in any case), or a pickle
-    outside the archive's folder: refused before anything is unpickled."""
+    """Two data.pkl entries differing in case (torch's zip reader matches names in any case), or a
+    pickle outside the archive's folder: refused before anything is unpickled."""
     benign = pickle.dumps({"a": 1}, protocol=2)
     twice = tmp_path / "twice.pt"
     with zipfile.ZipFile(twice, "w") as archive:
@@ -295,8 +332,9 @@ def test_the_pickle_torch_reads_is_the_one_scanned(tmp_path):
 
 
 def test_the_file_is_read_once_so_a_swap_after_the_scan_changes_nothing(tmp_path, monkeypatch):
-    """The bytes scanned are the bytes torch.load reads: a file replaced right after the scan (a race: it
-    could be a key bomb) is never unpickled; the state dict read is the one that was scanned."""
+    """The bytes scanned are the bytes torch.load reads: a file replaced right after the scan (a
+    race: it could be a key bomb) is never unpickled; the state dict read is the one that was
+    scanned."""
     path, other = tmp_path / "sd.pt", tmp_path / "other.pt"
     torch.save({k: torch.from_numpy(v) for k, v in state_dict().items()}, path)
     torch.save({"other": torch.zeros(2)}, other)

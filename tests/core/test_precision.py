@@ -1,4 +1,5 @@
-"""Tests for headcount.core.numbers.precision: parsing modes, fixed:p rounding, bfloat16 rounding."""
+"""Tests for headcount.core.numbers.precision: parsing modes, fixed:p rounding, bfloat16
+rounding."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from headcount.core.numbers.precision import (
     round_fixed,
 )
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # parse_precision
 
 
@@ -87,7 +88,7 @@ def test_parse_precision_bad_bits_says_what_p_may_be(text):
     assert "fixed:p" in message and "1..60" in message  # and says what is allowed
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # round_fixed
 
 
@@ -143,7 +144,8 @@ def test_round_fixed_array_shape_and_dtype():
 
 
 def _reference_round_fixed(x: float, bits: int) -> Fraction:
-    """Exact rational reference: round half to even (Python's round on Fraction), clip to ±2^bits."""
+    """Exact rational reference: round half to even (Python's round on Fraction), clip to
+    ±2^bits."""
     limit = Fraction(2) ** bits
     if math.isinf(x):
         return limit if x > 0 else -limit
@@ -181,7 +183,7 @@ def test_round_fixed_results_are_on_the_grid_and_idempotent():
         assert np.all(np.diff(r[np.argsort(x)]) >= 0)  # monotone
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # round_bfloat16 vs torch
 
 
@@ -199,7 +201,9 @@ def _assert_same_bits(x32: np.ndarray) -> None:
     bad = np.flatnonzero(got.view(np.uint32)[~nan] != want.view(np.uint32)[~nan])
     assert bad.size == 0, [
         (hex(int(b)), float(g), float(w))
-        for b, g, w in zip(x32.view(np.uint32)[~nan][bad[:5]], got[~nan][bad[:5]], want[~nan][bad[:5]])
+        for b, g, w in zip(
+            x32.view(np.uint32)[~nan][bad[:5]], got[~nan][bad[:5]], want[~nan][bad[:5]]
+        )
     ]
 
 
@@ -254,8 +258,8 @@ def test_round_bfloat16_special_values_match_torch():
 
 
 def test_round_bfloat16_exact_halfway_points_match_torch():
-    """Low 16 bits exactly 0x8000 (halfway between bfloat16 neighbours), with even and odd upper halves,
-    plus one ulp either side, across normal, subnormal and near-overflow exponents."""
+    """Low 16 bits exactly 0x8000 (halfway between bfloat16 neighbours), with even and odd upper
+    halves, plus one ulp either side, across normal, subnormal and near-overflow exponents."""
     rng = np.random.default_rng(3)
     upper = rng.integers(0, 2**16, size=20_000, dtype=np.uint64)
     upper = np.concatenate(
@@ -299,7 +303,7 @@ def test_round_bfloat16_passes_nan_through():
     assert np.isnan(out[0]) and np.isnan(out[2]) and out[1] == 1.0
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Precision.at_rounding_point / after_op
 
 
@@ -307,10 +311,14 @@ def test_round_bfloat16_passes_nan_through():
 def test_at_rounding_point_and_after_op_per_mode():
     x = np.array([0.1, 1.0 / 3.0, 1e5 + 0.3, -2.7e-8, 70000.0])
     np.testing.assert_array_equal(fixed(3).at_rounding_point(x), round_fixed(x, 3))
-    np.testing.assert_array_equal(fixed(3).after_op(x), x)  # between rounding points: real arithmetic
+    np.testing.assert_array_equal(
+        fixed(3).after_op(x), x
+    )  # between rounding points: real arithmetic
     np.testing.assert_array_equal(EXACT.at_rounding_point(x), x)
     np.testing.assert_array_equal(FLOAT64.after_op(x), x)
-    np.testing.assert_array_equal(Precision("float16").after_op(x), x.astype(np.float16).astype(np.float32))
+    np.testing.assert_array_equal(
+        Precision("float16").after_op(x), x.astype(np.float16).astype(np.float32)
+    )
     assert Precision("float16").after_op(x)[-1] == np.inf  # 70000 overflows float16
     np.testing.assert_array_equal(
         Precision("bfloat16").at_rounding_point(x), _torch_bfloat16(x.astype(np.float32))

@@ -1,8 +1,8 @@
-"""Prefix passes (headcount.core.passes.prefix): the trie against a brute-force dict of tuples; the float pass
-against forward.residual_stream (same decoded outputs, residuals equal up to the last bits of the softmax
-sums); the rigorous pass sound against exact references (test_bounds' ball evaluator for plain models,
-tests/soundness/arb_reference for the GPT-2 parts) and proving exactly certified_predict's positions on
-the two-layer construction; when a prefix pass is worthwhile."""
+"""Prefix passes (headcount.core.passes.prefix): the trie against a brute-force dict of tuples; the
+float pass against forward.residual_stream (same decoded outputs, residuals equal up to the last
+bits of the softmax sums); the rigorous pass sound against exact references (test_bounds' ball
+evaluator for plain models, tests/soundness/arb_reference for the GPT-2 parts) and proving exactly
+certified_predict's positions on the two-layer construction; when a prefix pass is worthwhile."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _arb_precision():
     ctx.prec = old
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The trie
 
 
@@ -68,7 +68,9 @@ def check_trie(tokens: np.ndarray) -> None:
             trie.row_node[i], [level[tuple(row[: i + 1])] for row in tokens.tolist()]
         )
         want = [[levels[j][p[: j + 1]] for j in range(i + 1)] for p in prefixes]
-        np.testing.assert_array_equal(trie.ancestors(i), np.array(want).reshape(len(prefixes), i + 1))
+        np.testing.assert_array_equal(
+            trie.ancestors(i), np.array(want).reshape(len(prefixes), i + 1)
+        )
 
 
 @pytest.mark.parametrize(
@@ -88,7 +90,9 @@ def test_trie_of_an_exhaustive_enumeration():
     assert trie.sizes == (3, 9, 27, 81, 243, 729)
     assert trie.positions() == 1092
     np.testing.assert_array_equal(trie.parent[5], np.arange(729) // 3)
-    np.testing.assert_array_equal(trie.row_node[5], np.arange(729))  # lexicographic rows: node = row
+    np.testing.assert_array_equal(
+        trie.row_node[5], np.arange(729)
+    )  # lexicographic rows: node = row
     np.testing.assert_array_equal(trie.ancestors(5)[-1], [2, 8, 26, 80, 242, 728])
     check_trie(all_sequences(4, 2, 3, 11))
 
@@ -107,15 +111,15 @@ def test_trie_refuses_what_is_not_a_token_batch():
             trie.ancestors(level)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The float pass
 
 
 def gpt2_style(
     seed: int, n: int, alphabet: int = 3, d: int = 8, activation: str = "gelu_tanh"
 ) -> Transformer:
-    """Two layers with every GPT-2 part (ln1, ln2, ln_final, head biases, b_O, attn_scale 1/√d_head, a
-    GELU MLP of width 4d), a linear decoder over the alphabet and ⊥."""
+    """Two layers with every GPT-2 part (ln1, ln2, ln_final, head biases, b_O, attn_scale 1/√d_head,
+    a GELU MLP of width 4d), a linear decoder over the alphabet and ⊥."""
     return gpt2_like(seed, d=d, vocab=alphabet, n_ctx=n, activation=activation, readout="linear")
 
 
@@ -125,7 +129,9 @@ def ulps(a: np.ndarray, b: np.ndarray) -> float:
     return float((np.abs(a - b) / np.spacing(scale.astype(a.dtype))).max(initial=0))
 
 
-def compare_streams(model: Transformer, tokens: np.ndarray, prec: Precision, max_ulps: float) -> float:
+def compare_streams(
+    model: Transformer, tokens: np.ndarray, prec: Precision, max_ulps: float
+) -> float:
     plain = residual_stream(model, tokens, prec)
     prefix = prefix_residual_stream(model, tokens, prec)
     assert prefix.shape == plain.shape and prefix.dtype == plain.dtype
@@ -161,30 +167,45 @@ def test_float_pass_matches_residual_stream_on_the_construction(prec):
         )
 
 
-GPT2_MODES = [FLOAT64, Precision("float32"), Precision("bfloat16"), Precision("float16"), fixed(10), EXACT]
+GPT2_MODES = [
+    FLOAT64,
+    Precision("float32"),
+    Precision("bfloat16"),
+    Precision("float16"),
+    fixed(10),
+    EXACT,
+]
 
 
 @pytest.mark.parametrize("activation", ["gelu", "gelu_tanh", "relu"])
 def test_float_pass_matches_residual_stream_on_gpt2_style_models(activation):
-    """LayerNorm, biases, b_O, attn_scale ≠ 1, GELU: decoded outputs equal in every mode; the residuals
-    within 2^10 ulps (a last-bit difference in an attention sum, grown through three LayerNorms; measured
-    ≤ 12 at n = 6, ≤ 32 at n = 12, ≤ 100 at n = 40; fixed:10 the same bits). In the 16-bit modes such a
-    difference can move a rounding by a whole step, so only the outputs are compared there."""
-    for seed, n, tokens in ((0, 6, all_sequences(6, 3)), (1, 12, shared_prefix_batch(1, 100, 12, 3))):
+    """LayerNorm, biases, b_O, attn_scale ≠ 1, GELU: decoded outputs equal in every mode; the
+    residuals within 2^10 ulps (a last-bit difference in an attention sum, grown through three
+    LayerNorms; measured ≤ 12 at n = 6, ≤ 32 at n = 12, ≤ 100 at n = 40; fixed:10 the same bits). In
+    the 16-bit modes such a difference can move a rounding by a whole step, so only the outputs are
+    compared there."""
+    for seed, n, tokens in (
+        (0, 6, all_sequences(6, 3)),
+        (1, 12, shared_prefix_batch(1, 100, 12, 3)),
+    ):
         model = gpt2_style(seed, n, activation=activation)
         for prec in GPT2_MODES:
             compare_streams(
-                model, tokens, prec, max_ulps=np.inf if prec.kind in ("bfloat16", "float16") else 2**10
+                model,
+                tokens,
+                prec,
+                max_ulps=np.inf if prec.kind in ("bfloat16", "float16") else 2**10,
             )
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_float_pass_matches_residual_stream_on_random_plain_models(seed):
-    """test_bounds' random models (1–2 layers, 1–3 heads, sometimes an MLP, scores O(1..10)) with the causal
-    mask. A last-bit difference in one score grows with the model's sensitivity: measured up to 1612 ulps
-    (seed 4, residual up to 1950), where residual_stream itself is 1332 ulps from the exact residual and the
-    prefix pass 280. So: the same outputs, residuals within 2^12 ulps, and the prefix pass about as close to
-    the exact residual (test_bounds' ball evaluator) as residual_stream."""
+    """test_bounds' random models (1–2 layers, 1–3 heads, sometimes an MLP, scores O(1..10)) with
+    the causal mask. A last-bit difference in one score grows with the model's sensitivity: measured
+    up to 1612 ulps (seed 4, residual up to 1950), where residual_stream itself is 1332 ulps from
+    the exact residual and the prefix pass 280. So: the same outputs, residuals within 2^12 ulps,
+    and the prefix pass about as close to the exact residual (test_bounds' ball evaluator) as
+    residual_stream."""
     model = dataclasses.replace(random_model(seed), mask="causal")
     tokens = shared_prefix_batch(seed, 12, model.n_ctx, model.alphabet)
     for prec in (FLOAT64, fixed(6), EXACT):
@@ -195,11 +216,14 @@ def test_float_pass_matches_residual_stream_on_random_plain_models(seed):
             for seq in tokens.tolist()
         ]
     )
-    plain, prefix = residual_stream(model, tokens, EXACT), prefix_residual_stream(model, tokens, EXACT)
+    plain, prefix = (
+        residual_stream(model, tokens, EXACT),
+        prefix_residual_stream(model, tokens, EXACT),
+    )
     assert ulps(exact, prefix) <= 4 * ulps(exact, plain) + 16
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The rigorous pass
 
 
@@ -237,8 +261,9 @@ def test_prefix_bounds_contain_the_exact_residual_of_random_plain_models(seed):
 
 
 def contains_where_bounded(ref: list, mid: np.ndarray, rad: np.ndarray, label: str) -> int:
-    """No finite box coordinate lies certainly apart from the reference ball (a false bound); returns how
-    many are certainly inside it (adversarial weights: some boxes are unbounded, some balls too wide)."""
+    """No finite box coordinate lies certainly apart from the reference ball (a false bound);
+    returns how many are certainly inside it (adversarial weights: some boxes are unbounded, some
+    balls too wide)."""
     inside = 0
     for i, row in enumerate(ref):
         for c, value in enumerate(row):
@@ -254,7 +279,8 @@ def contains_where_bounded(ref: list, mid: np.ndarray, rad: np.ndarray, label: s
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.label)
 def test_prefix_bounds_contain_the_exact_residual_of_gpt2_style_models(family):
-    """The soundness suite's adversarial GPT-2-style models (tests/soundness), with the causal mask."""
+    """The soundness suite's adversarial GPT-2-style models (tests/soundness), with the causal
+    mask."""
     rng = np.random.default_rng(18)
     checked = 0
     for _ in range(4):
@@ -269,7 +295,9 @@ def test_prefix_bounds_contain_the_exact_residual_of_gpt2_style_models(family):
                     ref = arb_reference.residual(model, seq, prec)
                 except arb_reference.Undecided:
                     continue
-                checked += contains_where_bounded(ref, mid[b], rad[b], f"{family.label} {prec.name} {seq}")
+                checked += contains_where_bounded(
+                    ref, mid[b], rad[b], f"{family.label} {prec.name} {seq}"
+                )
     assert checked > 0
 
 
@@ -280,18 +308,23 @@ def test_prefix_bounds_contain_the_exact_residual_of_a_gpt2_style_model():
         mid, rad = prefix_residual_bounds(model, tokens, prec)
         assert np.isfinite(rad).all()
         for b, seq in enumerate(tokens.tolist()):
-            assert contains_where_bounded(arb_reference.residual(model, seq, prec), mid[b], rad[b], prec.name)
+            assert contains_where_bounded(
+                arb_reference.residual(model, seq, prec), mid[b], rad[b], prec.name
+            )
 
 
 def check_construction_certificates(n: int, alphabet: int, monkeypatch) -> None:
-    """The prefix pass proves what certified_predict proves, with the same outputs. bounds.settle_ties
-    decides at most TIE_ROWS straddling head outputs per call: once per chunk and head there, once per
-    level and head here, so with the default budget the prefix pass may prove more (a superset, measured at
-    fixed:1); with the budget out of the way both prove the same positions."""
+    """The prefix pass proves what certified_predict proves, with the same outputs.
+    bounds.settle_ties decides at most TIE_ROWS straddling head outputs per call: once per chunk and
+    head there, once per level and head here, so with the default budget the prefix pass may prove
+    more (a superset, measured at fixed:1); with the budget out of the way both prove the same
+    positions."""
     model = two_layer_induction(n, alphabet)
     tokens = all_sequences(n, alphabet)
     budgeted = {prec.name: prefix_certified(model, tokens, prec) for prec in (fixed(1), fixed(2))}
-    monkeypatch.setattr(evaluate, "prefix_parts", lambda model, tokens: None)  # certified_predict row by row
+    monkeypatch.setattr(
+        evaluate, "prefix_parts", lambda model, tokens: None
+    )  # certified_predict row by row
     monkeypatch.setattr(bounds, "TIE_ROWS", 10**9)
     for prec in (fixed(1), fixed(2), fixed(8), EXACT):
         out, proven = certified_predict(model, tokens, prec)
@@ -309,7 +342,9 @@ def check_construction_certificates(n: int, alphabet: int, monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("n, alphabet", [(8, 2), (6, 3)])
-def test_prefix_bounds_prove_what_certified_predict_proves_on_the_construction(n, alphabet, monkeypatch):
+def test_prefix_bounds_prove_what_certified_predict_proves_on_the_construction(
+    n, alphabet, monkeypatch
+):
     check_construction_certificates(n, alphabet, monkeypatch)
 
 
@@ -319,7 +354,7 @@ def test_prefix_bounds_prove_what_certified_predict_proves_on_the_construction_l
     check_construction_certificates(n, 2, monkeypatch)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # When a prefix pass pays, and what the passes refuse
 
 
@@ -345,7 +380,10 @@ def test_prefix_worthwhile_returns_the_trie_of_an_exhaustive_batch():
 def test_prefix_worthwhile_is_none_where_a_prefix_pass_does_not_pay_or_does_not_apply():
     tokens = all_sequences(8, 2)
     assert prefix_worthwhile(one_layer_induction(8, 2), tokens) is None  # table form
-    assert prefix_worthwhile(dataclasses.replace(two_layer_induction(8, 2), mask="full"), tokens) is None
+    assert (
+        prefix_worthwhile(dataclasses.replace(two_layer_induction(8, 2), mask="full"), tokens)
+        is None
+    )
     assert prefix_worthwhile(two_layer_induction(8, 2), tokens[:0]) is None  # nothing to share
     random_rows = np.random.default_rng(0).integers(0, 2, size=(2000, 40))
     assert prefix_worthwhile(two_layer_induction(40, 2), random_rows) is None
@@ -353,14 +391,18 @@ def test_prefix_worthwhile_is_none_where_a_prefix_pass_does_not_pay_or_does_not_
     # the bound is "at most a third": 4 rows of length 3 sharing nothing but the first token
     rows = np.array([[0, 0, 0], [0, 1, 1], [0, 2, 2], [0, 3, 3]])
     assert (
-        prefix_trie(rows).positions() == 9 and prefix_worthwhile(gpt2_style(0, 3, alphabet=4), rows) is None
+        prefix_trie(rows).positions() == 9
+        and prefix_worthwhile(gpt2_style(0, 3, alphabet=4), rows) is None
     )
     assert prefix_worthwhile(gpt2_style(0, 3, alphabet=4), np.repeat(rows, 3, axis=0)) is not None
 
 
 def test_prefix_passes_refuse_what_they_cannot_evaluate():
     tokens = all_sequences(6, 2)
-    for model in (one_layer_induction(6, 2), dataclasses.replace(two_layer_induction(6, 2), mask="full")):
+    for model in (
+        one_layer_induction(6, 2),
+        dataclasses.replace(two_layer_induction(6, 2), mask="full"),
+    ):
         with pytest.raises(ValueError, match="causal mask"):
             prefix_residual_stream(model, tokens)
         with pytest.raises(ValueError, match="causal mask"):
@@ -376,8 +418,9 @@ def test_prefix_passes_refuse_what_they_cannot_evaluate():
 
 
 def test_emulate_and_certified_predict_use_the_prefix_pass_on_shared_prefixes(monkeypatch):
-    """evaluate.emulate / certified_predict take the prefix pass on an exhaustive batch (prefix_parts), with
-    the row-by-row pass's answers; under the reference algorithm, or when it does not pay, they do not."""
+    """evaluate.emulate / certified_predict take the prefix pass on an exhaustive batch
+    (prefix_parts), with the row-by-row pass's answers; under the reference algorithm, or when it
+    does not pay, they do not."""
     from headcount.core.attention import use_algorithm
 
     model = two_layer_induction(10, 2)

@@ -1,4 +1,5 @@
-"""The helpers every layer shares: one JSON sanitiser, one integer/choice validator, one machine probe."""
+"""The helpers every layer shares: one JSON sanitiser, one integer/choice validator, one machine
+probe."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ class Outer(JsonResult):
 
 
 def test_jsonable_null_policy_is_strict_json():
-    out = jsonable({"a": np.int64(3), "b": (np.float32(0.5), math.inf, -math.inf, math.nan), 1: np.arange(2)})
+    out = jsonable(
+        {"a": np.int64(3), "b": (np.float32(0.5), math.inf, -math.inf, math.nan), 1: np.arange(2)}
+    )
     assert out == {"a": 3, "b": [0.5, None, None, None], "1": [0, 1]}
     json.dumps(out, allow_nan=False)  # no NaN or infinity left
 
@@ -93,4 +96,6 @@ def test_machine_info_is_probed_once_and_copied():
     assert first["python"] and first["cpu_count"] >= 1 and "date" not in first and "date" in second
     first["python"] = "changed"
     assert machine_info()["python"] != "changed"
-    assert package_version("numpy") == np.__version__ and package_version("no-such-dist-xyz") is None
+    assert (
+        package_version("numpy") == np.__version__ and package_version("no-such-dist-xyz") is None
+    )

@@ -27,7 +27,10 @@ def random_one_layer(
     for _ in range(layers):
         hs = []
         for _ in range(heads):
-            d_head, d_value = int(rng.integers(1, 5)), int(rng.integers(1, 5))  # heads of different widths
+            d_head, d_value = (
+                int(rng.integers(1, 5)),
+                int(rng.integers(1, 5)),
+            )  # heads of different widths
             hs.append(
                 AttentionHead(
                     rng.normal(size=(d, d_head)),
@@ -37,7 +40,12 @@ def random_one_layer(
                 )
             )
         mlp = (
-            MLP(rng.normal(size=(d, 3)), rng.normal(size=3), rng.normal(size=(3, d)), rng.normal(size=d))
+            MLP(
+                rng.normal(size=(d, 3)),
+                rng.normal(size=3),
+                rng.normal(size=(3, d)),
+                rng.normal(size=d),
+            )
             if with_mlp
             else None
         )
@@ -59,7 +67,11 @@ def test_table_from_weights_agrees_with_weight_form(seed, mask):
     model = random_one_layer(seed, mask, heads=1 + seed % 3)
     table = table_from_weights(model)
     assert isinstance(table, OneLayerTable)
-    assert table.n_ctx == model.n_ctx and table.alphabet == model.alphabet and table.d_model == model.d_model
+    assert (
+        table.n_ctx == model.n_ctx
+        and table.alphabet == model.alphabet
+        and table.d_model == model.d_model
+    )
     assert table.heads_per_layer == model.heads_per_layer
     assert table.mask == mask and table.decoder is model.decoder
     assert table.info == model.info and table.info is not model.info
@@ -115,13 +127,17 @@ def test_table_constructor_validates_shapes():
     dec = LinearDecoder(np.zeros((4, 3)), np.zeros(3))
     OneLayerTable(embed, Q, Q, np.zeros((1, 3, 2, 4)), dec)
     with pytest.raises(ValueError):
-        OneLayerTable(embed, Q, np.zeros((1, 3, 2, 2)), np.zeros((1, 3, 2, 4)), dec)  # Q, K widths differ
+        OneLayerTable(
+            embed, Q, np.zeros((1, 3, 2, 2)), np.zeros((1, 3, 2, 4)), dec
+        )  # Q, K widths differ
     with pytest.raises(ValueError):
         OneLayerTable(embed, Q, Q, np.zeros((1, 3, 2, 3)), dec)  # V not in R^d_model
     with pytest.raises(ValueError):
         OneLayerTable(embed, Q, Q, np.zeros((2, 3, 2, 4)), dec)  # V has a different head count
     with pytest.raises(ValueError):
-        OneLayerTable(embed, np.zeros((1, 4, 2, 1)), np.zeros((1, 4, 2, 1)), np.zeros((1, 4, 2, 4)), dec)
+        OneLayerTable(
+            embed, np.zeros((1, 4, 2, 1)), np.zeros((1, 4, 2, 1)), np.zeros((1, 4, 2, 4)), dec
+        )
     with pytest.raises(ValueError, match="mask"):
         OneLayerTable(embed, Q, Q, np.zeros((1, 3, 2, 4)), dec, "sideways")
 
@@ -157,7 +173,8 @@ def test_one_layer_construction_solves_induction_everywhere():
     out, ok = certified_predict(table, tokens, EXACT)
     assert ok.all()
     np.testing.assert_array_equal(out, want)
-    # the averaged vector: y_j = (σ_j + 1)/i for j ≤ i (1-based i), and σ_i + 1 in the last coordinate
+    # the averaged vector: y_j = (σ_j + 1)/i for j ≤ i (1-based i), and σ_i + 1 in the last
+    # coordinate
     x = table_residual(table, tokens[-1:])[0]
     seq = tokens[-1]
     for i in range(1, 7):

@@ -1,8 +1,8 @@
-"""The torch backend of the blocked attention kernels (core.attention.torch_backend) against the NumPy
-ones: the float pass to the last bits, the rigorous pass's soundness (exact softmax of points in the boxes,
-in Arb balls), tightness, hostile boxes and work counts, identical certificates, the platform checks, the
-choice of backend and device (library and command line), and the chunk threads. CUDA runs only where torch
-sees a GPU."""
+"""The torch backend of the blocked attention kernels (core.attention.torch_backend) against the
+NumPy ones: the float pass to the last bits, the rigorous pass's soundness (exact softmax of points
+in the boxes, in Arb balls), tightness, hostile boxes and work counts, identical certificates, the
+platform checks, the choice of backend and device (library and command line), and the chunk threads.
+CUDA runs only where torch sees a GPU."""
 
 from __future__ import annotations
 
@@ -44,9 +44,9 @@ needs_cuda = pytest.mark.skipif(not CUDA, reason="no CUDA device")
 
 
 def float_tolerance(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> float:
-    """How far two float64 passes may differ: their scores come from different BLAS kernels (each within
-    γ_{d+1}·Σ|q_i k_i| of exact), which shifts every weight by that relative amount after exp, plus the
-    sums' rounding (blocked vs dense: 16 ulp of max|v|)."""
+    """How far two float64 passes may differ: their scores come from different BLAS kernels (each
+    within γ_{d+1}·Σ|q_i k_i| of exact), which shifts every weight by that relative amount after
+    exp, plus the sums' rounding (blocked vs dense: 16 ulp of max|v|)."""
     score_error = gamma(q.shape[-1] + 1) * float((np.abs(q) @ np.abs(np.swapaxes(k, -1, -2))).max())
     return (4 * score_error + 16 * np.finfo(float).eps) * float(np.abs(v).max())
 
@@ -68,7 +68,9 @@ def test_float_pass_scale_and_leading_axes():
     q, k, v = random_qkv(9, ATTENTION_BLOCK + 30, 2.0, batch=6)
     q4, k4, v4 = (a.reshape(2, 3, *a.shape[1:]) for a in (q, k, v))
     with use_backend("torch"):
-        out = torch_attend(q4, k4, v4, "causal", fixed(8), scale=0.125)  # fixed:p computes in float64
+        out = torch_attend(
+            q4, k4, v4, "causal", fixed(8), scale=0.125
+        )  # fixed:p computes in float64
     assert out.shape == (2, 3, ATTENTION_BLOCK + 30, 3)
     expected = attend(q, k, v, "causal", FLOAT64, scale=0.125).reshape(out.shape)
     assert np.max(np.abs(out - expected)) <= float_tolerance(q * 0.125, k, v)
@@ -129,7 +131,11 @@ def test_hostile_boxes_are_unbounded_where_numpy_says_so():
     q, k, v = random_qkv(7, n, 4.0, batch=1)
     zeros = [np.zeros_like(a) for a in (q, k, v)]
     nan_query = np.where(np.arange(n)[None, :, None] == 3, np.nan, q)
-    for hostile in ((q * 1e300, k * 1e300), (nan_query, k), (q * 2.0**45, k)):  # overflow, NaN, > 2^40
+    for hostile in (
+        (q * 1e300, k * 1e300),
+        (nan_query, k),
+        (q * 2.0**45, k),
+    ):  # overflow, NaN, > 2^40
         boxes = (hostile[0], zeros[0]), (hostile[1], zeros[1]), (v, zeros[2])
         with np.errstate(all="ignore"):
             numpy_rad = attention_bounds(*boxes, "causal")[1]
@@ -137,7 +143,9 @@ def test_hostile_boxes_are_unbounded_where_numpy_says_so():
                 rad = torch_attention_bounds(*boxes, "causal")[1]
         assert not np.isnan(rad).any()
         assert np.array_equal(np.isinf(rad), np.isinf(numpy_rad)) and np.isinf(rad).any()
-    unbounded = np.where(np.arange(n)[None, :, None] == 5, np.inf, zeros[1])  # one key's box is unbounded
+    unbounded = np.where(
+        np.arange(n)[None, :, None] == 5, np.inf, zeros[1]
+    )  # one key's box is unbounded
     with use_backend("torch"):
         rad = torch_attention_bounds((q, zeros[0]), (k, unbounded), (v, zeros[2]), "causal")[1]
     assert np.isinf(rad[0, 5:]).all() and np.isfinite(rad[0, :5]).all()
@@ -145,9 +153,9 @@ def test_hostile_boxes_are_unbounded_where_numpy_says_so():
 
 @pytest.fixture
 def one_torch_thread():
-    """One intra-op thread for torch while the test runs (restored after): torch's OpenMP team waits at
-    barriers for descheduled threads when other jobs load the machine (3–15× slower here, same answers).
-    The library itself sets nothing global."""
+    """One intra-op thread for torch while the test runs (restored after): torch's OpenMP team waits
+    at barriers for descheduled threads when other jobs load the machine (3–15× slower here, same
+    answers). The library itself sets nothing global."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -178,23 +186,30 @@ def test_certificates_agree(n, S, samples, one_torch_thread):
 
 
 def test_khop_certificates_agree(one_torch_thread):
-    _certificates_agree(lambda: khop_construction(64, 8, 4), 64, 8, samples=32, hops=4, dtypes=False)
+    _certificates_agree(
+        lambda: khop_construction(64, 8, 4), 64, 8, samples=32, hops=4, dtypes=False
+    )
 
 
 @pytest.mark.slow
-def test_certificates_agree_at_n_1024(one_torch_thread):  # the float pass runs on torch too (n > one block)
+def test_certificates_agree_at_n_1024(
+    one_torch_thread,
+):  # the float pass runs on torch too (n > one block)
     _certificates_agree(lambda: two_layer_induction(1024, 16), 1024, 16, samples=4)
 
 
 def test_chunks_follow_the_backend(monkeypatch):
-    """Under the torch backend certified_predict and emulate run their chunks one at a time in the calling
-    thread (torch's own threads do the work; two thread teams would compete for the cores), every chunk on
-    the torch kernels, and the answers are numpy's."""
+    """Under the torch backend certified_predict and emulate run their chunks one at a time in the
+    calling thread (torch's own threads do the work; two thread teams would compete for the cores),
+    every chunk on the torch kernels, and the answers are numpy's."""
     n, S = ATTENTION_BLOCK + 64, 16
     model = two_layer_induction(n, S)
     tokens = np.random.default_rng(0).integers(0, S, size=(40, n))
     threads: set[int] = set()
-    kernels = {"bounds": torch_attention.torch_attention_bounds, "float": torch_attention.torch_attend}
+    kernels = {
+        "bounds": torch_attention.torch_attention_bounds,
+        "float": torch_attention.torch_attend,
+    }
 
     def spy(name):
         def call(*args, **kwargs):
@@ -213,7 +228,8 @@ def test_chunks_follow_the_backend(monkeypatch):
     assert got[2].all() and np.array_equal(got[0], task.induction_targets(tokens))
 
 
-# --- the platform checks -----------------------------------------------------------------------------
+# --- the platform checks
+# -----------------------------------------------------------------------------
 
 
 def test_the_libm_check_passes_here_and_refuses_an_inaccurate_exp(monkeypatch):
@@ -222,7 +238,9 @@ def test_the_libm_check_passes_here_and_refuses_an_inaccurate_exp(monkeypatch):
     monkeypatch.setattr(torch_attention, "_checked", set())
     exact_exp = torch.exp
     monkeypatch.setattr(torch, "exp", lambda x: exact_exp(x) * (1 + 2.0**-48))  # 32 ulp off
-    with pytest.raises(InternalError, match=r"torch\.<lambda>\(.*\) = .* on cpu is off by more than 4 ulp"):
+    with pytest.raises(
+        InternalError, match=r"torch\.<lambda>\(.*\) = .* on cpu is off by more than 4 ulp"
+    ):
         check_torch_libm("cpu")
     q, k, v = random_qkv(8, 20, 1.0, batch=1)
     with use_backend("torch"), pytest.raises(InternalError):  # never a bound on such a device
@@ -231,9 +249,10 @@ def test_the_libm_check_passes_here_and_refuses_an_inaccurate_exp(monkeypatch):
 
 
 def test_the_libm_check_covers_the_multithreaded_loop(monkeypatch):
-    """An exp that is wrong only on large tensors (torch's multithreaded loop, which the kernels run) is
-    caught too, and the float pass refuses the device as the rigorous pass does (issue 27: a process's first
-    multithreaded exp was seen 3·10⁻⁹ off; torch_attention._warm_up runs one before the check)."""
+    """An exp that is wrong only on large tensors (torch's multithreaded loop, which the kernels
+    run) is caught too, and the float pass refuses the device as the rigorous pass does (issue 27: a
+    process's first multithreaded exp was seen 3·10⁻⁹ off; torch_attention._warm_up runs one before
+    the check)."""
     monkeypatch.setattr(torch_attention, "_checked", set())
     exact_exp = torch.exp
 
@@ -260,7 +279,8 @@ def test_the_arithmetic_check_refuses_flushed_subnormals():
     torch_attention._check_arithmetic("cpu")
 
 
-# --- choosing the backend -----------------------------------------------------------------------------
+# --- choosing the backend
+# -----------------------------------------------------------------------------
 
 
 def test_attention_backend_checks_its_input():
@@ -273,7 +293,12 @@ def test_attention_backend_checks_its_input():
     for backend, device, message, at_fault in (
         ("Torch", "cpu", "{backend} 'Torch' is not available: use numpy or torch", "backend"),
         ("torch", "gpu", "{device} 'gpu' is not available: use cpu, cuda or auto", "device"),
-        ("numpy", "cuda", "{device} cuda needs {backend} torch (the numpy kernels run on the cpu)", "device"),
+        (
+            "numpy",
+            "cuda",
+            "{device} cuda needs {backend} torch (the numpy kernels run on the cpu)",
+            "device",
+        ),
     ):
         with pytest.raises(InputError) as refusal, attention_backend(backend, device):
             pass
@@ -288,7 +313,10 @@ def test_attention_backend_checks_its_input():
 
 @pytest.mark.skipif(CUDA, reason="a CUDA device is present")
 def test_cuda_without_a_gpu_is_refused():
-    with pytest.raises(InputError, match=f"^{re.escape(NO_CUDA)}$"), attention_backend("torch", "cuda"):
+    with (
+        pytest.raises(InputError, match=f"^{re.escape(NO_CUDA)}$"),
+        attention_backend("torch", "cuda"),
+    ):
         pass
     q, k, v = random_qkv(8, ATTENTION_BLOCK + 1, 1.0, batch=1)
     with (
@@ -311,14 +339,17 @@ def test_cli_backend_and_device(capsys):
         cert.pop("seconds")
     assert torch_cert == numpy_cert
     refused(capsys, *CERTIFY, "--backend", "jax", needles=("--backend 'jax'", "use numpy or torch"))
-    refused(capsys, *CERTIFY, "--device", "gpu", needles=("--device 'gpu'", "use cpu, cuda or auto"))
+    refused(
+        capsys, *CERTIFY, "--device", "gpu", needles=("--device 'gpu'", "use cpu, cuda or auto")
+    )
     refused(capsys, *CERTIFY, "--device", "cuda", needles=("needs --backend torch",))
     if not CUDA:
         line = refused(capsys, *CERTIFY, "--backend", "torch", "--device", "cuda")
         assert line == f"error: {NO_CUDA}"
 
 
-# --- CUDA ---------------------------------------------------------------------------------------------
+# --- CUDA
+# ---------------------------------------------------------------------------------------------
 
 
 @needs_cuda

@@ -1,7 +1,8 @@
 """TransformerLens in and out (issue 15, interop/transformer_lens_io.py, _state.py and _config.py):
-round trips headcount → TransformerLens → headcount bit-identical (constructions, trained models, GPT-2-style
-and imported GPT-2 models), float64 logits within 1e-12 of headcount's with the same argmax, each trap of
-TL 4.x, refusals, the exported files and their load.py snippet. Skipped without the extra."""
+round trips headcount → TransformerLens → headcount bit-identical (constructions, trained models,
+GPT-2-style and imported GPT-2 models), float64 logits within 1e-12 of headcount's with the same
+argmax, each trap of TL 4.x, refusals, the exported files and their load.py snippet. Skipped without
+the extra."""
 
 from __future__ import annotations
 
@@ -26,7 +27,14 @@ from headcount.common.files import ModelFileError  # noqa: E402
 from headcount.core.certify.evaluate import attention_patterns, predict  # noqa: E402
 from headcount.core.model.files import load_model  # noqa: E402
 from headcount.core.model.symbols import BOTTOM  # noqa: E402
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer  # noqa: E402
+from headcount.core.model.transformer import (
+    MLP,
+    AttentionHead,
+    Layer,
+    LayerNorm,
+    LinearDecoder,
+    Transformer,
+)  # noqa: E402
 from headcount.core.model.vocab import VocabDecoder, bind_task  # noqa: E402
 from headcount.core.passes.forward import residual_stream  # noqa: E402
 from headcount.induction.construction import one_layer_induction, two_layer_induction  # noqa: E402
@@ -50,7 +58,8 @@ from tests.core.test_gpt2_parts import gpt2_like  # noqa: E402
 TOL = 1e-12  # |TL logit − headcount logit| ≤ TOL · max |headcount logit|
 
 
-# --- helpers -----------------------------------------------------------------------------------------------
+# --- helpers
+# -----------------------------------------------------------------------------------------------
 
 
 def hc_logits(model: Transformer, tokens: np.ndarray) -> np.ndarray:
@@ -98,10 +107,18 @@ def anatomy(model: Transformer) -> dict:
     ln = lambda n: None if n is None else (n.w, n.b, n.eps)  # noqa: E731
     for l, layer in enumerate(model.layers):
         for h, head in enumerate(layer.heads):
-            out[f"{l}.{h}"] = [getattr(head, n) for n in ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V")]
+            out[f"{l}.{h}"] = [
+                getattr(head, n) for n in ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V")
+            ]
         m = layer.mlp
         out[f"{l}.mlp"] = None if m is None else (m.W_in, m.b_in, m.W_out, m.b_out, m.activation)
-        out[f"{l}.rest"] = (len(layer.heads), layer.b_O, layer.attn_scale, ln(layer.ln1), ln(layer.ln2))
+        out[f"{l}.rest"] = (
+            len(layer.heads),
+            layer.b_O,
+            layer.attn_scale,
+            ln(layer.ln1),
+            ln(layer.ln2),
+        )
     dec = model.decoder
     out["decoder"] = (dec.kind, dec.config(), dec.tensors(), getattr(dec, "labels", None))
     return out | {"ln_final": ln(model.ln_final), "layers": len(model.layers)}
@@ -137,7 +154,9 @@ def sequence_model(seed: int, **cfg) -> Transformer:
 
 def foreign_bridge(**fields):
     """A TL-native bridge booted by TransformerLens itself (random GPT-2-style init), float64."""
-    base = dict(d_model=8, d_head=2, n_layers=2, n_ctx=6, n_heads=4, d_vocab=7, act_fn="gelu_new", seed=3)
+    base = dict(
+        d_model=8, d_head=2, n_layers=2, n_ctx=6, n_heads=4, d_vocab=7, act_fn="gelu_new", seed=3
+    )
     cfg = TransformerBridgeConfig.from_dict(base | fields | {"dtype": torch.float64})
     bridge = TransformerBridge.boot_native(cfg, dtype=torch.float64)
     with torch.no_grad():  # every bias and LayerNorm parameter non-trivial
@@ -146,7 +165,8 @@ def foreign_bridge(**fields):
     return bridge
 
 
-# --- round trips -------------------------------------------------------------------------------------------
+# --- round trips
+# -------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("n", "alphabet"), [(4, 2), (8, 3), (16, 4), (32, 6)])
@@ -158,7 +178,8 @@ def test_two_layer_construction_round_trips_bit_identically(n, alphabet):
 
 @pytest.mark.parametrize("hops", [2, 5, 16])
 def test_khop_construction_round_trips_bit_identically(hops):
-    """The pointer-doubling construction: ReLU MLPs in every layer after the first, heads (2, 1, 1, …)."""
+    """The pointer-doubling construction: ReLU MLPs in every layer after the first, heads (2, 1, 1,
+    …)."""
     from headcount.induction.khop.construction import khop_construction
 
     round_trip(khop_construction(24, 4, hops))
@@ -176,7 +197,14 @@ def test_variable_hop_construction_round_trips_bit_identically():
         {"layers": 2, "heads": 2, "dim": 16},
         {"layers": 2, "heads": 3, "dim": 12, "mlp": True},
         {"layers": 2, "heads": 2, "dim": 16, "mlp": True, "layernorm": True, "activation": "gelu"},
-        {"layers": 1, "heads": 4, "dim": 8, "mlp": True, "layernorm": True, "activation": "gelu_tanh"},
+        {
+            "layers": 1,
+            "heads": 4,
+            "dim": 8,
+            "mlp": True,
+            "layernorm": True,
+            "activation": "gelu_tanh",
+        },
     ],
     ids=["plain", "mlp", "layernorm-gelu", "layernorm-gelu_tanh"],
 )
@@ -186,11 +214,14 @@ def test_trained_models_round_trip_bit_identically(cfg):
 
 @pytest.mark.parametrize("extra", [{}, {"mlp": True, "layernorm": True, "activation": "gelu"}])
 def test_models_trained_by_train_induction_round_trip_bit_identically(tmp_path, extra):
-    """A model out of the training loop (a few AdamW steps: weights no initialisation would give)."""
+    """A model out of the training loop (a few AdamW steps: weights no initialisation would
+    give)."""
     from headcount.learn.train import train_induction
 
     path = tmp_path / "m.safetensors"
-    train_induction(layers=2, heads=2, dim=16, n=8, alphabet=3, steps=30, batch=16, out=path, **extra)
+    train_induction(
+        layers=2, heads=2, dim=16, n=8, alphabet=3, steps=30, batch=16, out=path, **extra
+    )
     round_trip(load_model(path))
 
 
@@ -212,7 +243,9 @@ def test_gpt2_scale_one_over_sqrt3_keeps_w_q_exact():
 
 
 def test_an_imported_gpt2_checkpoint_round_trips_bit_identically(tmp_path):
-    folder = ckpt.write_folder(tmp_path / "ckpt", ckpt.state_dict(seed=4, lm_head=True), ckpt.config())
+    folder = ckpt.write_folder(
+        tmp_path / "ckpt", ckpt.state_dict(seed=4, lm_head=True), ckpt.config()
+    )
     import_gpt2(folder, tmp_path / "g.safetensors")
     round_trip(load_model(tmp_path / "g.safetensors"))
 
@@ -227,7 +260,8 @@ def test_tls_attention_patterns_are_headcounts():
         assert np.abs(theirs - ours).max() <= 1e-12
 
 
-# --- the traps of TL 4.x -----------------------------------------------------------------------------------
+# --- the traps of TL 4.x
+# -----------------------------------------------------------------------------------
 
 
 def test_tl_refuses_attn_scale_one_so_plain_models_get_scale_two_and_w_q_times_two():
@@ -258,7 +292,8 @@ def test_scores_are_divided_by_sqrt_d_head_even_with_scaling_off():
 def test_layer_scales_a_power_of_two_apart_stay_exact(tmp_path, scales, exact):
     base = gpt2_like(seed=7, d=8, vocab=6, heads=2)
     model = dataclasses.replace(
-        base, layers=tuple(dataclasses.replace(l, attn_scale=s) for l, s in zip(base.layers, scales))
+        base,
+        layers=tuple(dataclasses.replace(l, attn_scale=s) for l, s in zip(base.layers, scales)),
     )
     bridge = to_transformer_lens(model)
     assert_same_function(model, bridge, tokens_for(model))
@@ -280,7 +315,8 @@ def test_weights_are_float64_and_never_processed():
     state = bridge.state_dict()
     assert state.keys() == tensors.keys() and not bridge._weights_processed
     assert all(
-        state[k].dtype == torch.float64 and np.array_equal(state[k].numpy(), v) for k, v in tensors.items()
+        state[k].dtype == torch.float64 and np.array_equal(state[k].numpy(), v)
+        for k, v in tensors.items()
     )
     bridge.process_weights()
     with pytest.raises(InputError, match="processed"):
@@ -291,7 +327,9 @@ def test_the_unembedding_bias_is_written_as_zeros_when_there_is_none():
     model = gpt2_like(seed=3, readout="lm-head")  # VocabDecoder without b_U
     bridge = round_trip(model)
     assert not bridge.unembed.b_U.any() and bridge.cfg.headcount["decoder"]["b_U"] is False
-    nonzero = dataclasses.replace(model, decoder=dataclasses.replace(model.decoder, b_U=np.arange(12.0)))
+    nonzero = dataclasses.replace(
+        model, decoder=dataclasses.replace(model.decoder, b_U=np.arange(12.0))
+    )
     assert np.array_equal(round_trip(nonzero).unembed.b_U.numpy(), np.arange(12.0))
 
 
@@ -300,8 +338,14 @@ def test_heads_and_widths_that_differ_are_zero_padded():
     bridge = round_trip(model)
     assert (bridge.cfg.n_heads, bridge.cfg.d_head) == (2, 5)
     state = {k: v.numpy() for k, v in bridge.state_dict().items()}
-    assert not state["blocks.0.attn.q.weight"][[4, 9]].any() and not state["blocks.0.attn.v.weight"][6:].any()
-    assert not state["blocks.1.attn.q.weight"][5:].any() and not state["blocks.1.attn.o.weight"][:, 2:].any()
+    assert (
+        not state["blocks.0.attn.q.weight"][[4, 9]].any()
+        and not state["blocks.0.attn.v.weight"][6:].any()
+    )
+    assert (
+        not state["blocks.1.attn.q.weight"][5:].any()
+        and not state["blocks.1.attn.o.weight"][:, 2:].any()
+    )
 
 
 def test_mixed_heads_mlps_and_biases_are_padded_and_restored(tmp_path):
@@ -318,7 +362,9 @@ def test_mixed_heads_mlps_and_biases_are_padded_and_restored(tmp_path):
         Layer((AttentionHead(r(d, 2), r(d, 2), r(d, 2), r(2, d)),)),
         Layer((), MLP(r(d, 2), r(2), r(2, d), r(d))),
     )
-    model = Transformer(r(5, d), r(7, d), layers, LinearDecoder(r(d, 6), r(6)), info={"k": [1, "x"]})
+    model = Transformer(
+        r(5, d), r(7, d), layers, LinearDecoder(r(d, 6), r(6)), info={"k": [1, "x"]}
+    )
     bridge = round_trip(model)
     assert (bridge.cfg.n_heads, bridge.cfg.d_head, bridge.cfg.d_mlp) == (3, 3, 5)
     assert write_transformer_lens(model, tmp_path).padded
@@ -333,7 +379,9 @@ def test_a_full_mask_goes_bidirectional():
 def test_a_foreign_bridge_gets_the_plain_reading():
     bridge = foreign_bridge()
     model = from_transformer_lens(bridge)
-    assert model.heads_per_layer == [4, 4] and {h.W_Q.shape[1] for l in model.layers for h in l.heads} == {2}
+    assert model.heads_per_layer == [4, 4] and {
+        h.W_Q.shape[1] for l in model.layers for h in l.heads
+    } == {2}
     assert isinstance(model.decoder, VocabDecoder) and model.decoder.readout == "lm-head"
     assert model.extensions == ["attention biases", "attention scale", "gelu", "layernorm"]
     assert_same_function(model, bridge, tokens_for(model))
@@ -357,7 +405,8 @@ def test_a_stale_record_is_refused():
         from_transformer_lens(bridge)
 
 
-# --- refusals ----------------------------------------------------------------------------------------------
+# --- refusals
+# ----------------------------------------------------------------------------------------------
 
 
 def _small(**changes) -> Transformer:
@@ -371,19 +420,26 @@ def _layers(model: Transformer, **changes) -> tuple[Layer, ...]:
 REFUSALS = {
     "table": (lambda: one_layer_induction(5, 3), "table model"),
     "readout": (
-        lambda: dataclasses.replace(two_layer_induction(5, 3), decoder=one_layer_induction(5, 3).decoder),
+        lambda: dataclasses.replace(
+            two_layer_induction(5, 3), decoder=one_layer_induction(5, 3).decoder
+        ),
         "not a linear unembedding",
     ),
     "mixed layernorm": (lambda: _small(ln_final=None), "LayerNorm in some places"),
     "eps": (lambda: _small(ln_final=LayerNorm(np.ones(8), np.zeros(8), 1e-6)), "different eps"),
     "activation": (
         lambda: _small(
-            layers=_layers(gpt2_like(), mlp=dataclasses.replace(gpt2_like().layers[0].mlp, activation="relu"))
+            layers=_layers(
+                gpt2_like(), mlp=dataclasses.replace(gpt2_like().layers[0].mlp, activation="relu")
+            )
         ),
         "different activations",
     ),
     "scale 0": (lambda: _small(layers=_layers(gpt2_like(), attn_scale=0.0)), "attention scale 0"),
-    "W_U width": (lambda: _small(decoder=VocabDecoder(np.ones((5, 3)), None, "lm-head")), "d_model = 8"),
+    "W_U width": (
+        lambda: _small(decoder=VocabDecoder(np.ones((5, 3)), None, "lm-head")),
+        "d_model = 8",
+    ),
 }
 
 
@@ -416,10 +472,17 @@ def test_a_missing_extra_is_an_input_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "transformer_lens", None)
     monkeypatch.setitem(sys.modules, "transformer_lens.config", None)
     monkeypatch.setitem(sys.modules, "transformer_lens.model_bridge", None)
-    for call in (lambda: to_transformer_lens(two_layer_induction(4, 2)), lambda: from_transformer_lens(None)):
+    for call in (
+        lambda: to_transformer_lens(two_layer_induction(4, 2)),
+        lambda: from_transformer_lens(None),
+    ):
         with pytest.raises(InputError) as err:
             call()
-        assert str(err.value) == TL_MISSING == "TransformerLens is not installed: pip install 'headcount[tl]'"
+        assert (
+            str(err.value)
+            == TL_MISSING
+            == "TransformerLens is not installed: pip install 'headcount[tl]'"
+        )
 
 
 def test_only_bridges_are_read():
@@ -435,19 +498,25 @@ def test_importing_headcount_never_imports_transformer_lens():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
-# --- files -------------------------------------------------------------------------------------------------
+# --- files
+# -------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("make", "padded"),
-    [(lambda: two_layer_induction(8, 3), True), (lambda: gpt2_like(seed=9, readout="hidden"), False)],
+    [
+        (lambda: two_layer_induction(8, 3), True),
+        (lambda: gpt2_like(seed=9, readout="hidden"), False),
+    ],
 )
 def test_export_files_and_the_snippet_load_the_same_model(tmp_path, make, padded):
     model = make()
     result = write_transformer_lens(model, tmp_path / "new" / "tl")
     folder = tmp_path / "new" / "tl"
     assert sorted(os.listdir(folder)) == ["config.json", "load.py", "model.safetensors"]
-    assert result.files == tuple(str(folder / n) for n in ("config.json", "model.safetensors", "load.py"))
+    assert result.files == tuple(
+        str(folder / n) for n in ("config.json", "model.safetensors", "load.py")
+    )
     assert result.exact_round_trip and result.heads == tuple(model.heads_per_layer)
     assert result.padded is padded
     assert (folder / "load.py").read_text().count("\n") == 3
@@ -471,10 +540,15 @@ def test_a_config_without_the_record_reads_plainly(tmp_path):
     model = two_layer_induction(8, 3)
     write_transformer_lens(model, tmp_path)
     config = json.loads((tmp_path / "config.json").read_text())
-    (tmp_path / "config.json").write_text(json.dumps({k: v for k, v in config.items() if k != "headcount"}))
+    (tmp_path / "config.json").write_text(
+        json.dumps({k: v for k, v in config.items() if k != "headcount"})
+    )
     plain = read_transformer_lens(tmp_path)
     assert plain.heads_per_layer == [2, 2] and plain.info == {}
-    assert np.abs(hc_logits(plain, tokens_for(model)) - hc_logits(model, tokens_for(model))).max() < 1e-12
+    assert (
+        np.abs(hc_logits(plain, tokens_for(model)) - hc_logits(model, tokens_for(model))).max()
+        < 1e-12
+    )
 
 
 def _edit_config(folder, change):
@@ -492,7 +566,10 @@ HOSTILE_CONFIGS = {
     "RMS": (lambda c: c.update(normalization_type="RMS"), "normalization_type"),
     "direction": (lambda c: c.update(attention_dir="sideways"), "attention_dir"),
     "record version": (lambda c: c["headcount"].update(version=2), "record is not"),
-    "record widths": (lambda c: c["headcount"]["layers"][0]["heads"][0].update(d_head=9), "layer 0"),
+    "record widths": (
+        lambda c: c["headcount"]["layers"][0]["heads"][0].update(d_head=9),
+        "layer 0",
+    ),
     "record layers": (lambda c: c["headcount"].update(layers=[]), "layers"),
     "record scale": (lambda c: c["headcount"]["layers"][1].update(q_factor=0), "layer 1"),
     "record decoder": (lambda c: c["headcount"].update(decoder={"kind": "tree"}), "decoder"),
@@ -567,7 +644,8 @@ def test_hostile_folders_and_weights_are_refused(tmp_path):
             read_transformer_lens(folder)
         assert "\n" not in str(err.value), name
     assert isinstance(
-        pytest.raises(ModelFileError, read_transformer_lens, tmp_path / "weights-nan").value, InputError
+        pytest.raises(ModelFileError, read_transformer_lens, tmp_path / "weights-nan").value,
+        InputError,
     )
 
 

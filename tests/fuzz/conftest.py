@@ -25,8 +25,8 @@ def _remove(root: Path) -> None:
 
 @pytest.fixture(scope="session")
 def fuzz_fixtures():
-    """The valid files every file variant starts from (models of each kind, a results database), in a
-    folder anyone may read (some cases run as `nobody`)."""
+    """The valid files every file variant starts from (models of each kind, a results database), in
+    a folder anyone may read (some cases run as `nobody`)."""
     if not sys.platform.startswith("linux"):
         pytest.skip("the fuzz harness needs Linux (fork, RLIMIT_AS, /proc)")
     root = Path(tempfile.mkdtemp(prefix="headcount-fuzz-files-"))

@@ -1,14 +1,16 @@
-"""Corrupt and malicious model files for every `--model` command (induction predict / certify / protocol /
-refute, minmax verify, boolean check), built from valid files the CLI writes (`Fixtures`).
+"""Corrupt and malicious model files for every `--model` command (induction predict / certify /
+protocol / refute, minmax verify, boolean check), built from valid files the CLI writes
+(`Fixtures`).
 
-    fixtures = Fixtures.make(root)
-    model_file_cases(fixtures)      # [Case]: every variant × every command that reads that kind of file
+    fixtures = Fixtures.make(root) model_file_cases(fixtures)      # [Case]: every variant × every
+    command that reads that kind of file
 
-Variants: header lies (lengths, offsets, dtypes, shapes), truncation, garbage, pickles / torch / numpy
-files whose unpickling touches a marker file, zip bombs-lite, sparse multi-GiB tensors, FIFOs and
-symlinks, huge numbers and 100,000-deep nesting in the metadata, wrong formats and versions, unknown
-decoder kinds (including modules that run code on import), wrong shapes, NaN/inf weights, 5,000 and
-80,000 heads, and for Boolean files the exact rationals ("1e10000000", "1/0", a million digits, …)."""
+Variants: header lies (lengths, offsets, dtypes, shapes), truncation, garbage, pickles / torch /
+numpy files whose unpickling touches a marker file, zip bombs-lite, sparse multi-GiB tensors, FIFOs
+and symlinks, huge numbers and 100,000-deep nesting in the metadata, wrong formats and versions,
+unknown decoder kinds (including modules that run code on import), wrong shapes, NaN/inf weights,
+5,000 and 80,000 heads, and for Boolean files the exact rationals ("1e10000000", "1/0", a million
+digits, …)."""
 
 from __future__ import annotations
 
@@ -45,7 +47,9 @@ TARGETS = (
     Target("transformer", "induction predict", ("--input", "0 1 0 1")),
     Target("transformer", "induction certify", ("--n", "4", "--alphabet", "2")),
     Target(
-        "transformer", "evaluate", ("--task", "induction", "--n", "4", "--alphabet", "2", "--samples", "8")
+        "transformer",
+        "evaluate",
+        ("--task", "induction", "--n", "4", "--alphabet", "2", "--samples", "8"),
     ),
     Target("transformer", "analyze heads", ("--n", "4", "--alphabet", "2", "--samples", "8")),
     Target(
@@ -60,7 +64,17 @@ TARGETS = (
     Target("boolean", "boolean check", ("--function", "xor")),
 )
 BASE_ARGV = {
-    "transformer": ["induction", "construct", "--layers", "2", "--n", "4", "--alphabet", "2", "--out"],
+    "transformer": [
+        "induction",
+        "construct",
+        "--layers",
+        "2",
+        "--n",
+        "4",
+        "--alphabet",
+        "2",
+        "--out",
+    ],
     "table": ["induction", "construct", "--layers", "1", "--n", "5", "--alphabet", "3", "--out"],
     "minmax": ["minmax", "construct", "--M", "4", "--n", "3", "--heads", "1", "--out"],
     "boolean": [
@@ -95,7 +109,8 @@ def _cli(argv: list[str]) -> None:
 @dataclass(frozen=True)
 class Fixtures:
     """Valid files the variants start from, made once per session under `root` (readable by anyone:
-    cases that drop root to `nobody` read them too). `results_db` is None when no sweep could run."""
+    cases that drop root to `nobody` read them too). `results_db` is None when no sweep could
+    run."""
 
     root: Path
     models: dict[str, Path]
@@ -110,7 +125,9 @@ class Fixtures:
             models[kind] = root / f"{kind}.safetensors"
             _cli([*argv, str(models[kind])])
         export = ["export", "transformer-lens", "--model", str(models["transformer"])]
-        _cli([*export, "--out", str(root / "transformer-tl")])  # the base of `import transformer-lens`
+        _cli(
+            [*export, "--out", str(root / "transformer-tl")]
+        )  # the base of `import transformer-lens`
         return cls(root, models, _results_db(root / "results.sqlite"))
 
     def blob(self, kind: str) -> bytes:
@@ -121,7 +138,10 @@ def _results_db(path: Path) -> Path | None:
     """A results database with two finished runs of experiment "e" (a tiny Boolean sweep)."""
     argv = ["sweep", "run", "--db", str(path), "--name", "e", "--task", "boolean", "--workers", "1"]
     argv += ["--fixed", "n=2", "--fixed", "degree=1", "--fixed", "heads=1", "--fixed", "steps=2"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
+    }
     try:
         done = subprocess.run(
             [sys.executable, "-m", "headcount.cli", *argv, "--seeds", "0,1"],
@@ -135,7 +155,8 @@ def _results_db(path: Path) -> Path | None:
     return path if done.returncode == 0 and path.exists() else None
 
 
-# Variants after which the file may still be a valid model: answering (exit 0) is as right as refusing.
+# Variants after which the file may still be a valid model: answering (exit 0) is as right as
+# refusing.
 MAY_BE_VALID = {
     "garbage after the data",
     "80,000 tensor entries",
@@ -184,13 +205,20 @@ VALID_ELSEWHERE = {
     ("a table file", "induction certify"),
     ("a table file", "evaluate"),
     ("a table file", "analyze patterns"),  # a table model's one head has attention patterns too
-    ("a table file", "analyze heads"),  # the one-layer construction's table: its head is read the same way
-    ("W_pos 1 row", "export transformer-lens"),  # a model of context 1: valid, though no input of 4 fits
+    (
+        "a table file",
+        "analyze heads",
+    ),  # the one-layer construction's table: its head is read the same way
+    (
+        "W_pos 1 row",
+        "export transformer-lens",
+    ),  # a model of context 1: valid, though no input of 4 fits
 }
 
 
 def _special(folder: Path, base: Path, kind: str) -> dict[str, tuple[Path, bool]]:
-    """Files made on disk (payloads, bombs, sparse, FIFOs, links): name → (path, pass --max-memory)."""
+    """Files made on disk (payloads, bombs, sparse, FIFOs, links): name → (path, pass
+    --max-memory)."""
     marker = folder / "MARKER"  # whoever unpickles a payload creates it
     made: dict[str, tuple[Path, bool]] = {}
 
@@ -207,9 +235,17 @@ def _special(folder: Path, base: Path, kind: str) -> dict[str, tuple[Path, bool]
         folder / "p1.safetensors",
         lambda p: p.write_bytes(st.pickle_payload(str(marker))),
     )
-    put("pickle payload as .pkl", folder / "p2.pkl", lambda p: p.write_bytes(st.pickle_payload(str(marker))))
+    put(
+        "pickle payload as .pkl",
+        folder / "p2.pkl",
+        lambda p: p.write_bytes(st.pickle_payload(str(marker))),
+    )
     put("torch.save payload (.pt)", folder / "p3.pt", lambda p: st.torch_payload(p, str(marker)))
-    put("numpy object-array payload (.npy)", folder / "p4.npy", lambda p: st.numpy_payload(p, str(marker)))
+    put(
+        "numpy object-array payload (.npy)",
+        folder / "p4.npy",
+        lambda p: st.numpy_payload(p, str(marker)),
+    )
     put("zip bomb-lite (200 MB inflated)", folder / "bomb.safetensors", st.zip_bomb_lite)
     big = [2**29]
     put(
@@ -217,7 +253,8 @@ def _special(folder: Path, base: Path, kind: str) -> dict[str, tuple[Path, bool]
         folder / "s1.safetensors",
         lambda p: st.sparse_tensor_file(p, blob, "zz", big),
     )
-    # without --max-memory, the default limit (half this machine's memory) must refuse 64 and 152 GiB
+    # without --max-memory, the default limit (half this machine's memory) must refuse 64 and 152
+    # GiB
     put(
         "sparse 64 GiB extra tensor (no --max-memory)",
         folder / "s3.safetensors",
@@ -247,12 +284,17 @@ def _special(folder: Path, base: Path, kind: str) -> dict[str, tuple[Path, bool]
     )
     put("a symlink to /dev/zero", folder / "zero.safetensors", lambda p: os.symlink("/dev/zero", p))
     put("a directory named .safetensors", folder / "dir.safetensors", lambda p: p.mkdir())
-    put("a dangling symlink", folder / "dangling.safetensors", lambda p: os.symlink(folder / "missing", p))
+    put(
+        "a dangling symlink",
+        folder / "dangling.safetensors",
+        lambda p: os.symlink(folder / "missing", p),
+    )
     return made
 
 
 def model_file_cases(fixtures: Fixtures) -> list[Case]:
-    """Every variant of every kind, for every command that reads that kind (files under root/files)."""
+    """Every variant of every kind, for every command that reads that kind (files under
+    root/files)."""
     cases = []
     blobs = {kind: fixtures.blob(kind) for kind in fixtures.models}
     for kind in fixtures.models:
@@ -264,7 +306,12 @@ def model_file_cases(fixtures: Fixtures) -> list[Case]:
             path = folder / f"v{i}.safetensors"
             try:
                 path.write_bytes(make(blob))
-            except (KeyError, IndexError, TypeError, ValueError):  # a variant that does not fit this kind
+            except (
+                KeyError,
+                IndexError,
+                TypeError,
+                ValueError,
+            ):  # a variant that does not fit this kind
                 continue
             files[name] = (path, True)
         files |= _special(folder, fixtures.models[kind], kind)

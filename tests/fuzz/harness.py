@@ -1,41 +1,44 @@
 """The fuzz harness: every case is one `headcount.cli.main(argv)` call in a forked child with an
-address-space cap and a CPU-time budget; the parent records what happened and judges it against the CLI
-contract.
+address-space cap and a CPU-time budget; the parent records what happened and judges it against the
+CLI contract.
 
     outcomes = run_cases(cases)                # [Outcome], in the order of `cases`
     report = Report.of(cases, outcomes)         # per-group counts, failures grouped by command
     assert not report.failures, report.describe()
 
-How a case runs. `run_cases` starts one clean interpreter (the *zygote*: `python -m tests.fuzz.harness IN
-OUT`), which imports headcount and the libraries its commands load, then forks one child per case, at
-most `jobs` at a time. So no case pays for the imports, and no case inherits the state of the test
-process (pytest's capture, torch or OpenMP thread pools, signal handlers). The child puts itself in its
-own process group, sends stdout and stderr to files and stdin to /dev/null, changes to its own scratch
-folder, caps its address space (RLIMIT_AS: the zygote's size + 2 GiB) and its CPU time (RLIMIT_CPU, below),
-drops root to `nobody` when the case asks (so read-only files are read-only), calls main and exits with its
-code. The zygote records its exit code or signal, wall time, CPU time, peak memory, its output, and whether
-a marker file (proof of code execution) appeared, then kills the child's process group (workers it left).
+How a case runs. `run_cases` starts one clean interpreter (the *zygote*: `python -m
+tests.fuzz.harness IN OUT`), which imports headcount and the libraries its commands load, then forks
+one child per case, at most `jobs` at a time. So no case pays for the imports, and no case inherits
+the state of the test process (pytest's capture, torch or OpenMP thread pools, signal handlers). The
+child puts itself in its own process group, sends stdout and stderr to files and stdin to /dev/null,
+changes to its own scratch folder, caps its address space (RLIMIT_AS: the zygote's size + 2 GiB) and
+its CPU time (RLIMIT_CPU, below), drops root to `nobody` when the case asks (so read-only files are
+read-only), calls main and exits with its code. The zygote records its exit code or signal, wall
+time, CPU time, peak memory, its output, and whether a marker file (proof of code execution)
+appeared, then kills the child's process group (workers it left).
 
-A *hang* is judged by CPU time, not by the clock, so that no verdict depends on how busy the machine is:
-a case may use `cpu_budget(group)` seconds of CPU (TIMEOUT_S; SLOW_FACTOR times that for SLOW_GROUPS).
-The child sets RLIMIT_CPU to it (soft limit, rounded up to whole seconds: the kernel sends SIGXCPU; hard
-limit HARD_MARGIN_S above: SIGKILL, should SIGXCPU be caught or ignored), and `judge` calls a hang any
-child killed by SIGXCPU and any child whose CPU time (ru_utime + ru_stime of wait4: the child and the
-processes it waited for) exceeds the budget — which also covers the SIGKILL at the hard limit and budgets
-under one second (a budget of 0 makes every case a hang: the harness's self-test). RLIMIT_CPU is per
-process and counts every thread: a command running four torch threads spends its budget four times as
-fast as the clock, and each worker process a case starts (sweep workers) has a budget of its own, which
-the kernel enforces in that worker; the child's total, judged afterwards, includes the workers it reaped.
-A case that blocks without using CPU (reading a FIFO, waiting for a worker that never starts) would never
-reach its CPU limit, so the zygote also kills the group of a child still running after a wall-clock
-*backstop*: WALL_FACTOR times the budget (at least WALL_MIN_S), generous enough that a machine at load 10
-(every case sharing a core with ten others) does not reach it, and judged a hang too (`timed_out`).
+A *hang* is judged by CPU time, not by the clock, so that no verdict depends on how busy the machine
+is: a case may use `cpu_budget(group)` seconds of CPU (TIMEOUT_S; SLOW_FACTOR times that for
+SLOW_GROUPS). The child sets RLIMIT_CPU to it (soft limit, rounded up to whole seconds: the kernel
+sends SIGXCPU; hard limit HARD_MARGIN_S above: SIGKILL, should SIGXCPU be caught or ignored), and
+`judge` calls a hang any child killed by SIGXCPU and any child whose CPU time (ru_utime + ru_stime
+of wait4: the child and the processes it waited for) exceeds the budget — which also covers the
+SIGKILL at the hard limit and budgets under one second (a budget of 0 makes every case a hang: the
+harness's self-test). RLIMIT_CPU is per process and counts every thread: a command running four
+torch threads spends its budget four times as fast as the clock, and each worker process a case
+starts (sweep workers) has a budget of its own, which the kernel enforces in that worker; the
+child's total, judged afterwards, includes the workers it reaped. A case that blocks without using
+CPU (reading a FIFO, waiting for a worker that never starts) would never reach its CPU limit, so the
+zygote also kills the group of a child still running after a wall-clock *backstop*: WALL_FACTOR
+times the budget (at least WALL_MIN_S), generous enough that a machine at load 10 (every case
+sharing a core with ten others) does not reach it, and judged a hang too (`timed_out`).
 
-The contract (`judge`): exit 2 with exactly one line on stderr (a refusal), or exit 0 — then with --json
-exactly one JSON object on stdout — where the case allows valid input; never a traceback, exit 1 (an
-internal error), a hang, a memory blow-up (a MemoryError or the process killed), a marker file,
-forbidden text on stdout (a module run by importing it), or a write outside its targets: a new entry in
-its folder that no argument names (`stray_writes`; DEFAULT_WRITES lists what commands write unasked).
+The contract (`judge`): exit 2 with exactly one line on stderr (a refusal), or exit 0 — then with
+--json exactly one JSON object on stdout — where the case allows valid input; never a traceback,
+exit 1 (an internal error), a hang, a memory blow-up (a MemoryError or the process killed), a marker
+file, forbidden text on stdout (a module run by importing it), or a write outside its targets: a new
+entry in its folder that no argument names (`stray_writes`; DEFAULT_WRITES lists what commands write
+unasked).
 """
 
 from __future__ import annotations
@@ -55,15 +58,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# CPU seconds per case (the module docstring): a bounded command answers tiny valid input (or refuses) well
-# within TIMEOUT_S of CPU; the groups that train or start worker processes (SLOW_GROUPS) get SLOW_FACTOR
-# times as much. HEADCOUNT_FUZZ_TIMEOUT sets the base.
+# CPU seconds per case (the module docstring): a bounded command answers tiny valid input (or
+# refuses) well within TIMEOUT_S of CPU; the groups that train or start worker processes
+# (SLOW_GROUPS) get SLOW_FACTOR times as much. HEADCOUNT_FUZZ_TIMEOUT sets the base.
 TIMEOUT_S = float(os.environ.get("HEADCOUNT_FUZZ_TIMEOUT", "10"))
 SLOW_GROUPS = {"train", "sweep", "experiment", "reproduce"}
 SLOW_FACTOR = 4
-HARD_MARGIN_S = 5  # RLIMIT_CPU's hard limit (SIGKILL) this many CPU seconds above the soft one (SIGXCPU)
-# The wall-clock backstop for a case that blocks without using CPU: WALL_FACTOR × its CPU budget, at least
-# WALL_MIN_S. At load 10 a case gets about a tenth of a core, so a case within its CPU budget ends before it.
+HARD_MARGIN_S = (
+    5  # RLIMIT_CPU's hard limit (SIGKILL) this many CPU seconds above the soft one (SIGXCPU)
+)
+# The wall-clock backstop for a case that blocks without using CPU: WALL_FACTOR × its CPU budget, at
+# least WALL_MIN_S. At load 10 a case gets about a tenth of a core, so a case within its CPU budget
+# ends before it.
 WALL_FACTOR = 10
 WALL_MIN_S = 60.0
 CAP_MARGIN = 2 * 2**30  # the address-space cap: the zygote's own size + 2 GiB
@@ -86,7 +92,9 @@ class Case:
     markers: tuple[str, ...] = ()  # paths that must not exist after the run (code execution)
     forbidden: tuple[str, ...] = ()  # text that must not appear on stdout
     env: tuple[tuple[str, str], ...] = ()  # extra environment variables
-    as_nobody: bool = False  # run as an unprivileged user when root (read-only files stay read-only)
+    as_nobody: bool = (
+        False  # run as an unprivileged user when root (read-only files stay read-only)
+    )
 
 
 def cpu_budget(group: str, timeout: float = TIMEOUT_S) -> float:
@@ -103,9 +111,13 @@ def wall_backstop(budget: float) -> float:
 class Outcome:
     code: int | None = None  # exit code (None when killed by a signal or the wall-clock backstop)
     signal: int | None = None
-    timed_out: bool = False  # killed by the wall-clock backstop (blocked without using its CPU budget)
+    timed_out: bool = (
+        False  # killed by the wall-clock backstop (blocked without using its CPU budget)
+    )
     wall_s: float = 0.0
-    cpu_s: float = 0.0  # user + system CPU seconds: the child and the processes it waited for (wait4)
+    cpu_s: float = (
+        0.0  # user + system CPU seconds: the child and the processes it waited for (wait4)
+    )
     cpu_budget_s: float | None = None  # the CPU seconds it was allowed (None: not judged on CPU)
     max_rss_mb: float = 0.0
     stdout: str = ""  # the first _KEEP characters
@@ -114,32 +126,48 @@ class Outcome:
     one_json_object: bool = False  # stdout is exactly one JSON object
     markers_hit: list[str] = field(default_factory=list)
     forbidden_hit: list[str] = field(default_factory=list)
-    stray: list[str] = field(default_factory=list)  # new entries of its folder that no argument names
+    stray: list[str] = field(
+        default_factory=list
+    )  # new entries of its folder that no argument names
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The contract
 
 
 def judge(case: Case, out: Outcome) -> tuple[str, str]:
-    """('refused' | 'passed' | <failure kind>, detail). Failure kinds: code-execution, hang, memory, crash,
-    traceback, internal-error, stderr-lines, json, accepted, exit-code, wrote-outside."""
+    """('refused' | 'passed' | <failure kind>, detail). Failure kinds: code-execution, hang, memory,
+    crash, traceback, internal-error, stderr-lines, json, accepted, exit-code, wrote-outside."""
     err = out.stderr.strip()
     first = (err.splitlines() or [""])[0][:200]
     if out.markers_hit or out.forbidden_hit:
-        return "code-execution", f"marker files {out.markers_hit} / stdout shows {out.forbidden_hit}"
+        return (
+            "code-execution",
+            f"marker files {out.markers_hit} / stdout shows {out.forbidden_hit}",
+        )
     if out.stray:
-        return "wrote-outside", f"wrote {out.stray[:3]} into its folder, which no argument names: {first!r}"
+        return (
+            "wrote-outside",
+            f"wrote {out.stray[:3]} into its folder, which no argument names: {first!r}",
+        )
     if out.timed_out:
         return "hang", (
-            f"blocked: no answer within {out.wall_s:.0f} s of wall-clock time, using {out.cpu_s:.1f} s of "
+            f"blocked: no answer within {out.wall_s:.0f} s of wall-clock time, using "
+            f"{out.cpu_s:.1f} s of "
             f"CPU (killed); stderr: {first!r}"
         )
     over = out.cpu_budget_s is not None and out.cpu_s > out.cpu_budget_s
     if out.signal == signal.SIGXCPU or over:
-        how = f"killed by {_signal_name(out.signal)}" if out.signal is not None else f"exit {out.code}"
+        how = (
+            f"killed by {_signal_name(out.signal)}"
+            if out.signal is not None
+            else f"exit {out.code}"
+        )
         budget = "its budget" if out.cpu_budget_s is None else f"{out.cpu_budget_s:g} s"
-        return "hang", f"used more than {budget} of CPU ({out.cpu_s:.1f} s, {how}); stderr: {first!r}"
+        return (
+            "hang",
+            f"used more than {budget} of CPU ({out.cpu_s:.1f} s, {how}); stderr: {first!r}",
+        )
     if out.signal is not None:
         kind = "memory" if out.signal == signal.SIGKILL else "crash"
         return kind, f"killed by {_signal_name(out.signal)} (peak {out.max_rss_mb:.0f} MB)"
@@ -168,12 +196,13 @@ def _signal_name(number: int | None) -> str:
     return signal.Signals(number).name if number in signal.valid_signals() else str(number)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The zygote: forks one child per case
 
 
 def _preload() -> None:
-    """Import what the commands import, once, before any fork (errors surface in the cases instead)."""
+    """Import what the commands import, once, before any fork (errors surface in the cases
+    instead)."""
     import importlib
 
     for name in (
@@ -205,16 +234,28 @@ def _preload() -> None:
             pass
     if os.geteuid() == 0:
         _preload_stdlib()
-        _preload_packages(("headcount", "typer", "click", "rich", "safetensors", "pydantic", "pydantic_core"))
+        _preload_packages(
+            ("headcount", "typer", "click", "rich", "safetensors", "pydantic", "pydantic_core")
+        )
 
 
-_NOT_PRELOADED = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "__main__", "lib2to3"}
+_NOT_PRELOADED = {
+    "antigravity",
+    "this",
+    "idlelib",
+    "tkinter",
+    "turtle",
+    "turtledemo",
+    "__main__",
+    "lib2to3",
+}
 _NOT_PRELOADED |= {"pydoc_data", "ensurepip", "venv", "test", "unittest"}
 
 
 def _preload_stdlib() -> None:
-    """Import the whole standard library (< 1 s): a case run as `nobody` cannot read the interpreter's
-    files when they live in root's home (pyenv), so every module it may import lazily must be loaded."""
+    """Import the whole standard library (< 1 s): a case run as `nobody` cannot read the
+    interpreter's files when they live in root's home (pyenv), so every module it may import lazily
+    must be loaded."""
     import contextlib
     import importlib
     import io
@@ -235,15 +276,17 @@ def _preload_stdlib() -> None:
                     continue
                 for info in pkgutil.walk_packages(getattr(module, "__path__", []), name + "."):
                     if not any(
-                        part in info.name for part in (".test", "tests", "idle", "__main__", "tkinter")
+                        part in info.name
+                        for part in (".test", "tests", "idle", "__main__", "tkinter")
                     ):
                         load(info.name)
 
 
 def _preload_packages(names: tuple[str, ...]) -> None:
-    """Import every submodule of the packages the commands load lazily (typer imports its vendored click
-    per command): a case run as `nobody` cannot read a virtual environment in a folder only root may
-    enter (a clone in `mktemp -d`, mode 0700), so nothing may be left to import from disk."""
+    """Import every submodule of the packages the commands load lazily (typer imports its vendored
+    click per command): a case run as `nobody` cannot read a virtual environment in a folder only
+    root may enter (a clone in `mktemp -d`, mode 0700), so nothing may be left to import from
+    disk."""
     import contextlib
     import importlib
     import io
@@ -259,7 +302,9 @@ def _preload_packages(names: tuple[str, ...]) -> None:
                 except BaseException:  # not installed (click is vendored in newer typer)
                     continue
                 for info in pkgutil.walk_packages(getattr(package, "__path__", []), name + "."):
-                    with contextlib.suppress(BaseException):  # optional extras that are not installed
+                    with contextlib.suppress(
+                        BaseException
+                    ):  # optional extras that are not installed
                         importlib.import_module(info.name)
 
 
@@ -281,7 +326,8 @@ def _nobody() -> tuple[int, int]:
 
 
 def make_fixtures(folder: str) -> None:
-    """What relative paths in cases name (values.READ_PATHS / WRITE_PATHS): made in every case's folder."""
+    """What relative paths in cases name (values.READ_PATHS / WRITE_PATHS): made in every case's
+    folder."""
     d = Path(folder)
     (d / "dir").mkdir()
     os.mkfifo(d / "fifo")
@@ -296,8 +342,9 @@ def make_fixtures(folder: str) -> None:
 
 
 def _cap_cpu(budget: float) -> None:
-    """RLIMIT_CPU: SIGXCPU after `budget` CPU seconds (rounded up: the limit counts whole seconds; 0 sends
-    it at once), SIGKILL HARD_MARGIN_S later; no core file (SIGXCPU's default action dumps one)."""
+    """RLIMIT_CPU: SIGXCPU after `budget` CPU seconds (rounded up: the limit counts whole seconds; 0
+    sends it at once), SIGKILL HARD_MARGIN_S later; no core file (SIGXCPU's default action dumps
+    one)."""
     soft, hard = math.ceil(budget), math.ceil(budget) + HARD_MARGIN_S
     _, old_hard = resource.getrlimit(resource.RLIMIT_CPU)
     if old_hard != resource.RLIM_INFINITY:  # never above a limit this process may not raise
@@ -312,7 +359,11 @@ def _child(case: dict, out_path: str, err_path: str, workdir: str, cap: int, bud
     code = ESCAPED
     try:
         os.setpgid(0, 0)
-        for fd, path, flags in ((1, out_path, os.O_WRONLY), (2, err_path, os.O_WRONLY), (0, os.devnull, 0)):
+        for fd, path, flags in (
+            (1, out_path, os.O_WRONLY),
+            (2, err_path, os.O_WRONLY),
+            (0, os.devnull, 0),
+        ):
             opened = os.open(path, flags | (os.O_CREAT | os.O_TRUNC if fd else os.O_RDONLY), 0o644)
             os.dup2(opened, fd)
             os.close(opened)
@@ -321,7 +372,12 @@ def _child(case: dict, out_path: str, err_path: str, workdir: str, cap: int, bud
         os.environ.pop("HEADCOUNT_MAX_MEMORY", None)
         os.environ.update(dict(case["env"]))
         if case["as_nobody"] and os.geteuid() == 0:
-            for var in ("HOME", "MPLCONFIGDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):  # root's home is closed
+            for var in (
+                "HOME",
+                "MPLCONFIGDIR",
+                "XDG_CACHE_HOME",
+                "XDG_CONFIG_HOME",
+            ):  # root's home is closed
                 os.environ[var] = workdir
             uid, gid = _nobody()
             os.setgroups([])
@@ -377,17 +433,29 @@ def _one_json_object(path: str) -> bool:
 
 
 # What a case may leave in its folder without naming it: the defaults of commands that write without
-# being told where (reproduce's report, the results database) and the caches of a HOME set to the folder.
-DEFAULT_WRITES = {"headcount-report", "headcount-results.sqlite", ".cache", ".config", ".matplotlib"}
+# being told where (reproduce's report, the results database) and the caches of a HOME set to the
+# folder.
+DEFAULT_WRITES = {
+    "headcount-report",
+    "headcount-results.sqlite",
+    ".cache",
+    ".config",
+    ".matplotlib",
+}
 _COMPANIONS = ("", "-wal", "-shm", "-journal")  # SQLite's files beside a database
 
 
 def stray_writes(argv: list[str], before: set[str], workdir: str) -> list[str]:
-    """The entries of `workdir` a case made (not in `before`) that neither an argument (a relative path,
-    or its first folder) nor DEFAULT_WRITES explains: a write outside the target it was given."""
-    values = [a.split("=", 1)[1] if a.startswith("--") and "=" in a else a for a in argv]  # --out=PATH
+    """The entries of `workdir` a case made (not in `before`) that neither an argument (a relative
+    path, or its first folder) nor DEFAULT_WRITES explains: a write outside the target it was
+    given."""
+    values = [
+        a.split("=", 1)[1] if a.startswith("--") and "=" in a else a for a in argv
+    ]  # --out=PATH
     relative = [os.path.normpath(a) for a in values if a and not a.startswith("/")]
-    if "." in relative:  # the case's folder itself is named (--out .): whatever it writes there is named
+    if (
+        "." in relative
+    ):  # the case's folder itself is named (--out .): whatever it writes there is named
         return []
     named = {part for a in relative for part in (a, a.split("/", 1)[0])}
     allowed = {n + c for n in named | DEFAULT_WRITES for c in _COMPANIONS}
@@ -423,7 +491,9 @@ def zygote(cases: list[dict], scratch: str, timeout: float, jobs: int) -> list[O
     cap = _vm_size() + int(os.environ.get("HEADCOUNT_FUZZ_CAP_MARGIN", CAP_MARGIN))
     outcomes = [Outcome() for _ in cases]
     pending = list(range(len(cases)))[::-1]
-    running: dict[int, tuple] = {}  # pid → (case, start, its files' base path, its folder, what was in it)
+    running: dict[
+        int, tuple
+    ] = {}  # pid → (case, start, its files' base path, its folder, what was in it)
     while pending or running:
         while pending and len(running) < jobs:
             i = pending.pop()
@@ -438,7 +508,9 @@ def zygote(cases: list[dict], scratch: str, timeout: float, jobs: int) -> list[O
             outcomes[i].cpu_budget_s = cpu_budget(cases[i]["group"], timeout)
             pid = os.fork()
             if pid == 0:
-                _child(cases[i], base + ".out", base + ".err", workdir, cap, outcomes[i].cpu_budget_s)
+                _child(
+                    cases[i], base + ".out", base + ".err", workdir, cap, outcomes[i].cpu_budget_s
+                )
             running[pid] = (i, time.monotonic(), base, workdir, before)
         for pid, (i, start, base, workdir, before) in list(running.items()):
             done, status, usage = os.wait4(pid, os.WNOHANG)
@@ -464,10 +536,13 @@ def zygote(cases: list[dict], scratch: str, timeout: float, jobs: int) -> list[O
     return outcomes
 
 
-def run_cases(cases: list[Case], timeout: float = TIMEOUT_S, jobs: int | None = None) -> list[Outcome]:
-    """Run `cases` in a fresh zygote interpreter; their outcomes in the same order. `timeout` is the base CPU
-    budget in seconds (cpu_budget); a budget of 0 makes every case a hang."""
-    # one more child than CPUs: many cases wait (on a FIFO, a timeout, a worker start) rather than compute
+def run_cases(
+    cases: list[Case], timeout: float = TIMEOUT_S, jobs: int | None = None
+) -> list[Outcome]:
+    """Run `cases` in a fresh zygote interpreter; their outcomes in the same order. `timeout` is the
+    base CPU budget in seconds (cpu_budget); a budget of 0 makes every case a hang."""
+    # one more child than CPUs: many cases wait (on a FIFO, a timeout, a worker start) rather than
+    # compute
     jobs = jobs or int(os.environ.get("HEADCOUNT_FUZZ_JOBS", "0")) or (os.cpu_count() or 2) + 1
     with tempfile.TemporaryDirectory(prefix="headcount-fuzz-run-") as scratch:
         os.chmod(scratch, 0o755)
@@ -477,23 +552,27 @@ def run_cases(cases: list[Case], timeout: float = TIMEOUT_S, jobs: int | None = 
             encoding="utf-8",
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("HEADCOUNT_") or "FUZZ" in k}
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(REPO / "src"), env.get("PYTHONPATH", "")])
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(REPO), str(REPO / "src"), env.get("PYTHONPATH", "")]
+        )
         proc = subprocess.run(
             [sys.executable, "-m", "tests.fuzz.harness", str(spec), str(result)],
             cwd=scratch,
             env=env,
             capture_output=True,
             text=True,
-            # a backstop for the zygote itself, never reached while it works: as if every case ran to its
-            # wall-clock backstop (each generous for a machine at load 10), plus the imports
+            # a backstop for the zygote itself, never reached while it works: as if every case ran
+            # to its wall-clock backstop (each generous for a machine at load 10), plus the imports
             timeout=sum(wall_backstop(cpu_budget(c.group, timeout)) for c in cases) / jobs + 600,
         )
         if proc.returncode != 0 or not result.exists():
-            raise RuntimeError(f"fuzz zygote failed (exit {proc.returncode}): {proc.stderr[-3000:]}")
+            raise RuntimeError(
+                f"fuzz zygote failed (exit {proc.returncode}): {proc.stderr[-3000:]}"
+            )
         return [Outcome(**o) for o in json.loads(result.read_text(encoding="utf-8"))]
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The report
 
 
@@ -520,10 +599,13 @@ class Report:
         return cls(dict(counts), failures)
 
     def summary(self, title: str) -> str:
-        """One line per command group and input kind: cases, refusals, passes, failures, the seconds its
-        children ran and the CPU seconds they used (summed: what the group costs), and the most CPU seconds
-        one case used (to compare with its budget, cpu_budget)."""
-        head = f"{'group / kind':32} {'cases':>6} {'refused':>8} {'passed':>7} {'failed':>7} {'child s':>8}"
+        """One line per command group and input kind: cases, refusals, passes, failures, the seconds
+        its children ran and the CPU seconds they used (summed: what the group costs), and the most
+        CPU seconds one case used (to compare with its budget, cpu_budget)."""
+        head = (
+            f"{'group / kind':32} {'cases':>6} {'refused':>8} {'passed':>7} {'failed':>7} "
+            f"{'child s':>8}"
+        )
         lines = [f"fuzz {title}: {head} {'cpu s':>7} {'max cpu':>7}"]
         total: Counter = Counter()
         for key in [*sorted(self.counts), "TOTAL"]:
@@ -564,15 +646,17 @@ class Report:
 
 
 def check(cases: list[Case], title: str, timeout: float = TIMEOUT_S) -> Report:
-    """Run the cases, print the per-group summary (shown with -s or in the terminal summary), and write
-    the full report to $HEADCOUNT_FUZZ_REPORT_DIR/<title>.json when that is set."""
+    """Run the cases, print the per-group summary (shown with -s or in the terminal summary), and
+    write the full report to $HEADCOUNT_FUZZ_REPORT_DIR/<title>.json when that is set."""
     report = Report.of(cases, run_cases(cases, timeout))
     print("\n" + report.summary(title))
     SUMMARIES.append(report.summary(title))
     folder = os.environ.get("HEADCOUNT_FUZZ_REPORT_DIR")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        Path(folder, f"{title}.json").write_text(json.dumps(report.to_json(), indent=1), encoding="utf-8")
+        Path(folder, f"{title}.json").write_text(
+            json.dumps(report.to_json(), indent=1), encoding="utf-8"
+        )
     return report
 
 

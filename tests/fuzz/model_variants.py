@@ -1,7 +1,8 @@
-"""Byte-level variants of valid model files (name → function from the valid file's bytes to the variant's):
-the container (header lies, truncation, garbage), the metadata and the shared config keys (`_generic`),
-each kind's own config and tensors (transformer, one-layer table, minmax, Boolean exact rationals), and
-decoder kinds that name importable modules. files.py writes them and turns them into cases."""
+"""Byte-level variants of valid model files (name → function from the valid file's bytes to the
+variant's): the container (header lies, truncation, garbage), the metadata and the shared config
+keys (`_generic`), each kind's own config and tensors (transformer, one-layer table, minmax, Boolean
+exact rationals), and decoder kinds that name importable modules. files.py writes them and turns
+them into cases."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def _drop(key: str) -> Variant:
 
 
 def _tensor_header(change, raw: dict[str, str] | None = None) -> Variant:
-    """A header lie about the first tensor (its entry changed by `change(entry)`; placeholders → raw)."""
+    """A header lie about the first tensor (its entry changed by `change(entry)`; placeholders →
+    raw)."""
 
     def variant(blob: bytes) -> bytes:
         first = st.tensor_names(blob)[0]
@@ -65,7 +67,9 @@ def _generic() -> dict[str, Variant]:
         "header length 0": lambda b: (0).to_bytes(8, "little") + b[8:],
         "header length 2^64-1": lambda b: st.build(st.parse(b)[0], st.parse(b)[1], 2**64 - 1),
         "header length 2^63": lambda b: st.build(st.parse(b)[0], st.parse(b)[1], 2**63),
-        "header length 10^9 (past the end)": lambda b: st.build(st.parse(b)[0], st.parse(b)[1], 10**9),
+        "header length 10^9 (past the end)": lambda b: st.build(
+            st.parse(b)[0], st.parse(b)[1], 10**9
+        ),
         "header length 10 short": lambda b: st.build(
             st.parse(b)[0], st.parse(b)[1], len(st.dumps(st.parse(b)[0])) - 10
         ),
@@ -105,7 +109,10 @@ def _generic() -> dict[str, Variant]:
         "80,000 tensor entries": lambda b: st.with_header(
             b,
             lambda h: h.update(
-                {f"x{i}": {"dtype": "U8", "shape": [0], "data_offsets": [0, 0]} for i in range(80_000)}
+                {
+                    f"x{i}": {"dtype": "U8", "shape": [0], "data_offsets": [0, 0]}
+                    for i in range(80_000)
+                }
             ),
         ),
         "no __metadata__": lambda b: st.with_header(b, lambda h: h.pop("__metadata__")),
@@ -136,10 +143,18 @@ def _generic() -> dict[str, Variant]:
         "info 100k-deep object": _set(["info"], None, st.deep_dict()),
         "info 5000-digit number": _set(["info"], None, '{"n": ' + st.BIG + "}"),
         "info Infinity": _set(["info"], None, '{"n": Infinity}'),
-        "all weights NaN": _all_tensors(lambda a: np.full_like(a, np.nan) if a.dtype.kind == "f" else a),
-        "all weights +inf": _all_tensors(lambda a: np.full_like(a, np.inf) if a.dtype.kind == "f" else a),
-        "weights 1e308": _all_tensors(lambda a: np.full_like(a, 1e308) if a.dtype.kind == "f" else a),
-        "weights float32": _all_tensors(lambda a: a.astype(np.float32) if a.dtype.kind == "f" else a),
+        "all weights NaN": _all_tensors(
+            lambda a: np.full_like(a, np.nan) if a.dtype.kind == "f" else a
+        ),
+        "all weights +inf": _all_tensors(
+            lambda a: np.full_like(a, np.inf) if a.dtype.kind == "f" else a
+        ),
+        "weights 1e308": _all_tensors(
+            lambda a: np.full_like(a, 1e308) if a.dtype.kind == "f" else a
+        ),
+        "weights float32": _all_tensors(
+            lambda a: a.astype(np.float32) if a.dtype.kind == "f" else a
+        ),
         "weights int64": _all_tensors(lambda a: a.astype(np.int64)),
         "weights gzip-compressed file": lambda b: gzip.compress(b),
     }
@@ -147,7 +162,8 @@ def _generic() -> dict[str, Variant]:
 
 
 def _other_formats(blobs: dict[str, bytes], kind: str) -> dict[str, Variant]:
-    """The file of another kind given to this kind's command, and its format string on this content."""
+    """The file of another kind given to this kind's command, and its format string on this
+    content."""
     out: dict[str, Variant] = {}
     for other, blob in blobs.items():
         if other != kind:
@@ -209,8 +225,12 @@ def _transformer() -> dict[str, Variant]:
         "decoder missing": _drop("decoder"),
         "decoder a string": _set(["decoder"], "linear"),
         "decoder config 100k-deep": _set(["decoder", "config"], None, st.deep_dict()),
-        "decoder config 5000 digits": _set(["decoder", "config"], None, '{"n_ctx": ' + st.BIG + "}"),
-        "W_U one column short": _tensors(lambda t: t.update({"decoder.W_U": t["decoder.W_U"][:, :-1]})),
+        "decoder config 5000 digits": _set(
+            ["decoder", "config"], None, '{"n_ctx": ' + st.BIG + "}"
+        ),
+        "W_U one column short": _tensors(
+            lambda t: t.update({"decoder.W_U": t["decoder.W_U"][:, :-1]})
+        ),
         "W_U transposed": _tensors(lambda t: t.update({"decoder.W_U": t["decoder.W_U"].T.copy()})),
         "b_U too long": _tensors(lambda t: t.update({"decoder.b_U": np.zeros(99)})),
         "W_E one column more": _tensors(
@@ -238,7 +258,8 @@ def _transformer() -> dict[str, Variant]:
 
 
 def _gpt2_parts() -> dict[str, Variant]:
-    """The GPT-2 keys of a weight-form config (issue 14) and the "vocab" decoder, lying or hostile."""
+    """The GPT-2 keys of a weight-form config (issue 14) and the "vocab" decoder, lying or
+    hostile."""
     v: dict[str, Variant] = {}
     for lab, value, raw in (
         ("eps 0", {"eps": 0}, None),
@@ -263,16 +284,22 @@ def _gpt2_parts() -> dict[str, Variant]:
         "attn_scale Infinity": _set(["layers", 0, "attn_scale"], None, "Infinity"),
         "attn_scale 5000 digits": _set(["layers", 0, "attn_scale"], None, st.BIG),
         "attn_scale a list": _set(["layers", 0, "attn_scale"], [1]),
-        "decoder vocab readout bogus": _set(["decoder"], {"kind": "vocab", "config": {"readout": "bogus"}}),
-        "decoder vocab hidden": _set(["decoder"], {"kind": "vocab", "config": {"readout": "hidden"}}),
+        "decoder vocab readout bogus": _set(
+            ["decoder"], {"kind": "vocab", "config": {"readout": "bogus"}}
+        ),
+        "decoder vocab hidden": _set(
+            ["decoder"], {"kind": "vocab", "config": {"readout": "hidden"}}
+        ),
         "decoder vocab map 100k-deep": _set(
             ["decoder"], None, '{"kind": "vocab", "config": {"vocab_map": ' + st.deep_dict() + "}}"
         ),
         "decoder vocab map huge ids": _set(
-            ["decoder"], {"kind": "vocab", "config": {"readout": "tied", "vocab_map": {"symbols": [2**40]}}}
+            ["decoder"],
+            {"kind": "vocab", "config": {"readout": "tied", "vocab_map": {"symbols": [2**40]}}},
         ),
         "decoder vocab map repeated ids": _set(
-            ["decoder"], {"kind": "vocab", "config": {"readout": "tied", "vocab_map": {"symbols": [0, 0]}}}
+            ["decoder"],
+            {"kind": "vocab", "config": {"readout": "tied", "vocab_map": {"symbols": [0, 0]}}},
         ),
     }
     return v
@@ -299,7 +326,8 @@ def _table() -> dict[str, Variant]:
 
 
 def _decoder_kinds() -> dict[str, Variant]:
-    """Decoder kinds that are not registered, including importable modules (some run code on import)."""
+    """Decoder kinds that are not registered, including importable modules (some run code on
+    import)."""
     kinds = [
         "os",
         "subprocess",
@@ -341,7 +369,9 @@ def _minmax() -> dict[str, Variant]:
         "values +inf": _tensors(
             lambda t: t.update({"heads.0.values": np.full_like(t["heads.0.values"], np.inf)})
         ),
-        "theta wrong shape": _tensors(lambda t: t.update({"classifier_min.theta": np.zeros((3, 2))})),
+        "theta wrong shape": _tensors(
+            lambda t: t.update({"classifier_min.theta": np.zeros((3, 2))})
+        ),
         "scores 2-D": _tensors(lambda t: t.update({"heads.0.scores": np.zeros((4, 4))})),
         "values 0 columns": _tensors(lambda t: t.update({"heads.0.values": np.zeros((4, 0))})),
         "scores missing": _tensors(lambda t: t.pop("heads.0.scores")),
@@ -349,7 +379,20 @@ def _minmax() -> dict[str, Variant]:
     return v
 
 
-RATIONALS = ["1e10000000", "1e-100000000", "1/0", "0/0", "nan", "inf", "-inf", "", "1/", "/2", "0x1p3", "½"]
+RATIONALS = [
+    "1e10000000",
+    "1e-100000000",
+    "1/0",
+    "0/0",
+    "nan",
+    "inf",
+    "-inf",
+    "",
+    "1/",
+    "/2",
+    "0x1p3",
+    "½",
+]
 VALID_RATIONALS = [
     "1_0",
     " 1",
@@ -383,7 +426,12 @@ def _boolean() -> dict[str, Variant]:
     ):
         v[f"w0 JSON {lab}"] = _set(["layer", 0, "w0"], value, raw)
     for key in ("degree", "dim", "heads"):
-        for lab, value, raw in (("10^9", 10**9, None), ("-1", -1, None), ("0", 0, None), ("'2'", "2", None)):
+        for lab, value, raw in (
+            ("10^9", 10**9, None),
+            ("-1", -1, None),
+            ("0", 0, None),
+            ("'2'", "2", None),
+        ):
             v[f"{key} {lab}"] = _set([key], value, raw)
         v[f"{key} 5000 digits"] = _set([key], None, st.BIG)
         v[f"{key} 1e999"] = _set([key], None, "1e999")
@@ -396,7 +444,9 @@ def _boolean() -> dict[str, Variant]:
         "layer an object": _set(["layer"], {}),
         "80,000 heads": lambda b: st.with_config(
             b,
-            lambda c: c.update({"layer": c["layer"] + [head] * (80_000 - len(c["layer"])), "heads": 80_000}),
+            lambda c: c.update(
+                {"layer": c["layer"] + [head] * (80_000 - len(c["layer"])), "heads": 80_000}
+            ),
         ),
         "exponent 10^9": _set(["readout", 0, 0], [10**9, 0]),
         "exponent -1": _set(["readout", 0, 0], [-1, 1]),

@@ -1,8 +1,9 @@
-"""Option cases: every option of every command, each hostile value substituted into a valid, fast command
-(`commands()`: the base each command starts from; combinations of options are in combos.py).
+"""Option cases: every option of every command, each hostile value substituted into a valid, fast
+command (`commands()`: the base each command starts from; combinations of options are in combos.py).
 
     option_cases(model, db)             # the full set: every (command, option, value)
-    option_cases(model, db, sample=2)   # the quick set: every (command, option) with 2 values (seeded)
+    option_cases(model, db, sample=2)   # the quick set: every (command, option) with 2 values
+    (seeded)
 
 Every case passes --max-memory 1G so the guard, not the OS, refuses; integer options also run 10^12
 without it (the default limit: half this machine's memory must refuse it too)."""
@@ -17,14 +18,16 @@ from tests.fuzz import values as V
 from tests.fuzz.harness import MAX_MEMORY, Case, label
 
 Values = list[tuple[str, str]]
-NO_MAX_MEMORY = {"'1000000000000'"}  # the int values also run without --max-memory (the default limit)
+NO_MAX_MEMORY = {
+    "'1000000000000'"
+}  # the int values also run without --max-memory (the default limit)
 
 
 @dataclass(frozen=True)
 class Command:
     """A command, a valid and fast base (option → value; a key starting with '#' is a positional
-    argument), the values to try per option, options tried against another base (`alone`), and repeated
-    options whose value is added to the base's list instead of replacing it (`extend`)."""
+    argument), the values to try per option, options tried against another base (`alone`), and
+    repeated options whose value is added to the base's list instead of replacing it (`extend`)."""
 
     name: str
     base: dict[str, str | list[str]]
@@ -46,13 +49,19 @@ class Command:
 
 M1 = {"--input": "0 1 0 1"}
 RANDOM_INDEX = {"--k": "2", "--random-seed": "0", "--heads": "1", "--dim": "2"}
-# One Boolean run of one training step: a `sweep run` case the CLI accepts trains one such run (no --seeds or
-# --grid value of values.py is valid and more than one run), in a spawned worker that imports torch.
+# One Boolean run of one training step: a `sweep run` case the CLI accepts trains one such run (no
+# --seeds or --grid value of values.py is valid and more than one run), in a spawned worker that
+# imports torch.
 TINY = ["n=2", "degree=1", "heads=1", "steps=1"]
 SWEEP = {"--db": "r.sqlite", "--task": "boolean", "--fixed": TINY, "--seeds": "0", "--workers": "1"}
 EXPERIMENT = {"#name": "xor-phase", "--scale": "quick", "--db": "r.sqlite", "--workers": "1"}
 EVALUATE = {"--task": "induction", "--n": "4", "--alphabet": "2", "--samples": "8"}
-PATTERNS = {"--out": "patterns", "--n": "4", "--alphabet": "2", "--samples": "8"}  # analyze patterns
+PATTERNS = {
+    "--out": "patterns",
+    "--n": "4",
+    "--alphabet": "2",
+    "--samples": "8",
+}  # analyze patterns
 
 
 def _transformer(boolean_model: str) -> str:
@@ -61,12 +70,13 @@ def _transformer(boolean_model: str) -> str:
 
 
 def _tl_export(boolean_model: str) -> str:
-    """That construction as a TransformerLens export folder (`export transformer-lens`, made by Fixtures)."""
+    """That construction as a TransformerLens export folder (`export transformer-lens`, made by
+    Fixtures)."""
     return str(Path(boolean_model).with_name("transformer-tl"))
 
 
-# `experiment` trains a whole experiment (minutes) when its input is valid, so it gets only values that
-# must be refused: no name a new database may have, no worker count that could be a real one.
+# `experiment` trains a whole experiment (minutes) when its input is valid, so it gets only values
+# that must be refused: no name a new database may have, no worker count that could be a real one.
 NEW_DB_NAMES = {"missing", "newline in name", "300-char name"}
 
 
@@ -82,12 +92,14 @@ def _choice(*extra: str) -> Values:
 
 
 def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None) -> list[Command]:
-    """The command table; `boolean_model` is the valid file `boolean check` starts from, `results_db` a
-    database with runs of experiment "e" (`sweep table`), `gpt2` a GPT-2 checkpoint folder (`import gpt2`;
-    None: that command is left out)."""
+    """The command table; `boolean_model` is the valid file `boolean check` starts from,
+    `results_db` a database with runs of experiment "e" (`sweep table`), `gpt2` a GPT-2 checkpoint
+    folder (`import gpt2`; None: that command is left out)."""
     return [
         Command(
-            "induction solve", {"--input": "0 1 0 1", "--hops": "1"}, {"--input": V.TOKENS, "--hops": V.INT}
+            "induction solve",
+            {"--input": "0 1 0 1", "--hops": "1"},
+            {"--input": V.TOKENS, "--hops": V.INT},
         ),
         Command(
             "induction construct",
@@ -117,7 +129,13 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
         ),
         Command(
             "induction predict",
-            {"--input": "0 1 0 1", "--layers": "2", "--n": "4", "--alphabet": "2", "--precision": "float64"},
+            {
+                "--input": "0 1 0 1",
+                "--layers": "2",
+                "--n": "4",
+                "--alphabet": "2",
+                "--precision": "float64",
+            },
             {
                 "--input": V.TOKENS,
                 "--model": V.READ_PATHS,
@@ -195,7 +213,8 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
                 "--model": V.READ_PATHS,
                 "--task": _choice("KHOP", "khop ", "copy"),
                 "--layout": _choice("Plain", "hop_prefix", "hop-prefix"),
-                "--hops": V.INT + [(label(v), v) for v in ("1..17", "3..1", "1...2", "0..0", "1..", "1..16")],
+                "--hops": V.INT
+                + [(label(v), v) for v in ("1..17", "3..1", "1...2", "0..0", "1..", "1..16")],
                 "--n": V.INT,
                 "--alphabet": V.INT,
                 "--samples": V.INT,
@@ -206,7 +225,12 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
         ),
         Command(
             "analyze heads",
-            {"--model": _transformer(boolean_model), "--n": "4", "--alphabet": "2", "--samples": "8"},
+            {
+                "--model": _transformer(boolean_model),
+                "--n": "4",
+                "--alphabet": "2",
+                "--samples": "8",
+            },
             {
                 "--model": V.READ_PATHS,
                 "--task": _choice("KHOP", "khop ", "copy"),
@@ -331,10 +355,21 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
             {"--degree": "2", "--heads": "4", "--range": "4"},
             {"--degree": V.INT, "--heads": V.INT, "--range": V.INT},
         ),
-        Command("boolean stamps", {"--summands": "2", "--size": "2"}, {"--summands": V.INT, "--size": V.INT}),
+        Command(
+            "boolean stamps",
+            {"--summands": "2", "--size": "2"},
+            {"--summands": V.INT, "--size": V.INT},
+        ),
         Command(
             "train induction",
-            {"--layers": "1", "--heads": "1", "--dim": "4", "--n": "4", "--alphabet": "2", "--steps": "2"},
+            {
+                "--layers": "1",
+                "--heads": "1",
+                "--dim": "4",
+                "--n": "4",
+                "--alphabet": "2",
+                "--steps": "2",
+            },
             {
                 "--layers": V.INT,
                 "--heads": V.INT,
@@ -395,12 +430,18 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
                 "--seeds": V.SEEDS,
             },
             alone={"#spec": {"--db": "r.sqlite", "--workers": "1"}},
-            extend=("--fixed",),  # a hostile entry joins TINY's: a run it leaves valid still trains one step
+            extend=(
+                "--fixed",
+            ),  # a hostile entry joins TINY's: a run it leaves valid still trains one step
         ),
         Command(
             "sweep table",
             {"--db": results_db or "r.sqlite", "--experiment": "e"},
-            {"--db": V.READ_PATHS, "--experiment": V.STR, "--format": _choice("xml", "MD", "json ")},
+            {
+                "--db": V.READ_PATHS,
+                "--experiment": V.STR,
+                "--format": _choice("xml", "MD", "json "),
+            },
         ),
         Command(
             "experiment",
@@ -408,7 +449,9 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
             {
                 "#name": _choice("xor_phase", "XOR-PHASE", "induction-depth "),
                 "--scale": _choice("huge", "fast"),
-                "--db": [(lab, v) for lab, v in V.READ_PATHS + V.WRITE_PATHS if lab not in NEW_DB_NAMES],
+                "--db": [
+                    (lab, v) for lab, v in V.READ_PATHS + V.WRITE_PATHS if lab not in NEW_DB_NAMES
+                ],
                 "--workers": [(lab, v) for lab, v in V.INT if not _positive_int(v)],
                 "--backend": _choice("dask"),
             },
@@ -455,10 +498,20 @@ def _import_commands(gpt2: str | None) -> list[Command]:
     ]
 
 
-READ_OPTIONS = ("--out", "--db", "#spec", "--model", "#path", "--config", "--vocab-map")  # paths read/written
+READ_OPTIONS = (
+    "--out",
+    "--db",
+    "#spec",
+    "--model",
+    "#path",
+    "--config",
+    "--vocab-map",
+)  # paths read/written
 
 
-def _case(cmd: Command, option: str, lab: str, value: str, args: dict[str, str], max_memory: bool) -> Case:
+def _case(
+    cmd: Command, option: str, lab: str, value: str, args: dict[str, str], max_memory: bool
+) -> Case:
     nobody = option in READ_OPTIONS and V.needs_nobody(value)
     return Case(
         cmd.group,
@@ -477,8 +530,8 @@ def option_cases(
     seed: int = 13,
     gpt2: str | None = None,
 ) -> list[Case]:
-    """Every (command, option, value) — or `sample` values per (command, option) — as cases (`import gpt2`
-    only with a `gpt2` checkpoint folder)."""
+    """Every (command, option, value) — or `sample` values per (command, option) — as cases (`import
+    gpt2` only with a `gpt2` checkpoint folder)."""
     rng = random.Random(seed)
     cases = []
     for cmd in commands(boolean_model, results_db, gpt2):
@@ -487,7 +540,10 @@ def option_cases(
             chosen = vals if sample is None else rng.sample(vals, min(sample, len(vals)))
             base = cmd.alone.get(option, cmd.base)
             for lab, value in chosen:
-                args = {**base, option: [*base.get(option, []), value] if option in cmd.extend else value}
+                args = {
+                    **base,
+                    option: [*base.get(option, []), value] if option in cmd.extend else value,
+                }
                 cases.append(_case(cmd, option, lab, value, args, True))
                 if sample is None and lab in NO_MAX_MEMORY and cmd.options[option] is V.INT:
                     cases.append(_case(cmd, option, lab, value, args, False))
@@ -498,12 +554,22 @@ def max_memory_cases() -> list[Case]:
     """--max-memory and HEADCOUNT_MAX_MEMORY themselves (on a fast command)."""
     argv = ("induction", "solve", "--input", "0 1 0 1", "--json")
     cases = [
-        Case("global", "--max-memory", "--max-memory", lab, (*argv, "--max-memory", v)) for lab, v in V.SIZES
-    ]
-    cases += [
-        Case("global", "--max-memory", "HEADCOUNT_MAX_MEMORY", lab, argv, env=(("HEADCOUNT_MAX_MEMORY", v),))
+        Case("global", "--max-memory", "--max-memory", lab, (*argv, "--max-memory", v))
         for lab, v in V.SIZES
     ]
-    cases.append(Case("global", "--max-memory", "--max-memory", "missing value", (*argv, "--max-memory")))
+    cases += [
+        Case(
+            "global",
+            "--max-memory",
+            "HEADCOUNT_MAX_MEMORY",
+            lab,
+            argv,
+            env=(("HEADCOUNT_MAX_MEMORY", v),),
+        )
+        for lab, v in V.SIZES
+    ]
+    cases.append(
+        Case("global", "--max-memory", "--max-memory", "missing value", (*argv, "--max-memory"))
+    )
     cases.append(Case("global", "--max-memory", "--max-memory=", "''", (*argv, "--max-memory=")))
     return cases

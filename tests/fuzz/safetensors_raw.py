@@ -1,6 +1,7 @@
-"""Byte-level safetensors for the file fuzzer: parse a file into (header, data), and build files whose
-header says anything at all (lies about lengths, offsets, dtypes, shapes; numbers or nesting no JSON
-library would write). Also the exploit payloads that must never run: pickles that touch a marker file."""
+"""Byte-level safetensors for the file fuzzer: parse a file into (header, data), and build files
+whose header says anything at all (lies about lengths, offsets, dtypes, shapes; numbers or nesting
+no JSON library would write). Also the exploit payloads that must never run: pickles that touch a
+marker file."""
 
 from __future__ import annotations
 
@@ -20,17 +21,23 @@ def parse(blob: bytes) -> tuple[dict[str, Any], bytes]:
     return json.loads(blob[8 : 8 + n]), blob[8 + n :]
 
 
-def build(header: dict[str, Any] | bytes | str, data: bytes = b"", length: int | None = None) -> bytes:
+def build(
+    header: dict[str, Any] | bytes | str, data: bytes = b"", length: int | None = None
+) -> bytes:
     """A file: 8-byte little-endian header length (or `length`, a lie), the header, the data."""
-    text = header if isinstance(header, bytes) else (header if isinstance(header, str) else dumps(header))
+    text = (
+        header
+        if isinstance(header, bytes)
+        else (header if isinstance(header, str) else dumps(header))
+    )
     raw = text.encode("utf-8") if isinstance(text, str) else text
     raw += b" " * (-len(raw) % 8)
     return struct.pack("<Q", len(raw) if length is None else length % 2**64) + raw + data
 
 
 def dumps(value: Any, raw: dict[str, str] | None = None) -> str:
-    """JSON text in which each string placeholder key of `raw` is replaced by its raw JSON text (numbers
-    beyond any limit, NaN, Infinity, deep nesting)."""
+    """JSON text in which each string placeholder key of `raw` is replaced by its raw JSON text
+    (numbers beyond any limit, NaN, Infinity, deep nesting)."""
     text = json.dumps(value)
     for placeholder, replacement in (raw or {}).items():
         text = text.replace(json.dumps(placeholder), replacement)
@@ -57,14 +64,18 @@ def with_config_text(blob: bytes, text: str) -> bytes:
 
 
 def with_config(blob: bytes, change, raw: dict[str, str] | None = None) -> bytes:
-    """The file with its headcount config changed by `change(config)` (in place), placeholders → raw."""
+    """The file with its headcount config changed by `change(config)` (in place), placeholders →
+    raw."""
     config = config_of(blob)
     change(config)
     return with_config_text(blob, dumps(config, raw))
 
 
-def with_header(blob: bytes, change, raw: dict[str, str] | None = None, length: int | None = None) -> bytes:
-    """The file with its safetensors header changed by `change(header)` (in place), data unchanged."""
+def with_header(
+    blob: bytes, change, raw: dict[str, str] | None = None, length: int | None = None
+) -> bytes:
+    """The file with its safetensors header changed by `change(header)` (in place), data
+    unchanged."""
     header, data = parse(blob)
     change(header)
     return build(dumps(header, raw), data, length)
@@ -76,8 +87,8 @@ def tensor_names(blob: bytes) -> list[str]:
 
 
 def with_tensors(blob: bytes, change) -> bytes:
-    """The file rewritten with tensors changed by `change(dict name → array)` (a consistent file: the
-    header tells the truth about the new arrays)."""
+    """The file rewritten with tensors changed by `change(dict name → array)` (a consistent file:
+    the header tells the truth about the new arrays)."""
     import numpy as np
     from safetensors.numpy import load, save
 
@@ -125,8 +136,8 @@ def zip_bomb_lite(path: Path, size: int = 200 * 2**20) -> None:
 
 
 def sparse_tensor_file(path: Path, blob: bytes, name: str, shape: list[int]) -> None:
-    """The file with tensor `name` (a new one if absent) declared float64 of `shape`, honestly (offsets
-    and file size agree), its data a hole: gigabytes on paper, nothing on disk."""
+    """The file with tensor `name` (a new one if absent) declared float64 of `shape`, honestly
+    (offsets and file size agree), its data a hole: gigabytes on paper, nothing on disk."""
     header, data = parse(blob)
     meta = header.pop("__metadata__", None)
     order = sorted(header, key=lambda k: header[k]["data_offsets"][0])

@@ -1,5 +1,6 @@
-"""Broken results databases (`--db` of sweep run, sweep table, experiment) and hostile sweep files (the
-SPEC of sweep run), including runner payloads that would run code: a marker file must never appear.
+"""Broken results databases (`--db` of sweep run, sweep table, experiment) and hostile sweep files
+(the SPEC of sweep run), including runner payloads that would run code: a marker file must never
+appear.
 
     db_cases(fixtures)          # [Case]
     sweep_file_cases(fixtures)  # [Case]
@@ -45,8 +46,8 @@ def _sqlite(path: Path, *statements: str) -> None:
 
 
 def _results_copy(fixtures: Fixtures, path: Path, *statements: str) -> None:
-    """A copy of the fixture's results database changed by SQL `statements` (or an SQLite file with a
-    table `runs` when the fixture has none)."""
+    """A copy of the fixture's results database changed by SQL `statements` (or an SQLite file with
+    a table `runs` when the fixture has none)."""
     if fixtures.results_db is None:
         _sqlite(path, "CREATE TABLE runs (run_id TEXT)")
         return
@@ -82,10 +83,18 @@ DBS: dict[str, tuple[Callable[[Fixtures, Path], None], bool, bool]] = {
     "text file": (lambda fx, p: p.write_text("hello\n"), True, False),
     "random bytes": (lambda fx, p: p.write_bytes(os.urandom(8192)), True, False),
     "64 KiB of zeros": (lambda fx, p: p.write_bytes(bytes(65536)), True, False),
-    "SQLite magic + zeros": (lambda fx, p: p.write_bytes(b"SQLite format 3\x00" + bytes(8192)), True, False),
+    "SQLite magic + zeros": (
+        lambda fx, p: p.write_bytes(b"SQLite format 3\x00" + bytes(8192)),
+        True,
+        False,
+    ),
     "truncated to half": (_truncate(0.5), True, False),
     "truncated to 100 bytes": (_truncate(0.0), True, False),
-    "SQLite, other schema": (lambda fx, p: _sqlite(p, "CREATE TABLE runs (x INTEGER)"), True, False),
+    "SQLite, other schema": (
+        lambda fx, p: _sqlite(p, "CREATE TABLE runs (x INTEGER)"),
+        True,
+        False,
+    ),
     "SQLite, another app's meta": (
         lambda fx, p: _sqlite(
             p, "CREATE TABLE meta (key TEXT, value TEXT)", "INSERT INTO meta VALUES ('app', 'x')"
@@ -94,7 +103,9 @@ DBS: dict[str, tuple[Callable[[Fixtures, Path], None], bool, bool]] = {
         False,
     ),
     "results db, schema_version 99": (
-        lambda fx, p: _results_copy(fx, p, "UPDATE meta SET value = '99' WHERE key = 'schema_version'"),
+        lambda fx, p: _results_copy(
+            fx, p, "UPDATE meta SET value = '99' WHERE key = 'schema_version'"
+        ),
         True,
         False,
     ),
@@ -106,7 +117,11 @@ DBS: dict[str, tuple[Callable[[Fixtures, Path], None], bool, bool]] = {
     "new db in a read-only folder": (lambda fx, p: (p.mkdir(), os.chmod(p, 0o555)), True, True),
     "results db, metrics not JSON": (_metrics("{not json"), False, False),
     "results db, metrics 100k-deep": (_metrics(st.deep_list()), False, False),
-    "results db, metrics 5000-digit number": (_metrics('{"accuracy": ' + st.BIG + "}"), False, False),
+    "results db, metrics 5000-digit number": (
+        _metrics('{"accuracy": ' + st.BIG + "}"),
+        False,
+        False,
+    ),
     "results db, metrics NaN": (_metrics('{"accuracy": NaN}'), False, False),
     "results db, garbage -wal file": (
         lambda fx, p: (
@@ -129,8 +144,8 @@ DBS: dict[str, tuple[Callable[[Fixtures, Path], None], bool, bool]] = {
 
 
 def db_cases(fixtures: Fixtures) -> list[Case]:
-    """Every broken database for every command with --db (experiment: only those that must be refused,
-    since a usable database starts a real experiment). Each case gets its own copy."""
+    """Every broken database for every command with --db (experiment: only those that must be
+    refused, since a usable database starts a real experiment). Each case gets its own copy."""
     folder = fixtures.root / "dbs"
     folder.mkdir(exist_ok=True)
     cases = []
@@ -145,7 +160,9 @@ def db_cases(fixtures: Fixtures) -> list[Case]:
             make(fixtures, path)
             if name == "new db in a read-only folder":
                 path = path / "results.sqlite"
-            refuse = must_refuse or (name == "results db, read-only file" and command != "sweep table")
+            refuse = must_refuse or (
+                name == "results db, read-only file" and command != "sweep table"
+            )
             cases.append(
                 Case(
                     argv[0],
@@ -181,7 +198,8 @@ def _spec(sweep: str = "", fixed: str = "", tail: str = "") -> str:
 
 
 def _payload(marker: str) -> str:
-    """logging.config.dictConfig given a handler factory "()" = "os.system": runs a shell command."""
+    """logging.config.dictConfig given a handler factory "()" = "os.system": runs a shell
+    command."""
     return _spec(
         'runner = "logging.config:dictConfig"',
         f'version = 1\n[fixed.handlers.h]\n"()" = "os.system"\ncommand = "touch {marker}"',
@@ -191,7 +209,14 @@ def _payload(marker: str) -> str:
 def _sweep_files(marker: str) -> dict[str, tuple[str | bytes, bool]]:
     """name → (file content, may be valid)."""
     grid10 = "\n".join(f"a{i} = [{', '.join(str(j) for j in range(10))}]" for i in range(10))
-    runners = ["os:system", "this:s", "sys:exit", "builtins:exec", "subprocess:getoutput", "os:_exit"]
+    runners = [
+        "os:system",
+        "this:s",
+        "sys:exit",
+        "builtins:exec",
+        "subprocess:getoutput",
+        "os:_exit",
+    ]
     runners += [
         "tests.learn.sweep_runners:solve",
         "headcount.core.model.files:save_model",
@@ -223,13 +248,19 @@ def _sweep_files(marker: str) -> dict[str, tuple[str | bytes, bool]]:
         "seeds = [2^63-1]": (_spec().replace("seeds = [0]", f"seeds = [{2**63 - 1}]"), True),
         "seeds = -1": (_spec().replace("seeds = [0]", "seeds = -1"), False),
         "seeds = 0": (_spec().replace("seeds = [0]", "seeds = 0"), False),
-        "seeds = 100,000 seeds": (_spec().replace("seeds = [0]", f"seeds = {list(range(100_000))}"), False),
+        "seeds = 100,000 seeds": (
+            _spec().replace("seeds = [0]", f"seeds = {list(range(100_000))}"),
+            False,
+        ),
         "seeds = 5000 digits": (_spec().replace("seeds = [0]", "seeds = " + st.BIG), False),
         "seeds = [1.5]": (_spec().replace("seeds = [0]", "seeds = [1.5]"), False),
         "seeds = [0, 0]": (_spec().replace("seeds = [0]", "seeds = [0, 0]"), False),
         "seeds = 'abc'": (_spec().replace("seeds = [0]", "seeds = 'abc'"), False),
         "grid 10 axes × 10 values (10^10 runs)": (_spec(tail="[grid]\n" + grid10), False),
-        "grid axis of 1,000,000 values": (_spec(tail=f"[grid]\nx = [{', '.join(['1'] * 1_000_000)}]"), False),
+        "grid axis of 1,000,000 values": (
+            _spec(tail=f"[grid]\nx = [{', '.join(['1'] * 1_000_000)}]"),
+            False,
+        ),
         "grid axis empty": (_spec(tail="[grid]\nx = []"), False),
         "grid axis not a list": (_spec(tail="[grid]\nx = 3"), False),
         "include 100,000 tables": (_spec() + "\n[[include]]\nn = 2\n" * 100_000, False),

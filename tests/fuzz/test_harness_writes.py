@@ -1,5 +1,5 @@
-"""The harness's write check (issue 28): a case that leaves an entry in its folder that no argument names
-has written outside the target it was given, and is judged so."""
+"""The harness's write check (issue 28): a case that leaves an entry in its folder that no argument
+names has written outside the target it was given, and is judged so."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from tests.fuzz.harness import Case, Outcome, judge, stray_writes
 def test_stray_writes_are_what_no_argument_names(tmp_path):
     (tmp_path / "fixture").touch()
     before = {"fixture"}
-    for name in ("attention.png", "out", "m.safetensors", "r.db", "r.db-wal", "headcount-report", ".tmp1"):
+    for name in (
+        "attention.png",
+        "out",
+        "m.safetensors",
+        "r.db",
+        "r.db-wal",
+        "headcount-report",
+        ".tmp1",
+    ):
         (tmp_path / name).touch()
     argv = ["export", "--out", "out/tl", "--model=m.safetensors", "--db", "r.db"]
     assert stray_writes(argv, before, str(tmp_path)) == [".tmp1", "attention.png"]
@@ -22,8 +30,13 @@ def test_stray_writes_are_what_no_argument_names(tmp_path):
         "r.db",
         "r.db-wal",
     ]  # an absolute path names nothing in the case's folder
-    assert stray_writes(["x", "--out", "./"], before, str(tmp_path)) == []  # the folder itself is named
-    assert stray_writes(["x", "--out", "./out/../attention.png"], before, str(tmp_path))[1] == "m.safetensors"
+    assert (
+        stray_writes(["x", "--out", "./"], before, str(tmp_path)) == []
+    )  # the folder itself is named
+    assert (
+        stray_writes(["x", "--out", "./out/../attention.png"], before, str(tmp_path))[1]
+        == "m.safetensors"
+    )
 
 
 def test_judge_calls_a_stray_write_a_failure():

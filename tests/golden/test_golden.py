@@ -1,9 +1,10 @@
-"""Golden outputs: representative commands of every group, their JSON (or their exit code and one-line
-error) stored from main before a restructuring, compared field by field after it.
+"""Golden outputs: representative commands of every group, their JSON (or their exit code and
+one-line error) stored from main before a restructuring, compared field by field after it.
 
-Why: issue 12 restructures the code (scenario shape, thin CLI, typed results) with behaviour unchanged;
-this is the check. Timing fields are left out; the temporary folder's path prints as {tmp}. To record the
-current outputs as golden (only when a change of behaviour is intended, and say so in the commit):
+Why: issue 12 restructures the code (scenario shape, thin CLI, typed results) with behaviour
+unchanged; this is the check. Timing fields are left out; the temporary folder's path prints as
+{tmp}. To record the current outputs as golden (only when a change of behaviour is intended, and say
+so in the commit):
 
     HEADCOUNT_GOLDEN_UPDATE=1 python -m pytest -q tests/golden
 """
@@ -39,26 +40,39 @@ COMMANDS = [
     ),
     (
         "induction-predict-file-fixed",
-        "induction predict --model {tmp}/two.safetensors --input '3 0 2 3 0 2 1 3' --precision fixed:8",
+        "induction predict --model {tmp}/two.safetensors --input '3 0 2 3 0 2 1 3' --precision "
+        "fixed:8",
     ),
-    ("induction-predict-one-layer", "induction predict --layers 1 --alphabet 4 --input '3 0 2 3 0 2 1 3'"),
+    (
+        "induction-predict-one-layer",
+        "induction predict --layers 1 --alphabet 4 --input '3 0 2 3 0 2 1 3'",
+    ),
     (
         "induction-predict-bfloat16",
         "induction predict --layers 2 --alphabet 4 --input '3 0 2 3' --precision bfloat16",
     ),
     ("induction-certify-two-exhaustive", "induction certify --layers 2 --n 6 --alphabet 3"),
     ("induction-certify-one-exhaustive", "induction certify --layers 1 --n 6 --alphabet 2"),
-    ("induction-certify-sampled", "induction certify --layers 2 --n 64 --alphabet 8 --samples 8 --seed 1"),
+    (
+        "induction-certify-sampled",
+        "induction certify --layers 2 --n 64 --alphabet 8 --samples 8 --seed 1",
+    ),
     (
         "induction-certify-file",
         "induction certify --model {tmp}/two.safetensors --n 16 --alphabet 4 --samples 8",
     ),
-    ("induction-protocol", "induction protocol --k 6 --random-seed 0 --heads 1 --dim 2 --precision-bits 6"),
+    (
+        "induction-protocol",
+        "induction protocol --k 6 --random-seed 0 --heads 1 --dim 2 --precision-bits 6",
+    ),
     (
         "induction-protocol-two-heads",
         "induction protocol --k 5 --random-seed 3 --heads 2 --dim 3 --precision-bits 8",
     ),
-    ("induction-refute", "induction refute --k 12 --random-seed 0 --heads 1 --dim 2 --precision-bits 4"),
+    (
+        "induction-refute",
+        "induction refute --k 12 --random-seed 0 --heads 1 --dim 2 --precision-bits 4",
+    ),
     ("induction-certify-bad-n", "induction certify --layers 2 --n 0 --alphabet 3"),
     ("minmax-certify", "minmax certify --M 16 --n 8 --heads 2"),
     ("minmax-construct", "minmax construct --M 8 --n 4 --heads 2 --out {tmp}/mm.safetensors"),
@@ -123,8 +137,8 @@ def outputs(tmp_path_factory) -> dict[str, dict[str, Any]]:
 
 
 def _same(a: Any, b: Any, where: str = "") -> list[str]:
-    """Where a and b differ: exactly, except floats, which may differ by 1e-9 relative (a BLAS or libm
-    of another build may round the last bits differently; behaviour is the same)."""
+    """Where a and b differ: exactly, except floats, which may differ by 1e-9 relative (a BLAS or
+    libm of another build may round the last bits differently; behaviour is the same)."""
     if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
         return [] if abs(a - b) <= 1e-9 * max(abs(a), abs(b)) else [f"{where}: {a!r} != {b!r}"]
     if isinstance(a, dict) and isinstance(b, dict):

@@ -1,7 +1,7 @@
-"""The blocked algorithm (the default: query-blocked attention, sparse near keys, certify in one pass) gives
-the same certificates as the reference algorithm of the first release (core.attention.settings) — every
-field but the timings — on every size the quick `reproduce` certifies (issue 18). The large sizes are
-slow."""
+"""The blocked algorithm (the default: query-blocked attention, sparse near keys, certify in one
+pass) gives the same certificates as the reference algorithm of the first release
+(core.attention.settings) — every field but the timings — on every size the quick `reproduce`
+certifies (issue 18). The large sizes are slow."""
 
 from __future__ import annotations
 
@@ -32,8 +32,11 @@ def both(certify) -> tuple[dict, dict]:
     return out[0], out[1]
 
 
-# induction.two_layer.exhaustive (quick), induction.one_layer.n_log_n (quick), the small precision points
-SMALL = [("two_layer", n, S, None) for S, n in [(2, 4), (2, 8), (2, 12), (3, 5), (3, 8), (4, 4), (4, 6)]]
+# induction.two_layer.exhaustive (quick), induction.one_layer.n_log_n (quick), the small precision
+# points
+SMALL = [
+    ("two_layer", n, S, None) for S, n in [(2, 4), (2, 8), (2, 12), (3, 5), (3, 8), (4, 4), (4, 6)]
+]
 SMALL += [("one_layer", n, S, s) for n, S, s in [(10, 2, None), (8, 3, None), (64, 3, 32)]]
 SMALL += [("two_layer", 64, 64, 8), ("two_layer", 256, 64, 8)]
 SLOW = [("one_layer", 128, 3, 32), ("one_layer", 256, 3, 32)]
@@ -67,7 +70,9 @@ def _khop_case(n: int, S: int, samples: int, hops: int) -> None:
 
 
 @pytest.mark.parametrize("hops", [1, 4, 16])
-def test_khop_certificates_agree(hops):  # induction.khop.construction's quick precision points (n = 32)
+def test_khop_certificates_agree(
+    hops,
+):  # induction.khop.construction's quick precision points (n = 32)
     _khop_case(32, 8, 64, hops)
 
 
@@ -86,12 +91,15 @@ def test_khop_precision_certificates_agree(hops, n, samples):
 
 def test_gpt2_style_certificates_agree():
     """A model with LayerNorm, MLP and a scaled score (like the trained models learn/certified_runs
-    certifies): boxes with radii in every head, the precision search climbing, rejections recorded."""
+    certifies): boxes with radii in every head, the precision search climbing, rejections
+    recorded."""
     model = gpt2_like(seed=3, n_ctx=24, vocab=6, readout="lm-head")
     rng = np.random.default_rng(0)
     chunks = [rng.integers(0, 6, size=(rows, 24)) for rows in (3, 5, 4)]
     with use_algorithm("reference"):
-        targets = [emulate(model, tokens, FLOAT64) for tokens in chunks]  # the model's own float64 answers
+        targets = [
+            emulate(model, tokens, FLOAT64) for tokens in chunks
+        ]  # the model's own float64 answers
 
     def stream() -> Iterator[tuple[str, np.ndarray]]:
         yield from (("random", tokens) for tokens in chunks)

@@ -1,4 +1,5 @@
-"""The issue's acceptance runs, at full size (tens of minutes on 2 cores): `python -m pytest -m slow`."""
+"""The issue's acceptance runs, at full size (tens of minutes on 2 cores): `python -m pytest -m
+slow`."""
 
 import pytest
 

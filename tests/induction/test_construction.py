@@ -1,5 +1,5 @@
-"""The constructions solve the task exactly: exhaustive over small Σ^n, certified, at any (n, S); the
-library's input checks (sizes, model choice) and typed results."""
+"""The constructions solve the task exactly: exhaustive over small Σ^n, certified, at any (n, S);
+the library's input checks (sizes, model choice) and typed results."""
 
 import json
 
@@ -110,7 +110,12 @@ def test_certificate_fields_two_layer_exhaustive():
     # the JSON form: the certificate's fields inside the run's, rejections as records
     d = result.to_json()
     json.dumps(d, allow_nan=False)
-    assert d["heads"] == [2, 1] and d["dim"] == 19 and d["scope"] == "exhaustive" and d["task"] == "induction"
+    assert (
+        d["heads"] == [2, 1]
+        and d["dim"] == 19
+        and d["scope"] == "exhaustive"
+        and d["task"] == "induction"
+    )
     assert [r["p"] for r in d["rejected"]] == list(range(1, p)) and d["accuracy"] == 1.0
     # p is minimal: one bit less makes an error somewhere on Σ^7
     tokens = task.all_sequences(7, 3)
@@ -157,7 +162,9 @@ def test_precision_bits_grow_logarithmically():
         for n in (16, 64, 256)
     ]
     assert bits[0] < bits[1] < bits[2]
-    assert bits[2] - bits[0] <= 2 * 4  # n grows 16× (4 doublings); c ≤ 2 bits per doubling allows ≤ 8
+    assert (
+        bits[2] - bits[0] <= 2 * 4
+    )  # n grows 16× (4 doublings); c ≤ 2 bits per doubling allows ≤ 8
 
 
 def test_float32_exact_and_bfloat16_not_at_1024():
@@ -178,7 +185,9 @@ def test_minimal_precision_bits_is_the_first_correct_p():
     p = minimal_precision_bits(model, tokens, target)
     assert p is not None
     assert np.array_equal(predict(model, tokens, fixed(p)), target)
-    for q in range(1, p):  # every smaller p: an input the exact fixed:q model is proven to get wrong
+    for q in range(
+        1, p
+    ):  # every smaller p: an input the exact fixed:q model is proven to get wrong
         wrong = confirmed_error(model, tokens, target, q)
         assert wrong is not None and wrong.p == q
         prefix = np.array([wrong.input])
@@ -200,7 +209,13 @@ def test_minimal_precision_bits_is_the_first_correct_p():
         (0, 3, 2, "n 0 is too small: the sequence length must be ≥ 1", "n"),
         (6, 1, None, "alphabet 1 is too small: the alphabet size must be ≥ 2", "alphabet"),
         (6, 2, 3, "layers 3 is not available: constructions exist for layers 1 or 2", "layers"),
-        (3, 5, 2, "alphabet 5 > n 3: the two-layer construction is for alphabet ≤ n (seed 000)", "alphabet"),
+        (
+            3,
+            5,
+            2,
+            "alphabet 5 > n 3: the two-layer construction is for alphabet ≤ n (seed 000)",
+            "alphabet",
+        ),
         (4096, 64, 1, "layers 1 at n=4096, alphabet=64 needs 16.0 GiB of tables", "layers"),
     ],
 )
@@ -224,14 +239,21 @@ def test_model_choice_needs_exactly_one_source(tmp_path):
     with pytest.raises(InputError, match="samples 0 must be ≥ 1") as refused:
         certify_induction(ModelSource(layers=2), 6, 3, samples=0)
     assert refused.value.param == "samples"
-    with pytest.raises(InputError, match="random_seed, heads and dim describe a random INDEX model"):
+    with pytest.raises(
+        InputError, match="random_seed, heads and dim describe a random INDEX model"
+    ):
         ModelSource(layers=2, random_seed=1).load(6, 3)
     with pytest.raises(InputError, match="layers names a construction"):
         load_index_model(ModelSource(layers=2), 3)
 
 
 def test_a_source_knows_its_shape_before_it_is_built():
-    for layers, n, alphabet, hops in [(2, 6, 3, 1), (1, 5, 3, 1), ("auto", 6, 3, 1), ("auto", 9, 3, 5)]:
+    for layers, n, alphabet, hops in [
+        (2, 6, 3, 1),
+        (1, 5, 3, 1),
+        ("auto", 6, 3, 1),
+        ("auto", 9, 3, 5),
+    ]:
         source = ModelSource(layers=layers)
         shape = source.check(n, alphabet, hops)
         model = source.load(n, alphabet, hops)
@@ -250,7 +272,9 @@ def test_write_construction_and_load_it_back(tmp_path):
         "n": 6,
         "alphabet": 3,
     }
-    assert ModelSource(written.path).load().heads_per_layer == load_model(written.path).heads_per_layer
+    assert (
+        ModelSource(written.path).load().heads_per_layer == load_model(written.path).heads_per_layer
+    )
     (tmp_path / "a-file").write_text("")
     with pytest.raises(InputError, match="cannot write"):
         write_construction(2, 6, 3, tmp_path / "a-file" / "two.safetensors")
@@ -268,12 +292,18 @@ def test_solve_and_predict_input():
     assert refused.value.param == "hops"
     two = ModelSource(layers=2)
     got = predict_input(np.array([3, 0, 2, 3]), two, "fixed:12", alphabet=4)
-    assert got.to_json() == {"input": [3, 0, 2, 3], "precision": "fixed:12", "outputs": ["⊥", "⊥", "⊥", "0"]}
+    assert got.to_json() == {
+        "input": [3, 0, 2, 3],
+        "precision": "fixed:12",
+        "outputs": ["⊥", "⊥", "⊥", "0"],
+    }
     with pytest.raises(InputError, match="fixed:p"):
         predict_input(np.array([0, 1]), two, "fixed:0", alphabet=3)
     with pytest.raises(InputError, match="input token 7 is outside the model's alphabet 0..2"):
         predict_input(np.array([0, 7]), two, n=4, alphabet=3)
-    with pytest.raises(InputError, match="input has 5 tokens but the model's context length is 4") as refused:
+    with pytest.raises(
+        InputError, match="input has 5 tokens but the model's context length is 4"
+    ) as refused:
         predict_input(np.array([0, 1, 0, 1, 0]), two, n=4, alphabet=3)
     assert refused.value.param == "input"
     assert predict_input(np.array([3, 0, 2, 3]), two_layer_induction(4, 4), "fixed:12") == got

@@ -1,11 +1,12 @@
-"""The INDEX error floor (induction/lower_bound/floor.py, issue 17): δ* = h⁻¹(1 − b/k) rounded down and
-proven, the Clopper–Pearson intervals, the pure check `floor_holds`, and the floor against the exhaustive
-INDEX error of ≥ 30 seeded random one-layer models whose messages are shorter than k.
+"""The INDEX error floor (induction/lower_bound/floor.py, issue 17): δ* = h⁻¹(1 − b/k) rounded down
+and proven, the Clopper–Pearson intervals, the pure check `floor_holds`, and the floor against the
+exhaustive INDEX error of ≥ 30 seeded random one-layer models whose messages are shorter than k.
 
-Which models have b < k at k ≤ 16 (measured with index_setup, seeds 0..199): only tiny ones. One head of
-width 1 at p = 1 sends 5..10 bits, so b < k for about a sixth of the seeds at k = 6..8 and none at k = 4;
-width 2 or p = 2 sends 13..25 bits, b < k only from k ≈ 12 on (the slow test), where an exhaustive check at
-p = 1 or 2 takes 5..60 s a model (most INDEX inputs hit a rounding tie that the exact evaluator settles).
+Which models have b < k at k ≤ 16 (measured with index_setup, seeds 0..199): only tiny ones. One
+head of width 1 at p = 1 sends 5..10 bits, so b < k for about a sixth of the seeds at k = 6..8 and
+none at k = 4; width 2 or p = 2 sends 13..25 bits, b < k only from k ≈ 12 on (the slow test), where
+an exhaustive check at p = 1 or 2 takes 5..60 s a model (most INDEX inputs hit a rounding tie that
+the exact evaluator settles).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ H_INV_HALF = 0.11002786443835955  # h⁻¹(1/2): h(0.110027864…) = 1/2
 
 
 def float_floor(b: int, k: int) -> float:
-    """h⁻¹(1 − b/k) on [0, 1/2] by plain float bisection (no rigour): what error_floor must match."""
+    """h⁻¹(1 − b/k) on [0, 1/2] by plain float bisection (no rigour): what error_floor must
+    match."""
     if b >= k:
         return 0.0
     target, lo, hi = 1 - b / k, 0.0, 0.5
@@ -78,7 +80,9 @@ def test_error_floor_endpoints():
     assert error_floor(1, 2) <= H_INV_HALF
 
 
-@pytest.mark.parametrize("b,k", [(1, 2), (1, 16), (5, 8), (7, 8), (9, 10), (15, 16), (3, 1000), (999, 1000)])
+@pytest.mark.parametrize(
+    "b,k", [(1, 2), (1, 16), (5, 8), (7, 8), (9, 10), (15, 16), (3, 1000), (999, 1000)]
+)
 def test_error_floor_is_rounded_down_and_tight(b, k):
     lo = error_floor(b, k)
     target = flint.arb(flint.fmpq(k - b, k))
@@ -90,7 +94,9 @@ def test_error_floor_is_rounded_down_and_tight(b, k):
 
 
 def test_error_floor_increases_with_k_and_decreases_with_b():
-    assert [error_floor(8, k) for k in (8, 9, 16, 64)] == sorted({error_floor(8, k) for k in (8, 9, 16, 64)})
+    assert [error_floor(8, k) for k in (8, 9, 16, 64)] == sorted(
+        {error_floor(8, k) for k in (8, 9, 16, 64)}
+    )
     assert error_floor(8, 9) > 0 and error_floor(8, 64) > error_floor(8, 16) > error_floor(8, 9)
     assert error_floor(2, 16) > error_floor(8, 16) > error_floor(15, 16) > 0
 
@@ -107,7 +113,9 @@ def test_error_floor_refuses_bad_input(args, needle):
 # Clopper–Pearson and the pure check
 
 
-@pytest.mark.parametrize("count,trials", [(0, 10), (10, 10), (5, 10), (3, 1000), (997, 1000), (1, 1)])
+@pytest.mark.parametrize(
+    "count,trials", [(0, 10), (10, 10), (5, 10), (3, 1000), (997, 1000), (1, 1)]
+)
 def test_clopper_pearson_matches_scipy_exact_interval(count, trials):
     lo, hi = clopper_pearson(count, trials)
     ref = binomtest(count, trials).proportion_ci(CONFIDENCE, method="exact")
@@ -175,7 +183,11 @@ def test_index_floor_fields_and_json():
 # The floor against exhaustive INDEX errors of random one-layer models with b < k
 
 
-SHORT_MESSAGES = {6: 14, 7: 10, 8: 6}  # k -> how many models (h = 1, m = 1, p = 1) with b < k: 30 in all
+SHORT_MESSAGES = {
+    6: 14,
+    7: 10,
+    8: 6,
+}  # k -> how many models (h = 1, m = 1, p = 1) with b < k: 30 in all
 
 
 def short_message_seeds(k: int, count: int, heads: int = 1, dim: int = 1, p: int = 1) -> list[int]:
@@ -211,7 +223,10 @@ def test_floor_holds_on_thirty_random_models_with_short_messages(short_checks):
         # the inequality itself, in exact arithmetic, for the model and for Bob
         wrong = check.pairs_checked - check.model_correct
         assert Fraction(wrong + check.disagreements, check.pairs_checked) >= Fraction(f.error_floor)
-        assert Fraction(check.pairs_checked - check.protocol_correct, check.pairs_checked) >= f.error_floor
+        assert (
+            Fraction(check.pairs_checked - check.protocol_correct, check.pairs_checked)
+            >= f.error_floor
+        )
         above += f.index_error > f.error_floor
     assert above >= 1
 
@@ -245,13 +260,37 @@ def test_construction_has_floor_zero_and_zero_error():
     k = 4
     check = check_protocol(one_layer_induction(2 * k + 1, 3), k, 8)
     f = check.floor
-    assert check.message_bits >= k and f.error_floor == 0.0 and f.index_error == 0.0 and f.floor_holds
+    assert (
+        check.message_bits >= k and f.error_floor == 0.0 and f.index_error == 0.0 and f.floor_holds
+    )
 
 
 def test_floor_raised_above_the_error_fails_end_to_end(monkeypatch, capsys, tmp_path):
     path = tmp_path / "one.safetensors"
-    run(capsys, "induction", "construct", "--layers", "1", "--n", "9", "--alphabet", "3", "--out", str(path))
-    argv = ("induction", "protocol", "--k", "4", "--model", str(path), "--precision-bits", "8", "--json")
+    run(
+        capsys,
+        "induction",
+        "construct",
+        "--layers",
+        "1",
+        "--n",
+        "9",
+        "--alphabet",
+        "3",
+        "--out",
+        str(path),
+    )
+    argv = (
+        "induction",
+        "protocol",
+        "--k",
+        "4",
+        "--model",
+        str(path),
+        "--precision-bits",
+        "8",
+        "--json",
+    )
     code, out, _ = run(capsys, *argv)
     honest = json.loads(out)
     assert code == 0 and honest["floor_holds"] is True and honest["index_error"] == 0.0
@@ -265,11 +304,14 @@ def test_floor_raised_above_the_error_fails_end_to_end(monkeypatch, capsys, tmp_
 
 
 def test_model_correctness_raised_is_absorbed_by_disagreements(monkeypatch):
-    """A model made right everywhere (predict_last replaced by the reference) errs below Bob's floor, but it
-    now disagrees with Bob on every pair Bob gets wrong: the check counts that and still holds."""
+    """A model made right everywhere (predict_last replaced by the reference) errs below Bob's
+    floor, but it now disagrees with Bob on every pair Bob gets wrong: the check counts that and
+    still holds."""
     k, seed = 6, short_message_seeds(6, 1)[0]
     honest = check_protocol(random_index_model(k, seed, 1, 1), k, 1)
-    monkeypatch.setattr(protocol, "predict_last", lambda st, tokens: task.induction_targets(tokens)[:, -1])
+    monkeypatch.setattr(
+        protocol, "predict_last", lambda st, tokens: task.induction_targets(tokens)[:, -1]
+    )
     forged = check_protocol(random_index_model(k, seed, 1, 1), k, 1)
     f = forged.floor
     assert (
@@ -282,9 +324,16 @@ def test_model_correctness_raised_is_absorbed_by_disagreements(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("k,heads,dim,p,count", [(10, 1, 1, 1, 2), (12, 1, 1, 2, 1), (16, 1, 2, 1, 1)])
+@pytest.mark.parametrize(
+    "k,heads,dim,p,count", [(10, 1, 1, 1, 2), (12, 1, 1, 2, 1), (16, 1, 2, 1, 1)]
+)
 def test_floor_holds_on_larger_random_models(k, heads, dim, p, count):
     for seed in short_message_seeds(k, count, heads, dim, p):
         check = check_protocol(random_index_model(k, seed, heads, dim), k, p)
         f = check.floor
-        assert check.message_bits < k and f.error_floor > 0 and f.floor_holds and f.protocol_floor_holds
+        assert (
+            check.message_bits < k
+            and f.error_floor > 0
+            and f.floor_holds
+            and f.protocol_floor_holds
+        )

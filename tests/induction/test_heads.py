@@ -1,5 +1,6 @@
-"""Head scores (induction/heads.py, `headcount analyze heads`): exact values on hand-made patterns, the
-find^r powers against the task's own hop answers, the two-layer construction's roles recovered, refusals."""
+"""Head scores (induction/heads.py, `headcount analyze heads`): exact values on hand-made patterns,
+the find^r powers against the task's own hop answers, the two-layer construction's roles recovered,
+refusals."""
 
 from __future__ import annotations
 
@@ -43,7 +44,9 @@ def test_scores_on_hand_made_patterns():
         0.25,
         "previous_token",
     )
-    (i,) = score_heads([pattern([0, 0, 0, 1, 2])], sigma)  # induction; no answer: the first position
+    (i,) = score_heads(
+        [pattern([0, 0, 0, 1, 2])], sigma
+    )  # induction; no answer: the first position
     assert (i.previous_token, i.induction, i.duplicate_token, i.sink, i.role) == (
         0.25,
         1,
@@ -52,14 +55,27 @@ def test_scores_on_hand_made_patterns():
         "induction",
     )
     assert i.find[1] == pytest.approx(2 / np.sqrt(10))  # ⟨A, F⟩ = 2, ‖A‖ = √5, ‖F‖ = √2
-    (d,) = score_heads([pattern([0, 1, 2, 0, 1])], sigma)  # the earlier occurrence of the same token
-    assert (d.duplicate_token, d.previous_token, d.induction, d.role) == (1, 0, 0, "duplicate_token")
-    uniform = (np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None])[None, None]  # causal average
+    (d,) = score_heads(
+        [pattern([0, 1, 2, 0, 1])], sigma
+    )  # the earlier occurrence of the same token
+    assert (d.duplicate_token, d.previous_token, d.induction, d.role) == (
+        1,
+        0,
+        0,
+        "duplicate_token",
+    )
+    uniform = (np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None])[
+        None, None
+    ]  # causal average
     (u,) = score_heads([uniform], sigma)
     assert max(u.previous_token, u.induction, u.duplicate_token, u.sink) < ROLE_THRESHOLD
     assert (u.uniform, u.role) == (1.0, "uniform")
-    assert p.uniform == pytest.approx(np.mean([1 / 2, 1 / 3, 1 / 4, 1 / 5]))  # one key: overlap 1/(i+1)
-    blank = np.zeros((1, 1, n, n))  # attends nowhere (a row sum of 0): no mechanism reaches the threshold
+    assert p.uniform == pytest.approx(
+        np.mean([1 / 2, 1 / 3, 1 / 4, 1 / 5])
+    )  # one key: overlap 1/(i+1)
+    blank = np.zeros(
+        (1, 1, n, n)
+    )  # attends nowhere (a row sum of 0): no mechanism reaches the threshold
     assert score_heads([blank], sigma)[0].role == "none"
 
 
@@ -74,9 +90,12 @@ def test_the_two_layer_construction_heads_have_their_built_roles(n, alphabet):
 
 @pytest.mark.parametrize("n, alphabet", [(6, 3), (16, 4)])
 def test_the_one_layer_construction_head_averages_evenly(n, alphabet):
-    """The one-layer construction is a table model whose one head attends evenly to every position (its
-    readout decodes all earlier tokens from the average): analyze heads reads the table and says so."""
-    (head,) = analyze_heads(build_construction(1, n, alphabet), n=n, alphabet=alphabet, samples=32).heads
+    """The one-layer construction is a table model whose one head attends evenly to every position
+    (its readout decodes all earlier tokens from the average): analyze heads reads the table and
+    says so."""
+    (head,) = analyze_heads(
+        build_construction(1, n, alphabet), n=n, alphabet=alphabet, samples=32
+    ).heads
     assert (head.layer, head.head, head.role) == (0, 0, "uniform")
     assert head.uniform == pytest.approx(1.0, abs=1e-12)
 
@@ -84,8 +103,20 @@ def test_the_one_layer_construction_head_averages_evenly(n, alphabet):
 def test_cli_json_and_refusals(capsys, tmp_path):
     path = tmp_path / "two.safetensors"
     save_model(build_construction(2, 12, 3), path)
-    code, out, err = run(capsys, "analyze", "heads", "--model", str(path), "--n", "12", "--alphabet", "3",
-                         "--samples", "32", "--json")  # fmt: skip
+    code, out, err = run(
+        capsys,
+        "analyze",
+        "heads",
+        "--model",
+        str(path),
+        "--n",
+        "12",
+        "--alphabet",
+        "3",
+        "--samples",
+        "32",
+        "--json",
+    )
     assert code == 0, err
     got = json.loads(out)
     assert (got["task"], got["layout"], got["n"], got["samples"], got["role_threshold"]) == (
@@ -94,16 +125,24 @@ def test_cli_json_and_refusals(capsys, tmp_path):
     assert set(got["heads"][0]["find"]) == {"1", "2", "4", "8"}
     one = tmp_path / "one.safetensors"
     save_model(build_construction(1, 6, 3), one)
-    code, out, err = run(capsys, "analyze", "heads", "--model", str(one), "--n", "6", "--alphabet", "3",
-                         "--json")  # fmt: skip
+    code, out, err = run(
+        capsys, "analyze", "heads", "--model", str(one), "--n", "6", "--alphabet", "3", "--json"
+    )
     assert code == 0, err
     assert [(h["role"], h["uniform"]) for h in json.loads(out)["heads"]] == [("uniform", 1.0)]
-    refused(capsys, "analyze", "heads", "--model", str(path), "--n", "1", needles=("--n must be ≥ 2",))
+    refused(
+        capsys, "analyze", "heads", "--model", str(path), "--n", "1", needles=("--n must be ≥ 2",)
+    )
     refused(capsys, "analyze", "heads", "--model", str(path), "--n", "12", "--task", "hop",
             needles=("--task",))  # fmt: skip
     refused(capsys, "analyze", "heads", "--model", str(path), "--n", "40", needles=("context",))
     refused(
-        capsys, "analyze", "heads", "--model", str(tmp_path / "missing.safetensors"), needles=("missing",)
+        capsys,
+        "analyze",
+        "heads",
+        "--model",
+        str(tmp_path / "missing.safetensors"),
+        needles=("missing",),
     )
     with pytest.raises(InputError, match="attention weights held"):
         analyze_heads(build_construction(2, 1024, 4), n=1024, alphabet=4, samples=65536)

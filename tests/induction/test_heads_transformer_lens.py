@@ -1,15 +1,16 @@
 """TransformerLens's own head detector agrees with `analyze heads` (issue 15, point 4).
 
-On constructions exported to TransformerLens (core/transformer_lens_io.to_transformer_lens), TL's detection
-patterns and similarity score (transformer_lens.head_detector: get_*_detection_pattern,
-compute_head_attention_similarity_score with error_measure "mul", averaged over inputs as detect_head does
-for a list of inputs), computed on the patterns of TL's own forward pass, rank the same head first for each
-mechanism as induction/heads.py's scores do. Where the definitions are shared the numbers are equal up to
-the normalisation, which the test states exactly: TL divides the attention on the detection pattern by all
-n rows of the input, headcount averages over the rows where the mechanism is defined (previous-token: rows
-i ≥ 1; duplicate-token: rows with an earlier occurrence of σ_i). TL's induction pattern counts the token
-after *every* earlier occurrence, headcount's only the latest (find(i)); docs/ARCHITECTURE.md §8b works an
-example. Skipped without the extra."""
+On constructions exported to TransformerLens (core/transformer_lens_io.to_transformer_lens), TL's
+detection patterns and similarity score (transformer_lens.head_detector: get_*_detection_pattern,
+compute_head_attention_similarity_score with error_measure "mul", averaged over inputs as
+detect_head does for a list of inputs), computed on the patterns of TL's own forward pass, rank the
+same head first for each mechanism as induction/heads.py's scores do. Where the definitions are
+shared the numbers are equal up to the normalisation, which the test states exactly: TL divides the
+attention on the detection pattern by all n rows of the input, headcount averages over the rows
+where the mechanism is defined (previous-token: rows i ≥ 1; duplicate-token: rows with an earlier
+occurrence of σ_i). TL's induction pattern counts the token after *every* earlier occurrence,
+headcount's only the latest (find(i)); docs/ARCHITECTURE.md §8b works an example. Skipped without
+the extra."""
 
 from __future__ import annotations
 
@@ -32,11 +33,16 @@ DETECTORS = {
     "duplicate_token": hd.get_duplicate_token_head_detection_pattern,
     "induction": hd.get_induction_head_detection_pattern,
 }
-BUILT = {"previous_token": (0, 0), "duplicate_token": (0, 1), "induction": (1, 0)}  # the construction's heads
+BUILT = {
+    "previous_token": (0, 0),
+    "duplicate_token": (0, 1),
+    "induction": (1, 0),
+}  # the construction's heads
 
 
 def tl_patterns(model, tokens: np.ndarray) -> list[np.ndarray]:
-    """TransformerLens's attention patterns [batch heads query key] per layer, padded heads dropped."""
+    """TransformerLens's attention patterns [batch heads query key] per layer, padded heads
+    dropped."""
     bridge = to_transformer_lens(model)
     with torch.no_grad():
         _, cache = bridge.run_with_cache(torch.from_numpy(tokens))
@@ -71,7 +77,9 @@ def tl_scores(patterns: list[np.ndarray], tokens: np.ndarray) -> dict[str, np.nd
 
 
 @pytest.mark.parametrize("n, alphabet", [(16, 4), (32, 8)])
-def test_tl_detector_ranks_the_same_heads_first_and_agrees_where_definitions_are_shared(n, alphabet):
+def test_tl_detector_ranks_the_same_heads_first_and_agrees_where_definitions_are_shared(
+    n, alphabet
+):
     model = two_layer_induction(n, alphabet)
     sigma = task_characters("induction", 24, n, alphabet, seed=3)
     theirs_patterns = tl_patterns(model, sigma)
@@ -92,12 +100,15 @@ def test_tl_detector_ranks_the_same_heads_first_and_agrees_where_definitions_are
         per_input = score_heads([p[b : b + 1] for p in theirs_patterns], sigma[b : b + 1])
         with_duplicate = earlier_same[b].any(axis=1).sum()
         for k, s in enumerate(per_input):
-            assert tl["previous_token"][b, k] == pytest.approx((n - 1) / n * s.previous_token, abs=1e-12)
+            assert tl["previous_token"][b, k] == pytest.approx(
+                (n - 1) / n * s.previous_token, abs=1e-12
+            )
             assert tl["duplicate_token"][b, k] == pytest.approx(
                 with_duplicate / n * s.duplicate_token, abs=1e-12
             )
-            # TL's induction pattern contains find(i) for every row that has one: it counts at least what
-            # headcount's does (more where a head attends after an earlier, not the latest, occurrence).
+            # TL's induction pattern contains find(i) for every row that has one: it counts at least
+            # what headcount's does (more where a head attends after an earlier, not the latest,
+            # occurrence).
             assert tl["induction"][b, k] >= with_duplicate / n * s.induction - 1e-12
 
 

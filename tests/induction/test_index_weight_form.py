@@ -1,14 +1,14 @@
-"""The INDEX reduction on weight-form models follows the model's own fixed:p rounding points (issue 27,
-finding 3): setup.as_table converts a one-layer weight-form model with
-core.passes.fixed_table.table_at_precision into the table of its exact rounded values, whose fixed:p model is
-the weight model's, or refuses the model where no table can be (v·W_O off the 2^-p grid, or outside the clip
-range); the JSON says which form was checked. refute alone does not refuse such a model: the real-arithmetic
-table (table_from_weights) only guides its search, every input it reports is confirmed on the weight model,
-and what rests on the table alone (the message length, a collision's shared message) is withheld (model_form
-GUIDE_FORM).
+"""The INDEX reduction on weight-form models follows the model's own fixed:p rounding points (issue
+27, finding 3): setup.as_table converts a one-layer weight-form model with
+core.passes.fixed_table.table_at_precision into the table of its exact rounded values, whose fixed:p
+model is the weight model's, or refuses the model where no table can be (v·W_O off the 2^-p grid, or
+outside the clip range); the JSON says which form was checked. refute alone does not refuse such a
+model: the real-arithmetic table (table_from_weights) only guides its search, every input it reports
+is confirmed on the weight model, and what rests on the table alone (the message length, a
+collision's shared message) is withheld (model_form GUIDE_FORM).
 
-The model's answers here always come from the weight model itself (core.certify.evaluate.predict and the exact
-evaluator core.passes.exact_fixed.exact_fixed_predict), never from a table."""
+The model's answers here always come from the weight model itself (core.certify.evaluate.predict and
+the exact evaluator core.passes.exact_fixed.exact_fixed_predict), never from a table."""
 
 from __future__ import annotations
 
@@ -33,13 +33,17 @@ from headcount.induction.task import index_family, index_input
 from tests.cli_run import refused, run
 
 WEIGHTS_FORM = "weights (exact table of its fixed:p rounding points)"
-GUIDE_FORM = "weights (search guided by its real-arithmetic table; every input confirmed on the model)"
+GUIDE_FORM = (
+    "weights (search guided by its real-arithmetic table; every input confirmed on the model)"
+)
 
 
-def issue_model(W_O: float = 1.0, W_V: float = 3.0, alphabet: int = 3, n_ctx: int = 5) -> Transformer:
-    """Issue 27's model: one layer, d = 1, W_E = 0.3, W_pos = 0, W_V = 3, W_O given, scores 0 (uniform
-    attention); the decoder answers class 0 iff x > 1.75, else ⊥ (logits x and 1.75; ties to class 0 only at
-    x = 1.75, which no grid value at p = 1 is)."""
+def issue_model(
+    W_O: float = 1.0, W_V: float = 3.0, alphabet: int = 3, n_ctx: int = 5
+) -> Transformer:
+    """Issue 27's model: one layer, d = 1, W_E = 0.3, W_pos = 0, W_V = 3, W_O given, scores 0
+    (uniform attention); the decoder answers class 0 iff x > 1.75, else ⊥ (logits x and 1.75; ties
+    to class 0 only at x = 1.75, which no grid value at p = 1 is)."""
     W_U = np.zeros((1, alphabet + 1))
     W_U[0, 0] = 1.0
     b_U = np.zeros(alphabet + 1)
@@ -47,13 +51,16 @@ def issue_model(W_O: float = 1.0, W_V: float = 3.0, alphabet: int = 3, n_ctx: in
     b_U[0], b_U[alphabet] = 0.0, 1.75
     head = AttentionHead(np.zeros((1, 1)), np.zeros((1, 1)), np.array([[W_V]]), np.array([[W_O]]))
     return Transformer(
-        np.full((alphabet, 1), 0.3), np.zeros((n_ctx, 1)), (Layer((head,)),), LinearDecoder(W_U, b_U)
+        np.full((alphabet, 1), 0.3),
+        np.zeros((n_ctx, 1)),
+        (Layer((head,)),),
+        LinearDecoder(W_U, b_U),
     )
 
 
 def model_error(model, k: int, p: int) -> tuple[int, int]:
-    """(wrong, pairs) of the weight model itself at fixed:p over the whole INDEX family at N, counted
-    twice independently: predict and the exact evaluator must agree."""
+    """(wrong, pairs) of the weight model itself at fixed:p over the whole INDEX family at N,
+    counted twice independently: predict and the exact evaluator must agree."""
     tokens, F, stars = index_family(k)
     answers = F[np.arange(len(F)), stars - 1]
     by_predict = predict(model, tokens, fixed(p))[:, -1]
@@ -68,13 +75,15 @@ def model_error(model, k: int, p: int) -> tuple[int, int]:
 
 
 def test_issue_recipe_model_error_is_half():
-    """round_1(0.3) = 0.5, v = round_1(1.5) = 1.5, head output 1.5, residual 2 > 1.75: always class 0, so the
-    model is wrong exactly where f_{i*} = 1, 4 of the 8 pairs. (The real-arithmetic table, rounding
-    Ṽ = 0.9 to 1 and the embedding 0.3 to 0.5, reads 1.5 < 1.75 and is wrong on all 8.)"""
+    """round_1(0.3) = 0.5, v = round_1(1.5) = 1.5, head output 1.5, residual 2 > 1.75: always class
+    0, so the model is wrong exactly where f_{i*} = 1, 4 of the 8 pairs. (The real-arithmetic table,
+    rounding Ṽ = 0.9 to 1 and the embedding 0.3 to 0.5, reads 1.5 < 1.75 and is wrong on all 8.)"""
     model = issue_model()
     assert model_error(model, 2, 1) == (4, 8)
     tokens, F, stars = index_family(2)
-    assert (predict(table_from_weights(model), tokens, fixed(1))[:, -1] != F[np.arange(8), stars - 1]).all()
+    assert (
+        predict(table_from_weights(model), tokens, fixed(1))[:, -1] != F[np.arange(8), stars - 1]
+    ).all()
 
 
 def test_protocol_reports_the_models_own_error():
@@ -107,14 +116,32 @@ def test_protocol_cli_on_a_weight_file(tmp_path, capsys):
     path = tmp_path / "issue27.safetensors"
     save_model(issue_model(), path)
     code, out, err = run(
-        capsys, "induction", "protocol", "--model", str(path), "--k", "2", "--precision-bits", "1", "--json"
+        capsys,
+        "induction",
+        "protocol",
+        "--model",
+        str(path),
+        "--k",
+        "2",
+        "--precision-bits",
+        "1",
+        "--json",
     )
     assert code == 0, err
     data = json.loads(out)
     assert data["index_error"] == 0.5 and data["model_form"] == WEIGHTS_FORM
     assert data["pairs_checked"] == 8 and data["model_correct"] == 4
     code, out, err = run(
-        capsys, "induction", "refute", "--model", str(path), "--k", "2", "--precision-bits", "1", "--json"
+        capsys,
+        "induction",
+        "refute",
+        "--model",
+        str(path),
+        "--k",
+        "2",
+        "--precision-bits",
+        "1",
+        "--json",
     )
     assert code == 0, err
     assert json.loads(out)["model_form"] == WEIGHTS_FORM and json.loads(out)["found"]
@@ -126,18 +153,22 @@ def test_protocol_cli_on_a_weight_file(tmp_path, capsys):
 
 
 def test_off_grid_value_is_refused():
-    """W_O = 0.3: v·W_O = 1.5·0.3 = 0.45 is off the 2^-1 grid; a table would round it, the model does not."""
+    """W_O = 0.3: v·W_O = 1.5·0.3 = 0.45 is off the 2^-1 grid; a table would round it, the model
+    does not."""
     with pytest.raises(InputError) as info:
         check_protocol(issue_model(W_O=0.3), 2, 1)
     message = str(info.value)
     assert "\n" not in message
-    assert "v·W_O of head 0" in message and "not on the 2^-1 grid" in message and "W_O = I" in message
+    assert (
+        "v·W_O of head 0" in message and "not on the 2^-1 grid" in message and "W_O = I" in message
+    )
     with pytest.raises(InputError, match="not on the 2\\^-1 grid"):
         lb_setup.index_setup(issue_model(W_O=0.3), 2, 1)  # the protocol's setup: no guide
 
 
 def test_nan_weights_are_refused_by_refute_too():
-    """Not a rounding-point mismatch: no fixed:p model at all, so there is nothing to confirm inputs on."""
+    """Not a rounding-point mismatch: no fixed:p model at all, so there is nothing to confirm inputs
+    on."""
     model = issue_model()
     bad = Transformer(np.full((3, 1), np.nan), model.W_pos, model.layers, model.decoder)
     for call in (check_protocol, refute):
@@ -151,20 +182,27 @@ def test_nan_weights_are_refused_by_refute_too():
 
 
 def wrong_on_the_model(model, result, p: int) -> bool:
-    """The reported input is wrong on the weight model itself, by predict and by the exact evaluator, and
-    the model's output is the one reported."""
+    """The reported input is wrong on the weight model itself, by predict and by the exact
+    evaluator, and the model's output is the one reported."""
     tokens = np.array(result.tokens)[None]
     got = int(predict(model, tokens, fixed(p))[0, -1])
-    assert got == int(exact_fixed_predict(model, tokens, p, positions=[len(result.tokens) - 1])[0, -1])
+    assert got == int(
+        exact_fixed_predict(model, tokens, p, positions=[len(result.tokens) - 1])[0, -1]
+    )
     shown = {0: "0", 1: "1", 2: "?", -1: "⊥"}[got]
-    expected = int(result.tokens[result.tokens.index(2) + 1])  # f_{i*}: the token after the first '?'
-    return result.position == len(result.tokens) and got != expected and shown == result.model_output
+    expected = int(
+        result.tokens[result.tokens.index(2) + 1]
+    )  # f_{i*}: the token after the first '?'
+    return (
+        result.position == len(result.tokens) and got != expected and shown == result.model_output
+    )
 
 
 def test_refute_off_grid_model_is_guided_and_confirmed_on_the_model():
-    """W_O = 0.3 at p = 1: the model reads 0.5 + round_1(0.45) = 1 < 1.75 and answers ⊥ everywhere. The guide
-    table has a 0-bit message (a collision at once), but its shared message and Bob's answer are the
-    guide's: the JSON withholds them and the message length, and says which form was searched."""
+    """W_O = 0.3 at p = 1: the model reads 0.5 + round_1(0.45) = 1 < 1.75 and answers ⊥ everywhere.
+    The guide table has a 0-bit message (a collision at once), but its shared message and Bob's
+    answer are the guide's: the JSON withholds them and the message length, and says which form was
+    searched."""
     model = issue_model(W_O=0.3)
     result = refute(model, 2, 1)
     assert result.found and wrong_on_the_model(model, result, 1)
@@ -177,9 +215,10 @@ def test_refute_off_grid_model_is_guided_and_confirmed_on_the_model():
 
 
 def test_refute_reports_the_models_error_not_the_guides():
-    """W_O = 0.7 at p = 1, the decoder answering 0 iff x > 1.25 else 1: the model reads 0.5 + round_1(1.05) =
-    1.5 and answers 0 everywhere; the guide table reads 0.5 + round_1(0.63) = 1 and answers 1 everywhere. The
-    reported input is one the model gets wrong (f_{i*} = 1) and the guide gets right."""
+    """W_O = 0.7 at p = 1, the decoder answering 0 iff x > 1.25 else 1: the model reads 0.5 +
+    round_1(1.05) = 1.5 and answers 0 everywhere; the guide table reads 0.5 + round_1(0.63) = 1 and
+    answers 1 everywhere. The reported input is one the model gets wrong (f_{i*} = 1) and the guide
+    gets right."""
     base = issue_model(W_O=0.7)
     decoder = LinearDecoder(np.array([[1.0, 0.0, 0.0, 0.0]]), np.array([0, 1.25, -100, -100]))
     model = Transformer(base.W_E, base.W_pos, base.layers, decoder)
@@ -190,7 +229,9 @@ def test_refute_reports_the_models_error_not_the_guides():
     result = refute(model, 2, 1)
     assert result.found and wrong_on_the_model(model, result, 1) and result.model_form == GUIDE_FORM
     assert (result.expected, result.model_output) == ("1", "0")
-    assert int(predict(guide, np.array(result.tokens)[None], fixed(1))[0, -1]) == 1  # the guide is right here
+    assert (
+        int(predict(guide, np.array(result.tokens)[None], fixed(1))[0, -1]) == 1
+    )  # the guide is right here
 
 
 def gaussian_model(seed: int, n_ctx: int, d: int = 2, heads: int = 1) -> Transformer:
@@ -203,9 +244,9 @@ def gaussian_model(seed: int, n_ctx: int, d: int = 2, heads: int = 1) -> Transfo
 
 @pytest.mark.parametrize("seed", range(6))
 def test_refute_guided_exhaustive_verdicts_are_the_models(seed):
-    """k = 3 (exhaustive): refute's verdict is the weight model's, counted independently — the first wrong
-    input of the family in its order when there is one, "nothing found" only when the model is right on
-    every INDEX input — whatever the guide table answers."""
+    """k = 3 (exhaustive): refute's verdict is the weight model's, counted independently — the first
+    wrong input of the family in its order when there is one, "nothing found" only when the model is
+    right on every INDEX input — whatever the guide table answers."""
     k, p = 3, 4
     model = gaussian_model(seed, 2 * k + 1)
     with pytest.raises(InputError):
@@ -213,7 +254,10 @@ def test_refute_guided_exhaustive_verdicts_are_the_models(seed):
     result = refute(model, k, p, seed=seed)
     assert result.model_form == GUIDE_FORM and result.message_bits is None
     tokens, F, stars = index_family(k)
-    wrong = exact_fixed_predict(model, tokens, p, positions=[2 * k])[:, -1] != F[np.arange(len(F)), stars - 1]
+    wrong = (
+        exact_fixed_predict(model, tokens, p, positions=[2 * k])[:, -1]
+        != F[np.arange(len(F)), stars - 1]
+    )
     if not result.found:
         assert result.searched.exhaustive.inputs == len(F) and not wrong.any()
     else:
@@ -224,7 +268,8 @@ def test_refute_guided_exhaustive_verdicts_are_the_models(seed):
 
 
 def test_refute_guided_search_beyond_the_exhaustive_range():
-    """k = 20 (2^k·k > the budget): the guided or collision search, every reported input confirmed."""
+    """k = 20 (2^k·k > the budget): the guided or collision search, every reported input
+    confirmed."""
     k, p = 20, 6
     model = gaussian_model(0, 2 * k + 1, d=2, heads=2)
     result = refute(model, k, p, seed=1, budget=1 << 14)
@@ -234,16 +279,21 @@ def test_refute_guided_search_beyond_the_exhaustive_range():
 
 
 def test_value_outside_the_clip_range_is_refused():
-    """W_O = 2: v·W_O = 3 is on the grid but outside [−2, 2]; a table would clip it, the model does not."""
+    """W_O = 2: v·W_O = 3 is on the grid but outside [−2, 2]; a table would clip it, the model does
+    not."""
     with pytest.raises(InputError, match=r"outside \[−2\^p, 2\^p\]"):
         check_protocol(issue_model(W_O=2.0), 2, 1)
     report = check_protocol(issue_model(W_O=2.0, W_V=1.0), 2, 1)  # v = 0.5, v·W_O = 1: allowed
     assert report.model_form == WEIGHTS_FORM
-    assert report.pairs_checked - report.model_correct == model_error(issue_model(W_O=2.0, W_V=1.0), 2, 1)[0]
+    assert (
+        report.pairs_checked - report.model_correct
+        == model_error(issue_model(W_O=2.0, W_V=1.0), 2, 1)[0]
+    )
 
 
 def test_grid_value_beyond_float64_is_refused():
-    """At p = 30 round_p(2^29 + 2^-30) = (2^59 + 1)/2^30 is exact for the model but not a float64 number."""
+    """At p = 30 round_p(2^29 + 2^-30) = (2^59 + 1)/2^30 is exact for the model but not a float64
+    number."""
     model = issue_model()
     W_E = np.full((3, 1), 2.0**29)
     W_pos = np.full((5, 1), 2.0**-30)
@@ -251,11 +301,14 @@ def test_grid_value_beyond_float64_is_refused():
     with pytest.raises(InputError, match="over 53 significant bits") as info:
         check_protocol(big, 2, 30)
     assert "576460752303423489/2^30" in str(info.value) and "p ≤ 26" in str(info.value)
-    assert check_protocol(big, 2, 26).model_form == WEIGHTS_FORM  # every grid value fits a float64 at p ≤ 26
+    assert (
+        check_protocol(big, 2, 26).model_form == WEIGHTS_FORM
+    )  # every grid value fits a float64 at p ≤ 26
 
 
 def test_cli_refuses_an_off_grid_weight_file(tmp_path, capsys):
-    """protocol refuses the file (exit 2, one line); refute searches it, guided, and confirms on the model."""
+    """protocol refuses the file (exit 2, one line); refute searches it, guided, and confirms on the
+    model."""
     path = tmp_path / "off_grid.safetensors"
     save_model(issue_model(W_O=0.3), path)
     argv = ("--model", str(path), "--k", "2", "--precision-bits", "1", "--json")
@@ -294,8 +347,9 @@ def test_table_at_precision_refuses_what_has_no_table():
 
 
 def edge_values(p: int) -> np.ndarray:
-    """Weights at the grid's edges: ties (odd multiples of 2^-(p+1)), ties nudged by amounts a float64 sum
-    loses (1e-17 next to 0.25, 2^-(p+62)), grid points, the clip limit 2^p and just past it."""
+    """Weights at the grid's edges: ties (odd multiples of 2^-(p+1)), ties nudged by amounts a
+    float64 sum loses (1e-17 next to 0.25, 2^-(p+62)), grid points, the clip limit 2^p and just past
+    it."""
     g = 2.0**-p
     tiny = 2.0 ** -(p + 62)
     base = [0.0, g, g / 2, 1.5 * g, 0.25, 0.5, 1e-17, tiny, 0.3, 1.0, 2.0**p, 2.0**p + g / 2]
@@ -303,9 +357,10 @@ def edge_values(p: int) -> np.ndarray:
 
 
 def edge_model(seed: int, p: int, n_ctx: int) -> Transformer:
-    """A random one-layer model over 3 tokens: W_E, W_pos from edge_values (so W_E + W_pos is often a tie
-    missed or made by a float64 sum), W_Q, W_K, W_V from small multiples of 1/2 (ties in x·W_V), W_O the
-    identity or a small integer matrix, a LinearDecoder with small integer logits (argmax ties)."""
+    """A random one-layer model over 3 tokens: W_E, W_pos from edge_values (so W_E + W_pos is often
+    a tie missed or made by a float64 sum), W_Q, W_K, W_V from small multiples of 1/2 (ties in
+    x·W_V), W_O the identity or a small integer matrix, a LinearDecoder with small integer logits
+    (argmax ties)."""
     rng = np.random.default_rng(seed)
     d = int(rng.integers(1, 3))
     heads = int(rng.integers(1, 3))
@@ -318,9 +373,13 @@ def edge_model(seed: int, p: int, n_ctx: int) -> Transformer:
     layer = []
     for _ in range(heads):
         d_head, d_value = int(rng.integers(1, 3)), d if seed % 2 else int(rng.integers(1, 3))
-        W_O = np.eye(d_value, d) if seed % 2 else rng.integers(-1, 2, size=(d_value, d)).astype(float)
+        W_O = (
+            np.eye(d_value, d) if seed % 2 else rng.integers(-1, 2, size=(d_value, d)).astype(float)
+        )
         layer.append(AttentionHead(halves(d, d_head), halves(d, d_head), halves(d, d_value), W_O))
-    decoder = LinearDecoder(rng.integers(-2, 3, size=(d, 4)).astype(float), rng.integers(-1, 2, 4) * 0.5)
+    decoder = LinearDecoder(
+        rng.integers(-2, 3, size=(d, 4)).astype(float), rng.integers(-1, 2, 4) * 0.5
+    )
     mask = ("causal", "full")[int(rng.integers(0, 2))]
     return Transformer(W_E, W_pos, (Layer(tuple(layer)),), decoder, mask)
 
@@ -336,11 +395,15 @@ def test_table_answers_as_the_weight_model_on_every_index_pair(p):
         try:
             table = table_at_precision(model, p, n, 3)
         except InputError as error:
-            assert "outside [−2^p, 2^p]" in str(error) and not seed % 2  # only integer W_O can leave it
+            assert (
+                "outside [−2^p, 2^p]" in str(error) and not seed % 2
+            )  # only integer W_O can leave it
             refused_count += 1
             continue
         expected = exact_fixed_predict(model, tokens, p, positions=[n - 1])[:, -1]
-        assert np.array_equal(exact_fixed_predict(table, tokens, p, positions=[n - 1])[:, -1], expected)
+        assert np.array_equal(
+            exact_fixed_predict(table, tokens, p, positions=[n - 1])[:, -1], expected
+        )
         assert np.array_equal(predict(table, tokens, fixed(p))[:, -1], expected), (seed, p)
         st = lb_setup.index_setup(model, k, p)
         assert np.array_equal(predict_last(st, index_input(F, stars)), expected)
@@ -363,8 +426,9 @@ def test_protocol_counts_the_weight_models_errors(p):
 
 @pytest.mark.parametrize("p", [1, 3, 8])
 def test_table_entries_are_the_models_rounded_values(p):
-    """Every entry recomputed in Fractions (core.passes.exact_fixed.exact_round_fixed rounds one rational):
-    ψ_in = round_p(W_E + W_pos), Q̃ = round_p(ψ_in W_Q), K̃ = round_p(ψ_in W_K), Ṽ = round_p(ψ_in W_V) W_O."""
+    """Every entry recomputed in Fractions (core.passes.exact_fixed.exact_round_fixed rounds one
+    rational): ψ_in = round_p(W_E + W_pos), Q̃ = round_p(ψ_in W_Q), K̃ = round_p(ψ_in W_K), Ṽ =
+    round_p(ψ_in W_V) W_O."""
     n = 5
     for seed in range(8):
         model = edge_model(seed, p, n)

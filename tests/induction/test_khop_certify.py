@@ -1,5 +1,6 @@
-"""`headcount induction certify --hops k --layers auto`: the k-hop construction certified like any model
-(issue 16, point 3) — exhaustive on small Σ^n, sampled with the k-hop families otherwise; depth checks."""
+"""`headcount induction certify --hops k --layers auto`: the k-hop construction certified like any
+model (issue 16, point 3) — exhaustive on small Σ^n, sampled with the k-hop families otherwise;
+depth checks."""
 
 from __future__ import annotations
 
@@ -16,8 +17,20 @@ from tests.cli_run import refused, run
 
 @pytest.mark.parametrize("layers", ["auto", "3"])
 def test_exhaustive_certificate_of_the_two_hop_construction(capsys, layers):
-    code, out, err = run(capsys, "induction", "certify", "--hops", "2", "--layers", layers, "--n", "6",
-                         "--alphabet", "2", "--json")  # fmt: skip
+    code, out, err = run(
+        capsys,
+        "induction",
+        "certify",
+        "--hops",
+        "2",
+        "--layers",
+        layers,
+        "--n",
+        "6",
+        "--alphabet",
+        "2",
+        "--json",
+    )
     assert code == 0, err
     got = json.loads(out)
     assert (got["hops"], got["layers"], got["heads"], got["dim"]) == (2, 3, [2, 1, 1], 28)
@@ -43,11 +56,49 @@ def test_hop_one_keeps_todays_constructions():
 
 
 def test_refusals(capsys):
-    refused(capsys, "induction", "certify", "--hops", "3", "--layers", "3", "--n", "6", "--alphabet", "2",
-            needles=("--layers 3 does not fit --hops 3", "4 layers"))  # fmt: skip
-    refused(capsys, "induction", "certify", "--hops", "2", "--layers", "two", "--n", "6", "--alphabet", "2",
-            needles=("--layers 'two'", "auto"))  # fmt: skip
-    refused(capsys, "induction", "certify", "--hops", "2", "--layers", "auto", "--layout", "hop-prefix",
-            "--n", "6", "--alphabet", "2", needles=("--max-hops",))  # fmt: skip
+    refused(
+        capsys,
+        "induction",
+        "certify",
+        "--hops",
+        "3",
+        "--layers",
+        "3",
+        "--n",
+        "6",
+        "--alphabet",
+        "2",
+        needles=("--layers 3 does not fit --hops 3", "4 layers"),
+    )
+    refused(
+        capsys,
+        "induction",
+        "certify",
+        "--hops",
+        "2",
+        "--layers",
+        "two",
+        "--n",
+        "6",
+        "--alphabet",
+        "2",
+        needles=("--layers 'two'", "auto"),
+    )
+    refused(
+        capsys,
+        "induction",
+        "certify",
+        "--hops",
+        "2",
+        "--layers",
+        "auto",
+        "--layout",
+        "hop-prefix",
+        "--n",
+        "6",
+        "--alphabet",
+        "2",
+        needles=("--max-hops",),
+    )
     with pytest.raises(InputError, match="alphabet ≤ n"):
         certify_induction(ModelSource(layers="auto"), 4, 6, hops=2)

@@ -1,11 +1,15 @@
-"""Issue 16's acceptance runs for the k-hop construction (hours on 2 cores in all: `python -m pytest -m slow
-tests/induction/test_khop_certify_slow.py`, or pick with -k). k = 1 is the two-layer construction, whose
-exhaustive runs are in test_certify_slow.py."""
+"""Issue 16's acceptance runs for the k-hop construction (hours on 2 cores in all: `python -m pytest
+-m slow tests/induction/test_khop_certify_slow.py`, or pick with -k). k = 1 is the two-layer
+construction, whose exhaustive runs are in test_certify_slow.py."""
 
 import pytest
 
 from headcount.induction.certify import EXHAUSTIVE_LIMIT, certify_induction, exhaustive_cases
-from headcount.induction.khop.construction import khop_construction, khop_layers, variable_hop_construction
+from headcount.induction.khop.construction import (
+    khop_construction,
+    khop_layers,
+    variable_hop_construction,
+)
 
 
 def _certified(result, hops: int, layers: int) -> None:
@@ -45,5 +49,7 @@ def variable_model():
 @pytest.mark.slow
 @pytest.mark.parametrize("hops", range(1, 17))
 def test_variable_hop_model_certifies_every_k_at_n128(variable_model, hops):
-    result = certify_induction(variable_model, 128, 16, hops=hops, dtypes=False, layout="hop-prefix")
+    result = certify_induction(
+        variable_model, 128, 16, hops=hops, dtypes=False, layout="hop-prefix"
+    )
     _certified(result, hops, khop_layers(16))

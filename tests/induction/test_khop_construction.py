@@ -1,8 +1,8 @@
-"""The k-hop constructions (induction/khop/construction.py) answer hop_k exactly: exhaustive over small Σ^n,
-random and k-hop-hard inputs at n = 256, the hop-prefix model for every k ≤ 16; depth ⌈log₂ k⌉ + 2, at most
-two heads a layer, d_model independent of n and S; the residual state layer by layer is what the module
-docstring says (pointers find^{2^{t−2}}, the partial hop count, ⊥ flags), within its error budget; the
-`construct` options and their refusals; certify runs on both models."""
+"""The k-hop constructions (induction/khop/construction.py) answer hop_k exactly: exhaustive over
+small Σ^n, random and k-hop-hard inputs at n = 256, the hop-prefix model for every k ≤ 16; depth
+⌈log₂ k⌉ + 2, at most two heads a layer, d_model independent of n and S; the residual state layer by
+layer is what the module docstring says (pointers find^{2^{t−2}}, the partial hop count, ⊥ flags),
+within its error budget; the `construct` options and their refusals; certify runs on both models."""
 
 import dataclasses
 import json
@@ -56,8 +56,8 @@ def depth(k: int) -> int:
 
 
 def bottom_at_last_step(rng, n, S, k):
-    """Other tokens, then a b a b … (k + 1 tokens) at the end: the last position's chain has k − 1 hops and
-    hop k is ⊥ (needs S ≥ 3 unless n = k + 1)."""
+    """Other tokens, then a b a b … (k + 1 tokens) at the end: the last position's chain has k − 1
+    hops and hop k is ⊥ (needs S ≥ 3 unless n = k + 1)."""
     a, b = rng.choice(S, 2, replace=False)
     others = np.setdiff1d(np.arange(S), [a, b])
     head = rng.choice(others, n - (k + 1)) if n > k + 1 else np.zeros(0, dtype=np.int64)
@@ -126,10 +126,12 @@ def _arrays(model):
 
 
 @pytest.mark.parametrize(
-    "build", [lambda: khop_construction(1000, 64, 11), lambda: variable_hop_construction(500, 9, 16)]
+    "build",
+    [lambda: khop_construction(1000, 64, 11), lambda: variable_hop_construction(500, 9, 16)],
 )
 def test_weights_are_dyadic(build):
-    # integers and powers of two (times integers): fixed:p rounding of q, k, v and the MLP outputs is exact
+    # integers and powers of two (times integers): fixed:p rounding of q, k, v and the MLP outputs
+    # is exact
     for a in _arrays(build()):
         assert np.array_equal(a * 2**12, np.round(a * 2**12))
 
@@ -137,7 +139,8 @@ def test_weights_are_dyadic(build):
 def test_info_says_what_the_model_is():
     model = khop_construction(20, 3, 5)
     assert {
-        k: model.info[k] for k in ("construction", "task", "hops", "layers", "layout", "n", "alphabet")
+        k: model.info[k]
+        for k in ("construction", "task", "hops", "layers", "layout", "n", "alphabet")
     } == {
         "construction": "khop_pointer_doubling",
         "task": "khop",
@@ -150,7 +153,10 @@ def test_info_says_what_the_model_is():
     assert model.info["parameters"]["token_base"] == digit_base(3)
     variable = variable_hop_construction(20, 3, 6)
     assert variable.info["layout"] == "hop-prefix" and variable.info["max_hops"] == 6
-    assert variable.info["construction"] == "variable_hop_pointer_doubling" and variable.info["layers"] == 5
+    assert (
+        variable.info["construction"] == "variable_hop_pointer_doubling"
+        and variable.info["layers"] == 5
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,7 +184,9 @@ def test_exhaustive_proven_in_real_arithmetic(n, S, k):
 
 def _random_inputs(rng, count, n, S):
     half = count // 2
-    return np.concatenate([task.uniform(rng, half, n, S), task.no_adjacent_repeats(rng, count - half, n, S)])
+    return np.concatenate(
+        [task.uniform(rng, half, n, S), task.no_adjacent_repeats(rng, count - half, n, S)]
+    )
 
 
 def test_random_inputs_at_n256_quick():
@@ -215,7 +223,9 @@ def test_khop_hard_inputs(n, S):
 def test_variable_hops_every_k_at_n128():
     rng = np.random.default_rng(128)
     model = variable_hop_construction(128, 16, 16)
-    sigma = np.concatenate([_random_inputs(rng, 8, 128, 16), hard_inputs(rng, 128, 16, 9, per_family=1)])
+    sigma = np.concatenate(
+        [_random_inputs(rng, 8, 128, 16), hard_inputs(rng, 128, 16, 9, per_family=1)]
+    )
     for k in range(1, 17):
         got = predict(model, lay_out(sigma, "hop-prefix", 16, k))
         target = layout_targets(sigma, "hop-prefix", k)
@@ -247,7 +257,8 @@ def chase(tokens: np.ndarray, hops: int) -> np.ndarray:
 
 def check_state(model, tokens, hops, bits_base=None):
     """After every layer t ≥ 2: G = find^{2^{t−2}} (find^{2^{t−3}} after the last; ⊥ → position 1),
-    H = find^a with a = 1 + ((k − 1) mod 2^{t−2}), H_BOT its ⊥ flag, all within 1/16; read slots cleared."""
+    H = find^a with a = 1 + ((k − 1) mod 2^{t−2}), H_BOT its ⊥ flag, all within 1/16; read slots
+    cleared."""
     L, tb = len(model.layers), model.info["parameters"]["token_base"]
     pb = model.info["parameters"]["pos_base"]
     for t in range(2, L + 1):
@@ -265,23 +276,33 @@ def check_state(model, tokens, hops, bits_base=None):
             assert np.abs(x[..., col] - digit)[~bottom].max(initial=0) <= 1 / 16
         if t >= 3:
             assert not x[..., [*READ_G, *READ_H]].any()
-        if bits_base is not None and t >= 2:  # hop-prefix: the bits of k − 1, exactly 0/1, everywhere
+        if (
+            bits_base is not None and t >= 2
+        ):  # hop-prefix: the bits of k − 1, exactly 0/1, everywhere
             for m in range(L - 2):
-                assert np.array_equal(x[..., bits_base + m], np.full(x.shape[:2], ((hops - 1) >> m) & 1))
+                assert np.array_equal(
+                    x[..., bits_base + m], np.full(x.shape[:2], ((hops - 1) >> m) & 1)
+                )
 
 
 @pytest.mark.parametrize("k", [2, 3, 6, 11, 16])
 def test_state_layer_by_layer(k):
     rng = np.random.default_rng(k)
-    tokens = np.concatenate([_random_inputs(rng, 6, 60, 4), hard_inputs(rng, 60, 4, k, per_family=1)])
+    tokens = np.concatenate(
+        [_random_inputs(rng, 6, 60, 4), hard_inputs(rng, 60, 4, k, per_family=1)]
+    )
     check_state(khop_construction(60, 4, k), tokens, k)
 
 
 @pytest.mark.parametrize("k", [1, 2, 5, 8])
 def test_variable_state_layer_by_layer(k):
     rng = np.random.default_rng(k)
-    sigma = np.concatenate([_random_inputs(rng, 6, 50, 5), hard_inputs(rng, 50, 5, k, per_family=1)])
-    check_state(variable_hop_construction(50, 5, 8), lay_out(sigma, "hop-prefix", 5, k), k, KHOP_DIM)
+    sigma = np.concatenate(
+        [_random_inputs(rng, 6, 50, 5), hard_inputs(rng, 50, 5, k, per_family=1)]
+    )
+    check_state(
+        variable_hop_construction(50, 5, 8), lay_out(sigma, "hop-prefix", 5, k), k, KHOP_DIM
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,16 +319,25 @@ def test_variable_state_layer_by_layer(k):
         (lambda: khop_construction(0, 2, 2), "n 0 is too small"),
         (lambda: variable_hop_construction(8, 1, 2), "alphabet 1 is too small"),
         (lambda: variable_hop_construction(8, 3, 0), "max_hops must be ≥ 1"),
-        (lambda: construction_request(None, None, "plain", None, 8, 3), "give layers {1,2} or hops k"),
+        (
+            lambda: construction_request(None, None, "plain", None, 8, 3),
+            "give layers {1,2} or hops k",
+        ),
         (lambda: construction_request(2, 3, "plain", None, 8, 3), "layers 2 does not fit hops 3"),
         (lambda: construction_request(None, 3, "hop-prefix", 4, 8, 3), "hops is for layout plain"),
         (lambda: construction_request(None, None, "hop-prefix", None, 8, 3), "needs max_hops K"),
-        (lambda: construction_request(None, 2, "plain", 4, 8, 3), "max_hops is for layout hop-prefix"),
+        (
+            lambda: construction_request(None, 2, "plain", 4, 8, 3),
+            "max_hops is for layout hop-prefix",
+        ),
         (
             lambda: construction_request(3, None, "hop-prefix", 4, 8, 3),
             "layers 3 does not fit max_hops 4",
         ),
-        (lambda: construction_request(None, 2, "prefix", None, 8, 3), "layout 'prefix' is not available"),
+        (
+            lambda: construction_request(None, 2, "prefix", None, 8, 3),
+            "layout 'prefix' is not available",
+        ),
     ],
 )
 def test_refusals_say_what_is_wrong(call, needle):
@@ -347,12 +377,20 @@ def test_written_files_load_with_the_same_answers(tmp_path):
         "hops": 3,
     }
     assert np.array_equal(predict(load_model(result.path), sigma), task.induction_targets(sigma, 3))
-    result = write_requested_construction(tmp_path / "v.safetensors", 12, 3, layout="hop-prefix", max_hops=5)
-    assert (result.layers, result.layout, result.max_hops, result.hops) == (5, "hop-prefix", 5, None)
+    result = write_requested_construction(
+        tmp_path / "v.safetensors", 12, 3, layout="hop-prefix", max_hops=5
+    )
+    assert (result.layers, result.layout, result.max_hops, result.hops) == (
+        5,
+        "hop-prefix",
+        5,
+        None,
+    )
     model = load_model(result.path)
     for k in range(1, 6):
         assert np.array_equal(
-            predict(model, lay_out(sigma, "hop-prefix", 3, k))[:, 1:], task.induction_targets(sigma, k)
+            predict(model, lay_out(sigma, "hop-prefix", 3, k))[:, 1:],
+            task.induction_targets(sigma, k),
         )
 
 
@@ -382,13 +420,39 @@ def test_construct_command(capsys, tmp_path):
         "alphabet": 4,
         "hops": 5,
     }
-    code, out, _ = run(capsys, "induction", "construct", "--layout", "hop-prefix", "--max-hops", "16",
-                       "--n", "16", "--alphabet", "4", "--out", path, "--json")  # fmt: skip
+    code, out, _ = run(
+        capsys,
+        "induction",
+        "construct",
+        "--layout",
+        "hop-prefix",
+        "--max-hops",
+        "16",
+        "--n",
+        "16",
+        "--alphabet",
+        "4",
+        "--out",
+        path,
+        "--json",
+    )
     assert code == 0 and json.loads(out)["layers"] == 6 and json.loads(out)["max_hops"] == 16
     # --hops 1 writes today's two-layer file, byte for byte
     two = str(tmp_path / "two.safetensors")
     assert (
-        run(capsys, "induction", "construct", "--layers", "2", "--n", "9", "--alphabet", "3", "--out", two)[0]
+        run(
+            capsys,
+            "induction",
+            "construct",
+            "--layers",
+            "2",
+            "--n",
+            "9",
+            "--alphabet",
+            "3",
+            "--out",
+            two,
+        )[0]
         == 0
     )
     code, out, _ = run(
@@ -412,14 +476,37 @@ def test_construct_command(capsys, tmp_path):
 def test_construct_command_refusals(capsys, tmp_path):
     path = str(tmp_path / "m.safetensors")
     base = ("induction", "construct", "--n", "16", "--alphabet", "4", "--out", path)
-    refused(capsys, *base, "--hops", "3", "--layers", "2", needles=("--layers 2 does not fit --hops 3",))
+    refused(
+        capsys, *base, "--hops", "3", "--layers", "2", needles=("--layers 2 does not fit --hops 3",)
+    )
     refused(capsys, *base, needles=("give --layers {1,2} or --hops k",))
     refused(capsys, *base, "--hops", "0", needles=("--hops must be ≥ 1",))
     refused(capsys, *base, "--layout", "hop-prefix", needles=("--max-hops K",))
-    refused(capsys, *base, "--layout", "hop-prefix", "--max-hops", "99999", needles=("--max-hops must be ≤",))
-    line = refused(capsys, "induction", "construct", "--hops", "3", "--n", "1000000000", "--alphabet", "4",
-                   "--out", path)  # fmt: skip
-    assert line.startswith("error: the 4-layer k-hop construction at --n 1000000000 --alphabet 4 needs about")
+    refused(
+        capsys,
+        *base,
+        "--layout",
+        "hop-prefix",
+        "--max-hops",
+        "99999",
+        needles=("--max-hops must be ≤",),
+    )
+    line = refused(
+        capsys,
+        "induction",
+        "construct",
+        "--hops",
+        "3",
+        "--n",
+        "1000000000",
+        "--alphabet",
+        "4",
+        "--out",
+        path,
+    )
+    assert line.startswith(
+        "error: the 4-layer k-hop construction at --n 1000000000 --alphabet 4 needs about"
+    )
     assert not (tmp_path / "m.safetensors").exists()
     code, out, _ = run(capsys, "induction", "construct", "--help")
     text = " ".join(out.replace("│", " ").split())

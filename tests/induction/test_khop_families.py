@@ -1,5 +1,6 @@
-"""The k-hop adversarial families (induction/khop/families.py): each has the chain structure it names, and
-certify adds them to its sampled input set for hops ≥ 2 only (hop 1 certificates are unchanged)."""
+"""The k-hop adversarial families (induction/khop/families.py): each has the chain structure it
+names, and certify adds them to its sampled input set for hops ≥ 2 only (hop 1 certificates are
+unchanged)."""
 
 from __future__ import annotations
 
@@ -48,10 +49,14 @@ def test_revisits_have_self_loops():
 def test_maximal_chain_moves_one_position_per_hop():
     sigma = draw("khop_maximal_chain", hops=5)
     find = task.find_positions(sigma)
-    assert np.array_equal(find[:, 2:], np.broadcast_to(np.arange(1, sigma.shape[1] - 1), find[:, 2:].shape))
+    assert np.array_equal(
+        find[:, 2:], np.broadcast_to(np.arange(1, sigma.shape[1] - 1), find[:, 2:].shape)
+    )
     assert (find[:, :2] == -1).all()
     hop5 = task.induction_targets(sigma, 5)
-    assert np.array_equal(hop5[:, 6:], sigma[:, 1:-5])  # hop k lands k positions back (find is i − 1)
+    assert np.array_equal(
+        hop5[:, 6:], sigma[:, 1:-5]
+    )  # hop k lands k positions back (find is i − 1)
 
 
 def test_certify_adds_the_families_for_hops_two_and_more_only():

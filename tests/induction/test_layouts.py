@@ -1,5 +1,6 @@
-"""Task layouts (issue 14, points 5 and 6): hop-prefix and plain inputs and labels, per-hop evaluation with
-exact counts, certify in the hop-prefix layout, imported-style models (decoder "vocab") and the checks."""
+"""Task layouts (issue 14, points 5 and 6): hop-prefix and plain inputs and labels, per-hop
+evaluation with exact counts, certify in the hop-prefix layout, imported-style models (decoder
+"vocab") and the checks."""
 
 from __future__ import annotations
 
@@ -33,20 +34,28 @@ from headcount.induction.layouts import (
 )
 
 
-def heldout(n: int, alphabet: int, generator: str = "no_adjacent_repeats", samples: int = EVAL_SAMPLES):
+def heldout(
+    n: int, alphabet: int, generator: str = "no_adjacent_repeats", samples: int = EVAL_SAMPLES
+):
     """The characters evaluate draws (the learning lab's held-out set at the default seed)."""
     rng = np.random.default_rng([EVAL_SEED, n, alphabet])
     return task.GENERATORS[generator](rng, samples, n, alphabet)
 
 
-def imported(model: Transformer, alphabet: int, hops: int, extra: int = 5, seed: int = 0) -> Transformer:
-    """`model` (plain, tokens 0..alphabet+hops−1, a linear decoder) as an imported model speaks: its tokens at
-    scattered ids of a larger vocabulary that a vocabulary map names, logits over that vocabulary (lm-head),
-    the ids the task does not use never winning."""
+def imported(
+    model: Transformer, alphabet: int, hops: int, extra: int = 5, seed: int = 0
+) -> Transformer:
+    """`model` (plain, tokens 0..alphabet+hops−1, a linear decoder) as an imported model speaks: its
+    tokens at scattered ids of a larger vocabulary that a vocabulary map names, logits over that
+    vocabulary (lm-head), the ids the task does not use never winning."""
     rng = np.random.default_rng(seed)
     vocab = alphabet + hops + 1 + extra
     ids = rng.permutation(vocab)
-    symbols, hop_ids, none = ids[:alphabet], ids[alphabet : alphabet + hops], int(ids[alphabet + hops])
+    symbols, hop_ids, none = (
+        ids[:alphabet],
+        ids[alphabet : alphabet + hops],
+        int(ids[alphabet + hops]),
+    )
     W_E = rng.standard_normal((vocab, model.d_model))
     W_E[symbols], W_E[hop_ids] = model.W_E[:alphabet], model.W_E[alphabet : alphabet + hops]
     W_U, b_U = np.zeros((model.d_model, vocab)), np.full(vocab, -1e12)
@@ -57,8 +66,8 @@ def imported(model: Transformer, alphabet: int, hops: int, extra: int = 5, seed:
 
 
 def gpt2_style(seed: int = 0, d: int = 8, vocab: int = 9, n_ctx: int = 7) -> Transformer:
-    """A small random model with the GPT-2 block (LayerNorms, biases, scale, GELU MLP, tied readout) and a
-    vocabulary map: symbols 0..2 at ids 4..6, hop tokens at 1, 2, 3, none at 8."""
+    """A small random model with the GPT-2 block (LayerNorms, biases, scale, GELU MLP, tied readout)
+    and a vocabulary map: symbols 0..2 at ids 4..6, hop tokens at 1, 2, 3, none at 8."""
     rng = np.random.default_rng(seed)
 
     def ln():
@@ -68,8 +77,13 @@ def gpt2_style(seed: int = 0, d: int = 8, vocab: int = 9, n_ctx: int = 7) -> Tra
         AttentionHead(*(rng.standard_normal(s) for s in ((d, 4), (d, 4), (d, 4), (4, d), 4, 4, 4)))
         for _ in range(2)
     )
-    mlp = MLP(rng.standard_normal((d, 2 * d)), rng.standard_normal(2 * d), rng.standard_normal((2 * d, d)),
-              rng.standard_normal(d), "gelu_tanh")  # fmt: skip
+    mlp = MLP(
+        rng.standard_normal((d, 2 * d)),
+        rng.standard_normal(2 * d),
+        rng.standard_normal((2 * d, d)),
+        rng.standard_normal(d),
+        "gelu_tanh",
+    )
     layer = Layer(heads, mlp, ln(), ln(), rng.standard_normal(d), 0.5)
     W_E = rng.standard_normal((vocab, d))
     vmap = VocabMap.from_json({"symbols": [4, 5, 6], "hops": [1, 2, 3], "none": 8})
@@ -93,14 +107,31 @@ def test_constants_agree_with_the_learning_lab_and_the_cli():
 
 
 @pytest.mark.parametrize(
-    "text, hops", [("3", (3,)), ("1..4", (1, 2, 3, 4)), (" 2..2 ", (2,)), ("16", (16,)), ("1 .. 16", None)]
+    "text, hops",
+    [("3", (3,)), ("1..4", (1, 2, 3, 4)), (" 2..2 ", (2,)), ("16", (16,)), ("1 .. 16", None)],
 )
 def test_parse_hops(text, hops):
     assert parse_hops(text) == (hops or tuple(range(1, 17)))
 
 
 @pytest.mark.parametrize(
-    "text", ["0", "17", "3..1", "1..17", "a", "", "1...3", "1..", "..3", "-1", "1e3", "٣", "1,2", "9" * 5000]
+    "text",
+    [
+        "0",
+        "17",
+        "3..1",
+        "1..17",
+        "a",
+        "",
+        "1...3",
+        "1..",
+        "..3",
+        "-1",
+        "1e3",
+        "٣",
+        "1,2",
+        "9" * 5000,
+    ],
 )
 def test_parse_hops_refuses_with_the_allowed_forms(text):
     with pytest.raises(InputError, match=r"give K or a range a\.\.b with 1 ≤ a ≤ b ≤ 16"):
@@ -113,7 +144,9 @@ def test_hop_prefix_input_and_labels():
     assert tokens.tolist() == [[4, 0, 1, 0, 2, 0, 1], [4, 2, 1, 2, 1, 2, 1]]
     target = layout_targets(sigma, "hop-prefix", 2)
     for row, chars in zip(target, sigma):  # position 0 not scored, then hop_2 of the characters
-        assert row[0] == IGNORE and row[1:].tolist() == task.induction_targets_literal(chars.tolist(), 2)
+        assert row[0] == IGNORE and row[1:].tolist() == task.induction_targets_literal(
+            chars.tolist(), 2
+        )
     assert np.array_equal(layout_reference("hop-prefix", 2)(tokens), target)
     assert lay_out(sigma, "plain", 3, 2) is sigma
     assert np.array_equal(layout_targets(sigma, "plain", 2), task.induction_targets(sigma, 2))
@@ -130,7 +163,10 @@ def test_plain_construction_has_no_errors():
     (hop,) = result.per_hop
     target = task.induction_targets(heldout(12, 4, "uniform"))
     assert (result.layout, hop.hops, hop.errors, hop.errors_none) == ("plain", 1, 0, 0)
-    assert (hop.positions, hop.positions_none) == (int((target >= 0).sum()), int((target == BOTTOM).sum()))
+    assert (hop.positions, hop.positions_none) == (
+        int((target >= 0).sum()),
+        int((target == BOTTOM).sum()),
+    )
     assert result.model == {
         "layers": 2,
         "heads": [2, 1],
@@ -144,8 +180,8 @@ def test_plain_construction_has_no_errors():
 
 def test_hop_prefix_counts_are_exact():
     """The construction over S + 2 tokens at n + 1 reads the hop token as a fresh symbol, so on the
-    hop-prefix layout it answers hop 1 exactly: no errors at k = 1, and at k = 2 exactly the positions where
-    hop 2's answer differs from hop 1's."""
+    hop-prefix layout it answers hop 1 exactly: no errors at k = 1, and at k = 2 exactly the
+    positions where hop 2's answer differs from hop 1's."""
     n, S = 9, 3
     result = evaluate_model(two_layer_induction(n + 1, S + 2), "khop", n, S, (1, 2))
     assert result.layout == "hop-prefix" and [h.hops for h in result.per_hop] == [1, 2]
@@ -153,7 +189,10 @@ def test_hop_prefix_counts_are_exact():
     one, two = task.induction_targets(sigma, 1), task.induction_targets(sigma, 2)
     first, second = result.per_hop
     assert (first.errors, first.errors_none) == (0, 0)
-    assert first.positions == int((one >= 0).sum()) and first.positions + first.positions_none == sigma.size
+    assert (
+        first.positions == int((one >= 0).sum())
+        and first.positions + first.positions_none == sigma.size
+    )
     assert second.positions == int((two >= 0).sum())
     assert second.errors == int(((two >= 0) & (one != two)).sum()) > 0
     assert second.errors_none == int(((two == BOTTOM) & (one != two)).sum()) > 0
@@ -162,7 +201,9 @@ def test_hop_prefix_counts_are_exact():
 
 def test_plain_khop_uses_one_sigma_for_every_k():
     n, S = 8, 3
-    result = evaluate_model(two_layer_induction(n, S), "khop", n, S, (1, 2, 3), layout="plain", samples=50)
+    result = evaluate_model(
+        two_layer_induction(n, S), "khop", n, S, (1, 2, 3), layout="plain", samples=50
+    )
     sigma = heldout(n, S, samples=50)
     got = predict(two_layer_induction(n, S), sigma)
     for hop in result.per_hop:
@@ -178,13 +219,17 @@ def test_imported_style_model_answers_like_the_model_it_wraps():
     a = evaluate_model(plain, "khop", n, S, (1, 2), samples=300)
     b = evaluate_model(wrapped, "khop", n, S, (1, 2), samples=300)
     assert [h.to_json() for h in a.per_hop] == [h.to_json() for h in b.per_hop]
-    assert b.model["decoder"] == "vocab" and b.model["readout"] == "lm-head" and b.model["vocab"] == 11
+    assert (
+        b.model["decoder"] == "vocab" and b.model["readout"] == "lm-head" and b.model["vocab"] == 11
+    )
 
 
 def test_fixed_precision_is_the_exact_fixed_model():
     n, S = 10, 3
     model = two_layer_induction(n + 1, S + 1)
-    result = evaluate_model(model, "induction", n, S, layout="hop-prefix", samples=40, precision="fixed:4")
+    result = evaluate_model(
+        model, "induction", n, S, layout="hop-prefix", samples=40, precision="fixed:4"
+    )
     sigma = heldout(n, S, "uniform", samples=40)
     got = predict(model, lay_out(sigma, "hop-prefix", S, 1), fixed(4))[:, 1:]
     target = task.induction_targets(sigma)
@@ -200,14 +245,21 @@ def test_fixed_precision_is_the_exact_fixed_model():
 def test_markdown_table():
     text = evaluate_model(two_layer_induction(6, 3), "induction", 6, 3, samples=10).to_markdown()
     lines = text.splitlines()
-    assert lines[0] == "induction, plain layout: n=6, alphabet=3, 10 samples (seed 20240601), float64"
+    assert (
+        lines[0] == "induction, plain layout: n=6, alphabet=3, 10 samples (seed 20240601), float64"
+    )
     assert lines[2] == "| hops | error | positions | error (⊥) | positions (⊥) |"
     assert lines[4].startswith("| 1 | 0.0000 | ") and len(lines) == 5
 
 
 def test_gpt2_style_model_evaluates():
     result = evaluate_model(gpt2_style(), "khop", 6, 3, (1, 2, 3), samples=64, precision="float32")
-    assert result.model["extensions"] == ["attention biases", "attention scale", "gelu", "layernorm"]
+    assert result.model["extensions"] == [
+        "attention biases",
+        "attention scale",
+        "gelu",
+        "layernorm",
+    ]
     for hop in result.per_hop:
         assert hop.positions + hop.positions_none == 64 * 6 and 0 <= hop.error <= 1
 
@@ -220,7 +272,10 @@ def test_gpt2_style_model_evaluates():
         (dict(layout="prefix"), "layout 'prefix' is not available: use plain or hop-prefix"),
         (dict(hops=(17,)), "hops must be ≤ 16"),
         (dict(hops=()), "give at least one hop count"),
-        (dict(n=7), "the model's context holds 7 tokens; n 7 with layout hop-prefix needs n \\+ 1 = 8"),
+        (
+            dict(n=7),
+            "the model's context holds 7 tokens; n 7 with layout hop-prefix needs n \\+ 1 = 8",
+        ),
         (dict(n=0), "n must be ≥ 1"),
         (dict(alphabet=1), "alphabet must be ≥ 2"),
         (dict(alphabet=4), "the vocabulary map has 3 symbols; alphabet 4 needs 4"),
@@ -235,13 +290,18 @@ def test_evaluate_refuses_with_one_line(kwargs, message):
     args = dict(task_name="khop", n=6, alphabet=3, hops=(1,)) | kwargs
     with pytest.raises(InputError, match=message) as refused:
         evaluate_model(gpt2_style(), **args)
-    named = re.match(r"([a-z_]+) ", message)  # a message that starts with the parameter at fault names it
+    named = re.match(
+        r"([a-z_]+) ", message
+    )  # a message that starts with the parameter at fault names it
     if named and named.group(1) in args:
         assert refused.value.param == named.group(1)
 
 
 def test_evaluate_is_bounded_by_memory():
-    with memory_limit_of("8M"), pytest.raises(InputError, match="evaluate at n 6 .* memory; the limit is"):
+    with (
+        memory_limit_of("8M"),
+        pytest.raises(InputError, match="evaluate at n 6 .* memory; the limit is"),
+    ):
         evaluate_model(gpt2_style(), "khop", 6, 3, samples=1_000_000)
 
 
@@ -264,22 +324,28 @@ def test_certify_hop_prefix_on_a_construction():
 
 def test_certify_hop_prefix_counterexample_counts_the_hop_token():
     n, S = 6, 3
-    cert = certify_induction(two_layer_induction(n + 1, S + 2), n, S, hops=2, layout="hop-prefix").certificate
+    cert = certify_induction(
+        two_layer_induction(n + 1, S + 2), n, S, hops=2, layout="hop-prefix"
+    ).certificate
     sigma = task.all_sequences(n, S)
     one, two = task.induction_targets(sigma, 1), task.induction_targets(sigma, 2)
     assert cert.errors == int((one != two).sum()) and not cert.certified
     first = cert.first_counterexample
-    assert first.input[0] == S + 1 and first.position >= 2  # 1-based over the whole input, hop token first
+    assert (
+        first.input[0] == S + 1 and first.position >= 2
+    )  # 1-based over the whole input, hop token first
     chars = list(first.input[1:])
-    assert first.expected == str(task.induction_targets_literal(chars, 2)[first.position - 2]).replace(
-        "-1", "⊥"
-    )
+    assert first.expected == str(
+        task.induction_targets_literal(chars, 2)[first.position - 2]
+    ).replace("-1", "⊥")
 
 
 def test_certify_plain_json_is_unchanged_and_hop_prefix_needs_hop_tokens():
     out = certify_induction(two_layer_induction(6, 3), 6, 3).to_json()
     assert "layout" not in out and out["hops"] == 1
-    with pytest.raises(InputError, match="the model reads 3 input tokens; 3 symbols and 1 hop tokens need 4"):
+    with pytest.raises(
+        InputError, match="the model reads 3 input tokens; 3 symbols and 1 hop tokens need 4"
+    ):
         certify_induction(two_layer_induction(7, 3), 6, 3, layout="hop-prefix")
     with pytest.raises(InputError, match="hops must be ≤ 16") as refused:
         certify_induction(two_layer_induction(6, 3), 6, 3, hops=17)
@@ -287,22 +353,42 @@ def test_certify_plain_json_is_unchanged_and_hop_prefix_needs_hop_tokens():
 
 
 def test_certify_an_imported_gpt2_style_model():
-    result = certify_induction(gpt2_style(), 6, 3, samples=16, hops=2, layout="hop-prefix", from_file=True)
+    result = certify_induction(
+        gpt2_style(), 6, 3, samples=16, hops=2, layout="hop-prefix", from_file=True
+    )
     out = result.to_json()
-    assert (out["layout"], out["hops"], out["scope"], out["dim"]) == ("hop-prefix", 2, "exhaustive", 8)
+    assert (out["layout"], out["hops"], out["scope"], out["dim"]) == (
+        "hop-prefix",
+        2,
+        "exhaustive",
+        8,
+    )
     assert out["positions_checked"] == out["inputs_checked"] * 6 == 3**6 * 6
     assert out["errors"] > 0 and out["certified"] is False  # random weights
     assert out["precision_bits"] is None or 1 <= out["precision_bits"] <= 60
     assert set(out["dtypes_exact"]) <= set(IEEE_DTYPES)
-    assert out["uncertified_positions"] is None or out["uncertified_positions"] <= out["positions_checked"]
+    assert (
+        out["uncertified_positions"] is None
+        or out["uncertified_positions"] <= out["positions_checked"]
+    )
 
 
 def test_certify_imported_style_construction_matches_the_plain_one():
     n, S = 5, 3
-    plain = certify_induction(two_layer_induction(n + 1, S + 1), n, S, layout="hop-prefix").to_json()
-    wrapped = certify_induction(imported(two_layer_induction(n + 1, S + 1), S, 1), n, S, layout="hop-prefix")
+    plain = certify_induction(
+        two_layer_induction(n + 1, S + 1), n, S, layout="hop-prefix"
+    ).to_json()
+    wrapped = certify_induction(
+        imported(two_layer_induction(n + 1, S + 1), S, 1), n, S, layout="hop-prefix"
+    )
     out = wrapped.to_json()
-    for key in ("inputs_checked", "positions_checked", "errors", "bottom_positions", "dtypes_exact"):
+    for key in (
+        "inputs_checked",
+        "positions_checked",
+        "errors",
+        "bottom_positions",
+        "dtypes_exact",
+    ):
         assert out.get(key) == plain.get(key), key
     assert out["errors"] == 0 and out["precision_bits"] is not None
     assert out["precision_bits"] <= plain["precision_bits"]

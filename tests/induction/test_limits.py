@@ -1,6 +1,7 @@
-"""Issue 13, point 2 for the induction commands: every count has a bound or a normalisation, checked before
-any work, refused with exit 2 and one line naming the limit and the option (never a hang, a memory blow-up or
-a traceback). Nothing here allocates the huge sizes it names: every refusal comes from the estimates."""
+"""Issue 13, point 2 for the induction commands: every count has a bound or a normalisation, checked
+before any work, refused with exit 2 and one line naming the limit and the option (never a hang, a
+memory blow-up or a traceback). Nothing here allocates the huge sizes it names: every refusal comes
+from the estimates."""
 
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ sequences = st.lists(st.integers(0, 3), min_size=1, max_size=14)
 @settings(max_examples=300, deadline=None)
 @given(seq=sequences, extra=st.integers(0, 10**30))
 def test_hops_beyond_n_answer_like_hops_n(seq, extra):
-    """The literal definition's chain stops moving within n − 1 hops, so every hops ≥ n − 1 answers alike;
-    the fast solver answers any hops like hops = min(hops, n)."""
+    """The literal definition's chain stops moving within n − 1 hops, so every hops ≥ n − 1 answers
+    alike; the fast solver answers any hops like hops = min(hops, n)."""
     n = len(seq)
     settled = induction_targets_literal(seq, max(1, n - 1))
     for hops in (n, n + 1, n + 7):
@@ -59,7 +60,8 @@ def test_hops_beyond_n_answer_like_hops_n(seq, extra):
 @settings(max_examples=200, deadline=None)
 @given(seq=sequences, hops=st.integers(1, 20))
 def test_fast_solver_matches_the_definition_at_every_hop_count(seq, hops):
-    """The repeated-squaring path (hops > 8) and the one-gather-per-hop path agree with the definition."""
+    """The repeated-squaring path (hops > 8) and the one-gather-per-hop path agree with the
+    definition."""
     assert list(induction_targets(np.array(seq), hops)) == induction_targets_literal(seq, hops)
     batch = np.array([seq, seq[::-1]])
     want = [induction_targets_literal(row, hops) for row in batch.tolist()]
@@ -67,7 +69,8 @@ def test_fast_solver_matches_the_definition_at_every_hop_count(seq, hops):
 
 
 def test_hops_bound_is_tight_at_n_minus_1():
-    """0 1 0 1 …: each hop moves one position back, so hops = n − 2 and n − 1 differ (no smaller bound)."""
+    """0 1 0 1 …: each hop moves one position back, so hops = n − 2 and n − 1 differ (no smaller
+    bound)."""
     seq = [0, 1] * 5
     n = len(seq)
     assert induction_targets_literal(seq, n - 2) != induction_targets_literal(seq, n - 1)
@@ -77,7 +80,9 @@ def test_solve_hops_1e9_answers_like_hops_n_on_200k_tokens(capsys):
     rng = np.random.default_rng(0)
     tokens = rng.integers(0, 5, 200_000)
     text = " ".join(map(str, tokens))
-    code, out, _ = run(capsys, "induction", "solve", "--input", text, "--hops", "1000000000", "--json")
+    code, out, _ = run(
+        capsys, "induction", "solve", "--input", text, "--hops", "1000000000", "--json"
+    )
     assert code == 0
     huge = out.split('"outputs": ')[1]
     assert huge.startswith('["⊥"')
@@ -128,8 +133,19 @@ def test_input_token_count_is_bounded(monkeypatch):
 
 def test_construct_two_layers_at_1e9_is_refused_by_the_memory_guard(capsys, tmp_path):
     out = str(tmp_path / "m.safetensors")
-    line = refused(capsys, "induction", "construct", "--layers", "2", "--n", "1000000000", "--alphabet", "3",
-                   "--out", out)  # fmt: skip
+    line = refused(
+        capsys,
+        "induction",
+        "construct",
+        "--layers",
+        "2",
+        "--n",
+        "1000000000",
+        "--alphabet",
+        "3",
+        "--out",
+        out,
+    )
     assert line.startswith(
         "error: the 2-layer construction at --n 1000000000 --alphabet 3 needs about 432 GiB"
     )
@@ -139,31 +155,90 @@ def test_construct_two_layers_at_1e9_is_refused_by_the_memory_guard(capsys, tmp_
 
 def test_construct_one_layer_table_bound_and_memory_guard(capsys, tmp_path):
     out = str(tmp_path / "m.safetensors")
-    line = refused(capsys, "induction", "construct", "--layers", "1", "--n", "1000000000", "--alphabet", "3",
-                   "--out", out)  # fmt: skip
+    line = refused(
+        capsys,
+        "induction",
+        "construct",
+        "--layers",
+        "1",
+        "--n",
+        "1000000000",
+        "--alphabet",
+        "3",
+        "--out",
+        out,
+    )
     assert f"allowed up to {MAX_TABLE_BYTES // 2**30} GiB" in line
     # within the table bound but beyond --max-memory: the guard names the estimate and the flag
-    line = refused(capsys, "induction", "construct", "--layers", "1", "--n", "300", "--alphabet", "3",
-                   "--out", out, "--max-memory", "4M")  # fmt: skip
-    assert line.startswith("error: the 1-layer construction at --n 300 --alphabet 3 needs about 8.28 MiB")
+    line = refused(
+        capsys,
+        "induction",
+        "construct",
+        "--layers",
+        "1",
+        "--n",
+        "300",
+        "--alphabet",
+        "3",
+        "--out",
+        out,
+        "--max-memory",
+        "4M",
+    )
+    assert line.startswith(
+        "error: the 1-layer construction at --n 300 --alphabet 3 needs about 8.28 MiB"
+    )
     assert "the limit is 4 MiB (raise it with --max-memory SIZE" in line
 
 
 def test_predict_bounds(capsys):
-    line = refused(capsys, "induction", "predict", "--layers", "2", "--alphabet", "4", "--input", "1 2 3",
-                   "--n", "1000000000")  # fmt: skip
+    line = refused(
+        capsys,
+        "induction",
+        "predict",
+        "--layers",
+        "2",
+        "--alphabet",
+        "4",
+        "--input",
+        "1 2 3",
+        "--n",
+        "1000000000",
+    )
     assert "needs about 216 GiB of memory" in line
     long_input = " ".join(["0 1 2 3"] * 50_000)  # 200k tokens: the forward pass alone is n² scores
     # the blocked passes need O(block·n) memory, so the work bound (2^27 score entries) refuses it
-    line = refused(capsys, "induction", "predict", "--layers", "2", "--alphabet", "4", "--input", long_input)
+    line = refused(
+        capsys, "induction", "predict", "--layers", "2", "--alphabet", "4", "--input", long_input
+    )
     assert f"allowed up to {PREDICT_MAX_WORK:.3g} (lower the number of --input tokens)" in line
-    line = refused(capsys, "induction", "predict", "--layers", "2", "--alphabet", "4", "--input", long_input,
-                   "--max-memory", "1P")  # fmt: skip
+    line = refused(
+        capsys,
+        "induction",
+        "predict",
+        "--layers",
+        "2",
+        "--alphabet",
+        "4",
+        "--input",
+        long_input,
+        "--max-memory",
+        "1P",
+    )
     assert f"allowed up to {PREDICT_MAX_WORK:.3g} (lower the number of --input tokens)" in line
     assert "fixed:p needs an integer p in 1..60" in refused(
-        capsys, "induction", "predict", "--layers", "2", "--alphabet", "4", "--input", "1 2", "--precision",
+        capsys,
+        "induction",
+        "predict",
+        "--layers",
+        "2",
+        "--alphabet",
+        "4",
+        "--input",
+        "1 2",
+        "--precision",
         "fixed:10000",
-    )  # fmt: skip
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,10 +247,22 @@ def test_predict_bounds(capsys):
 
 
 def test_certify_n_1e6_is_refused_with_the_memory_estimate(capsys):
-    line = refused(capsys, "induction", "certify", "--layers", "2", "--n", "1000000", "--alphabet", "3",
-                   "--samples", "1")  # fmt: skip
+    line = refused(
+        capsys,
+        "induction",
+        "certify",
+        "--layers",
+        "2",
+        "--n",
+        "1000000",
+        "--alphabet",
+        "3",
+        "--samples",
+        "1",
+    )
     assert re.match(
-        r"error: induction certify at --n 1000000 --alphabet 3 needs about [\d.]+ GiB of memory", line
+        r"error: induction certify at --n 1000000 --alphabet 3 needs about [\d.]+ GiB of memory",
+        line,
     )
     assert "--max-memory" in line
 
@@ -206,8 +293,8 @@ def test_certify_of_a_large_model_file_is_checked_after_loading():
 
 
 def test_evaluation_memory_estimate_matches_the_measurement():
-    """The reference algorithm certifying the two-layer construction at n = 4096 peaked at 1.7 GB on 2
-    workers; the blocked one at n = 16384 (one input, both passes) at 0.23 GB RSS (measured)."""
+    """The reference algorithm certifying the two-layer construction at n = 4096 peaked at 1.7 GB on
+    2 workers; the blocked one at n = 16384 (one input, both passes) at 0.23 GB RSS (measured)."""
     from headcount.core.attention import use_algorithm
     from headcount.core.certify.evaluate import WORKERS
 
@@ -225,11 +312,20 @@ def test_evaluation_memory_estimate_matches_the_measurement():
 @pytest.mark.parametrize("command", ["protocol", "refute"])
 def test_index_k_is_bounded_by_memory(capsys, command):
     line = refused(capsys, "induction", command, "--k", "100000", *RANDOM, "--precision-bits", "6")
-    # protocol: the work bound (its passes now need O(block·n) memory); refute: its own tables' memory
+    # protocol: the work bound (its passes now need O(block·n) memory); refute: its own tables'
+    # memory
     assert f"induction {command} at --k 100000" in line
-    assert ("score entries" in line) if command == "protocol" else ("needs about" in line and "TiB" in line)
-    line = refused(capsys, "induction", command, "--k", "1000000000", *RANDOM, "--precision-bits", "6")
-    assert line.startswith("error: a random one-layer model at --k 1000000000 --heads 1 --dim 2 needs about")
+    assert (
+        ("score entries" in line)
+        if command == "protocol"
+        else ("needs about" in line and "TiB" in line)
+    )
+    line = refused(
+        capsys, "induction", command, "--k", "1000000000", *RANDOM, "--precision-bits", "6"
+    )
+    assert line.startswith(
+        "error: a random one-layer model at --k 1000000000 --heads 1 --dim 2 needs about"
+    )
 
 
 @pytest.mark.parametrize("command", ["protocol", "refute"])
@@ -257,7 +353,9 @@ def test_index_options_are_checked(capsys, command):
             "6",
         ]
         line = refused(capsys, *argv)
-        assert line.startswith("error: a random one-layer model at --k 6") and "--max-memory" in line
+        assert (
+            line.startswith("error: a random one-layer model at --k 6") and "--max-memory" in line
+        )
 
 
 def test_protocol_pairs_bounded_by_the_work(capsys):
@@ -273,14 +371,20 @@ def test_index_library_checks():
     assert refused_.value.param == "seed"
     with pytest.raises(InputError, match="seed must be ≥ 0"):
         refute(model, 4, 5, seed=-1)
-    with memory_limit_of("1M"), pytest.raises(InputError, match="induction refute at k 4 needs about"):
+    with (
+        memory_limit_of("1M"),
+        pytest.raises(InputError, match="induction refute at k 4 needs about"),
+    ):
         refute(model, 4, 5)
     assert REFUTE_MAX_WORK == PROTOCOL_MAX_WORK == 2**32
 
 
 def test_protocol_progress_bar_changes_nothing(capsys):
     model = one_layer_induction(9, 3)
-    quiet, shown = check_protocol(model, 4, 5).to_json(), check_protocol(model, 4, 5, progress=True).to_json()
+    quiet, shown = (
+        check_protocol(model, 4, 5).to_json(),
+        check_protocol(model, 4, 5, progress=True).to_json(),
+    )
     quiet.pop("seconds"), shown.pop("seconds")
     assert quiet == shown
 
@@ -302,24 +406,47 @@ def test_help_texts_state_the_bounds(capsys):
     assert PREDICT_MAX_WORK == 2**27 and "2^27 score entries" in help_of("predict")
     assert "4 GiB" in help_of("construct") and MAX_TABLE_BYTES == 4 * 2**30
     protocol = help_of("protocol")
-    assert "1 ≤ p ≤ 60" in protocol and "2^32 score entries" in protocol and "any integer ≥ 0" in protocol
+    assert (
+        "1 ≤ p ≤ 60" in protocol
+        and "2^32 score entries" in protocol
+        and "any integer ≥ 0" in protocol
+    )
     assert "1 ≤ p ≤ 60" in help_of("refute")
 
 
 def test_index_context_is_checked_before_the_estimates(capsys, tmp_path):
     path = str(tmp_path / "one.safetensors")
     assert (
-        run(capsys, "induction", "construct", "--layers", "1", "--n", "9", "--alphabet", "3", "--out", path)[
-            0
-        ]
+        run(
+            capsys,
+            "induction",
+            "construct",
+            "--layers",
+            "1",
+            "--n",
+            "9",
+            "--alphabet",
+            "3",
+            "--out",
+            path,
+        )[0]
         == 0
     )
     for command in ("protocol", "refute"):
         line = refused(
-            capsys, "induction", command, "--k", "1000000000", "--model", path, "--precision-bits", "6"
+            capsys,
+            "induction",
+            command,
+            "--k",
+            "1000000000",
+            "--model",
+            path,
+            "--precision-bits",
+            "6",
         )
         assert line == (
-            "error: INDEX with k=1000000000 needs n = 2k+1 = 2000000001 positions; the model's context is 9"
+            "error: INDEX with k=1000000000 needs n = 2k+1 = 2000000001 positions; the model's "
+            "context is 9"
         )
 
 

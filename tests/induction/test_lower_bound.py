@@ -1,5 +1,6 @@
-"""The INDEX reduction (headcount.induction.lower_bound): the protocol reproduces the model, Bob's error bound
-holds, the bit count is what the docstring says, and the refuter finds (only confirmed) counterexamples."""
+"""The INDEX reduction (headcount.induction.lower_bound): the protocol reproduces the model, Bob's
+error bound holds, the bit count is what the docstring says, and the refuter finds (only confirmed)
+counterexamples."""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ REPORT_KEYS = {
 
 
 def minimal_index_precision(model, k: int) -> int:
-    """Smallest p at which the model answers the whole INDEX family right (measured, not assumed)."""
+    """Smallest p at which the model answers the whole INDEX family right (measured, not
+    assumed)."""
     tokens, F, stars = index_family(k)
     expected = F[np.arange(len(F)), stars - 1]
     for p in range(1, 24):
@@ -73,8 +75,9 @@ def confirmed_wrong(model, refutation, p: int) -> bool:
 
 
 def constant_message_model(seed: int, k: int, heads: int = 2, dim: int = 4) -> OneLayerTable:
-    """A random table whose keys and values at Alice's positions ignore both the bit and the position:
-    every f gives the same message (0 bits), so the pigeonhole argument must produce an error."""
+    """A random table whose keys and values at Alice's positions ignore both the bit and the
+    position: every f gives the same message (0 bits), so the pigeonhole argument must produce an
+    error."""
     t = random_table(np.random.default_rng(seed), 2 * k + 1, 3, heads, dim)
     K, V = t.K.copy(), t.V.copy()
     K[:, 1 : 2 * k : 2, :2] = K[:, 1:2, :1]
@@ -132,8 +135,9 @@ def test_protocol_on_random_tables(seed, heads, dim, p):
 
 
 def test_disagreements_at_tiny_precision_are_all_explained():
-    """At p = 1..3 the ε grid is coarse and some head outputs sit near ties: disagreements happen, and
-    every one is explained by Bob's bound (this exercises the 'explained' path, not just the zero case)."""
+    """At p = 1..3 the ε grid is coarse and some head outputs sit near ties: disagreements happen,
+    and every one is explained by Bob's bound (this exercises the 'explained' path, not just the
+    zero case)."""
     total = 0
     for seed in range(12):
         model = random_table(
@@ -154,7 +158,9 @@ def test_sampled_protocol_and_report_json():
     d = report.to_json()
     assert REPORT_KEYS <= d.keys()
     json.dumps(d)
-    assert check_protocol(model, 20, 10, pairs=3000, seed=4).to_json() | {"seconds": 0} == d | {"seconds": 0}
+    assert check_protocol(model, 20, 10, pairs=3000, seed=4).to_json() | {"seconds": 0} == d | {
+        "seconds": 0
+    }
 
 
 def test_single_pairs_match_predict():
@@ -186,8 +192,8 @@ def test_exact_heads_match_the_model_forward_pass():
 
 
 def _by_hand(model, f, i_star, p):
-    """r, s, b, log Z_B for head outputs at N computed the naive way (no log-sum-exp): an independent
-    check."""
+    """r, s, b, log Z_B for head outputs at N computed the naive way (no log-sum-exp): an
+    independent check."""
     k = len(f)
     sigma = index_input(f, i_star)
     n = 2 * k + 1
@@ -241,8 +247,8 @@ def test_bob_error_bound_holds_numerically():
 
 
 def test_message_bits_by_hand():
-    """k = 2, one head, m = d_head = 1, p = 2 (ε = 2^-6); all table entries are multiples of 2^-2, so
-    rounding to p bits changes nothing. Alice's positions are 2 and 4 (0-based 1 and 3)."""
+    """k = 2, one head, m = d_head = 1, p = 2 (ε = 2^-6); all table entries are multiples of 2^-2,
+    so rounding to p bits changes nothing. Alice's positions are 2 and 4 (0-based 1 and 3)."""
     k, p, n = 2, 2, 5
     embed = np.zeros((n, 3, 1))
     Q, K, V = np.zeros((1, n, 3, 1)), np.zeros((1, n, 3, 1)), np.zeros((1, n, 3, 1))
@@ -252,8 +258,8 @@ def test_message_bits_by_hand():
     V[0, 1, :2, 0] = [0.25, 0.5]
     V[0, 3, :2, 0] = [-0.75, 1.0]
     model = OneLayerTable(embed, Q, K, V, LinearDecoder(np.ones((1, 4)), np.zeros(4)))
-    # r ∈ [-0.75, 1.0]: 1.75·64 + 1 = 113 grid points -> 7 bits.
-    # s ∈ [log(e^0.5 + e^-1), log(e^1 + e^2)] = [0.7014, 2.3133]: grid 45..148, 104 points -> 7 bits.
+    # r ∈ [-0.75, 1.0]: 1.75·64 + 1 = 113 grid points -> 7 bits. s ∈ [log(e^0.5 + e^-1), log(e^1 +
+    # e^2)] = [0.7014, 2.3133]: grid 45..148, 104 points -> 7 bits.
     lo, hi = math.log(math.exp(0.5) + math.exp(-1)), math.log(math.exp(1) + math.exp(2))
     assert (round(hi * 64), round(lo * 64)) == (148, 45)
     layout = message_layout(model, k, p)
@@ -318,7 +324,10 @@ def test_refute_random_model_long_input():
     assert result.found and result.method in ("collision", "guided")
     assert confirmed_wrong(model, result, 4)
     assert result.position == 81 and len(result.input) == 81
-    assert result.input == [{0: "0", 1: "1", 2: "?"}[t] for t in result.tokens] and result.tokens[-1] == 2
+    assert (
+        result.input == [{0: "0", 1: "1", 2: "?"}[t] for t in result.tokens]
+        and result.tokens[-1] == 2
+    )
     assert time.process_time() - began < 20
 
 
@@ -339,9 +348,9 @@ def test_refute_exhaustive_reports_first_wrong_input():
 
 
 def _majority_model(k: int) -> OneLayerTable:
-    """Uniform attention; Alice's bits vote ±1 in coordinate 0; the decoder says 1 iff the vote is positive.
-    Right whenever f's majority agrees with f_{i*} — so all-ones / all-zeros starts are right and the
-    local search has to walk to an error."""
+    """Uniform attention; Alice's bits vote ±1 in coordinate 0; the decoder says 1 iff the vote is
+    positive. Right whenever f's majority agrees with f_{i*} — so all-ones / all-zeros starts are
+    right and the local search has to walk to an error."""
     n = 2 * k + 1
     V = np.zeros((1, n, 3, 2))
     V[0, 1 : 2 * k : 2, 0, 0], V[0, 1 : 2 * k : 2, 1, 0] = -1.0, 1.0
@@ -349,7 +358,11 @@ def _majority_model(k: int) -> OneLayerTable:
     W_U[0, :2] = [-1.0, 1.0]
     b_U = np.array([0.0, 0.0, -100.0, -100.0])
     return OneLayerTable(
-        np.zeros((n, 3, 2)), np.zeros((1, n, 3, 1)), np.zeros((1, n, 3, 1)), V, LinearDecoder(W_U, b_U)
+        np.zeros((n, 3, 2)),
+        np.zeros((1, n, 3, 1)),
+        np.zeros((1, n, 3, 1)),
+        V,
+        LinearDecoder(W_U, b_U),
     )
 
 
@@ -380,7 +393,9 @@ def _weight_model(layers: int, mlp: bool = False, n_ctx: int = 9) -> Transformer
     head = lambda: AttentionHead(*(rng.normal(size=s) for s in [(d, 2), (d, 2), (d, 2), (2, d)]))  # noqa: E731
     block = None
     if mlp:
-        block = MLP(rng.normal(size=(d, 4)), rng.normal(size=4), rng.normal(size=(4, d)), rng.normal(size=d))
+        block = MLP(
+            rng.normal(size=(d, 4)), rng.normal(size=4), rng.normal(size=(4, d)), rng.normal(size=d)
+        )
     return Transformer(
         rng.normal(size=(3, d)),
         rng.normal(size=(n_ctx, d)),
@@ -390,10 +405,10 @@ def _weight_model(layers: int, mlp: bool = False, n_ctx: int = 9) -> Transformer
 
 
 def test_one_layer_weight_model_is_accepted():
-    """With an integer W_O (v·W_O stays on the 2^-p grid) the reduction runs on the exact table of the
-    model's own fixed:p rounding points; with a Gaussian W_O no table has them and the protocol refuses the
-    model, while refute searches it guided by its real-arithmetic table (issue 27, finding 3;
-    tests/induction/test_index_weight_form.py)."""
+    """With an integer W_O (v·W_O stays on the 2^-p grid) the reduction runs on the exact table of
+    the model's own fixed:p rounding points; with a Gaussian W_O no table has them and the protocol
+    refuses the model, while refute searches it guided by its real-arithmetic table (issue 27,
+    finding 3; tests/induction/test_index_weight_form.py)."""
     gaussian = _weight_model(1)
     heads = tuple(
         AttentionHead(h.W_Q, h.W_K, h.W_V, np.array([[1.0, 0.0, -1.0], [0.0, 2.0, 1.0]]))
@@ -450,8 +465,9 @@ def _flip(out: np.ndarray) -> np.ndarray:
 
 
 def _scaled_model(p: int, scale: str) -> tuple[OneLayerTable, int]:
-    """A seeded random table with entries of size 1 or 2^(p/2) (scores near 2^p: float64 cannot weigh them
-    at large p). Large values send predict to its exact evaluator, so that case uses a smaller k."""
+    """A seeded random table with entries of size 1 or 2^(p/2) (scores near 2^p: float64 cannot
+    weigh them at large p). Large values send predict to its exact evaluator, so that case uses a
+    smaller k."""
     k = 8 if scale == "1" else 4
     value = 1.0 if scale == "1" else 2.0 ** (p // 2)
     return random_table(np.random.default_rng(p), 2 * k + 1, 3, 2, 3, scale=value), k
@@ -461,17 +477,22 @@ def _scaled_model(p: int, scale: str) -> tuple[OneLayerTable, int]:
 def wrong_bob(monkeypatch):
     """Plant a wrong Bob: check_protocol decodes Bob's residual with decode_final, now flipped."""
     honest = lb_protocol.decode_final
-    monkeypatch.setattr(lb_protocol, "decode_final", lambda st, residual: _flip(honest(st, residual)))
+    monkeypatch.setattr(
+        lb_protocol, "decode_final", lambda st, residual: _flip(honest(st, residual))
+    )
 
 
 @pytest.mark.parametrize("scale", SCALES)
 @pytest.mark.parametrize("p", PRECISIONS)
 def test_wrong_bob_is_caught_at_every_precision(wrong_bob, p, scale):
-    """The old fixed slack 1e-12·max(1, |v|) covered the whole 2^-p grid at p ≥ 40 (or p ≥ 32 with values
-    near 2^(p/2)), so a Bob that is wrong on every pair came out fully "explained" and exact."""
+    """The old fixed slack 1e-12·max(1, |v|) covered the whole 2^-p grid at p ≥ 40 (or p ≥ 32 with
+    values near 2^(p/2)), so a Bob that is wrong on every pair came out fully "explained" and
+    exact."""
     model, k = _scaled_model(p, scale)
     report = check_protocol(model, k, p)
-    assert report.disagreements == report.pairs_checked == (1 << k) * k  # the honest Bob agrees everywhere
+    assert (
+        report.disagreements == report.pairs_checked == (1 << k) * k
+    )  # the honest Bob agrees everywhere
     assert not report.exact and report.first_unexplained is not None
     assert report.disagreements_explained * 50 <= report.disagreements  # only chance near-ties
     assert report.bound_violations == 0
@@ -507,20 +528,26 @@ def test_partly_wrong_bob_counts_exactly(monkeypatch):
     model, k = _scaled_model(40, "1")
     report = check_protocol(model, k, 40)
     assert 0 < sum(picked) < report.pairs_checked
-    assert report.disagreements == sum(picked) and report.agreements == report.pairs_checked - sum(picked)
+    assert report.disagreements == sum(picked) and report.agreements == report.pairs_checked - sum(
+        picked
+    )
     assert not report.exact and report.disagreements_explained * 50 <= report.disagreements
 
 
 def test_float_limited_and_exactly_decided_counts(wrong_bob):
-    """At p = 52 float64's error is not small against 2^-p: no float tolerance may explain anything, every
-    disagreement is re-decided exactly, and each unexplained one is flagged float-limited."""
+    """At p = 52 float64's error is not small against 2^-p: no float tolerance may explain anything,
+    every disagreement is re-decided exactly, and each unexplained one is flagged float-limited."""
     model, k = _scaled_model(52, "1")
     report = check_protocol(model, k, 52)
     assert report.disagreements_decided_exactly == report.disagreements == report.pairs_checked
-    assert report.disagreements_float_limited == report.disagreements - report.disagreements_explained
+    assert (
+        report.disagreements_float_limited == report.disagreements - report.disagreements_explained
+    )
     assert report.disagreements_undecided == 0 and report.first_unexplained.float_limited is True
     low = check_protocol(model, k, 8)  # p = 8: float64 settles every pair, nothing is float-limited
-    assert low.disagreements_decided_exactly == low.disagreements_float_limited == 0 and not low.exact
+    assert (
+        low.disagreements_decided_exactly == low.disagreements_float_limited == 0 and not low.exact
+    )
 
 
 def test_exact_budget_exhausted_counts_undecided(wrong_bob, monkeypatch):
@@ -542,8 +569,9 @@ def test_unbounded_float_error_reports_null_bound():
 
 
 def _uniform_value_model(v0: float) -> OneLayerTable:
-    """k = 2 (n = 5), one head, m = d_head = 1: every value is v0 and the scores differ (1, 2 or 3), so
-    Y = v0 exactly while every weight is transcendental — arb balls can never pin |Y − t| down exactly."""
+    """k = 2 (n = 5), one head, m = d_head = 1: every value is v0 and the scores differ (1, 2 or 3),
+    so Y = v0 exactly while every weight is transcendental — arb balls can never pin |Y − t| down
+    exactly."""
     n = 5
     embed, Q, K = np.zeros((n, 3, 1)), np.zeros((1, n, 3, 1)), np.zeros((1, n, 3, 1))
     Q[0, n - 1, 2, 0] = 1.0
@@ -569,8 +597,8 @@ def test_exact_redecision_settles_a_boundary_case_by_lindemann(monkeypatch):
 
 
 def _exact_quantities(st, f: np.ndarray, i_star: int, prec: int = 400):
-    """Independent arb values (python-flint, `prec` bits) of r, s (Alice), b, log Z_B (Bob) and Y per head,
-    from exact rational scores of the rounded q, k and exact values."""
+    """Independent arb values (python-flint, `prec` bits) of r, s (Alice), b, log Z_B (Bob) and Y
+    per head, from exact rational scores of the rounded q, k and exact values."""
     table, p, k = st.table, st.p, st.k
     n = 2 * k + 1
     sigma = index_input(f, i_star)
@@ -605,18 +633,21 @@ def _exact_quantities(st, f: np.ndarray, i_star: int, prec: int = 400):
 
 
 def _not_above(exact_ball, computed: float, bound: float) -> bool:
-    """|computed − exact| ≤ bound is not refuted (the arb ball's radius is far below any bound here)."""
+    """|computed − exact| ≤ bound is not refuted (the arb ball's radius is far below any bound
+    here)."""
     return not bool(abs(flint.arb(computed) - exact_ball) > flint.arb(bound))
 
 
 @pytest.mark.parametrize("case", range(24))
 def test_float_error_bounds_hold_exactly(case):
-    """Every float64 quantity of the protocol lies within its proven bound of the exact value: Alice's r̃, s̃,
-    Bob's b̃, log Z̃_B, check_protocol's Y (δ_Y) and Bob's Ỹ (T_Bob = E + Φ)."""
+    """Every float64 quantity of the protocol lies within its proven bound of the exact value:
+    Alice's r̃, s̃, Bob's b̃, log Z̃_B, check_protocol's Y (δ_Y) and Bob's Ỹ (T_Bob = E + Φ)."""
     rng = np.random.default_rng(100 + case)
     k, p = int(rng.integers(1, 7)), int(rng.integers(2, 30))
     scale = float(rng.choice([0.5, 1.0, 4.0, 2.0 ** (p // 4)]))
-    model = random_table(rng, 2 * k + 1, 3, int(rng.integers(1, 3)), int(rng.integers(1, 4)), scale=scale)
+    model = random_table(
+        rng, 2 * k + 1, 3, int(rng.integers(1, 3)), int(rng.integers(1, 4)), scale=scale
+    )
     st = lb_setup.index_setup(model, k, p)
     fe = lb_exact.float_errors(st)
     F, stars = rng.integers(0, 2, size=(6, k)), rng.integers(1, k + 1, size=6)
@@ -628,7 +659,9 @@ def test_float_error_bounds_hold_exactly(case):
     delta_y, _ = lb_exact.mix_error(st, fe, r, s, stars, lam, b, y, fe.r, fe.s)
     assert np.all(np.isfinite(e))
     for row in range(len(F)):
-        for h, (r_x, s_x, b_x, lzb_x, y_x) in enumerate(_exact_quantities(st, F[row], int(stars[row]))):
+        for h, (r_x, s_x, b_x, lzb_x, y_x) in enumerate(
+            _exact_quantities(st, F[row], int(stars[row]))
+        ):
             assert _not_above(s_x, s[row, h], fe.s[h])
             assert _not_above(lzb_x, st.log_zb[stars[row] - 1, h], fe.log_zb[h])
             for c in range(st.d_model):
@@ -639,9 +672,12 @@ def test_float_error_bounds_hold_exactly(case):
 
 
 def test_libm_and_expit_within_the_assumed_error():
-    """The float model's assumptions: exp and log within 8u relative (4 ulp), scipy's expit within 16u."""
+    """The float model's assumptions: exp and log within 8u relative (4 ulp), scipy's expit within
+    16u."""
     rng = np.random.default_rng(0)
-    xs = np.concatenate([rng.uniform(-800, 800, 3000), rng.normal(0, 5, 3000), [0.0, 709.7, -709.7, -745.0]])
+    xs = np.concatenate(
+        [rng.uniform(-800, 800, 3000), rng.normal(0, 5, 3000), [0.0, 709.7, -709.7, -745.0]]
+    )
     lam = expit(xs)
     ex = np.exp(np.clip(xs, -745.0, 0.0))
     zs = rng.uniform(1.0, 64.0, 3000)
@@ -653,9 +689,13 @@ def test_libm_and_expit_within_the_assumed_error():
             true = 1 / (1 + flint.arb(-float(x)).exp())
             assert abs(flint.arb(float(got)) - true) <= 16 * 2.0**-53 * true + flint.arb(2.0**-1020)
             true_e = flint.arb(float(min(max(x, -745.0), 0.0))).exp()
-            assert abs(flint.arb(float(e)) - true_e) <= 8 * 2.0**-53 * true_e + flint.arb(2.0**-1072)
+            assert abs(flint.arb(float(e)) - true_e) <= 8 * 2.0**-53 * true_e + flint.arb(
+                2.0**-1072
+            )
         for z, got in zip(zs, logs):
             true = flint.arb(float(z)).log()
-            assert abs(flint.arb(float(got)) - true) <= 8 * 2.0**-53 * abs(true) + flint.arb(2.0**-1074)
+            assert abs(flint.arb(float(got)) - true) <= 8 * 2.0**-53 * abs(true) + flint.arb(
+                2.0**-1074
+            )
     finally:
         flint.ctx.prec = old

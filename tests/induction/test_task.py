@@ -333,7 +333,9 @@ def test_metrics_hand_example():
         "accuracy_bottom": 2 / 3,
         "first_error": (0, 2),
     }
-    assert list(m.to_json())[0] == "positions" and list(m.to_json())[-1] == "first_error"  # the JSON's order
+    assert (
+        list(m.to_json())[0] == "positions" and list(m.to_json())[-1] == "first_error"
+    )  # the JSON's order
     assert all(isinstance(v, int) for v in (m.positions, m.errors, m.errors_token))
 
 

@@ -1,10 +1,10 @@
 """Runner functions for the sweep tests (config dict -> metrics dict), registered on import as
-"tests.learn.sweep_runners:<name>" (headcount.learn.sweep.register_runner: a sweep file can only name a
-registered runner); worker processes receive them by reference and import this module when the repository
-root is on the path.
+"tests.learn.sweep_runners:<name>" (headcount.learn.sweep.register_runner: a sweep file can only
+name a registered runner); worker processes receive them by reference and import this module when
+the repository root is on the path.
 
-They do small real work — the induction reference solver on a seeded input — so metrics depend on the
-config and the seed, and optionally sleep, log each execution, fail, or kill their worker."""
+They do small real work — the induction reference solver on a seeded input — so metrics depend on
+the config and the seed, and optionally sleep, log each execution, fail, or kill their worker."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def _log_execution(config: dict) -> None:
 
 
 def solve(config: dict) -> dict:
-    """Induction targets of a seeded random sequence of length n over an alphabet of x + 2 tokens."""
+    """Induction targets of a seeded random sequence of length n over an alphabet of x + 2
+    tokens."""
     from headcount.induction.task import induction_targets
 
     _log_execution(config)
@@ -87,8 +88,8 @@ def threads(config: dict) -> dict:
 
 
 def sweep_when_ready(spec: dict, db: str, workers: int, barrier, results) -> None:
-    """Target of a spawned process in the concurrency tests: wait for the others, run the sweep, report
-    its counts (or the error) on the `results` queue."""
+    """Target of a spawned process in the concurrency tests: wait for the others, run the sweep,
+    report its counts (or the error) on the `results` queue."""
     from headcount.learn.sweep import run_sweep
 
     barrier.wait(timeout=60)

@@ -1,5 +1,6 @@
-"""The four experiments: specs, a real (tiny) run through sweep → database → summary (learn), constructions
-and figure (report.learning.claims.run_experiment_with_figure, what `headcount experiment` calls), and the CLI."""
+"""The four experiments: specs, a real (tiny) run through sweep → database → summary (learn),
+constructions and figure (report.learning.claims.run_experiment_with_figure, what `headcount
+experiment` calls), and the CLI."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from headcount.cli import main
 from headcount.common.errors import InputError
 from headcount.common.jsonable import jsonable
 from headcount.learn import experiments
-from headcount.learn.experiments import EXPERIMENTS, experiment_spec, run_experiment, summarize_experiment
+from headcount.learn.experiments import (
+    EXPERIMENTS,
+    experiment_spec,
+    run_experiment,
+    summarize_experiment,
+)
 from headcount.learn.store import ResultsStore
 from headcount.learn.summaries import XorPhaseCell
 from headcount.learn.sweep import load_spec
@@ -39,7 +45,8 @@ def test_unknown_experiment_and_scale():
 
 @pytest.fixture
 def tiny(monkeypatch):
-    """Shrink the quick scales so a whole experiment runs in seconds (same code path, fewer/shorter runs)."""
+    """Shrink the quick scales so a whole experiment runs in seconds (same code path, fewer/shorter
+    runs)."""
     sizes = {
         "xor-phase": {
             "fixed": {"function": "xor", "n": 3, "steps": 300},
@@ -54,7 +61,9 @@ def tiny(monkeypatch):
     }
     patched = dict(EXPERIMENTS)
     for name, quick in sizes.items():
-        patched[name] = replace(EXPERIMENTS[name], scales={**EXPERIMENTS[name].scales, "quick": quick})
+        patched[name] = replace(
+            EXPERIMENTS[name], scales={**EXPERIMENTS[name].scales, "quick": quick}
+        )
     monkeypatch.setattr(experiments, "EXPERIMENTS", patched)
 
 
@@ -68,20 +77,27 @@ def test_xor_phase_tiny_end_to_end(tiny, tmp_path):
     assert s.below_cells == 2 and s.below_solved == 0
     assert s.above_cells == 2 and s.above_constructions_certified == 2
     cells = {(c.degree, c.heads): c for c in s.cells}
-    assert cells[(1, 1)].construction_certified is None and cells[(3, 1)].construction_certified is True
-    # the learn summary is read from the database alone (no certificates): the same numbers come back from
-    # a fresh read, and the report only added the constructions
+    assert (
+        cells[(1, 1)].construction_certified is None
+        and cells[(3, 1)].construction_certified is True
+    )
+    # the learn summary is read from the database alone (no certificates): the same numbers come
+    # back from a fresh read, and the report only added the constructions
     plain = summarize_experiment("xor-phase", "quick", db)
     assert plain.above_constructions_certified is None
     assert all(type(c) is XorPhaseCell for c in plain.cells)
     assert replace(s, cells=plain.cells, above_constructions_certified=None) == plain
-    assert [c.with_construction(b.construction_certified) for c, b in zip(plain.cells, s.cells)] == s.cells
+    assert [
+        c.with_construction(b.construction_certified) for c, b in zip(plain.cells, s.cells)
+    ] == s.cells
     # the JSON: the plain summary leaves the constructions out; the report's adds them last
     plain_json, json_ = plain.to_json(), s.to_json()
     assert "above_constructions_certified" not in plain_json
     assert all("construction_certified" not in c for c in plain_json["cells"])
     assert list(json_) == [*plain_json, "above_constructions_certified"]
-    assert [list(c) for c in json_["cells"]] == [[*c, "construction_certified"] for c in plain_json["cells"]]
+    assert [list(c) for c in json_["cells"]] == [
+        [*c, "construction_certified"] for c in plain_json["cells"]
+    ]
     with ResultsStore(db) as store:
         assert store.count("done") == 4
     assert (tmp_path / "xor-phase-quick.png").stat().st_size > 1000 and (
@@ -107,7 +123,8 @@ def test_minmax_heads_tiny_verifier_agrees(tiny, tmp_path):
 
 
 def run_cli(capsys, *args):
-    """(exit code, stdout, stderr) of `headcount ARGS` run in-process (0 when main returns normally)."""
+    """(exit code, stdout, stderr) of `headcount ARGS` run in-process (0 when main returns
+    normally)."""
     try:
         main(list(args))
         code = 0
@@ -146,11 +163,20 @@ def test_cli_sweep_run_and_table(capsys, tmp_path):
         '[fixed]\nfunction = "xor"\nn = 2\nsteps = 50\n[grid]\nheads = [1, 2]\n'
     )
     db = tmp_path / "r.sqlite"
-    code, out, _ = run_cli(capsys, "sweep", "run", str(spec), "--db", str(db), "--workers", "1", "--json")
+    code, out, _ = run_cli(
+        capsys, "sweep", "run", str(spec), "--db", str(db), "--workers", "1", "--json"
+    )
     assert code == 0
     r = json.loads(out)
-    assert (r["runs_total"], r["runs_done_before"], r["runs_done_now"], r["runs_failed"]) == (2, 0, 2, 0)
-    code, out, _ = run_cli(capsys, "sweep", "run", str(spec), "--db", str(db), "--workers", "1", "--json")
+    assert (r["runs_total"], r["runs_done_before"], r["runs_done_now"], r["runs_failed"]) == (
+        2,
+        0,
+        2,
+        0,
+    )
+    code, out, _ = run_cli(
+        capsys, "sweep", "run", str(spec), "--db", str(db), "--workers", "1", "--json"
+    )
     assert json.loads(out)["runs_done_now"] == 0
     code, out, _ = run_cli(capsys, "sweep", "table", "--db", str(db), "--experiment", "t", "--json")
     table = json.loads(out)
@@ -185,7 +211,9 @@ def test_cli_sweep_from_flags(capsys, tmp_path):
     code, out, _ = run_cli(capsys, *args)
     assert code == 0 and json.loads(out)["runs_done_now"] == 4
     with ResultsStore(db) as store:
-        configs = sorted((r["config"]["heads"], r["config"]["seed"]) for r in store.rows(experiment="flags"))
+        configs = sorted(
+            (r["config"]["heads"], r["config"]["seed"]) for r in store.rows(experiment="flags")
+        )
     assert configs == [(1, 0), (1, 1), (2, 0), (2, 1)]
 
 
@@ -195,14 +223,31 @@ def test_cli_sweep_from_flags(capsys, tmp_path):
         (["sweep", "run", "--db", "x.sqlite", "--grid", "heads=1"], "--task"),
         (["sweep", "run", "--db", "x.sqlite", "--task", "boolean", "--grid", "heads"], "KEY=VALUE"),
         (
-            ["sweep", "run", "--db", "x.sqlite", "--task", "boolean", "--grid", "heads=1", "--seeds", "a"],
+            [
+                "sweep",
+                "run",
+                "--db",
+                "x.sqlite",
+                "--task",
+                "boolean",
+                "--grid",
+                "heads=1",
+                "--seeds",
+                "a",
+            ],
             "--seeds",
         ),
         (["experiment", "nope"], "unknown experiment"),
         (["experiment", "xor-phase", "--scale", "huge"], "scale 'huge' is not available"),
         (["experiment", "xor-phase", "--backend", "dask"], "backend 'dask' is not available"),
-        (["sweep", "run", "--db", "x.sqlite", "--task", "boolean", "--workers", "0"], "workers must be ≥ 1"),
-        (["sweep", "table", "--db", "x.sqlite", "--experiment", "x", "--format", "html"], "format 'html'"),
+        (
+            ["sweep", "run", "--db", "x.sqlite", "--task", "boolean", "--workers", "0"],
+            "workers must be ≥ 1",
+        ),
+        (
+            ["sweep", "table", "--db", "x.sqlite", "--experiment", "x", "--format", "html"],
+            "format 'html'",
+        ),
         (["sweep", "run", "/nonexistent.toml", "--db", "x.sqlite"], "does not exist"),
         (["sweep", "table", "--db", "/nonexistent.sqlite", "--experiment", "x"], "does not exist"),
         (["train", "boolean", "--n", "0"], "n must be"),

@@ -1,6 +1,6 @@
-"""The learning lab's GPT-2 block (pre-LayerNorm, GELU MLPs) exports to the formal model and back: float64
-logits agree to 1e-12 both ways, what a SequenceModel cannot hold is refused on import, and a trained
-LayerNorm + GELU model goes through certify_induction."""
+"""The learning lab's GPT-2 block (pre-LayerNorm, GELU MLPs) exports to the formal model and back:
+float64 logits agree to 1e-12 both ways, what a SequenceModel cannot hold is refused on import, and
+a trained LayerNorm + GELU model goes through certify_induction."""
 
 from __future__ import annotations
 
@@ -14,7 +14,14 @@ import torch
 from headcount.common.errors import InputError
 from headcount.core.certify.evaluate import certified_predict, emulate
 from headcount.core.model.files import load_model, save_model
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
+from headcount.core.model.transformer import (
+    MLP,
+    AttentionHead,
+    Layer,
+    LayerNorm,
+    LinearDecoder,
+    Transformer,
+)
 from headcount.core.numbers.precision import FLOAT64, IEEE_DTYPES, Precision, fixed
 from headcount.core.passes.forward import residual_stream
 from headcount.induction import task
@@ -32,7 +39,8 @@ TOL = 1e-12
 
 
 def core_logits(core: Transformer, tokens: np.ndarray) -> np.ndarray:
-    """The formal model's float64 logits [batch pos classes]: residual stream (after ln_final), decoder."""
+    """The formal model's float64 logits [batch pos classes]: residual stream (after ln_final),
+    decoder."""
     return residual_stream(core, tokens) @ core.decoder.W_U + core.decoder.b_U
 
 
@@ -47,8 +55,8 @@ def assert_logits_equal(a: np.ndarray, b: np.ndarray) -> None:
 
 
 def randomised(cfg: SequenceConfig, seed: int) -> SequenceModel:
-    """A float64 SequenceModel with every parameter random, LayerNorm weights and biases included (their
-    initial 1 and 0 would hide a swapped weight and bias)."""
+    """A float64 SequenceModel with every parameter random, LayerNorm weights and biases included
+    (their initial 1 and 0 would hide a swapped weight and bias)."""
     torch.manual_seed(seed)
     model = SequenceModel(cfg).double()
     with torch.no_grad():
@@ -90,7 +98,8 @@ def test_export_agrees_to_1e12_and_imports_back(kw):
         assert {layer.mlp.activation for layer in core.layers} == {kw["activation"]}
     tokens = np.random.default_rng(0).integers(0, S + 2, size=(64, n))
     assert_logits_equal(torch_logits(model, tokens), core_logits(core, tokens))
-    # and back: the formal model loads into an equal SequenceModel, which exports to the same weights
+    # and back: the formal model loads into an equal SequenceModel, which exports to the same
+    # weights
     again = sequence_model_from_transformer(core)
     assert again.cfg.layernorm == kw["layernorm"] and again.cfg.activation == model.cfg.activation
     assert_logits_equal(torch_logits(again, tokens), core_logits(core, tokens))
@@ -100,15 +109,19 @@ def test_export_agrees_to_1e12_and_imports_back(kw):
             pa, pb = getattr(a, name), getattr(b, name)
             assert (pa is None) == (pb is None)
             if pa is not None:
-                assert np.array_equal(pa.w, pb.w) and np.array_equal(pa.b, pb.b) and pa.eps == pb.eps
+                assert (
+                    np.array_equal(pa.w, pb.w) and np.array_equal(pa.b, pb.b) and pa.eps == pb.eps
+                )
         assert (a.mlp is None) == (b.mlp is None)
         if a.mlp is not None:
             assert np.array_equal(a.mlp.W_in, b.mlp.W_in) and a.mlp.activation == b.mlp.activation
 
 
-def gpt2_core(rng: np.random.Generator, n: int = 6, S: int = 3, d: int = 5, eps: float = 1e-5, **layer):
-    """A random core model with GPT-2's LayerNorms and a GELU MLP in the second layer; `layer` overrides
-    fields of the first layer (biases, attn_scale)."""
+def gpt2_core(
+    rng: np.random.Generator, n: int = 6, S: int = 3, d: int = 5, eps: float = 1e-5, **layer
+):
+    """A random core model with GPT-2's LayerNorms and a GELU MLP in the second layer; `layer`
+    overrides fields of the first layer (biases, attn_scale)."""
     g = rng.standard_normal
 
     def ln() -> LayerNorm:
@@ -135,7 +148,11 @@ def test_core_gpt2_model_loads_and_agrees(eps):
     tokens = task.all_sequences(6, 3)
     assert_logits_equal(torch_logits(model, tokens), core_logits(core, tokens))
     back = sequence_model_to_transformer(model)  # the attention scale is folded into W_Q
-    assert back.layers[0].attn_scale == 1.0 and back.layers[0].mlp is None and back.layers[1].ln2 is not None
+    assert (
+        back.layers[0].attn_scale == 1.0
+        and back.layers[0].mlp is None
+        and back.layers[1].ln2 is not None
+    )
     np.testing.assert_array_equal(back.layers[0].heads[0].W_Q, 0.375 * core.layers[0].heads[0].W_Q)
     assert_logits_equal(core_logits(back, tokens), core_logits(core, tokens))
 
@@ -158,7 +175,11 @@ def test_import_refusals():
             sequence_model_from_transformer(bad)
     relu = dataclasses.replace(core.layers[1].mlp, activation="relu")
     mixed = dataclasses.replace(
-        core, layers=(dataclasses.replace(core.layers[0], mlp=relu, ln2=core.layers[1].ln2), core.layers[1])
+        core,
+        layers=(
+            dataclasses.replace(core.layers[0], mlp=relu, ln2=core.layers[1].ln2),
+            core.layers[1],
+        ),
     )
     with pytest.raises(InputError, match=r"different activations \['gelu_tanh', 'relu'\]"):
         sequence_model_from_transformer(mixed)
@@ -172,7 +193,9 @@ def test_stored_config_keeps_old_keys():
         k: v for k, v in dataclasses.asdict(cfg).items() if k != "activation"
     }
     assert (
-        SequenceConfig(vocab=3, alphabet=3, n_ctx=4, mlp=True, activation="gelu").stored()["activation"]
+        SequenceConfig(vocab=3, alphabet=3, n_ctx=4, mlp=True, activation="gelu").stored()[
+            "activation"
+        ]
         == "gelu"
     )
     with pytest.raises(InputError, match="unknown activation 'tanh'"):
@@ -180,16 +203,18 @@ def test_stored_config_keeps_old_keys():
 
 
 def proves_anything(core: Transformer, tokens: np.ndarray) -> bool:
-    """Whether the rigorous bounds prove any output of this model at a generous precision (False while
-    core/passes/bounds.py has no LayerNorm / GELU bounds: extended models then certify nothing)."""
+    """Whether the rigorous bounds prove any output of this model at a generous precision (False
+    while core/passes/bounds.py has no LayerNorm / GELU bounds: extended models then certify
+    nothing)."""
     return bool(certified_predict(core, tokens, fixed(40))[1].any())
 
 
 def test_trained_layernorm_gelu_model_certifies(tmp_path):
-    """A tiny GPT-2-style model (LayerNorm + GELU MLP) trained on induction heads exports and certifies:
-    the certificate's float64 errors and dtypes are exactly what core.certify.evaluate.emulate says on its inputs,
-    and once the bounds cover LayerNorm and GELU (core/passes/bounds.py) the model, right on every sample, is
-    certified at a reported precision_bits, the proof checked again here."""
+    """A tiny GPT-2-style model (LayerNorm + GELU MLP) trained on induction heads exports and
+    certifies: the certificate's float64 errors and dtypes are exactly what
+    core.certify.evaluate.emulate says on its inputs, and once the bounds cover LayerNorm and GELU
+    (core/passes/bounds.py) the model, right on every sample, is certified at a reported
+    precision_bits, the proof checked again here."""
     n, S, samples = 8, 3, 64
     path = tmp_path / "gpt2.safetensors"
     run = train_induction(
@@ -199,7 +224,9 @@ def test_trained_layernorm_gelu_model_certifies(tmp_path):
     core = load_model(path)
     assert core.extensions == ["gelu", "layernorm"]
     save_model(core, tmp_path / "again.safetensors")  # the file round-trips LayerNorm and GELU
-    assert np.array_equal(load_model(tmp_path / "again.safetensors").layers[1].ln2.w, core.layers[1].ln2.w)
+    assert np.array_equal(
+        load_model(tmp_path / "again.safetensors").layers[1].ln2.w, core.layers[1].ln2.w
+    )
 
     cert = certify_induction(core, n, S, samples=samples, seed=1, exhaustive=False, from_file=True)
     out = cert.to_json()
@@ -207,13 +234,16 @@ def test_trained_layernorm_gelu_model_certifies(tmp_path):
     stream, exhaustive = induction_inputs(n, S, samples, seed=1, exhaustive=False)
     chunks = list(stream())
     assert not exhaustive and out["inputs_checked"] == sum(len(t) for _, t in chunks)
-    errors = sum(int((emulate(core, t, FLOAT64) != task.induction_targets(t)).sum()) for _, t in chunks)
+    errors = sum(
+        int((emulate(core, t, FLOAT64) != task.induction_targets(t)).sum()) for _, t in chunks
+    )
     assert out["errors"] == errors and out["positions_checked"] == out["inputs_checked"] * n
     dtypes = [
         name
         for name in IEEE_DTYPES
         if all(
-            np.array_equal(emulate(core, t, Precision(name)), task.induction_targets(t)) for _, t in chunks
+            np.array_equal(emulate(core, t, Precision(name)), task.induction_targets(t))
+            for _, t in chunks
         )
     ]
     assert out["dtypes_exact"] == dtypes and isinstance(out["dtypes_exact"], list)
@@ -239,9 +269,15 @@ def test_cli_activation(capsys, tmp_path):
     path = tmp_path / "m.safetensors"
     args = ["train", "induction", "--layers", "1", "--dim", "8", "--n", "5", "--alphabet", "3"]
     args += ["--steps", "2"]
-    code, out, _ = run(capsys, *args, "--mlp", "--activation", "gelu_tanh", "--out", str(path), "--json")
+    code, out, _ = run(
+        capsys, *args, "--mlp", "--activation", "gelu_tanh", "--out", str(path), "--json"
+    )
     assert code == 0 and json.loads(out)["mlp"]
     model = load_model(path)
     assert model.layers[0].mlp.activation == "gelu_tanh" and model.extensions == ["gelu"]
-    refused(capsys, *args, "--activation", "swish", needles=("unknown activation 'swish'", "gelu_tanh"))
-    refused(capsys, *args, "--activation", "gelu", needles=("activation 'gelu' is the MLP's", "--mlp"))
+    refused(
+        capsys, *args, "--activation", "swish", needles=("unknown activation 'swish'", "gelu_tanh")
+    )
+    refused(
+        capsys, *args, "--activation", "gelu", needles=("activation 'gelu' is the MLP's", "--mlp")
+    )

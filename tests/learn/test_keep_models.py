@@ -1,5 +1,6 @@
-"""Sweeps that keep their models (learn/sweep/runners.keeping_models, run_sweep(model_dir=…)) and the
-induction-depth experiment, which keeps them beside its database: one file per run id, the rows unchanged."""
+"""Sweeps that keep their models (learn/sweep/runners.keeping_models, run_sweep(model_dir=…)) and
+the induction-depth experiment, which keeps them beside its database: one file per run id, the rows
+unchanged."""
 
 from __future__ import annotations
 
@@ -38,7 +39,9 @@ def spec(seeds=(0, 1)) -> dict:
 
 def test_the_runner_writes_each_model_under_its_run_id(tmp_path):
     seen = []
-    runner = keeping_models(Runner(DEFAULT_RUNNER, lambda config: seen.append(config) or {}), tmp_path / "m")
+    runner = keeping_models(
+        Runner(DEFAULT_RUNNER, lambda config: seen.append(config) or {}), tmp_path / "m"
+    )
     config = {**TINY, "seed": 3}
     runner.fn(dict(config))
     assert seen == [{**config, "out": str(tmp_path / "m" / f"{run_id_for(config)}.safetensors")}]
@@ -46,20 +49,28 @@ def test_the_runner_writes_each_model_under_its_run_id(tmp_path):
     khop = keeping_models(Runner(KHOP_RUNNER, lambda config: seen.append(config) or {}), tmp_path)
     assert khop.name == KHOP_RUNNER  # the k-hop certified runner keeps its models too
     khop.fn({"task": "khop", "seed": 0})
-    assert seen[-1]["out"] == str(tmp_path / f"{run_id_for({'task': 'khop', 'seed': 0})}.safetensors")
+    assert seen[-1]["out"] == str(
+        tmp_path / f"{run_id_for({'task': 'khop', 'seed': 0})}.safetensors"
+    )
     with pytest.raises(SweepError, match="can keep their models, not 'tests.other:runner'"):
         keeping_models(Runner("tests.other:runner", lambda config: {}), tmp_path)
 
 
 def test_induction_depth_keeps_its_models_beside_the_database(tmp_path, monkeypatch):
-    """The experiment's sweep (one worker process) writes models/<run id>.safetensors beside the database;
-    the rows are a plain run's (config without `out`, the same metrics as training in this process)."""
+    """The experiment's sweep (one worker process) writes models/<run id>.safetensors beside the
+    database; the rows are a plain run's (config without `out`, the same metrics as training in this
+    process)."""
     from headcount.learn.train import run_config
 
-    tiny = {"fixed": {"heads": 1, "dim": 4, "alphabet": 2, "steps": 3}, "grid": {"n": [4], "layers": [1, 2]}}
+    tiny = {
+        "fixed": {"heads": 1, "dim": 4, "alphabet": 2, "steps": 3},
+        "grid": {"n": [4], "layers": [1, 2]},
+    }
     patched = dict(EXPERIMENTS)
     depth = EXPERIMENTS["induction-depth"]
-    patched["induction-depth"] = replace(depth, scales={**depth.scales, "quick": {**tiny, "seeds": [0]}})
+    patched["induction-depth"] = replace(
+        depth, scales={**depth.scales, "quick": {**tiny, "seeds": [0]}}
+    )
     monkeypatch.setattr(experiments, "EXPERIMENTS", patched)
     db = tmp_path / "report" / "results.sqlite"
     ensure_experiment("induction-depth", "quick", db, workers=1)
@@ -72,7 +83,9 @@ def test_induction_depth_keeps_its_models_beside_the_database(tmp_path, monkeypa
         plain = run_config(dict(row["config"])).to_json()
         assert plain["model_path"] is None and plain["accuracy"] == row["metrics"]["accuracy"]
         model = load_model(path)
-        assert model.heads_per_layer == [1] * row["config"]["layers"] and np.isfinite(model.W_E).all()
+        assert (
+            model.heads_per_layer == [1] * row["config"]["layers"] and np.isfinite(model.W_E).all()
+        )
     assert not EXPERIMENTS["xor-phase"].keeps_models and EXPERIMENTS["induction-depth"].keeps_models
     with pytest.raises(SweepError, match="model folder"):  # refused before any run trains
         run_sweep(spec(), tmp_path / "other.sqlite", workers=1, model_dir=db)

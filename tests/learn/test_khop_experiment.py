@@ -1,6 +1,6 @@
 """The k-hop experiments' certified runs: the runner (train, export, certify every hop count), the
-certificates checked against an independent evaluation, the GPT-2-style experiment end to end (sweep →
-database → summary with precision → figure), and the report's comparison figure."""
+certificates checked against an independent evaluation, the GPT-2-style experiment end to end (sweep
+→ database → summary with precision → figure), and the report's comparison figure."""
 
 from __future__ import annotations
 
@@ -38,17 +38,32 @@ def test_specs_name_the_certifying_runner():
         for scale in ("quick", "full"):
             spec = experiment_spec(name, scale)
             assert spec["sweep"]["runner"] == KHOP_RUNNER and load_spec(spec).runner == KHOP_RUNNER
-    assert "runner" not in experiment_spec("xor-phase")["sweep"]  # the others: the default runner, unnamed
+    assert (
+        "runner" not in experiment_spec("xor-phase")["sweep"]
+    )  # the others: the default runner, unnamed
     assert EXPERIMENTS["xor-phase"].runner == DEFAULT_RUNNER
     quick = experiment_spec("khop-gpt2")
-    assert quick["grid"] == {"layers": [2, 3, 4, 5]} and quick["fixed"] | GPT2_BLOCK == quick["fixed"]
-    # apart from the GPT-2 block and the steps, the same task and sizes as the attention-only experiment
+    assert (
+        quick["grid"] == {"layers": [2, 3, 4, 5]} and quick["fixed"] | GPT2_BLOCK == quick["fixed"]
+    )
+    # apart from the GPT-2 block and the steps, the same task and sizes as the attention-only
+    # experiment
     khop = experiment_spec("khop")["fixed"]
     assert {k: v for k, v in quick["fixed"].items() if k not in (*GPT2_BLOCK, "steps")} == khop
 
 
-# small enough to be learnt in 200 steps (~1 s): some hop counts error-free, so certificates are computed
-LEARNT = {"n": 4, "alphabet": 3, "heads": 1, "dim": 16, "steps": 200, "batch": 32, "lr": 1e-2, "layers": 2}
+# small enough to be learnt in 200 steps (~1 s): some hop counts error-free, so certificates are
+# computed
+LEARNT = {
+    "n": 4,
+    "alphabet": 3,
+    "heads": 1,
+    "dim": 16,
+    "steps": 200,
+    "batch": 32,
+    "lr": 1e-2,
+    "layers": 2,
+}
 
 
 @pytest.mark.parametrize("block, hops", [({}, 2), (GPT2_BLOCK, 1)])
@@ -59,7 +74,9 @@ def test_certificates_agree_with_an_independent_evaluation(block, hops, tmp_path
     n, S = LEARNT["n"], LEARNT["alphabet"]
     certs = khop_certificates(model, n, S, hops, samples=16)
     assert list(certs) == [str(k) for k in range(1, hops + 1)]
-    assert any(c["errors"] == 0 for c in certs.values()), certs  # the certificate itself is exercised
+    assert any(c["errors"] == 0 for c in certs.values()), (
+        certs
+    )  # the certificate itself is exercised
     sigma = task.no_adjacent_repeats(np.random.default_rng([KHOP_CERTIFY_SEED, n, S]), 16, n, S)
     for k, c in certs.items():
         k = int(k)
@@ -80,12 +97,16 @@ def test_certificates_agree_with_an_independent_evaluation(block, hops, tmp_path
             }
             continue
         exact = [
-            d for d in IEEE_DTYPES if np.array_equal(emulate(bound, tokens, Precision(d))[:, 1:], target)
+            d
+            for d in IEEE_DTYPES
+            if np.array_equal(emulate(bound, tokens, Precision(d))[:, 1:], target)
         ]
         assert c["dtypes_exact"] == exact
         p = c["precision_bits"]
         assert c["certified"] == (p is not None and c["uncertified_positions"] == 0)
-        if p is not None:  # no position is proven wrong at p; certified: every σ position proven right
+        if (
+            p is not None
+        ):  # no position is proven wrong at p; certified: every σ position proven right
             got, proven = certified_predict(bound, tokens, fixed(p))
             assert not (proven[:, 1:] & (got[:, 1:] != target)).any()
             if c["certified"]:
@@ -111,7 +132,8 @@ def test_runner_adds_certificates_and_keeps_no_file_without_out(monkeypatch):
 
 @pytest.fixture
 def tiny_gpt2(monkeypatch):
-    """khop-gpt2 at a size that runs in seconds (same code path: sweep, runner, database, summary)."""
+    """khop-gpt2 at a size that runs in seconds (same code path: sweep, runner, database,
+    summary)."""
     quick = {"fixed": {**TINY, **GPT2_BLOCK}, "grid": {"layers": [1, 2]}, "seeds": [0]}
     patched = dict(EXPERIMENTS)
     patched["khop-gpt2"] = replace(EXPERIMENTS["khop-gpt2"], scales={"quick": quick, "full": quick})
@@ -135,4 +157,7 @@ def test_khop_gpt2_tiny_end_to_end(tiny_gpt2, tmp_path):
             assert c["positions"] == KHOP_CERTIFY_SAMPLES * TINY["n"]
     assert s.certified_cells == sum(p is not None for row in s.precision_bits for p in row)
     assert (tmp_path / "khop-gpt2-quick.png").stat().st_size > 1000
-    assert "GPT-2-style" in report.figure.caption and "p = the smallest fixed:p" in report.figure.caption
+    assert (
+        "GPT-2-style" in report.figure.caption
+        and "p = the smallest fixed:p" in report.figure.caption
+    )

@@ -1,6 +1,6 @@
-"""The k-hop experiment keeps its trained models (issue 16, point 5): the certified runner writes the model to
-the `out` that runners.keeping_models adds and keeps it, and the experiment's sweep leaves models/<run id>.
-safetensors beside the database, the run ids and configs unchanged."""
+"""The k-hop experiment keeps its trained models (issue 16, point 5): the certified runner writes
+the model to the `out` that runners.keeping_models adds and keeps it, and the experiment's sweep
+leaves models/<run id>. safetensors beside the database, the run ids and configs unchanged."""
 
 from __future__ import annotations
 
@@ -34,7 +34,10 @@ def test_the_certified_runner_keeps_the_file_it_is_given(tmp_path):
     plain = run_khop_certified(config)  # the same run without `out`: deterministic, nothing kept
     assert plain["model_path"] is None
     assert plain["certificates_by_hop"] == kept["certificates_by_hop"]
-    assert plain["accuracy_by_hop"] == kept["accuracy_by_hop"] and plain["final_loss"] == kept["final_loss"]
+    assert (
+        plain["accuracy_by_hop"] == kept["accuracy_by_hop"]
+        and plain["final_loss"] == kept["final_loss"]
+    )
     none = run_khop_certified({**config, "out": None})  # None is "no file", as the trainer reads it
     assert none["model_path"] is None and none["accuracy_by_hop"] == kept["accuracy_by_hop"]
 
@@ -60,4 +63,6 @@ def test_the_khop_experiment_keeps_its_models_beside_the_database(tmp_path, monk
         assert row["metrics"]["model_path"] == str(path)
         assert list(row["metrics"]["certificates_by_hop"]) == ["1", "2"]
         model = load_model(path)
-        assert model.heads_per_layer == [1] * row["config"]["layers"] and np.isfinite(model.W_E).all()
+        assert (
+            model.heads_per_layer == [1] * row["config"]["layers"] and np.isfinite(model.W_E).all()
+        )

@@ -1,5 +1,5 @@
-"""PyTorch models load the theory's models exactly and export to them: same predictions, round trips,
-files, and the exported models go through the certificates, verifiers and INDEX tools."""
+"""PyTorch models load the theory's models exactly and export to them: same predictions, round
+trips, files, and the exported models go through the certificates, verifiers and INDEX tools."""
 
 from __future__ import annotations
 
@@ -61,7 +61,9 @@ def inputs(n: int, S: int, seed: int = 0, per_family: int = 32) -> np.ndarray:
     """Random plus every generator's inputs (the index family where it applies)."""
     rng = np.random.default_rng(seed)
     parts = [
-        gen(rng, per_family, n, S) for name, gen in task.GENERATORS.items() if not (name == "index" and S < 3)
+        gen(rng, per_family, n, S)
+        for name, gen in task.GENERATORS.items()
+        if not (name == "index" and S < 3)
     ]
     return np.concatenate(parts)
 
@@ -78,11 +80,15 @@ def test_two_layer_construction_loads_exactly(n, S):
     tokens = inputs(n, S)
     expected = predict(core, tokens)
     assert np.array_equal(torch_predict(model, tokens), expected)
-    assert np.array_equal(expected, task.induction_targets(tokens))  # the construction is right, too
+    assert np.array_equal(
+        expected, task.induction_targets(tokens)
+    )  # the construction is right, too
     with torch.no_grad():
         logits = model(torch.from_numpy(tokens)).numpy()
     core_logits = residual_stream(core, tokens) @ core.decoder.W_U + core.decoder.b_U
-    np.testing.assert_allclose(logits, core_logits, rtol=1e-9, atol=1e-9 * np.abs(core_logits).max())
+    np.testing.assert_allclose(
+        logits, core_logits, rtol=1e-9, atol=1e-9 * np.abs(core_logits).max()
+    )
 
     back = sequence_model_to_transformer(model)
     assert (
@@ -106,7 +112,10 @@ def random_core(rng: np.random.Generator, n: int = 6, S: int = 3, d: int = 5) ->
     heads2 = (AttentionHead(g((d, 2)), g((d, 2)), g((d, 2)), g((2, d))),)
     mlp = MLP(g((d, 7)), g(7), g((7, d)), g(d))
     return Transformer(
-        g((S, d)), g((n, d)), (Layer(heads1), Layer(heads2, mlp)), LinearDecoder(g((d, S + 1)), g(S + 1))
+        g((S, d)),
+        g((n, d)),
+        (Layer(heads1), Layer(heads2, mlp)),
+        LinearDecoder(g((d, S + 1)), g(S + 1)),
     )
 
 
@@ -117,7 +126,11 @@ def test_mixed_widths_and_partial_mlp_round_trip():
     tokens = task.all_sequences(6, 3)
     assert np.array_equal(torch_predict(model, tokens), predict(core, tokens))
     back = sequence_model_to_transformer(model)
-    assert back.heads_per_layer == [2, 1] and back.layers[0].mlp is None and back.layers[1].mlp is not None
+    assert (
+        back.heads_per_layer == [2, 1]
+        and back.layers[0].mlp is None
+        and back.layers[1].mlp is not None
+    )
     assert np.array_equal(predict(back, tokens), predict(core, tokens))
 
 
@@ -152,7 +165,9 @@ def test_random_model_exports_saves_and_certifies(kw, tmp_path):
 def test_one_layer_export_works_with_table_form_and_refute():
     torch.manual_seed(3)
     n, S, k = 9, 3, 4
-    model = SequenceModel(SequenceConfig(vocab=S, alphabet=S, n_ctx=n, layers=1, heads=2, dim=6)).double()
+    model = SequenceModel(
+        SequenceConfig(vocab=S, alphabet=S, n_ctx=n, layers=1, heads=2, dim=6)
+    ).double()
     core = sequence_model_to_transformer(model)
     table = table_from_weights(core)
     tokens = inputs(n, S)
@@ -165,7 +180,9 @@ def test_one_layer_export_works_with_table_form_and_refute():
 
 def test_forward_shapes_patterns_and_dtypes():
     torch.manual_seed(0)
-    cfg = SequenceConfig(vocab=5, alphabet=4, n_ctx=7, layers=2, heads=3, dim=12, mlp=True, layernorm=True)
+    cfg = SequenceConfig(
+        vocab=5, alphabet=4, n_ctx=7, layers=2, heads=3, dim=12, mlp=True, layernorm=True
+    )
     model = SequenceModel(cfg)
     tokens = torch.randint(0, 5, (4, 7))
     logits, patterns = model(tokens, return_patterns=True)
@@ -177,7 +194,9 @@ def test_forward_shapes_patterns_and_dtypes():
     logits64 = model.double()(tokens)
     assert logits64.dtype == torch.float64
     torch.testing.assert_close(logits64.float(), logits, rtol=1e-4, atol=1e-4)
-    core = sequence_model_to_transformer(model)  # LayerNorm models export (tests/learn/test_gpt2_block.py)
+    core = sequence_model_to_transformer(
+        model
+    )  # LayerNorm models export (tests/learn/test_gpt2_block.py)
     assert core.extensions == ["layernorm"] and core.ln_final is not None
 
 
@@ -259,7 +278,9 @@ def test_minmax_net_float32():
     net = MinMaxNet(5, heads=2, dim=3)
     lmin, lmax = net(torch.tensor([[1, 5, 2], [3, 3, 3]]))
     assert lmin.shape == lmax.shape == (2, 5) and lmin.dtype == torch.float32
-    z = net.layer(torch.tensor([[3, 3, 3]]))  # one distinct token: every head returns its value exactly
+    z = net.layer(
+        torch.tensor([[3, 3, 3]])
+    )  # one distinct token: every head returns its value exactly
     torch.testing.assert_close(z[0], net.values[:, 2].sum(0))
 
 
@@ -275,7 +296,13 @@ def test_monomials():
 
 @pytest.mark.parametrize(
     "function,n,D,H",
-    [("xor", 6, 2, 3), ("xor", 8, 4, 2), ("majority", 7, 1, 1), ("exact:3", 8, 1, 2), ("mod:3", 8, 2, 3)],
+    [
+        ("xor", 6, 2, 3),
+        ("xor", 8, 4, 2),
+        ("majority", 7, 1, 1),
+        ("exact:3", 8, 1, 2),
+        ("mod:3", 8, 2, 3),
+    ],
 )
 def test_theorem3_construction_same_signs(function, n, D, H, tmp_path):
     F = parse_function(function, n)
@@ -331,8 +358,9 @@ def test_boolean_bad_input_and_bad_file(tmp_path):
 
 @pytest.mark.parametrize("n,S", [(8, 3), (16, 4), (32, 8)])
 def test_one_layer_construction_loads_into_table_model(n, S):
-    """The one-layer construction (table form, documented readout) in torch: same residual up to float64
-    summation order, identical predictions on random and every adversarial family, and back again."""
+    """The one-layer construction (table form, documented readout) in torch: same residual up to
+    float64 summation order, identical predictions on random and every adversarial family, and back
+    again."""
     from headcount.core.certify.evaluate import predict
     from headcount.core.passes.table_form import table_residual
     from headcount.induction.task import GENERATORS

@@ -1,5 +1,5 @@
-"""The experiments' typed summaries on fake database rows: the numbers, and to_json() key for key (the JSON
-`headcount experiment NAME --json` prints and the report's summary.json records)."""
+"""The experiments' typed summaries on fake database rows: the numbers, and to_json() key for key
+(the JSON `headcount experiment NAME --json` prints and the report's summary.json records)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,15 @@ def row(config: dict, metrics: dict) -> dict:
 def test_induction_depth_cells_series_and_json():
     cfg = {"alphabet": 4, "heads": 1, "dim": 32}
     rows = [
-        row({"layers": 1, "n": 16, **cfg}, {"accuracy": 0.5, "accuracy_bottom": 1.0, "accuracy_index": None}),
+        row(
+            {"layers": 1, "n": 16, **cfg},
+            {"accuracy": 0.5, "accuracy_bottom": 1.0, "accuracy_index": None},
+        ),
         row({"layers": 1, "n": 16, **cfg}, {"accuracy": 0.7, "accuracy_bottom": 0.5}),
-        row({"layers": 2, "n": 16, **cfg}, {"accuracy": 1.0, "accuracy_bottom": 1.0, "accuracy_index": 0.75}),
+        row(
+            {"layers": 2, "n": 16, **cfg},
+            {"accuracy": 1.0, "accuracy_bottom": 1.0, "accuracy_index": 0.75},
+        ),
     ]
     s = summarize_induction_depth(rows)
     one, two = s.cells
@@ -59,7 +65,9 @@ def test_induction_depth_cells_series_and_json():
     assert json_["two_layer_index_accuracy_by_n"] == {16: 0.75}  # keyed by int, as before the types
     empty = summarize_induction_depth([])
     assert empty.empty and empty.cells == [] and not empty.one_below_two_everywhere
-    assert math.isnan(empty.to_json()["two_layer_best_min_accuracy"])  # NaN kept: the caller's policy
+    assert math.isnan(
+        empty.to_json()["two_layer_best_min_accuracy"]
+    )  # NaN kept: the caller's policy
 
 
 def test_khop_error_table_and_json():
@@ -79,14 +87,21 @@ def cert(bits: int | None, dtypes: list[str] | None = None) -> dict:
     """A run's certificate at one hop count: certified at fixed:bits, or (None) a float64 error."""
     if bits is None:
         return {"errors": 2, "precision_bits": None, "certified": False, "dtypes_exact": None}
-    return {"errors": 0, "precision_bits": bits, "certified": True, "dtypes_exact": dtypes or ["float64"]}
+    return {
+        "errors": 0,
+        "precision_bits": bits,
+        "certified": True,
+        "dtypes_exact": dtypes or ["float64"],
+    }
 
 
 def test_khop_certified_precision_by_cell():
     acc = {"1": 1.0, "2": 0.5}
 
     def certified_row(layers: int, seed: int, certs: dict | None) -> dict:
-        metrics = {"accuracy_by_hop": acc} | ({} if certs is None else {"certificates_by_hop": certs})
+        metrics = {"accuracy_by_hop": acc} | (
+            {} if certs is None else {"certificates_by_hop": certs}
+        )
         return row({"layers": layers, "seed": seed}, metrics)
 
     rows = [
@@ -156,7 +171,8 @@ def test_minmax_heads_counts_and_json():
         "single_heads_with_counterexample": 1,
         "two_heads_solved": 1,
     }
-    # with the constructions: construction_dims comes second, as `headcount experiment` has printed it
+    # with the constructions: construction_dims comes second, as `headcount experiment` has printed
+    # it
     assert list(replace(s, construction_dims={8: 6}).to_json())[:3] == [
         "cells",
         "construction_dims",
@@ -196,7 +212,8 @@ def test_xor_phase_sides_and_json():
                 "below_bound": True,
                 "solved": 0,
                 "accuracy": 0.5,
-                # 4-bit XOR with ≤ 2 sign changes: best "--+--", wrong only on t = 0 and 4 (2 of 16 inputs)
+                # 4-bit XOR with ≤ 2 sign changes: best "--+--", wrong only on t = 0 and 4 (2 of 16
+                # inputs)
                 "frontier_accuracy": 0.875,
                 "fraction_of_frontier": 0.5 / 0.875,
             },
@@ -238,8 +255,9 @@ def test_xor_phase_sides_and_json():
 
 
 def test_xor_phase_frontier_from_stored_metrics_only():
-    """The frontier fields come from config and metrics alone (rows written before they existed read the
-    same), per cell at c = min(D·H, T); None where boolean.frontier refuses the size (n = 10⁶ bits)."""
+    """The frontier fields come from config and metrics alone (rows written before they existed read
+    the same), per cell at c = min(D·H, T); None where boolean.frontier refuses the size (n = 10⁶
+    bits)."""
     rows = [
         row(
             {"function": "majority", "n": 3, "degree": 1, "heads": 1},
@@ -251,12 +269,17 @@ def test_xor_phase_frontier_from_stored_metrics_only():
         ),
         row(
             {"function": "xor", "n": 10**6, "degree": 1, "heads": 1},
-            {"threshold_degree": 10**6, "dim": 1, "solved_exact": False, "accuracy_all_inputs": 0.5},
+            {
+                "threshold_degree": 10**6,
+                "dim": 1,
+                "solved_exact": False,
+                "accuracy_all_inputs": 0.5,
+            },
         ),
     ]
     majority, mod3, huge = summarize_xor_phase(rows).cells
-    # majority on 3 bits: D·H = 1 = T, the frontier is 1; mod:3 (F = +, −, −, +) with one change: "+---"
-    # or "---+" is wrong on weight 1 of 8, so 7/8
+    # majority on 3 bits: D·H = 1 = T, the frontier is 1; mod:3 (F = +, −, −, +) with one change:
+    # "+---" or "---+" is wrong on weight 1 of 8, so 7/8
     assert (majority.frontier_accuracy, majority.fraction_of_frontier) == (1.0, 0.75)
     assert (mod3.frontier_accuracy, mod3.fraction_of_frontier) == (0.875, 0.75 / 0.875)
     assert (huge.frontier_accuracy, huge.fraction_of_frontier) == (None, None)

@@ -1,5 +1,6 @@
 """Sweeps and the results database: spec validation, deterministic ids, local worker processes,
-failures and retries, crashed workers, resume after SIGKILL, tables, and the Ray backend (if installed)."""
+failures and retries, crashed workers, resume after SIGKILL, tables, and the Ray backend (if
+installed)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ def done_rows(db: Path) -> int:
         return 0
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Spec and ids
 
 
@@ -129,7 +130,9 @@ def test_toml_spec_expands_deterministically(tmp_path):
 def test_run_ids_are_stable():
     config = {"task": "boolean", "function": "xor", "n": 8, "degree": 2, "heads": 4, "seed": 0}
     shuffled = dict(reversed(list(config.items())))
-    assert run_id_for(config) == run_id_for(shuffled) == "b9b8f583f672b152"  # pinned: ids must never change
+    assert (
+        run_id_for(config) == run_id_for(shuffled) == "b9b8f583f672b152"
+    )  # pinned: ids must never change
     assert run_id_for({**config, "seed": 1}) != run_id_for(config)
     assert run_id_for({**config, "n": 8.0}) != run_id_for(config)
     a, b = (
@@ -139,7 +142,10 @@ def test_run_ids_are_stable():
     assert [r.run_id for r in a.runs()] == [
         r.run_id for r in b.runs()
     ]  # the sweep name is not part of the id
-    assert spec_from_dict({**spec_dict(), "sweep": {**spec_dict()["sweep"], "seeds": 2}}).seeds == (0, 1)
+    assert spec_from_dict({**spec_dict(), "sweep": {**spec_dict()["sweep"], "seeds": 2}}).seeds == (
+        0,
+        1,
+    )
 
 
 @pytest.mark.parametrize(
@@ -159,15 +165,27 @@ def test_run_ids_are_stable():
         ),
         (
             {"sweep": {"name": "t", "task": "toy", "runner": "no colon"}},
-            # the built-in runner first, then those registered so far (tests', learn.experiments' k-hop one)
-            "[sweep] runner: 'no colon' is not a registered runner (a sweep file names one, never code); "
-            "runners: headcount.learn.train:run_config, headcount.learn.certified_runs:run_khop_certified, ",
+            # the built-in runner first, then those registered so far (tests', learn.experiments'
+            # k-hop one)
+            "[sweep] runner: 'no colon' is not a registered runner (a sweep file names one, never "
+            "code); "
+            "runners: headcount.learn.train:run_config, "
+            "headcount.learn.certified_runs:run_khop_certified, ",
         ),
-        ({"sweep": {"name": "t", "task": "boolean", "seeds": []}}, "[sweep] seeds: the list is empty"),
-        ({"sweep": {"name": "t", "task": "boolean", "seeds": ["0"]}}, "seeds must be integers, got '0'"),
+        (
+            {"sweep": {"name": "t", "task": "boolean", "seeds": []}},
+            "[sweep] seeds: the list is empty",
+        ),
+        (
+            {"sweep": {"name": "t", "task": "boolean", "seeds": ["0"]}},
+            "seeds must be integers, got '0'",
+        ),
         ({"sweep": {"name": "t", "task": "boolean", "seeds": [1, 1]}}, "seeds repeat"),
         ({"sweep": {"name": "t", "task": "boolean", "seeds": 0}}, "a seed count must be ≥ 1"),
-        ({"sweep": {"name": 3, "task": "boolean"}}, "[sweep] name: must be a non-empty string, got 3"),
+        (
+            {"sweep": {"name": 3, "task": "boolean"}},
+            "[sweep] name: must be a non-empty string, got 3",
+        ),
         ({"grid": {"x": []}}, "[grid] x: the list is empty"),
         ({"grid": {"x": 3}}, "[grid] x: a grid axis must be a list of values, got integer"),
         ({"grid": {"x": [1, 1]}}, "[grid] x: values repeat"),
@@ -207,7 +225,7 @@ def test_toml_file_errors(tmp_path):
         load_spec(typo)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Store
 
 
@@ -234,7 +252,12 @@ def test_store_records_each_run_once_and_retries_failures(tmp_path):
         assert store.finished_ids() == {rid}
         [row] = store.rows(experiment="e")
     assert row["status"] == "done" and row["metrics"] == {"accuracy": 1.0} and row["attempts"] == 2
-    assert row["config"] == config and row["seed"] == 0 and row["task"] == "toy" and row["error"] is None
+    assert (
+        row["config"] == config
+        and row["seed"] == 0
+        and row["task"] == "toy"
+        and row["error"] is None
+    )
     with ResultsStore(db) as store:  # reopening an existing DB
         assert store.count() == 1 and store.rows(experiment="other") == []
     assert sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -243,7 +266,9 @@ def test_store_records_each_run_once_and_retries_failures(tmp_path):
 def test_store_refuses_other_files(tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("hello, not a database\n")
-    with pytest.raises(ResultsDBError, match="not a headcount results database \\(not an SQLite file\\)"):
+    with pytest.raises(
+        ResultsDBError, match="not a headcount results database \\(not an SQLite file\\)"
+    ):
         ResultsStore(text)
     assert text.read_text() == "hello, not a database\n"
     other = tmp_path / "other.db"
@@ -265,7 +290,7 @@ def test_store_refuses_other_files(tmp_path):
         assert store.count() == 0
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Running
 
 
@@ -285,7 +310,8 @@ def test_local_sweep_runs_records_and_skips_finished(tmp_path, capfd):
     out, err = capfd.readouterr()
     assert out == "" and "sweep t" in err  # the progress bar goes to stderr only
     assert {
-        k: summary.to_json()[k] for k in ("runs_total", "runs_done_before", "runs_done_now", "runs_failed")
+        k: summary.to_json()[k]
+        for k in ("runs_total", "runs_done_before", "runs_done_now", "runs_failed")
     } == {
         "runs_total": 6,
         "runs_done_before": 0,
@@ -296,9 +322,15 @@ def test_local_sweep_runs_records_and_skips_finished(tmp_path, capfd):
         rows = store.rows(sweep="t")
     assert sorted(r["run_id"] for r in rows) == sorted(r.run_id for r in load_spec(spec).runs())
     row = next(r for r in rows if r["config"]["x"] == 2 and r["seed"] == 1)
-    assert row["metrics"]["steps"] == 8 * 4 and isinstance(row["metrics"]["steps"], int)  # numpy → JSON
+    assert row["metrics"]["steps"] == 8 * 4 and isinstance(
+        row["metrics"]["steps"], int
+    )  # numpy → JSON
     assert row["metrics"]["detail"]["alphabet"] == 4
-    assert row["experiment"] == "exp" and row["runner"] == f"{RUNNERS}:solve" and row["wall_seconds"] >= 0
+    assert (
+        row["experiment"] == "exp"
+        and row["runner"] == f"{RUNNERS}:solve"
+        and row["wall_seconds"] >= 0
+    )
     assert set(row["versions"]) == {"python", "numpy", "torch", "headcount", "platform", "host"}
     assert row["started_at"].endswith("+00:00") and row["started_at"] <= row["finished_at"]
     assert len({r["versions"]["host"] for r in rows}) == 1
@@ -343,7 +375,9 @@ def test_runner_that_kills_its_worker_is_isolated(tmp_path):
     assert (summary.runs_done_now, summary.runs_failed) == (4, 1)
     with ResultsStore(db) as store:
         [failed] = store.rows(status="failed")
-    assert failed["config"]["x"] == 9 and failed["error"].startswith("WorkerDied: the worker process died")
+    assert failed["config"]["x"] == 9 and failed["error"].startswith(
+        "WorkerDied: the worker process died"
+    )
     # a runner that returns something else than a dict fails cleanly
     bad = run_sweep(spec_dict("not_a_dict", xs=(1,), seeds=(0,)), tmp_path / "b.db", workers=1)
     assert bad.runs_failed == 1
@@ -363,10 +397,14 @@ def test_workers_use_one_torch_thread(tmp_path):
 
 def test_bad_runner_or_backend_fails_before_anything_is_written(tmp_path, monkeypatch):
     db = tmp_path / "r.db"
-    with pytest.raises(SweepError, match="'tests.learn.sweep_runners:nope' is not a registered runner"):
+    with pytest.raises(
+        SweepError, match="'tests.learn.sweep_runners:nope' is not a registered runner"
+    ):
         run_sweep(spec_dict("nope"), db)
     with pytest.raises(SweepError, match="'no_such_module_xyz:f' is not a registered runner"):
-        run_sweep({**spec_dict(), "sweep": {**spec_dict()["sweep"], "runner": "no_such_module_xyz:f"}}, db)
+        run_sweep(
+            {**spec_dict(), "sweep": {**spec_dict()["sweep"], "runner": "no_such_module_xyz:f"}}, db
+        )
     assert "no_such_module_xyz" not in sys.modules  # looked up, never imported
     with pytest.raises(InputError, match="backend 'dask' is not available: use local or ray"):
         run_sweep(spec_dict(), db, backend="dask")
@@ -415,7 +453,9 @@ def test_sweep_killed_with_sigkill_resumes_exactly_once(tmp_path):
     try:
         deadline = time.monotonic() + 300  # ~3 s on an idle machine: generous for one at load 10
         while done_rows(db) < 2:
-            assert proc.poll() is None, f"sweep exited early: {(tmp_path / 'stderr.txt').read_text()}"
+            assert proc.poll() is None, (
+                f"sweep exited early: {(tmp_path / 'stderr.txt').read_text()}"
+            )
             assert time.monotonic() < deadline, "sweep made no progress in 300 s"
             time.sleep(0.05)
     finally:
@@ -439,7 +479,7 @@ def test_sweep_killed_with_sigkill_resumes_exactly_once(tmp_path):
             assert len(executions) == 1  # … and never executed again
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Tables
 
 
@@ -484,7 +524,11 @@ def fill(db: Path) -> None:
                     )
         other = {"task": "khop", "seed": 0}
         store.record(
-            run_id=run_id_for(other), config=other, status="done", metrics={"a": 1}, experiment="khop"
+            run_id=run_id_for(other),
+            config=other,
+            status="done",
+            metrics={"a": 1},
+            experiment="khop",
         )
 
 
@@ -492,8 +536,8 @@ def test_sweep_table_formats(tmp_path):
     db = tmp_path / "r.db"
     fill(db)
     columns, rows = table_rows(db, "xor")
-    # config echoes (heads) and text metrics are left out; metrics equal across each group's seeds are one
-    # column (loss: its NaNs are dropped; lr; dim), the rest mean/min/max
+    # config echoes (heads) and text metrics are left out; metrics equal across each group's seeds
+    # are one column (loss: its NaNs are dropped; lr; dim), the rest mean/min/max
     assert columns == [
         "degree",
         "heads",
@@ -523,15 +567,24 @@ def test_sweep_table_formats(tmp_path):
         and r["accuracy_max"] == 0.75
     )
     assert r["solved_fraction"] == pytest.approx(1 / 3)
-    assert r["loss"] == 0.1 and r["lr"] == 0.03 and r["eval.errors_max"] == 3 and isinstance(r["dim"], int)
+    assert (
+        r["loss"] == 0.1
+        and r["lr"] == 0.03
+        and r["eval.errors_max"] == 3
+        and isinstance(r["dim"], int)
+    )
 
     md = sweep_table(db, "xor").splitlines()
-    assert md[0].startswith("| degree | heads | seeds | failed | accuracy_mean |") and md[1].startswith(
-        "|---|"
-    )
+    assert md[0].startswith("| degree | heads | seeds | failed | accuracy_mean |") and md[
+        1
+    ].startswith("|---|")
     assert md[2] == "| 1 | 1 | 3 | 0 | 0.5625 | 0.5 | 0.625 | 0 | 0.1 | 2 | 1 | 3 | 0.03 | 1 |"
     parsed = list(csv.DictReader(io.StringIO(sweep_table(db, "xor", "csv"))))
-    assert len(parsed) == 4 and parsed[3]["seeds"] == "2" and float(parsed[0]["accuracy_mean"]) == 0.5625
+    assert (
+        len(parsed) == 4
+        and parsed[3]["seeds"] == "2"
+        and float(parsed[0]["accuracy_mean"]) == 0.5625
+    )
     data = json.loads(sweep_table(db, "xor", "json"))
     assert data["experiment"] == "xor" and data["columns"] == columns and data["rows"] == rows
     assert table_rows(db, "xor", metrics=["accuracy", "eval"])[0] == [
@@ -546,11 +599,18 @@ def test_sweep_table_formats(tmp_path):
         "eval.errors_min",
         "eval.errors_max",
     ]
-    with pytest.raises(SweepError, match="has no numeric or boolean metric 'acc'; metrics: accuracy, solved"):
+    with pytest.raises(
+        SweepError, match="has no numeric or boolean metric 'acc'; metrics: accuracy, solved"
+    ):
         sweep_table(db, "xor", metrics=["acc"])
     # one group only: the task is the label column
-    assert table_rows(db, "khop") == (["task", "seeds", "a"], [{"task": "khop", "seeds": 1, "a": 1}])
-    with pytest.raises(SweepError, match="no runs of experiment 'nope' .* experiments there: 'khop', 'xor'"):
+    assert table_rows(db, "khop") == (
+        ["task", "seeds", "a"],
+        [{"task": "khop", "seeds": 1, "a": 1}],
+    )
+    with pytest.raises(
+        SweepError, match="no runs of experiment 'nope' .* experiments there: 'khop', 'xor'"
+    ):
         sweep_table(db, "nope")
     with pytest.raises(InputError, match="format 'html' is not available: use md, csv or json"):
         sweep_table(db, "xor", "html")
@@ -558,7 +618,7 @@ def test_sweep_table_formats(tmp_path):
         sweep_table(tmp_path / "missing.db", "xor")
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Ray
 
 
@@ -567,7 +627,9 @@ def test_ray_backend_local_instance(tmp_path, monkeypatch):
     if ray.is_initialized():
         pytest.skip("a Ray instance is already running in this process")
     # Ray workers are fresh processes: they find tests.learn.sweep_runners through PYTHONPATH
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    )
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     db = tmp_path / "r.db"
     flag = tmp_path / "fail"
@@ -585,7 +647,9 @@ def test_ray_backend_local_instance(tmp_path, monkeypatch):
         rows = store.rows()
     assert len(rows) == 6
     failed = [r for r in rows if r["status"] == "failed"]
-    assert sorted(r["seed"] for r in failed) == [0, 1] and all(r["config"]["x"] == 3 for r in failed)
+    assert sorted(r["seed"] for r in failed) == [0, 1] and all(
+        r["config"]["x"] == 3 for r in failed
+    )
     assert all(r["error"].startswith("ValueError: flag file present") for r in failed)
     done = [r for r in rows if r["status"] == "done"]
     assert all(r["metrics"]["detail"]["alphabet"] == r["config"]["x"] + 2 for r in done)
@@ -594,7 +658,8 @@ def test_ray_backend_local_instance(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_default_runner_xor_sweep(tmp_path):
-    """End to end with headcount.learn.train:run_config: a tiny XOR grid, two workers, then its table."""
+    """End to end with headcount.learn.train:run_config: a tiny XOR grid, two workers, then its
+    table."""
     path = tmp_path / "xor.toml"
     path.write_text(
         '[sweep]\nname = "xor-smoke"\nexperiment = "xor-phase"\ntask = "boolean"\nseeds = [0, 1]\n'
@@ -610,5 +675,8 @@ def test_default_runner_xor_sweep(tmp_path):
         "below_bound_fraction",
         "solved_fraction",
     ]  # order the runner reports
-    assert [(r["degree"], r["seeds"], r["below_bound_fraction"]) for r in rows] == [(1, 2, 1.0), (4, 2, 0.0)]
+    assert [(r["degree"], r["seeds"], r["below_bound_fraction"]) for r in rows] == [
+        (1, 2, 1.0),
+        (4, 2, 0.0),
+    ]
     assert rows[0]["solved_fraction"] == 0.0  # D·H = 1 < n = 4: no model can (Theorem 2)

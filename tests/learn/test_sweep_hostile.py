@@ -1,6 +1,7 @@
-"""Sweeps against hostile or careless input (issue 13): a sweep file never names code to run, its size and
-run count are bounded before anything is expanded, a results database that cannot be used or written is
-refused before any run trains, and concurrent sweeps on one database train each run once."""
+"""Sweeps against hostile or careless input (issue 13): a sweep file never names code to run, its
+size and run count are bounded before anything is expanded, a results database that cannot be used
+or written is refused before any run trains, and concurrent sweeps on one database train each run
+once."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ def sweep_toml(runner: str = SOLVE, log_dir: Path | None = None, **sweep) -> str
     )
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # A sweep file is data
 
 
@@ -103,7 +104,9 @@ def test_sweep_file_cannot_name_code(payload, tmp_path, capsys):
 def test_runners_are_looked_up_never_imported(tmp_path):
     with pytest.raises(SweepError, match="'json:dumps' is not a registered runner"):
         resolve_runner("json:dumps")
-    spec = SweepSpec(name="t", task="toy", experiment="t", runner="no_such_module_zz:f")  # made in Python
+    spec = SweepSpec(
+        name="t", task="toy", experiment="t", runner="no_such_module_zz:f"
+    )  # made in Python
     with pytest.raises(SweepError, match="'no_such_module_zz:f' is not a registered runner"):
         run_sweep(spec, tmp_path / "r.db")
     assert "no_such_module_zz" not in sys.modules and not (tmp_path / "r.db").exists()
@@ -125,7 +128,7 @@ def test_register_runner_checks_its_function():
         register_runner("os:system")  # type: ignore[arg-type]
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Bounded sweep files
 
 
@@ -139,7 +142,9 @@ def test_deep_toml_array_is_one_line(tmp_path, capsys):
 def test_huge_seed_count_is_refused_before_expanding(tmp_path, capsys):
     spec = tmp_path / "seeds.toml"
     spec.write_text(sweep_toml(seeds=1_000_000_000))
-    t0 = time.process_time()  # CPU time: expanding 10^9 seeds would take minutes of it, on any machine
+    t0 = (
+        time.process_time()
+    )  # CPU time: expanding 10^9 seeds would take minutes of it, on any machine
     code, out, err = cli(["sweep", "run", str(spec), "--db", str(tmp_path / "r.db")], capsys)
     assert_refused(code, out, err, "[sweep] seeds: a seed count must be ≤ MAX_RUNS = 10,000")
     assert time.process_time() - t0 < 1.0 and not (tmp_path / "r.db").exists()
@@ -156,7 +161,9 @@ def test_huge_grid_is_refused_before_expanding():
                 "grid": {"x": list(range(101))},
             }
         )
-    spec = SweepSpec(name="t", task="toy", experiment="t", runner=SOLVE, grid=grid)  # made in Python
+    spec = SweepSpec(
+        name="t", task="toy", experiment="t", runner=SOLVE, grid=grid
+    )  # made in Python
     with pytest.raises(SpecError, match="more than MAX_RUNS"):
         spec.runs()
     at_limit = {
@@ -187,8 +194,12 @@ def test_nested_values_are_bounded():
     value: list = []
     for _ in range(40):
         value = [value]
-    with pytest.raises(SpecError, match=r"\[fixed\] v: values are nested more than MAX_VALUE_DEPTH = 32"):
-        spec_from_dict({"sweep": {"name": "t", "task": "toy", "runner": SOLVE}, "fixed": {"v": value}})
+    with pytest.raises(
+        SpecError, match=r"\[fixed\] v: values are nested more than MAX_VALUE_DEPTH = 32"
+    ):
+        spec_from_dict(
+            {"sweep": {"name": "t", "task": "toy", "runner": SOLVE}, "fixed": {"v": value}}
+        )
 
 
 def test_sweep_file_size_and_kind(tmp_path, capsys):
@@ -212,7 +223,7 @@ def test_sweep_file_size_and_kind(tmp_path, capsys):
     assert not (tmp_path / "r.db").exists()
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Results databases that cannot be used: refused before any run trains
 
 
@@ -281,7 +292,8 @@ def test_unusable_database_is_refused_before_training(kind, tmp_path, capsys):
 
 @pytest.fixture
 def shared_dir():
-    """A folder that a forked, unprivileged child can enter (tmp_path's parents are private to root)."""
+    """A folder that a forked, unprivileged child can enter (tmp_path's parents are private to
+    root)."""
     path = Path(tempfile.mkdtemp(prefix="headcount-ro-"))
     path.chmod(0o777)
     yield path
@@ -292,8 +304,8 @@ def shared_dir():
 
 
 def cli_unprivileged(argv: list[str]) -> tuple[int, str, str]:
-    """headcount.cli.main(argv) in a forked child that cannot write what it does not own (as root, the
-    child becomes nobody: root writes anywhere): (exit code, stdout, stderr)."""
+    """headcount.cli.main(argv) in a forked child that cannot write what it does not own (as root,
+    the child becomes nobody: root writes anywhere): (exit code, stdout, stderr)."""
     pipes = [os.pipe(), os.pipe()]
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
@@ -343,7 +355,9 @@ def test_database_that_cannot_be_written_is_refused_before_training(kind, shared
         db = folder / "r.db"
         message = "cannot be opened (unable to open database file): check that its folder"
     argv = ["sweep", "run", str(spec), "--db", str(db)]
-    cli(["sweep", "run", str(spec), "--db", str(shared_dir)], capsys)  # import what the child will use
+    cli(
+        ["sweep", "run", str(spec), "--db", str(shared_dir)], capsys
+    )  # import what the child will use
     code, out, err = cli_unprivileged(argv)
     assert_refused(code, out, err, message)
     assert list(log_dir.iterdir()) == []  # refused before any run was executed
@@ -363,7 +377,7 @@ def test_old_database_gains_the_claims_table(tmp_path):
         assert conn.execute("SELECT count(*) FROM claims").fetchone() == (0,)  # released
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Claims: concurrent sweeps on one database
 
 
@@ -383,7 +397,9 @@ def test_claim_holders():
     assert not holder_alive({**parent, "pid": dead_pid()})
     if me["started"] is not None:  # /proc: a reused pid is told apart by its start time
         assert not holder_alive({**parent, "started": -1})
-    assert holder_alive({**parent, "host": "elsewhere.invalid", "pid": dead_pid()})  # cannot tell: held
+    assert holder_alive(
+        {**parent, "host": "elsewhere.invalid", "pid": dead_pid()}
+    )  # cannot tell: held
     assert not holder_alive({**parent, "pid": 0})
 
 
@@ -391,10 +407,14 @@ def test_store_claims(tmp_path):
     db = tmp_path / "r.db"
     a, b = this_process(), this_process()
     with ResultsStore(db, for_writing=True) as store:
-        assert store.claim("r1", a, 0, holder_alive) and store.claim("r1", a, 0, holder_alive)  # again: kept
+        assert store.claim("r1", a, 0, holder_alive) and store.claim(
+            "r1", a, 0, holder_alive
+        )  # again: kept
         assert not store.claim("r1", b, 0, holder_alive)  # held by a live sweep (this process)
         assert not store.claim("r2", a, 1, holder_alive)  # someone recorded it since it was seen
-        store.record(run_id="r1", config={"seed": 0}, status="failed", error="x", claim_token=a["token"])
+        store.record(
+            run_id="r1", config={"seed": 0}, status="failed", error="x", claim_token=a["token"]
+        )
         assert store.claims() == []  # recorded: released in the same transaction
         assert not store.claim("r1", b, 0, holder_alive)  # recorded by another sweep since b looked
         assert store.claim("r1", b, 1, holder_alive)
@@ -433,7 +453,9 @@ def test_two_concurrent_sweeps_train_each_run_once(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(2), ctx.Queue()
     procs = [
-        ctx.Process(target=sweep_runners.sweep_when_ready, args=(spec, str(db), 1, barrier, results))
+        ctx.Process(
+            target=sweep_runners.sweep_when_ready, args=(spec, str(db), 1, barrier, results)
+        )
         for _ in range(2)
     ]
     for proc in procs:
@@ -445,26 +467,34 @@ def test_two_concurrent_sweeps_train_each_run_once(tmp_path):
     assert sum(c["runs_done_now"] for c in counts) == 12  # each run stored by exactly one of them
     assert all(c["runs_total"] == 12 and c["runs_failed"] == 0 for c in counts)
     executions = {p.name: p.read_text().split() for p in log_dir.iterdir()}
-    assert len(executions) == 12 and all(len(pids) == 1 for pids in executions.values())  # trained once
+    assert len(executions) == 12 and all(
+        len(pids) == 1 for pids in executions.values()
+    )  # trained once
     with ResultsStore(db) as store:
         assert store.count("done") == 12 and store.claims() == []
 
 
 def test_opening_waits_for_a_concurrent_first_open(tmp_path):
-    """Switching a new file to WAL fails at once (SQLite does not wait) while another connection holds a
-    write lock, as when two sweeps create one database at the same moment: opening retries instead."""
+    """Switching a new file to WAL fails at once (SQLite does not wait) while another connection
+    holds a write lock, as when two sweeps create one database at the same moment: opening retries
+    instead."""
     db = tmp_path / "r.db"
-    with sqlite3.connect(db) as conn:  # a results database still in rollback mode, as its creator leaves it
+    with sqlite3.connect(
+        db
+    ) as conn:  # a results database still in rollback mode, as its creator leaves it
         conn.executescript(store._SCHEMA)
         conn.executemany(
-            "INSERT INTO meta VALUES (?, ?)", [("app", store.APP), ("schema_version", store.SCHEMA_VERSION)]
+            "INSERT INTO meta VALUES (?, ?)",
+            [("app", store.APP), ("schema_version", store.SCHEMA_VERSION)],
         )
     reader = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
     reader.execute("BEGIN IMMEDIATE")  # another opener, initialising it
     t0 = time.perf_counter()
     with pytest.raises(sqlite3.OperationalError, match="locked"):
         sqlite3.connect(db, timeout=60).execute("PRAGMA journal_mode = WAL")
-    assert time.perf_counter() - t0 < 30  # SQLite did not wait its 60 s (a wait uses no CPU: the clock tells)
+    assert (
+        time.perf_counter() - t0 < 30
+    )  # SQLite did not wait its 60 s (a wait uses no CPU: the clock tells)
     timer = threading.Timer(0.3, lambda: reader.execute("COMMIT"))
     timer.start()
     try:
@@ -503,7 +533,9 @@ def test_seeds_naming_no_seed_are_refused(seeds, tmp_path, capsys):
     spec = tmp_path / "s.toml"
     spec.write_text(sweep_toml())
     code, out, err = cli(["sweep", "run", str(spec), "--db", str(db), "--seeds", seeds], capsys)
-    assert_refused(code, out, err, "give either a sweep file or --task/--fixed/--grid/--seeds/--name")
+    assert_refused(
+        code, out, err, "give either a sweep file or --task/--fixed/--grid/--seeds/--name"
+    )
     assert not db.exists()
 
 
@@ -514,14 +546,18 @@ def test_address_without_the_ray_backend_is_refused(backend, tmp_path, capsys):
     argv = ["sweep", "run", "--db", str(db), "--task", "boolean", "--fixed", "n=2", *backend]
     code, out, err = cli([*argv, "--address", "127.0.0.1:6379"], capsys)
     assert_refused(code, out, err, "--address is the Ray cluster's address: it needs --backend ray")
-    code, out, err = cli(["experiment", "xor-phase", "--db", str(db), *backend, "--address", "x"], capsys)
+    code, out, err = cli(
+        ["experiment", "xor-phase", "--db", str(db), *backend, "--address", "x"], capsys
+    )
     assert_refused(code, out, err, "--address is the Ray cluster's address: it needs --backend ray")
     assert list(tmp_path.iterdir()) == []  # refused before the database (or a model folder) is made
 
 
 def test_built_in_runner_is_imported_by_the_workers_only():
     runner = resolve_runner(DEFAULT_RUNNER)
-    assert runner.name == DEFAULT_RUNNER and pickle.loads(pickle.dumps(runner)) == runner  # sent by name
+    assert (
+        runner.name == DEFAULT_RUNNER and pickle.loads(pickle.dumps(runner)) == runner
+    )  # sent by name
 
 
 def test_configs_the_runner_refuses_exit_2_after_the_other_runs(tmp_path, capsys):
@@ -535,7 +571,8 @@ def test_configs_the_runner_refuses_exit_2_after_the_other_runs(tmp_path, capsys
         code,
         out,
         err,
-        "sweep 'h': the runner refused the config of 1 of its 3 runs (stored as failed; 2 done now): "
+        "sweep 'h': the runner refused the config of 1 of its 3 runs (stored as failed; 2 done "
+        "now): "
         "InputError: x = 2 is even; this runner takes odd x",
     )
     with ResultsStore(db) as results:
@@ -547,7 +584,11 @@ def test_unreadable_rows_are_one_line(metrics, tmp_path, capsys):
     db = tmp_path / "r.db"
     with ResultsStore(db) as results:
         results.record(
-            run_id="r1", config={"task": "toy", "seed": 0}, status="done", metrics={}, experiment="e"
+            run_id="r1",
+            config={"task": "toy", "seed": 0},
+            status="done",
+            metrics={},
+            experiment="e",
         )
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE runs SET metrics = ?", (metrics,))
@@ -558,7 +599,11 @@ def test_unreadable_rows_are_one_line(metrics, tmp_path, capsys):
 @pytest.mark.parametrize("section", ["fixed", "grid", "include"])
 def test_sweep_file_cannot_choose_a_path_to_write(section, tmp_path):
     target = str(tmp_path / "victim")
-    tables = {"fixed": {"n": 4, "out": target}, "grid": {"out": [target]}, "include": [{"out": target}]}
+    tables = {
+        "fixed": {"n": 4, "out": target},
+        "grid": {"out": [target]},
+        "include": [{"out": target}],
+    }
     data = {"sweep": {"name": "t", "task": "boolean"}, section: tables[section]}
     with pytest.raises(SpecError, match=r"out: a sweep file may not choose a path to write"):
         spec_from_dict(data)

@@ -1,9 +1,10 @@
-"""The Ray backend at its boundary: `sweep run --backend ray --address …` checks the address's form and
-that something answers there before Ray is asked to connect, bounds Ray's own connection attempts, and
-reports every failure (bad form, missing Ray Client, unreachable, not Ray, a token refused) as one line
-naming --address with exit 2. Against a real head started here (token-authenticated, its own temp dir and
-process group, always torn down), a sweep whose Ray worker is SIGKILLed mid-run finishes with every run
-stored exactly once (Ray retries the task; the parent records each run once)."""
+"""The Ray backend at its boundary: `sweep run --backend ray --address …` checks the address's form
+and that something answers there before Ray is asked to connect, bounds Ray's own connection
+attempts, and reports every failure (bad form, missing Ray Client, unreachable, not Ray, a token
+refused) as one line naming --address with exit 2. Against a real head started here
+(token-authenticated, its own temp dir and process group, always torn down), a sweep whose Ray
+worker is SIGKILLed mid-run finishes with every run stored exactly once (Ray retries the task; the
+parent records each run once)."""
 
 from __future__ import annotations
 
@@ -38,18 +39,32 @@ RAY = Path(sys.executable).with_name("ray")
 SOLVE = "tests.learn.sweep_runners:solve"
 BACKSTOP_S = 600  # seconds before a hung driver or head is stopped (a backstop, never a verdict)
 NOT_AN_ADDRESS = "is not a Ray address: give host:port, auto or ray://host:port"
-# The test runners registered, then the CLI: what `headcount` does, with tests.learn.sweep_runners known.
+# The test runners registered, then the CLI: what `headcount` does, with tests.learn.sweep_runners
+# known.
 DRIVER = "import sys, tests.learn.sweep_runners; from headcount.cli import main; main(sys.argv[1:])"
 
 
 def sweep_argv(db: Path, address: str, *more: str) -> list[str]:
-    return ["sweep", "run", "--db", str(db), "--task", "boolean", "--fixed", "n=2", "--backend", "ray",
-            "--address", address, *more]  # fmt: skip
+    return [
+        "sweep",
+        "run",
+        "--db",
+        str(db),
+        "--task",
+        "boolean",
+        "--fixed",
+        "n=2",
+        "--backend",
+        "ray",
+        "--address",
+        address,
+        *more,
+    ]
 
 
 def driver_env(**extra: str) -> dict[str, str]:
-    """This environment for a driver process: the repository importable, no Ray address or token mode
-    inherited, usage stats off; plus `extra`."""
+    """This environment for a driver process: the repository importable, no Ray address or token
+    mode inherited, usage stats off; plus `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "RAY_AUTH"))}
     path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     return {**env, "PYTHONPATH": path, "RAY_USAGE_STATS_ENABLED": "0", **extra}
@@ -57,8 +72,8 @@ def driver_env(**extra: str) -> dict[str, str]:
 
 def run_driver(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
     """`headcount argv…` in a fresh process (so Ray's C++ output on file descriptor 2 is seen):
-    (exit code, stdout, stderr). BACKSTOP_S only stops a hung test; no verdict rests on the clock (the
-    connection deadline is held by test_connection_knobs_bound_each_step_and_try_once)."""
+    (exit code, stdout, stderr). BACKSTOP_S only stops a hung test; no verdict rests on the clock
+    (the connection deadline is held by test_connection_knobs_bound_each_step_and_try_once)."""
     done = subprocess.run(
         [sys.executable, "-c", DRIVER, *argv],
         cwd=REPO,
@@ -77,7 +92,7 @@ def assert_one_line(code: int, out: str, err: str, *needles: str) -> None:
         assert needle in err, err
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The address's form
 
 
@@ -139,7 +154,9 @@ def test_bad_address_is_one_line_exit_2(address, tmp_path, capsys):
 def test_ray_client_address_without_the_client_extra(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(schedulers, "ray_client_installed", lambda: False)
     db = tmp_path / "r.db"
-    line = refused(capsys, *sweep_argv(db, "ray://127.0.0.1:10001"), needles=("--address 'ray://127",))
+    line = refused(
+        capsys, *sweep_argv(db, "ray://127.0.0.1:10001"), needles=("--address 'ray://127",)
+    )
     assert "needs pip install 'ray[client]'" in line
     assert not db.exists()
 
@@ -148,11 +165,14 @@ def test_ray_client_address_with_the_client_extra_is_checked_too(capsys, tmp_pat
     """With the extra, ray://host:port is accepted, and its host:port must answer like any other."""
     monkeypatch.setattr(schedulers, "ray_client_installed", lambda: True)
     assert parse_ray_address("ray://head:10001") == ("head", 10001)
-    refused(capsys, *sweep_argv(tmp_path / "r.db", "ray://127.0.0.1:1"), needles=("connection refused",))
+    refused(
+        capsys, *sweep_argv(tmp_path / "r.db", "ray://127.0.0.1:1"), needles=("connection refused",)
+    )
 
 
 def test_unreachable_address_is_one_line_exit_2_at_once(tmp_path, capsys):
-    """Nothing listens on port 1: refused by the socket check, before Ray tries (and retries) to connect."""
+    """Nothing listens on port 1: refused by the socket check, before Ray tries (and retries) to
+    connect."""
     line = refused(
         capsys, *sweep_argv(tmp_path / "r.db", "127.0.0.1:1"), needles=("--address '127.0.0.1:1'",)
     )
@@ -175,7 +195,8 @@ def test_unknown_host_is_one_line(tmp_path, capsys):
 
 
 def test_check_reachable_gives_up_at_its_timeout(monkeypatch):
-    """A host that never answers (a dropped SYN, a slow name lookup) costs the timeout, not Ray's minutes."""
+    """A host that never answers (a dropped SYN, a slow name lookup) costs the timeout, not Ray's
+    minutes."""
     release = threading.Event()
 
     def never_answers(*args, **kwargs):
@@ -185,7 +206,8 @@ def test_check_reachable_gives_up_at_its_timeout(monkeypatch):
     monkeypatch.setattr(schedulers.socket, "create_connection", never_answers)
     try:
         with pytest.raises(
-            RayAddressError, match=r"^address 'h:1': no Ray cluster answers there \(no answer within 0.5 s"
+            RayAddressError,
+            match=r"^address 'h:1': no Ray cluster answers there \(no answer within 0.5 s",
         ) as err:
             schedulers.check_reachable("h:1", "h", 1, timeout=0.5)
         assert err.value.param == "address"
@@ -194,9 +216,9 @@ def test_check_reachable_gives_up_at_its_timeout(monkeypatch):
 
 
 def test_connection_knobs_bound_each_step_and_try_once(monkeypatch):
-    """While ray.init connects, Ray's connection steps are bounded by RAY_CONNECT_S and tried once (a value
-    the user set wins), and the environment is restored afterwards: what keeps a wrong address from
-    costing Ray's minutes of retries."""
+    """While ray.init connects, Ray's connection steps are bounded by RAY_CONNECT_S and tried once
+    (a value the user set wins), and the environment is restored afterwards: what keeps a wrong
+    address from costing Ray's minutes of retries."""
     monkeypatch.delenv("RAY_gcs_rpc_server_connect_timeout_s", raising=False)
     monkeypatch.delenv("RAY_gcs_server_port_wait_time_s", raising=False)
     monkeypatch.setenv("RAY_py_gcs_connect_timeout_s", "7")
@@ -208,7 +230,7 @@ def test_connection_knobs_bound_each_step_and_try_once(monkeypatch):
     assert os.environ["RAY_py_gcs_connect_timeout_s"] == "7"
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Something answers, but not as Ray would
 
 
@@ -239,19 +261,22 @@ def silent_listener() -> Iterator[int]:
 
 def test_a_port_that_is_not_ray_fails_in_one_line(tmp_path):
     with silent_listener() as port:
-        code, out, err = run_driver(sweep_argv(tmp_path / "r.db", f"127.0.0.1:{port}"), driver_env())
+        code, out, err = run_driver(
+            sweep_argv(tmp_path / "r.db", f"127.0.0.1:{port}"), driver_env()
+        )
     assert_one_line(code, out, err, f"--address '127.0.0.1:{port}': no Ray cluster answered there")
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # A real head
 
 
 @pytest.fixture(scope="module")
 def ray_head() -> Iterator[tuple[str, str]]:
-    """A Ray head on this machine with 2 CPUs and token authentication: (its address, its token). It has
-    its own temp dir (so `auto` and other tests' clusters never see it) and its own process group, which
-    teardown kills whole (not `ray stop`, which would stop every Ray on the machine)."""
+    """A Ray head on this machine with 2 CPUs and token authentication: (its address, its token). It
+    has its own temp dir (so `auto` and other tests' clusters never see it) and its own process
+    group, which teardown kills whole (not `ray stop`, which would stop every Ray on the
+    machine)."""
     if not RAY.exists():
         pytest.skip(f"no ray command beside {sys.executable}")
     temp_dir = Path(tempfile.mkdtemp(prefix="hc-ray-", dir="/tmp"))  # short: Ray puts sockets there
@@ -279,9 +304,14 @@ def ray_head() -> Iterator[tuple[str, str]]:
     try:
         address_file = temp_dir / "ray_current_cluster"
         deadline = time.monotonic() + BACKSTOP_S  # a backstop for a head that never starts
-        while "Ray runtime started" not in (temp_dir / "head.log").read_text() or not address_file.exists():
+        while (
+            "Ray runtime started" not in (temp_dir / "head.log").read_text()
+            or not address_file.exists()
+        ):
             if head.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"ray start --head failed: {(temp_dir / 'head.log').read_text()[-2000:]}")
+                pytest.fail(
+                    f"ray start --head failed: {(temp_dir / 'head.log').read_text()[-2000:]}"
+                )
             time.sleep(0.2)
         port = int(address_file.read_text().strip().rpartition(":")[2])
         yield f"127.0.0.1:{port}", token
@@ -310,8 +340,8 @@ def test_head_without_its_token_is_one_line(ray_head, tmp_path):
 
 
 def kill_first_worker(log_dir: Path, killed: list, stop: threading.Event) -> None:
-    """SIGKILL the Ray worker of the first run that starts (the runner logs its pid before it sleeps);
-    `killed` gets [its pid, whether it was a `ray::` process]."""
+    """SIGKILL the Ray worker of the first run that starts (the runner logs its pid before it
+    sleeps); `killed` gets [its pid, whether it was a `ray::` process]."""
     while not stop.is_set():
         for path in sorted(log_dir.iterdir()):
             pids = path.read_text().split()
@@ -331,7 +361,8 @@ def test_sweep_on_a_head_survives_a_killed_worker_storing_each_run_once(ray_head
     spec = tmp_path / "s.toml"
     spec.write_text(
         f'[sweep]\nname = "ray-kill"\nexperiment = "ray"\ntask = "toy"\nrunner = "{SOLVE}"\n'
-        f'seeds = [0, 1]\n[fixed]\nn = 8\nsleep = 1.5\nlog_dir = "{log_dir}"\n[grid]\nx = [1, 2, 3]\n'
+        f'seeds = [0, 1]\n[fixed]\nn = 8\nsleep = 1.5\nlog_dir = "{log_dir}"\n[grid]\nx = [1, 2, '
+        "3]\n"
     )
     expected = {r.run_id for r in load_spec(spec).runs()}
     db = tmp_path / "r.db"
@@ -357,12 +388,18 @@ def test_sweep_on_a_head_survives_a_killed_worker_storing_each_run_once(ray_head
     finally:
         stop.set()
         killer.join(5)
-    assert (code, out.strip(), err) == (0, "6 runs done now, 0 before, 0 failed, of 6", ""), (code, out, err)
+    assert (code, out.strip(), err) == (0, "6 runs done now, 0 before, 0 failed, of 6", ""), (
+        code,
+        out,
+        err,
+    )
     assert len(killed) == 2 and killed[1] is True, killed  # a `ray::` worker process was killed
     runs_of_killed = [p for p in log_dir.iterdir() if str(killed[0]) == p.read_text().split()[0]]
     assert len(runs_of_killed) == 1
     pids = runs_of_killed[0].read_text().split()
-    assert len(pids) == 2 and pids[1] != pids[0], pids  # Ray ran the killed run again, in another worker
+    assert len(pids) == 2 and pids[1] != pids[0], (
+        pids
+    )  # Ray ran the killed run again, in another worker
     with ResultsStore(db) as store:
         rows = store.rows()
     assert sorted(r["run_id"] for r in rows) == sorted(expected)  # each run once

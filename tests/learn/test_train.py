@@ -1,10 +1,10 @@
-"""Training loops: loss goes down, metrics are exact (recomputed here from the saved files), runs are
-deterministic, run_config dispatches and checks its keys.
+"""Training loops: loss goes down, metrics are exact (recomputed here from the saved files), runs
+are deterministic, run_config dispatches and checks its keys.
 
-Measured for the slow test (shared 2-core CPU, one torch thread): the default run layers=2, heads=1, dim=32,
-n=16, alphabet=4 reaches ≥ 0.99 non-⊥ accuracy after ~200 steps (~2 s); the default 2000 steps take ~10 s
-and end at 1.0 for seed 0 (≥ 0.9999 for seeds 0–9), certified at fixed:4. One layer of the same width ends
-near 0.67 non-⊥ accuracy.
+Measured for the slow test (shared 2-core CPU, one torch thread): the default run layers=2, heads=1,
+dim=32, n=16, alphabet=4 reaches ≥ 0.99 non-⊥ accuracy after ~200 steps (~2 s); the default 2000
+steps take ~10 s and end at 1.0 for seed 0 (≥ 0.9999 for seeds 0–9), certified at fixed:4. One layer
+of the same width ends near 0.67 non-⊥ accuracy.
 """
 
 from __future__ import annotations
@@ -24,7 +24,14 @@ from headcount.induction.certify import certify_induction
 from headcount.induction.lower_bound.refute import refute
 from headcount.learn.constants import TASKS
 from headcount.learn.evaluate import evaluate_induction, heldout_sequences
-from headcount.learn.train import TRAINERS, lr_at, run_config, train_boolean, train_induction, train_minmax
+from headcount.learn.train import (
+    TRAINERS,
+    lr_at,
+    run_config,
+    train_boolean,
+    train_induction,
+    train_minmax,
+)
 from headcount.minmax.model import load_minmax
 from headcount.minmax.model import predict as minmax_predict
 
@@ -112,7 +119,8 @@ def test_induction_deterministic_for_a_seed():
 
 
 def test_head_scores_of_the_construction():
-    """On the two-layer construction the pattern scores find its previous-token and induction heads."""
+    """On the two-layer construction the pattern scores find its previous-token and induction
+    heads."""
     from headcount.induction.construction import two_layer_induction
     from headcount.learn.models import sequence_model_from_transformer
 
@@ -149,14 +157,27 @@ def test_khop_and_variants(tmp_path):
     # LayerNorm, GELU MLPs, fixed positional encodings train too, and export with their LayerNorms
     gpt2 = tmp_path / "gpt2.safetensors"
     result = train_induction(
-        layers=1, dim=8, n=6, alphabet=3, steps=5, batch=8, layernorm=True, mlp=True, positional="circle",
-        activation="gelu_tanh", out=gpt2,
-    )  # fmt: skip
+        layers=1,
+        dim=8,
+        n=6,
+        alphabet=3,
+        steps=5,
+        batch=8,
+        layernorm=True,
+        mlp=True,
+        positional="circle",
+        activation="gelu_tanh",
+        out=gpt2,
+    )
     assert result.model_path == str(gpt2) and np.isfinite(result.loss.final_loss)
     model = load_model(gpt2)
-    assert model.extensions == ["gelu", "layernorm"] and model.layers[0].mlp.activation == "gelu_tanh"
+    assert (
+        model.extensions == ["gelu", "layernorm"] and model.layers[0].mlp.activation == "gelu_tanh"
+    )
     assert model.info["config"]["activation"] == "gelu_tanh"
-    assert "activation" not in load_model(path).info["config"]  # a ReLU model's stored config is unchanged
+    assert (
+        "activation" not in load_model(path).info["config"]
+    )  # a ReLU model's stored config is unchanged
 
 
 @pytest.mark.parametrize(
@@ -178,7 +199,9 @@ def test_induction_bad_input(bad, match):
 def test_lr_schedule():
     lrs = [lr_at(s, 100, 1.0, 10) for s in range(100)]
     assert lrs[0] == pytest.approx(0.1) and lrs[9] == pytest.approx(1.0)
-    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:])) and lrs[-1] == pytest.approx(0.1, abs=1e-3)
+    assert all(a >= b for a, b in zip(lrs[9:], lrs[10:])) and lrs[-1] == pytest.approx(
+        0.1, abs=1e-3
+    )
 
 
 def test_minmax_tiny_run_exact_metrics_and_verifier(tmp_path):
@@ -199,7 +222,9 @@ def test_minmax_tiny_run_exact_metrics_and_verifier(tmp_path):
     )
     for name in ("min", "max"):
         v = result[f"verifier_{name}"]
-        assert v["correct"] == (result[f"accuracy_{name}"] == 1.0)  # exhaustive, so the verifier must agree
+        assert v["correct"] == (
+            result[f"accuracy_{name}"] == 1.0
+        )  # exhaustive, so the verifier must agree
         if v["counterexample"] is not None:
             x = np.array([v["counterexample"]])
             wrong = minmax_predict(model, x)[0 if name == "min" else 1][0]
@@ -223,7 +248,9 @@ def test_boolean_xor_solves_above_and_fails_below_the_bound(tmp_path):
     result = run.to_json()
     json.dumps(result, allow_nan=False)
     assert run.dim == 2 and run.threshold_degree == 4 and not run.below_bound
-    assert run.metrics.solved and run.metrics.solved_exact and run.metrics.accuracy_all_inputs == 1.0
+    assert (
+        run.metrics.solved and run.metrics.solved_exact and run.metrics.accuracy_all_inputs == 1.0
+    )
     assert run.loss.final_loss < 0.1 * run.loss.first_loss
     assert list(result)[-8:] == [
         "accuracy_all_inputs",
@@ -239,14 +266,24 @@ def test_boolean_xor_solves_above_and_fails_below_the_bound(tmp_path):
     layer, readout, info = loaded.layer, loaded.readout, loaded.info
     assert model_sign_exact(layer, readout, 4) == [1, -1, 1, -1, 1] and info["function"] == "xor"
 
-    below = train_boolean("xor", n=4, degree=1, heads=2, steps=300, seed=0)  # D·H = 2 < 4: impossible
+    below = train_boolean(
+        "xor", n=4, degree=1, heads=2, steps=300, seed=0
+    )  # D·H = 2 < 4: impossible
     assert below.below_bound and not below.metrics.solved and not below.metrics.solved_exact
     assert below.metrics.accuracy_all_inputs < 1.0
 
 
 def test_run_config_dispatch_and_keys(capsys):
     result = run_config(
-        {"task": "boolean", "function": "and", "n": 3, "degree": 1, "heads": 1, "steps": 50, "progress": True}
+        {
+            "task": "boolean",
+            "function": "and",
+            "n": 3,
+            "degree": 1,
+            "heads": 1,
+            "steps": 50,
+            "progress": True,
+        }
     )
     assert result.task == "boolean" and result.function == "and"
     assert tuple(TRAINERS) == TASKS  # one trainer per task of the sweeps
@@ -264,12 +301,16 @@ def test_run_config_dispatch_and_keys(capsys):
 
 @pytest.mark.slow
 def test_default_two_layer_run_reaches_099_and_certifies_one_layer_does_not(tmp_path):
-    two = train_induction(layers=2, heads=1, dim=32, n=16, alphabet=4, out=tmp_path / "two.safetensors")
+    two = train_induction(
+        layers=2, heads=1, dim=32, n=16, alphabet=4, out=tmp_path / "two.safetensors"
+    )
     assert two.metrics.accuracy >= 0.99 and two.wall_seconds < 300
     cert = certify_induction(load_model(two.model_path), 16, 4, dtypes=False).to_json()
     assert cert["errors"] == 0 and cert["certified"], cert
 
-    one = train_induction(layers=1, heads=1, dim=32, n=16, alphabet=4, out=tmp_path / "one.safetensors")
+    one = train_induction(
+        layers=1, heads=1, dim=32, n=16, alphabet=4, out=tmp_path / "one.safetensors"
+    )
     assert one.metrics.accuracy < 0.9
     found = refute(load_model(one.model_path), 7, 16)  # k = 7: INDEX inputs of length 15 ≤ n
     assert found.found and found.model_output != found.expected

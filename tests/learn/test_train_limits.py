@@ -1,7 +1,8 @@
-"""Issue 13, point 2 for `headcount train` (and run_config, so sweeps): every option has a documented bound
-checked before any model is built — memory (--max-memory), compute (TRAIN_FLOPS_LIMIT), --steps, --seed,
---lr, --hops ≤ n, the min/max evaluation — and a refusal is exit 2 with one line naming the bound and the
-option. `train induction --alphabet 10⁶` reached 3.4 GB and died in torch; `--steps 10⁹` hung."""
+"""Issue 13, point 2 for `headcount train` (and run_config, so sweeps): every option has a
+documented bound checked before any model is built — memory (--max-memory), compute
+(TRAIN_FLOPS_LIMIT), --steps, --seed, --lr, --hops ≤ n, the min/max evaluation — and a refusal is
+exit 2 with one line naming the bound and the option. `train induction --alphabet 10⁶` reached 3.4
+GB and died in torch; `--steps 10⁹` hung."""
 
 from __future__ import annotations
 
@@ -44,13 +45,17 @@ HUGE = ["1000000000", "1000000000000", str(2**63), str(2**64), "1" + "0" * 100]
 def test_huge_sizes_are_refused_by_the_memory_estimate(capsys, task, option, value):
     err = refused(capsys, task, option, value)
     if task == "minmax" and option in ("--M", "--n") and "too large" in err:
-        assert option in err  # minmax.task.check_sizes bounds M and n first (the minmax commands' bound)
+        assert (
+            option in err
+        )  # minmax.task.check_sizes bounds M and n first (the minmax commands' bound)
     else:
         assert "needs about" in err and "--max-memory" in err, err
 
 
 def test_the_issue_examples(capsys):
-    refused(capsys, "induction", "--alphabet", "1000000", needles=("alphabet 1000000", "--max-memory"))
+    refused(
+        capsys, "induction", "--alphabet", "1000000", needles=("alphabet 1000000", "--max-memory")
+    )
     refused(capsys, "induction", "--steps", "1000000000", needles=("--steps", "0..10000000"))
     refused(capsys, "boolean", "--n", "1000000000", needles=("1000000", "--n"))
 
@@ -66,7 +71,15 @@ def test_compute_is_bounded_even_with_memory_to_spare(capsys):
         needles=("floating-point operations", "--steps"),
     )
     assert f"{costs.TRAIN_FLOPS_LIMIT:.3g}" in err
-    refused(capsys, "induction", "--alphabet", "1000000", "--max-memory", "1P", needles=("floating-point",))
+    refused(
+        capsys,
+        "induction",
+        "--alphabet",
+        "1000000",
+        "--max-memory",
+        "1P",
+        needles=("floating-point",),
+    )
     refused(
         capsys,
         "boolean",
@@ -97,8 +110,8 @@ def test_hops_beyond_n_are_refused(capsys, value):
 
 
 def test_hops_beyond_n_answer_like_hop_n():
-    """Why --hops ≤ n: each hop moves to an earlier position or stays, so hop k ≥ n is hop n (literal
-    definition, random inputs with many repeats)."""
+    """Why --hops ≤ n: each hop moves to an earlier position or stays, so hop k ≥ n is hop n
+    (literal definition, random inputs with many repeats)."""
     rng = np.random.default_rng(13)
     for n in (1, 2, 3, 5, 8):
         for seq in rng.integers(0, 3, size=(30, n)):
@@ -128,10 +141,15 @@ def test_steps_bounds(capsys, value):
 def test_minmax_evaluation_is_bounded(capsys):
     err = refused(capsys, "minmax", "--M", "1000", needles=("exact evaluation", "--M"))
     assert f"{costs.MINMAX_EVAL_LIMIT:.3g}" in err
-    inputs, exhaustive = costs.minmax_eval_inputs(10**12, 10**9, ev.MINMAX_EXHAUSTIVE, ev.MINMAX_SAMPLE)
+    inputs, exhaustive = costs.minmax_eval_inputs(
+        10**12, 10**9, ev.MINMAX_EXHAUSTIVE, ev.MINMAX_SAMPLE
+    )
     assert (inputs, exhaustive) == (ev.MINMAX_SAMPLE, False)  # decided without a huge binomial
     assert costs.minmax_eval_inputs(8, 4, ev.MINMAX_EXHAUSTIVE, ev.MINMAX_SAMPLE) == (330, True)
-    assert costs.minmax_eval_inputs(630, 2, ev.MINMAX_EXHAUSTIVE, ev.MINMAX_SAMPLE) == (198765, True)
+    assert costs.minmax_eval_inputs(630, 2, ev.MINMAX_EXHAUSTIVE, ev.MINMAX_SAMPLE) == (
+        198765,
+        True,
+    )
 
 
 def test_out_is_checked_before_training(capsys, tmp_path):
@@ -177,7 +195,8 @@ def _induction_cost(layers, heads, dim, n, alphabet, hops=1, mlp=False) -> tuple
 
 
 def test_every_experiment_configuration_fits_the_bounds():
-    """The experiments' largest runs (learn/experiments.py, full scale) stay far inside both limits."""
+    """The experiments' largest runs (learn/experiments.py, full scale) stay far inside both
+    limits."""
     for layers, heads, dim, n, alphabet, hops, steps in [
         (2, 2, 32, 128, 16, 1, 2000),  # induction-depth, full
         (5, 2, 64, 32, 4, 4, 4000),  # khop, full
@@ -192,14 +211,19 @@ def test_every_experiment_configuration_fits_the_bounds():
         inputs, exhaustive = costs.minmax_eval_inputs(M, n, ev.MINMAX_EXHAUSTIVE, ev.MINMAX_SAMPLE)
         cost = costs.minmax_cost(M, n, heads, dim, 256, inputs, exhaustive)
         assert (
-            cost.memory < 2**30 and costs.minmax_eval_units(M, n, heads, inputs) < costs.MINMAX_EVAL_LIMIT / 5
+            cost.memory < 2**30
+            and costs.minmax_eval_units(M, n, heads, inputs) < costs.MINMAX_EVAL_LIMIT / 5
         )
     for n, degree, heads in [(12, 6, 12), (8, 8, 8)]:
-        costs.check_boolean_run(n, degree, heads, min(degree, 2 * max(1, (heads - 1).bit_length()) + 2), 2000)
+        costs.check_boolean_run(
+            n, degree, heads, min(degree, 2 * max(1, (heads - 1).bit_length()) + 2), 2000
+        )
 
 
 def test_estimates_do_not_overflow():
-    cfg = SequenceConfig(vocab=10**400, alphabet=10**400, n_ctx=10**400, layers=10**400, heads=1, dim=10**400)
+    cfg = SequenceConfig(
+        vocab=10**400, alphabet=10**400, n_ctx=10**400, layers=10**400, heads=1, dim=10**400
+    )
     cost = costs.sequence_cost(cfg, 10**400, 2048, 10**400, 1024)
     assert cost.memory > 1e300
     assert costs.boolean_cost(10**400, 10**400, 10**400, 10**400).memory > 1e300

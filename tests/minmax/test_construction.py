@@ -120,7 +120,9 @@ def test_bad_inputs(kwargs, msg, param):
 def test_build_and_write_construction(tmp_path):
     two = build_construction(8, 4, 2, code="compact")
     assert two.layer.n_heads == 2 and two.layer.dim == 2 * 3
-    one = build_construction(8, 4, 1, code="sign", seed=1)  # the min head alone, θ = v for both tasks
+    one = build_construction(
+        8, 4, 1, code="sign", seed=1
+    )  # the min head alone, θ = v for both tasks
     head, clf = min_head(8, 4, make_code(8, "sign", seed=1))
     assert one.layer.n_heads == 1 and np.array_equal(one.layer.heads[0].scores, head.scores)
     assert np.array_equal(one.classifier_min.theta, clf.theta) and np.array_equal(

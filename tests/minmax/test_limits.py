@@ -1,6 +1,6 @@
-"""Issue 13, point 2 for the minmax commands: every count has a bound, checked before any work, refused with
-exit 2 and one line naming the limit, the option and (for certify) the method. Nothing here allocates the
-huge sizes it names: every refusal comes from the estimates."""
+"""Issue 13, point 2 for the minmax commands: every count has a bound, checked before any work,
+refused with exit 2 and one line naming the limit, the option and (for certify) the method. Nothing
+here allocates the huge sizes it names: every refusal comes from the estimates."""
 
 from __future__ import annotations
 
@@ -24,26 +24,52 @@ from tests.cli_run import refused, run
 def test_certify_M_1e6_is_refused_naming_the_method(capsys):
     argv = ["minmax", "certify", "--M", "1000000", "--n", "4", "--heads", "2"]
     line = refused(capsys, *argv)
-    assert line.startswith("error: minmax certify (sufficient-condition) at --M 1000000 --n 4 needs about")
+    assert line.startswith(
+        "error: minmax certify (sufficient-condition) at --M 1000000 --n 4 needs about"
+    )
     assert "--max-memory" in line
     line = refused(capsys, *argv, "--max-memory", "1P")  # memory to spare: the sign code's work
-    assert "minmax certify (sufficient-condition) at --M 1000000 --n 4: the sign code means about" in line
+    assert (
+        "minmax certify (sufficient-condition) at --M 1000000 --n 4: the sign code means about"
+        in line
+    )
     assert f"allowed up to {CODE_MAX_WORK:.3g} (lower --M)" in line
 
 
 def test_certify_M_1e12_and_n_beyond_the_exact_scores(capsys):
     base = ["minmax", "certify", "--heads", "2"]
     line = refused(capsys, *base, "--M", str(10**12), "--n", "4")
-    assert line == f"error: --M {10**12} is too large: allowed up to 2^26 = {MAX_M} (exact float64 scores)"
+    assert (
+        line
+        == f"error: --M {10**12} is too large: allowed up to 2^26 = {MAX_M} (exact float64 scores)"
+    )
     line = refused(capsys, *base, "--M", "16", "--n", str(2**61))
-    assert line == f"error: --n {2**61} is too large: allowed up to 2^60 = {MAX_N} (exact float64 scores)"
+    assert (
+        line
+        == f"error: --n {2**61} is too large: allowed up to 2^60 = {MAX_N} (exact float64 scores)"
+    )
 
 
 def test_certify_exact_histogram_is_bounded_by_its_triples(capsys):
-    argv = ["minmax", "certify", "--M", "2000", "--n", "4", "--heads", "2", "--method", "exact-histogram"]
+    argv = [
+        "minmax",
+        "certify",
+        "--M",
+        "2000",
+        "--n",
+        "4",
+        "--heads",
+        "2",
+        "--method",
+        "exact-histogram",
+    ]
     line = refused(capsys, *argv)
-    assert line.startswith("error: minmax certify (exact-histogram) at --M 2000 --n 4 means about 4e+09")
-    assert f"triples per task (M²(M+1)/2); allowed up to {EXACT_MAX_TRIPLES:.3g} (lower --M)" in line
+    assert line.startswith(
+        "error: minmax certify (exact-histogram) at --M 2000 --n 4 means about 4e+09"
+    )
+    assert (
+        f"triples per task (M²(M+1)/2); allowed up to {EXACT_MAX_TRIPLES:.3g} (lower --M)" in line
+    )
 
 
 def test_certify_sufficient_condition_and_brute_force_bounds(capsys):
@@ -53,7 +79,8 @@ def test_certify_sufficient_condition_and_brute_force_bounds(capsys):
     assert f"allowed up to {SUFFICIENT_MAX_WORK:.3g} (lower --M)" in line
     line = refused(capsys, *base, "--M", "3000", "--method", "brute-force")
     assert (
-        "minmax certify (brute-force) at --M 3000 --n 4: brute force would enumerate about 3.38e+12" in line
+        "minmax certify (brute-force) at --M 3000 --n 4: brute force would enumerate about 3.38e+12"
+        in line
     )
     assert f"allowed up to {MAX_ENUMERATE}" in line
 
@@ -62,12 +89,17 @@ def test_certify_seed_and_memory_checked_in_the_library():
     with pytest.raises(InputError, match="^seed must be ≥ 0, got -1") as err:
         certify_minmax(16, 8, 2, seed=-1)
     assert err.value.param == "seed"
-    with memory_limit_of("1M"), pytest.raises(InputError, match=r"minmax certify \(exact-histogram\)"):
+    with (
+        memory_limit_of("1M"),
+        pytest.raises(InputError, match=r"minmax certify \(exact-histogram\)"),
+    ):
         certify_minmax(512, 8, 2)
 
 
 def test_certify_still_works_at_usual_sizes():
-    cert = certify_minmax(2048, 8, 2, code="compact")  # sufficient-condition, well within its bounds
+    cert = certify_minmax(
+        2048, 8, 2, code="compact"
+    )  # sufficient-condition, well within its bounds
     assert cert.method == "sufficient-condition" and cert.certified
     assert cert.inputs_covered == count_multisets(2048, 8)
 
@@ -81,10 +113,14 @@ def test_construct_bounds(capsys, tmp_path):
     out = str(tmp_path / "m.safetensors")
     base = ["minmax", "construct", "--n", "4", "--heads", "2", "--out", out]
     line = refused(capsys, *base, "--M", "1000000", "--max-memory", "1P")
-    assert line.startswith("error: the minmax construction at --M 1000000 --code sign: the sign code means")
+    assert line.startswith(
+        "error: the minmax construction at --M 1000000 --code sign: the sign code means"
+    )
     assert refused(capsys, *base, "--M", "8", "--seed", "-1") == "error: --seed must be ≥ 0, got -1"
     line = refused(capsys, *base, "--M", "4000000", "--code", "compact", "--max-memory", "1G")
-    assert line.startswith("error: the minmax construction at --M 4000000 --code compact needs about")
+    assert line.startswith(
+        "error: the minmax construction at --M 4000000 --code compact needs about"
+    )
     with pytest.raises(InputError, match="^M 100000000 is too large") as err:
         build_construction(10**8, 4, 2, code="compact")
     assert err.value.param == "M"
@@ -97,18 +133,47 @@ def test_verify_bounds(capsys):
     line = refused(capsys, *base, "--M", "2000", "--dim", "2")
     assert f"allowed up to {EXACT_MAX_TRIPLES:.3g} (lower --M)" in line
     line = refused(capsys, *base, "--M", "8", "--dim", "1000000000")
-    assert f"M·dim = 8000000000 values; allowed up to {MAX_VALUE_ENTRIES} (" in line and "lower --dim" in line
+    assert (
+        f"M·dim = 8000000000 values; allowed up to {MAX_VALUE_ENTRIES} (" in line
+        and "lower --dim" in line
+    )
     line = refused(
-        capsys, "minmax", "verify", "--M", "8", "--n", "1000000000", "--random-seed", "0", "--dim", "2"
+        capsys,
+        "minmax",
+        "verify",
+        "--M",
+        "8",
+        "--n",
+        "1000000000",
+        "--random-seed",
+        "0",
+        "--dim",
+        "2",
     )
     assert "--n 1000000000 is too large for a printed counterexample (a list of n tokens)" in line
     assert line.endswith(f"allowed up to {MAX_LIST_N}")
     line = refused(capsys, *base, "--M", "8", "--dim", "2", "--random-seed", "-1")
     assert line == "error: --random-seed must be an integer ≥ 0, got -1"
     line = refused(capsys, *base, "--M", "3000", "--dim", "2", "--method", "brute")
-    assert "brute force would enumerate about 3.38e+12 inputs (C(n+M−1, n)); allowed up to 2000000" in line
-    line = refused(capsys, "minmax", "verify", "--M", "1900", "--n", "2", "--random-seed", "0", "--dim", "2",
-                   "--method", "brute")  # fmt: skip
+    assert (
+        "brute force would enumerate about 3.38e+12 inputs (C(n+M−1, n)); allowed up to 2000000"
+        in line
+    )
+    line = refused(
+        capsys,
+        "minmax",
+        "verify",
+        "--M",
+        "1900",
+        "--n",
+        "2",
+        "--random-seed",
+        "0",
+        "--dim",
+        "2",
+        "--method",
+        "brute",
+    )
     assert f"operations per task (inputs·n·M·heads); allowed up to {BRUTE_MAX_WORK:.3g}" in line
 
 
@@ -170,7 +235,11 @@ def test_help_texts_state_the_bounds(capsys):
     certify = help_of("certify")
     assert EXACT_MAX_TRIPLES == 2**30 and "≤ 2^30 triples" in certify
     assert SUFFICIENT_MAX_WORK == 2**36 and "≤ 2^36 multiply-adds" in certify
-    assert CODE_MAX_WORK == 2**34 and "M²·d/2 ≤ 2^34" in certify and "M²·d/2 ≤ 2^34" in help_of("construct")
+    assert (
+        CODE_MAX_WORK == 2**34
+        and "M²·d/2 ≤ 2^34" in certify
+        and "M²·d/2 ≤ 2^34" in help_of("construct")
+    )
     assert f"{MAX_ENUMERATE:,}" in certify
     verify = help_of("verify")
     assert MAX_VALUE_ENTRIES == 2**24 and "M·dim ≤ 2^24" in verify and "2,000,000 inputs" in verify
@@ -181,7 +250,9 @@ def test_help_texts_state_the_bounds(capsys):
 def test_dim_with_a_model_file_is_a_contradiction(tmp_path, capsys):
 
     path = tmp_path / "mm.safetensors"
-    assert main_ok(["minmax", "construct", "--M", "8", "--n", "4", "--heads", "1", "--out", str(path)])
+    assert main_ok(
+        ["minmax", "construct", "--M", "8", "--n", "4", "--heads", "1", "--out", str(path)]
+    )
     with pytest.raises(SystemExit) as info:
         main(["minmax", "verify", "--M", "8", "--n", "4", "--model", str(path), "--dim", "3"])
     assert info.value.code == 2 and "--dim describes the random head" in capsys.readouterr().err

@@ -10,8 +10,18 @@ import pytest
 
 from headcount.common.errors import InputError
 from headcount.minmax.construction import compact_code, min_head, sign_code, two_head_layer
-from headcount.minmax.lower_bound import lemma6_quantities, longest_monotone_run, one_head_counterexamples
-from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, random_single_head
+from headcount.minmax.lower_bound import (
+    lemma6_quantities,
+    longest_monotone_run,
+    one_head_counterexamples,
+)
+from headcount.minmax.model import (
+    Classifier,
+    MinMaxModel,
+    TokenHead,
+    TokenLayer,
+    random_single_head,
+)
 from headcount.minmax.search import search_single_head, smallest_dimension
 from headcount.minmax.verify import verify_brute
 
@@ -64,7 +74,8 @@ def test_erdos_szekeres():
         m = (N - 1) ** 2 + 1
         for _ in range(40):
             assert longest_monotone_run(rng.permutation(m).astype(float)).length >= N
-        # tight: (N−1)² distinct values with both runs of length N−1 (N−1 increasing blocks, each decreasing)
+        # tight: (N−1)² distinct values with both runs of length N−1 (N−1 increasing blocks, each
+        # decreasing)
         k = N - 1
         tight = np.array([b * k + (k - 1 - i) for b in range(k) for i in range(k)], dtype=float)
         run = longest_monotone_run(tight)
@@ -128,8 +139,9 @@ def test_search_fails_with_confirmed_counterexamples_at_64_16():
 
 
 def test_search_succeeds_when_possible():
-    # M=3, n=2: d = 2 suffices (the six outputs v1, z12, v2, z23, v3, z13 go round the circle and both
-    # labellings 1,1,2,2,3,1 and 1,2,2,3,3,3 are contiguous arcs); d = 1 cannot (a scalar z picks ≤ 2 classes)
+    # M=3, n=2: d = 2 suffices (the six outputs v1, z12, v2, z23, v3, z13 go round the circle and
+    # both labellings 1,1,2,2,3,1 and 1,2,2,3,3,3 are contiguous arcs); d = 1 cannot (a scalar z
+    # picks ≤ 2 classes)
     res = search_single_head(3, 2, 2, restarts=2, steps=200, seed=0)
     assert res.succeeded and min(res.best_margins) > 0
     model = res.best_model

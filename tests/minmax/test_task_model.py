@@ -85,7 +85,9 @@ def test_save_load_round_trip(tmp_path):
     assert back.classifier_max.theta.tobytes() == model.classifier_max.theta.tobytes()
     save_minmax(back, tmp_path / "again.safetensors")
     assert (tmp_path / "again.safetensors").read_bytes() == path.read_bytes()
-    with pytest.raises(ModelFileError):  # the default formats of core/model/files.py do not include ours
+    with pytest.raises(
+        ModelFileError
+    ):  # the default formats of core/model/files.py do not include ours
         read_config(path)
 
 

@@ -1,6 +1,7 @@
-"""minmax/weight_form.py: the min/max layer as a weight-form Transformer answers like the classifiers on every
-list (small sizes: all of [M]^n; the zoo's M = n = 8: every multiset, in a shuffled order), its residual
-stream carries the layer output itself, and the roles of the construction (two_head_roles)."""
+"""minmax/weight_form.py: the min/max layer as a weight-form Transformer answers like the
+classifiers on every list (small sizes: all of [M]^n; the zoo's M = n = 8: every multiset, in a
+shuffled order), its residual stream carries the layer output itself, and the roles of the
+construction (two_head_roles)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from headcount.minmax.weight_form import bottom_bias, minmax_to_transformer
 
 def _answers(model, n: int, x: np.ndarray) -> dict[str, np.ndarray]:
     """The weight form's last-position answers (as tokens 1..M) for both tasks."""
-    return {t: predict(minmax_to_transformer(model, n, t), x - 1)[:, -1] + 1 for t in ("min", "max")}
+    return {
+        t: predict(minmax_to_transformer(model, n, t), x - 1)[:, -1] + 1 for t in ("min", "max")
+    }
 
 
 @pytest.mark.parametrize(
@@ -34,7 +37,9 @@ def test_every_list_of_small_sizes(M, n, heads, code):
     fmin, fmax = minmax_predict(model, x)
     got = _answers(model, n, x)
     assert np.array_equal(got["min"], fmin) and np.array_equal(got["max"], fmax)
-    assert np.array_equal(fmin, x.min(axis=1))  # the construction does min, and with two heads max too
+    assert np.array_equal(
+        fmin, x.min(axis=1)
+    )  # the construction does min, and with two heads max too
     assert heads == 1 or np.array_equal(fmax, x.max(axis=1))
 
 
@@ -71,7 +76,9 @@ def test_bottom_is_below_every_class():
         assert bottom_bias(model, clf) < -np.abs(clf.logits(forward(model, x))).max()
         got = predict(minmax_to_transformer(model, 3, task), x - 1)[:, -1]
         assert (got != BOTTOM).all()
-        assert np.array_equal(got + 1, clf.decide(forward(model, x)))  # random weights: no exact ties
+        assert np.array_equal(
+            got + 1, clf.decide(forward(model, x))
+        )  # random weights: no exact ties
 
 
 def test_refusals():
@@ -84,7 +91,10 @@ def test_refusals():
 
 def test_two_head_roles():
     roles = two_head_roles(8, 8, 17)
-    assert [(h["layer"], h["head"], h["role"]) for h in roles["heads"]] == [(0, 0, "min"), (0, 1, "max")]
+    assert [(h["layer"], h["head"], h["role"]) for h in roles["heads"]] == [
+        (0, 0, "min"),
+        (0, 1, "max"),
+    ]
     assert "0..16" in roles["heads"][0]["value"] and "17..33" in roles["heads"][1]["value"]
     assert roles["beta"] == -build_construction(8, 8, 2).layer.heads[0].scores[0]
     with pytest.raises(InputError):

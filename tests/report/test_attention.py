@@ -1,6 +1,6 @@
-"""Attention-pattern figures (report/views/attention.py, `headcount analyze patterns`): the tokens on the
-axes, one panel per head with its pattern on the first scored input, the causal triangle blank, one colour
-scale, PNG + SVG files, the side-by-side of two models, and the refusals."""
+"""Attention-pattern figures (report/views/attention.py, `headcount analyze patterns`): the tokens
+on the axes, one panel per head with its pattern on the first scored input, the causal triangle
+blank, one colour scale, PNG + SVG files, the side-by-side of two models, and the refusals."""
 
 from __future__ import annotations
 
@@ -37,14 +37,18 @@ def random_model(
     """A plain causal model with seeded random weights (d_model 6, d_head 3)."""
     rng = np.random.default_rng(seed)
     w = lambda *shape: rng.normal(size=shape)
-    layer = lambda: Layer(tuple(AttentionHead(w(6, 3), w(6, 3), w(6, 3), w(3, 6)) for _ in range(heads)))
+    layer = lambda: Layer(
+        tuple(AttentionHead(w(6, 3), w(6, 3), w(6, 3), w(3, 6)) for _ in range(heads))
+    )
     decoder = LinearDecoder(w(6, alphabet + 1), np.zeros(alphabet + 1))
     return Transformer(w(vocab, 6), w(n_ctx, 6), tuple(layer() for _ in range(layers)), decoder)
 
 
 def test_tokens_are_letters_numbers_and_the_hop_token():
     assert [symbol_label(s, 4) for s in range(4)] == ["a", "b", "c", "d"]
-    assert symbol_label(25, 26) == "z" and symbol_label(26, 27) == "26" and symbol_label(3, 40) == "3"
+    assert (
+        symbol_label(25, 26) == "z" and symbol_label(26, 27) == "26" and symbol_label(3, 40) == "3"
+    )
     sigma = np.array([2, 0, 1])
     assert token_labels(sigma, "plain", 3, 1) == ("c", "a", "b")
     assert token_labels(sigma, "hop-prefix", 3, 4) == ("k=4", "c", "a", "b")
@@ -54,7 +58,9 @@ def test_patterns_are_the_first_scored_input_cropped():
     model = build_construction(2, 12, 3)
     full = model_patterns(model, "construction", n=12, alphabet=3, seed=5, samples=32)
     sigma = task_characters("induction", 32, 12, 3, 5)[:1]
-    expected = [layer[0, h] for layer in attention_patterns(model, sigma) for h in range(layer.shape[1])]
+    expected = [
+        layer[0, h] for layer in attention_patterns(model, sigma) for h in range(layer.shape[1])
+    ]
     assert len(full.patterns) == 3 and full.heads_per_layer == (2, 1) and full.causal
     assert all(np.array_equal(a, b) for a, b in zip(full.patterns, expected))
     assert full.tokens == tuple("abc"[s] for s in sigma[0])
@@ -109,7 +115,9 @@ def test_two_models_side_by_side():
 
 def test_figure_files_and_json(tmp_path):
     model = random_model(1, 2, 3 + 2, 6, 3)  # hop tokens 3, 4: the hop-prefix layout
-    result = attention_figure(model, tmp_path / "out", "khop", None, 5, 3, seed=1, hops=2, samples=8)
+    result = attention_figure(
+        model, tmp_path / "out", "khop", None, 5, 3, seed=1, hops=2, samples=8
+    )
     got = result.to_json()
     assert got["files"] == {
         "png": str(tmp_path / "out/attention.png"),
@@ -151,16 +159,22 @@ def test_cli_writes_the_figure_and_refuses_bad_options(capsys, tmp_path):
     save_model(build_construction(2, 8, 3), path)
     out = tmp_path / "figs"
     base = ("analyze", "patterns", "--model", str(path), "--out", str(out))
-    code, stdout, err = run(capsys, *base, "--n", "8", "--alphabet", "3", "--samples", "16", "--json")
+    code, stdout, err = run(
+        capsys, *base, "--n", "8", "--alphabet", "3", "--samples", "16", "--json"
+    )
     assert code == 0, err
     got = json.loads(stdout)
     assert [h["role"] for h in got["heads"]] == ["previous_token", "duplicate_token", "induction"]
     assert (out / "attention.png").stat().st_size > 1000 and (out / "attention.svg").exists()
     code, stdout, err = run(capsys, *base, "--n", "8", "--alphabet", "3", "--samples", "16")
-    assert code == 0 and stdout.strip().endswith("L0H0 previous_token, L0H1 duplicate_token, L1H0 induction")
+    assert code == 0 and stdout.strip().endswith(
+        "L0H0 previous_token, L0H1 duplicate_token, L1H0 induction"
+    )
     refused(capsys, *base, "--n", "40", needles=("--n must be ≤ 32",))
     refused(capsys, *base, "--n", "8", "--task", "hop", needles=("--task",))
     refused(capsys, *base, "--n", "8", "--samples", "0", needles=("--samples must be ≥ 1",))
     refused(capsys, *base[:-1], str(path), "--n", "8", needles=("is not a folder",))
     missing = str(tmp_path / "missing.safetensors")
-    refused(capsys, "analyze", "patterns", "--model", missing, "--out", str(out), needles=("missing",))
+    refused(
+        capsys, "analyze", "patterns", "--model", missing, "--out", str(out), needles=("missing",)
+    )

@@ -1,6 +1,7 @@
-"""boolean.frontier (report/boolean/frontier.py): the claim PASSes on the real frontier and constructions at
-the quick scale, FAILs when fed a wrong model accuracy, a suboptimal row or a plan that misses a D·H, and
-draws its figure with the trained xor-phase models (a fake summary through the Context cache: no training).
+"""boolean.frontier (report/boolean/frontier.py): the claim PASSes on the real frontier and
+constructions at the quick scale, FAILs when fed a wrong model accuracy, a suboptimal row or a plan
+that misses a D·H, and draws its figure with the trained xor-phase models (a fake summary through
+the Context cache: no training).
 """
 
 from __future__ import annotations
@@ -28,15 +29,18 @@ SMALL: dict[str, Any] = {
 
 
 def run(ctx: Context | None = None, **params: Any):
-    """The registered claim with explicit parameters, exceptions turned into FAIL as in reproduce."""
+    """The registered claim with explicit parameters, exceptions turned into FAIL as in
+    reproduce."""
     registered = load_claims()[claim_module.CLAIM]
     return run_claim(
-        SimpleNamespace(function=registered.function, params_for=lambda scale: params), ctx or Context()
+        SimpleNamespace(function=registered.function, params_for=lambda scale: params),
+        ctx or Context(),
     )
 
 
 def xor_phase_ctx(tmp_path, n: int = 4) -> Context:
-    """A Context whose cached xor-phase summary is summarize_xor_phase of fake rows at n (no training)."""
+    """A Context whose cached xor-phase summary is summarize_xor_phase of fake rows at n (no
+    training)."""
     rows = [
         {
             "config": {"function": "xor", "n": n, "degree": D, "heads": H},
@@ -56,18 +60,31 @@ def xor_phase_ctx(tmp_path, n: int = 4) -> Context:
 
 def test_registered_after_boolean():
     names = [m.__name__ for m in CLAIM_MODULES]
-    assert names[names.index("headcount.report.boolean.claims") + 1] == "headcount.report.boolean.frontier"
+    assert (
+        names[names.index("headcount.report.boolean.claims") + 1]
+        == "headcount.report.boolean.frontier"
+    )
     assert load_claims()[claim_module.CLAIM].params_for("quick") == claim_module.QUICK
 
 
 def test_plan_covers_every_c_below_t():
     assert claim_module.plan(5, False) == [(1, 1), (1, 2), (1, 3), (1, 4), (1, 5), (2, 1), (2, 2)]
     assert claim_module.plan(1, False) == [(1, 1)]
-    assert claim_module.plan(4, True) == [(1, 1), (1, 2), (1, 3), (1, 4), (2, 1), (2, 2), (3, 1), (4, 1)]
+    assert claim_module.plan(4, True) == [
+        (1, 1),
+        (1, 2),
+        (1, 3),
+        (1, 4),
+        (2, 1),
+        (2, 2),
+        (3, 1),
+        (4, 1),
+    ]
 
 
 def test_quick_scale_passes():
-    """The quick parameters themselves (n = 12: xor, majority, mod:3), without the trained models."""
+    """The quick parameters themselves (n = 12: xor, majority, mod:3), without the trained
+    models."""
     r = run(**claim_module.QUICK, experiment=None)
     assert r.status == PASS, r.detail
     xor = r.measured["functions"]["xor"]
@@ -83,7 +100,8 @@ def test_trained_models_reported_and_drawn(tmp_path):
     r = run(xor_phase_ctx(tmp_path), **{**SMALL, "experiment": "xor-phase"})
     assert r.status == PASS, r.detail
     trained = {(c["degree"], c["heads"]): c for c in r.measured["trained"]}
-    # 4-bit XOR: the frontier at D·H = 1 is 11/16 (F = +−+−+, weights 1 4 6 4 1: "++−−−" is right on 11)
+    # 4-bit XOR: the frontier at D·H = 1 is 11/16 (F = +−+−+, weights 1 4 6 4 1: "++−−−" is right on
+    # 11)
     assert trained[(1, 1)]["frontier_accuracy"] == 11 / 16 and trained[(1, 1)][
         "fraction_of_frontier"
     ] == 0.5 / (11 / 16)
@@ -96,21 +114,26 @@ def test_trained_models_reported_and_drawn(tmp_path):
     saved = save_figure(
         lambda fig: spec.draw(fig, r), tmp_path, "frontier", {}, lambda p, b: p.write_bytes(b)
     )
-    assert (tmp_path / "frontier.png").stat().st_size > 1000 and "crosses: trained" in saved["caption"]
+    assert (tmp_path / "frontier.png").stat().st_size > 1000 and "crosses: trained" in saved[
+        "caption"
+    ]
 
 
 def test_wrong_model_accuracy_fails(monkeypatch):
     real = bf.model_accuracy
     r = run(**SMALL)
     assert r.status == PASS, r.detail
-    monkeypatch.setattr(bf, "model_accuracy", lambda layer, readout, F: real(layer, readout, F) - fmpq(1, 64))
+    monkeypatch.setattr(
+        bf, "model_accuracy", lambda layer, readout, F: real(layer, readout, F) - fmpq(1, 64)
+    )
     r = run(**SMALL)
     assert r.status == FAIL and "model accuracy" in r.detail and "by the definition" in r.detail
 
 
 def test_model_for_the_wrong_pattern_fails(monkeypatch):
-    """A construction for F's pattern with one change fewer than allowed (here: a constant) is honestly
-    measured and certified=False; the independent evaluation by the definition disagrees with the frontier."""
+    """A construction for F's pattern with one change fewer than allowed (here: a constant) is
+    honestly measured and certified=False; the independent evaluation by the definition disagrees
+    with the frontier."""
     real = bf.build_frontier_model
 
     def weaker(F, row, D, H, out=None, label=""):
@@ -135,7 +158,9 @@ def test_suboptimal_row_fails(monkeypatch):
 
 
 def test_missing_pair_fails(monkeypatch):
-    monkeypatch.setattr(claim_module, "plan", lambda T, all_pairs: [(1, c) for c in range(2, T + 1)])
+    monkeypatch.setattr(
+        claim_module, "plan", lambda T, all_pairs: [(1, c) for c in range(2, T + 1)]
+    )
     r = run(**SMALL)
     assert r.status == FAIL and "no model built at D·H = [1]" in r.detail
 

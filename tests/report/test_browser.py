@@ -1,6 +1,6 @@
-"""The HTML report opens in headless Chromium (Debian's `chromium`): claims table and figures render,
-every figure is legible at laptop width — the side-by-side attention figure of induction.heads.mechanism
-included — and a screenshot is not blank.
+"""The HTML report opens in headless Chromium (Debian's `chromium`): claims table and figures
+render, every figure is legible at laptop width — the side-by-side attention figure of
+induction.heads.mechanism included — and a screenshot is not blank.
 
 Needs /usr/bin/chromium (`apt-get install chromium`); skipped without it. Slow: it runs a reproduce
 subset first — or checks an existing report instead: HEADCOUNT_REPORT_DIR=headcount-report (e.g. the
@@ -26,23 +26,30 @@ from headcount.report.figures import DPI, FONT
 from headcount.report.reproduce import run_reproduce
 
 LAPTOP = (1366, 768)  # CSS pixels: a common laptop viewport
-MECHANISM = "induction.heads.mechanism"  # its figure: the construction and a trained model side by side
+MECHANISM = (
+    "induction.heads.mechanism"  # its figure: the construction and a trained model side by side
+)
 
-# Added to a copy of the report (the report itself has no scripts): measures what the browser laid out.
+# Added to a copy of the report (the report itself has no scripts): measures what the browser laid
+# out.
 PROBE = """<script>
 window.addEventListener("load", function () {
   var images = Array.from(document.images).map(function (im) {
     var r = im.getBoundingClientRect();
-    return {alt: im.alt, complete: im.complete, natural: im.naturalWidth, shown: r.width, left: r.left,
+    return {alt: im.alt, complete: im.complete, natural: im.naturalWidth, shown: r.width,
+            left: r.left,
             right: r.right, top: r.top + window.scrollY, height: r.height};
   });
   var table = document.querySelector("table"), t = table.getBoundingClientRect();
-  var out = {images: images, innerWidth: window.innerWidth, scrollWidth: document.documentElement.scrollWidth,
-             table: {left: t.left, right: t.right, top: t.top, height: t.height, rows: table.rows.length},
+  var out = {images: images, innerWidth: window.innerWidth,
+             scrollWidth: document.documentElement.scrollWidth,
+             table: {left: t.left, right: t.right, top: t.top, height: t.height,
+                     rows: table.rows.length},
              statuses: Array.from(table.querySelectorAll("td"))
                          .map(function (c) { return c.textContent.trim(); })
                          .filter(function (s) { return s === "PASS" || s === "FAIL"; })};
-  var pre = document.createElement("pre"); pre.id = "headcount-probe"; pre.textContent = JSON.stringify(out);
+  var pre = document.createElement("pre"); pre.id = "headcount-probe";
+  pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
 });
 </script>"""
@@ -79,12 +86,15 @@ def test_report_renders_in_headless_chromium(tmp_path):
     existing = os.environ.get("HEADCOUNT_REPORT_DIR")
     out = Path(existing) if existing else tmp_path / "report"
     if not existing:
-        # the mechanism claim trains the induction-depth experiment (a few runs) for its side-by-side figure
+        # the mechanism claim trains the induction-depth experiment (a few runs) for its
+        # side-by-side figure
         subset = f"boolean.*,minmax.*,{MECHANISM}"
         run_reproduce("quick", only=subset, out_dir=out, progress=lambda line: None)
     summary = json.loads((out / "summary.json").read_text())
     html = (out / "report.html").read_text()
-    assert "<script" not in html and "http://" not in html and "https://" not in html  # self-contained
+    assert (
+        "<script" not in html and "http://" not in html and "https://" not in html
+    )  # self-contained
 
     probe_page = tmp_path / "probe.html"  # beside nothing: the report inlines its figures
 
@@ -99,10 +109,13 @@ def test_report_renders_in_headless_chromium(tmp_path):
     assert laid["statuses"] == [c["status"] for c in summary["claims"]]
     assert laid["scrollWidth"] <= laid["innerWidth"]
     assert 0 <= laid["table"]["left"] and laid["table"]["right"] <= laid["innerWidth"]
-    # every figure decoded, inside the viewport, and its smallest text (10 pt at DPI) ≥ 9 CSS px as shown
+    # every figure decoded, inside the viewport, and its smallest text (10 pt at DPI) ≥ 9 CSS px as
+    # shown
     figures = sorted(p.stem for p in out.glob("*.png"))
     assert figures and sorted(im["alt"] for im in laid["images"]) == figures
-    if any(c["id"] == MECHANISM for c in summary["claims"]):  # the side-by-side attention figure is there
+    if any(
+        c["id"] == MECHANISM for c in summary["claims"]
+    ):  # the side-by-side attention figure is there
         assert "induction_heads_mechanism" in figures
     for im in laid["images"]:
         assert im["complete"] and im["natural"] > 0, im
@@ -142,5 +155,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
     t = laid["table"]
     assert region_has_ink(t["top"], t["top"] + t["height"], t["left"], t["right"]) > 0.01
     for im in laid["images"]:
-        assert region_has_ink(im["top"], im["top"] + im["height"], im["left"], im["right"]) > 0.02, im["alt"]
+        assert (
+            region_has_ink(im["top"], im["top"] + im["height"], im["left"], im["right"]) > 0.02
+        ), im["alt"]
     assert np.std(pixels) > 0.05

@@ -1,10 +1,11 @@
 """Every claim can fail: fed a falsified measurement, it returns FAIL — and fed the same measurement
 unfalsified, PASS (so the FAIL comes from the falsification, not from a broken fake).
 
-Measurements are faked where the claim reads them: certificates through the Context cache (the key the claim
-uses), learning summaries through the cache after running the real `summarize_*` on a few fake database rows,
-and heavy sub-computations (search, refuter, protocol) by monkeypatching the name the claim calls. No claim
-here trains, certifies a large model or searches; the whole file runs in seconds.
+Measurements are faked where the claim reads them: certificates through the Context cache (the key
+the claim uses), learning summaries through the cache after running the real `summarize_*` on a few
+fake database rows, and heavy sub-computations (search, refuter, protocol) by monkeypatching the
+name the claim calls. No claim here trains, certifies a large model or searches; the whole file runs
+in seconds.
 """
 
 from __future__ import annotations
@@ -34,14 +35,19 @@ def run(claim_id: str, ctx: Context | None = None, **params: Any) -> ClaimResult
     reproduce."""
     registered = load_claims()[claim_id]
     return run_claim(
-        SimpleNamespace(function=registered.function, params_for=lambda scale: params), ctx or Context()
+        SimpleNamespace(function=registered.function, params_for=lambda scale: params),
+        ctx or Context(),
     )
 
 
-# ---------------------------------------------------------------------------------------------- induction
-def fake_cert(construction: str, n: int, S: int, samples: int | None, **changes: Any) -> InductionCertificate:
-    """A certificate as certify_induction returns it, for a correct model: exhaustive when samples is None.
-    `changes` set fields of the InductionCertificate or of its core Certificate, by name."""
+# ----------------------------------------------------------------------------------------------
+# induction
+def fake_cert(
+    construction: str, n: int, S: int, samples: int | None, **changes: Any
+) -> InductionCertificate:
+    """A certificate as certify_induction returns it, for a correct model: exhaustive when samples
+    is None. `changes` set fields of the InductionCertificate or of its core Certificate, by
+    name."""
     exhaustive = samples is None
     one = construction == "one_layer"
     p = math.ceil(math.log2(n)) + (2 if one else 4)
@@ -101,7 +107,10 @@ def cert_ctx(certs: list[tuple[str, int, int, int | None, dict[str, Any]]]) -> C
     [
         ({}, None),
         (
-            {"errors": 3, "first_counterexample": Counterexample("exhaustive", (0, 1), 2, "⊥", "0")},
+            {
+                "errors": 3,
+                "first_counterexample": Counterexample("exhaustive", (0, 1), 2, "⊥", "0"),
+            },
             "3 float64 errors",
         ),
         ({"inputs_checked": 15}, "not checked on all of Σ^n"),  # says exhaustive, but 15 ≠ 2^4
@@ -110,7 +119,11 @@ def cert_ctx(certs: list[tuple[str, int, int, int | None, dict[str, Any]]]) -> C
     ],
 )
 def test_two_layer_exhaustive(changes, reason):
-    r = run("induction.two_layer.exhaustive", cert_ctx([("two_layer", 4, 2, None, changes)]), cases=[(2, 4)])
+    r = run(
+        "induction.two_layer.exhaustive",
+        cert_ctx([("two_layer", 4, 2, None, changes)]),
+        cases=[(2, 4)],
+    )
     assert r.status == (PASS if reason is None else FAIL), r.detail
     assert reason is None or reason in r.detail
 
@@ -138,17 +151,24 @@ def test_two_layer_exhaustive(changes, reason):
 )
 def test_two_layer_large_n(changes, reason):
     r = run(
-        "induction.two_layer.large_n", cert_ctx([("two_layer", 1024, 16, 8, changes)]), cases=[(1024, 16, 8)]
+        "induction.two_layer.large_n",
+        cert_ctx([("two_layer", 1024, 16, 8, changes)]),
+        cases=[(1024, 16, 8)],
     )
     assert r.status == (PASS if reason is None else FAIL), r.detail
     assert reason is None or reason in r.detail
     if reason is None:
-        assert "certified on the inputs checked (scope: sampled)" in r.detail and "all of Σ^n" not in r.detail
+        assert (
+            "certified on the inputs checked (scope: sampled)" in r.detail
+            and "all of Σ^n" not in r.detail
+        )
 
 
 @pytest.mark.parametrize("falsify", [False, True])
 def test_two_layer_constant_dim(monkeypatch, falsify):
-    def fake_two_layer(n, S):  # the construction's shape, with a dimension that grows with n when falsified
+    def fake_two_layer(
+        n, S
+    ):  # the construction's shape, with a dimension that grows with n when falsified
         return SimpleNamespace(d_model=19 + (falsify and n > 64), heads_per_layer=[2, 1])
 
     monkeypatch.setattr(induction_claims, "two_layer_induction", fake_two_layer)
@@ -162,7 +182,9 @@ def test_two_layer_constant_dim(monkeypatch, falsify):
 )  # 1.5 vs 2.5 bits/doubling
 def test_two_layer_precision_log_n(bits, status):
     cases = [(64, 64, 8), (256, 64, 8), (1024, 64, 4)]
-    ctx = cert_ctx([("two_layer", n, S, s, {"precision_bits": p}) for (n, S, s), p in zip(cases, bits)])
+    ctx = cert_ctx(
+        [("two_layer", n, S, s, {"precision_bits": p}) for (n, S, s), p in zip(cases, bits)]
+    )
     r = run("induction.two_layer.precision_log_n", ctx, cases=cases)
     assert r.status == status, r.detail
     assert (status == FAIL) == ("exceeds" in r.detail)
@@ -191,7 +213,10 @@ def test_one_layer_n_log_n(changes, reason):
 @pytest.mark.parametrize("two_layer_p_at_128, status", [(11, PASS), (25, FAIL)])
 def test_separation(two_layer_p_at_128, status):
     one_layer, two_layer = [(64, 3, 32), (128, 3, 32)], [(256, 64, 8), (1024, 64, 4)]
-    p128 = {"precision_bits": two_layer_p_at_128, "size": 57 * two_layer_p_at_128}  # 57·25 > one-layer 129·9
+    p128 = {
+        "precision_bits": two_layer_p_at_128,
+        "size": 57 * two_layer_p_at_128,
+    }  # 57·25 > one-layer 129·9
     ctx = cert_ctx(
         [("one_layer", n, S, s, {}) for n, S, s in one_layer]
         + [("two_layer", 64, 3, 32, {}), ("two_layer", 128, 3, 32, p128)]
@@ -202,7 +227,8 @@ def test_separation(two_layer_p_at_128, status):
     assert r.measured["n0"] == (128 if status == PASS else None)
 
 
-# ---------------------------------------------------------------------------------------------- INDEX
+# ----------------------------------------------------------------------------------------------
+# INDEX
 def protocol_report(k: int, **changes: Any) -> SimpleNamespace:
     """check_protocol's answer for a correct model at INDEX size k (pairs = k·2^k), with changes."""
     report = {
@@ -229,14 +255,20 @@ def protocol_report(k: int, **changes: Any) -> SimpleNamespace:
 )
 def test_index_protocol(monkeypatch, construction, random_model, reason):
     monkeypatch.setattr(index_claims, "index_precision", lambda model, k: 6)
-    monkeypatch.setattr(index_claims, "certify_induction", lambda *a, **kw: SimpleNamespace(size=57 * 6))
+    monkeypatch.setattr(
+        index_claims, "certify_induction", lambda *a, **kw: SimpleNamespace(size=57 * 6)
+    )
     monkeypatch.setattr(index_claims, "random_table", lambda rng, n, S, h, m: "random model")
     monkeypatch.setattr(
         index_claims,
         "check_protocol",
-        lambda model, k, p: protocol_report(k, **(random_model if model == "random model" else construction)),
+        lambda model, k, p: protocol_report(
+            k, **(random_model if model == "random model" else construction)
+        ),
     )
-    r = run("induction.index.protocol", ks=[4], random=[(0, 1, 2, 8)], random_k=4, two_layer_samples=2)
+    r = run(
+        "induction.index.protocol", ks=[4], random=[(0, 1, 2, 8)], random_k=4, two_layer_samples=2
+    )
     assert r.status == (PASS if reason is None else FAIL), r.detail
     assert reason is None or reason in r.detail
 
@@ -245,7 +277,13 @@ def test_index_protocol(monkeypatch, construction, random_model, reason):
     "found, message_bits, model_right, construction, reason",
     [
         (True, 36, False, {}, None),
-        (True, 36, True, {}, "answered correctly — not a counterexample"),  # the refuter's input is not wrong
+        (
+            True,
+            36,
+            True,
+            {},
+            "answered correctly — not a counterexample",
+        ),  # the refuter's input is not wrong
         (False, 36, False, {}, "no counterexample found"),
         (
             True,
@@ -272,7 +310,9 @@ def test_index_refute(monkeypatch, found, message_bits, model_right, constructio
         if model == "random model":
             searched = Searched(seed, 1 << 20, message_bits, k_)
             tokens = index_input if found else None
-            return Refutation(found, "collision", k_, 2 * k_ + 1, p, message_bits, "table", searched, tokens)
+            return Refutation(
+                found, "collision", k_, 2 * k_ + 1, p, message_bits, "table", searched, tokens
+            )
         # the construction at k_ = 2: nothing found in all 2·2^2 inputs
         fields = {"found": False, "tokens": None, "inputs": k_ * 2**k_} | construction
         searched = Searched(
@@ -283,7 +323,9 @@ def test_index_refute(monkeypatch, found, message_bits, model_right, constructio
             fields["found"], method, k_, 2 * k_ + 1, p, 3 * k_, "table", searched, fields["tokens"]
         )
 
-    def fake_predict(model, tokens, precision):  # the model's answer at the last position: right or wrong
+    def fake_predict(
+        model, tokens, precision
+    ):  # the model's answer at the last position: right or wrong
         target = int(index_claims.task.induction_targets(tokens)[-1])
         return np.array([[target if model_right else target + 1]])
 
@@ -296,10 +338,11 @@ def test_index_refute(monkeypatch, found, message_bits, model_right, constructio
     assert reason is None or reason in r.detail
 
 
-# ---------------------------------------------------------------------------------------------- min / max
+# ---------------------------------------------------------------------------------------------- min
+# / max
 def minmax_cert(M: int, n: int, code: str, **changes: Any) -> SimpleNamespace:
-    """certify_minmax's answer (the fields the claims read) for the correct two-head construction, with
-    changes."""
+    """certify_minmax's answer (the fields the claims read) for the correct two-head construction,
+    with changes."""
     d = math.ceil(8 * math.log(M)) if code == "sign" else math.ceil(math.log2(M))
     cert = {
         "M": M,
@@ -345,7 +388,10 @@ def test_minmax_two_heads_certified(changes, reason):
 def test_minmax_one_head_obstructed(monkeypatch, smallest_d, covered, confirmed, reason):
     from headcount.report.minmax import claims as minmax_claims
 
-    results = {d: SimpleNamespace(best_margins=(-1.0, -1.0), all_failed_confirmed=confirmed) for d in covered}
+    results = {
+        d: SimpleNamespace(best_margins=(-1.0, -1.0), all_failed_confirmed=confirmed)
+        for d in covered
+    }
     monkeypatch.setattr(
         minmax_claims,
         "smallest_dimension",
@@ -360,12 +406,16 @@ def test_minmax_one_head_obstructed(monkeypatch, smallest_d, covered, confirmed,
     assert reason is None or reason in r.detail
 
 
-# ---------------------------------------------------------------------------------------------- Boolean
+# ----------------------------------------------------------------------------------------------
+# Boolean
 def test_xor_dh_iff_true_measurement_passes():
     r = run("boolean.xor.DH_iff", n=4, max_DH=5)
     assert r.status == PASS, r.detail
     assert r.measured["threshold_degree"] == {"sign_changes": 4, "lp": 4}
-    assert (r.measured["certified"], r.measured["refused"]) == (20, 5)  # D·H < 4: (1, 1..3), (2..3, 1)
+    assert (r.measured["certified"], r.measured["refused"]) == (
+        20,
+        5,
+    )  # D·H < 4: (1, 1..3), (2..3, 1)
 
 
 def test_xor_dh_iff_fails_when_low_dh_is_not_refused(monkeypatch):
@@ -380,7 +430,9 @@ def test_xor_dh_iff_fails_when_low_dh_is_not_refused(monkeypatch):
 
 
 def test_xor_dh_iff_fails_on_a_wrong_threshold_degree(monkeypatch):
-    monkeypatch.setattr(boolean_claims, "xor_threshold_degree", lambda n: {"sign_changes": n, "lp": n - 1})
+    monkeypatch.setattr(
+        boolean_claims, "xor_threshold_degree", lambda n: {"sign_changes": n, "lp": n - 1}
+    )
     r = run("boolean.xor.DH_iff", n=4, max_DH=5)
     assert r.status == FAIL and "the LP gives T = 3 for 4-bit XOR" in r.detail
 
@@ -407,7 +459,9 @@ def test_xor_dh_iff_fails_on_a_bad_theorem2_degree(monkeypatch):
     monkeypatch.setattr(
         boolean_claims,
         "theorem2_check",
-        lambda layer, readout, n: Theorem2Check(degree_R=n - 1, bound=n, degree_ok=True, signs_match=True),
+        lambda layer, readout, n: Theorem2Check(
+            degree_R=n - 1, bound=n, degree_ok=True, signs_match=True
+        ),
     )
     r = run("boolean.xor.DH_iff", n=4, max_DH=5)
     assert r.status == FAIL and "Theorem-2 polynomial of degree 3" in r.detail
@@ -444,11 +498,15 @@ def test_symmetric_threshold_degree(monkeypatch, shift, dual, reason):
     assert r.measured["functions_checked"] == 4 + 8
 
 
-# ---------------------------------------------------------------------------------------------- learning
+# ----------------------------------------------------------------------------------------------
+# learning
 def summary_ctx(tmp_path, name: str, rows: list[dict[str, Any]]) -> Context:
-    """A Context whose cached summary of experiment `name` is the real summarize_* of these fake rows."""
+    """A Context whose cached summary of experiment `name` is the real summarize_* of these fake
+    rows."""
     ctx = Context(scale="quick", results_db=str(tmp_path / "results.sqlite"))
-    ctx.cache[("experiment", name, "quick", ctx.results_db)] = experiments.EXPERIMENTS[name].summarize(rows)
+    ctx.cache[("experiment", name, "quick", ctx.results_db)] = experiments.EXPERIMENTS[
+        name
+    ].summarize(rows)
     return ctx
 
 
@@ -480,7 +538,11 @@ def test_learning_induction_depth(tmp_path, rows, reason):
     assert reason is None or reason in r.detail
 
 
-MEASURED_KHOP = {2: [0.001, 0.322, 0.529, 0.716], 3: [0.0, 0.088, 0.451, 0.589], 4: [0.0, 0.0, 0.0, 0.001]}
+MEASURED_KHOP = {
+    2: [0.001, 0.322, 0.529, 0.716],
+    3: [0.0, 0.088, 0.451, 0.589],
+    4: [0.0, 0.0, 0.0, 0.001],
+}
 
 
 def khop_rows(errors: dict[int, list[float]]) -> list[dict[str, Any]]:
@@ -527,9 +589,11 @@ MEASURED_GPT2 = {
 }
 
 
-def certified_rows(errors: dict[int, list[float]], bits: dict[tuple[int, int], int]) -> list[dict[str, Any]]:
-    """khop_rows with each run's certificates: certified at fixed:bits[L, k] where given, else a float64
-    error."""
+def certified_rows(
+    errors: dict[int, list[float]], bits: dict[tuple[int, int], int]
+) -> list[dict[str, Any]]:
+    """khop_rows with each run's certificates: certified at fixed:bits[L, k] where given, else a
+    float64 error."""
     rows = khop_rows(errors)
     for row in rows:
         L = row["config"]["layers"]
@@ -559,16 +623,19 @@ def certified_rows(errors: dict[int, list[float]], bits: dict[tuple[int, int], i
             {L: [0.5, 0.6, 0.7, 0.8] for L in MEASURED_GPT2},
             "not growing with k",
         ),  # a broken block: no depth solves even k = 1
-        (MEASURED_GPT2 | {3: [0.3, 0.3, 0.3, 0.3]}, "L=3: error at k=4 (0.3000) is not above error at k=1"),
+        (
+            MEASURED_GPT2 | {3: [0.3, 0.3, 0.3, 0.3]},
+            "L=3: error at k=4 (0.3000) is not above error at k=1",
+        ),
         ({2: MEASURED_GPT2[2]}, "need ≥ 2 depths"),
     ],
 )
 def test_learning_khop_gpt2(tmp_path, errors, reason):
     bits = {(5, 1): 3, (5, 2): 4, (4, 1): 6}
     ctx = summary_ctx(tmp_path, "khop-gpt2", certified_rows(errors, bits))
-    ctx.cache[("experiment", "khop", "quick", ctx.results_db)] = experiments.EXPERIMENTS["khop"].summarize(
-        khop_rows(MEASURED_KHOP)
-    )
+    ctx.cache[("experiment", "khop", "quick", ctx.results_db)] = experiments.EXPERIMENTS[
+        "khop"
+    ].summarize(khop_rows(MEASURED_KHOP))
     r = run("learning.khop.gpt2", ctx)
     assert r.status == (PASS if reason is None else FAIL), r.detail
     assert reason is None or reason in r.detail
@@ -582,7 +649,9 @@ def test_learning_khop_gpt2(tmp_path, errors, reason):
         assert gpt2["precision_bits"][L5] == [3, 4, None, None] and "L=5: 3 4 — —" in r.detail
     if reason is None:
         assert "L=2: 68.9 vs 71.6" in r.detail
-        assert "(training steps: GPT-2-style 1000, attention-only the trainer's default)" in r.detail
+        assert (
+            "(training steps: GPT-2-style 1000, attention-only the trainer's default)" in r.detail
+        )
         assert "k=1: 2 vs 2, k=2: 4 vs 3, k=3: 5 vs 4, k=4: none vs 4" in r.detail
 
 
@@ -620,12 +689,14 @@ def minmax_rows(two_solved: bool = True, verifier_lies: bool = False) -> list[di
 )
 def test_learning_minmax_heads(tmp_path, two_solved, verifier_lies, status):
     r = run(
-        "learning.minmax.heads", summary_ctx(tmp_path, "minmax-heads", minmax_rows(two_solved, verifier_lies))
+        "learning.minmax.heads",
+        summary_ctx(tmp_path, "minmax-heads", minmax_rows(two_solved, verifier_lies)),
     )
     assert r.status == status, r.detail
     assert r.measured["two_heads_solved"] == int(two_solved)
     assert r.measured["verifier_agrees_with_exhaustive"] is not verifier_lies
-    # measured is the typed summary's JSON (the figure reads the summary itself), with the constructions
+    # measured is the typed summary's JSON (the figure reads the summary itself), with the
+    # constructions
     assert r.measured == r.series.to_json() and r.series.construction_dims == {8: 6}
 
 
@@ -648,7 +719,10 @@ def xor_rows(solved: dict[tuple[int, int], bool], n: int = 4) -> list[dict[str, 
     "solved, reason",
     [
         ({(1, 1): False, (1, 2): False, (2, 2): True, (1, 4): False}, None),
-        ({(1, 1): False, (1, 2): True, (2, 2): True, (1, 4): False}, "1 of 2 cells below D·H = n solved"),
+        (
+            {(1, 1): False, (1, 2): True, (2, 2): True, (1, 4): False},
+            "1 of 2 cells below D·H = n solved",
+        ),
         (
             {(2, 2): True, (1, 4): True},
             "0 of 0 cells below",
@@ -664,8 +738,8 @@ def test_learning_xor_phase(tmp_path, solved, reason):
 
 @pytest.mark.parametrize("wrong, reason", [(False, None), (True, "≠ frontier")])
 def test_boolean_frontier(monkeypatch, wrong, reason):
-    """A wrong model accuracy (1/64 off) fails; the other falsifications (a suboptimal row, a model for the
-    wrong pattern, a D·H left out) are in tests/report/test_boolean_frontier.py."""
+    """A wrong model accuracy (1/64 off) fails; the other falsifications (a suboptimal row, a model
+    for the wrong pattern, a D·H left out) are in tests/report/test_boolean_frontier.py."""
     from flint import fmpq
 
     from headcount.boolean import frontier as bf
@@ -680,21 +754,31 @@ def test_boolean_frontier(monkeypatch, wrong, reason):
     assert reason is None or reason in r.detail
 
 
-# ---------------------------------------------------------------------------------------------- mechanism
+# ----------------------------------------------------------------------------------------------
+# mechanism
 def mechanism_ctx(tmp_path, trained: Any) -> Context:
-    """A Context whose best two-layer run (n = 8, S = 3) is cached with model `trained`: no sweep, no
-    training."""
+    """A Context whose best two-layer run (n = 8, S = 3) is cached with model `trained`: no sweep,
+    no training."""
     from headcount.report.induction.mechanism import EXPERIMENT, TrainedModel
 
     ctx = Context(scale="quick", results_db=str(tmp_path / "results.sqlite"))
-    config = {"task": "induction", "layers": 2, "heads": 1, "dim": 32, "n": 8, "alphabet": 3, "seed": 0}
+    config = {
+        "task": "induction",
+        "layers": 2,
+        "heads": 1,
+        "dim": 32,
+        "n": 8,
+        "alphabet": 3,
+        "seed": 0,
+    }
     run_ = TrainedModel("0123456789abcdef", config, 0.999, trained)
     ctx.cache[("best-two-layer-model", EXPERIMENT, "quick", ctx.results_db)] = run_
     return ctx
 
 
 def blind(model: Any, layer: int) -> Any:
-    """`model` with W_Q = 0 in every head of `layer`: they attend evenly, whatever they were built for."""
+    """`model` with W_Q = 0 in every head of `layer`: they attend evenly, whatever they were built
+    for."""
     from dataclasses import replace
 
     heads = tuple(replace(h, W_Q=np.zeros_like(h.W_Q)) for h in model.layers[layer].heads)
@@ -702,7 +786,9 @@ def blind(model: Any, layer: int) -> Any:
     return replace(model, layers=layers)
 
 
-@pytest.mark.parametrize("layer, reason", [(None, None), (0, "layer 0: roles"), (1, "layer 1: roles")])
+@pytest.mark.parametrize(
+    "layer, reason", [(None, None), (0, "layer 0: roles"), (1, "layer 1: roles")]
+)
 def test_induction_heads_mechanism(tmp_path, monkeypatch, layer, reason):
     from headcount.induction.construction import build_construction
     from headcount.report.induction import mechanism
@@ -713,7 +799,9 @@ def test_induction_heads_mechanism(tmp_path, monkeypatch, layer, reason):
     r = run("induction.heads.mechanism", mechanism_ctx(tmp_path, built), samples=64, draw=8)
     assert r.status == (PASS if reason is None else FAIL), r.detail
     assert reason is None or reason in r.detail
-    assert r.measured["trained"]["same_circuit"] is True  # the trained stand-in is the intact construction
+    assert (
+        r.measured["trained"]["same_circuit"] is True
+    )  # the trained stand-in is the intact construction
 
 
 def test_induction_heads_mechanism_reports_a_trained_model_without_the_circuit(tmp_path):
@@ -726,12 +814,16 @@ def test_induction_heads_mechanism_reports_a_trained_model_without_the_circuit(t
     assert "NOT the construction's circuit (no induction in layer 1)" in r.detail
 
 
-# ---------------------------------------------------------------------------------------------- scope wording
+# ----------------------------------------------------------------------------------------------
+# scope wording
 def test_certificate_wording_follows_scope():
     wording = induction_claims.certified_wording
     assert wording("sampled") == "certified on the inputs checked (scope: sampled)"
     assert wording("exhaustive") == "certified on all of Σ^n (scope: exhaustive)"
-    for exhaustive, scope in [(True, "exhaustive"), (False, "sampled")]:  # the scope follows the input set
+    for exhaustive, scope in [
+        (True, "exhaustive"),
+        (False, "sampled"),
+    ]:  # the scope follows the input set
         assert fake_cert("two_layer", 4, 2, None, exhaustive=exhaustive).scope == scope
 
 
@@ -740,20 +832,23 @@ def test_boolean_certificates_are_exhaustive():
 
     r = construct_and_certify("xor", 5, 2, 3, use_search=False).certificate
     assert (r.scope, r.weights_checked, r.certified) == ("exhaustive", 6, True)
-    layer, readout = boolean_claims.truncated_model(5, 2, 2)  # a too-small model: still an exhaustive verdict
+    layer, readout = boolean_claims.truncated_model(
+        5, 2, 2
+    )  # a too-small model: still an exhaustive verdict
     wrong = certify_boolean_model(layer, readout, [(-1) ** t for t in range(6)])
     assert (wrong.scope, wrong.certified, wrong.wrong_input.t) == ("exhaustive", False, 5)
 
 
 def test_every_claim_has_a_falsification_test():
-    """A claim registered without a test in this file (a call of run with its id) makes this fail, and so does
-    a test of an id that is not registered."""
+    """A claim registered without a test in this file (a call of run with its id) makes this fail,
+    and so does a test of an id that is not registered."""
     tested = set(re.findall(r'\brun\(\s*"([\w.]+)"', Path(__file__).read_text()))
     registered = {cid for cid in load_claims() if not cid.startswith("test.")}
     assert (registered - tested, tested - registered) == (set(), set())
 
 
-# ------------------------------------------------------------------------------------- k-hop construction
+# ------------------------------------------------------------------------------------- k-hop
+# construction
 KHOP_TINY = {
     "hops": 2,
     "depth_case": (16, 4, 16),
@@ -768,15 +863,17 @@ KHOP_TINY = {
     "layers, reason", [(3, None), (4, "k=2: 4 layers, not ⌈log₂ k⌉ + 2 = 3"), (2, "k=2: 2 layers")]
 )
 def test_khop_construction(layers, reason):
-    """One falsification (the depth at k = 2) on the real tiny construction's certificates; every other one
-    (errors, unproven positions, heads, width, families, precision linear in n, falsified models) is in
-    tests/report/test_khop_construction_claim.py."""
+    """One falsification (the depth at k = 2) on the real tiny construction's certificates; every
+    other one (errors, unproven positions, heads, width, families, precision linear in n, falsified
+    models) is in tests/report/test_khop_construction_claim.py."""
     from dataclasses import replace
 
     from headcount.report.induction.khop_construction import CACHE_KIND
 
     ctx = Context()
-    assert run("induction.khop.construction", ctx, **KHOP_TINY).status == PASS  # certifies into ctx.cache
+    assert (
+        run("induction.khop.construction", ctx, **KHOP_TINY).status == PASS
+    )  # certifies into ctx.cache
     key = (CACHE_KIND, 16, 4, 2, 16, 0)  # (kind, n, S, k, samples, seed)
     point = ctx.cache[key]
     ctx.cache[key] = replace(point, certificate=replace(point.certificate, layers=layers))
@@ -785,7 +882,8 @@ def test_khop_construction(layers, reason):
     assert reason is None or reason in r.detail
 
 
-# ------------------------------------------------------------------------------------------ INDEX floor
+# ------------------------------------------------------------------------------------------ INDEX
+# floor
 FLOOR_TINY = {
     "ks": [6],
     "shape": (1, 1, 1),
@@ -800,20 +898,25 @@ FLOOR_TINY = {
     "changes, reason",
     [
         ({}, None),
-        ({"model_correct": 384, "agreements": 384, "disagreements": 0}, "INDEX error 0 < floor 0.0246"),
+        (
+            {"model_correct": 384, "agreements": 384, "disagreements": 0},
+            "INDEX error 0 < floor 0.0246",
+        ),
         ({"protocol_correct": 384}, "Bob's error 0 < floor 0.0246"),
     ],
 )
 def test_index_error_floor(changes, reason):
-    """Random model seed 3 at k = 6 sends 5 bits (floor 0.0246); made right on all 384 pairs without the
-    disagreements that would explain it (or Bob made right), it falls below the floor. The rest:
+    """Random model seed 3 at k = 6 sends 5 bits (floor 0.0246); made right on all 384 pairs without
+    the disagreements that would explain it (or Bob made right), it falls below the floor. The rest:
     tests/report/test_index_floor.py."""
     from dataclasses import replace
 
     from headcount.report.induction.index_floor import CACHE_KIND
 
     ctx = Context()
-    assert run("induction.index.error_floor", ctx, **FLOOR_TINY).status == PASS  # checks into ctx.cache
+    assert (
+        run("induction.index.error_floor", ctx, **FLOOR_TINY).status == PASS
+    )  # checks into ctx.cache
     key = (CACHE_KIND, "random", 6, 3, 1, 1, 1)  # (kind, "random", k, seed, h, m, p)
     ctx.cache[key] = replace(ctx.cache[key], **changes)
     r = run("induction.index.error_floor", ctx, **FLOOR_TINY)
@@ -821,13 +924,14 @@ def test_index_error_floor(changes, reason):
     assert reason is None or reason in r.detail
 
 
-# ------------------------------------------------------------------------------------------- k-hop mechanism
+# ------------------------------------------------------------------------------------------- k-hop
+# mechanism
 KHOP_MECHANISM_TINY = {"n": 64, "alphabet": 4, "hops": 16, "samples": 64, "draw": 16}
 
 
 def khop_mechanism_ctx(tmp_path) -> Context:
-    """A Context whose deepest trained k-hop run is cached — the variable-hop construction (n = 16, S = 4,
-    K = 4, hop-prefix like the lab's models) as its stand-in: no sweep, no training."""
+    """A Context whose deepest trained k-hop run is cached — the variable-hop construction (n = 16,
+    S = 4, K = 4, hop-prefix like the lab's models) as its stand-in: no sweep, no training."""
     from headcount.induction.khop.construction import variable_hop_construction
     from headcount.report.induction.khop_mechanism import CACHE_KIND, EXPERIMENT, TrainedKhop
 
@@ -843,7 +947,10 @@ def khop_mechanism_ctx(tmp_path) -> Context:
         "seed": 0,
     }
     stand_in = TrainedKhop(
-        "fedcba9876543210", config, {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0}, variable_hop_construction(16, 4, 4)
+        "fedcba9876543210",
+        config,
+        {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.0},
+        variable_hop_construction(16, 4, 4),
     )
     ctx.cache[(CACHE_KIND, EXPERIMENT, "quick", ctx.results_db)] = stand_in
     return ctx
@@ -859,12 +966,14 @@ def khop_mechanism_ctx(tmp_path) -> Context:
     ],
 )
 def test_induction_khop_mechanism(tmp_path, monkeypatch, layer, reason):
-    """A construction whose pointer head no longer follows its pointer (W_Q = 0: it averages) FAILs; the
-    trained model's roles are reported either way."""
+    """A construction whose pointer head no longer follows its pointer (W_Q = 0: it averages) FAILs;
+    the trained model's roles are reported either way."""
     from headcount.induction.khop.construction import khop_construction
     from headcount.report.induction import khop_mechanism
 
-    def broken(n: int, S: int, k: int) -> Any:  # the constructions with that layer lose its head's role
+    def broken(
+        n: int, S: int, k: int
+    ) -> Any:  # the constructions with that layer lose its head's role
         model = khop_construction(n, S, k)
         return blind(model, layer) if layer < len(model.layers) else model
 

@@ -1,7 +1,8 @@
-"""induction.index.error_floor (report/induction/index_floor.py): the claim PASSes on real models at tiny sizes, FAILs
-when a model's measured error (or Bob's) is made to sit below the floor, or when no random model has a
-message shorter than k; trained one-layer models are read from a shrunk induction-depth experiment whose
-runs are stored as done with a stand-in model kept, so nothing trains here; the figure is drawn.
+"""induction.index.error_floor (report/induction/index_floor.py): the claim PASSes on real models at
+tiny sizes, FAILs when a model's measured error (or Bob's) is made to sit below the floor, or when
+no random model has a message shorter than k; trained one-layer models are read from a shrunk
+induction-depth experiment whose runs are stored as done with a stand-in model kept, so nothing
+trains here; the figure is drawn.
 """
 
 from __future__ import annotations
@@ -30,7 +31,13 @@ from headcount.report.claims import FAIL, PASS, Context
 from headcount.report.figures import FIGURES, save_figure
 from headcount.report.induction import index_floor as fl
 from headcount.report.induction import lower_bound as induction_lower_bound
-from headcount.report.reproduce import CLAIM_MODULES, RESULTS_DB, load_claims, run_claim, run_reproduce
+from headcount.report.reproduce import (
+    CLAIM_MODULES,
+    RESULTS_DB,
+    load_claims,
+    run_claim,
+    run_reproduce,
+)
 
 # k = 6: seeds 3 and 4 send 5 bits (< 6); k = 8: seed 4 sends 5 bits, seed 3 sends 8
 TINY: dict[str, Any] = {
@@ -41,13 +48,19 @@ TINY: dict[str, Any] = {
     "trained_ks": [2, 4],
     "experiment": None,
 }
-SHRUNK = {"fixed": {"heads": 1, "dim": 4, "alphabet": 3, "steps": 5}, "grid": {"n": [9], "layers": [1, 2]}}
+SHRUNK = {
+    "fixed": {"heads": 1, "dim": 4, "alphabet": 3, "steps": 5},
+    "grid": {"n": [9], "layers": [1, 2]},
+}
 
 
 def run(ctx: Context, **params: Any):
-    """The registered claim with explicit parameters, exceptions turned into FAIL as in reproduce."""
+    """The registered claim with explicit parameters, exceptions turned into FAIL as in
+    reproduce."""
     registered = load_claims()[fl.CLAIM]
-    return run_claim(SimpleNamespace(function=registered.function, params_for=lambda scale: params), ctx)
+    return run_claim(
+        SimpleNamespace(function=registered.function, params_for=lambda scale: params), ctx
+    )
 
 
 @pytest.fixture(scope="module")
@@ -75,16 +88,26 @@ def test_claim_passes_on_real_models(tiny):
     assert r.status == PASS, r.detail
     m = r.measured
     kinds = [p["kind"] for p in m["points"]]
-    assert kinds.count("random") == 4 and kinds.count("construction") == 2 and "trained" not in kinds
-    assert all(p["floor_holds"] and p["protocol_floor_holds"] and p["exhaustive"] for p in m["points"])
+    assert (
+        kinds.count("random") == 4 and kinds.count("construction") == 2 and "trained" not in kinds
+    )
+    assert all(
+        p["floor_holds"] and p["protocol_floor_holds"] and p["exhaustive"] for p in m["points"]
+    )
     short = [p for p in m["points"] if p["kind"] == "random" and p["message_bits"] < p["k"]]
     assert len(short) == 3 and m["biting"] == 3
     assert all(0 < p["error_floor"] < p["index_error"] for p in short)
     built = [p for p in m["points"] if p["kind"] == "construction"]
-    assert all(p["index_error"] == 0 and p["error_floor"] == 0 and p["message_bits"] >= p["k"] for p in built)
+    assert all(
+        p["index_error"] == 0 and p["error_floor"] == 0 and p["message_bits"] >= p["k"]
+        for p in built
+    )
     assert [p["pairs_checked"] for p in built] == [3 * 2**3, 4 * 2**4]
     assert json.loads(json.dumps(jsonable(m))) == jsonable(m)
-    assert r.detail.startswith("all 6 models respect the floor") and "3 random models have b < k" in r.detail
+    assert (
+        r.detail.startswith("all 6 models respect the floor")
+        and "3 random models have b < k" in r.detail
+    )
     assert "k=6: b = 5, 5" in r.detail and "trained one-layer models: none checked" in r.detail
 
 
@@ -97,8 +120,13 @@ def test_an_error_below_the_floor_fails(tiny):
     assert bad.status == FAIL
     assert "random seed 3 k=6 (b=5): INDEX error 0 < floor 0.0246" in bad.detail
     # the same error with the disagreements that explain it respects the floor
-    right = check.protocol_correct  # a model right everywhere disagrees with Bob wherever Bob is wrong
-    fine = run(forged(ctx, 6, 3, model_correct=every, agreements=right, disagreements=every - right), **TINY)
+    right = (
+        check.protocol_correct
+    )  # a model right everywhere disagrees with Bob wherever Bob is wrong
+    fine = run(
+        forged(ctx, 6, 3, model_correct=every, agreements=right, disagreements=every - right),
+        **TINY,
+    )
     assert fine.status == PASS, fine.detail
 
 
@@ -109,7 +137,9 @@ def test_bob_below_the_floor_fails(tiny):
 
 
 def test_no_short_message_fails():
-    r = run(Context(), **{**TINY, "ks": [4], "seeds": [0, 1]})  # every random model sends ≥ 5 bits at k = 4
+    r = run(
+        Context(), **{**TINY, "ks": [4], "seeds": [0, 1]}
+    )  # every random model sends ≥ 5 bits at k = 4
     assert r.status == FAIL and "no random model with b < k" in r.detail
 
 
@@ -124,7 +154,8 @@ def test_positive_floor_size_rule():
 
 
 def stand_in(seed: int = 0) -> Transformer:
-    """A one-layer attention-only model over 3 tokens with context 9 (d_model 4): the kept 'trained' model."""
+    """A one-layer attention-only model over 3 tokens with context 9 (d_model 4): the kept 'trained'
+    model."""
     rng = np.random.default_rng(seed)
     w = lambda *shape: rng.normal(size=shape)
     head = AttentionHead(w(4, 4), w(4, 4), w(4, 4), w(4, 4))
@@ -133,16 +164,23 @@ def stand_in(seed: int = 0) -> Transformer:
 
 @pytest.fixture
 def shrunk(monkeypatch, tmp_path):
-    """The induction-depth experiment at n = 9, S = 3, its runs stored as done, the one-layer run's model
-    kept (a stand-in); the results database's path."""
+    """The induction-depth experiment at n = 9, S = 3, its runs stored as done, the one-layer run's
+    model kept (a stand-in); the results database's path."""
     depth = EXPERIMENTS["induction-depth"]
     patched = dict(EXPERIMENTS)
-    patched["induction-depth"] = replace(depth, scales={**depth.scales, "quick": {**SHRUNK, "seeds": [0]}})
+    patched["induction-depth"] = replace(
+        depth, scales={**depth.scales, "quick": {**SHRUNK, "seeds": [0]}}
+    )
     monkeypatch.setattr(experiments, "EXPERIMENTS", patched)
     db = tmp_path / RESULTS_DB
     with ResultsStore(db) as store:
         for spec_run in load_spec(experiment_spec("induction-depth", "quick")).runs():
-            metrics = {"accuracy": 0.5, "accuracy_bottom": 1.0, "accuracy_index": 0.5, "model_path": None}
+            metrics = {
+                "accuracy": 0.5,
+                "accuracy_bottom": 1.0,
+                "accuracy_index": 0.5,
+                "model_path": None,
+            }
             store.record(run_id=spec_run.run_id, config=spec_run.config, status="done",
                          experiment="induction-depth", metrics=metrics)  # fmt: skip
             if spec_run.config["layers"] == 1:
@@ -156,8 +194,9 @@ def trained_ids(ctx: Context) -> list[str]:
 
 
 def test_trained_models_are_checked_where_they_fit(shrunk):
-    """The kept model has a Gaussian W_O: the protocol refuses it as given (no table has its fixed:p rounding
-    points), so the point checked is its table form (table_from_weights), a table model as given."""
+    """The kept model has a Gaussian W_O: the protocol refuses it as given (no table has its fixed:p
+    rounding points), so the point checked is its table form (table_from_weights), a table model as
+    given."""
     ctx = Context(results_db=str(shrunk), progress=lambda line: None)
     r = run(ctx, **{**TINY, "experiment": "induction-depth", "trained_ks": [2, 4, 5]})
     assert r.status == PASS, r.detail
@@ -192,9 +231,12 @@ def test_trained_models_are_checked_where_they_fit(shrunk):
 
 
 def test_a_trained_model_the_reduction_is_not_about_is_reported(shrunk):
-    """A kept one-layer model with an MLP: the INDEX reduction refuses it, the claim says why and passes."""
+    """A kept one-layer model with an MLP: the INDEX reduction refuses it, the claim says why and
+    passes."""
     ctx = Context(results_db=str(shrunk), progress=lambda line: None)
-    (kept,) = fl.trained_runs(ctx, "induction-depth")  # cached: replaced below by the same run with an MLP
+    (kept,) = fl.trained_runs(
+        ctx, "induction-depth"
+    )  # cached: replaced below by the same run with an MLP
     w = np.random.default_rng(1).normal
     mlp = MLP(w(size=(4, 8)), np.zeros(8), w(size=(8, 4)), np.zeros(4))
     with_mlp = replace(kept.model, layers=(replace(kept.model.layers[0], mlp=mlp),))
@@ -217,7 +259,9 @@ def test_figure_draws_every_kind_and_says_what_each_mark_is(shrunk, tmp_path):
     fig = plt.figure()
     caption = fl.draw_floor(fig, r)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels[0].startswith("floor δ* = h⁻¹(1 − b/k) at the shortest random message (h=1, m=1, p=1)")
+    assert labels[0].startswith(
+        "floor δ* = h⁻¹(1 − b/k) at the shortest random message (h=1, m=1, p=1)"
+    )
     assert "random models, b < k (floor > 0): INDEX error" in labels
     assert "one-layer construction: INDEX error" in labels
     assert "trained one-layer models' table forms: INDEX error" in labels
@@ -227,15 +271,24 @@ def test_figure_draws_every_kind_and_says_what_each_mark_is(shrunk, tmp_path):
     plt.close(fig)
     failed = dataclasses.replace(run(Context(), **TINY), status=FAIL)
     saved = save_figure(
-        lambda f: fl.draw_floor(f, failed), tmp_path, "floor", {}, lambda path, data: path.write_bytes(data)
+        lambda f: fl.draw_floor(f, failed),
+        tmp_path,
+        "floor",
+        {},
+        lambda path, data: path.write_bytes(data),
     )
-    assert "No trained one-layer model was checked" in saved["caption"] and "FAILED" in saved["caption"]
+    assert (
+        "No trained one-layer model was checked" in saved["caption"]
+        and "FAILED" in saved["caption"]
+    )
     assert (tmp_path / "floor.png").stat().st_size > 10_000
 
 
 @pytest.mark.slow
 def test_quick_claim_through_reproduce(shrunk):
-    summary = run_reproduce("quick", only=fl.CLAIM, out_dir=shrunk.parent, progress=lambda line: None)
+    summary = run_reproduce(
+        "quick", only=fl.CLAIM, out_dir=shrunk.parent, progress=lambda line: None
+    )
     (row,) = summary.claims
     assert row.status == PASS, row.detail
     assert (shrunk.parent / "index_error_floor.png").is_file()

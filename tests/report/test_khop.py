@@ -1,5 +1,5 @@
-"""report/learning/khop.py: its claims are registered through CLAIM_MODULES, `headcount experiment` finds its drawings,
-and the figures label every cell with its error and certified precision."""
+"""report/learning/khop.py: its claims are registered through CLAIM_MODULES, `headcount experiment`
+finds its drawings, and the figures label every cell with its error and certified precision."""
 
 from __future__ import annotations
 
@@ -18,7 +18,11 @@ def summary(errors: dict[int, list[float]], bits: dict[tuple[int, int], int] | N
         metrics = {"accuracy_by_hop": {str(k): 1 - e for k, e in enumerate(row, 1)}}
         if bits is not None:
             metrics["certificates_by_hop"] = {
-                str(k): {"precision_bits": bits.get((L, k)), "certified": (L, k) in bits, "dtypes_exact": []}
+                str(k): {
+                    "precision_bits": bits.get((L, k)),
+                    "certified": (L, k) in bits,
+                    "dtypes_exact": [],
+                }
                 for k in range(1, len(row) + 1)
             }
         rows.append({"config": {"layers": L}, "metrics": metrics})
@@ -44,7 +48,10 @@ def test_registered_through_claim_modules():
     )
     assert FIGURES["learning_khop_gpt2"].claim == "learning.khop.gpt2"
     assert FIGURES["learning_khop_heatmap"].claim == "learning.khop.depth"
-    assert learning.DRAW["khop"] is khop.draw_khop and learning.DRAW["khop-gpt2"] is khop.draw_khop_gpt2
+    assert (
+        learning.DRAW["khop"] is khop.draw_khop
+        and learning.DRAW["khop-gpt2"] is khop.draw_khop_gpt2
+    )
 
 
 def test_comparison_labels_error_and_precision(tmp_path):
@@ -57,7 +64,9 @@ def test_comparison_labels_error_and_precision(tmp_path):
     assert "p = the smallest fixed:p" in caption and "Sanford, Hsu, Telgarsky" in caption
     plt.close(fig)
     fig = plt.figure()
-    khop.draw_comparison(fig, khop.KhopComparison(GPT2, None))  # attention-only not measured: one panel
+    khop.draw_comparison(
+        fig, khop.KhopComparison(GPT2, None)
+    )  # attention-only not measured: one panel
     assert texts(fig) == [gpt2]
     plt.close(fig)
     saved = save_figure(
@@ -77,7 +86,9 @@ def test_single_heat_maps():
     plt.close(fig)
     fig = plt.figure()
     caption = khop.draw_khop_gpt2(fig, GPT2)
-    assert texts(fig)[0][1] == "60.0\n—" and "GPT-2-style" in caption and "p = the smallest" in caption
+    assert (
+        texts(fig)[0][1] == "60.0\n—" and "GPT-2-style" in caption and "p = the smallest" in caption
+    )
     plt.close(fig)
     fig = plt.figure()
     assert khop.draw_comparison(fig, khop.KhopComparison(summarize_khop([]), None)) == (

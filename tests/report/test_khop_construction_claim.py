@@ -1,10 +1,11 @@
-"""induction.khop.construction (report/induction/khop_construction.py): the claim PASSes on the real construction, FAILs
-on every falsified measurement (a wrong depth, float64 errors, an unproven position, too many heads, a width
-that moves with n, missing k-hop families, a precision linear in n), and draws its two figures.
+"""induction.khop.construction (report/induction/khop_construction.py): the claim PASSes on the real
+construction, FAILs on every falsified measurement (a wrong depth, float64 errors, an unproven
+position, too many heads, a width that moves with n, missing k-hop families, a precision linear in
+n), and draws its two figures.
 
-The fast tests certify the construction at tiny sizes (n ≤ 64, S = 4) and fake the trained models' summary
-through the Context cache (the key report/learning/khop.py's experiment_summary uses); the quick-scale claim itself
-runs once through run_reproduce, in the slow set.
+The fast tests certify the construction at tiny sizes (n ≤ 64, S = 4) and fake the trained models'
+summary through the Context cache (the key report/learning/khop.py's experiment_summary uses); the
+quick-scale claim itself runs once through run_reproduce, in the slow set.
 """
 
 from __future__ import annotations
@@ -38,11 +39,16 @@ TINY: dict[str, Any] = {
     "experiment": None,
 }
 # the quick khop sweep's measured errors (seed 0, rounded): L = 2 reaches k = 1 only, L = 4 every k
-MEASURED = {2: [0.001, 0.322, 0.529, 0.716], 3: [0.0, 0.088, 0.451, 0.589], 4: [0.0, 0.0, 0.0, 0.0014]}
+MEASURED = {
+    2: [0.001, 0.322, 0.529, 0.716],
+    3: [0.0, 0.088, 0.451, 0.589],
+    4: [0.0, 0.0, 0.0, 0.0014],
+}
 
 
 def khop_summary(errors: dict[int, list[float]]):
-    """A KhopSummary as the khop sweep's database rows give it (summaries.summarize_khop on fake rows)."""
+    """A KhopSummary as the khop sweep's database rows give it (summaries.summarize_khop on fake
+    rows)."""
     rows = [
         {
             "config": {"layers": L},
@@ -54,14 +60,18 @@ def khop_summary(errors: dict[int, list[float]]):
 
 
 def run(ctx: Context, **params: Any):
-    """The registered claim with explicit parameters, exceptions turned into FAIL as in reproduce."""
+    """The registered claim with explicit parameters, exceptions turned into FAIL as in
+    reproduce."""
     registered = load_claims()[kc.CLAIM]
-    return run_claim(SimpleNamespace(function=registered.function, params_for=lambda scale: params), ctx)
+    return run_claim(
+        SimpleNamespace(function=registered.function, params_for=lambda scale: params), ctx
+    )
 
 
 @pytest.fixture(scope="module")
 def tiny() -> tuple[Context, Any]:
-    """The claim on the real construction at TINY's sizes (certificates in ctx.cache for the fakes below)."""
+    """The claim on the real construction at TINY's sizes (certificates in ctx.cache for the fakes
+    below)."""
     ctx = Context()
     return ctx, run(ctx, **TINY)
 
@@ -75,12 +85,15 @@ def changed(ctx: Context, n: int, k: int, samples: int = 16, **changes: Any) -> 
     cert = point.certificate
     outer = {k: v for k, v in changes.items() if hasattr(cert, k) and k != "certificate"}
     inner = {k: v for k, v in changes.items() if k not in outer}
-    cert = dataclasses.replace(cert, certificate=dataclasses.replace(cert.certificate, **inner), **outer)
+    cert = dataclasses.replace(
+        cert, certificate=dataclasses.replace(cert.certificate, **inner), **outer
+    )
     out.cache[key] = dataclasses.replace(point, certificate=cert)
     return out
 
 
-# ---------------------------------------------------------------------------------------------- pieces
+# ----------------------------------------------------------------------------------------------
+# pieces
 def test_registered_after_khop_with_two_figures():
     names = [m.__name__ for m in CLAIM_MODULES]
     assert (
@@ -131,15 +144,22 @@ def test_fit_precision_logarithmic_linear_and_bent():
 
 def test_trained_depths_threshold_nan_and_empty():
     t = kc.trained_depths(khop_summary(MEASURED), "khop")
-    assert (t.layers, t.hops, t.smallest_depth, t.threshold) == ((2, 3, 4), (1, 2, 3, 4), (2, 4, 4, 4), 0.01)
-    # strictly below 1 %: an error of exactly 0.01 does not reach; a hop count nobody measured is left out
+    assert (t.layers, t.hops, t.smallest_depth, t.threshold) == (
+        (2, 3, 4),
+        (1, 2, 3, 4),
+        (2, 4, 4, 4),
+        0.01,
+    )
+    # strictly below 1 %: an error of exactly 0.01 does not reach; a hop count nobody measured is
+    # left out
     edge = khop_summary({2: [0.01, 0.5, math.nan], 3: [0.009, 0.02, math.nan]})
     assert kc.trained_depths(edge, "khop").hops == (1, 2)
     assert kc.trained_depths(edge, "khop").smallest_depth == (3, None)
     assert kc.trained_depths(khop_summary({}), "khop") is None
 
 
-# ---------------------------------------------------------------------------------------------- the claim
+# ---------------------------------------------------------------------------------------------- the
+# claim
 def test_tiny_claim_passes_with_every_point_in_the_detail(tiny):
     ctx, r = tiny
     assert r.status == PASS, r.detail
@@ -162,7 +182,10 @@ def test_tiny_claim_passes_with_every_point_in_the_detail(tiny):
         "n=16 S=4, zero errors, every position proven, certified on the inputs checked"
     )
     for p in depth:
-        row = f"k={p['k']}: L={p['layers']} heads {p['heads']} d={p['d_model']} p={p['precision_bits']} "
+        row = (
+            f"k={p['k']}: L={p['layers']} heads {p['heads']} d={p['d_model']} "
+            f"p={p['precision_bits']} "
+        )
         assert row in r.detail
     assert "one more at k = 3;" in r.detail and "trained models: none measured" in r.detail
     # the depth points at n = 16 are shared with the precision grid: certified once
@@ -177,11 +200,21 @@ def test_tiny_claim_passes_with_every_point_in_the_detail(tiny):
         (16, 3, {"layers": 5}, "k=3: 5 layers, not ⌈log₂ k⌉ + 2 = 4"),
         (16, 1, {"layers": 3}, "k=1: 3 layers, not ⌈log₂ k⌉ + 2 = 2"),
         (16, 2, {"errors": 3}, "k=2 n=16 S=4: 3 float64 errors"),
-        (16, 4, {"proven_at_precision_bits": False, "uncertified_positions": 2}, "not certified at p="),
+        (
+            16,
+            4,
+            {"proven_at_precision_bits": False, "uncertified_positions": 2},
+            "not certified at p=",
+        ),
         (32, 4, {"precision_bits": None}, "k=4 n=32 S=4: no precision ≤ 60 bits is error-free"),
         (16, 2, {"heads_per_layer": (3, 1, 1)}, "k=2: 3 heads in a layer (at most 2)"),
         (16, 2, {"hops": 1}, "k=2: certified at hop count 1"),
-        (16, 2, {"families": {"uniform": 8, "no_adjacent_repeats": 8}}, "k=2 n=16: no inputs from khop_"),
+        (
+            16,
+            2,
+            {"families": {"uniform": 8, "no_adjacent_repeats": 8}},
+            "k=2 n=16: no inputs from khop_",
+        ),
         (32, 4, {"d_model": 30}, "k=4: d_model varies with n, S: [28, 30]"),
     ],
 )
@@ -205,9 +238,12 @@ def test_precision_linear_in_n_fails(tiny):
 
 
 def _padded(model):
-    """The model with one more layer whose only head writes nothing: the same outputs, one layer deeper."""
+    """The model with one more layer whose only head writes nothing: the same outputs, one layer
+    deeper."""
     d = model.d_model
-    idle = Layer((AttentionHead(np.zeros((d, 1)), np.zeros((d, 1)), np.zeros((d, 1)), np.zeros((1, d))),))
+    idle = Layer(
+        (AttentionHead(np.zeros((d, 1)), np.zeros((d, 1)), np.zeros((d, 1)), np.zeros((1, d))),)
+    )
     return dataclasses.replace(model, layers=(*model.layers, idle))
 
 
@@ -220,7 +256,10 @@ def _padded(model):
             "k=2: 4 layers",
         ),
         # the 3-hop model asked for 4 hops: the same depth, wrong answers
-        (lambda n, S, k: construction.khop_construction(n, S, 3) if k == 4 else None, "k=4 n=16 S=4: "),
+        (
+            lambda n, S, k: construction.khop_construction(n, S, 3) if k == 4 else None,
+            "k=4 n=16 S=4: ",
+        ),
     ],
 )
 def test_falsified_models_fail(monkeypatch, build, reason):
@@ -230,7 +269,9 @@ def test_falsified_models_fail(monkeypatch, build, reason):
     assert r.status == FAIL and reason in r.detail, r.detail
     lines = r.detail.split("; ")
     if "layers" in reason:
-        assert lines == ["k=2: 4 layers, not ⌈log₂ k⌉ + 2 = 3"]  # no errors: the padding changes nothing
+        assert lines == [
+            "k=2: 4 layers, not ⌈log₂ k⌉ + 2 = 3"
+        ]  # no errors: the padding changes nothing
     else:  # errors at both lengths, so no precision and nothing to fit; nothing else fails
         assert [re.sub(r"\d+ float64 errors.*", "errors", line) for line in lines] == [
             "k=4 n=16 S=4: errors",
@@ -254,13 +295,17 @@ def test_trained_depths_come_from_the_khop_experiment(tiny):
         in r.detail
     )
     assert r.detail.endswith("k=1: L=2, k=2: L=4, k=3: L=4, k=4: L=4")
-    # a hop count no depth reaches: reported as such, still PASS (the trained models are not asserted)
-    ctx.cache[("experiment", "khop", "quick", "db.sqlite")] = khop_summary({2: [0.0, 0.5], 3: [0.0, 0.2]})
+    # a hop count no depth reaches: reported as such, still PASS (the trained models are not
+    # asserted)
+    ctx.cache[("experiment", "khop", "quick", "db.sqlite")] = khop_summary(
+        {2: [0.0, 0.5], 3: [0.0, 0.2]}
+    )
     r = run(ctx, **(TINY | {"experiment": "khop"}))
     assert r.status == PASS and r.detail.endswith("k=1: L=2, k=2: not reached")
 
 
-# ---------------------------------------------------------------------------------------------- figures
+# ----------------------------------------------------------------------------------------------
+# figures
 def _legend(fig: plt.Figure) -> list[str]:
     return [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
 
@@ -281,7 +326,9 @@ def test_figures_draw_every_series(tiny, tmp_path):
     reached, missed = fig.axes[0].get_lines()[-2:]
     assert list(reached.get_xdata()) == [1, 2] and list(reached.get_ydata()) == [2, 3]
     assert list(missed.get_xdata()) == [3] and list(missed.get_ydata()) == [3.5]
-    assert "certified with zero errors at n = 16, S = 4" in caption and "k > 3 not trained" in caption
+    assert (
+        "certified with zero errors at n = 16, S = 4" in caption and "k > 3 not trained" in caption
+    )
     assert "FAILED" not in caption
     plt.close(fig)
     fig = plt.figure()
@@ -291,7 +338,11 @@ def test_figures_draw_every_series(tiny, tmp_path):
     plt.close(fig)
     failed = dataclasses.replace(r, status=FAIL)
     saved = save_figure(
-        lambda f: kc.draw_precision(f, failed), tmp_path, "p", {}, lambda path, data: path.write_bytes(data)
+        lambda f: kc.draw_precision(f, failed),
+        tmp_path,
+        "p",
+        {},
+        lambda path, data: path.write_bytes(data),
     )
     assert saved["caption"].endswith(kc.FAILED) and (tmp_path / "p.png").stat().st_size > 1000
     assert (tmp_path / "p.svg").read_text().startswith("<?xml")
@@ -309,10 +360,12 @@ def test_figure_marks_a_failing_point(tiny):
     plt.close(fig)
 
 
-# ---------------------------------------------------------------------------------------------- quick scale
+# ----------------------------------------------------------------------------------------------
+# quick scale
 @pytest.mark.slow
 def test_quick_claim_passes_through_reproduce(tmp_path, monkeypatch):
-    """The claim at its quick parameters (about 20 s on 2 cores); the trained summary faked, none trains."""
+    """The claim at its quick parameters (about 20 s on 2 cores); the trained summary faked, none
+    trains."""
     monkeypatch.setattr(kc, "experiment_summary", lambda ctx, name: khop_summary(MEASURED))
     summary = run_reproduce("quick", only=kc.CLAIM, out_dir=tmp_path, progress=lambda line: None)
     (row,) = summary.to_json()["claims"]
@@ -328,4 +381,6 @@ def test_quick_claim_passes_through_reproduce(tmp_path, monkeypatch):
         "khop_construction_precision",
     }
     for stem in ("khop_construction_depth", "khop_construction_precision"):
-        assert (tmp_path / f"{stem}.png").stat().st_size > 1000 and (tmp_path / f"{stem}.svg").is_file()
+        assert (tmp_path / f"{stem}.png").stat().st_size > 1000 and (
+            tmp_path / f"{stem}.svg"
+        ).is_file()

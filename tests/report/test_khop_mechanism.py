@@ -1,11 +1,13 @@
-"""The claim induction.khop.mechanism (report/induction/khop_mechanism.py): its pieces, and the claim through
-reproduce — the deepest run of the report's k-hop experiment is read from its database, its kept model
-loaded (or retrained when the file is missing), the construction's roles checked layer by layer, the
-trained model's compared, and the side-by-side figure written and inlined.
+"""The claim induction.khop.mechanism (report/induction/khop_mechanism.py): its pieces, and the
+claim through reproduce — the deepest run of the report's k-hop experiment is read from its
+database, its kept model loaded (or retrained when the file is missing), the construction's roles
+checked layer by layer, the trained model's compared, and the side-by-side figure written and
+inlined.
 
-The experiment is shrunk (n = 8, S = 3, K = 2, depths 2 and 3) and its runs stored as done beforehand, so
-no sweep trains here; the deepest run's kept model is a stand-in (the variable-hop construction, hop-prefix
-like the lab's models, or a model trained for a few steps in this process when the file is missing)."""
+The experiment is shrunk (n = 8, S = 3, K = 2, depths 2 and 3) and its runs stored as done
+beforehand, so no sweep trains here; the deepest run's kept model is a stand-in (the variable-hop
+construction, hop-prefix like the lab's models, or a model trained for a few steps in this process
+when the file is missing)."""
 
 from __future__ import annotations
 
@@ -26,13 +28,25 @@ from headcount.report.claims import PASS, Context
 from headcount.report.figures import FIGURES, save_figure
 from headcount.report.induction import khop_mechanism as km
 from headcount.report.render import write_atomic
-from headcount.report.reproduce import CLAIM_MODULES, RESULTS_DB, load_claims, run_claim, run_reproduce
+from headcount.report.reproduce import (
+    CLAIM_MODULES,
+    RESULTS_DB,
+    load_claims,
+    run_claim,
+    run_reproduce,
+)
 
 TINY = {
     "fixed": {"n": 8, "alphabet": 3, "heads": 1, "dim": 8, "hops": 2, "steps": 5},
     "grid": {"layers": [2, 3]},
 }
-SMALL = {"n": 64, "alphabet": 4, "hops": 8, "samples": 32, "draw": 8}  # the claim's parameters, shrunk
+SMALL = {
+    "n": 64,
+    "alphabet": 4,
+    "hops": 8,
+    "samples": 32,
+    "draw": 8,
+}  # the claim's parameters, shrunk
 ACCURACY = {2: {"1": 0.99, "2": 0.6}, 3: {"1": 0.999, "2": 0.98}}
 
 
@@ -45,7 +59,8 @@ def tiny(monkeypatch):
 
 
 def stored_runs(db) -> str:
-    """Store the shrunk experiment's runs as done (the accuracies of ACCURACY); the deepest run's id."""
+    """Store the shrunk experiment's runs as done (the accuracies of ACCURACY); the deepest run's
+    id."""
     with ResultsStore(db) as store:
         for run in load_spec(experiment_spec("khop", "quick")).runs():
             metrics = {"accuracy_by_hop": ACCURACY[run.config["layers"]], "model_path": None}
@@ -60,14 +75,17 @@ def quiet(line: str) -> None:
     pass
 
 
-def score(layer: int, head: int, find: dict[int, float] | None = None, **values: float) -> HeadScore:
+def score(
+    layer: int, head: int, find: dict[int, float] | None = None, **values: float
+) -> HeadScore:
     """A HeadScore with the given scores, every other score 0."""
     names = [f.name for f in fields(HeadScore) if f.name not in ("layer", "head", "find")]
     find = {1: 0.0, 2: 0.0, 4: 0.0} if find is None else find
     return HeadScore(layer=layer, head=head, find=find, **{k: values.get(k, 0.0) for k in names})
 
 
-# ---------------------------------------------------------------------------------------------- pieces
+# ----------------------------------------------------------------------------------------------
+# pieces
 def test_registered_after_the_construction_claim_with_one_figure():
     names = [m.__name__ for m in CLAIM_MODULES]
     assert (
@@ -76,7 +94,13 @@ def test_registered_after_the_construction_claim_with_one_figure():
     )
     claim = load_claims()[km.CLAIM]
     assert claim.module == "headcount.report.induction.khop_mechanism"
-    assert claim.params["quick"] == {"n": 128, "alphabet": 4, "hops": 16, "samples": 128, "draw": 32}
+    assert claim.params["quick"] == {
+        "n": 128,
+        "alphabet": 4,
+        "hops": 16,
+        "samples": 128,
+        "draw": 32,
+    }
     full = claim.params["full"]
     assert full["n"] * full["samples"] >= 128 * 128 and full["n"] >= 128 and full["hops"] == 16
     assert {f.id for f in FIGURES.values() if f.claim == km.CLAIM} == {km.FIGURE}
@@ -98,7 +122,12 @@ def test_built_roles_are_khop_roles_by_layer():
 def test_role_problems_layer_by_layer():
     built = {0: ("duplicate_token", "previous_token"), 1: ("induction",), 2: ("find^2",)}
     assert km.role_problems(dict(built), built) == []
-    found = {0: ("duplicate_token", "previous_token"), 1: ("induction",), 2: ("uniform",), 3: ("sink",)}
+    found = {
+        0: ("duplicate_token", "previous_token"),
+        1: ("induction",),
+        2: ("uniform",),
+        3: ("sink",),
+    }
     assert km.role_problems(found, built) == [
         "layer 2: roles ['uniform'], built ['find^2']",
         "layer 3: not built",
@@ -111,7 +140,11 @@ def test_role_problems_layer_by_layer():
 
 def test_deepest_row_and_its_errors():
     rows = [
-        {"run_id": "a", "config": {"layers": 3, "seed": 0}, "metrics": {"accuracy_by_hop": {"1": 1.0}}},
+        {
+            "run_id": "a",
+            "config": {"layers": 3, "seed": 0},
+            "metrics": {"accuracy_by_hop": {"1": 1.0}},
+        },
         {
             "run_id": "b",
             "config": {"layers": 4, "seed": 1},
@@ -128,7 +161,9 @@ def test_deepest_row_and_its_errors():
             "metrics": {"accuracy_by_hop": {"1": 1.0, "2": 0.7}},
         },
     ]
-    assert km.deepest_row(rows)["run_id"] == "c"  # the most layers; ties: lowest mean error, then the seed
+    assert (
+        km.deepest_row(rows)["run_id"] == "c"
+    )  # the most layers; ties: lowest mean error, then the seed
     assert km.deepest_row(rows[:1])["run_id"] == "a" and km.deepest_row([]) is None
     errors = km.error_by_hop({"accuracy_by_hop": {"1": 0.75, "2": None}})
     assert errors[1] == 0.25 and math.isnan(errors[2]) and km.error_by_hop({}) == {}
@@ -150,7 +185,8 @@ def test_the_comparison_names_each_trained_head_and_its_best_find():
         {"head": 1, "role": "sink", "best_find": 1, "find": 0.2},
     ]
     assert km.comparison_text(layers, trained) == (
-        "layer 0: construction previous_token; trained: H0 previous_token 0.90 · best find^1 0.30 | "
+        "layer 0: construction previous_token; trained: H0 previous_token 0.90 · best find^1 0.30 "
+        "| "
         "layer 1: construction induction; trained: H0 induction 0.80 · best find^1 0.85, "
         "H1 sink 0.70 · best find^1 0.20 | "
         "layer 2: construction find^2; trained: H0 find^2 0.60 · best find^2 0.60 — "
@@ -158,32 +194,48 @@ def test_the_comparison_names_each_trained_head_and_its_best_find():
     )
     shallow = km.compare_layers(built, trained[:1])  # a trained model with fewer layers: "—" there
     assert [row["shared"] for row in shallow] == [["previous_token"], [], []]
-    assert "layer 2: construction find^2; trained: — — 1 of the construction's 3" in km.comparison_text(
-        shallow, trained[:1]
+    assert (
+        "layer 2: construction find^2; trained: — — 1 of the construction's 3"
+        in km.comparison_text(shallow, trained[:1])
     )
 
 
 def test_without_a_trained_run_the_construction_alone_is_checked_and_drawn(tmp_path):
     ctx = Context(scale="quick", results_db=str(tmp_path / RESULTS_DB))
-    ctx.cache[(km.CACHE_KIND, km.EXPERIMENT, "quick", ctx.results_db)] = None  # every run of the sweep failed
+    ctx.cache[(km.CACHE_KIND, km.EXPERIMENT, "quick", ctx.results_db)] = (
+        None  # every run of the sweep failed
+    )
     claim = replace(load_claims()[km.CLAIM], params={"quick": {**SMALL, "draw": 12}})
     result = run_claim(claim, ctx)
     assert result.status == PASS, result.detail
-    assert result.measured["trained"] is None and "no trained run in the khop experiment" in result.detail
-    assert result.measured["construction"]["roles"] == {"0": ["duplicate_token", "previous_token"], "1": [
-        "induction"], "2": ["induction"], "3": ["find^2"], "4": ["find^4"]}  # fmt: skip
+    assert (
+        result.measured["trained"] is None
+        and "no trained run in the khop experiment" in result.detail
+    )
+    assert result.measured["construction"]["roles"] == {
+        "0": ["duplicate_token", "previous_token"],
+        "1": ["induction"],
+        "2": ["induction"],
+        "3": ["find^2"],
+        "4": ["find^4"],
+    }
     assert len(result.series.construction.tokens) == 12 and result.series.trained is None
-    saved = save_figure(lambda fig: km.draw_khop_mechanism(fig, result), tmp_path, "alone", {}, write_atomic)
+    saved = save_figure(
+        lambda fig: km.draw_khop_mechanism(fig, result), tmp_path, "alone", {}, write_atomic
+    )
     assert (
         "No trained k-hop run was found" in saved["caption"]
         and (tmp_path / "alone.png").stat().st_size > 5000
     )
 
 
-# ---------------------------------------------------------------------------------------------- reproduce
+# ----------------------------------------------------------------------------------------------
+# reproduce
 def test_reproduce_draws_the_kept_model_beside_the_construction(tiny, tmp_path):
     deepest = stored_runs(tmp_path / RESULTS_DB)
-    save_model(variable_hop_construction(8, 3, 2), kept_model(tmp_path / RESULTS_DB, deepest))  # the stand-in
+    save_model(
+        variable_hop_construction(8, 3, 2), kept_model(tmp_path / RESULTS_DB, deepest)
+    )  # the stand-in
     summary = run_reproduce("quick", only=km.CLAIM, out_dir=tmp_path, progress=quiet)
     (row,) = summary.claims
     assert (row.id, row.status) == (km.CLAIM, "PASS"), row.detail
@@ -197,27 +249,48 @@ def test_reproduce_draws_the_kept_model_beside_the_construction(tiny, tmp_path):
     )
     assert built["roles"] == built["built_roles"] and built["roles"]["5"] == ["find^8"]
     trained = row.measured["trained"]
-    assert trained["run_id"] == deepest and trained["retrained"] is False and trained["analyzed_at_hops"] == 2
+    assert (
+        trained["run_id"] == deepest
+        and trained["retrained"] is False
+        and trained["analyzed_at_hops"] == 2
+    )
     assert trained["error_by_hop"] == {"1": pytest.approx(0.001), "2": pytest.approx(0.02)}
-    # the variable-hop stand-in: the construction's heads, and layer 1's hop-bit head (it reads the hop token)
-    assert trained["roles"] == {"0": ["duplicate_token", "previous_token"], "1": ["induction", "sink"],
-                                "2": ["induction"]}  # fmt: skip
-    assert list(trained["roles_by_hop"]) == ["1", "2"] and trained["roles_by_hop"]["2"] == trained["roles"]
+    # the variable-hop stand-in: the construction's heads, and layer 1's hop-bit head (it reads the
+    # hop token)
+    assert trained["roles"] == {
+        "0": ["duplicate_token", "previous_token"],
+        "1": ["induction", "sink"],
+        "2": ["induction"],
+    }
+    assert (
+        list(trained["roles_by_hop"]) == ["1", "2"]
+        and trained["roles_by_hop"]["2"] == trained["roles"]
+    )
     beside = trained["construction_beside"]
     assert (beside["n"], beside["alphabet"], beside["hops"]) == (8, 3, 2)
-    assert beside["built_roles"] == {"0": ["duplicate_token", "previous_token"], "1": ["induction"], "2": [
-        "induction"]}  # fmt: skip
-    assert [r["shared"] for r in trained["layers"]] == [["duplicate_token", "previous_token"], ["induction"],
-                                                        ["induction"]]  # fmt: skip
+    assert beside["built_roles"] == {
+        "0": ["duplicate_token", "previous_token"],
+        "1": ["induction"],
+        "2": ["induction"],
+    }
+    assert [r["shared"] for r in trained["layers"]] == [
+        ["duplicate_token", "previous_token"],
+        ["induction"],
+        ["induction"],
+    ]
     assert trained["input_drawn"].startswith("k=2 ") and len(trained["input_drawn"].split()) == 9
-    assert "the built roles, recovered" in row.detail and "4 of the construction's 4 roles" in row.detail
+    assert (
+        "the built roles, recovered" in row.detail
+        and "4 of the construction's 4 roles" in row.detail
+    )
     assert "layer 1: construction induction; trained: H0 induction" in row.detail
     assert (tmp_path / f"{km.FIGURE}.png").stat().st_size > 10_000
     assert (tmp_path / f"{km.FIGURE}.svg").read_text().lstrip().startswith("<?xml")
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     (fig,) = on_disk["figures"]
     assert (fig["id"], fig["claim"]) == (km.FIGURE, km.CLAIM)
-    assert "its roles by layer: 0: duplicate_token, previous_token; 1: induction, sink; 2: induction" in fig[
+    assert ("its roles by layer: 0: duplicate_token, previous_token; 1: induction, sink; 2: "
+           "induction") in fig[
         "caption"]  # fmt: skip
     assert f'<figure id="{km.FIGURE}"><img' in (tmp_path / "report.html").read_text()
 
@@ -236,7 +309,8 @@ def test_a_run_without_its_model_file_is_retrained_and_kept(tiny, tmp_path):
     trained = first.measured["trained"]
     assert trained["retrained"] is True and set(trained["error_by_hop_retrained"]) == {"1", "2"}
     assert (
-        kept_model(tmp_path / RESULTS_DB, deepest).is_file() and "retrained from its config" in first.detail
+        kept_model(tmp_path / RESULTS_DB, deepest).is_file()
+        and "retrained from its config" in first.detail
     )
     again = once()
     assert again.measured["trained"]["retrained"] is False  # kept the first time

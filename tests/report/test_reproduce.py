@@ -1,4 +1,5 @@
-"""Reproduce: report files agree with the returned summary, HTML is self-contained, broken claims FAIL."""
+"""Reproduce: report files agree with the returned summary, HTML is self-contained, broken claims
+FAIL."""
 
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def test_report_files_exist_and_agree(tmp_path, capsys):
 
 
 def test_figure_inlined_and_no_external_refs(tmp_path, temporary_claims):
-    # A synthetic precision claim with series drives the precision figure without running certificates.
+    # A synthetic precision claim with series drives the precision figure without running
+    # certificates.
     from headcount.report import figures
     from headcount.report.induction import constructions as induction
 
@@ -97,7 +99,9 @@ def test_figure_inlined_and_no_external_refs(tmp_path, temporary_claims):
     assert not re.search(r'src="(?!data:)', page)  # every src is inlined
     md = (tmp_path / "report.md").read_text()
     assert "![test_fig](test_fig.png)" in md
-    assert json.loads((tmp_path / "summary.json").read_text())["figures"][0]["png"] == "test_fig.png"
+    assert (
+        json.loads((tmp_path / "summary.json").read_text())["figures"][0]["png"] == "test_fig.png"
+    )
 
 
 def test_raising_claim_becomes_fail(tmp_path, temporary_claims):
@@ -172,10 +176,14 @@ def test_an_unwritable_out_folder_is_refused_before_any_claim_runs(tmp_path, mon
     from headcount.common.errors import InputError
 
     ran = []
-    monkeypatch.setattr("headcount.report.reproduce.run_claim", lambda claim, ctx: ran.append(claim))
+    monkeypatch.setattr(
+        "headcount.report.reproduce.run_claim", lambda claim, ctx: ran.append(claim)
+    )
     real_access = os.access
     monkeypatch.setattr(
-        os, "access", lambda path, mode: False if str(path) == str(tmp_path) else real_access(path, mode)
+        os,
+        "access",
+        lambda path, mode: False if str(path) == str(tmp_path) else real_access(path, mode),
     )
     with pytest.raises(InputError, match="cannot be written"):
         run_reproduce("quick", only=CHEAP, out_dir=tmp_path, progress=_quiet)
@@ -183,14 +191,15 @@ def test_an_unwritable_out_folder_is_refused_before_any_claim_runs(tmp_path, mon
 
 
 def test_the_claim_ids_list_is_the_registry():
-    """report.claim_ids.CLAIM_IDS (what `reproduce --only` is checked against before any claim loads)
-    lists exactly the registered claims."""
+    """report.claim_ids.CLAIM_IDS (what `reproduce --only` is checked against before any claim
+    loads) lists exactly the registered claims."""
     assert sorted(CLAIM_IDS) == sorted(i for i in load_claims() if not i.startswith("test."))
 
 
 def test_a_bad_only_is_refused_before_the_claims_load():
     code = (
-        "import sys\nfrom headcount.cli import main\ntry:\n    main(['reproduce', '--only', 'no-such'])\n"
+        "import sys\nfrom headcount.cli import main\ntry:\n    main(['reproduce', '--only', "
+        "'no-such'])\n"
         "except SystemExit as e:\n    print(e.code, 'headcount.report.reproduce' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

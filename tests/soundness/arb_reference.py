@@ -1,14 +1,16 @@
-"""An independent reference for the GPT-2 block: the real-arithmetic model in python-flint Arb balls.
+"""An independent reference for the GPT-2 block: the real-arithmetic model in python-flint Arb
+balls.
 
-It follows the model's definition (core/model/transformer.py docstring), not the float code: weights are float64, so
-exact rationals; sums and products are exact or carried as balls at the working precision (set by the
-caller, ≥ 256 bits); erfc, exp, sqrt are Arb's rigorous enclosures. With fixed:p, the rounding points are
-the embedding, every LayerNorm output (ln1, ln2, ln_final), q, k, v, each head's output after W_O and each
-MLP output: nearest multiple of 2^-p, ties to even, clipped to [−2^p, 2^p]. The attention scale multiplies
-the exact score ⟨q, k⟩; b_O is added once to the heads' sum of rounded outputs, unrounded.
+It follows the model's definition (core/model/transformer.py docstring), not the float code: weights
+are float64, so exact rationals; sums and products are exact or carried as balls at the working
+precision (set by the caller, ≥ 256 bits); erfc, exp, sqrt are Arb's rigorous enclosures. With
+fixed:p, the rounding points are the embedding, every LayerNorm output (ln1, ln2, ln_final), q, k,
+v, each head's output after W_O and each MLP output: nearest multiple of 2^-p, ties to even, clipped
+to [−2^p, 2^p]. The attention scale multiplies the exact score ⟨q, k⟩; b_O is added once to the
+heads' sum of rounded outputs, unrounded.
 
-A ball that straddles a rounding tie (only an exact ball on the tie is a tie) raises Undecided; so does an
-argmax the balls do not decide. Callers count those as skipped, never as agreement.
+A ball that straddles a rounding tie (only an exact ball on the tie is a tie) raises Undecided; so
+does an argmax the balls do not decide. Callers count those as skipped, never as agreement.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ def exact_fraction(v: arb) -> Fraction:
 
 
 def round_fixed_ball(v: arb, bits: int) -> arb:
-    """fixed:bits rounding of the real number in the ball: decided exactly for an exact ball (ties to even),
-    else only when the ball lies inside one rounding cell; clipped to ±2^bits."""
+    """fixed:bits rounding of the real number in the ball: decided exactly for an exact ball (ties
+    to even), else only when the ball lies inside one rounding cell; clipped to ±2^bits."""
     scale = 2**bits
     if v.is_exact() and v.is_finite():
         k = round(exact_fraction(v) * scale)  # Fraction rounds half to even
@@ -67,20 +69,23 @@ def vecmat(x: list, W: list, b: list | None = None) -> list:
 
 
 def layer_norm(x: list, ln) -> list:
-    """(x − mean)/√(var + eps)·w + b with the biased variance; eps, w, b exact. Written with e_i = d·x_i − Σx
-    (exact for exact x) as e_i·w_i/√(Σe_j²/d + d²·eps) + b_i, so that x of zero variance gives b exactly
-    (a tie stays a tie instead of becoming a ball around it)."""
+    """(x − mean)/√(var + eps)·w + b with the biased variance; eps, w, b exact. Written with e_i =
+    d·x_i − Σx (exact for exact x) as e_i·w_i/√(Σe_j²/d + d²·eps) + b_i, so that x of zero variance
+    gives b exactly (a tie stays a tie instead of becoming a ball around it)."""
     d = len(x)
     total = sum(x, arb(0))
     e = [d * v - total for v in x]
-    squares = ((v * v).nonnegative_part() for v in e)  # (python-flint's v**2 is NaN for a ball around 0)
+    squares = (
+        (v * v).nonnegative_part() for v in e
+    )  # (python-flint's v**2 is NaN for a ball around 0)
     inv = 1 / (sum(squares, arb(0)) / d + d * d * A(ln.eps)).sqrt()
     return [ei * A(w) * inv + A(b) for ei, w, b in zip(e, ln.w, ln.b)]
 
 
 def gelu(x: arb, kind: str) -> arb:
-    """relu; gelu = x·Φ(x) = ½x·erfc(−x/√2); gelu_tanh = ½x(1 + tanh a) = x/(1 + e^{−2a}) = x·e^{2a}/(1 +
-    e^{2a}), a = √(2/π)(x + 0.044715x³) (the same real number, without Arb's cancellation in 1 + tanh a)."""
+    """relu; gelu = x·Φ(x) = ½x·erfc(−x/√2); gelu_tanh = ½x(1 + tanh a) = x/(1 + e^{−2a}) =
+    x·e^{2a}/(1 + e^{2a}), a = √(2/π)(x + 0.044715x³) (the same real number, without Arb's
+    cancellation in 1 + tanh a)."""
     if kind == "relu":
         if x >= 0:
             return x
@@ -106,7 +111,10 @@ def _attention(q: list, k: list, v: list, scale: float, keys_of) -> list:
         weights = [(s - top).exp() for s in scores]
         total = sum(weights, arb(0))
         out.append(
-            [sum((w * v[j][c] for w, j in zip(weights, keys)), arb(0)) / total for c in range(len(v[0]))]
+            [
+                sum((w * v[j][c] for w, j in zip(weights, keys)), arb(0)) / total
+                for c in range(len(v[0]))
+            ]
         )
     return out
 
@@ -118,7 +126,9 @@ def residual(model: Transformer, seq, prec: Precision) -> list:
     keys_of = (lambda i: range(i + 1)) if model.mask == "causal" else (lambda i: range(n))
     W_E, W_pos = amat(model.W_E), amat(model.W_pos)
     x = [[rp(W_E[t][c] + W_pos[i][c]) for c in range(d)] for i, t in enumerate(seq)]
-    normed = lambda rows, ln: rows if ln is None else [[rp(u) for u in layer_norm(r, ln)] for r in rows]  # noqa: E731
+    normed = lambda rows, ln: (
+        rows if ln is None else [[rp(u) for u in layer_norm(r, ln)] for r in rows]
+    )  # noqa: E731
     for layer in model.layers:
         a = normed(x, layer.ln1)
         update = [[arb(0)] * d for _ in range(n)]
@@ -135,7 +145,12 @@ def residual(model: Transformer, seq, prec: Precision) -> list:
         x = [[p + u for p, u in zip(xi, ui)] for xi, ui in zip(x, update)]
         if layer.mlp is not None:
             mlp = layer.mlp
-            W_in, b_in, W_out, b_out = amat(mlp.W_in), amat(mlp.b_in), amat(mlp.W_out), amat(mlp.b_out)
+            W_in, b_in, W_out, b_out = (
+                amat(mlp.W_in),
+                amat(mlp.b_in),
+                amat(mlp.W_out),
+                amat(mlp.b_out),
+            )
             for i, m in enumerate(normed(x, layer.ln2)):
                 hidden = [gelu(h, mlp.activation) for h in vecmat(m, W_in, b_in)]
                 x[i] = [p + rp(o) for p, o in zip(x[i], vecmat(hidden, W_out, b_out))]
@@ -143,7 +158,8 @@ def residual(model: Transformer, seq, prec: Precision) -> list:
 
 
 def decode(model: Transformer, x: list) -> list[int | None]:
-    """Each position's output (the decoder's argmax, ties to the lowest class), None where undecided."""
+    """Each position's output (the decoder's argmax, ties to the lowest class), None where
+    undecided."""
     dec = model.decoder
     W_U = None if getattr(dec, "W_U", None) is None else amat(dec.W_U)
     b_U = None if getattr(dec, "b_U", None) is None else amat(dec.b_U)
@@ -155,14 +171,16 @@ def decode(model: Transformer, x: list) -> list[int | None]:
     classes = [c for c in outs if c is not None]
     if not classes:
         return outs
-    mapped = (dec._classes_to_tokens if isinstance(dec, LinearDecoder) else dec._labelled)(np.array(classes))
+    mapped = (dec._classes_to_tokens if isinstance(dec, LinearDecoder) else dec._labelled)(
+        np.array(classes)
+    )
     it = iter(mapped.tolist())
     return [None if c is None else next(it) for c in outs]
 
 
 def _argmax(logits: list) -> int | None:
-    """The lowest class whose logit is ≥ every other (certainly), strictly above every earlier one; None
-    when the balls leave it open."""
+    """The lowest class whose logit is ≥ every other (certainly), strictly above every earlier one;
+    None when the balls leave it open."""
     for c, g in enumerate(logits):
         if all(g > h for h in logits[:c]) and all(g >= h for h in logits[c + 1 :]):
             return c

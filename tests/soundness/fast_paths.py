@@ -1,36 +1,39 @@
-"""Hostile families for the fast paths of the evaluation passes: one family per shortcut, each built to
-stress the corner that shortcut cuts (issue 27). tests/soundness/test_fast_paths.py runs them against the
-references; this module only builds the cases.
+"""Hostile families for the fast paths of the evaluation passes: one family per shortcut, each built
+to stress the corner that shortcut cuts (issue 27). tests/soundness/test_fast_paths.py runs them
+against the references; this module only builds the cases.
 
-A family is a function rng -> Case: a model, the precision p it is checked at, the inputs, the backend,
-and which reference the shortcut answers to:
+A family is a function rng -> Case: a model, the precision p it is checked at, the inputs, the
+backend, and which reference the shortcut answers to:
 
 * ``tie-settling`` (bounds.settle_ties: a head output whose box straddles a rounding tie is rounded
   exactly): causal or full, uniform or exact-score attention over values on the 2^-p grid with
-  magnitudes to 2^40 at p = 27..60, so the rounded mean needs more than 53 bits; the decoder compares a
-  head output with the float64 number nearest to its exact value, or the next one (issue 27, finding 1).
-* ``negligible-cut`` (attention.floats._sparse_softmax_values: keys of weight < 2^-72/keys left out of the float
-  sum): n = 257..320 (the blocked float pass), a few kept keys and the rest at shifted scores around the
-  cut (e^-40 … e^-80); values 1e300, 1e200, 1e20 under those weights, zero or cancelling values on the
-  kept keys; decoders whose thresholds are as small as what the left-out keys add (finding 2).
+  magnitudes to 2^40 at p = 27..60, so the rounded mean needs more than 53 bits; the decoder
+  compares a head output with the float64 number nearest to its exact value, or the next one (issue
+  27, finding 1).
+* ``negligible-cut`` (attention.floats._sparse_softmax_values: keys of weight < 2^-72/keys left out
+  of the float sum): n = 257..320 (the blocked float pass), a few kept keys and the rest at shifted
+  scores around the cut (e^-40 … e^-80); values 1e300, 1e200, 1e20 under those weights, zero or
+  cancelling values on the kept keys; decoders whose thresholds are as small as what the left-out
+  keys add (finding 2).
 * ``score-tame`` (softmax_bound.scores_tame: Σ_d |q_d|·max_j |k_jd| < 2^39 skips the scan of every
-  score block): q and k at fixed:p (p = 20..60) with Σ|q|·max|k| just under and just over 2^39 and 2^40,
-  and scores near 2^53 and 2^58, where the far cut next to the top score rounds by more than 1.
+  score block): q and k at fixed:p (p = 20..60) with Σ|q|·max|k| just under and just over 2^39 and
+  2^40, and scores near 2^53 and 2^58, where the far cut next to the top score rounds by more than
+  1.
 * ``sparse-far`` (softmax_bound.sparse_block: far keys bounded as a group, never exponentiated): one
-  kept key and many keys just beyond the far cut, values at the clip 2^p (p = 28..60), so the far group's
-  weight times the values is far above the 2^-p grid.
-* ``prefix-sharing`` (core.passes.prefix: each distinct prefix evaluated once): every input of Σ^6 over {0, 1}
-  of palette models (palettes.py) with the causal mask, one or two layers.
-* ``torch-backend`` (core.attention.torch_backend: the blocked kernels in torch): palette models, the rigorous
-  pass on torch's CPU kernels against NumPy's.
-* ``exact-logit-ties`` (model.argmax_bounds: a radius-0 logit is exact, ties go to the lowest class):
-  exact residuals (silent heads or grid values) and decoders with tied columns, columns 1 ulp apart and
-  subnormal differences.
+  kept key and many keys just beyond the far cut, values at the clip 2^p (p = 28..60), so the far
+  group's weight times the values is far above the 2^-p grid.
+* ``prefix-sharing`` (core.passes.prefix: each distinct prefix evaluated once): every input of Σ^6
+  over {0, 1} of palette models (palettes.py) with the causal mask, one or two layers.
+* ``torch-backend`` (core.attention.torch_backend: the blocked kernels in torch): palette models,
+  the rigorous pass on torch's CPU kernels against NumPy's.
+* ``exact-logit-ties`` (model.argmax_bounds: a radius-0 logit is exact, ties go to the lowest
+  class): exact residuals (silent heads or grid values) and decoders with tied columns, columns 1
+  ulp apart and subnormal differences.
 
-Models are small enough that the exact evaluator (core.passes.exact_fixed) answers every position; `kind` says which
-reference applies: "exact" (the fixed:p proof against the exact evaluator, and the certificate of the
-blocked algorithm against the reference algorithm's) or "float" (the float64 pass against the reference
-algorithm's dense pass).
+Models are small enough that the exact evaluator (core.passes.exact_fixed) answers every position;
+`kind` says which reference applies: "exact" (the fixed:p proof against the exact evaluator, and the
+certificate of the blocked algorithm against the reference algorithm's) or "float" (the float64 pass
+against the reference algorithm's dense pass).
 """
 
 from __future__ import annotations
@@ -57,7 +60,8 @@ class Case:
 
 
 def _grid(values: np.ndarray, bits: int) -> np.ndarray:
-    """values moved onto the 2^-bits grid (exact: a float times a power of two, rounded, scaled back)."""
+    """values moved onto the 2^-bits grid (exact: a float times a power of two, rounded, scaled
+    back)."""
     return np.round(np.asarray(values, dtype=np.float64) * 2.0**bits) / 2.0**bits
 
 
@@ -71,11 +75,13 @@ def _sample_rows(rng: np.random.Generator, n: int, alphabet: int, rows: int) -> 
     return np.concatenate([tokens, np.zeros((1, n), np.int64), np.ones((1, n), np.int64)])
 
 
-# ---- tie-settling ------------------------------------------------------------------------------------
+# ---- tie-settling
+# ------------------------------------------------------------------------------------
 
 
 def tie_settling(rng: np.random.Generator) -> Case:
-    """Grid values that need more than 53 bits at p = 27..60, magnitudes to 2^40 (module docstring)."""
+    """Grid values that need more than 53 bits at p = 27..60, magnitudes to 2^40 (module
+    docstring)."""
     bits = int(rng.integers(27, 61))
     mask = "causal" if rng.random() < 0.7 else "full"
     n = int(rng.integers(3, 7)) if mask == "causal" else int(rng.choice([3, 5, 6]))
@@ -84,7 +90,9 @@ def tie_settling(rng: np.random.Generator) -> Case:
     mantissas = 1 + rng.integers(0, 2**30, size=(n, d)) * 2.0**-30
     W_pos = _grid(magnitude * mantissas * rng.choice([-1.0, 1.0], size=(n, d)), bits)
     W_pos[rng.random((n, d)) < 0.2] = 0.0
-    W_E = _grid(rng.choice([0.0, 0.5, 1.0, 3.0], size=(2, d)) * magnitude, bits) * rng.choice([0.0, 1.0])
+    W_E = _grid(rng.choice([0.0, 0.5, 1.0, 3.0], size=(2, d)) * magnitude, bits) * rng.choice(
+        [0.0, 1.0]
+    )
     if rng.random() < 0.6:  # uniform attention
         W_Q, W_K = np.zeros((d, 1)), np.zeros((d, 1))
     else:  # exact scores that tie or nearly tie: small integers times the grid values' scale
@@ -94,7 +102,9 @@ def tie_settling(rng: np.random.Generator) -> Case:
     W_O = np.eye(d)[: W_V.shape[1]] * rng.choice([1.0, 3.0, 0.5, -1.0])
     heads = [_one_head(W_Q, W_K, W_V, W_O)]
     if rng.random() < 0.3:
-        heads.append(_one_head(W_K, W_Q, W_V, W_O * rng.choice([0.5, -3.0])))  # never the first's negative
+        heads.append(
+            _one_head(W_K, W_Q, W_V, W_O * rng.choice([0.5, -3.0]))
+        )  # never the first's negative
     # the decoder reads one head output alone (as in the recipe): position `pos` embeds token 0 to 0
     # a position whose uniform mean is not dyadic (3, 5 or 6 keys), and a coordinate the heads write
     pos = (
@@ -110,8 +120,12 @@ def tie_settling(rng: np.random.Generator) -> Case:
     # a few inputs, so that every head-output row is within settle_ties' budget (bounds.TIE_ROWS)
     tokens = rng.integers(0, 2, size=(4, n))
     tokens[0, pos] = row = 0
-    exact = exact_fixed_residual(probe, tokens[row], bits)[pos, coord]  # a multiple of 2^-p, maybe > 53 bits
-    nearest = int(exact.p) / int(exact.q)  # the float a zero-radius box would claim (correctly rounded)
+    exact = exact_fixed_residual(probe, tokens[row], bits)[
+        pos, coord
+    ]  # a multiple of 2^-p, maybe > 53 bits
+    nearest = int(exact.p) / int(
+        exact.q
+    )  # the float a zero-radius box would claim (correctly rounded)
     c = nearest + float(rng.choice([0, 0, 0, 1, -1])) * float(np.spacing(nearest))
     W_U = np.zeros((d, 3))
     W_U[coord, 0] = 1.0  # logits (x_coord, c, −1e300): class 0 iff the exact x_coord ≥ c
@@ -119,7 +133,8 @@ def tie_settling(rng: np.random.Generator) -> Case:
     return Case(Transformer(W_E, W_pos, (Layer(tuple(heads)),), decoder, mask), bits, tokens)
 
 
-# ---- negligible-cut ----------------------------------------------------------------------------------
+# ---- negligible-cut
+# ----------------------------------------------------------------------------------
 
 ONE, KEY, VALUE, TOKEN = 0, 1, 2, 3  # residual coordinates of the float-pass families
 
@@ -150,7 +165,8 @@ def negligible_cut(rng: np.random.Generator) -> Case:
     W_O = np.zeros((2, d))
     W_O[0, VALUE], W_O[1, TOKEN] = 1.0, 1.0
     layer = Layer((_one_head(W_Q, W_K, W_V, W_O),))
-    # decoder: class 0 when the value coordinate is above a threshold as small as what the left-out keys add
+    # decoder: class 0 when the value coordinate is above a threshold as small as what the left-out
+    # keys add
     threshold = float(rng.choice([0.0, 1e-30, 1e-25, 1e-20, -1e-25, 0.5, 1e250]))
     W_U = np.zeros((d, 3))
     W_U[VALUE, 0] = 1.0
@@ -161,7 +177,8 @@ def negligible_cut(rng: np.random.Generator) -> Case:
     return Case(model, 8, _sample_rows(rng, n, 2, 1), kind="float", backend=backend)
 
 
-# ---- score-tame --------------------------------------------------------------------------------------
+# ---- score-tame
+# --------------------------------------------------------------------------------------
 
 
 def score_tame(rng: np.random.Generator) -> Case:
@@ -169,19 +186,27 @@ def score_tame(rng: np.random.Generator) -> Case:
     bits = int(rng.integers(20, 61))
     n, d_head = int(rng.integers(8, 25)), int(rng.integers(1, 3))  # enough keys for a sparse block
     d = 2
-    # the shortcut's own edges, and scores where a float threshold next to the top score rounds by > 1
+    # the shortcut's own edges, and scores where a float threshold next to the top score rounds by >
+    # 1
     edge = 2.0 ** float(rng.choice([39, 39, 40, 40, 53, 58]))
-    factor = float(rng.choice([1 - 2.0**-20, 1 - 2.0**-52, 1.0, 1 + 2.0**-52, 1 + 2.0**-20, 0.5, 2.0]))
-    # q = x W_Q with x = (1, position code); |q| = a, |k| = b with a·b·d_head ≈ edge·factor, both ≤ 2^p
+    factor = float(
+        rng.choice([1 - 2.0**-20, 1 - 2.0**-52, 1.0, 1 + 2.0**-52, 1 + 2.0**-20, 0.5, 2.0])
+    )
+    # q = x W_Q with x = (1, position code); |q| = a, |k| = b with a·b·d_head ≈ edge·factor, both ≤
+    # 2^p
     b = min(2.0**bits, 2.0 ** int(rng.integers(max(1, bits - 20), bits + 1)))
     a = edge * factor / (b * d_head)
     if a > 2.0**bits:  # q would clip: move the weight to the key's side
         a, b = 2.0**bits, edge * factor / (2.0**bits * d_head)
     W_pos = np.zeros((n, d))
     W_pos[:, 0] = 1.0
-    codes = rng.choice([1.0, -1.0, 0.5, 0.0], size=n)  # ties between keys (flat rows: dense blocks) ...
+    codes = rng.choice(
+        [1.0, -1.0, 0.5, 0.0], size=n
+    )  # ties between keys (flat rows: dense blocks) ...
     spread = rng.random() < 0.7
-    W_pos[:, 1] = _grid(rng.uniform(-1, 1, size=n) if spread else codes, bits)  # ... or distinct (sharp)
+    W_pos[:, 1] = _grid(
+        rng.uniform(-1, 1, size=n) if spread else codes, bits
+    )  # ... or distinct (sharp)
     W_E = np.zeros((2, d))
     W_E[1, 1] = 2.0**-bits
     W_Q = np.zeros((d, d_head))
@@ -195,20 +220,24 @@ def score_tame(rng: np.random.Generator) -> Case:
     return Case(model, bits, _sample_rows(rng, n, 2, 3))
 
 
-# ---- sparse-far --------------------------------------------------------------------------------------
+# ---- sparse-far
+# --------------------------------------------------------------------------------------
 
 
 def sparse_far(rng: np.random.Generator) -> Case:
-    """A far group (shifted scores just below −64 − R) whose weight times the clipped values 2^p is far above
-    the 2^-p grid (module docstring)."""
+    """A far group (shifted scores just below −64 − R) whose weight times the clipped values 2^p is
+    far above the 2^-p grid (module docstring)."""
     bits = int(rng.integers(20, 61))
     n = int(rng.integers(24, 65))  # enough keys that the block is bounded sparsely
     d = 3
     W_pos = np.zeros((n, d))
     W_pos[:, 0] = 1.0
-    # shifted scores just inside the far cut (−64 − 0.5), just beyond it (candidates that end far), and
-    # far beyond it (never candidates): about a fifth of the keys near the cut keeps the block sparse
-    offsets = rng.choice([0.5, 2.0, 3.5, 6.0, 30.0, 600.0], size=n, p=np.array([1, 1, 1, 1, 10, 6]) / 20)
+    # shifted scores just inside the far cut (−64 − 0.5), just beyond it (candidates that end far),
+    # and far beyond it (never candidates): about a fifth of the keys near the cut keeps the block
+    # sparse
+    offsets = rng.choice(
+        [0.5, 2.0, 3.5, 6.0, 30.0, 600.0], size=n, p=np.array([1, 1, 1, 1, 10, 6]) / 20
+    )
     W_pos[:, 1] = -(64.0 + offsets)
     W_pos[rng.choice(n, size=int(rng.integers(1, 3)), replace=False), 1] = 0.0  # the kept keys
     W_pos[:, 2] = rng.choice([1.0, -1.0, 0.0], size=n)
@@ -228,12 +257,13 @@ def sparse_far(rng: np.random.Generator) -> Case:
     return Case(model, bits, _sample_rows(rng, n, 2, 3))
 
 
-# ---- prefix-sharing, torch-backend ---------------------------------------------------------------------
+# ---- prefix-sharing, torch-backend
+# ---------------------------------------------------------------------
 
 
 def prefix_sharing(rng: np.random.Generator) -> Case:
-    """Palette models with the causal mask on every input of Σ^6, Σ = {0, 1}: 126 distinct prefixes of
-    384 positions, so the prefix pass runs (core.passes.prefix.WORTHWHILE_SHARE)."""
+    """Palette models with the causal mask on every input of Σ^6, Σ = {0, 1}: 126 distinct prefixes
+    of 384 positions, so the prefix pass runs (core.passes.prefix.WORTHWHILE_SHARE)."""
     bits = int(rng.integers(1, 9)) if rng.random() < 0.5 else int(rng.integers(1, 61))
     layers = int(rng.integers(1, 3))
     shape = Shape(
@@ -251,19 +281,21 @@ def prefix_sharing(rng: np.random.Generator) -> Case:
 
 
 def torch_backend(rng: np.random.Generator) -> Case:
-    """Palette models (palettes.random_case: 1–2 layers, with or without an MLP, either mask) with the
-    rigorous pass on torch's CPU kernels."""
+    """Palette models (palettes.random_case: 1–2 layers, with or without an MLP, either mask) with
+    the rigorous pass on torch's CPU kernels."""
     layers, mlp = int(rng.integers(1, 3)), bool(rng.random() < 0.5)
     mask = "causal" if rng.random() < 0.6 else "full"
     model, bits = random_case(rng, layers, mlp, mask)
     return Case(model, bits, all_sequences(model.n_ctx, 2), backend="torch")
 
 
-# ---- exact-logit-ties ----------------------------------------------------------------------------------
+# ---- exact-logit-ties
+# ----------------------------------------------------------------------------------
 
 
 def exact_logit_ties(rng: np.random.Generator) -> Case:
-    """Exact residuals and decoders whose logits tie exactly or differ by an ulp (module docstring)."""
+    """Exact residuals and decoders whose logits tie exactly or differ by an ulp (module
+    docstring)."""
     bits = int(rng.integers(1, 9)) if rng.random() < 0.5 else int(rng.integers(1, 61))
     mask = "causal" if rng.random() < 0.6 else "full"
     model, _ = random_case(rng, 1, False, mask, theme=str(rng.choice(["ties", "mixed"])))

@@ -1,14 +1,17 @@
-"""Adversarial weight palettes and tiny-model builders for soundness fuzzing of fixed:p certificates.
+"""Adversarial weight palettes and tiny-model builders for soundness fuzzing of fixed:p
+certificates.
 
-Why palettes and not Gaussians: random reals almost never sit on a rounding tie, the clip, the edge of
-exp's underflow or the subnormal range, which is where a float64 bound can be wrong. Every value here is
-chosen to land on (or next to) one of those edges for the precision p at hand; benign values are mixed in
-so that some positions are provable at all. Models are tiny (n ≤ 3, S = 2, d ≤ 3) so every input of Σ^n
-is checked and the exact evaluator (headcount.core.passes.exact_fixed) stays cheap.
+Why palettes and not Gaussians: random reals almost never sit on a rounding tie, the clip, the edge
+of exp's underflow or the subnormal range, which is where a float64 bound can be wrong. Every value
+here is chosen to land on (or next to) one of those edges for the precision p at hand; benign values
+are mixed in so that some positions are provable at all. Models are tiny (n ≤ 3, S = 2, d ≤ 3) so
+every input of Σ^n is checked and the exact evaluator (headcount.core.passes.exact_fixed) stays
+cheap.
 
 Entry points: random_case(rng, layers, mlp, mask) for plain loops, fuzz_cases(...) for Hypothesis,
-build_model(shape, fill) for custom shapes, finding1_model() (issue 11's finding 1), describe(model, p).
-Used by tests/soundness/test_certified_soundness.py; other suites may import it (weights are plain float64).
+build_model(shape, fill) for custom shapes, finding1_model() (issue 11's finding 1), describe(model,
+p). Used by tests/soundness/test_certified_soundness.py; other suites may import it (weights are
+plain float64).
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDe
 
 class Fill(Protocol):
     """Where weights come from: fill(shape, mode) gives float64 weights of that shape drawn from
-    mode_values(mode) (a fresh mode when None); fill.mode(role) draws the mode of one matrix (its role:
-    "W_O", "decoder", …) so that a matrix and its bias can share it."""
+    mode_values(mode) (a fresh mode when None); fill.mode(role) draws the mode of one matrix (its
+    role: "W_O", "decoder", …) so that a matrix and its bias can share it."""
 
     def __call__(self, shape: tuple[int, ...], mode: str | None = None) -> np.ndarray: ...
 
@@ -48,8 +51,8 @@ TINY = (2.0**-1074, 3 * 2.0**-1074, 2.0**-1022, 2.0**-1020, 1.5 * 2.0**-1020)
 
 
 def adversarial(bits: int) -> tuple[float, ...]:
-    """Positive edge values for fixed:`bits` (callers add signs): ties, the clip, float-rounding traps,
-    the exp underflow edge, huge scores and values, subnormals, 1/3."""
+    """Positive edge values for fixed:`bits` (callers add signs): ties, the clip, float-rounding
+    traps, the exp underflow edge, huge scores and values, subnormals, 1/3."""
     g = 2.0**-bits
     ties = (0.5 * g, 1.5 * g, 3.5 * g, 2.0**bits - 0.5 * g)  # odd multiples of 2^-(p+1)
     clip = (2.0**bits, 2.0**bits - g, 2.0**bits + g)
@@ -66,21 +69,25 @@ def adversarial(bits: int) -> tuple[float, ...]:
 
 
 def palette(bits: int) -> np.ndarray:
-    """Every value a weight may take in a model fuzzed at fixed:`bits`: adversarial and benign, both signs."""
+    """Every value a weight may take in a model fuzzed at fixed:`bits`: adversarial and benign, both
+    signs."""
     values = adversarial(bits) + BENIGN
     return np.array(sorted(set(values) | {-v for v in values}), dtype=np.float64)
 
 
 def mode_values(mode: str, bits: int) -> np.ndarray:
-    """The values one matrix draws from, by mode. A whole matrix in one mode is what reaches an edge that
-    single values miss: all-subnormal decoder weights make every logit product underflow (issue 11,
-    finding 1), all-grid values make head outputs land on ties, all-huge ones overflow float64."""
+    """The values one matrix draws from, by mode. A whole matrix in one mode is what reaches an edge
+    that single values miss: all-subnormal decoder weights make every logit product underflow (issue
+    11, finding 1), all-grid values make head outputs land on ties, all-huge ones overflow
+    float64."""
     g = 2.0**-bits
     if mode == "mixed":
         return palette(bits)
     if mode == "benign":
         values = BENIGN
-    elif mode == "zero":  # a silent head (W_V or W_O = 0) leaves the residual exact: no radius to hide in
+    elif (
+        mode == "zero"
+    ):  # a silent head (W_V or W_O = 0) leaves the residual exact: no radius to hide in
         values = (0.0,)
     elif mode == "subnormal":
         values = tuple(k * 2.0**-1074 for k in (0, 1, 2, 3, 5))
@@ -107,10 +114,10 @@ MODES = (
     "huge",
 )  # repeats weight the draw
 
-# A theme biases the mode each role (which matrix of the model) draws, so that the structure an edge needs
-# appears often: "underflow" silences heads and makes the decoder subnormal, so logits are sums of
-# underflowing products of an exact residual (issue 11, finding 1); "ties" puts values on the 2^-(p+1)
-# grid; "range" mixes huge and tiny magnitudes. "*" is every role not named.
+# A theme biases the mode each role (which matrix of the model) draws, so that the structure an edge
+# needs appears often: "underflow" silences heads and makes the decoder subnormal, so logits are
+# sums of underflowing products of an exact residual (issue 11, finding 1); "ties" puts values on
+# the 2^-(p+1) grid; "range" mixes huge and tiny magnitudes. "*" is every role not named.
 THEMES: dict[str, dict[str, tuple[str, ...]]] = {
     "mixed": {"*": MODES},
     "underflow": {
@@ -125,7 +132,10 @@ THEMES: dict[str, dict[str, tuple[str, ...]]] = {
         "W_O": ("grid", "benign", "zero"),
         "decoder": ("benign", "grid", "subnormal"),
     },
-    "range": {"*": ("huge", "tiny", "mixed", "benign"), "decoder": ("benign", "huge", "tiny", "subnormal")},
+    "range": {
+        "*": ("huge", "tiny", "mixed", "benign"),
+        "decoder": ("benign", "huge", "tiny", "subnormal"),
+    },
 }
 THEME_NAMES = ("mixed", "mixed", "underflow", "ties", "range")
 
@@ -136,8 +146,8 @@ def role_modes(theme: str, role: str) -> tuple[str, ...]:
 
 
 class NumpyFill:
-    """A Fill from a seeded numpy generator: a theme per model (THEME_NAMES), a mode per matrix from the
-    theme's modes for its role, then each entry from that mode's values (uniformly)."""
+    """A Fill from a seeded numpy generator: a theme per model (THEME_NAMES), a mode per matrix from
+    the theme's modes for its role, then each entry from that mode's values (uniformly)."""
 
     def __init__(self, rng: np.random.Generator, bits: int, theme: str | None = None):
         self.rng, self.bits = rng, bits
@@ -181,8 +191,8 @@ def random_shape(rng: np.random.Generator, layers: int, mlp: bool, mask: str) ->
 
 
 def build_model(shape: Shape, fill: Fill) -> Transformer:
-    """A Transformer of `shape` with every weight from `fill`; LinearDecoder over S tokens and ⊥. Each weight
-    matrix shares its mode with its bias (an all-subnormal affine map, say)."""
+    """A Transformer of `shape` with every weight from `fill`; LinearDecoder over S tokens and ⊥.
+    Each weight matrix shares its mode with its bias (an all-subnormal affine map, say)."""
     d = shape.d
     part = lambda dims, role: fill(dims, fill.mode(role))  # noqa: E731
     layers = []
@@ -209,9 +219,14 @@ def build_model(shape: Shape, fill: Fill) -> Transformer:
     classes = shape.alphabet + 1
     m_u = fill.mode("decoder")
     W_U, b_U = fill((d, classes), m_u), fill((classes,), m_u)
-    if shape.near_tie_decoder:  # every class = one base column plus a small perturbation: logits nearly tie
+    if (
+        shape.near_tie_decoder
+    ):  # every class = one base column plus a small perturbation: logits nearly tie
         m_t = fill.mode("near_tie")
-        W_U, b_U = W_U[:, :1] + fill((d, classes), m_t) * 2.0**-40, b_U[:1] + fill((classes,), m_t) * 2.0**-40
+        W_U, b_U = (
+            W_U[:, :1] + fill((d, classes), m_t) * 2.0**-40,
+            b_U[:1] + fill((classes,), m_t) * 2.0**-40,
+        )
     decoder = LinearDecoder(W_U, b_U)
     W_E, W_pos = part((shape.alphabet, d), "embed"), part((shape.n, d), "embed")
     return Transformer(W_E, W_pos, tuple(layers), decoder, shape.mask)
@@ -225,8 +240,8 @@ def random_case(
     theme: str | None = None,
     silent: bool = False,
 ) -> tuple[Transformer, int]:
-    """(tiny model, p) of one family: p in 1..8 half the time, else in 1..60; a theme drawn unless given;
-    `silent` zeroes every W_O (silence_heads)."""
+    """(tiny model, p) of one family: p in 1..8 half the time, else in 1..60; a theme drawn unless
+    given; `silent` zeroes every W_O (silence_heads)."""
     bits = int(rng.integers(1, 9)) if rng.random() < 0.5 else int(rng.integers(1, 61))
     model = build_model(random_shape(rng, layers, mlp, mask), NumpyFill(rng, bits, theme))
     return (silence_heads(model) if silent else model), bits
@@ -234,19 +249,23 @@ def random_case(
 
 def fuzz_cases(layers: int, mlp: bool, mask: str, theme: str | None = None, silent: bool = False):
     """Hypothesis strategy of random_case. Hypothesis draws the seed, not the weights: its own value
-    generation favours simple draws (first palette entries, repeats), which reached the edges far less
-    often than uniform draws when measured against the bounds of issue 11."""
+    generation favours simple draws (first palette entries, repeats), which reached the edges far
+    less often than uniform draws when measured against the bounds of issue 11."""
     return st.integers(0, 2**64 - 1).map(
         lambda seed: random_case(np.random.default_rng(seed), layers, mlp, mask, theme, silent)
     )
 
 
 def silence_heads(model: Transformer) -> Transformer:
-    """The model with every head's W_O zeroed: the residual is the rounded embedding (plus MLP outputs),
-    exactly, with radius 0 in the bounds — so a decoder step that loses an error term cannot hide behind
-    a radius carried from the layers below (issue 11, finding 1 had this shape)."""
+    """The model with every head's W_O zeroed: the residual is the rounded embedding (plus MLP
+    outputs), exactly, with radius 0 in the bounds — so a decoder step that loses an error term
+    cannot hide behind a radius carried from the layers below (issue 11, finding 1 had this
+    shape)."""
     layers = tuple(
-        Layer(tuple(AttentionHead(h.W_Q, h.W_K, h.W_V, np.zeros_like(h.W_O)) for h in layer.heads), layer.mlp)
+        Layer(
+            tuple(AttentionHead(h.W_Q, h.W_K, h.W_V, np.zeros_like(h.W_O)) for h in layer.heads),
+            layer.mlp,
+        )
         for layer in model.layers
     )
     return Transformer(model.W_E, model.W_pos, layers, model.decoder, model.mask, dict(model.info))
@@ -254,9 +273,9 @@ def silence_heads(model: Transformer) -> Transformer:
 
 def finding1_model() -> Transformer:
     """Issue 11, finding 1: one position, both tokens embed to (1/2, 1/2), the head writes nothing
-    (W_O = 0), decoder W_U = [[t, −1, 3t], [t, −1, −2t]], t = 2^-1074 (columns: token 0, token 1, ⊥).
-    Exact logits at fixed:1: token 0 = t, token 1 = −1, ⊥ = t/2, so the answer is token 0; float64 rounds
-    the products 3t/2 and t/2 (subnormal ties) and gets ⊥."""
+    (W_O = 0), decoder W_U = [[t, −1, 3t], [t, −1, −2t]], t = 2^-1074 (columns: token 0, token 1,
+    ⊥). Exact logits at fixed:1: token 0 = t, token 1 = −1, ⊥ = t/2, so the answer is token 0;
+    float64 rounds the products 3t/2 and t/2 (subnormal ties) and gets ⊥."""
     t = 2.0**-1074
     ones = np.ones((2, 1))
     head = AttentionHead(ones, ones, ones, np.zeros((1, 2)))
@@ -265,8 +284,13 @@ def finding1_model() -> Transformer:
 
 
 def describe(model: Transformer, bits: int) -> str:
-    """Every weight with repr floats (which round-trip exactly), to rebuild a counterexample by hand."""
-    parts = [f"fixed:{bits} mask={model.mask}", f"W_E={model.W_E.tolist()}", f"W_pos={model.W_pos.tolist()}"]
+    """Every weight with repr floats (which round-trip exactly), to rebuild a counterexample by
+    hand."""
+    parts = [
+        f"fixed:{bits} mask={model.mask}",
+        f"W_E={model.W_E.tolist()}",
+        f"W_pos={model.W_pos.tolist()}",
+    ]
     for i, layer in enumerate(model.layers):
         for h, head in enumerate(layer.heads):
             parts.append(

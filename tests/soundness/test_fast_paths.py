@@ -1,35 +1,37 @@
-"""The fast paths against their references, on hostile families built for each shortcut (fast_paths.py;
-issue 27): every speed-up must be as sound as what it replaces.
+"""The fast paths against their references, on hostile families built for each shortcut
+(fast_paths.py; issue 27): every speed-up must be as sound as what it replaces.
 
 For a family of kind "exact" (tie-settling, score-tame, sparse-far, prefix-sharing, torch-backend,
 exact-logit-ties), each model is checked twice:
 
 1. proof: every position the blocked algorithm's bounds prove at fixed:p (certified_predict, on the
-   family's backend) carries the exact fixed:p model's answer (core.passes.exact_fixed) — a proven wrong answer is a
-   false certificate — and every final residual box (the row pass, and the prefix pass where it runs)
-   contains the exact fixed:p residual, whether or not a decoder reads that coordinate;
-2. certificate: certify_model on the family's inputs, with the exact fixed:p outputs as the target, gives
-   the same certificate under the blocked algorithm (and the family's backend; torch-backend also on
-   NumPy's) as under the reference algorithm — every field but `seconds` and `exact_positions` (which
-   counts the positions the exact evaluator settled: a shortcut that proves more leaves it fewer). One
-   exception, counted apart: the IEEE-pass fields (FLOAT_FIELDS: float64 is "checked", not proven) may
-   differ where every position whose float outputs differ is one where the rigorous bounds in mode exact
-   prove nothing under either algorithm — float64 sits within its own rounding of a decision there, and the
-   order of its sums decides (_float64_ill_conditioned); a float output that differs where the exact
-   model's answer is proven is a real difference. And `rejected` may show another counterexample for the
-   same p where each shown is one the exact evaluator confirms (_same_rejections): the search for one
-   follows the float emulation, which the prefix pass and the row pass round differently at a tie.
+   family's backend) carries the exact fixed:p model's answer (core.passes.exact_fixed) — a proven
+   wrong answer is a false certificate — and every final residual box (the row pass, and the prefix
+   pass where it runs) contains the exact fixed:p residual, whether or not a decoder reads that
+   coordinate;
+2. certificate: certify_model on the family's inputs, with the exact fixed:p outputs as the target,
+   gives the same certificate under the blocked algorithm (and the family's backend; torch-backend
+   also on NumPy's) as under the reference algorithm — every field but `seconds` and
+   `exact_positions` (which counts the positions the exact evaluator settled: a shortcut that proves
+   more leaves it fewer). One exception, counted apart: the IEEE-pass fields (FLOAT_FIELDS: float64
+   is "checked", not proven) may differ where every position whose float outputs differ is one where
+   the rigorous bounds in mode exact prove nothing under either algorithm — float64 sits within its
+   own rounding of a decision there, and the order of its sums decides (_float64_ill_conditioned); a
+   float output that differs where the exact model's answer is proven is a real difference. And
+   `rejected` may show another counterexample for the same p where each shown is one the exact
+   evaluator confirms (_same_rejections): the search for one follows the float emulation, which the
+   prefix pass and the row pass round differently at a tie.
 
 For the family of kind "float" (negligible-cut), the blocked float64 pass (its backend) is checked
 against the reference's dense pass: each head output within the error bound of a float64 evaluation
-(2γ_{n+2}·Σ_j α_j|v_jc|, both sides within γ of the exact sum), and every float64 output equal — except
-at positions where the dense logits' margin is itself within that bound of a tie (float64's answer
-depends on the order of its sums there: counted as `ambiguous`, never as agreement).
+(2γ_{n+2}·Σ_j α_j|v_jc|, both sides within γ of the exact sum), and every float64 output equal —
+except at positions where the dense logits' margin is itself within that bound of a tie (float64's
+answer depends on the order of its sums there: counted as `ambiguous`, never as agreement).
 
-Each family's counts are printed (`-s` shows them), with how often its shortcut ran (core.attention.counters,
-core.passes.prefix): a family that never reaches its shortcut checks nothing, and fails. Default run: FAST_MODELS
-models per family. The slow set (`-m slow`): HEADCOUNT_FAST_PATH_MODELS (default 10,000) per family,
-on two worker processes.
+Each family's counts are printed (`-s` shows them), with how often its shortcut ran
+(core.attention.counters, core.passes.prefix): a family that never reaches its shortcut checks
+nothing, and fails. Default run: FAST_MODELS models per family. The slow set (`-m slow`):
+HEADCOUNT_FAST_PATH_MODELS (default 10,000) per family, on two worker processes.
 """
 
 from __future__ import annotations
@@ -44,7 +46,15 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from headcount.core.attention import ATTENTION, FLOAT, TIES, attend, dense_attend, use_algorithm, use_backend
+from headcount.core.attention import (
+    ATTENTION,
+    FLOAT,
+    TIES,
+    attend,
+    dense_attend,
+    use_algorithm,
+    use_backend,
+)
 from headcount.core.certify.certify import certify_model
 from headcount.core.certify.evaluate import certified_predict, emulate, prefix_parts
 from headcount.core.model.symbols import token_text
@@ -60,7 +70,8 @@ from tests.soundness.palettes import describe
 FAST_MODELS = 30
 SLOW_MODELS = int(os.environ.get("HEADCOUNT_FAST_PATH_MODELS", "10000"))
 SLOW_WORKERS = 2
-# which counter shows that a family reached its shortcut (core.attention.counters names, or "prefix_passes")
+# which counter shows that a family reached its shortcut (core.attention.counters names, or
+# "prefix_passes")
 SHORTCUT = {
     "tie-settling": "rows_settled",
     "negligible-cut": "rows_redone",
@@ -98,7 +109,8 @@ class Counts:
 
     def merge(self, other: Counts) -> None:
         for name in (
-            "models positions proven proven_wrong boxes boxes_missing_exact certificates certificates_differ "
+            "models positions proven proven_wrong boxes boxes_missing_exact certificates "
+            "certificates_differ "
             "float64_ill_conditioned witnesses_differ float_positions "
             "float_differ ambiguous exact_evaluator_errors"
         ).split():
@@ -109,12 +121,18 @@ class Counts:
 
     @property
     def failures(self) -> int:
-        return self.proven_wrong + self.boxes_missing_exact + self.certificates_differ + self.float_differ
+        return (
+            self.proven_wrong
+            + self.boxes_missing_exact
+            + self.certificates_differ
+            + self.float_differ
+        )
 
     def line(self, family: str, seconds: float) -> str:
         hits = ", ".join(f"{k} {v}" for k, v in sorted(self.shortcut.items()))
         return (
-            f"fast path {family}: models {self.models}, positions {self.positions}, proven {self.proven}, "
+            f"fast path {family}: models {self.models}, positions {self.positions}, proven "
+            f"{self.proven}, "
             f"proven-but-wrong {self.proven_wrong}, boxes {self.boxes} (missing the exact value "
             f"{self.boxes_missing_exact}), certificates {self.certificates} (differ "
             f"{self.certificates_differ}, float64 fields only where float64 cannot decide "
@@ -141,7 +159,9 @@ def _certificate(case: Case, algorithm: str, backend: str, target: np.ndarray) -
         yield "family", case.tokens
 
     def reference(tokens: np.ndarray) -> np.ndarray:
-        return target if tokens is case.tokens else exact_fixed_predict(case.model, tokens, case.bits)
+        return (
+            target if tokens is case.tokens else exact_fixed_predict(case.model, tokens, case.bits)
+        )
 
     with use_algorithm(algorithm), use_backend(backend), np.errstate(all="ignore"):
         cert = certify_model(case.model, inputs, reference).to_json()
@@ -153,7 +173,9 @@ def check_exact(case: Case, counts: Counts, family: str) -> None:
     model, bits, tokens = case.model, case.bits, case.tokens
     try:
         target = exact_fixed_predict(model, tokens, bits)
-    except ArithmeticError as error:  # an exact evaluator that cannot settle a tie: reported, not agreement
+    except (
+        ArithmeticError
+    ) as error:  # an exact evaluator that cannot settle a tie: reported, not agreement
         counts.exact_evaluator_errors += 1
         counts.note(f"{family}: exact evaluator raised {error!r}:\n  {describe(model, bits)}")
         return
@@ -174,7 +196,8 @@ def check_exact(case: Case, counts: Counts, family: str) -> None:
         counts.proven_wrong += int(wrong.sum())
         row, pos = map(int, np.argwhere(wrong)[0])
         counts.note(
-            f"{family}: input {tokens[row].tolist()} position {pos + 1} proven {int(out[row, pos])}, exact "
+            f"{family}: input {tokens[row].tolist()} position {pos + 1} proven "
+            f"{int(out[row, pos])}, exact "
             f"{int(target[row, pos])}:\n  {describe(model, bits)}"
         )
     sides = [("blocked", case.backend), ("reference", "numpy")] + [("blocked", "numpy")] * (
@@ -190,14 +213,17 @@ def check_exact(case: Case, counts: Counts, family: str) -> None:
             counts.float64_ill_conditioned += bool(
                 floats
             )  # float64 fields differ only where it cannot decide
-            counts.witnesses_differ += witnesses  # the same p rejected, each by a proven counterexample
+            counts.witnesses_differ += (
+                witnesses  # the same p rejected, each by a proven counterexample
+            )
             keys = []
     if keys:
         counts.certificates_differ += 1
         counts.note(f"{family}: certificates differ in {keys}: {certs}:\n  {describe(model, bits)}")
 
 
-# the fields a certificate takes from its IEEE passes (float64: "checked"), and `certified`, which needs one
+# the fields a certificate takes from its IEEE passes (float64: "checked"), and `certified`, which
+# needs one
 FLOAT_FIELDS = {
     "errors",
     "errors_bottom",
@@ -213,10 +239,11 @@ FLOAT_FIELDS = {
 
 
 def _same_rejections(case: Case, certs: list[dict]) -> bool:
-    """Whether the certificates reject the same precisions, each by an input the exact fixed:p model gets
-    wrong at the position given (checked here by the exact evaluator), so that they differ only in which
-    counterexample they show: the search for one follows the float emulation of fixed:p, and the prefix pass
-    and the row pass may round an emulated value onto either side of a tie (the proof itself is exact)."""
+    """Whether the certificates reject the same precisions, each by an input the exact fixed:p model
+    gets wrong at the position given (checked here by the exact evaluator), so that they differ only
+    in which counterexample they show: the search for one follows the float emulation of fixed:p,
+    and the prefix pass and the row pass may round an emulated value onto either side of a tie (the
+    proof itself is exact)."""
     if len({tuple(r["p"] for r in c["rejected"]) for c in certs}) != 1:
         return False
     for c in certs:
@@ -229,12 +256,13 @@ def _same_rejections(case: Case, certs: list[dict]) -> bool:
 
 
 def _float64_ill_conditioned(case: Case, sides: list[tuple[str, str]]) -> bool:
-    """Whether the IEEE passes of the certificates' sides disagree only at positions where the real model's
-    answer is not proven by the rigorous bounds in mode exact (no rounding points) under either algorithm:
-    there a float64 evaluation sits within its own rounding error of a decision boundary, and which side it
-    lands on depends on the order of its sums (the prefix pass adds a query's i + 1 keys, the row pass n with
-    exact zeros; on a model with weights of 1e300 that last bit is amplified without limit). Where the exact
-    model's answer is proven and a float pass still disagrees, the float pass is wrong: a real difference."""
+    """Whether the IEEE passes of the certificates' sides disagree only at positions where the real
+    model's answer is not proven by the rigorous bounds in mode exact (no rounding points) under
+    either algorithm: there a float64 evaluation sits within its own rounding error of a decision
+    boundary, and which side it lands on depends on the order of its sums (the prefix pass adds a
+    query's i + 1 keys, the row pass n with exact zeros; on a model with weights of 1e300 that last
+    bit is amplified without limit). Where the exact model's answer is proven and a float pass still
+    disagrees, the float pass is wrong: a real difference."""
     model, tokens = case.model, case.tokens
     outputs, proofs = [], []
     for algorithm, backend in sides:
@@ -252,9 +280,10 @@ BOX_ROWS = 4  # inputs per model whose residual boxes are checked against the ex
 
 
 def check_boxes(case: Case, counts: Counts, family: str) -> None:
-    """Every coordinate of the final residual box of the bounds (row pass, and the prefix pass where it
-    runs) contains the exact fixed:p residual (core.passes.exact_fixed), on the first BOX_ROWS inputs: a box that misses
-    it is a proof of something false, whether or not a decoder happens to read it."""
+    """Every coordinate of the final residual box of the bounds (row pass, and the prefix pass where
+    it runs) contains the exact fixed:p residual (core.passes.exact_fixed), on the first BOX_ROWS
+    inputs: a box that misses it is a proof of something false, whether or not a decoder happens to
+    read it."""
     model, bits = case.model, case.bits
     tokens = case.tokens[:BOX_ROWS]
     passes = {"rows": lambda: residual_bounds(model, tokens, fixed(bits))}
@@ -274,15 +303,16 @@ def check_boxes(case: Case, counts: Counts, family: str) -> None:
                 if not Fraction(m) - Fraction(w) <= value <= Fraction(m) + Fraction(w):
                     counts.boxes_missing_exact += 1
                     counts.note(
-                        f"{family} ({name} pass): input {tokens[r].tolist()} position {index[0] + 1} "
+                        f"{family} ({name} pass): input {tokens[r].tolist()} position "
+                        f"{index[0] + 1} "
                         f"coordinate {index[1]}: box {m!r} ± {w!r} misses the exact {value}:\n  "
                         + describe(model, bits)
                     )
 
 
 def _exact_ties(case: Case) -> int:
-    """Inputs × positions whose float64 logits tie exactly between the best class and another (where the
-    lowest-class rule decides): a count of how often exact-logit-ties reaches its shortcut."""
+    """Inputs × positions whose float64 logits tie exactly between the best class and another (where
+    the lowest-class rule decides): a count of how often exact-logit-ties reaches its shortcut."""
     if not isinstance(getattr(case.model.decoder, "W_U", None), np.ndarray):
         return 0
     with np.errstate(all="ignore"):
@@ -305,19 +335,26 @@ def check_float(case: Case, counts: Counts, family: str) -> None:
     before = _counters()
     with use_backend(case.backend), np.errstate(all="ignore"):
         blocked = emulate(model, tokens, FLOAT64)
-        heads = [(attend(q, k, v, "causal", FLOAT64), q, k, v, W_O) for q, k, v, W_O in _one_layer_qkv(case)]
+        heads = [
+            (attend(q, k, v, "causal", FLOAT64), q, k, v, W_O)
+            for q, k, v, W_O in _one_layer_qkv(case)
+        ]
     counts.shortcut.update(_shortcut_hits(before, _counters()))
     with use_algorithm("reference"), np.errstate(all="ignore"):
         dense = emulate(model, tokens, FLOAT64)
         logit_slack = np.zeros(tokens.shape + (model.decoder.W_U.shape[1],))
         for z, q, k, v, W_O in heads:
             zd = dense_attend(q, k, v, "causal", FLOAT64)
-            mass = dense_attend(q, k, np.abs(v), "causal", FLOAT64)  # Σ_j α_j |v_j|, as float64 has it
+            mass = dense_attend(
+                q, k, np.abs(v), "causal", FLOAT64
+            )  # Σ_j α_j |v_j|, as float64 has it
             bound = 2.5 * gamma(n + 2) * mass + 2.0**-1000
             same = (z == zd) | (np.abs(z - zd) <= bound)
             if not same.all():
                 counts.float_differ += 1
-                counts.note(f"{family}: a head output off the dense one by more than float64's error bound")
+                counts.note(
+                    f"{family}: a head output off the dense one by more than float64's error bound"
+                )
             logit_slack += (bound @ np.abs(W_O)) @ np.abs(model.decoder.W_U)
     counts.float_positions += tokens.size
     differ = blocked != dense
@@ -326,7 +363,9 @@ def check_float(case: Case, counts: Counts, family: str) -> None:
             logits = residual_stream(model, tokens, FLOAT64) @ model.decoder.W_U + model.decoder.b_U
         top = np.sort(logits, axis=-1)
         margin = top[..., -1] - top[..., -2]
-        ambiguous = differ & ~(margin > 4 * logit_slack.max(axis=-1) + 4 * 2.0**-52 * np.abs(top[..., -1]))
+        ambiguous = differ & ~(
+            margin > 4 * logit_slack.max(axis=-1) + 4 * 2.0**-52 * np.abs(top[..., -1])
+        )
         counts.ambiguous += int(ambiguous.sum())
         real = differ & ~ambiguous
         if real.any():
@@ -352,7 +391,9 @@ def run_family(family: str, start: int, count: int) -> Counts:
 
 def assert_sound(family: str, counts: Counts) -> None:
     assert counts.failures == 0 and counts.exact_evaluator_errors == 0, "\n".join(counts.examples)
-    assert counts.shortcut[SHORTCUT[family]] > 0, f"{family} never reached its shortcut: {counts.shortcut}"
+    assert counts.shortcut[SHORTCUT[family]] > 0, (
+        f"{family} never reached its shortcut: {counts.shortcut}"
+    )
     assert counts.certificates + counts.float_positions > 0, f"{family} checked nothing"
 
 
@@ -383,9 +424,10 @@ def test_fast_path_family_many_models(family):
 
 
 def test_a_rejection_reports_the_same_witness_under_either_algorithm():
-    """score-tame model 5798 (found by the slow set): at p = 5 the blocked bounds prove position 5 wrong
-    while the reference's leave it open and prove position 20 wrong; the witness is the first position where
-    the exact model errs (certify._prove_chunk decides the open ones before it), so both report position 5."""
+    """score-tame model 5798 (found by the slow set): at p = 5 the blocked bounds prove position 5
+    wrong while the reference's leave it open and prove position 20 wrong; the witness is the first
+    position where the exact model errs (certify._prove_chunk decides the open ones before it), so
+    both report position 5."""
     counts = Counts()
     case = FAMILIES["score-tame"](np.random.default_rng([list(FAMILIES).index("score-tame"), 5798]))
     check_exact(case, counts, "score-tame")

@@ -1,5 +1,6 @@
-"""Regression tests for the soundness findings of issue 11 on the core (findings 1–4): each model below
-fooled a verdict once. They stay as fixtures: the same inputs must now give the true answer."""
+"""Regression tests for the soundness findings of issue 11 on the core (findings 1–4): each model
+below fooled a verdict once. They stay as fixtures: the same inputs must now give the true
+answer."""
 
 from __future__ import annotations
 
@@ -38,22 +39,24 @@ def _silent_layer(d: int) -> Layer:
 
 
 def underflow_model() -> Transformer:
-    """Finding 1: both tokens embed to (1/2, 1/2); every product x·t underflows, so float64 argmax is ⊥
-    (column 2), while the exact logits are (t, −1, t/2): the real model answers token 0."""
+    """Finding 1: both tokens embed to (1/2, 1/2); every product x·t underflows, so float64 argmax
+    is ⊥ (column 2), while the exact logits are (t, −1, t/2): the real model answers token 0."""
     t = TINY
     decoder = LinearDecoder(np.array([[t, -1.0, 3 * t], [t, -1.0, -2 * t]]), np.zeros(3))
     return Transformer(np.full((2, 2), 0.5), np.zeros((1, 2)), (_silent_layer(2),), decoder)
 
 
 def tie_embedding_model() -> Transformer:
-    """Finding 4: the exact embedding 1.25 + 2^-54 rounds up to 1.5 at p = 1, but float64 first rounds the
-    sum to the tie 1.25, which goes to 1.0. The decoder answers ⊥ iff x > 1.375 (else token 0)."""
+    """Finding 4: the exact embedding 1.25 + 2^-54 rounds up to 1.5 at p = 1, but float64 first
+    rounds the sum to the tie 1.25, which goes to 1.0. The decoder answers ⊥ iff x > 1.375 (else
+    token 0)."""
     decoder = LinearDecoder(np.array([[0.0, 0.0, 1.0]]), np.array([0.0, -100.0, -1.375]))
     W_pos = np.array([[0.25 + 2.0**-54]])
     return Transformer(np.ones((2, 1)), W_pos, (_silent_layer(1),), decoder)
 
 
-# ---- finding 1: underflow ------------------------------------------------------------------------------
+# ---- finding 1: underflow
+# ------------------------------------------------------------------------------
 
 
 def test_underflowing_products_keep_a_radius():
@@ -69,9 +72,13 @@ def test_underflow_model_is_not_certified(capsys, tmp_path):
     assert predict(model, [[0], [1]], fixed(1)).tolist() == [[0], [0]]
     path = tmp_path / "underflow.safetensors"
     save_model(model, path)
-    cert = run_json(capsys, "induction", "certify", "--model", str(path), "--n", "1", "--alphabet", "2")
+    cert = run_json(
+        capsys, "induction", "certify", "--model", str(path), "--n", "1", "--alphabet", "2"
+    )
     assert cert["errors"] == 0  # float64 itself answers ⊥ …
-    assert cert["certified"] is False and cert["precision_bits"] is None  # … but no fixed:p model does
+    assert (
+        cert["certified"] is False and cert["precision_bits"] is None
+    )  # … but no fixed:p model does
     assert len(cert["rejected"]) == 60
     assert cert["rejected"][0] == {
         "p": 1,
@@ -83,7 +90,8 @@ def test_underflow_model_is_not_certified(capsys, tmp_path):
     }
 
 
-# ---- finding 2: quantize_bounds at p ≥ 27 ----------------------------------------------------------
+# ---- finding 2: quantize_bounds at p ≥ 27
+# ----------------------------------------------------------
 
 
 def test_quantize_bounds_contains_the_exact_image_at_high_precision():
@@ -93,14 +101,22 @@ def test_quantize_bounds_contains_the_exact_image_at_high_precision():
         scale = 2.0**bits
         # boxes whose endpoints sit near binade edges 2^e (e ≤ p) and off the grid
         edges = 2.0 ** rng.integers(-bits, bits, size=400)
-        mid = edges * (1 + rng.choice([-1, 1], size=400) * rng.integers(1, 2**20, size=400) * 2.0**-52)
+        mid = edges * (
+            1 + rng.choice([-1, 1], size=400) * rng.integers(1, 2**20, size=400) * 2.0**-52
+        )
         mid *= rng.choice([-1.0, 1.0], size=400)
         rad = np.abs(mid) * rng.choice([0, 2.0**-50, 2.0**-30, 2.0**-8], size=400)
         qm, qr = quantize_bounds(mid, rad, bits)
         for m, r, a, b in zip(mid, rad, qm, qr):
-            lo_box, hi_box = Fraction(float(a)) - Fraction(float(b)), Fraction(float(a)) + Fraction(float(b))
+            lo_box, hi_box = (
+                Fraction(float(a)) - Fraction(float(b)),
+                Fraction(float(a)) + Fraction(float(b)),
+            )
             # the exact rounding of the exact endpoints m ± r (round half to even, then clip)
-            for end in (Fraction(float(m)) - Fraction(float(r)), Fraction(float(m)) + Fraction(float(r))):
+            for end in (
+                Fraction(float(m)) - Fraction(float(r)),
+                Fraction(float(m)) + Fraction(float(r)),
+            ):
                 k = end * scale
                 q = round(k)  # Python's round on Fraction: half to even
                 image = max(-scale, min(scale, Fraction(q) / Fraction(scale)))
@@ -114,15 +130,19 @@ def test_quantize_bounds_point_boxes_stay_exact():
     np.testing.assert_array_equal(qr, [0.0, 0.0])
 
 
-# ---- finding 3: the softmax weight step holds on its own -------------------------------------------
+# ---- finding 3: the softmax weight step holds on its own
+# -------------------------------------------
 
 
 def _exact_extremes(alpha_bar: list[arb], rho: list[arb], j: int) -> tuple[arb, arb]:
-    """max and min of ᾱ_j e^{η_j} / Σ_k ᾱ_k e^{η_k} over |η| ≤ ρ (attained at η_j = ±ρ_j, η_k = ∓ρ_k)."""
+    """max and min of ᾱ_j e^{η_j} / Σ_k ᾱ_k e^{η_k} over |η| ≤ ρ (attained at η_j = ±ρ_j, η_k =
+    ∓ρ_k)."""
 
     def ratio(sign: int) -> arb:
         num = alpha_bar[j] * (sign * rho[j]).exp()
-        rest = sum((alpha_bar[k] * (-sign * rho[k]).exp() for k in range(len(rho)) if k != j), arb(0))
+        rest = sum(
+            (alpha_bar[k] * (-sign * rho[k]).exp() for k in range(len(rho)) if k != j), arb(0)
+        )
         return num / (num + rest)
 
     return ratio(1), ratio(-1)
@@ -130,8 +150,9 @@ def _exact_extremes(alpha_bar: list[arb], rho: list[arb], j: int) -> tuple[arb, 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_weight_error_bounds_every_weight_on_its_own(seed):
-    """|α_j − α̂_j| ≤ e_j for the exact extremes, with tiny ρ (where 1 + Σ α̂(e^{-ρ} − 1) loses the low
-    bits of a sum near 1) and large ρ alike; θ is the exact |ᾱ/α̂ − 1| of these α̂, nothing more."""
+    """|α_j − α̂_j| ≤ e_j for the exact extremes, with tiny ρ (where 1 + Σ α̂(e^{-ρ} − 1) loses the
+    low bits of a sum near 1) and large ρ alike; θ is the exact |ᾱ/α̂ − 1| of these α̂, nothing
+    more."""
     rng = np.random.default_rng(seed)
     keys = int(rng.integers(1, 9))
     weights = np.exp(-rng.choice([0.0, 1e-3, 3.0, 40.0], size=keys) * rng.random(keys))
@@ -145,25 +166,34 @@ def test_weight_error_bounds_every_weight_on_its_own(seed):
         total = sum(exact, fmpq(0))
         alpha_bar = [arb(a / total) for a in exact]  # the exact normalisation, as balls
         theta = max(
-            float(abs(ab / arb(float(a)) - 1).upper()) if a else 0.0 for ab, a in zip(alpha_bar, alpha)
+            float(abs(ab / arb(float(a)) - 1).upper()) if a else 0.0
+            for ab, a in zip(alpha_bar, alpha)
         )
-        err, unbounded = weight_error(alpha[None, :].copy(), rho[None, :].copy(), theta * (1 + 1e-6))
+        err, unbounded = weight_error(
+            alpha[None, :].copy(), rho[None, :].copy(), theta * (1 + 1e-6)
+        )
         assert not unbounded.any()
         arb_rho = [arb(float(r)) for r in rho]
         for j in range(keys):
             high, low = _exact_extremes(alpha_bar, arb_rho, j)
-            worst = max(float(abs(high - float(alpha[j])).upper()), float(abs(low - float(alpha[j])).upper()))
+            worst = max(
+                float(abs(high - float(alpha[j])).upper()),
+                float(abs(low - float(alpha[j])).upper()),
+            )
             assert worst <= err[0, j], (j, worst, err[0, j])
     finally:
         ctx.prec = old
 
 
-# ---- finding 4: fixed:p is the seed's semantics, not its float64 emulation --------------------------
+# ---- finding 4: fixed:p is the seed's semantics, not its float64 emulation
+# --------------------------
 
 
 def test_fixed_p_predict_rounds_the_exact_value(capsys):
     model = tie_embedding_model()
-    assert emulate(model, [[0]], fixed(1)).tolist() == [[0]]  # the emulation lands on the tie 1.25 → 1.0
+    assert emulate(model, [[0]], fixed(1)).tolist() == [
+        [0]
+    ]  # the emulation lands on the tie 1.25 → 1.0
     assert predict(model, [[0]], fixed(1)).tolist() == [[BOTTOM]]  # the exact 1.25 + 2^-54 → 1.5
 
 
@@ -171,11 +201,23 @@ def test_precision_bits_is_the_exact_models(capsys, tmp_path):
     path = tmp_path / "tie.safetensors"
     save_model(tie_embedding_model(), path)
     got = run_json(
-        capsys, "induction", "predict", "--model", str(path), "--input", "0", "--precision", "fixed:1"
+        capsys,
+        "induction",
+        "predict",
+        "--model",
+        str(path),
+        "--input",
+        "0",
+        "--precision",
+        "fixed:1",
     )
     assert got["outputs"] == ["⊥"]
-    cert = run_json(capsys, "induction", "certify", "--model", str(path), "--n", "1", "--alphabet", "2")
-    assert cert["precision_bits"] == 1 and cert["rejected"] == []  # no p was rejected: none is wrong
+    cert = run_json(
+        capsys, "induction", "certify", "--model", str(path), "--n", "1", "--alphabet", "2"
+    )
+    assert (
+        cert["precision_bits"] == 1 and cert["rejected"] == []
+    )  # no p was rejected: none is wrong
     assert cert["errors"] == 2  # float64 (a different mode) does round the sum to 1.25 first
     assert cert["scope"] == "exhaustive"
 
@@ -184,15 +226,28 @@ def test_precision_bits_is_the_exact_models(capsys, tmp_path):
 
 
 def test_sampled_certificate_says_sampled(capsys):
-    """A certificate over sampled inputs is "certified on the inputs checked", not on all of Σ^n: its
-    JSON says scope "sampled" and counts the inputs per family; the README says so where it shows one."""
+    """A certificate over sampled inputs is "certified on the inputs checked", not on all of Σ^n:
+    its JSON says scope "sampled" and counts the inputs per family; the README says so where it
+    shows one."""
     cert = run_json(
-        capsys, "induction", "certify", "--layers", "2", "--n", "16", "--alphabet", "4", "--samples", "16"
+        capsys,
+        "induction",
+        "certify",
+        "--layers",
+        "2",
+        "--n",
+        "16",
+        "--alphabet",
+        "4",
+        "--samples",
+        "16",
     )
     assert cert["scope"] == "sampled" and cert["certified"] is True
     assert sum(cert["families"].values()) == cert["inputs_checked"] < 4**16
     assert {"uniform", "index"} <= set(cert["families"])
-    exhaustive = run_json(capsys, "induction", "certify", "--layers", "2", "--n", "6", "--alphabet", "2")
+    exhaustive = run_json(
+        capsys, "induction", "certify", "--layers", "2", "--n", "6", "--alphabet", "2"
+    )
     assert exhaustive["scope"] == "exhaustive" and exhaustive["inputs_checked"] == 2**6
     from pathlib import Path
 
@@ -201,7 +256,8 @@ def test_sampled_certificate_says_sampled(capsys):
     assert "(scope: sampled)" in readme
 
 
-# ---- the one platform assumption, checked at run time ----------------------------------------------
+# ---- the one platform assumption, checked at run time
+# ----------------------------------------------
 
 
 def test_a_libm_less_accurate_than_assumed_gets_no_certificate(monkeypatch):

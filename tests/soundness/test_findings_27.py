@@ -1,6 +1,7 @@
-"""Regression tests for the false verdicts of issue 27 (findings 1 and 2, built from the issue's recipes)
-and for the one rule that joins a certificate's two verdicts (`certified`). Finding 3 (the INDEX protocol
-on a weight-form file) is in tests/induction/test_lower_bound.py. Each model below fooled a verdict once."""
+"""Regression tests for the false verdicts of issue 27 (findings 1 and 2, built from the issue's
+recipes) and for the one rule that joins a certificate's two verdicts (`certified`). Finding 3 (the
+INDEX protocol on a weight-form file) is in tests/induction/test_lower_bound.py. Each model below
+fooled a verdict once."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from headcount.induction.certify import certify_induction
 from headcount.induction.construction import ONE, two_layer_induction
 from tests.soundness.test_findings import run_json, tie_embedding_model, underflow_model
 
-# ---- finding 1: a settled tie's value needs more than 53 bits ------------------------------------------
+# ---- finding 1: a settled tie's value needs more than 53 bits
+# ------------------------------------------
 
 TIE_W_POS = (
     0.9999999999999991,
@@ -35,9 +37,10 @@ TIE_W_POS = (
 
 
 def settled_tie_model(c: float = 0.0) -> Transformer:
-    """Issue 27's recipe: causal, n = 6, d_model = 1, W_E = 0, uniform attention (W_Q = W_K = 0), W_V = W_O =
-    1, a linear decoder with logits (x, c, −100). With c the float64 head output at position 6, the exact
-    fixed:60 head output there is 9382499223688527/2^53 < c: the exact answer is class 1."""
+    """Issue 27's recipe: causal, n = 6, d_model = 1, W_E = 0, uniform attention (W_Q = W_K = 0),
+    W_V = W_O = 1, a linear decoder with logits (x, c, −100). With c the float64 head output at
+    position 6, the exact fixed:60 head output there is 9382499223688527/2^53 < c: the exact answer
+    is class 1."""
     head = AttentionHead(np.zeros((1, 1)), np.zeros((1, 1)), np.ones((1, 1)), np.ones((1, 1)))
     decoder = LinearDecoder(np.array([[1.0, 0.0, 0.0]]), np.array([0.0, c, -100.0]))
     return Transformer(np.zeros((2, 1)), np.array(TIE_W_POS)[:, None], (Layer((head,)),), decoder)
@@ -62,11 +65,13 @@ def test_a_grid_value_float64_cannot_hold_keeps_a_radius():
 
 
 def test_a_grid_box_radius_is_rounded_up():
-    """At p = 60 a grid integer has up to 121 bits, and its distance to the nearest float up to 68: float()
-    of that distance rounds to nearest, so half the time below it; the radius must still reach the value."""
+    """At p = 60 a grid integer has up to 121 bits, and its distance to the nearest float up to 68:
+    float() of that distance rounds to nearest, so half the time below it; the radius must still
+    reach the value."""
     rng = np.random.default_rng(27)
     N = np.array(
-        [int(rng.integers(2**60)) << 61 | int(rng.integers(2**61)) for _ in range(4000)], dtype=object
+        [int(rng.integers(2**60)) << 61 | int(rng.integers(2**61)) for _ in range(4000)],
+        dtype=object,
     )
     N[::2] = -N[::2]
     mid, rad = grid_box(N, 60)
@@ -114,14 +119,15 @@ def test_settled_tie_predict_and_precision_search(tie_model, capsys, tmp_path):
     assert np.array_equal(exact_fixed_predict(tie_model, tokens, found), target)  # found p is right
 
 
-# ---- finding 2: the negligible-key cut must be negligible against the output it changes ------------
+# ---- finding 2: the negligible-key cut must be negligible against the output it changes
+# ------------
 
 
 def huge_value_model(n: int = 300, alphabet: int = 4) -> Transformer:
-    """Issue 27's recipe: the two-layer construction plus one layer-1 head whose query (1) scores key 0 at
-    60 and every other key at 0, with value 1e300 off position 0 (0 there), written into every residual
-    coordinate. At fixed:p the values clip and the head's output rounds to 0, so the fixed:p model is exact;
-    in float64 the 1e300 values at weight e^-60 ruin every position."""
+    """Issue 27's recipe: the two-layer construction plus one layer-1 head whose query (1) scores
+    key 0 at 60 and every other key at 0, with value 1e300 off position 0 (0 there), written into
+    every residual coordinate. At fixed:p the values clip and the head's output rounds to 0, so the
+    fixed:p model is exact; in float64 the 1e300 values at weight e^-60 ruin every position."""
     base = two_layer_induction(n, alphabet)
     d, first = base.d_model, 0  # one more residual coordinate: 1 at position 0 only
     pad = lambda a, rows=0, cols=0: np.pad(a, ((0, rows), (0, cols)))  # noqa: E731
@@ -129,7 +135,9 @@ def huge_value_model(n: int = 300, alphabet: int = 4) -> Transformer:
     W_pos[first, d] = 1.0
 
     def grow(h: AttentionHead) -> AttentionHead:
-        return AttentionHead(pad(h.W_Q, rows=1), pad(h.W_K, rows=1), pad(h.W_V, rows=1), pad(h.W_O, cols=1))
+        return AttentionHead(
+            pad(h.W_Q, rows=1), pad(h.W_K, rows=1), pad(h.W_V, rows=1), pad(h.W_O, cols=1)
+        )
 
     W_Q, W_K, W_V = np.zeros((d + 1, 1)), np.zeros((d + 1, 1)), np.zeros((d + 1, 1))
     W_Q[ONE, 0], W_K[d, 0], W_V[ONE, 0], W_V[d, 0] = 1.0, 60.0, 1e300, -1e300
@@ -155,7 +163,9 @@ def test_negligible_cut_keeps_a_huge_value_under_a_tiny_weight(huge_model, backe
     with use_backend(backend), np.errstate(all="ignore"):
         blocked = emulate(huge_model, tokens, FLOAT64)
     assert np.array_equal(blocked, dense)
-    assert (dense != two_layer_answers(tokens)).sum() > 100  # float64 is ruined: the head's output is huge
+    assert (
+        dense != two_layer_answers(tokens)
+    ).sum() > 100  # float64 is ruined: the head's output is huge
 
 
 def two_layer_answers(tokens: np.ndarray) -> np.ndarray:
@@ -198,13 +208,14 @@ def test_huge_value_model_cli(huge_model, capsys, tmp_path):
     assert cert["errors"] > 0 and cert["dtypes_exact"] == [] and cert["certified"] is False
 
 
-# ---- one rule for `certified`: the fixed:p proof and the float64 error count ------------------------
+# ---- one rule for `certified`: the fixed:p proof and the float64 error count
+# ------------------------
 
 
 def test_certified_is_the_conjunction_of_its_two_verdicts(capsys, tmp_path):
-    """Each half failing alone makes `certified` false: float64 errs where fixed:p is proven right (the
-    tie-embedding model of issue 11), and fixed:p is proven wrong at every p where float64 is right (the
-    underflow model of issue 11). The two constructions pass both."""
+    """Each half failing alone makes `certified` false: float64 errs where fixed:p is proven right
+    (the tie-embedding model of issue 11), and fixed:p is proven wrong at every p where float64 is
+    right (the underflow model of issue 11). The two constructions pass both."""
     cases = {"float64-errs": tie_embedding_model(), "no-proof": underflow_model()}
     seen = {}
     for name, model in cases.items():
@@ -214,11 +225,19 @@ def test_certified_is_the_conjunction_of_its_two_verdicts(capsys, tmp_path):
             capsys, "induction", "certify", "--model", str(path), "--n", "1", "--alphabet", "2"
         )
     errs, no_proof = seen["float64-errs"], seen["no-proof"]
-    assert errs["errors"] > 0 and errs["proven_at_precision_bits"] is True and errs["certified"] is False
+    assert (
+        errs["errors"] > 0
+        and errs["proven_at_precision_bits"] is True
+        and errs["certified"] is False
+    )
     assert no_proof["errors"] == 0 and no_proof["proven_at_precision_bits"] is False
     assert no_proof["certified"] is False
     good = run_json(capsys, "induction", "certify", "--layers", "2", "--n", "6", "--alphabet", "2")
-    assert good["errors"] == 0 and good["proven_at_precision_bits"] is True and good["certified"] is True
+    assert (
+        good["errors"] == 0
+        and good["proven_at_precision_bits"] is True
+        and good["certified"] is True
+    )
 
 
 def test_certified_rule_lives_in_one_place():

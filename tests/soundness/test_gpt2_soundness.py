@@ -1,13 +1,14 @@
-"""Soundness of certificates on GPT-2-style models: every position certified_predict marks proven, at
-fixed:p and in mode exact, must carry the answer of the real-arithmetic model, computed independently in
-Arb balls at 256 bits, or 1024 or 4096 where those leave it open (tests/soundness/arb_reference.py).
+"""Soundness of certificates on GPT-2-style models: every position certified_predict marks proven,
+at fixed:p and in mode exact, must carry the answer of the real-arithmetic model, computed
+independently in Arb balls at 256 bits, or 1024 or 4096 where those leave it open
+(tests/soundness/arb_reference.py).
 
-Models are tiny (1–2 layers, 1–2 heads, d ≤ 4, S = 2–3, n = 2–3; every input of Σ^n) with adversarial
-weights (palettes.py) plus the GPT-2 parts' own edges: LayerNorm on inputs of zero or huge variance and
-with tiny or huge eps, MLP pre-activations on GELU's turning point and at the enclosures' cut-offs, biases,
-attention scales from 0 to 1e10. Where the reference balls straddle a rounding tie or leave the argmax
-open the position is skipped (counted), never taken as agreement. A proven wrong answer is a false
-certificate; an exception from certified_predict fails the test.
+Models are tiny (1–2 layers, 1–2 heads, d ≤ 4, S = 2–3, n = 2–3; every input of Σ^n) with
+adversarial weights (palettes.py) plus the GPT-2 parts' own edges: LayerNorm on inputs of zero or
+huge variance and with tiny or huge eps, MLP pre-activations on GELU's turning point and at the
+enclosures' cut-offs, biases, attention scales from 0 to 1e10. Where the reference balls straddle a
+rounding tie or leave the argmax open the position is skipped (counted), never taken as agreement. A
+proven wrong answer is a false certificate; an exception from certified_predict fails the test.
 
 Default run: a small seeded set per family (seconds). The slow set (`-m slow`) runs
 HEADCOUNT_GPT2_SOUNDNESS_MODELS models per family (default 2000) and prints its counts.
@@ -24,7 +25,14 @@ import pytest
 from flint import ctx
 
 from headcount.core.certify.evaluate import certified_predict
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
+from headcount.core.model.transformer import (
+    MLP,
+    AttentionHead,
+    Layer,
+    LayerNorm,
+    LinearDecoder,
+    Transformer,
+)
 from headcount.core.model.vocab import VocabDecoder
 from headcount.core.numbers.precision import EXACT, Precision, fixed
 from headcount.core.passes.activations import GELU_SHAPES, X_POS
@@ -68,11 +76,19 @@ def gelu_edges() -> np.ndarray:
     values = [0.0, 2.0**-1074, 1e-300, X_POS, np.nextafter(X_POS, 0), 40.0, -0.7517915246935645]
     values += [-0.7524614220710163, -0.75, -0.76, -1.0]
     for shape in GELU_SHAPES.values():
-        values += [shape.star_lo, shape.star_hi, shape.x_neg, np.nextafter(shape.x_neg, 0), shape.x_neg - 1]
+        values += [
+            shape.star_lo,
+            shape.star_hi,
+            shape.x_neg,
+            np.nextafter(shape.x_neg, 0),
+            shape.x_neg - 1,
+        ]
     return np.array(values)
 
 
-def _layer_norm(rng: np.random.Generator, fill: NumpyFill, d: int, present: bool) -> LayerNorm | None:
+def _layer_norm(
+    rng: np.random.Generator, fill: NumpyFill, d: int, present: bool
+) -> LayerNorm | None:
     if not present or rng.random() < 0.15:
         return None
     mode = fill.mode("ln")
@@ -100,7 +116,9 @@ def _mlp(rng, fill, d: int, activation: str) -> MLP:
     d_mlp = int(rng.integers(1, 4))
     m_in, m_out = fill.mode("mlp_in"), fill.mode("mlp_out")
     W_in, b_in = fill((d, d_mlp), m_in), fill((d_mlp,), m_in)
-    if rng.random() < 0.35:  # hidden values on GELU's edges: the bias there, the input nearly silenced
+    if (
+        rng.random() < 0.35
+    ):  # hidden values on GELU's edges: the bias there, the input nearly silenced
         b_in = rng.choice(gelu_edges(), size=d_mlp)
         W_in = fill((d, d_mlp), str(rng.choice(["zero", "subnormal", "tiny"])))
     return MLP(W_in, b_in, fill((d_mlp, d), m_out), fill((d,), m_out), activation)
@@ -112,9 +130,14 @@ def _decoder(rng, fill, d: int, alphabet: int):
     classes = alphabet + 1
     m_u = fill.mode("decoder")
     W_U, b_U = fill((d, classes), m_u), fill((classes,), m_u)
-    if rng.random() < 0.3:  # every class one base column plus a small perturbation: logits nearly tie
+    if (
+        rng.random() < 0.3
+    ):  # every class one base column plus a small perturbation: logits nearly tie
         m_t = fill.mode("near_tie")
-        W_U, b_U = W_U[:, :1] + fill((d, classes), m_t) * 2.0**-40, b_U[:1] + fill((classes,), m_t) * 2.0**-40
+        W_U, b_U = (
+            W_U[:, :1] + fill((d, classes), m_t) * 2.0**-40,
+            b_U[:1] + fill((classes,), m_t) * 2.0**-40,
+        )
     return LinearDecoder(W_U, b_U)
 
 
@@ -170,7 +193,9 @@ class Counts:
 ARB_PRECISIONS = (256, 1024, 4096)  # bits: a position the balls leave open is retried at the next
 
 
-def reference_outputs(model: Transformer, seq: list[int], prec: Precision, positions) -> dict[int, int]:
+def reference_outputs(
+    model: Transformer, seq: list[int], prec: Precision, positions
+) -> dict[int, int]:
     """The reference's output at each of `positions` it decides, trying ARB_PRECISIONS in turn."""
     decided: dict[int, int] = {}
     old = ctx.prec
@@ -190,7 +215,8 @@ def reference_outputs(model: Transformer, seq: list[int], prec: Precision, posit
 
 
 def check_model(model: Transformer, prec: Precision, counts: Counts) -> None:
-    """Certify every input of Σ^n in mode `prec`; compare each proven position with the Arb reference."""
+    """Certify every input of Σ^n in mode `prec`; compare each proven position with the Arb
+    reference."""
     tokens = all_sequences(model.n_ctx, model.alphabet)
     out, proven = certified_predict(model, tokens, prec)
     counts.positions += proven.size
@@ -205,7 +231,8 @@ def check_model(model: Transformer, prec: Precision, counts: Counts) -> None:
                 counts.mismatches += 1
                 if len(counts.examples) < 5:
                     counts.examples.append(
-                        f"{prec.name} input {tokens[row].tolist()} position {i}: certified {out[row, i]}, "
+                        f"{prec.name} input {tokens[row].tolist()} position {i}: certified "
+                        f"{out[row, i]}, "
                         f"reference {answer}:\n  {describe(model)}"
                     )
 
@@ -223,7 +250,8 @@ def describe(model: Transformer) -> str:
         for h, head in enumerate(layer.heads):
             parts.append(
                 f"L{i}H{h} W_Q={head.W_Q.tolist()} W_K={head.W_K.tolist()} W_V={head.W_V.tolist()} "
-                f"W_O={head.W_O.tolist()} b_Q={plain(head.b_Q)} b_K={plain(head.b_K)} b_V={plain(head.b_V)}"
+                f"W_O={head.W_O.tolist()} b_Q={plain(head.b_Q)} b_K={plain(head.b_K)} "
+                f"b_V={plain(head.b_V)}"
             )
         if layer.mlp is not None:
             m = layer.mlp
@@ -233,7 +261,8 @@ def describe(model: Transformer) -> str:
             )
     dec = model.decoder
     parts.append(
-        f"ln_final={norm(model.ln_final)} decoder {dec.kind} W_U={plain(dec.W_U)} b_U={plain(dec.b_U)}"
+        f"ln_final={norm(model.ln_final)} decoder {dec.kind} W_U={plain(dec.W_U)} "
+        f"b_U={plain(dec.b_U)}"
     )
     return "\n  ".join(parts)
 

@@ -1,23 +1,23 @@
-"""Soundness of the INDEX protocol check (headcount.induction.lower_bound.protocol.check_protocol; issue 11,
-finding 7).
+"""Soundness of the INDEX protocol check (headcount.induction.lower_bound.protocol.check_protocol;
+issue 11, finding 7).
 
-check_protocol's verdicts must never overstate: every pair it counts as agreeing must really agree (Bob's
-answer, recomputed through the public alice_message / bob_output, equals predict's exact fixed:p answer),
-every disagreement it counts as *explained* must really have a coordinate of the model's exact head output
-within a small proven tolerance of a rounding tie (recomputed here independently: exact rational scores,
-python-flint arb balls), and a planted wrong Bob is never fully explained when some of its disagreements
-is provably far from every tie.
+check_protocol's verdicts must never overstate: every pair it counts as agreeing must really agree
+(Bob's answer, recomputed through the public alice_message / bob_output, equals predict's exact
+fixed:p answer), every disagreement it counts as *explained* must really have a coordinate of the
+model's exact head output within a small proven tolerance of a rounding tie (recomputed here
+independently: exact rational scores, python-flint arb balls), and a planted wrong Bob is never
+fully explained when some of its disagreements is provably far from every tie.
 
 The tolerance this file allows, U = 1.001·(ε/2 + (ε/8)(2V + 1)) + 1.001·2^-p·2^-10 (ε = 2^-3p, V the
-largest rounded value), covers every tolerance check_protocol may use (the protocol's error E, plus a float
-part only while that is ≤ 2^-p·2^-10) and is far below the 2^-p grid: an "explained" verdict outside it
-is a false explanation, the failure of finding 7.
+largest rounded value), covers every tolerance check_protocol may use (the protocol's error E, plus
+a float part only while that is ≤ 2^-p·2^-10) and is far below the 2^-p grid: an "explained" verdict
+outside it is a false explanation, the failure of finding 7.
 
-Models: one-layer tables with k ≤ 6, heads ≤ 2, dim ≤ 3, d_head ≤ 3, p ∈ 1..60, each table filled in one
-mode (Gaussian of size 1 or 2^(p/2), small grid multiples, an adversarial palette of ties / clip / huge
-scores / exp-underflow edges, zeros), and a wrong Bob planted on none, all or a hashed subset of the pairs.
-The default run fuzzes with Hypothesis (derandomized, about 10 s); the slow set checks 20,000 seeded models
-(HEADCOUNT_INDEX_SOUNDNESS_MODELS overrides the count) and prints its counts.
+Models: one-layer tables with k ≤ 6, heads ≤ 2, dim ≤ 3, d_head ≤ 3, p ∈ 1..60, each table filled in
+one mode (Gaussian of size 1 or 2^(p/2), small grid multiples, an adversarial palette of ties / clip
+/ huge scores / exp-underflow edges, zeros), and a wrong Bob planted on none, all or a hashed subset
+of the pairs. The default run fuzzes with Hypothesis (derandomized, about 10 s); the slow set checks
+20,000 seeded models (HEADCOUNT_INDEX_SOUNDNESS_MODELS overrides the count) and prints its counts.
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ from headcount.induction.lower_bound import protocol as lb_protocol
 from headcount.induction.lower_bound.protocol import alice_message, bob_output, check_protocol
 from headcount.induction.task import index_input
 
-FLOAT_SHARE = 2.0**-10  # the documented most a float error may weigh against 2^-p (exact.FLOAT_SHARE)
+FLOAT_SHARE = (
+    2.0**-10
+)  # the documented most a float error may weigh against 2^-p (exact.FLOAT_SHARE)
 MODES = ("gaussian", "gaussian", "big", "grid", "palette", "palette", "zero")
 FLIPS = ("none", "all", "mod2", "mod5")
 SLOW_MODELS = int(os.environ.get("HEADCOUNT_INDEX_SOUNDNESS_MODELS", "20000"))
@@ -88,12 +90,15 @@ def make_model(
     K = fill(rng, (heads, n, 3, d_head), modes[1], p)
     V = fill(rng, (heads, n, 3, dim), modes[2], p)
     W_U = fill(rng, (dim, 4), "gaussian" if modes[3] == "zero" else modes[3], p)
-    return OneLayerTable(embed, Q, K, V, LinearDecoder(W_U, np.zeros(4)), "full" if full_mask else "causal")
+    return OneLayerTable(
+        embed, Q, K, V, LinearDecoder(W_U, np.zeros(4)), "full" if full_mask else "causal"
+    )
 
 
 def planted(flip: str):
-    """A replacement for protocol.decode_final: Bob's honest answer, wrong (0 ↔ 1, else 0) on the residual
-    rows the rule picks (a deterministic function of the row, so every code path agrees on it)."""
+    """A replacement for protocol.decode_final: Bob's honest answer, wrong (0 ↔ 1, else 0) on the
+    residual rows the rule picks (a deterministic function of the row, so every code path agrees on
+    it)."""
     honest = lb_protocol.decode_final
     modulus = {"none": 0, "all": 1, "mod2": 2, "mod5": 5}[flip]
 
@@ -113,8 +118,9 @@ def planted(flip: str):
 
 
 def exact_heads(model: OneLayerTable, f: np.ndarray, i_star: int, p: int) -> list[list[flint.arb]]:
-    """The model's head outputs at N on σ(f, i*) before rounding, as tight arb balls: rational scores of the
-    rounded q, k (exact), weights e^{s − max} (top weight exactly 1), exact rounded values."""
+    """The model's head outputs at N on σ(f, i*) before rounding, as tight arb balls: rational
+    scores of the rounded q, k (exact), weights e^{s − max} (top weight exactly 1), exact rounded
+    values."""
     sigma = index_input(f, i_star)
     n = len(sigma)
     q = round_fixed(model.Q[:, n - 1, 2], p)
@@ -131,11 +137,15 @@ def exact_heads(model: OneLayerTable, f: np.ndarray, i_star: int, p: int) -> lis
                 for j in range(n)
             ]
             top = max(scores)
-            w = [flint.arb(flint.fmpq((sc - top).numerator, (sc - top).denominator)).exp() for sc in scores]
+            w = [
+                flint.arb(flint.fmpq((sc - top).numerator, (sc - top).denominator)).exp()
+                for sc in scores
+            ]
             den = sum(w, flint.arb(0))
             heads.append(
                 [
-                    sum((w[j] * flint.arb(float(vals[h, j, c])) for j in range(n)), flint.arb(0)) / den
+                    sum((w[j] * flint.arb(float(vals[h, j, c])) for j in range(n)), flint.arb(0))
+                    / den
                     for c in range(vals.shape[-1])
                 ]
             )
@@ -152,8 +162,9 @@ def allowed_tolerance(model: OneLayerTable, k: int, p: int) -> float:
 
 
 def tie_distance(heads: list[list[flint.arb]], p: int) -> flint.arb:
-    """A lower bound on the distance from the closest coordinate to a tie (an odd multiple of 2^-(p+1)):
-    the balls are far narrower than 2^-p, so only the ties next to each midpoint's cell can be nearest."""
+    """A lower bound on the distance from the closest coordinate to a tie (an odd multiple of
+    2^-(p+1)): the balls are far narrower than 2^-p, so only the ties next to each midpoint's cell
+    can be nearest."""
     best = None
     for row in heads:
         for y in row:
@@ -179,12 +190,15 @@ class Tally:
     decided_exactly: int = 0
     float_limited: int = 0
     planted_cases: int = 0
-    planted_far: int = 0  # planted cases with a disagreement provably far from every tie (so: must be caught)
+    planted_far: int = (
+        0  # planted cases with a disagreement provably far from every tie (so: must be caught)
+    )
     caught: int = 0
 
 
 def check_case(model: OneLayerTable, k: int, p: int, flip: str, tally: Tally) -> None:
-    """Run check_protocol with a spy on its verdicts, recompute everything independently, compare."""
+    """Run check_protocol with a spy on its verdicts, recompute everything independently,
+    compare."""
     verdicts: dict[tuple[tuple[int, ...], int], bool] = {}
     real_explain = lb_protocol.explain
 
@@ -199,7 +213,11 @@ def check_case(model: OneLayerTable, k: int, p: int, flip: str, tally: Tally) ->
         mock.patch.object(lb_protocol, "explain", spy),
     ):
         report = check_protocol(model, k, p)
-        pairs = [(tuple((f >> i) & 1 for i in range(k)), s) for f in range(1 << k) for s in range(1, k + 1)]
+        pairs = [
+            (tuple((f >> i) & 1 for i in range(k)), s)
+            for f in range(1 << k)
+            for s in range(1, k + 1)
+        ]
         messages = {f: alice_message(model, list(f), p) for f in {pair[0] for pair in pairs}}
         bob = np.array([bob_output(model, messages[f], s, p) for f, s in pairs])
     tokens = np.stack([index_input(np.array(f), s) for f, s in pairs])
@@ -261,14 +279,18 @@ def test_verdicts_are_sound(seed, k, heads, dim, d_head, p, modes, full_mask, fl
 
 
 def test_planted_wrong_bob_caught_on_fixed_cases():
-    """A deterministic spot check of the property's power: every mode, flipped on all pairs, p from 1 to
-    60."""
+    """A deterministic spot check of the property's power: every mode, flipped on all pairs, p from
+    1 to 60."""
     tally = Tally()
     for p in (1, 8, 20, 33, 45, 60):
         for i, mode in enumerate(("gaussian", "big", "grid", "palette")):
-            model = make_model(1000 * p + i, 3, 2, 2, 2, p, (mode, mode, mode, "gaussian"), bool(i % 2))
+            model = make_model(
+                1000 * p + i, 3, 2, 2, 2, p, (mode, mode, mode, "gaussian"), bool(i % 2)
+            )
             check_case(model, 3, p, "all", tally)
-    assert tally.planted_cases == 24 and tally.planted_far >= 18 and tally.caught >= tally.planted_far
+    assert (
+        tally.planted_cases == 24 and tally.planted_far >= 18 and tally.caught >= tally.planted_far
+    )
 
 
 # ---------------------------------------------------------------------------------------------

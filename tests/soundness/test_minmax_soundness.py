@@ -1,30 +1,35 @@
 """Soundness of the min/max verifiers (issue 11, findings 5 and 6): fuzzed tiny layers against an
 independent exact brute force.
 
-The oracle below shares no code with headcount.minmax.verify or headcount.minmax.exact_signs. For a layer of
-heads (scores s^k, values v^k) and a classifier θ it takes every inner product c^k_iω = ⟨θ_i, v^k_ω⟩ as a
-Fraction (float64 weights are exact dyadic rationals) and decides, for every multiset of [M]^n, the sign
-of each logit difference ⟨θ_i − θ_j, z⟩ = Σ_k N_k/D_k:
+The oracle below shares no code with headcount.minmax.verify or headcount.minmax.exact_signs. For a
+layer of heads (scores s^k, values v^k) and a classifier θ it takes every inner product c^k_iω =
+⟨θ_i, v^k_ω⟩ as a Fraction (float64 weights are exact dyadic rationals) and decides, for every
+multiset of [M]^n, the sign of each logit difference ⟨θ_i − θ_j, z⟩ = Σ_k N_k/D_k:
   * its sign is that of the exponential polynomial Σ_k N_k Π_{l≠k} D_l (every D_k > 0), collected by
     exponent in exact rationals; it is zero exactly iff every collected coefficient is zero
     (Lindemann–Weierstrass: e^a for distinct rationals a are linearly independent);
-  * otherwise its sign is that of Σ c·e^{a − a_top} evaluated in flint arb balls at rising precision until
-    the ball excludes zero (evaluating Σ_k N_k/D_k directly is not enough: two heads' leading terms can
+  * otherwise its sign is that of Σ c·e^{a − a_top} evaluated in flint arb balls at rising precision
+    until
+    the ball excludes zero (evaluating Σ_k N_k/D_k directly is not enough: two heads' leading terms
+    can
     cancel exactly, leaving e^-10^6-size remainders no ball resolves).
 The decision is the unique top class, or ⊥ on an exact tie at the top (⊥ is always wrong).
 
 Properties checked on every model (one head; two heads; two heads in blocks), both tasks:
-  * verify_exact_one_head's verdict (one head) and verify_block_layer's (block layers) = the oracle's;
+  * verify_exact_one_head's verdict (one head) and verify_block_layer's (block layers) = the
+    oracle's;
   * verify_brute's error count = the oracle's, its counterexample is one the oracle calls wrong;
   * decide_exact = the oracle's decision on every multiset;
   * nothing but a one-line ValueError (documented: undecided) ever escapes.
 Weights come from adversarial palettes: odd multiples of 2^-(p+1), ±2^p from subnormal to 2^1023,
-1/2 ± 2^-m, subnormals, 2^-1020-scale, 700–745, 1e6…1e300 and 1e308 / the largest float, 1/3, zeros, and
+1/2 ± 2^-m, subnormals, 2^-1020-scale, 700–745, 1e6…1e300 and 1e308 / the largest float, 1/3, zeros,
+and
 exact ties (a model draws most weights from a small pool of values, so equal weights are common).
 
-Two more properties check the float64 bounds themselves (not only the decisions built on them): every
-logit verify computes is within its bound of the exact logit, and every gap of the one-head scan is within
-its bound of the exact gap (arb at 4096 bits; these use float_bounds.py and verify's private scan helpers).
+Two more properties check the float64 bounds themselves (not only the decisions built on them):
+every logit verify computes is within its bound of the exact logit, and every gap of the one-head
+scan is within its bound of the exact gap (arb at 4096 bits; these use float_bounds.py and verify's
+private scan helpers).
 
 Fast set: the default run (≈ 13 s of CPU). Slow set, 20,000 models per family, prints the counts:
     python -m pytest -m slow -s tests/soundness/test_minmax_soundness.py
@@ -45,7 +50,12 @@ from hypothesis import strategies as st
 
 from headcount.core.model.symbols import BOTTOM
 from headcount.minmax.model import Classifier, TokenHead, TokenLayer
-from headcount.minmax.verify import decide_exact, verify_block_layer, verify_brute, verify_exact_one_head
+from headcount.minmax.verify import (
+    decide_exact,
+    verify_block_layer,
+    verify_brute,
+    verify_exact_one_head,
+)
 
 MAX_ORACLE_PREC = 1 << 15
 FMAX = float(np.finfo(np.float64).max)
@@ -75,8 +85,9 @@ class Oracle:
         return [[ck[i][w] - ck[j][w] for w in range(self.M)] for ck in self.c]
 
     def _collected(self, hist: dict[int, int], deltas) -> dict[Fraction, Fraction]:
-        """Σ_k N_k Π_{l≠k} D_l (the sign of Σ_k N_k/D_k, as every D_k > 0) as {exponent: coefficient}, zero
-        coefficients dropped: a sum over one token per head of Π h·e^{Σ s}·Σ_k δ^k, collected exactly."""
+        """Σ_k N_k Π_{l≠k} D_l (the sign of Σ_k N_k/D_k, as every D_k > 0) as {exponent:
+        coefficient}, zero coefficients dropped: a sum over one token per head of Π h·e^{Σ s}·Σ_k
+        δ^k, collected exactly."""
         coef: dict[Fraction, Fraction] = defaultdict(Fraction)
         H = len(self.s)
         for combo in itertools.product(list(hist), repeat=H):
@@ -89,7 +100,8 @@ class Oracle:
 
     @staticmethod
     def _ball(terms: dict[Fraction, Fraction]):
-        """Σ c·e^{a − a_top} as an arb ball at the current precision (the top term is exactly c_top)."""
+        """Σ c·e^{a − a_top} as an arb ball at the current precision (the top term is exactly
+        c_top)."""
         top = max(terms)
         total = flint.arb(0)
         for a, c in terms.items():
@@ -101,8 +113,9 @@ class Oracle:
         return total
 
     def sign(self, hist: dict[int, int], i: int, j: int) -> int:
-        """Exact sign of ⟨θ_i − θ_j, z(h)⟩ (0-based classes, hist {0-based token: count}): 0 iff every
-        collected coefficient is 0 (Lindemann–Weierstrass), else the sign of an arb ball that excludes 0."""
+        """Exact sign of ⟨θ_i − θ_j, z(h)⟩ (0-based classes, hist {0-based token: count}): 0 iff
+        every collected coefficient is 0 (Lindemann–Weierstrass), else the sign of an arb ball that
+        excludes 0."""
         terms = self._collected(hist, self._deltas(i, j))
         if not terms:
             return 0
@@ -142,7 +155,11 @@ _MAGNITUDES = st.one_of(
     st.builds(lambda p: 2.0**p, st.integers(-1074, 1023)),
     st.builds(lambda m, sg: 0.5 + sg * 2.0**-m, st.integers(1, 53), st.sampled_from([-1, 1])),
     st.builds(lambda k: k * 2.0**-1074, st.integers(1, 2**52 - 1)),  # subnormals
-    st.builds(lambda k, e: (1 + k * 2.0**-52) * 2.0**e, st.integers(0, 2**52 - 1), st.integers(-1022, -1016)),
+    st.builds(
+        lambda k, e: (1 + k * 2.0**-52) * 2.0**e,
+        st.integers(0, 2**52 - 1),
+        st.integers(-1022, -1016),
+    ),
     st.floats(700, 745),
     st.builds(lambda e, m: m * 10.0**e, st.integers(6, 300), st.sampled_from([1.0, 1.5, 9.99])),
     st.sampled_from([1e308, FMAX, 1 / 3, 2 / 3, 0.0, 1.0]),
@@ -163,7 +180,8 @@ class Model:
 
 @st.composite
 def _array(draw, shape, pool):
-    """Entries from the model's pool (± and 0 included: ties and cancellations) or fresh palette values."""
+    """Entries from the model's pool (± and 0 included: ties and cancellations) or fresh palette
+    values."""
     entry = st.one_of(st.sampled_from(pool), st.sampled_from([-p for p in pool] + [0.0]), WEIGHT)
     return np.array(
         draw(st.lists(entry, min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))
@@ -249,7 +267,9 @@ def check_model(model: Model, stats: Stats) -> None:
         bf = _call(stats, verify_brute, layer, clf, task, n)
         if bf is not None:
             assert bf.errors == len(wrong) and bf.correct == (not wrong), (model, task, bf)
-            assert bf.correct or (bf.worst_input in wrong and bf.decision == wrong[bf.worst_input]), (
+            assert bf.correct or (
+                bf.worst_input in wrong and bf.decision == wrong[bf.worst_input]
+            ), (
                 model,
                 bf,
             )
@@ -261,7 +281,9 @@ def check_model(model: Model, stats: Stats) -> None:
         for v in verdicts:
             if v is not None:
                 assert v.correct == (not wrong), (model, task, v)
-                assert v.correct or (v.worst_input in wrong and v.decision == wrong[v.worst_input]), (
+                assert v.correct or (
+                    v.worst_input in wrong and v.decision == wrong[v.worst_input]
+                ), (
                     model,
                     v,
                 )
@@ -279,7 +301,11 @@ def _run(family: str, examples: int) -> Stats:
     stats = Stats()
 
     @settings(
-        max_examples=examples, deadline=None, derandomize=True, database=None, suppress_health_check=HEALTH
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=HEALTH,
     )
     @given(model=FAMILIES[family])
     def prop(model):
@@ -289,7 +315,9 @@ def _run(family: str, examples: int) -> Stats:
     return stats
 
 
-@pytest.mark.parametrize("family, examples", [("one-head", 400), ("two-head", 200), ("two-head-block", 200)])
+@pytest.mark.parametrize(
+    "family, examples", [("one-head", 400), ("two-head", 200), ("two-head-block", 200)]
+)
 def test_verifiers_match_independent_exact_brute_force(family, examples):
     stats = _run(family, examples)
     assert stats.models >= examples and stats.value_errors == 0
@@ -318,7 +346,9 @@ def _fixed(scores, values, theta, n, heads2=None):
 
 
 REGIMES = {
-    "finding-5 overflow 1e200": _fixed([0, 0], [[3, 1e200], [1, 1e200]], [[3, 1e200], [1, 1e200]], 2),
+    "finding-5 overflow 1e200": _fixed(
+        [0, 0], [[3, 1e200], [1, 1e200]], [[3, 1e200], [1, 1e200]], 2
+    ),
     "finding-6 rounded difference": _fixed(
         [0, -1e4], [[1, 1 + 2**-52], [0, 1]], [[1, 0], [2**-54, 1 - 2**-52]], 2
     ),
@@ -340,9 +370,15 @@ REGIMES = {
     "2^-1020 scale": _fixed(
         [1, 0, -1], [[2**-1020], [3 * 2**-1021], [2**-1019]], [[2**-1020], [-(2**-1020)], [0]], 3
     ),
-    "scores ±745": _fixed([745, -745, 0], [[1, 0], [0, 1], [1, 1]], [[1, 0], [0, 1], [1, 1 + 2**-52]], 4),
-    "scores 700..745 near ties": _fixed([700, 744.5, 745], [[1], [-1], [0.5]], [[1], [-1], [0.5]], 3),
-    "scores ±1e6": _fixed([1e6, -1e6, 1e6 - 1], [[1, 0], [0, 1], [1, 1]], [[1, 0], [0, 1], [0.5, 0.5]], 3),
+    "scores ±745": _fixed(
+        [745, -745, 0], [[1, 0], [0, 1], [1, 1]], [[1, 0], [0, 1], [1, 1 + 2**-52]], 4
+    ),
+    "scores 700..745 near ties": _fixed(
+        [700, 744.5, 745], [[1], [-1], [0.5]], [[1], [-1], [0.5]], 3
+    ),
+    "scores ±1e6": _fixed(
+        [1e6, -1e6, 1e6 - 1], [[1, 0], [0, 1], [1, 1]], [[1, 0], [0, 1], [0.5, 0.5]], 3
+    ),
     "scores ±1e300": _fixed([1e300, -1e300, 0], [[1], [2], [3]], [[1], [2], [3]], 4),
     "exact tie 1/3": _fixed([0, 0], [[1 / 3], [2 / 3]], [[1], [-0.5]], 3),
     "two heads, 1e300 and subnormal": _fixed(
@@ -362,7 +398,8 @@ def test_hand_picked_regimes(name):
 
 
 def _exact_scaled_logits(model: Model, lst: tuple[int, ...], shift: int, prec: int = 4096) -> list:
-    """arb balls of every logit ⟨θ_i, z⟩·2^-shift on one list (every head shifted by its top score)."""
+    """arb balls of every logit ⟨θ_i, z⟩·2^-shift on one list (every head shifted by its top
+    score)."""
     M = model.theta.shape[0]
     old = flint.ctx.prec
     try:
@@ -386,7 +423,10 @@ def _exact_scaled_logits(model: Model, lst: tuple[int, ...], shift: int, prec: i
                     for t in lst
                 ]
                 num = sum(
-                    (ej * flint.arb(flint.fmpq(cj.numerator, cj.denominator)) for ej, cj in zip(e, c)),
+                    (
+                        ej * flint.arb(flint.fmpq(cj.numerator, cj.denominator))
+                        for ej, cj in zip(e, c)
+                    ),
                     flint.arb(0),
                 )
                 out[i] = out[i] + num / den
@@ -395,11 +435,14 @@ def _exact_scaled_logits(model: Model, lst: tuple[int, ...], shift: int, prec: i
         flint.ctx.prec = old
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=HEALTH)
+@settings(
+    max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=HEALTH
+)
 @given(model=st.one_of(models(1), models(2)))
 def test_logit_bounds_contain_the_exact_logits(model):
-    """verify's float64 logits are within their rigorous bound R of the exact ones on every list (this
-    checks the bound itself, not just the decisions built on it; uses float_bounds.py directly)."""
+    """verify's float64 logits are within their rigorous bound R of the exact ones on every list
+    (this checks the bound itself, not just the decisions built on it; uses float_bounds.py
+    directly)."""
     from headcount.minmax import float_bounds as fb
 
     M = model.theta.shape[0]
@@ -415,18 +458,28 @@ def test_logit_bounds_contain_the_exact_logits(model):
             for i in range(M):
                 mid, rad = Fraction(float(L[b, i])), Fraction(float(R[b, i]))
                 lo, hi = mid - rad, mid + rad
-                assert exact[i] >= flint.arb(flint.fmpq(lo.numerator, lo.denominator)), (model, lst, i)
-                assert exact[i] <= flint.arb(flint.fmpq(hi.numerator, hi.denominator)), (model, lst, i)
+                assert exact[i] >= flint.arb(flint.fmpq(lo.numerator, lo.denominator)), (
+                    model,
+                    lst,
+                    i,
+                )
+                assert exact[i] <= flint.arb(flint.fmpq(hi.numerator, hi.denominator)), (
+                    model,
+                    lst,
+                    i,
+                )
         finally:
             flint.ctx.prec = old
 
 
-@settings(max_examples=80, deadline=None, derandomize=True, database=None, suppress_health_check=HEALTH)
+@settings(
+    max_examples=80, deadline=None, derandomize=True, database=None, suppress_health_check=HEALTH
+)
 @given(model=models(1), task=st.sampled_from(["min", "max"]))
 def test_scan_bounds_contain_the_exact_gaps(model, task):
-    """Every float G̃ of the one-head scan is within its own bound of the exact
-    G = (α_x D_x + (n−1) α_ω D_ω) / (α_x + (n−1) α_ω), and the column bound dominates the entries' bounds
-    (this checks the bounds themselves; uses float_bounds.py and verify's private scan helpers)."""
+    """Every float G̃ of the one-head scan is within its own bound of the exact G = (α_x D_x + (n−1)
+    α_ω D_ω) / (α_x + (n−1) α_ω), and the column bound dominates the entries' bounds (this checks
+    the bounds themselves; uses float_bounds.py and verify's private scan helpers)."""
     from math import log
 
     from headcount.minmax import float_bounds as fb
@@ -441,7 +494,10 @@ def test_scan_bounds_contain_the_exact_gaps(model, task):
     floor = fb.scan_floor(prod)
     c = [
         [
-            sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(theta[i], values[w])), Fraction(0))
+            sum(
+                (Fraction(float(a)) * Fraction(float(b)) for a, b in zip(theta[i], values[w])),
+                Fraction(0),
+            )
             * Fraction(2) ** -prod.shift
             for w in range(M)
         ]
@@ -451,7 +507,9 @@ def test_scan_bounds_contain_the_exact_gaps(model, task):
     try:
         flint.ctx.prec = 4096
         for x in range(M):
-            gap, tol_col, w, wc = vm._scan_x(prod.C[0], B, B.max(axis=0), scores, x, log(n - 1), floor)
+            gap, tol_col, w, wc = vm._scan_x(
+                prod.C[0], B, B.max(axis=0), scores, x, log(n - 1), floor
+            )
             ys, oms = np.nonzero(np.ones((M, M - x), dtype=bool))
             tol = vm._entry_tol(B, x, ys, oms, w, wc, floor)
             for y, om, t in zip(ys, oms, tol):
@@ -459,7 +517,9 @@ def test_scan_bounds_contain_the_exact_gaps(model, task):
                     continue
                 assert t <= tol_col[om]
                 d = Fraction(float(scores[x + om])) - Fraction(float(scores[x]))
-                r = (n - 1) * flint.arb(flint.fmpq(d.numerator, d.denominator)).exp()  # (n−1)α_ω/α_x
+                r = (n - 1) * flint.arb(
+                    flint.fmpq(d.numerator, d.denominator)
+                ).exp()  # (n−1)α_ω/α_x
                 dx, dw = c[x][x] - c[y][x], c[x][x + om] - c[y][x + om]
                 exact = (
                     flint.arb(flint.fmpq(dx.numerator, dx.denominator))

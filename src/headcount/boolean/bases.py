@@ -1,10 +1,10 @@
 """Additive bases for the Lemma 13 construction (spec/boolean.md, Lemmas 13–14).
 
 B ⊆ [H] = {1..H} is an additive D-basis with range ≥ T when every integer 0..T is a sum of at most D
-elements of B, repetition allowed. ``basis_range`` and ``representation`` are one small dynamic program
-(fewest summands for each value); ``lemma14_basis`` is the (reconstructed) Lemma 14 family, each
-candidate checked by the DP before it is returned, so a wrong reconstruction can only cost size, never
-correctness. Bad input raises InputError.
+elements of B, repetition allowed. ``basis_range`` and ``representation`` are one small dynamic
+program (fewest summands for each value); ``lemma14_basis`` is the (reconstructed) Lemma 14 family,
+each candidate checked by the DP before it is returned, so a wrong reconstruction can only cost
+size, never correctness. Bad input raises InputError.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def _fewest(B: tuple[int, ...], D: int, limit: int) -> tuple[list[int], list[int
 
 
 def basis_range(B: Iterable[int], D: int) -> int:
-    """Largest T such that every integer 0..T is a sum of at most D elements of B (0 for an empty B)."""
+    """Largest T such that every integer 0..T is a sum of at most D elements of B (0 for an empty
+    B)."""
     B = tuple(B)
     if not B:
         return 0
@@ -55,7 +56,8 @@ def basis_range(B: Iterable[int], D: int) -> int:
 
 
 def representation(ell: int, B: Iterable[int], D: int) -> dict[int, int]:
-    """ell as a sum of at most D elements of B: {element: count} (fewest summands), or InputError."""
+    """ell as a sum of at most D elements of B: {element: count} (fewest summands), or
+    InputError."""
     B = _check_basis(B, D)
     if not isinstance(ell, int) or ell < 0:
         raise InputError(f"ell must be an integer ≥ 0, got {ell!r}")
@@ -72,8 +74,9 @@ def representation(ell: int, B: Iterable[int], D: int) -> dict[int, int]:
 
 
 def representations(limit: int, B: Iterable[int], D: int) -> list[dict[int, int]]:
-    """``representation(ell, B, D)`` for every ell = 0..limit from one DP (the same sums: the table up to
-    ell does not depend on how far it extends), or InputError at the first ell that has none."""
+    """``representation(ell, B, D)`` for every ell = 0..limit from one DP (the same sums: the table
+    up to ell does not depend on how far it extends), or InputError at the first ell that has
+    none."""
     B = _check_basis(B, D)
     if not isinstance(limit, int) or limit < 0:
         raise InputError(f"limit must be an integer ≥ 0, got {limit!r}")

@@ -1,23 +1,24 @@
-"""Build a Theorem 3 model for a symmetric function and certify it exactly on all inputs; check any model.
+"""Build a Theorem 3 model for a symmetric function and certify it exactly on all inputs; check any
+model.
 
-``construct_and_certify`` (a ``ConstructionCertificate``) evaluates the model in exact rational arithmetic
-at every weight t = 0..n.
-The model's output depends on x only through t = |x|, so these n + 1 checks cover all 2^n inputs.
-The same weights evaluated in float64 are reported separately (``float64_errors``): the exact β's of
-Lemma 11 are huge, and float64 typically fails beyond small n — the certificate is the exact one.
+``construct_and_certify`` (a ``ConstructionCertificate``) evaluates the model in exact rational
+arithmetic at every weight t = 0..n. The model's output depends on x only through t = |x|, so these
+n + 1 checks cover all 2^n inputs. The same weights evaluated in float64 are reported separately
+(``float64_errors``): the exact β's of Lemma 11 are huge, and float64 typically fails beyond small n
+— the certificate is the exact one.
 
-``scope`` is always "exhaustive": a head over {0, 1} without positions outputs a function of t = |x| only, so
-the model's answer on x is its answer at weight |x|, and the n + 1 exact checks t = 0..n decide every one of
-the 2^n inputs — not a sample (compare the induction certificate, whose scope is "sampled" when S^n is too
-large to enumerate).
+``scope`` is always "exhaustive": a head over {0, 1} without positions outputs a function of t = |x|
+only, so the model's answer on x is its answer at weight |x|, and the n + 1 exact checks t = 0..n
+decide every one of the 2^n inputs — not a sample (compare the induction certificate, whose scope is
+"sampled" when S^n is too large to enumerate).
 
 ``certify_boolean_model`` is the certificate of any layer + readout (a ``BooleanCertificate``);
-``check_model`` adds what `headcount boolean check` reports on a model file: the target's threshold degree,
-whether D·H is below it, and the Theorem 2 polynomial's check (a ``ModelCheck``).
+``check_model`` adds what `headcount boolean check` reports on a model file: the target's threshold
+degree, whether D·H is below it, and the Theorem 2 polynomial's check (a ``ModelCheck``).
 
-``min_abs_margin`` = min_t |g(layer output at t)|, exact, as a string: the exact rational "p/q" when it
-has at most 40 characters, else a decimal in scientific notation with 30 significant digits, rounded
-half up (e.g. "1.23456789012345678901234567890e-812").
+``min_abs_margin`` = min_t |g(layer output at t)|, exact, as a string: the exact rational "p/q" when
+it has at most 40 characters, else a decimal in scientific notation with 30 significant digits,
+rounded half up (e.g. "1.23456789012345678901234567890e-812").
 """
 
 from __future__ import annotations
@@ -59,24 +60,36 @@ EXACT_MAX_CHARS = 40
 DECIMAL_DIGITS = 30
 
 EXACT_WORK_LIMIT = 5e9
-"""Most word operations of exact arithmetic one certificate may take (``exact_cost``): about 5–15 s on one
-core. Measured: n = 10⁶ bits at D = H = 1 (3·10⁹) took 9 s; xor on 8 bits with 1000 heads (2·10¹⁰) took 49 s;
-D = 4000, H = 8 (5·10⁹) took 12 s; `boolean construct` at n = 10⁹ reached 3.8 GB and died (issue 13)."""
+"""Most word operations of exact arithmetic one certificate may take (``exact_cost``): about 5–15 s
+on one core. Measured: n = 10⁶ bits at D = H = 1 (3·10⁹) took 9 s; xor on 8 bits with 1000 heads
+(2·10¹⁰) took 49 s; D = 4000, H = 8 (5·10⁹) took 12 s; `boolean construct` at n = 10⁹ reached 3.8 GB
+and died (issue 13)."""
 
 
-def exact_cost(n: int, D: int, H: int, d: int, terms: int = 1, bits: int = 0) -> tuple[float, float]:
-    """(word operations, bytes) of evaluating a model exactly at t = 0..n (``model_values_exact``, and as
-    much again for Theorem 2's R): H heads of value dimension d, a degree-D readout with ``terms`` terms,
-    exact rationals of at most ``bits`` bits (numerator + denominator; 0 for a construction, whose sizes
-    the formula already covers). Floats throughout, so any argument size is estimated without overflow:
+def exact_cost(
+    n: int, D: int, H: int, d: int, terms: int = 1, bits: int = 0
+) -> tuple[float, float]:
+    """(word operations, bytes) of evaluating a model exactly at t = 0..n (``model_values_exact``,
+    and as
+    much again for Theorem 2's R): H heads of value dimension d, a degree-D readout with ``terms``
+    terms,
+    exact rationals of at most ``bits`` bits (numerator + denominator; 0 for a construction, whose
+    sizes
+    the formula already covers). Floats throughout, so any argument size is estimated without
+    overflow:
       L = log₂(n + H + 2) + bits     bits of one head's factor (n − t)·w0 + t·w1 (and of its values)
-      B = 4·D·H·L + 64               bits of one coefficient of N(t) = g_hom(P(t), Q(t)), of degree ≤ D·H
+      B = 4·D·H·L + 64               bits of one coefficient of N(t) = g_hom(P(t), Q(t)), of degree
+      ≤ D·H
       S = (D·H + 1)·B                bits of N: the big-integer polynomial the certificate evaluates
-      work = (n + 1 + terms)·S/32 + 3000·(n + 1) + (d + 1)·H³·L   (Horner at every t and composing each
+      work = (n + 1 + terms)·S/32 + 3000·(n + 1) + (d + 1)·H³·L   (Horner at every t and composing
+      each
              term; Python per t; Lemma 7's products of degree-H polynomials)
-      bytes = S/4 + (n + 1)·(8·(D + 1)·d + B/4 + 400)   (N twice; the float64 check's powers; the values)
+      bytes = S/4 + (n + 1)·(8·(D + 1)·d + B/4 + 400)   (N twice; the float64 check's powers; the
+      values)
     B overestimates the largest coefficient 2–5× on constructions (measured), the time 1–3×."""
-    n, D, H, d, terms, bits = (float(min(v, 1e300)) for v in (n, D, H, d, terms, bits))  # no overflow
+    n, D, H, d, terms, bits = (
+        float(min(v, 1e300)) for v in (n, D, H, d, terms, bits)
+    )  # no overflow
     L = math.log2(n + H + 2) + bits
     B = 4 * D * H * L + 64
     S = (D * H + 1) * B
@@ -85,18 +98,32 @@ def exact_cost(n: int, D: int, H: int, d: int, terms: int = 1, bits: int = 0) ->
 
 
 def check_exact_cost(
-    n: int, D: int, H: int, d: int, *, terms: int, bits: int, what: str, options: str, passes: int = 1
+    n: int,
+    D: int,
+    H: int,
+    d: int,
+    *,
+    terms: int,
+    bits: int,
+    what: str,
+    options: str,
+    passes: int = 1,
 ) -> None:
-    """InputError when ``exact_cost`` (times ``passes``) is beyond the memory limit or EXACT_WORK_LIMIT;
-    the message names the estimate, the limit and the options that set the sizes."""
+    """InputError when ``exact_cost`` (times ``passes``) is beyond the memory limit or
+    EXACT_WORK_LIMIT; the message names the estimate, the limit and the options that set the
+    sizes."""
     work, memory = exact_cost(n, D, H, d, terms, bits)
     check_memory(memory, what)
-    check_work(passes * work, EXACT_WORK_LIMIT, what, "word operations of exact arithmetic", options)
+    check_work(
+        passes * work, EXACT_WORK_LIMIT, what, "word operations of exact arithmetic", options
+    )
 
 
 def rational_bits(layer: BooleanLayer, readout: Readout) -> int:
     """The most bits (numerator + denominator) of any exact number of the model."""
-    numbers = [x for h in layer.heads for x in (h.w0, h.w1, *h.v0, *h.v1)] + list(readout.terms.values())
+    numbers = [x for h in layer.heads for x in (h.w0, h.w1, *h.v0, *h.v1)] + list(
+        readout.terms.values()
+    )
     return max((int(x.p).bit_length() + int(x.q).bit_length() for x in numbers), default=0)
 
 
@@ -106,7 +133,8 @@ def dim_bound(D: int, H: int) -> int:
 
 
 def _decimal(p: int, r: int, digits: int) -> str:
-    """p/r > 0 as a decimal with ``digits`` significant digits, rounded half up (no big-int str())."""
+    """p/r > 0 as a decimal with ``digits`` significant digits, rounded half up (no big-int
+    str())."""
     # choose e with 10^(digits−1) ≤ round(p·10^−e / r) < 10^digits
     e = int((p.bit_length() - r.bit_length()) * 0.30102999566398120) - digits + 1
     lo, hi = 10 ** (digits - 1), 10**digits
@@ -130,7 +158,8 @@ def _decimal(p: int, r: int, digits: int) -> str:
 
 
 def format_rational(q: fmpq, digits: int = DECIMAL_DIGITS, max_chars: int = EXACT_MAX_CHARS) -> str:
-    """Exact "p/q" if short, else a decimal with ``digits`` significant digits (no big-int str())."""
+    """Exact "p/q" if short, else a decimal with ``digits`` significant digits (no big-int
+    str())."""
     s = str(q) if q.p.bit_length() + q.q.bit_length() < 4 * max_chars else None
     if s is not None and len(s) <= max_chars:
         return s
@@ -142,9 +171,10 @@ def format_rational(q: fmpq, digits: int = DECIMAL_DIGITS, max_chars: int = EXAC
 
 @dataclass(frozen=True)
 class BooleanCertificate(JsonResult):
-    """The exact verdict on a model against F at every weight t = 0..n (so on all 2^n inputs): ``scope`` is
-    "exhaustive", ``errors`` counts wrong weights, ``wrong_input`` is the first (None when certified),
-    ``min_abs_margin`` = min_t |g| as an exact string, ``float64_errors`` the weights float64 gets wrong."""
+    """The exact verdict on a model against F at every weight t = 0..n (so on all 2^n inputs):
+    ``scope`` is "exhaustive", ``errors`` counts wrong weights, ``wrong_input`` is the first (None
+    when certified), ``min_abs_margin`` = min_t |g| as an exact string, ``float64_errors`` the
+    weights float64 gets wrong."""
 
     certified: bool
     scope: str
@@ -155,11 +185,14 @@ class BooleanCertificate(JsonResult):
     float64_errors: int
 
 
-def certify_boolean_model(layer: BooleanLayer, readout: Readout, F: Sequence[int]) -> BooleanCertificate:
+def certify_boolean_model(
+    layer: BooleanLayer, readout: Readout, F: Sequence[int]
+) -> BooleanCertificate:
     """Exact check of any layer + readout against F on every weight t = 0..n (so on all 2^n inputs):
-    certified, errors, the first wrong input (Theorem 2 says one exists whenever D·H < T), the smallest
-    |g| as an exact string, and how many weights the same model gets wrong in float64. ``scope`` is
-    "exhaustive": the output depends on x only through t = |x|, so t = 0..n covers all 2^n inputs."""
+    certified, errors, the first wrong input (Theorem 2 says one exists whenever D·H < T), the
+    smallest |g| as an exact string, and how many weights the same model gets wrong in float64.
+    ``scope`` is "exhaustive": the output depends on x only through t = |x|, so t = 0..n covers all
+    2^n inputs."""
     F = check_values(F)
     n = len(F) - 1
     values = model_values_exact(layer, readout, n)
@@ -179,9 +212,10 @@ def certify_boolean_model(layer: BooleanLayer, readout: Readout, F: Sequence[int
 
 @dataclass(frozen=True)
 class ConstructionCertificate:
-    """A Theorem 3 construction (route, value dimension ``dim`` against Theorem 3's ``dim_bound``) with its
-    exact certificate, and where the model was saved (None: not saved). ``to_json()`` is written out: the
-    certificate's fields sit at the top level, and model_path only when the model was saved."""
+    """A Theorem 3 construction (route, value dimension ``dim`` against Theorem 3's ``dim_bound``)
+    with its exact certificate, and where the model was saved (None: not saved). ``to_json()`` is
+    written out: the certificate's fields sit at the top level, and model_path only when the model
+    was saved."""
 
     function: str
     n: int
@@ -199,8 +233,9 @@ class ConstructionCertificate:
         return self.certificate.certified
 
     def __getitem__(self, key: str) -> Any:
-        """The JSON value under ``key``, as the dict this function returned before gave it, for callers not
-        yet moved to the fields (learn/experiments.py reads ["certified"]); this goes in the next release."""
+        """The JSON value under ``key``, as the dict this function returned before gave it, for
+        callers not yet moved to the fields (learn/experiments.py reads ["certified"]); this goes in
+        the next release."""
         return self.to_json()[key]
 
     def to_json(self) -> dict[str, Any]:
@@ -226,8 +261,8 @@ def construct_and_certify(
     use_search: bool = True,
     out: str | os.PathLike | None = None,
 ) -> ConstructionCertificate:
-    """Construct (Theorem 3) and certify exactly; D·H < T raises check_feasible's InputError. `out`: also
-    save the model (boolean.model.save_boolean, exact)."""
+    """Construct (Theorem 3) and certify exactly; D·H < T raises check_feasible's InputError. `out`:
+    also save the model (boolean.model.save_boolean, exact)."""
     check_sizes(n, D, H)
     F, label = function_and_label(name_or_F, n)
     T = sign_changes(F)
@@ -249,7 +284,10 @@ def construct_and_certify(
     built = construct(F, n, D, H, use_search=use_search)
     if out is not None:
         save_boolean(
-            built.layer, built.readout, out, {"construction": built.route, "function": label, "n": n}
+            built.layer,
+            built.readout,
+            out,
+            {"construction": built.route, "function": label, "n": n},
         )
     return ConstructionCertificate(
         function=label,
@@ -267,9 +305,10 @@ def construct_and_certify(
 
 @dataclass(frozen=True)
 class ModelCheck:
-    """`headcount boolean check` on one model: the target, the model's D, H and d, whether D·H is below the
-    target's threshold degree (then Theorem 2 says it is wrong somewhere), its exact certificate and the
-    Theorem 2 polynomial's check. ``to_json()`` puts the certificate's fields at the top level."""
+    """`headcount boolean check` on one model: the target, the model's D, H and d, whether D·H is
+    below the target's threshold degree (then Theorem 2 says it is wrong somewhere), its exact
+    certificate and the Theorem 2 polynomial's check. ``to_json()`` puts the certificate's fields at
+    the top level."""
 
     function: str
     n: int
@@ -307,10 +346,12 @@ def _load(model: str | os.PathLike | BooleanModel) -> BooleanModel:
         raise InputError(f"{str(model)!r}: cannot read it ({err.strerror})") from None
 
 
-def check_model(model: str | os.PathLike | BooleanModel, function: str, n: int | None = None) -> ModelCheck:
-    """Check a model (a file or a BooleanModel) exactly against a symmetric function by name or F:+-… on all
-    2^n inputs, with its Theorem 2 polynomial; n defaults to the n the model records. InputError when the
-    file cannot be read, n is unknown or below 1, or the function is not one."""
+def check_model(
+    model: str | os.PathLike | BooleanModel, function: str, n: int | None = None
+) -> ModelCheck:
+    """Check a model (a file or a BooleanModel) exactly against a symmetric function by name or
+    F:+-… on all 2^n inputs, with its Theorem 2 polynomial; n defaults to the n the model records.
+    InputError when the file cannot be read, n is unknown or below 1, or the function is not one."""
     m = _load(model)
     n = n if n is not None else m.info.get("n")
     if not isinstance(n, int) or n < 1:

@@ -2,8 +2,8 @@
 small value dimension d and a homogeneous readout (spec/boolean.md, Lemmas 9–14).
 
 - ``lemma9_head``: one head computing a + b/(n + c·t).
-- ``lemma11_layer``: H heads (c_h = h) realizing (P_1(t), …, P_d(t))/Q_0(t), Q_0 = Π_h (n + h·t), for any
-  P_i of degree ≤ H; all α, β exact rationals.
+- ``lemma11_layer``: H heads (c_h = h) realizing (P_1(t), …, P_d(t))/Q_0(t), Q_0 = Π_h (n + h·t),
+  for any P_i of degree ≤ H; all α, β exact rationals.
 - ``factorization_route`` (Lemma 12): F's sign polynomial c·Π_j (t − r_j) split into groups of ≤ H
   roots, g = c·z_1⋯z_k. We use k = max{1, ⌈T/H⌉} balanced groups (≤ D), so d = k, where the spec
   says D groups; that is the same construction with empty groups dropped, and never larger.
@@ -103,7 +103,8 @@ def _product(roots: Sequence[fmpq], c=1) -> fmpq_poly:
 
 
 def factorization_route(F: Sequence[int], n: int, D: int, H: int) -> tuple[BooleanLayer, Readout]:
-    """Lemma 12: k = max{1, ⌈T/H⌉} ≤ D groups of ≤ H roots; P_i = Π_{group i}(t − r_j); g = c·z_1⋯z_k."""
+    """Lemma 12: k = max{1, ⌈T/H⌉} ≤ D groups of ≤ H roots; P_i = Π_{group i}(t − r_j); g =
+    c·z_1⋯z_k."""
     c, roots = sign_polynomial_factors(F)
     T = len(roots)
     check_feasible(T, D, H, n=n)
@@ -119,7 +120,9 @@ def _check_basis_for(B: Sequence[int], D: int, H: int, T: int) -> list[int]:
     if not B or B[0] < 1 or B[-1] > H:
         raise InputError(f"the basis must be a nonempty subset of 1..H = 1..{H}, got {B}")
     if basis_range(B, D) < T:
-        raise InputError(f"basis {B} has range {basis_range(B, D)} < threshold degree {T} with D = {D}")
+        raise InputError(
+            f"basis {B} has range {basis_range(B, D)} < threshold degree {T} with D = {D}"
+        )
     return B
 
 
@@ -150,13 +153,13 @@ def additive_basis_route(
 
 
 SEARCH_SECONDS = 10.0
-"""CPU-time limit of the exact smallest-basis search inside ``construct`` (then the other routes win): CPU
-time, so that how busy the machine is never changes which basis a construction gets."""
+"""CPU-time limit of the exact smallest-basis search inside ``construct`` (then the other routes
+win): CPU time, so that how busy the machine is never changes which basis a construction gets."""
 
 
 def _search_basis(D: int, H: int, T: int, max_size: int) -> list[int] | None:
-    """The smallest basis with at most ``max_size`` elements, or None (none, or the search timed out).
-    Bounding the size by what the other routes already achieve keeps the search from proving
+    """The smallest basis with at most ``max_size`` elements, or None (none, or the search timed
+    out). Bounding the size by what the other routes already achieve keeps the search from proving
     minimality where it could not change the chosen d."""
     if max_size < 1:
         return None
@@ -168,7 +171,8 @@ def _search_basis(D: int, H: int, T: int, max_size: int) -> list[int] | None:
 
 @dataclass(frozen=True)
 class Construction:
-    """A Theorem 3 model: its layer and readout, the route that built it and its value dimension d."""
+    """A Theorem 3 model: its layer and readout, the route that built it and its value dimension
+    d."""
 
     layer: BooleanLayer
     readout: Readout
@@ -178,7 +182,8 @@ class Construction:
 
 @dataclass(frozen=True)
 class _Candidate:
-    """A route with the d it would give; ``order`` breaks ties (factorization first, then smaller bases)."""
+    """A route with the d it would give; ``order`` breaks ties (factorization first, then smaller
+    bases)."""
 
     dim: int
     order: int
@@ -199,16 +204,27 @@ def _basis_candidates(bases, D: int, H: int, T: int) -> list[_Candidate]:
     return out
 
 
-def _candidates(T: int, D: int, H: int, basis, route: str | None, use_search: bool) -> list[_Candidate]:
-    """Every route allowed by ``route`` with the d it gives (the search only tries to beat the others)."""
-    cands = [_Candidate(max(1, -(-T // H)), 0, "factorization")] if route in (None, "factorization") else []
+def _candidates(
+    T: int, D: int, H: int, basis, route: str | None, use_search: bool
+) -> list[_Candidate]:
+    """Every route allowed by ``route`` with the d it gives (the search only tries to beat the
+    others)."""
+    cands = (
+        [_Candidate(max(1, -(-T // H)), 0, "factorization")]
+        if route in (None, "factorization")
+        else []
+    )
     if route not in (None, "additive-basis"):
         return cands
-    free = route is None or basis is None  # Lemma 14 and the search compete unless a forced basis is given
+    free = (
+        route is None or basis is None
+    )  # Lemma 14 and the search compete unless a forced basis is given
     bases = ([list(basis)] if basis is not None else []) + ([lemma14_basis(D, H)] if free else [])
     cands += _basis_candidates(bases, D, H, T)
     if use_search and free:
-        best = min((c.dim for c in cands), default=D * H + 2)  # a basis of k elements gives d = k + 1
+        best = min(
+            (c.dim for c in cands), default=D * H + 2
+        )  # a basis of k elements gives d = k + 1
         cands += _basis_candidates([_search_basis(D, H, T, best - 2)], D, H, T)
     return cands
 
@@ -224,8 +240,9 @@ def construct(
 ) -> Construction:
     """The Theorem 3 model for F with D·H ≥ T, by the route with the smallest d.
 
-    ``route`` forces "factorization" or "additive-basis"; ``basis`` adds a candidate basis (or is the
-    one used when the additive-basis route is forced); ``use_search`` allows the optional exact search."""
+    ``route`` forces "factorization" or "additive-basis"; ``basis`` adds a candidate basis (or is
+    the one used when the additive-basis route is forced); ``use_search`` allows the optional exact
+    search."""
     F = check_values(F)
     if len(F) != n + 1:
         raise InputError(f"F needs n + 1 = {n + 1} values, got {len(F)}")
@@ -235,7 +252,9 @@ def construct(
         check_choice("route", route, ROUTES)
     cands = _candidates(T, D, H, basis, route, use_search)
     if not cands:
-        raise InputError(f"no additive basis of 1..{H} reaches {T} with D = {D}; use the factorization route")
+        raise InputError(
+            f"no additive basis of 1..{H} reaches {T} with D = {D}; use the factorization route"
+        )
     best = min(cands, key=lambda c: c.key)
     if best.route == "factorization":
         layer, readout = factorization_route(F, n, D, H)
@@ -245,17 +264,21 @@ def construct(
 
 
 _READOUTS = {
-    "factorization": "sign of g(z) = c·z_1⋯z_k: coordinate i of the layer output is P_i(t)/Q_0(t) with "
+    "factorization": "sign of g(z) = c·z_1⋯z_k: coordinate i of the layer output is P_i(t)/Q_0(t) "
+    "with "
     "P_i = Π_{j in group i} (t − r_j) over F's sign changes r_j (Lemma 12)",
-    "additive-basis": "sign of g(z), homogeneous of degree D: coordinate i is t^{β_i}/Q_0(t) for the "
-    "basis β, the last 1/Q_0(t), and g(P(t)) = c·Π_j (t − r_j) over F's sign changes r_j (Lemma 13)",
+    "additive-basis": "sign of g(z), homogeneous of degree D: coordinate i is t^{β_i}/Q_0(t) for "
+    "the "
+    "basis β, the last 1/Q_0(t), and g(P(t)) = c·Π_j (t − r_j) over F's sign changes r_j (Lemma "
+    "13)",
 }
 
 
 def construction_roles(built: Construction, n: int) -> dict[str, Any]:
-    """What each head of a Theorem 3 model (``construct``) does, as JSON (the zoo's roles file): head h is
-    Lemma 9's head with c_h = w1/w0 − 1 = h (Lemma 11), one pole of the partial-fraction form of the layer
-    output (P_1(t), …, P_d(t))/Q_0(t), Q_0 = Π_h (n + h·t), t = |x|; the readout is the sign of g."""
+    """What each head of a Theorem 3 model (``construct``) does, as JSON (the zoo's roles file):
+    head h is Lemma 9's head with c_h = w1/w0 − 1 = h (Lemma 11), one pole of the partial-fraction
+    form of the layer output (P_1(t), …, P_d(t))/Q_0(t), Q_0 = Π_h (n + h·t), t = |x|; the readout
+    is the sign of g."""
     check_int("n", n, 1)
     heads = []
     for h, head in enumerate(built.layer.heads):
@@ -268,12 +291,15 @@ def construction_roles(built: Construction, n: int) -> dict[str, Any]:
                 "c": str(c),
                 "w0": str(head.w0),
                 "w1": str(head.w1),
-                "mechanism": f"attends to the 1-bits with exp-weight w1 = {head.w1} against w0 = {head.w0} "
+                "mechanism": f"attends to the 1-bits with exp-weight w1 = {head.w1} against w0 = "
+                f"{head.w0} "
                 f"for 0-bits (scores log w_b), so it outputs a + b/(n + {c}·t) in each of the d = "
                 f"{head.dim} value coordinates: the pole at t = −n/{c} of (P_1, …, P_d)/Q_0",
                 "query": "none: the score depends on the key bit only (no positions)",
-                "key": f"bit b ∈ {{0, 1}}: exp-weight w_b (w0 = {head.w0}, w1 = {head.w1}), exact rationals",
-                "value": "v0 on 0-bits, v1 on 1-bits (exact rationals): a + b/n and a + b/(n(1 + c))",
+                "key": f"bit b ∈ {{0, 1}}: exp-weight w_b (w0 = {head.w0}, w1 = {head.w1}), exact "
+                "rationals",
+                "value": "v0 on 0-bits, v1 on 1-bits (exact rationals): a + b/n and a + b/(n(1 + "
+                "c))",
             }
         )
     readout = built.readout

@@ -4,7 +4,8 @@ For any model, ``theorem2_polynomial`` computes R(t) = Q(t)^D·g(P(t)/Q(t)) = Σ
 exactly (univariate in t, since the outputs depend on x only through t); ``theorem2_check`` confirms
 deg R ≤ D·H and sign R(t) = model sign at every t = 0..n. Because Q > 0, a correct model makes R a
 degree-≤ D·H sign-representation of f, hence D·H ≥ T: ``check_feasible`` refuses D·H < T with that
-reason (InputError), and ``find_wrong_input`` names an input that a given (too small) model gets wrong.
+reason (InputError), and ``find_wrong_input`` names an input that a given (too small) model gets
+wrong.
 """
 
 from __future__ import annotations
@@ -31,13 +32,15 @@ from headcount.common.validate import check_int
 
 
 def theorem2_polynomial(layer: BooleanLayer, readout: Readout, n: int) -> fmpq_poly:
-    """R(t) = Σ_K c_K P(t)^K Q(t)^{D−|K|} with (P, Q) the layer's rational form (Lemma 7), exactly."""
+    """R(t) = Σ_K c_K P(t)^K Q(t)^{D−|K|} with (P, Q) the layer's rational form (Lemma 7),
+    exactly."""
     check_dims(layer, readout)
     P, Q = rational_form(layer, n)
     D, d = readout.degree, readout.dim
     if not readout.terms:
         return fmpq_poly([])
-    # homogenize g with an extra variable for Q, then compose with the univariate P_i, Q (flint, in C)
+    # homogenize g with an extra variable for Q, then compose with the univariate P_i, Q (flint, in
+    # C)
     hctx = fmpq_mpoly_ctx.get(("z", d + 1), "lex")
     gh = hctx.from_dict({K + (D - sum(K),): c for K, c in readout.terms.items()})
     tctx = fmpq_mpoly_ctx.get(("t", 1), "lex")
@@ -47,9 +50,10 @@ def theorem2_polynomial(layer: BooleanLayer, readout: Readout, n: int) -> fmpq_p
 
 @dataclass(frozen=True)
 class Theorem2Check:
-    """Lemma 8 checked on one model: deg R ≤ D·H (``bound``) and sign R(t) = the model's exact sign at every
-    t = 0..n. ``to_json()`` leaves out ``mismatches`` (empty whenever ``signs_match``) and the polynomial
-    itself (big rationals): the JSON is the four verdict fields `boolean check` prints."""
+    """Lemma 8 checked on one model: deg R ≤ D·H (``bound``) and sign R(t) = the model's exact sign
+    at every t = 0..n. ``to_json()`` leaves out ``mismatches`` (empty whenever ``signs_match``) and
+    the polynomial itself (big rationals): the JSON is the four verdict fields `boolean check`
+    prints."""
 
     degree_R: int
     bound: int
@@ -81,15 +85,19 @@ def min_heads(T: int, D: int) -> int:
     return max(1, -(-T // D))
 
 
-def check_feasible(T: int, D: int, H: int, function: str = "the function", n: int | None = None) -> None:
-    """InputError (one line, with the bound and the fix) when D·H < T: no model exists, by Theorem 2."""
+def check_feasible(
+    T: int, D: int, H: int, function: str = "the function", n: int | None = None
+) -> None:
+    """InputError (one line, with the bound and the fix) when D·H < T: no model exists, by Theorem
+    2."""
     for name, v in (("degree", D), ("heads", H)):
         if not isinstance(v, int) or v < 1:
             raise InputError(f"{name} must be an integer ≥ 1, got {v!r}")
     if D * H < T:
         on = f" on {n} bits" if n is not None else ""
         raise InputError(
-            f"degree·heads = {D * H} < threshold degree {T} of {function}{on}: impossible by Theorem 2 "
+            f"degree·heads = {D * H} < threshold degree {T} of {function}{on}: impossible by "
+            "Theorem 2 "
             f"of the multi-head paper; use heads ≥ {min_heads(T, D)}"
         )
 
@@ -102,7 +110,8 @@ def check_sizes(n: int, D: int, H: int) -> None:
 
 @dataclass(frozen=True)
 class WrongInput(JsonResult):
-    """An input x = 1^t 0^{n−t} (a bit string) the model answers with ``model_sign`` ≠ ``target`` = F(t)."""
+    """An input x = 1^t 0^{n−t} (a bit string) the model answers with ``model_sign`` ≠ ``target`` =
+    F(t)."""
 
     t: int
     x: str
@@ -120,7 +129,7 @@ def first_wrong_input(signs: Sequence[int], F: Sequence[int]) -> WrongInput | No
 
 
 def find_wrong_input(layer: BooleanLayer, readout: Readout, F: Sequence[int]) -> WrongInput | None:
-    """The first weight t where the model's exact sign differs from F(t) (sign 0 is always wrong), with
-    a concrete input x = 1^t 0^{n−t}; None when the model is right on all 2^n inputs."""
+    """The first weight t where the model's exact sign differs from F(t) (sign 0 is always wrong),
+    with a concrete input x = 1^t 0^{n−t}; None when the model is right on all 2^n inputs."""
     F = check_values(F)
     return first_wrong_input(model_sign_exact(layer, readout, len(F) - 1), F)

@@ -1,20 +1,21 @@
 """Exact one-layer models for symmetric Boolean functions (spec/boolean.md, "Model").
 
-A head is stored by its exp-weights w_0, w_1 > 0 (not the scores s_b = log w_b) and values
-v_0, v_1 ∈ Q^d, all as exact python-flint rationals (fmpq), so that rational weights give exact rational
+A head is stored by its exp-weights w_0, w_1 > 0 (not the scores s_b = log w_b) and values v_0, v_1
+∈ Q^d, all as exact python-flint rationals (fmpq), so that rational weights give exact rational
 outputs. On x ∈ {0,1}^n with t = |x| a head outputs
 
     Att_h(t) = ((n−t)·w_0·v_0 + t·w_1·v_1) / ((n−t)·w_0 + t·w_1),
 
 the layer outputs the sum over heads, and the model answers sign g(layer output) for a d-variate
-polynomial readout g; g = 0 is an error (sign 0). Outputs depend on x only through t, so checking the
-n + 1 weights t = 0..n checks all 2^n inputs.
+polynomial readout g; g = 0 is an error (sign 0). Outputs depend on x only through t, so checking
+the n + 1 weights t = 0..n checks all 2^n inputs.
 
-Speed: the exact batch evaluation goes through Lemma 7's rational form P(t)/Q(t) (fmpq_poly, evaluated
-in C) and the readout as a flint fmpq_mpoly, so n = 1024 stays fast; ``layer_output_exact`` is the
-direct per-t formula the batch path is tested against.
+Speed: the exact batch evaluation goes through Lemma 7's rational form P(t)/Q(t) (fmpq_poly,
+evaluated in C) and the readout as a flint fmpq_mpoly, so n = 1024 stays fast;
+``layer_output_exact`` is the direct per-t formula the batch path is tested against.
 
-Files: ``save_boolean`` / ``load_boolean`` (safetensors + exact rationals in the JSON metadata, bounded).
+Files: ``save_boolean`` / ``load_boolean`` (safetensors + exact rationals in the JSON metadata,
+bounded).
 """
 
 from __future__ import annotations
@@ -47,28 +48,32 @@ from headcount.common.files import (
 from headcount.common.validate import check_choice
 
 MAX_RATIONAL_DIGITS = 10_000
-# Digits of a numerator or a denominator in a rational string (a file's or the API's). The largest exact
-# number headcount's constructions write (xor at n = H = 1024, D = 1) has 6,154 digits; the bound leaves room
-# and caps what one string can cost. No exponent syntax: "1e10000000" is 10 bytes for ten million digits.
+# Digits of a numerator or a denominator in a rational string (a file's or the API's). The largest
+# exact number headcount's constructions write (xor at n = H = 1024, D = 1) has 6,154 digits; the
+# bound leaves room and caps what one string can cost. No exponent syntax: "1e10000000" is 10 bytes
+# for ten million digits.
 _RATIONAL = re.compile(r"([+-]?)(\d+)(?:/(\d+))?", re.ASCII)
 
 
 def _rational_string(x: str) -> fmpq:
-    """ "p" or "p/q" (an optional sign, ASCII digits, each part ≤ MAX_RATIONAL_DIGITS) as an exact fmpq;
-    InputError for anything else: exponents, decimals, whitespace, "inf", "nan", a zero denominator."""
+    """ "p" or "p/q" (an optional sign, ASCII digits, each part ≤ MAX_RATIONAL_DIGITS) as an exact
+    fmpq; InputError for anything else: exponents, decimals, whitespace, "inf", "nan", a zero
+    denominator."""
     m = _RATIONAL.fullmatch(x)
     shown = repr(x) if len(x) <= 40 else f"{x[:40]!r}… ({len(x):,} characters)"
     if m is None or (m.group(3) is not None and not m.group(3).strip("0")):
         raise InputError(f"not a rational number: {shown} (write p or p/q in digits, no exponent)")
     sign, p, q = m.groups()
     if (longest := max(len(p), len(q or ""))) > MAX_RATIONAL_DIGITS:
-        raise InputError(f"rational {shown} has {longest:,} digits; allowed at most {MAX_RATIONAL_DIGITS:,}")
+        raise InputError(
+            f"rational {shown} has {longest:,} digits; allowed at most {MAX_RATIONAL_DIGITS:,}"
+        )
     return fmpq(fmpz(p) * (-1 if sign == "-" else 1), fmpz(q or 1))
 
 
 def to_fmpq(x) -> fmpq:
-    """An exact rational from an int, Fraction, fmpz/fmpq, finite float (its exact value) or a string
-    like "3/4" or "-2"; InputError for anything else (a bool included)."""
+    """An exact rational from an int, Fraction, fmpz/fmpq, finite float (its exact value) or a
+    string like "3/4" or "-2"; InputError for anything else (a bool included)."""
     if isinstance(x, fmpq):
         return x
     if isinstance(x, bool):
@@ -110,7 +115,9 @@ class BooleanHead:
             raise InputError(f"head weights w0, w1 must be > 0, got {w0}, {w1}")
         v0, v1 = tuple(map(to_fmpq, self.v0)), tuple(map(to_fmpq, self.v1))
         if not v0 or len(v0) != len(v1):
-            raise InputError(f"values v0, v1 need the same dimension d ≥ 1, got {len(v0)} and {len(v1)}")
+            raise InputError(
+                f"values v0, v1 need the same dimension d ≥ 1, got {len(v0)} and {len(v1)}"
+            )
         for k, v in (("w0", w0), ("w1", w1), ("v0", v0), ("v1", v1)):
             object.__setattr__(self, k, v)
 
@@ -144,7 +151,8 @@ class BooleanLayer:
 
     @property
     def num_heads(self) -> int:
-        """Old name of ``n_heads`` (learn/models.py still uses it); this alias goes in the next release."""
+        """Old name of ``n_heads`` (learn/models.py still uses it); this alias goes in the next
+        release."""
         return self.n_heads
 
     @property
@@ -156,8 +164,8 @@ class BooleanLayer:
 class Readout:
     """A d-variate polynomial g of degree ≤ ``degree`` (D): {exponent tuple K: coefficient c_K}.
 
-    ``degree`` is the declared D (what Theorem 2 multiplies by); the terms may have lower total degree.
-    Zero coefficients are dropped.
+    ``degree`` is the declared D (what Theorem 2 multiplies by); the terms may have lower total
+    degree. Zero coefficients are dropped.
     """
 
     terms: Mapping[tuple[int, ...], fmpq]
@@ -178,7 +186,9 @@ class Readout:
     def _exponent(self, K) -> tuple[int, ...]:
         K = tuple(int(k) for k in K)
         if len(K) != self.dim or min(K) < 0 or sum(K) > self.degree:
-            raise InputError(f"exponent {K} needs {self.dim} entries ≥ 0 with total ≤ D = {self.degree}")
+            raise InputError(
+                f"exponent {K} needs {self.dim} entries ≥ 0 with total ≤ D = {self.degree}"
+            )
         return K
 
     @property
@@ -225,7 +235,10 @@ def rational_form(layer: BooleanLayer, n: int) -> tuple[list[fmpq_poly], fmpq_po
     P = Σ_h A_h Π_{h'≠h} Z_h', where Z_h = (n−t)w_0 + t w_1 and A_h = (n−t)w_0 v_0 + t w_1 v_1."""
     _check_n_t(n)
     Z = [fmpq_poly([n * h.w0, h.w1 - h.w0]) for h in layer.heads]
-    A = [[fmpq_poly([n * h.w0 * a, h.w1 * b - h.w0 * a]) for a, b in zip(h.v0, h.v1)] for h in layer.heads]
+    A = [
+        [fmpq_poly([n * h.w0 * a, h.w1 * b - h.w0 * a]) for a, b in zip(h.v0, h.v1)]
+        for h in layer.heads
+    ]
     H = len(Z)
     # prefix/suffix products give Π_{h'≠h} Z_h' without division
     pre = [fmpq_poly([1])]
@@ -249,15 +262,17 @@ def layer_outputs_exact(layer: BooleanLayer, n: int) -> list[list[fmpq]]:
     return out
 
 
-def model_values_exact(layer: BooleanLayer, readout: Readout, n: int, method: str = "integer") -> list[fmpq]:
+def model_values_exact(
+    layer: BooleanLayer, readout: Readout, n: int, method: str = "integer"
+) -> list[fmpq]:
     """g(layer output) for t = 0..n, exactly.
 
-    ``method="direct"`` evaluates g at the exact rational outputs P_i(t)/Q(t). ``"integer"`` (default,
-    same values, much faster at large n) scales P and Q by a common positive denominator L to integer
-    polynomials P̃ = L·P, Q̃ = L·Q and the homogenized g_hom(z, z_0) = Σ_K c_K z^K z_0^{D−|K|} by the
-    common denominator δ of its coefficients, composes once into the integer polynomial
-    N(t) = g_hom(P̃(t), Q̃(t)) (flint, in C) and uses g(P̃/Q̃) = N(t) / (δ·Q̃(t)^D) — big-integer
-    evaluation of one univariate polynomial, no rational arithmetic per term."""
+    ``method="direct"`` evaluates g at the exact rational outputs P_i(t)/Q(t). ``"integer"``
+    (default, same values, much faster at large n) scales P and Q by a common positive denominator L
+    to integer polynomials P̃ = L·P, Q̃ = L·Q and the homogenized g_hom(z, z_0) = Σ_K c_K z^K
+    z_0^{D−|K|} by the common denominator δ of its coefficients, composes once into the integer
+    polynomial N(t) = g_hom(P̃(t), Q̃(t)) (flint, in C) and uses g(P̃/Q̃) = N(t) / (δ·Q̃(t)^D) —
+    big-integer evaluation of one univariate polynomial, no rational arithmetic per term."""
     check_dims(layer, readout)
     check_choice("method", method, ("integer", "direct"))
     if not readout.terms:
@@ -290,7 +305,9 @@ def _integer_values(layer: BooleanLayer, readout: Readout, n: int) -> list[fmpq]
     D, d = readout.degree, readout.dim
     delta = math.lcm(*(int(c.q) for c in readout.terms.values()))
     ctx = fmpz_mpoly_ctx.get(("z", d + 1), "lex")
-    gh = ctx.from_dict({K + (D - sum(K),): int(c.p) * (delta // int(c.q)) for K, c in readout.terms.items()})
+    gh = ctx.from_dict(
+        {K + (D - sum(K),): int(c.p) * (delta // int(c.q)) for K, c in readout.terms.items()}
+    )
     tctx = fmpz_mpoly_ctx.get(("t", 1), "lex")
     N = gh.compose(*[as_mpoly(p, tctx) for p in Pi + [Qi]], ctx=tctx).to_dict()
     numerator = fmpz_poly(dense_coefficients(N) or [0])
@@ -308,7 +325,8 @@ def model_sign_exact(layer: BooleanLayer, readout: Readout, n: int) -> list[int]
 
 
 def layer_outputs_float(layer: BooleanLayer, n: int) -> np.ndarray:
-    """[n+1, d] float64 layer outputs by the formula evaluated in float64 (weights rounded to float64)."""
+    """[n+1, d] float64 layer outputs by the formula evaluated in float64 (weights rounded to
+    float64)."""
     _check_n_t(n)
     t = np.arange(n + 1, dtype=np.float64)[:, None]
     out = np.zeros((n + 1, layer.dim))
@@ -347,24 +365,34 @@ def model_sign_float(layer: BooleanLayer, readout: Readout, n: int) -> list[int]
     return [0 if not np.isfinite(v) and np.isnan(v) else int(np.sign(v)) for v in g]
 
 
-# --- files: safetensors + JSON metadata (no pickle), exact rationals as strings ---------------------------
+# --- files: safetensors + JSON metadata (no pickle), exact rationals as strings
+# ---------------------------
 
 BOOLEAN_FORMAT = "headcount-boolean"
 BOOLEAN_VERSION = 1
-# Bounds on what a file may ask (issue 13), checked before any exact number is built; the message names the
-# bound broken. The work `boolean check` then does is bounded by its own estimate (boolean/certify.py).
+# Bounds on what a file may ask (issue 13), checked before any exact number is built; the message
+# names the bound broken. The work `boolean check` then does is bounded by its own estimate
+# (boolean/certify.py).
 MAX_FILE_BYTES = 64 << 20  # JSON config: xor at n = H = 1024, D = 1 writes 23 MB of exact rationals
-MAX_FILE_HEADS = 1024  # H: `boolean construct` stops near 600 heads (its exact-work bound); room to spare
-MAX_FILE_DIM = 64  # d: Theorem 3 needs ≤ 2⌈log₂ H⌉ + 2 = 22 at H = 1024; trained models use that bound
-MAX_FILE_DEGREE = 1 << 20  # D: `boolean construct` writes D up to ~10^5 (n = 1) within its work bound
-MAX_FILE_TERMS = 1 << 18  # readout terms: a trained readout holds all C(d+D, D): 12,870 at d = D = 8
+MAX_FILE_HEADS = (
+    1024  # H: `boolean construct` stops near 600 heads (its exact-work bound); room to spare
+)
+MAX_FILE_DIM = (
+    64  # d: Theorem 3 needs ≤ 2⌈log₂ H⌉ + 2 = 22 at H = 1024; trained models use that bound
+)
+MAX_FILE_DEGREE = (
+    1 << 20
+)  # D: `boolean construct` writes D up to ~10^5 (n = 1) within its work bound
+MAX_FILE_TERMS = (
+    1 << 18
+)  # readout terms: a trained readout holds all C(d+D, D): 12,870 at d = D = 8
 MAX_FILE_N = MAX_BITS  # info.n: the most input bits any command takes (functions.MAX_BITS)
 
 
 @dataclass(frozen=True)
 class BooleanModel:
-    """An exact Boolean model as a file holds it: the layer, its readout and free-form ``info`` (e.g. the
-    function and n it was built for)."""
+    """An exact Boolean model as a file holds it: the layer, its readout and free-form ``info``
+    (e.g. the function and n it was built for)."""
 
     layer: BooleanLayer
     readout: Readout
@@ -375,12 +403,14 @@ class BooleanModel:
         object.__setattr__(self, "info", dict(self.info))
 
     def __iter__(self) -> Iterator[Any]:
-        """Unpacks as (layer, readout, info), the tuple load_boolean returned before, for callers not yet
-        moved to the fields (tests/learn); this goes in the next release."""
+        """Unpacks as (layer, readout, info), the tuple load_boolean returned before, for callers
+        not yet moved to the fields (tests/learn); this goes in the next release."""
         return iter((self.layer, self.readout, self.info))
 
 
-def _config(layer: BooleanLayer, readout: Readout, info: Mapping[str, Any] | None) -> dict[str, Any]:
+def _config(
+    layer: BooleanLayer, readout: Readout, info: Mapping[str, Any] | None
+) -> dict[str, Any]:
     """The JSON config of a model file: every number an exact rational string."""
     return {
         "format": BOOLEAN_FORMAT,
@@ -389,7 +419,12 @@ def _config(layer: BooleanLayer, readout: Readout, info: Mapping[str, Any] | Non
         "dim": layer.dim,
         "degree": readout.degree,
         "layer": [
-            {"w0": str(h.w0), "w1": str(h.w1), "v0": [str(x) for x in h.v0], "v1": [str(x) for x in h.v1]}
+            {
+                "w0": str(h.w0),
+                "w1": str(h.w1),
+                "v0": [str(x) for x in h.v0],
+                "v1": [str(x) for x in h.v1],
+            }
             for h in layer.heads
         ],
         "readout": [[list(K), str(c)] for K, c in sorted(readout.terms.items())],
@@ -406,18 +441,24 @@ def _tensors(layer: BooleanLayer, readout: Readout) -> dict[str, np.ndarray]:
         "heads.values": np.array(
             [[[f(x) for x in h.v0], [f(x) for x in h.v1]] for h in layer.heads], dtype=np.float64
         ),
-        "readout.exponents": np.array([K for K, _ in terms], dtype=np.int64).reshape(len(terms), layer.dim),
+        "readout.exponents": np.array([K for K, _ in terms], dtype=np.int64).reshape(
+            len(terms), layer.dim
+        ),
         "readout.coefficients": np.array([f(c) for _, c in terms], dtype=np.float64),
     }
 
 
 def save_boolean(
-    layer: BooleanLayer, readout: Readout, path: str | os.PathLike, info: Mapping[str, Any] | None = None
+    layer: BooleanLayer,
+    readout: Readout,
+    path: str | os.PathLike,
+    info: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write an exact Boolean model to one safetensors file (atomic, no pickle). The JSON config under the
-    metadata key "headcount" holds every weight, value and coefficient as an exact rational string ("p/q");
-    the tensors (heads.w [H 2], heads.values [H 2 d], readout.exponents [m d], readout.coefficients [m])
-    are float64 roundings for quick inspection — load_boolean reads the exact strings."""
+    """Write an exact Boolean model to one safetensors file (atomic, no pickle). The JSON config
+    under the metadata key "headcount" holds every weight, value and coefficient as an exact
+    rational string ("p/q"); the tensors (heads.w [H 2], heads.values [H 2 d], readout.exponents [m
+    d], readout.coefficients [m]) are float64 roundings for quick inspection — load_boolean reads
+    the exact strings."""
     check_dims(layer, readout)
     tensors = _tensors(layer, readout)
     meta = {"headcount": json.dumps(_config(layer, readout, info))}
@@ -425,19 +466,27 @@ def save_boolean(
 
 
 def _check_layer(config: Mapping[str, Any], H: int, d: int) -> None:
-    """The heads' and readout's JSON shapes: lists of exact rationals, "p" or "p/q" strings or integers
-    (never floats, NaN or infinities), before any is parsed."""
+    """The heads' and readout's JSON shapes: lists of exact rationals, "p" or "p/q" strings or
+    integers (never floats, NaN or infinities), before any is parsed."""
     layer, terms = config.get("layer"), config.get("readout")
-    if not isinstance(layer, list) or len(layer) != H or not all(isinstance(h, dict) for h in layer):
+    if (
+        not isinstance(layer, list)
+        or len(layer) != H
+        or not all(isinstance(h, dict) for h in layer)
+    ):
         raise InputError(f"'layer' must list heads = {H} objects {{w0, w1, v0, v1}}")
     if not isinstance(terms, list) or len(terms) > MAX_FILE_TERMS:
-        raise InputError(f"'readout' must list at most {MAX_FILE_TERMS} terms [exponents, coefficient]")
+        raise InputError(
+            f"'readout' must list at most {MAX_FILE_TERMS} terms [exponents, coefficient]"
+        )
     if not all(isinstance(h.get(v), list) and len(h[v]) == d for h in layer for v in ("v0", "v1")):
         raise InputError(f"every head's v0 and v1 must be lists of d = {d} rationals")
     numbers = chain.from_iterable([h.get("w0"), h.get("w1"), *h["v0"], *h["v1"]] for h in layer)
     for x in chain(numbers, (t[-1] if isinstance(t, list) and t else t for t in terms)):
         if isinstance(x, bool) or not isinstance(x, (str, int)):
-            raise InputError(f"exact rationals are strings 'p' or 'p/q' (or integers), got {str(x)[:40]!r}")
+            raise InputError(
+                f"exact rationals are strings 'p' or 'p/q' (or integers), got {str(x)[:40]!r}"
+            )
 
 
 def _model_from_config(config: Mapping[str, Any], path: str) -> BooleanModel:
@@ -453,26 +502,39 @@ def _model_from_config(config: Mapping[str, Any], path: str) -> BooleanModel:
         config_int(info, "n", path, what, 1, MAX_FILE_N, name="info.n")
     _check_layer(config, H, d)
     terms = config["readout"]
-    shapes = TensorShapes(path, what)  # the float64 roundings, for inspection: shapes checked, not loaded
+    shapes = TensorShapes(
+        path, what
+    )  # the float64 roundings, for inspection: shapes checked, not loaded
     shapes.expect("heads.w", (H, 2), "[H 2]")
     shapes.expect("heads.values", (H, 2, d), "[H 2 d]")
     shapes.expect("readout.exponents", (len(terms), d), "[terms d]", ("I64",), empty=True)
     shapes.expect("readout.coefficients", (len(terms),), "[terms]", empty=True)
     shapes.only(["heads.w", "heads.values", "readout.exponents", "readout.coefficients"])
-    rationals = [[to_fmpq(x) for x in (h["w0"], h["w1"], *h["v0"], *h["v1"])] for h in config["layer"]]
-    heads = tuple(BooleanHead(r[0], r[1], tuple(r[2 : 2 + d]), tuple(r[2 + d :])) for r in rationals)
+    rationals = [
+        [to_fmpq(x) for x in (h["w0"], h["w1"], *h["v0"], *h["v1"])] for h in config["layer"]
+    ]
+    heads = tuple(
+        BooleanHead(r[0], r[1], tuple(r[2 : 2 + d]), tuple(r[2 + d :])) for r in rationals
+    )
     readout: dict[tuple[int, ...], fmpq] = {}
     for K, c in terms:
-        if not isinstance(K, list) or len(K) != d or not all(type(k) is int and 0 <= k <= D for k in K):
-            raise InputError(f"readout exponents {str(K)[:60]} must be {d} integers in 0..D = 0..{D}")
+        if (
+            not isinstance(K, list)
+            or len(K) != d
+            or not all(type(k) is int and 0 <= k <= D for k in K)
+        ):
+            raise InputError(
+                f"readout exponents {str(K)[:60]} must be {d} integers in 0..D = 0..{D}"
+            )
         readout[tuple(K)] = readout.get(tuple(K), fmpq(0)) + to_fmpq(c)
     return BooleanModel(BooleanLayer(heads), Readout(readout, D, d), info)
 
 
 def load_boolean(path: str | os.PathLike) -> BooleanModel:
-    """The model in a file written by save_boolean; ModelFileError (a ValueError) if it is not a valid one.
-    Bounded: at most MAX_FILE_BYTES of JSON, counts within the MAX_FILE_ bounds, rationals "p" or "p/q"
-    within MAX_RATIONAL_DIGITS, every tensor's shape checked against the config (none is loaded)."""
+    """The model in a file written by save_boolean; ModelFileError (a ValueError) if it is not a
+    valid one. Bounded: at most MAX_FILE_BYTES of JSON, counts within the MAX_FILE_ bounds,
+    rationals "p" or "p/q" within MAX_RATIONAL_DIGITS, every tensor's shape checked against the
+    config (none is loaded)."""
     config = read_config(path, formats=(BOOLEAN_FORMAT,), max_bytes=MAX_FILE_BYTES)
     path = os.fsdecode(path)
     try:
@@ -480,7 +542,9 @@ def load_boolean(path: str | os.PathLike) -> BooleanModel:
     except ModelFileError:
         raise
     except InputError as err:  # a rational that is not one, a head that is not one
-        raise ModelFileError(f"{show_path(path)} is not a valid headcount-boolean model: {err}") from None
+        raise ModelFileError(
+            f"{show_path(path)} is not a valid headcount-boolean model: {err}"
+        ) from None
     except (KeyError, TypeError, ValueError) as err:
         raise ModelFileError(
             f"{show_path(path)} is not a valid headcount-boolean model: {type(err).__name__}: {err}"

@@ -9,7 +9,8 @@ example where odd parity ↔ −1, i.e. F(t) = (−1)^t. With t = |x| the number
 - ``majority``     true iff t > n/2 (strict; a tie is false)
 - ``threshold:k``  true iff t ≥ k, 1 ≤ k ≤ n
 - ``exact:k``      true iff t = k, 0 ≤ k ≤ n
-- ``mod:m``        true iff t is not a multiple of m, m ≥ 2; so F(t) = +1 iff t ≡ 0 (mod m), mod:2 = xor
+- ``mod:m``        true iff t is not a multiple of m, m ≥ 2; so F(t) = +1 iff t ≡ 0 (mod m), mod:2 =
+  xor
 - ``F:<signs>``    an explicit F given as n + 1 characters '+' / '-' for t = 0..n, e.g. ``F:+-+`` is
                    2-bit XOR.
 
@@ -28,9 +29,9 @@ from headcount.common.errors import InputError, param
 NAMES = ("xor", "and", "or", "majority", "threshold:k", "exact:k", "mod:m", "F:<+/- for t = 0..n>")
 
 MAX_BITS = 1_000_000
-"""Most input bits n of any symmetric function here (every command's n). F is n + 1 Python ints, and an
-exact certificate evaluates the model at every weight t = 0..n (about 10 µs each, before its big-integer
-work): 10⁶ bits is ~10 s and ~0.5 GB; 10⁹ would need ~40 GB before any work."""
+"""Most input bits n of any symmetric function here (every command's n). F is n + 1 Python ints, and
+an exact certificate evaluates the model at every weight t = 0..n (about 10 µs each, before its
+big-integer work): 10⁶ bits is ~10 s and ~0.5 GB; 10⁹ would need ~40 GB before any work."""
 
 # name → (truth(t, n)) for the functions without a parameter
 _PLAIN: dict[str, Callable[[int, int], bool]] = {
@@ -75,7 +76,8 @@ def _int_param(name: str, text: str) -> int:
 
 
 def _short(text: object) -> str:
-    """repr of user text for a message, at most ~60 characters (a 200k-character option stays one line)."""
+    """repr of user text for a message, at most ~60 characters (a 200k-character option stays one
+    line)."""
     r = repr(text)
     return r if len(r) <= 60 else r[:57] + "…"
 
@@ -85,7 +87,8 @@ def _check_n(n: int) -> None:
         raise InputError(f"n must be an integer ≥ 1, got {n!r}")
     if n > MAX_BITS:
         raise InputError(
-            f"n = {n} bits is more than the {MAX_BITS} allowed (F and the exact checks grow with n); "
+            f"n = {n} bits is more than the {MAX_BITS} allowed (F and the exact checks grow with "
+            "n); "
             f"lower {param('n')}"
         )
 

@@ -1,39 +1,37 @@
 """Threshold degree of a general Boolean function by linear programming.
 
-Conventions
------------
-A Boolean function on ``n`` bits is given as a length-``2**n`` array ``values`` of ±1 (an ``f`` with
-``f : {0,1}^n -> {-1,+1}``).  Entry ``values[i]`` is ``f(x)`` where ``i`` is the integer whose binary
-digits, most significant first, are ``x_1 x_2 ... x_n``; i.e. variable ``x_j`` (1-based) is bit
-``n - j`` of ``i``.  For ``n = 3`` the order is 000, 001, 010, 011, 100, ... (x_1 x_2 x_3).
+Conventions ----------- A Boolean function on ``n`` bits is given as a length-``2**n`` array
+``values`` of ±1 (an ``f`` with ``f : {0,1}^n -> {-1,+1}``).  Entry ``values[i]`` is ``f(x)`` where
+``i`` is the integer whose binary digits, most significant first, are ``x_1 x_2 ... x_n``; i.e.
+variable ``x_j`` (1-based) is bit ``n - j`` of ``i``.  For ``n = 3`` the order is 000, 001, 010,
+011, 100, ... (x_1 x_2 x_3).
 
 ``parse_truth_table`` reads a string of ``2**n`` characters in the same order and maps ``'0' -> +1``
 and ``'1' -> -1`` (the usual (-1)^b encoding), so the truth table of parity is the string of parity
 bits and, for a symmetric function, F(t) = (-1)^(output bit).  XOR has F(t) = (-1)^t.
 
-Threshold degree
-----------------
-The threshold degree T of f is the least degree of a real polynomial p with sign p(x) = f(x) on every
-x ∈ {0,1}^n.  It suffices to search multilinear p = Σ_{|S| ≤ D} c_S x^S (x^S = Π_{j∈S} x_j), and by
-scaling, sign p = f everywhere  ⇔  f(x)·p(x) ≥ 1 is feasible.  ``threshold_degree_lp`` bisects on D
-using HiGHS (``scipy.optimize.linprog(method="highs")``) feasibility LPs; D = n is always feasible
-(the multilinear interpolation of f itself, computed exactly by a Möbius transform, no LP needed).
+Threshold degree ---------------- The threshold degree T of f is the least degree of a real
+polynomial p with sign p(x) = f(x) on every x ∈ {0,1}^n.  It suffices to search multilinear p =
+Σ_{|S| ≤ D} c_S x^S (x^S = Π_{j∈S} x_j), and by scaling, sign p = f everywhere  ⇔  f(x)·p(x) ≥ 1 is
+feasible.  ``threshold_degree_lp`` bisects on D using HiGHS
+(``scipy.optimize.linprog(method="highs")``) feasibility LPs; D = n is always feasible (the
+multilinear interpolation of f itself, computed exactly by a Möbius transform, no LP needed).
 
 Verification, both directions:
 
 * upper bound (T ≤ reported): the witness is re-evaluated on every x in float64 and must satisfy
   f(x)·p(x) ≥ ``margin`` (default 1/2, whereas the LP asks for ≥ 1);
-* lower bound (T > reported − 1), *certified exactly*: by Gordan's alternative, no polynomial of degree
-  ≤ D sign-represents f  ⇔  some weighting μ ≥ 0, μ ≠ 0 of the inputs makes f orthogonal to every
-  monomial of degree ≤ D:  Σ_x μ(x) f(x) x^S = 0 for all |S| ≤ D  (then Σ_x μ(x) f(x) p(x) = 0 for every
-  such p, impossible if f·p > 0 everywhere).  :func:`dual_certificate` finds μ with a HiGHS LP, then
-  rebuilds it in exact integer arithmetic on the LP's support (python-flint rref) and
-  :func:`check_dual_certificate` re-checks every orthogonality equation with integers.  Done for
-  n ≤ ``DUAL_MAX_N``; above that the lower bound is HiGHS's verdict and the result says so.
+* lower bound (T > reported − 1), *certified exactly*: by Gordan's alternative, no polynomial of
+  degree ≤ D sign-represents f  ⇔  some weighting μ ≥ 0, μ ≠ 0 of the inputs makes f orthogonal to
+  every monomial of degree ≤ D:  Σ_x μ(x) f(x) x^S = 0 for all |S| ≤ D  (then Σ_x μ(x) f(x) p(x) = 0
+  for every such p, impossible if f·p > 0 everywhere).  :func:`dual_certificate` finds μ with a
+  HiGHS LP, then rebuilds it in exact integer arithmetic on the LP's support (python-flint rref) and
+  :func:`check_dual_certificate` re-checks every orthogonality equation with integers.  Done for n ≤
+  ``DUAL_MAX_N``; above that the lower bound is HiGHS's verdict and the result says so.
 
-``threshold_degree`` is what `headcount boolean threshold-degree` prints: the sign changes of F for a
-named symmetric function (``SymmetricThresholdDegree``), else the LP on a truth table (``ThresholdDegree``).
-Bad input raises InputError.
+``threshold_degree`` is what `headcount boolean threshold-degree` prints: the sign changes of F for
+a named symmetric function (``SymmetricThresholdDegree``), else the LP on a truth table
+(``ThresholdDegree``). Bad input raises InputError.
 """
 
 from __future__ import annotations
@@ -62,13 +60,14 @@ __all__ = [
 ]
 
 MAX_N = 11
-"""Largest number of variables accepted by the LP (a truth table of at most 2^11 characters). The bisection
-may solve an LP of 2^n rows × up to 2^n − 1 monomial columns (a dense float64 matrix, then HiGHS): at n = 11
-that is ~4·10⁶ entries (~70 MB), 10–60 s; n = 12 took 3–4 minutes and n = 13 more than 5 (issue 13), so
-larger n would look like a hang."""
+"""Largest number of variables accepted by the LP (a truth table of at most 2^11 characters). The
+bisection may solve an LP of 2^n rows × up to 2^n − 1 monomial columns (a dense float64 matrix, then
+HiGHS): at n = 11 that is ~4·10⁶ entries (~70 MB), 10–60 s; n = 12 took 3–4 minutes and n = 13 more
+than 5 (issue 13), so larger n would look like a hang."""
 
 DUAL_MAX_N = 10
-"""Largest n for which the lower bound gets an exact dual certificate (exact rref of ≤ 2^n columns)."""
+"""Largest n for which the lower bound gets an exact dual certificate (exact rref of ≤ 2^n
+columns)."""
 
 
 @dataclass(frozen=True)
@@ -77,10 +76,10 @@ class ThresholdDegree:
 
     ``threshold_degree`` is T; ``witness`` maps a monomial (sorted tuple of 1-based variable
     indices, ``()`` for the constant) to its coefficient, with degree ≤ T and sign = f on every x;
-    ``min_margin`` = min_x f(x)·p(x) as evaluated in float64 (verified ≥ ``margin``);
-    ``lp_calls`` records (D, feasible) for each LP solved; ``dual`` is the exact lower-bound
-    certificate at degree T − 1 (input index → positive integer weight μ(x)), or None when T = 0 or it
-    was not attempted/found (``lower_bound_certified`` says which). ``to_json()`` is written out: the
+    ``min_margin`` = min_x f(x)·p(x) as evaluated in float64 (verified ≥ ``margin``); ``lp_calls``
+    records (D, feasible) for each LP solved; ``dual`` is the exact lower-bound certificate at
+    degree T − 1 (input index → positive integer weight μ(x)), or None when T = 0 or it was not
+    attempted/found (``lower_bound_certified`` says which). ``to_json()`` is written out: the
     witness and the dual become lists of records, and a note says what each bound rests on.
     """
 
@@ -110,9 +109,13 @@ class ThresholdDegree:
         lower = (
             "an exact dual certificate μ ≥ 0 with Σ μ(x) f(x) x^S = 0 for all |S| < T (Gordan)"
             if self.lower_bound_certified or self.threshold_degree == 0
-            else f"HiGHS's infeasibility verdict at degree T-1 (no exact certificate above n = {DUAL_MAX_N})"
+            else "HiGHS's infeasibility verdict at degree T-1 (no exact certificate above n = "
+            f"{DUAL_MAX_N})"
         )
-        return "upper bound: the witness, checked in float64 on all inputs with margin; lower bound: " + lower
+        return (
+            "upper bound: the witness, checked in float64 on all inputs with margin; lower bound: "
+            + lower
+        )
 
     def to_json(self) -> dict:
         return {
@@ -133,7 +136,8 @@ class ThresholdDegree:
 
 @dataclass(frozen=True)
 class SymmetricThresholdDegree:
-    """The threshold degree of a named symmetric function: the sign changes of F (exact, no witness)."""
+    """The threshold degree of a named symmetric function: the sign changes of F (exact, no
+    witness)."""
 
     function: str
     n: int
@@ -154,8 +158,8 @@ class SymmetricThresholdDegree:
 def threshold_degree(
     function: str | None = None, n: int | None = None, truth_table: str | None = None
 ) -> SymmetricThresholdDegree | ThresholdDegree:
-    """Threshold degree of a symmetric function given by name or F:+-… (with n), or of any function given
-    by its truth table (see ``parse_truth_table``): exactly one of the two."""
+    """Threshold degree of a symmetric function given by name or F:+-… (with n), or of any function
+    given by its truth table (see ``parse_truth_table``): exactly one of the two."""
     if (function is None) == (truth_table is None):
         raise InputError(
             f"give exactly one of {param('function')} NAME (with {param('n')} N) or "
@@ -182,9 +186,12 @@ def parse_truth_table(bits: str) -> tuple[np.ndarray, int]:
     """
     if not isinstance(bits, str):
         raise InputError(f"truth table must be a string of '0'/'1', got {type(bits).__name__}")
-    if len(bits) > 2 * 2**MAX_N:  # checked before reading it: at most 2^MAX_N bits (and some whitespace)
+    if (
+        len(bits) > 2 * 2**MAX_N
+    ):  # checked before reading it: at most 2^MAX_N bits (and some whitespace)
         raise InputError(
-            f"{param('truth_table')} of {len(bits)} characters is too large: at most 2^{MAX_N} = {2**MAX_N} "
+            f"{param('truth_table')} of {len(bits)} characters is too large: at most 2^{MAX_N} = "
+            f"{2**MAX_N} "
             f"(n ≤ {MAX_N} bits)"
         )
     s = bits.strip()
@@ -208,7 +215,9 @@ def _check_values(values, n: int) -> np.ndarray:
     if not isinstance(n, (int, np.integer)) or n < 0:
         raise InputError(f"n must be a non-negative integer, got {n!r}")
     if n > MAX_N:
-        raise InputError(f"n = {n} bits is too large for the threshold-degree LP; allowed n ≤ {MAX_N}")
+        raise InputError(
+            f"n = {n} bits is too large for the threshold-degree LP; allowed n ≤ {MAX_N}"
+        )
     f = np.asarray(values)
     if f.ndim != 1 or f.shape[0] != 2**n:
         raise InputError(f"values must be a 1-D array of length 2^n = {2**n}, got shape {f.shape}")
@@ -268,8 +277,8 @@ def _lp_feasible(f: np.ndarray, n: int, degree: int):
     """Is f(x)·p(x) ≥ 1 feasible over monomials x^S, |S| ≤ ``degree``?  Witness dict or None.
 
     Solved in the always-feasible, bounded form  max ε  s.t.  f(x)·p(x) ≥ ε, ε ≤ 1  (p = 0, ε = 0 is
-    feasible; any ε > 0 rescales to ε = 1), so in exact arithmetic the optimum is 1 or 0.  This avoids
-    HiGHS's unreliable infeasibility detection on the highly degenerate LPs (e.g. parity).
+    feasible; any ε > 0 rescales to ε = 1), so in exact arithmetic the optimum is 1 or 0.  This
+    avoids HiGHS's unreliable infeasibility detection on the highly degenerate LPs (e.g. parity).
     """
     from scipy.optimize import linprog
     from scipy.sparse import csr_matrix, hstack
@@ -301,8 +310,9 @@ def _signed_monomial_matrix(f: np.ndarray, n: int, degree: int) -> np.ndarray:
 
 
 def check_dual_certificate(values, n: int, degree: int, mu: dict[int, int]) -> bool:
-    """Exact check that μ ≥ 0, μ ≠ 0 and Σ_x μ(x) f(x) x^S = 0 for every monomial with |S| ≤ degree —
-    which proves that no polynomial of degree ≤ ``degree`` sign-represents f (integer arithmetic)."""
+    """Exact check that μ ≥ 0, μ ≠ 0 and Σ_x μ(x) f(x) x^S = 0 for every monomial with |S| ≤ degree
+    — which proves that no polynomial of degree ≤ ``degree`` sign-represents f (integer
+    arithmetic)."""
     from flint import fmpz_mat
 
     f = _check_values(values, n)
@@ -330,14 +340,16 @@ def _lp_vertex(B: np.ndarray):
 
 
 def _exact_on_support(B: np.ndarray, b_eq: np.ndarray, x: np.ndarray, support: list[int]):
-    """Solve Bᵀ_P μ_P = 0, Σ μ_P = 1 exactly on the support (free variables fixed to the LP's values):
-    {position in support: μ as fmpq}, or None when the system is inconsistent."""
+    """Solve Bᵀ_P μ_P = 0, Σ μ_P = 1 exactly on the support (free variables fixed to the LP's
+    values): {position in support: μ as fmpq}, or None when the system is inconsistent."""
     from flint import fmpq, fmpq_mat
 
     k = len(support)
     rows = np.vstack([B[support].T, np.ones((1, k))]).astype(np.int64)
     aug = fmpq_mat(
-        rows.shape[0], k + 1, [int(v) for v in np.hstack([rows, b_eq[:, None].astype(np.int64)]).ravel()]
+        rows.shape[0],
+        k + 1,
+        [int(v) for v in np.hstack([rows, b_eq[:, None].astype(np.int64)]).ravel()],
     )
     R, rank = aug.rref()
     pivots = [next(c for c in range(k + 1) if R[r, c] != 0) for r in range(rank)]
@@ -351,12 +363,14 @@ def _exact_on_support(B: np.ndarray, b_eq: np.ndarray, x: np.ndarray, support: l
 
 
 def dual_certificate(values, n: int, degree: int) -> dict[int, int] | None:
-    """An exact Gordan certificate that f has threshold degree > ``degree``: integer weights μ(x) > 0 on
-    a set of inputs with Σ_x μ(x) f(x) x^S = 0 for all |S| ≤ degree.  None if none is found (then a
-    sign-representation of that degree exists, or the LP's support did not yield an exact solution).
+    """An exact Gordan certificate that f has threshold degree > ``degree``: integer weights μ(x) >
+    0 on a set of inputs with Σ_x μ(x) f(x) x^S = 0 for all |S| ≤ degree.  None if none is found
+    (then a sign-representation of that degree exists, or the LP's support did not yield an exact
+    solution).
 
     HiGHS finds a vertex of {μ ≥ 0, Σ μ = 1, Bᵀμ = 0}; on its support the system is solved again in
-    exact rationals (fmpz rref), free variables fixed to the LP's values, and the result is checked."""
+    exact rationals (fmpz rref), free variables fixed to the LP's values, and the result is
+    checked."""
     f = _check_values(values, n)
     B = _signed_monomial_matrix(f, n, degree).astype(np.float64)  # [inputs monomials]
     vertex = _lp_vertex(B)
@@ -372,9 +386,11 @@ def dual_certificate(values, n: int, degree: int) -> dict[int, int] | None:
     return mu if check_dual_certificate(f, n, degree, mu) else None
 
 
-def _bisect(f: np.ndarray, n: int) -> tuple[int, dict[tuple[int, ...], float], list[tuple[int, bool]]]:
-    """(T, witness, LP calls) by bisection on D ∈ [0, n]: infeasible at lo, feasible at hi; D = n is always
-    feasible via the Möbius transform, and a constant f has T = 0."""
+def _bisect(
+    f: np.ndarray, n: int
+) -> tuple[int, dict[tuple[int, ...], float], list[tuple[int, bool]]]:
+    """(T, witness, LP calls) by bisection on D ∈ [0, n]: infeasible at lo, feasible at hi; D = n is
+    always feasible via the Möbius transform, and a constant f has T = 0."""
     if np.all(f == f[0]):
         return 0, {(): float(f[0])}, []
     calls: list[tuple[int, bool]] = []
@@ -394,7 +410,8 @@ def threshold_degree_lp(
     values, n: int, *, margin: float = 0.5, certify_lower: bool = True
 ) -> ThresholdDegree:
     """Threshold degree T of f (±1 ``values`` of length 2^n) with a verified witness polynomial and,
-    for n ≤ DUAL_MAX_N (``certify_lower``), an exact dual certificate that degree T − 1 is impossible.
+    for n ≤ DUAL_MAX_N (``certify_lower``), an exact dual certificate that degree T − 1 is
+    impossible.
 
     Bisection on D ∈ [0, n] with HiGHS feasibility LPs.  Raises ``InputError`` on bad input and
     ``RuntimeError`` if the best witness fails float64 verification with the given ``margin``.
@@ -407,7 +424,8 @@ def threshold_degree_lp(
     verified = min_margin >= margin and all(len(m) <= best_deg for m in witness)
     if not verified:
         raise RuntimeError(
-            f"witness of degree {best_deg} failed float64 verification: min f·p = {min_margin} < {margin}"
+            f"witness of degree {best_deg} failed float64 verification: min f·p = {min_margin} < "
+            f"{margin}"
         )
     dual = None
     if best_deg > 0 and certify_lower and n <= DUAL_MAX_N:
@@ -432,7 +450,9 @@ def threshold_degree_lp(
 def symmetric_truth_table(F, n: int) -> np.ndarray:
     """±1 values of the symmetric f(x) = F(|x|), F a length-(n+1) sequence of ±1."""
     if not isinstance(n, (int, np.integer)) or not 0 <= n <= MAX_N:
-        raise InputError(f"n must be an integer in 0..{MAX_N} (a truth table of 2^n entries), got {n!r}")
+        raise InputError(
+            f"n must be an integer in 0..{MAX_N} (a truth table of 2^n entries), got {n!r}"
+        )
     F = np.asarray(F)
     if F.shape != (n + 1,):
         raise InputError(f"F must have length n + 1 = {n + 1}, got {F.shape}")

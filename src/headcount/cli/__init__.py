@@ -1,11 +1,13 @@
-"""The `headcount` command: one module per command group, each command parse → one library call → print.
+"""The `headcount` command: one module per command group, each command parse → one library call →
+print.
 
-Conventions (spec/README.md): `--json` prints exactly one JSON object on stdout; progress goes to stderr.
-One error boundary (`main`): input the user can fix — an InputError raised by the library's own checks, a
-path or permission problem, a database that cannot be opened or written, input nested too deeply or with
-numbers too large — exits 2 with one line "error: ..." on stderr (what is wrong, what is allowed); anything
-else is a bug: exit 1 with one line asking for a report (the traceback only with HEADCOUNT_DEBUG=1).
-`--max-memory SIZE` is accepted by every command (common.resources: the one resource guard).
+Conventions (spec/README.md): `--json` prints exactly one JSON object on stdout; progress goes to
+stderr. One error boundary (`main`): input the user can fix — an InputError raised by the library's
+own checks, a path or permission problem, a database that cannot be opened or written, input nested
+too deeply or with numbers too large — exits 2 with one line "error: ..." on stderr (what is wrong,
+what is allowed); anything else is a bug: exit 1 with one line asking for a report (the traceback
+only with HEADCOUNT_DEBUG=1). `--max-memory SIZE` is accepted by every command (common.resources:
+the one resource guard).
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ def _exit(code: int, message: str) -> NoReturn:
 
 
 def _os_error(err: OSError) -> str:
-    """An OSError from a path the user gave: what failed and on which file (a long name is shortened)."""
+    """An OSError from a path the user gave: what failed and on which file (a long name is
+    shortened)."""
     name = err.filename if err.filename is not None else ""
     where = f" {one_line(repr(str(name)), 120)}" if name != "" else ""
     full = err.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT)  # the disk, not the path
@@ -105,8 +108,11 @@ def main(argv: list[str] | None = None) -> None:
     plain_output()
     try:
         rest, max_memory = take_max_memory(args)
-        with memory_limit_of(max_memory):  # this run's limit only (main may run many times in one process)
-            memory_limit()  # the limit in force, checked for every command (a bad HEADCOUNT_MAX_MEMORY too)
+        with memory_limit_of(
+            max_memory
+        ):  # this run's limit only (main may run many times in one process)
+            # the limit in force, checked for every command (a bad HEADCOUNT_MAX_MEMORY too)
+            memory_limit()
             app(args=rest, standalone_mode=False)
     except InputError as err:  # the library names parameters; the command line shows their flags
         _exit(2, f"error: {err.render(flag)}")
@@ -118,27 +124,42 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(err.exit_code)
     except (typer.Abort, KeyboardInterrupt):
         _exit(130, "error: interrupted")
-    except TimeoutError as err:  # an exact search past its time limit (an OSError, but not about a path)
+    except (
+        TimeoutError
+    ) as err:  # an exact search past its time limit (an OSError, but not about a path)
         _exit(2, f"error: {err.render(flag) if isinstance(err, NamesParameters) else err}")
-    except OSError as err:  # paths and permissions: a missing folder, a read-only file, a name too long
+    except (
+        OSError
+    ) as err:  # paths and permissions: a missing folder, a read-only file, a name too long
         _exit(2, _os_error(err))
     except sqlite3.Error as err:  # a results database that cannot be opened, read or written
-        full = "disk is full" in str(err) or "disk I/O error" in str(err)  # the disk, not the database
+        full = "disk is full" in str(err) or "disk I/O error" in str(
+            err
+        )  # the disk, not the database
         hint = "free some space on its disk" if full else "check the --db file and its folder"
         _exit(2, f"error: results database: {err} ({hint})")
     except RecursionError:
-        _exit(2, "error: the input is nested too deeply to read (files and options must be flat data)")
+        _exit(
+            2, "error: the input is nested too deeply to read (files and options must be flat data)"
+        )
     except OverflowError as err:
         _exit(2, f"error: a number in the input is too large: {err}")
     except MemoryError:
-        _exit(2, "error: out of memory: use smaller sizes (the guard's limit is set by --max-memory)")
-    except (InternalError, AssertionError, Exception) as err:  # a bug, not bad input: one line, exit 1
+        _exit(
+            2, "error: out of memory: use smaller sizes (the guard's limit is set by --max-memory)"
+        )
+    except (
+        InternalError,
+        AssertionError,
+        Exception,
+    ) as err:  # a bug, not bad input: one line, exit 1
         if os.environ.get(DEBUG) == "1":
             traceback.print_exc()
         first = (str(err).strip().splitlines() or [""])[0]
         _exit(
             1,
-            f"internal error (a bug in headcount, please report it; {DEBUG}=1 shows the traceback): "
+            f"internal error (a bug in headcount, please report it; {DEBUG}=1 shows the "
+            "traceback): "
             f"{type(err).__name__}: {first}",
         )
 

@@ -1,8 +1,8 @@
-"""`headcount analyze …`: what a model's heads do (issue 15). `analyze heads` parses its options, calls
-headcount.induction.heads.analyze_heads_file (which checks every value and bounds the work before reading
-the model) and prints the scores; `analyze patterns` calls
-headcount.report.views.attention.attention_figure_file (the same checks, and the output folder's) and
-prints the figure files and each head's role."""
+"""`headcount analyze …`: what a model's heads do (issue 15). `analyze heads` parses its options,
+calls headcount.induction.heads.analyze_heads_file (which checks every value and bounds the work
+before reading the model) and prints the scores; `analyze patterns` calls
+headcount.report.views.attention.attention_figure_file (the same checks, and the output folder's)
+and prints the figure files and each head's role."""
 
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ LayoutOpt = typer.Option(
     help="plain or hop-prefix (the token of hop count --hops first); default: plain for induction, "
     "hop-prefix for khop.",
 )
-HopsOpt = typer.Option(1, "--hops", help="The hop count whose token leads a hop-prefix input, 1..16.")
+HopsOpt = typer.Option(
+    1, "--hops", help="The hop count whose token leads a hop-prefix input, 1..16."
+)
 AlphabetOpt = typer.Option(4, "--alphabet", help="Alphabet size S ≥ 2 (the model's symbols).")
 SeedOpt = typer.Option(
     0, "--seed", help="Seed of the inputs (≥ 0): numpy's default_rng seeded by (seed, n, alphabet)."
@@ -40,17 +42,21 @@ def analyze_heads(
     task: str = TaskOpt,
     layout: str | None = LayoutOpt,
     hops: int = HopsOpt,
-    n: int = typer.Option(16, "--n", help="Characters per input, 2..1024 (with hop-prefix n + 1 must fit)."),
+    n: int = typer.Option(
+        16, "--n", help="Characters per input, 2..1024 (with hop-prefix n + 1 must fit)."
+    ),
     alphabet: int = AlphabetOpt,
     samples: int = typer.Option(
         256,
         "--samples",
-        help="Inputs, 1..65536; samples × heads × length² ≤ 2·10⁸ attention weights, within --max-memory.",
+        help="Inputs, 1..65536; samples × heads × length² ≤ 2·10⁸ attention weights, within "
+        "--max-memory.",
     ),
     seed: int = SeedOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Head scores (previous-token, duplicate-token, induction, find^r, sink, uniform) and head roles."""
+    """Head scores (previous-token, duplicate-token, induction, find^r, sink, uniform) and head
+    roles."""
     from headcount.induction.heads import analyze_heads_file
 
     result = analyze_heads_file(model_file, task, layout, n, alphabet, samples, seed, hops)
@@ -83,7 +89,8 @@ def analyze_patterns(
     seed: int = SeedOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Attention heat maps of every head on one input (PNG + SVG), with each head's role and scores."""
+    """Attention heat maps of every head on one input (PNG + SVG), with each head's role and
+    scores."""
     from headcount.report.views.attention import attention_figure_file
 
     result = attention_figure_file(model_file, out, task, layout, n, alphabet, seed, hops, samples)

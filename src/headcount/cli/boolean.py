@@ -1,7 +1,8 @@
 """`headcount boolean …`: construct, check, threshold-degree, frontier, basis, stamps.
 
-Each command parses its options, calls one library function and prints the result; the library validates
-(InputError → `error: …`, exit 2). Imports sit inside the commands to keep the CLI's start-up fast.
+Each command parses its options, calls one library function and prints the result; the library
+validates (InputError → `error: …`, exit 2). Imports sit inside the commands to keep the CLI's
+start-up fast.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ import typer
 
 from headcount.cli.common import JsonOpt, emit
 
-# The bounds the library enforces, for --help (written out so the CLI starts without importing the library;
-# tests/boolean/test_limits.py checks them against boolean.task.MAX_BITS, search.MAX_BASIS_SPAN,
-# search.STAMPS_TABLE and threshold.MAX_N).
+# The bounds the library enforces, for --help (written out so the CLI starts without importing the
+# library; tests/boolean/test_limits.py checks them against boolean.task.MAX_BITS,
+# search.MAX_BASIS_SPAN, search.STAMPS_TABLE and threshold.MAX_N).
 MAX_BITS = 1_000_000
 MAX_BASIS_SPAN = 250_000
 LP_MAX_N = 11
-STAMPS_TABLE = "k ≤ 64, 11, 8, 7, 6 at D = 1..5; 5 at D ≤ 8; 4 at D ≤ 16; 3 at D ≤ 40; 2 at D ≤ 200; else 1"
+STAMPS_TABLE = (
+    "k ≤ 64, 11, 8, 7, 6 at D = 1..5; 5 at D ≤ 8; 4 at D ≤ 16; 3 at D ≤ 40; 2 at D ≤ 200; else 1"
+)
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -39,13 +42,15 @@ def boolean_construct(
     ),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Theorem 3: H heads + a degree-D readout computing a symmetric function, certified exactly on every
-    weight t = 0..n (all 2^n inputs); D·H below the threshold degree is refused (Theorem 2). Bound: the
-    certificate's exact arithmetic, about n·(D·H)²·log n word operations (boolean.certify.exact_cost), at
-    most 5·10⁹ (5–15 s), and its memory within --max-memory."""
+    """Theorem 3: H heads + a degree-D readout computing a symmetric function, certified exactly on
+    every weight t = 0..n (all 2^n inputs); D·H below the threshold degree is refused (Theorem 2).
+    Bound: the certificate's exact arithmetic, about n·(D·H)²·log n word operations
+    (boolean.certify.exact_cost), at most 5·10⁹ (5–15 s), and its memory within --max-memory."""
     from headcount.boolean.certify import construct_and_certify
 
-    result = construct_and_certify(function, n, degree, heads, out=None if out is None else str(out))
+    result = construct_and_certify(
+        function, n, degree, heads, out=None if out is None else str(out)
+    )
     cert = result.certificate
     human = (
         f"{function} on {n} bits, D={degree}, H={heads}: {result.route}, dim {result.dim} "
@@ -59,15 +64,17 @@ def boolean_check(
     model_file: Path = typer.Option(
         ..., "--model", help="A Boolean model file (boolean construct/train --out)."
     ),
-    function: str = typer.Option(..., "--function", help="The target: a symmetric function by name or F:+-…"),
+    function: str = typer.Option(
+        ..., "--function", help="The target: a symmetric function by name or F:+-…"
+    ),
     n: int | None = typer.Option(
         None, "--n", help=f"Input bits, 1..{MAX_BITS:,} (default: the n recorded in the file)."
     ),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Check any Boolean model exactly on all 2^n inputs, with its Theorem-2 polynomial R (deg R ≤ D·H,
-    sign R = the model): a wrong input when it errs — always, when D·H is below the threshold degree.
-    Bound: the same exact-arithmetic budget as construct (twice over: the values and R)."""
+    """Check any Boolean model exactly on all 2^n inputs, with its Theorem-2 polynomial R (deg R ≤
+    D·H, sign R = the model): a wrong input when it errs — always, when D·H is below the threshold
+    degree. Bound: the same exact-arithmetic budget as construct (twice over: the values and R)."""
     from headcount.boolean.certify import check_model
 
     result = check_model(model_file, function, n)
@@ -77,13 +84,18 @@ def boolean_check(
         if cert.certified
         else f"{cert.errors} of {result.n + 1} weights wrong, e.g. x = {cert.wrong_input.x}"
     )
-    human = f"{function} on {result.n} bits: {verdict}; Theorem 2: deg R = {t2.degree_R} ≤ D·H = {t2.bound}"
+    human = (
+        f"{function} on {result.n} bits: {verdict}; Theorem 2: deg R = {t2.degree_R} ≤ D·H = "
+        f"{t2.bound}"
+    )
     emit(result.to_json(), as_json, human)
 
 
 @app.command("threshold-degree")
 def boolean_threshold_degree(
-    function: str | None = typer.Option(None, "--function", help="A symmetric function by name or F:+-…"),
+    function: str | None = typer.Option(
+        None, "--function", help="A symmetric function by name or F:+-…"
+    ),
     n: int | None = typer.Option(
         None, "--n", help=f"Number of input bits (with --function), 1..{MAX_BITS:,}."
     ),
@@ -94,20 +106,28 @@ def boolean_threshold_degree(
     ),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Threshold degree: sign changes of F for symmetric functions, an LP (HiGHS) with a witness otherwise."""
+    """Threshold degree: sign changes of F for symmetric functions, an LP (HiGHS) with a witness
+    otherwise."""
     from headcount.boolean.threshold import threshold_degree
 
     result = threshold_degree(function, n, truth_table)
     bounds = ""
     if result.method == "lp":
         bounds = (
-            ", both bounds certified" if result.lower_bound_certified else ", lower bound = HiGHS verdict"
+            ", both bounds certified"
+            if result.lower_bound_certified
+            else ", lower bound = HiGHS verdict"
         )
-    emit(result.to_json(), as_json, f"threshold degree {result.threshold_degree} ({result.method}{bounds})")
+    emit(
+        result.to_json(),
+        as_json,
+        f"threshold degree {result.threshold_degree} ({result.method}{bounds})",
+    )
 
 
 def _frontier_table(result) -> str:
-    """The frontier as a small table: c, the exact accuracy (when short), its float, the pattern (n ≤ 64)."""
+    """The frontier as a small table: c, the exact accuracy (when short), its float, the pattern (n
+    ≤ 64)."""
     lines = [f"{result.function} on {result.n} bits, threshold degree {result.threshold_degree}"]
     lines.append(f"{'c':>6}  {'best accuracy':>14}  {'exact':<24}  pattern (t = 0..n)")
     for row in result.rows:
@@ -118,8 +138,10 @@ def _frontier_table(result) -> str:
     if m is not None:
         verdict = "certified: equal, exact" if m.certified else "NOT equal to the frontier"
         lines.append(
-            f"D={m.degree}, H={m.heads}: frontier at c = {m.sign_changes} is {m.best_accuracy_float:.10f}; "
-            f"the Theorem-3 model ({m.route}, dim {m.dim}) gets {m.model_accuracy_float:.10f} ({verdict})"
+            f"D={m.degree}, H={m.heads}: frontier at c = {m.sign_changes} is "
+            f"{m.best_accuracy_float:.10f}; "
+            f"the Theorem-3 model ({m.route}, dim {m.dim}) gets {m.model_accuracy_float:.10f} "
+            f"({verdict})"
         )
     return "\n".join(lines)
 
@@ -129,21 +151,27 @@ def boolean_frontier(
     function: str = typer.Option(
         ..., "--function", help="xor, and, or, majority, threshold:k, exact:k, mod:m, or F:+-…"
     ),
-    n: int = typer.Option(..., "--n", help=f"Number of input bits, 1..{MAX_BITS:,} (and the work bound)."),
-    degree: int | None = typer.Option(None, "--degree", help="Readout degree D ≥ 1 (with --heads)."),
+    n: int = typer.Option(
+        ..., "--n", help=f"Number of input bits, 1..{MAX_BITS:,} (and the work bound)."
+    ),
+    degree: int | None = typer.Option(
+        None, "--degree", help="Readout degree D ≥ 1 (with --heads)."
+    ),
     heads: int | None = typer.Option(None, "--heads", help="Heads H ≥ 1 (with --degree)."),
     out: Path | None = typer.Option(
-        None, "--out", help="Save the model built for the best pattern (needs --degree and --heads)."
+        None,
+        "--out",
+        help="Save the model built for the best pattern (needs --degree and --heads).",
     ),
     as_json: bool = JsonOpt,
 ) -> None:
     """The exact accuracy frontier below the threshold degree T: for c = 0..T sign changes, the best
-    accuracy over all 2^n inputs of any ±1 pattern along t = |x| with at most c changes (what H heads with a
-    degree-D readout can reach at c = D·H: Theorems 2 and 3), and the first such pattern. With --degree and
-    --heads also the Theorem-3 model for the best pattern at c = min(D·H, T), its exact accuracy, and
-    `certified` when it equals the frontier. Bounds: about 10⁹ word operations
-    (boolean.frontier.FRONTIER_WORK_LIMIT: xor to n ≈ 2700, majority to n ≈ 2.5·10⁵) and construct's
-    exact-arithmetic budget for the model."""
+    accuracy over all 2^n inputs of any ±1 pattern along t = |x| with at most c changes (what H
+    heads with a degree-D readout can reach at c = D·H: Theorems 2 and 3), and the first such
+    pattern. With --degree and --heads also the Theorem-3 model for the best pattern at c = min(D·H,
+    T), its exact accuracy, and `certified` when it equals the frontier. Bounds: about 10⁹ word
+    operations (boolean.frontier.FRONTIER_WORK_LIMIT: xor to n ≈ 2700, majority to n ≈ 2.5·10⁵) and
+    construct's exact-arithmetic budget for the model."""
     from headcount.boolean.frontier import accuracy_frontier
 
     result = accuracy_frontier(function, n, degree, heads, out=None if out is None else str(out))
@@ -152,7 +180,9 @@ def boolean_frontier(
 
 @app.command("basis")
 def boolean_basis(
-    degree: int = typer.Option(..., "--degree", help=f"At most D summands; D·H ≤ {MAX_BASIS_SPAN:,}."),
+    degree: int = typer.Option(
+        ..., "--degree", help=f"At most D summands; D·H ≤ {MAX_BASIS_SPAN:,}."
+    ),
     heads: int = typer.Option(..., "--heads", help="Elements lie in 1..H."),
     range_: int = typer.Option(..., "--range", help="Every 0..T must be representable, T ≤ D·H."),
     optimal: bool = typer.Option(
@@ -160,7 +190,8 @@ def boolean_basis(
     ),
     as_json: bool = JsonOpt,
 ) -> None:
-    """An additive D-basis inside [H] with range ≥ T: Lemma 14's, or the proven smallest (--optimal)."""
+    """An additive D-basis inside [H] with range ≥ T: Lemma 14's, or the proven smallest
+    (--optimal)."""
     from headcount.boolean.search import choose_basis
 
     result = choose_basis(degree, heads, range_, optimal)
@@ -174,9 +205,11 @@ def boolean_stamps(
     size: int = typer.Option(..., "--size", help=f"k positive integers: {STAMPS_TABLE}."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """The postage-stamp problem: the largest T such that some k positive integers represent every 0..T
-    with at most D summands, and one set reaching it."""
+    """The postage-stamp problem: the largest T such that some k positive integers represent every
+    0..T with at most D summands, and one set reaching it."""
     from headcount.boolean.search import stamps
 
-    result = stamps(summands, size)  # past its time limit: SearchTimeout, which main() reports (exit 2)
+    result = stamps(
+        summands, size
+    )  # past its time limit: SearchTimeout, which main() reports (exit 2)
     emit(result.to_json(), as_json, f"range {result.range} with {list(result.basis)}")

@@ -1,7 +1,7 @@
 """`headcount evaluate`: a model's error per hop count on the k-hop / induction task, in its layout.
 
-Parses the options, calls headcount.induction.layouts.evaluate_file (which checks every value and bounds
-the work and memory before running) and prints its JSON, or a Markdown table without --json.
+Parses the options, calls headcount.induction.layouts.evaluate_file (which checks every value and
+bounds the work and memory before running) and prints its JSON, or a Markdown table without --json.
 """
 
 from __future__ import annotations
@@ -14,40 +14,56 @@ from headcount.cli.common import JsonOpt, emit
 
 
 def evaluate(
-    model_file: Path = typer.Option(..., "--model", help="Model file (headcount's own or imported)."),
+    model_file: Path = typer.Option(
+        ..., "--model", help="Model file (headcount's own or imported)."
+    ),
     task: str = typer.Option(
         "khop",
         "--task",
-        help="khop (characters with no two adjacent equal) or induction (hop count 1, uniform characters).",
+        help="khop (characters with no two adjacent equal) or induction (hop count 1, uniform "
+        "characters).",
     ),
     layout: str | None = typer.Option(
         None,
         "--layout",
-        help="hop-prefix (the hop-count token first, position 0 not scored) or plain (characters only); "
+        help="hop-prefix (the hop-count token first, position 0 not scored) or plain (characters "
+        "only); "
         "default: hop-prefix for khop, plain for induction.",
     ),
     hops: str = typer.Option(
-        "1", "--hops", help="A hop count K or a range a..b, 1 ≤ a ≤ b ≤ 16; each k is evaluated on its own."
+        "1",
+        "--hops",
+        help="A hop count K or a range a..b, 1 ≤ a ≤ b ≤ 16; each k is evaluated on its own.",
     ),
     n: int = typer.Option(
-        ..., "--n", help="Characters per input (≥ 1; with hop-prefix n + 1 must fit the model's context)."
+        ...,
+        "--n",
+        help="Characters per input (≥ 1; with hop-prefix n + 1 must fit the model's context).",
     ),
-    alphabet: int = typer.Option(..., "--alphabet", help="Alphabet size S (≥ 2; the model's symbols)."),
+    alphabet: int = typer.Option(
+        ..., "--alphabet", help="Alphabet size S (≥ 2; the model's symbols)."
+    ),
     samples: int = typer.Option(
         2048,
         "--samples",
-        help="Inputs, shared by every hop count (≥ 1; default 2048, the learning lab's held-out size). "
-        "Bounded by 2^41 multiply-adds in all (inputs × hop counts × the model's work per input) and "
+        help="Inputs, shared by every hop count (≥ 1; default 2048, the learning lab's held-out "
+        "size). "
+        "Bounded by 2^41 multiply-adds in all (inputs × hop counts × the model's work per input) "
+        "and "
         "--max-memory.",
     ),
     seed: int = typer.Option(
         20_240_601,
         "--seed",
-        help="Seed of the inputs (≥ 0), drawn from default_rng([seed, n, alphabet]); the default is the "
-        "learning lab's held-out seed, so a model trained here reproduces its run's accuracy_by_hop.",
+        help="Seed of the inputs (≥ 0), drawn from default_rng([seed, n, alphabet]); the default "
+        "is the "
+        "learning lab's held-out seed, so a model trained here reproduces its run's "
+        "accuracy_by_hop.",
     ),
     precision: str = typer.Option(
-        "float64", "--precision", help="fixed:p (1 ≤ p ≤ 60), float16, bfloat16, float32, float64 or exact."
+        "float64",
+        "--precision",
+        help="fixed:p (1 ≤ p ≤ 60), float16, bfloat16, float32, float64 or exact.",
     ),
     as_json: bool = JsonOpt,
 ) -> None:

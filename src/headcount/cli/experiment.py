@@ -1,7 +1,8 @@
-"""`headcount experiment NAME`: one learning experiment, its table and figure (options → one library call
-→ print).
+"""`headcount experiment NAME`: one learning experiment, its table and figure (options → one library
+call → print).
 
-The library checks the name, scale, backend and workers (InputError; main() prints it and exits 2)."""
+The library checks the name, scale, backend and workers (InputError; main() prints it and exits
+2)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from headcount.learn.constants import DEFAULT_DB
 
 
 def experiment(
-    name: str = typer.Argument(..., help="induction-depth, khop, khop-gpt2, minmax-heads or xor-phase."),
+    name: str = typer.Argument(
+        ..., help="induction-depth, khop, khop-gpt2, minmax-heads or xor-phase."
+    ),
     scale: str = typer.Option("quick", "--scale", help="quick or full."),
     db: Path = typer.Option(Path(DEFAULT_DB), "--db", help="Results database."),
     workers: int | None = typer.Option(None, "--workers"),

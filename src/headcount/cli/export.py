@@ -1,6 +1,7 @@
-"""`headcount export …`: headcount models in other tools' formats (issue 15). `export transformer-lens`
-parses, calls headcount.interop.transformer_lens_io.export_transformer_lens (which reads the model file bounded
-and refuses what TransformerLens cannot hold, saying why) and prints what it wrote."""
+"""`headcount export …`: headcount models in other tools' formats (issue 15). `export
+transformer-lens` parses, calls headcount.interop.transformer_lens_io.export_transformer_lens (which
+reads the model file bounded and refuses what TransformerLens cannot hold, saying why) and prints
+what it wrote."""
 
 from __future__ import annotations
 
@@ -23,24 +24,28 @@ def export_transformer_lens(
     out: str = typer.Option(
         ...,
         "--out",
-        help="Folder to write (created if missing): config.json, model.safetensors (float64) and load.py.",
+        help="Folder to write (created if missing): config.json, model.safetensors (float64) and "
+        "load.py.",
     ),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Write a model as a TransformerLens 4.x TL-native model: config.json (TransformerBridgeConfig fields,
-    and headcount's record of padding and scaling under "headcount"), model.safetensors (the state dict a
-    strict load_state_dict takes) and load.py (three lines: TransformerBridge.boot_native, then the weights,
-    float64; needs headcount[tl] to run, not to write). Heads are zero-padded to one width and count, scores
-    keep their scale exactly (TL's attn_scale, W_Q scaled by a power of two). Table models and non-linear
-    decoders exit 2 saying why. JSON fields: out_dir, files, config (the TL fields), heads (per layer),
-    padded, exact_round_trip, snippet (load.py's text)."""
+    """Write a model as a TransformerLens 4.x TL-native model: config.json (TransformerBridgeConfig
+    fields, and headcount's record of padding and scaling under "headcount"), model.safetensors (the
+    state dict a strict load_state_dict takes) and load.py (three lines:
+    TransformerBridge.boot_native, then the weights, float64; needs headcount[tl] to run, not to
+    write). Heads are zero-padded to one width and count, scores keep their scale exactly (TL's
+    attn_scale, W_Q scaled by a power of two). Table models and non-linear decoders exit 2 saying
+    why. JSON fields: out_dir, files, config (the TL fields), heads (per layer), padded,
+    exact_round_trip, snippet (load.py's text)."""
     from headcount.interop.transformer_lens_io import export_transformer_lens as run_export
 
     result = run_export(model_file, out)
     cfg = result.config
     human = (
-        f"wrote {result.out_dir}: TransformerLens {cfg['n_layers']} layer(s) × {cfg['n_heads']} heads of "
-        f"width {cfg['d_head']}, d_model {cfg['d_model']}, attn_scale {cfg['attn_scale']}; load with: python "
+        f"wrote {result.out_dir}: TransformerLens {cfg['n_layers']} layer(s) × {cfg['n_heads']} "
+        "heads of "
+        f"width {cfg['d_head']}, d_model {cfg['d_model']}, attn_scale {cfg['attn_scale']}; load "
+        "with: python "
         f"{result.files[-1]}"
     )
     emit(result.to_json(), as_json, human)

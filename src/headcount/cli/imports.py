@@ -1,6 +1,6 @@
-"""`headcount import …`: models trained elsewhere as headcount model files (issue 14). One command per
-family; each parses, calls one library function (headcount.interop.gpt2) and prints. Reading is bounded and
-never runs code a file holds; bad input exits 2 with one line."""
+"""`headcount import …`: models trained elsewhere as headcount model files (issue 14). One command
+per family; each parses, calls one library function (headcount.interop.gpt2) and prints. Reading is
+bounded and never runs code a file holds; bad input exits 2 with one line."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import typer
 
 from headcount.cli.common import JsonOpt, emit
 
-app = typer.Typer(no_args_is_help=True, help="Import models trained elsewhere as headcount model files.")
+app = typer.Typer(
+    no_args_is_help=True, help="Import models trained elsewhere as headcount model files."
+)
 
 
 @app.command("gpt2")
@@ -16,56 +18,70 @@ def import_gpt2(
     path: str = typer.Argument(
         ...,
         help="A folder as save_pretrained writes it (config.json and model.safetensors or "
-        "pytorch_model.bin), or a state-dict file: .safetensors, or .pt/.pth/.bin/.ckpt (torch.save's zip "
-        "format, read only with torch.load(weights_only=True): a pickle that would run code is refused, "
+        "pytorch_model.bin), or a state-dict file: .safetensors, or .pt/.pth/.bin/.ckpt "
+        "(torch.save's zip "
+        "format, read only with torch.load(weights_only=True): a pickle that would run code is "
+        "refused, "
         "never run).",
         show_default=False,
     ),
     config: str | None = typer.Option(
         None,
         "--config",
-        help="config.json to use (≤ 1 MiB): needed for a bare state-dict file, since n_head is not in the "
+        help="config.json to use (≤ 1 MiB): needed for a bare state-dict file, since n_head is "
+        "not in the "
         "weights; replaces a folder's own. Its sizes (n_layer, n_embd, …) must match the weights.",
     ),
     prefix: str | None = typer.Option(
         None,
         "--prefix",
-        help="Key prefix before wte.weight ('' for none). Default: detected, e.g. 'transformer.' or "
+        help="Key prefix before wte.weight ('' for none). Default: detected, e.g. 'transformer.' "
+        "or "
         "'_orig_mod.transformer.'; lm_head.weight is looked for beside 'transformer.'.",
     ),
     readout: str | None = typer.Option(
         None,
         "--readout",
-        help="tied (W_U = W_Eᵀ), lm-head (W_U = lm_head.weightᵀ) or hidden (the final hidden state is the "
-        "logit vector). Default: lm-head when the checkpoint has an lm_head.weight that differs from wte, "
+        help="tied (W_U = W_Eᵀ), lm-head (W_U = lm_head.weightᵀ) or hidden (the final hidden "
+        "state is the "
+        "logit vector). Default: lm-head when the checkpoint has an lm_head.weight that differs "
+        "from wte, "
         "else tied.",
     ),
     vocab_map: str | None = typer.Option(
         None,
         "--vocab-map",
-        help='JSON file (≤ 1 MiB) such as {"symbols": [5, 9, 2], "hops": [30, 31], "none": 0, "blank": 1}: '
-        "the model token ids of the task's symbols 0, 1, …, of hop counts 1, 2, …, of the ⊥ answer and of "
-        "a filler, stored in the model file (every key optional; default: symbol s ↦ s, hop k ↦ S+k−1, "
+        help='JSON file (≤ 1 MiB) such as {"symbols": [5, 9, 2], "hops": [30, 31], "none": 0, '
+        '"blank": 1}: '
+        "the model token ids of the task's symbols 0, 1, …, of hop counts 1, 2, …, of the ⊥ "
+        "answer and of "
+        "a filler, stored in the model file (every key optional; default: symbol s ↦ s, hop k ↦ "
+        "S+k−1, "
         "none ↦ S). Ids must lie in the vocabulary.",
     ),
     out: str = typer.Option(..., "--out", help="Model file to write (safetensors)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Import a Hugging Face GPT-2 checkpoint (GPT2Model / GPT2LMHeadModel: Conv1D weights, pre-LayerNorm,
-    GELU MLP) as a headcount model file; missing, unexpected or mis-shaped tensors and unsupported features
-    (cross-attention, rotary, parallel blocks, other activations) exit 2 naming them. JSON fields: path (the
-    file written), source (the weights read), config (the config.json read), layers, heads (per layer),
-    d_head, d_model, d_mlp, vocab (token ids), n_ctx (positions), activation (gelu, gelu_tanh or relu) and
-    activation_function (the config's name), layer_norm_epsilon, attn_scale (per layer), readout, lm_head
-    (absent, tied: equal to wte, or separate), prefix, ignored_buffers (old causal-mask buffers skipped),
-    vocab_map (as stored; {} is the identity), dtypes (of the weights read).
+    """Import a Hugging Face GPT-2 checkpoint (GPT2Model / GPT2LMHeadModel: Conv1D weights,
+    pre-LayerNorm, GELU MLP) as a headcount model file; missing, unexpected or mis-shaped tensors
+    and unsupported features (cross-attention, rotary, parallel blocks, other activations) exit 2
+    naming them. JSON fields: path (the file written), source (the weights read), config (the
+    config.json read), layers, heads (per layer), d_head, d_model, d_mlp, vocab (token ids), n_ctx
+    (positions), activation (gelu, gelu_tanh or relu) and activation_function (the config's name),
+    layer_norm_epsilon, attn_scale (per layer), readout, lm_head (absent, tied: equal to wte, or
+    separate), prefix, ignored_buffers (old causal-mask buffers skipped), vocab_map (as stored; {}
+    is the identity), dtypes (of the weights read).
     """
     from headcount.interop.gpt2 import import_gpt2 as run_import
 
-    result = run_import(path, out, config=config, prefix=prefix, readout=readout, vocab_map=vocab_map)
+    result = run_import(
+        path, out, config=config, prefix=prefix, readout=readout, vocab_map=vocab_map
+    )
     human = (
-        f"wrote {out}: GPT-2, {result.layers} layer(s) × {result.heads[0] if result.heads else 0} heads, "
-        f"d_model {result.d_model}, vocab {result.vocab}, n_ctx {result.n_ctx}, {result.activation}, "
+        f"wrote {out}: GPT-2, {result.layers} layer(s) × {result.heads[0] if result.heads else 0} "
+        "heads, "
+        f"d_model {result.d_model}, vocab {result.vocab}, n_ctx {result.n_ctx}, "
+        f"{result.activation}, "
         f"readout {result.readout}"
     )
     emit(result.to_json(), as_json, human)
@@ -75,20 +91,24 @@ def import_gpt2(
 def import_transformer_lens(
     path: str = typer.Argument(
         ...,
-        help="A folder `headcount export transformer-lens` writes (config.json, model.safetensors), or any "
+        help="A folder `headcount export transformer-lens` writes (config.json, "
+        "model.safetensors), or any "
         "TL-native model saved the same way.",
         show_default=False,
     ),
     out: str = typer.Option(..., "--out", help="Model file to write (safetensors)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Read a TransformerLens export back as a headcount model file: bit-identical to the exported model when
-    config.json holds headcount's record, else the plain reading (padded heads kept, attn_scale = 1/TL's
-    scale, an lm-head vocab decoder). Unsupported TL features (RMS norm, rotary, gated MLP, soft caps) exit
-    2 naming them. JSON fields: path, source, record, layers, heads, d_model, vocab, n_ctx, decoder,
-    extensions."""
+    """Read a TransformerLens export back as a headcount model file: bit-identical to the exported
+    model when config.json holds headcount's record, else the plain reading (padded heads kept,
+    attn_scale = 1/TL's scale, an lm-head vocab decoder). Unsupported TL features (RMS norm, rotary,
+    gated MLP, soft caps) exit 2 naming them. JSON fields: path, source, record, layers, heads,
+    d_model, vocab, n_ctx, decoder, extensions."""
     from headcount.interop.transformer_lens_io import import_transformer_lens as run_import
 
     result = run_import(path, out)
-    human = f"wrote {out}: {result.layers} layer(s), heads {list(result.heads)}, decoder {result.decoder}"
+    human = (
+        f"wrote {out}: {result.layers} layer(s), heads {list(result.heads)}, decoder "
+        f"{result.decoder}"
+    )
     emit(result.to_json(), as_json, human)

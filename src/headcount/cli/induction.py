@@ -1,14 +1,15 @@
 """`headcount induction …`: solve, construct, predict, certify, protocol, refute.
 
-Each command parses its options, calls one function of headcount.induction (which checks the input and
-raises InputError naming the parameter; headcount.cli's error boundary spells it as the flag), and prints the
-result's to_json() (or a human line built from its fields). Where a command's model comes from (--model, or
---layers, or --random-seed with --heads and --dim) is an induction.source.ModelSource.
+Each command parses its options, calls one function of headcount.induction (which checks the input
+and raises InputError naming the parameter; headcount.cli's error boundary spells it as the flag),
+and prints the result's to_json() (or a human line built from its fields). Where a command's model
+comes from (--model, or --layers, or --random-seed with --heads and --dim) is an
+induction.source.ModelSource.
 
-Every count has a bound or a normalisation, checked before any work and stated in its --help (the library
-holds the constants: induction.outputs, .construction, .certify, .lower_bound.setup; tests/induction/
-test_limits.py keeps the texts and the constants together). Memory estimates are refused beyond
---max-memory (default: half of this machine's memory).
+Every count has a bound or a normalisation, checked before any work and stated in its --help (the
+library holds the constants: induction.outputs, .construction, .certify, .lower_bound.setup;
+tests/induction/ test_limits.py keeps the texts and the constants together). Memory estimates are
+refused beyond --max-memory (default: half of this machine's memory).
 """
 
 from __future__ import annotations
@@ -33,14 +34,19 @@ HeadsOpt = typer.Option(
     None, "--heads", help="Heads of the random model (≥ 1; its tables must fit --max-memory)."
 )
 DimOpt = typer.Option(
-    None, "--dim", help="Embedding dimension of the random model (≥ 1; its tables must fit --max-memory)."
+    None,
+    "--dim",
+    help="Embedding dimension of the random model (≥ 1; its tables must fit --max-memory).",
 )
 KOpt = typer.Option(
     ...,
     "--k",
-    help="INDEX size: inputs have length n = 2k+1 (≥ 1; bounded by the command's work and --max-memory).",
+    help="INDEX size: inputs have length n = 2k+1 (≥ 1; bounded by the command's work and "
+    "--max-memory).",
 )
-InputOpt = typer.Option(..., "--input", help='Tokens 0..2^63-1, e.g. "3 0 2 3" (at most 10,000,000 of them).')
+InputOpt = typer.Option(
+    ..., "--input", help='Tokens 0..2^63-1, e.g. "3 0 2 3" (at most 10,000,000 of them).'
+)
 PrecisionBitsHelp = "p of fixed:p, 1 ≤ p ≤ 60 (the precision modes' range)"
 SeedHelp = "(any integer ≥ 0)"
 
@@ -51,7 +57,8 @@ def induction_solve(
     hops: int = typer.Option(
         1,
         "--hops",
-        help="k of the k-hop task (1 = induction heads); any k ≥ 1: hops beyond the input's length n "
+        help="k of the k-hop task (1 = induction heads); any k ≥ 1: hops beyond the input's "
+        "length n "
         "answer like hops = n, at once.",
     ),
     as_json: bool = JsonOpt,
@@ -68,14 +75,17 @@ def induction_construct(
     layers: int | None = typer.Option(
         None,
         "--layers",
-        help="1 or 2 (induction heads); with --hops or --max-hops: optional, and then it must be the "
+        help="1 or 2 (induction heads); with --hops or --max-hops: optional, and then it must be "
+        "the "
         "k-hop construction's depth ⌈log₂ k⌉ + 2.",
     ),
     n: int = typer.Option(
         ...,
         "--n",
-        help="Sequence length (≥ 1; the model must fit --max-memory: about 232·n bytes for 2 layers, "
-        "16·n²·S for 1 layer, whose tables may take at most 4 GiB; about 300–450·n bytes for k hops).",
+        help="Sequence length (≥ 1; the model must fit --max-memory: about 232·n bytes for 2 "
+        "layers, "
+        "16·n²·S for 1 layer, whose tables may take at most 4 GiB; about 300–450·n bytes for k "
+        "hops).",
     ),
     alphabet: int = typer.Option(
         ..., "--alphabet", help="Alphabet size S (2 ≤ S; S ≤ n for 2 layers and for k hops)."
@@ -84,7 +94,8 @@ def induction_construct(
     hops: int | None = typer.Option(
         None,
         "--hops",
-        help="k of the k-hop task, 1 ≤ k ≤ 65536: the pointer-doubling construction with ⌈log₂ k⌉ + 2 "
+        help="k of the k-hop task, 1 ≤ k ≤ 65536: the pointer-doubling construction with ⌈log₂ k⌉ "
+        "+ 2 "
         "layers (k = 1: the 2-layer construction); --layout plain only.",
     ),
     layout: str = typer.Option(
@@ -96,7 +107,8 @@ def induction_construct(
     max_hops: int | None = typer.Option(
         None,
         "--max-hops",
-        help="K of --layout hop-prefix, 1 ≤ K ≤ 65536: the model answers every k ≤ K with ⌈log₂ K⌉ + 2 "
+        help="K of --layout hop-prefix, 1 ≤ K ≤ 65536: the model answers every k ≤ K with ⌈log₂ "
+        "K⌉ + 2 "
         "layers (its vocabulary: S symbols and K hop tokens).",
     ),
     as_json: bool = JsonOpt,
@@ -106,7 +118,8 @@ def induction_construct(
 
     result = write_requested_construction(out, n, alphabet, layers, hops, layout, max_hops)
     human = (
-        f"wrote {out}: {result.layers} layer(s), heads {list(result.heads_per_layer)}, dim {result.d_model}"
+        f"wrote {out}: {result.layers} layer(s), heads {list(result.heads_per_layer)}, dim "
+        f"{result.d_model}"
     )
     emit(result.to_json(), as_json, human)
 
@@ -116,7 +129,8 @@ def induction_predict(
     input: str = typer.Option(
         ...,
         "--input",
-        help='Tokens, e.g. "3 0 2 3": at most 2^27 score entries (heads · n², n = tokens; about 6,700 '
+        help='Tokens, e.g. "3 0 2 3": at most 2^27 score entries (heads · n², n = tokens; about '
+        "6,700 "
         "tokens for the two-layer construction) and the evaluation within --max-memory.",
     ),
     model_file: Path | None = ModelOpt,
@@ -126,7 +140,9 @@ def induction_predict(
     ),
     alphabet: int | None = typer.Option(None, "--alphabet", help="Construction alphabet size."),
     precision: str = typer.Option(
-        "float64", "--precision", help="fixed:p (1 ≤ p ≤ 60), float16, bfloat16, float32, float64 or exact."
+        "float64",
+        "--precision",
+        help="fixed:p (1 ≤ p ≤ 60), float16, bfloat16, float32, float64 or exact.",
     ),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -145,28 +161,35 @@ def induction_certify(
     layers: str | None = typer.Option(
         None,
         "--layers",
-        help="Certify a construction: 1 or 2 (induction heads), or auto — the construction for --hops k "
+        help="Certify a construction: 1 or 2 (induction heads), or auto — the construction for "
+        "--hops k "
         "(⌈log₂ k⌉ + 2 layers; an integer with k ≥ 2 must be that depth).",
     ),
     n: int = typer.Option(
-        ..., "--n", help="Sequence length (≥ 1; the evaluation, ~200·n² bytes, must fit --max-memory)."
+        ...,
+        "--n",
+        help="Sequence length (≥ 1; the evaluation, ~200·n² bytes, must fit --max-memory).",
     ),
     alphabet: int = typer.Option(..., "--alphabet", help="Alphabet size S (≥ 2)."),
     samples: int | None = typer.Option(
         None,
         "--samples",
         help="Random sequences when not exhaustive (≥ 1). All inputs together (samples plus the "
-        "adversarial families) may take at most 2^38 score entries per pass (inputs × heads × n²) and "
+        "adversarial families) may take at most 2^38 score entries per pass (inputs × heads × n²) "
+        "and "
         "2^41 multiply-adds per pass (inputs × the model's weights and scores per input).",
     ),
     seed: int = typer.Option(0, "--seed", help=f"Seed for the random inputs {SeedHelp}."),
     hops: int = typer.Option(
-        1, "--hops", help="k of the k-hop task, 1 ≤ k ≤ 16 (1 = induction heads; hop-prefix: the hop token)."
+        1,
+        "--hops",
+        help="k of the k-hop task, 1 ≤ k ≤ 16 (1 = induction heads; hop-prefix: the hop token).",
     ),
     layout: str = typer.Option(
         "plain",
         "--layout",
-        help="plain (characters only) or hop-prefix (the hop-count token first, position 0 not scored; "
+        help="plain (characters only) or hop-prefix (the hop-count token first, position 0 not "
+        "scored; "
         "n + 1 must fit the model's context).",
     ),
     backend: str = typer.Option(
@@ -178,12 +201,14 @@ def induction_certify(
     device: str = typer.Option(
         "auto",
         "--device",
-        help="cpu, cuda or auto (cuda when torch sees a GPU, else cpu): where --backend torch runs; cuda "
+        help="cpu, cuda or auto (cuda when torch sees a GPU, else cpu): where --backend torch "
+        "runs; cuda "
         "needs --backend torch.",
     ),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Check a model on all of Σ^n (when small) or random + adversarial inputs; find its precision."""
+    """Check a model on all of Σ^n (when small) or random + adversarial inputs; find its
+    precision."""
     from headcount.core.attention import attention_backend
     from headcount.induction.certify import certify_induction
     from headcount.induction.source import ModelSource
@@ -211,14 +236,16 @@ def induction_protocol(
     pairs: int | None = typer.Option(
         None,
         "--pairs",
-        help="Sample this many (f, i*) pairs (≥ 1; default: all for k ≤ 16, else 65536). Each pair runs the "
+        help="Sample this many (f, i*) pairs (≥ 1; default: all for k ≤ 16, else 65536). Each "
+        "pair runs the "
         "model once: at most 2^32 score entries in all (pairs × heads × n², n = 2k+1).",
     ),
     seed: int = typer.Option(0, "--seed", help=f"Seed for sampled pairs {SeedHelp}."),
     progress: bool = ProgressOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Seed 000's INDEX protocol: Alice's message determines the model's answer (Bob checks every pair)."""
+    """Seed 000's INDEX protocol: Alice's message determines the model's answer (Bob checks every
+    pair)."""
     from headcount.induction.lower_bound.protocol import check_protocol
     from headcount.induction.source import ModelSource
 
@@ -228,8 +255,10 @@ def induction_protocol(
     lo, hi = floor.index_error_interval
     interval = "" if floor.floor_confidence is None else f" [{lo:.4g}, {hi:.4g}] at 99 %"
     human = (
-        f"k={k}: message {result.message_bits} bits (seed's accounting {result.seed_message_bits}); "
-        f"{result.pairs_checked} pairs, {result.agreements} agreements, {result.disagreements} disagreements "
+        f"k={k}: message {result.message_bits} bits (seed's accounting "
+        f"{result.seed_message_bits}); "
+        f"{result.pairs_checked} pairs, {result.agreements} agreements, {result.disagreements} "
+        "disagreements "
         f"({result.disagreements_explained} explained by rounding ties); error floor "
         f"{floor.error_floor:.4g}, INDEX error {floor.index_error:.4g}{interval} "
         f"(Bob {floor.protocol_error:.4g}), floor holds {floor.floor_holds}"
@@ -244,7 +273,9 @@ def induction_refute(
     random_seed: int | None = RandomSeedOpt,
     heads: int | None = HeadsOpt,
     dim: int | None = DimOpt,
-    precision_bits: int = typer.Option(16, "--precision-bits", help=f"{PrecisionBitsHelp} (default 16)."),
+    precision_bits: int = typer.Option(
+        16, "--precision-bits", help=f"{PrecisionBitsHelp} (default 16)."
+    ),
     seed: int = typer.Option(0, "--seed", help=f"Seed for the searches {SeedHelp}."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -256,9 +287,12 @@ def induction_refute(
     result = refute(source, k, precision_bits, seed=seed)
     if result.found:
         human = (
-            f"found by {result.method}: input {' '.join(result.input)}, position {result.position}: "
+            f"found by {result.method}: input {' '.join(result.input)}, position "
+            f"{result.position}: "
             f"expected {result.expected}, model says {result.model_output}"
         )
     else:
-        human = f"nothing found ({result.method}); searched: {json.dumps(result.searched.to_json())}"
+        human = (
+            f"nothing found ({result.method}); searched: {json.dumps(result.searched.to_json())}"
+        )
     emit(result.to_json(), as_json, human)

@@ -1,9 +1,11 @@
-"""`headcount minmax …`: certify, construct, verify, search (each: options → one library call → print).
+"""`headcount minmax …`: certify, construct, verify, search (each: options → one library call →
+print).
 
-The library checks the input (headcount.minmax raises InputError; main() prints it and exits 2). Every count
-has a bound, checked before any work and stated in its --help (the constants live in headcount.minmax: task,
-construction, verify, certify, search; tests/minmax/test_limits.py keeps the texts and the constants
-together). Memory estimates are refused beyond --max-memory (default: half of this machine's memory)."""
+The library checks the input (headcount.minmax raises InputError; main() prints it and exits 2).
+Every count has a bound, checked before any work and stated in its --help (the constants live in
+headcount.minmax: task, construction, verify, certify, search; tests/minmax/test_limits.py keeps the
+texts and the constants together). Memory estimates are refused beyond --max-memory (default: half
+of this machine's memory)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ import typer
 from headcount.cli.common import JsonOpt, ProgressOpt, emit
 
 app = typer.Typer(
-    no_args_is_help=True, help="Min and max of a list with attention heads (seed 004 §3.1): certify, verify."
+    no_args_is_help=True,
+    help="Min and max of a list with attention heads (seed 004 §3.1): certify, verify.",
 )
 
 MOpt = "Tokens are 1..M (2 ≤ M ≤ 2^26; each command bounds its own work in M)"
@@ -30,16 +33,21 @@ def minmax_certify(
         help=f"{MOpt}: exact-histogram scans M²(M+1)/2 ≤ 2^30 triples per task (M ≤ 1290); "
         "sufficient-condition does 2·M²·d ≤ 2^36 multiply-adds; the sign code M²·d/2 ≤ 2^34.",
     ),
-    n: int = typer.Option(..., "--n", help=f"{NOpt}; brute-force enumerates C(n+M−1, n) ≤ 5,000,000 inputs."),
+    n: int = typer.Option(
+        ..., "--n", help=f"{NOpt}; brute-force enumerates C(n+M−1, n) ≤ 5,000,000 inputs."
+    ),
     heads: int = typer.Option(
         ..., "--heads", help="1: a min head and a max head separately; 2: one layer doing both."
     ),
-    code: str = typer.Option("sign", "--code", help="sign (d = ⌈8 ln M⌉) or compact (d = ⌈log₂ M⌉)."),
+    code: str = typer.Option(
+        "sign", "--code", help="sign (d = ⌈8 ln M⌉) or compact (d = ⌈log₂ M⌉)."
+    ),
     seed: int = typer.Option(0, "--seed", help=f"Seed of the greedy sign code {SeedHelp}."),
     method: str | None = typer.Option(
         None,
         "--method",
-        help="exact-histogram, sufficient-condition or brute-force (default: exact-histogram for M ≤ 1024, "
+        help="exact-histogram, sufficient-condition or brute-force (default: exact-histogram for "
+        "M ≤ 1024, "
         "else sufficient-condition).",
     ),
     as_json: bool = JsonOpt,
@@ -64,14 +72,17 @@ def minmax_construct(
     ),
     n: int = typer.Option(..., "--n", help=f"{NOpt}."),
     heads: int = typer.Option(
-        ..., "--heads", help="2: the two-head layer; 1: the min head alone, with θ = v for both classifiers."
+        ...,
+        "--heads",
+        help="2: the two-head layer; 1: the min head alone, with θ = v for both classifiers.",
     ),
     code: str = typer.Option("sign", "--code", help="sign or compact."),
     seed: int = typer.Option(0, "--seed", help=f"Seed of the greedy sign code {SeedHelp}."),
     out: Path = typer.Option(..., "--out", help="Model file to write (safetensors)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Write the construction as a model file (heads 1: a single head that `verify` shows fails max)."""
+    """Write the construction as a model file (heads 1: a single head that `verify` shows fails
+    max)."""
     from headcount.minmax.construction import write_construction
 
     written = write_construction(out, M, n, heads, code=code, seed=seed)
@@ -83,8 +94,12 @@ def minmax_verify(
     M: int = typer.Option(
         ..., "--M", help=f"{MOpt}: exact scans M²(M+1)/2 ≤ 2^30 triples per task (M ≤ 1290)."
     ),
-    n: int = typer.Option(..., "--n", help=f"{NOpt}; brute enumerates C(n+M−1, n) ≤ 2,000,000 inputs."),
-    model_file: Path | None = typer.Option(None, "--model", help="A single-head min/max model file."),
+    n: int = typer.Option(
+        ..., "--n", help=f"{NOpt}; brute enumerates C(n+M−1, n) ≤ 2,000,000 inputs."
+    ),
+    model_file: Path | None = typer.Option(
+        None, "--model", help="A single-head min/max model file."
+    ),
     random_seed: int | None = typer.Option(
         None, "--random-seed", help=f"Use a seeded random single head {SeedHelp}."
     ),
@@ -94,17 +109,20 @@ def minmax_verify(
     method: str = typer.Option(
         "exact",
         "--method",
-        help="exact (histogram linearity) or brute (all multisets; at most 2^31 operations per task).",
+        help="exact (histogram linearity) or brute (all multisets; at most 2^31 operations per "
+        "task).",
     ),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Decide whether one head + two classifiers compute min and max on every input; counterexamples."""
+    """Decide whether one head + two classifiers compute min and max on every input;
+    counterexamples."""
     from headcount.minmax.certify import verify_single_head
     from headcount.minmax.model import ModelSource
 
     result = verify_single_head(ModelSource(model_file, random_seed, dim), M, n, method)
     human = "; ".join(
-        f"{task}: " + ("correct" if (lst := result.counterexample(task)) is None else f"wrong on {list(lst)}")
+        f"{task}: "
+        + ("correct" if (lst := result.counterexample(task)) is None else f"wrong on {list(lst)}")
         for task in ("min", "max")
     )
     emit(result.to_json(), as_json, human)
@@ -119,7 +137,8 @@ def minmax_search(
     steps: int = typer.Option(
         60,
         "--steps",
-        help="Optimisation steps per restart (≥ 0). In all, Σ_d restarts·(steps+1)·(M³ + M²·d) ≤ 2^31 "
+        help="Optimisation steps per restart (≥ 0). In all, Σ_d restarts·(steps+1)·(M³ + M²·d) ≤ "
+        "2^31 "
         "triple evaluations.",
     ),
     seed: int = typer.Option(0, "--seed", help=f"Seed of the restarts {SeedHelp}."),
@@ -130,5 +149,7 @@ def minmax_search(
     confirmed counterexamples of the best failures (a failed search is evidence, not a proof)."""
     from headcount.minmax.search import smallest_dimension
 
-    result = smallest_dimension(M, n, dim, restarts=restarts, steps=steps, seed=seed, progress=progress)
+    result = smallest_dimension(
+        M, n, dim, restarts=restarts, steps=steps, seed=seed, progress=progress
+    )
     emit(result.to_json(), as_json, f"smallest d found: {result.smallest_d}")

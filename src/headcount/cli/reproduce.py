@@ -9,7 +9,9 @@ from headcount.cli.common import JsonOpt, emit
 
 def reproduce(
     scale: str = typer.Option("quick", "--scale", help="quick (default, minutes) or full."),
-    only: str | None = typer.Option(None, "--only", help="Run only claims whose id matches this pattern."),
+    only: str | None = typer.Option(
+        None, "--only", help="Run only claims whose id matches this pattern."
+    ),
     out: str = typer.Option("headcount-report", "--out", help="Output folder."),
     as_json: bool = JsonOpt,
 ) -> None:

@@ -1,6 +1,7 @@
-"""`headcount sweep run`'s options → a sweep spec: a sweep file, or the sweep given as flags (--task,
---fixed, --grid, --seeds, --name), never both. The flags are parsed here, into the dict form of a spec that
-headcount.learn.sweep.spec_from_dict validates like a file (SpecError, exit 2)."""
+"""`headcount sweep run`'s options → a sweep spec: a sweep file, or the sweep given as flags
+(--task, --fixed, --grid, --seeds, --name), never both. The flags are parsed here, into the dict
+form of a spec that headcount.learn.sweep.spec_from_dict validates like a file (SpecError, exit
+2)."""
 
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ def spec_from_flags(
     seeds: str | None = None,
 ) -> dict[str, Any]:
     """The dict form of a sweep given as flags: --task, --fixed KEY=V (repeatable), --grid KEY=V1,V2
-    (repeatable), --seeds 0,1,2 (None: the spec's default; a value naming no seed, '' or ',', is an error),
-    --name (default "<task>-flags"). Validate it with spec_from_dict."""
+    (repeatable), --seeds 0,1,2 (None: the spec's default; a value naming no seed, '' or ',', is an
+    error), --name (default "<task>-flags"). Validate it with spec_from_dict."""
     if not task:
         raise SpecError(
             "give a sweep file, or --task with --grid KEY=V1,V2 "
@@ -61,14 +62,18 @@ def spec_from_flags(
 
 
 def _seed_list(seeds: str) -> list[int]:
-    """The --seeds value as integers (their bounds are the spec's); SpecError when it names no seed (an
-    empty list would silently run the default seed) or is not integers separated by commas."""
+    """The --seeds value as integers (their bounds are the spec's); SpecError when it names no seed
+    (an empty list would silently run the default seed) or is not integers separated by commas."""
     if not seeds.replace(",", "").strip():
-        raise SpecError(f"--seeds {seeds!r} names no seed: give one or more seeds 0 … 2⁶³−1, e.g. 0,1,2")
+        raise SpecError(
+            f"--seeds {seeds!r} names no seed: give one or more seeds 0 … 2⁶³−1, e.g. 0,1,2"
+        )
     try:
         return [int(v) for v in seeds.split(",")]
     except ValueError:
-        raise SpecError(f"--seeds {seeds!r}: give integers separated by commas, e.g. --seeds 0,1,2") from None
+        raise SpecError(
+            f"--seeds {seeds!r}: give integers separated by commas, e.g. --seeds 0,1,2"
+        ) from None
 
 
 def spec_from_options(
@@ -80,9 +85,12 @@ def spec_from_options(
     grid: Sequence[str] = (),
     seeds: str | None = None,
 ) -> SweepSpec:
-    """The spec of `headcount sweep run`: a TOML file, or the flags (spec_from_flags) — never both."""
+    """The spec of `headcount sweep run`: a TOML file, or the flags (spec_from_flags) — never
+    both."""
     if path is None:
         return spec_from_dict(spec_from_flags(name, task, fixed, grid, seeds))
     if task or fixed or grid or seeds is not None or name:
-        raise SpecError("give either a sweep file or --task/--fixed/--grid/--seeds/--name, not both")
+        raise SpecError(
+            "give either a sweep file or --task/--fixed/--grid/--seeds/--name, not both"
+        )
     return spec_from_toml(path)

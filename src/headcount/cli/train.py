@@ -1,6 +1,7 @@
 """`headcount train …`: induction, minmax, boolean (each: options → one library call → print).
 
-The library checks the settings (headcount.learn.train raises InputError; main() prints it and exits 2)."""
+The library checks the settings (headcount.learn.train raises InputError; main() prints it and exits
+2)."""
 
 from __future__ import annotations
 
@@ -11,23 +12,28 @@ import typer
 from headcount.cli.common import JsonOpt, ProgressOpt, emit
 
 app = typer.Typer(
-    no_args_is_help=True, help="Train PyTorch models on a task; exact task metrics; save in the model format."
+    no_args_is_help=True,
+    help="Train PyTorch models on a task; exact task metrics; save in the model format.",
 )
 
 
-# The bounds learn/models/costs.py enforces, for --help (written out so the CLI starts without importing
-# torch; tests/learn/test_train_limits.py checks them against costs.MAX_STEPS, MAX_SEED, MAX_LR and
-# TRAIN_FLOPS_LIMIT). Sizes are bounded by the run's estimated memory (--max-memory) and compute.
+# The bounds learn/models/costs.py enforces, for --help (written out so the CLI starts without
+# importing torch; tests/learn/test_train_limits.py checks them against costs.MAX_STEPS, MAX_SEED,
+# MAX_LR and TRAIN_FLOPS_LIMIT). Sizes are bounded by the run's estimated memory (--max-memory) and
+# compute.
 SIZES = "bounded by the run's memory (--max-memory) and compute (≤ 10¹⁴ operations)"
 StepsOpt = typer.Option(
     None, "--steps", help="Training steps, 0..10,000,000 (default: the task's measured default)."
 )
 SeedOpt = typer.Option(0, "--seed", help="Seed of initialisation and data, 0..2^63−1.")
-LrOpt = typer.Option(None, "--lr", help="Peak learning rate of AdamW, 0 < lr ≤ 10 (default: the task's).")
+LrOpt = typer.Option(
+    None, "--lr", help="Peak learning rate of AdamW, 0 < lr ≤ 10 (default: the task's)."
+)
 OutOpt = typer.Option(
     None,
     "--out",
-    help="Save the trained model here (.safetensors, headcount model format); its folder is checked first.",
+    help="Save the trained model here (.safetensors, headcount model format); its folder is "
+    "checked first.",
 )
 
 
@@ -39,24 +45,33 @@ def train_induction(
     n: int = typer.Option(16, "--n", help="Sequence length ≥ 1 (bounded likewise)."),
     alphabet: int = typer.Option(4, "--alphabet", help="Tokens ≥ 2 (bounded likewise)."),
     hops: int = typer.Option(
-        1, "--hops", help="1..n; k > 1: k-hop, hop count 1..k as the first token (hop n+1 answers as hop n)."
+        1,
+        "--hops",
+        help="1..n; k > 1: k-hop, hop count 1..k as the first token (hop n+1 answers as hop n).",
     ),
     steps: int | None = StepsOpt,
     seed: int = SeedOpt,
     lr: float | None = LrOpt,
-    positional: str = typer.Option("learned", "--positional", help="learned, sinusoidal or circle."),
+    positional: str = typer.Option(
+        "learned", "--positional", help="learned, sinusoidal or circle."
+    ),
     mlp: bool = typer.Option(False, "--mlp", help="An MLP in every block."),
     layernorm: bool = typer.Option(
-        False, "--layernorm", help="Pre-LayerNorm before the heads and the MLP, and a final one (GPT-2's)."
+        False,
+        "--layernorm",
+        help="Pre-LayerNorm before the heads and the MLP, and a final one (GPT-2's).",
     ),
     activation: str = typer.Option(
-        "relu", "--activation", help="The MLP's activation: relu, gelu (exact erf) or gelu_tanh (GPT-2's)."
+        "relu",
+        "--activation",
+        help="The MLP's activation: relu, gelu (exact erf) or gelu_tanh (GPT-2's).",
     ),
     out: Path | None = OutOpt,
     progress: bool = ProgressOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Train a causal attention model on induction heads (or k-hop); accuracy on non-⊥, ⊥ and INDEX inputs."""
+    """Train a causal attention model on induction heads (or k-hop); accuracy on non-⊥, ⊥ and INDEX
+    inputs."""
     from headcount.learn.train import train
 
     r = train(
@@ -90,7 +105,9 @@ def train_induction(
 @app.command("minmax")
 def train_minmax(
     M: int = typer.Option(
-        8, "--M", help=f"Tokens 1..M, M ≥ 2, {SIZES}; the exact evaluation ≤ 2·10⁸ list×class×head steps."
+        8,
+        "--M",
+        help=f"Tokens 1..M, M ≥ 2, {SIZES}; the exact evaluation ≤ 2·10⁸ list×class×head steps.",
     ),
     n: int = typer.Option(4, "--n", help="List length ≥ 2 (bounded likewise)."),
     heads: int = typer.Option(1, "--heads", help="Heads ≥ 1 (bounded likewise)."),
@@ -102,7 +119,8 @@ def train_minmax(
     progress: bool = ProgressOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Train H heads + min and max classifiers; exact accuracy, and the exact one-head verifier for H = 1."""
+    """Train H heads + min and max classifiers; exact accuracy, and the exact one-head verifier for
+    H = 1."""
     from headcount.learn.train import train
 
     r = train(
@@ -118,7 +136,9 @@ def train_minmax(
         progress=progress,
     )
     m = r.metrics
-    human = f"accuracy min {m.accuracy_min:.4f}, max {m.accuracy_max:.4f}, both {m.accuracy_both:.4f}"
+    human = (
+        f"accuracy min {m.accuracy_min:.4f}, max {m.accuracy_max:.4f}, both {m.accuracy_both:.4f}"
+    )
     emit(r.to_json(), as_json, human)
 
 
@@ -126,11 +146,15 @@ def train_minmax(
 def train_boolean(
     function: str = typer.Option("xor", "--function", help="A symmetric function by name or F:+-…"),
     n: int = typer.Option(
-        8, "--n", help=f"Input bits, 1..1,000,000, {SIZES} and the exact check's budget (boolean construct)."
+        8,
+        "--n",
+        help=f"Input bits, 1..1,000,000, {SIZES} and the exact check's budget (boolean construct).",
     ),
     degree: int = typer.Option(2, "--degree", help="Readout degree ≥ 1 (bounded likewise)."),
     heads: int = typer.Option(4, "--heads", help="Heads ≥ 1 (bounded likewise)."),
-    dim: int | None = typer.Option(None, "--dim", help="≥ 1 (bounded likewise); default: Theorem 3's bound."),
+    dim: int | None = typer.Option(
+        None, "--dim", help="≥ 1 (bounded likewise); default: Theorem 3's bound."
+    ),
     steps: int | None = StepsOpt,
     seed: int = SeedOpt,
     lr: float | None = LrOpt,
@@ -155,7 +179,8 @@ def train_boolean(
         progress=progress,
     )
     m = r.metrics
-    human = f"{'solved' if m.solved_exact else 'not solved'}: {m.accuracy_all_inputs:.4f} of all inputs" + (
-        " (D·H below the threshold degree: impossible by Theorem 2)" if r.below_bound else ""
+    human = (
+        f"{'solved' if m.solved_exact else 'not solved'}: {m.accuracy_all_inputs:.4f} of all inputs"
+        + (" (D·H below the threshold degree: impossible by Theorem 2)" if r.below_bound else "")
     )
     emit(r.to_json(), as_json, human)

@@ -1,7 +1,8 @@
-"""`headcount zoo …`: the constructions as ready models with each head's role (issue 15): list, export.
+"""`headcount zoo …`: the constructions as ready models with each head's role (issue 15): list,
+export.
 
-Each command parses its options, calls one function of headcount.zoo (which checks the name, the format and
-the folder before building anything) and prints."""
+Each command parses its options, calls one function of headcount.zoo (which checks the name, the
+format and the folder before building anything) and prints."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from headcount.cli.common import JsonOpt, emit, flag
 
 app = typer.Typer(
     no_args_is_help=True,
-    help="Ground-truth models for interpretability benchmarks: constructions with every head's role.",
+    help="Ground-truth models for interpretability benchmarks: constructions with every head's "
+    "role.",
 )
 
 
@@ -31,22 +33,26 @@ def zoo_export(
     fmt: str = typer.Option(
         "headcount",
         "--format",
-        help="headcount (the scenario's own model file) or transformer-lens (needs the optional extra tl).",
+        help="headcount (the scenario's own model file) or transformer-lens (needs the optional "
+        "extra tl).",
     ),
     out: str = typer.Option(
         ...,
         "--out",
-        help="Folder to write into (created if missing): the weights (NAME.safetensors; for transformer-lens "
+        help="Folder to write into (created if missing): the weights (NAME.safetensors; for "
+        "transformer-lens "
         "the folder NAME/, or NAME-min/ and NAME-max/ for the min/max layer) and NAME.roles.json.",
     ),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Write one model and its roles file (every head's role, mechanism, query, key, value; a certificate)."""
+    """Write one model and its roles file (every head's role, mechanism, query, key, value; a
+    certificate)."""
     from headcount.zoo import export
 
     result = export(name, fmt, out, spell=flag)
     human = (
         f"{result.name} ({result.format}) in {result.out}: {len(result.files)} files, roles in "
-        f"{result.roles}; certified: {result.certificate['certified']} ({result.certificate['command']})"
+        f"{result.roles}; certified: {result.certificate['certified']} "
+        f"({result.certificate['command']})"
     )
     emit(result.to_json(), as_json, human)

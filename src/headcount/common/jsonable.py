@@ -1,10 +1,11 @@
-"""One path from results to JSON: typed results are frozen dataclasses; `jsonable` turns them (and numpy
-values, tuples, sets, exact rationals) into plain JSON values with an explicit policy for NaN and ±inf.
+"""One path from results to JSON: typed results are frozen dataclasses; `jsonable` turns them (and
+numpy values, tuples, sets, exact rationals) into plain JSON values with an explicit policy for NaN
+and ±inf.
 
-Policies: ``nonfinite="null"`` (the default: strict JSON, what the CLI prints and the report stores — a
-NaN or infinity there means "no value") and ``nonfinite="keep"`` (floats kept as they are, for callers that
-store them with their own encoding). Anything else that is not JSON — a Path, an fmpq, a Fraction — becomes
-its string.
+Policies: ``nonfinite="null"`` (the default: strict JSON, what the CLI prints and the report stores
+— a NaN or infinity there means "no value") and ``nonfinite="keep"`` (floats kept as they are, for
+callers that store them with their own encoding). Anything else that is not JSON — a Path, an fmpq,
+a Fraction — becomes its string.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ NonFinite = Literal["null", "keep"]
 
 
 def jsonable(value: Any, nonfinite: NonFinite = "null") -> Any:
-    """`value` as plain JSON values (dict keys as strings); see the module docstring for the policies."""
+    """`value` as plain JSON values (dict keys as strings); see the module docstring for the
+    policies."""
     if nonfinite not in ("null", "keep"):
         raise ValueError(f"nonfinite={nonfinite!r}: use 'null' or 'keep'")
     return _convert(value, nonfinite)
@@ -38,7 +40,8 @@ def _convert(value: Any, nonfinite: NonFinite) -> Any:
 
 
 def _unwrap(value: Any) -> Any:
-    """A value that is not plain JSON as one that is closer to it (a dict, a list, a number or a string)."""
+    """A value that is not plain JSON as one that is closer to it (a dict, a list, a number or a
+    string)."""
     if callable(getattr(value, "to_json", None)):
         return value.to_json()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -53,8 +56,8 @@ def _unwrap(value: Any) -> Any:
 
 
 class JsonResult:
-    """Mixin for frozen-dataclass results: ``to_json()`` is their fields through `jsonable` (a subclass
-    overrides it only to rename or leave out a field, and says why)."""
+    """Mixin for frozen-dataclass results: ``to_json()`` is their fields through `jsonable` (a
+    subclass overrides it only to rename or leave out a field, and says why)."""
 
     def to_json(self) -> dict[str, Any]:
         return {f.name: _convert(getattr(self, f.name), "null") for f in dataclasses.fields(self)}

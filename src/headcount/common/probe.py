@@ -1,5 +1,5 @@
-"""What ran a result: package versions (from metadata — nothing is imported) and the machine, probed once
-per process. Sweeps store it with every run; the report prints it."""
+"""What ran a result: package versions (from metadata — nothing is imported) and the machine, probed
+once per process. Sweeps store it with every run; the report prints it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""The one progress bar: a rich bar on stderr when enabled, a no-op otherwise, behind one small interface.
+"""The one progress bar: a rich bar on stderr when enabled, a no-op otherwise, behind one small
+interface.
 
-Progress never goes to stdout (a command's JSON output owns it, and sweep workers' callers may too). Training
-shows its loss beside the bar (a field); a sweep shows how many runs failed in the bar's description.
+Progress never goes to stdout (a command's JSON output owns it, and sweep workers' callers may too).
+Training shows its loss beside the bar (a field); a sweep shows how many runs failed in the bar's
+description.
 
     with progress_bar(enabled, "train", total=steps, fields={"loss": "…"}) as bar:
         bar.update(completed=step + 1, loss=f"{loss:.4f}")
@@ -40,7 +42,9 @@ class _RichBar(ProgressBar):
         description: str | None = None,
         **fields: Any,
     ) -> None:
-        self._bar.update(self._task, advance=advance, completed=completed, description=description, **fields)
+        self._bar.update(
+            self._task, advance=advance, completed=completed, description=description, **fields
+        )
 
 
 @contextmanager
@@ -53,9 +57,9 @@ def progress_bar(
     fields: Mapping[str, str] | None = None,
     transient: bool = False,
 ) -> Iterator[ProgressBar]:
-    """A bar over `total` items starting at `completed`, labelled `label`, with one "name value" column
-    per entry of `fields` (their initial values); `transient` removes it from the terminal when done.
-    Disabled: a ProgressBar whose update does nothing (rich is not even imported)."""
+    """A bar over `total` items starting at `completed`, labelled `label`, with one "name value"
+    column per entry of `fields` (their initial values); `transient` removes it from the terminal
+    when done. Disabled: a ProgressBar whose update does nothing (rich is not even imported)."""
     if not enabled:
         yield ProgressBar()
         return

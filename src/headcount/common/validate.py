@@ -1,5 +1,5 @@
-"""The library's input checks, shared by the Python API and the CLI: each raises InputError with one line
-that says what is wrong and what is allowed (the CLI prints it and exits 2)."""
+"""The library's input checks, shared by the Python API and the CLI: each raises InputError with one
+line that says what is wrong and what is allowed (the CLI prints it and exits 2)."""
 
 from __future__ import annotations
 
@@ -37,44 +37,53 @@ def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
 
 
 def check_writable(out: str | os.PathLike, option: str = "out") -> None:
-    """InputError unless a file can be written at `out` (a path, not a folder, in a writable folder):
-    checked before the work, so an unwritable `out` costs nothing."""
+    """InputError unless a file can be written at `out` (a path, not a folder, in a writable
+    folder): checked before the work, so an unwritable `out` costs nothing."""
     text = str(out)
     parent = os.path.dirname(text) or "."
     if text == "" or os.path.isdir(text):
         raise InputError(f"{param(option)} {text[:200]!r} is empty or a folder: give a file path")
     if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
-        raise InputError(f"{param(option)} {text[:200]!r}: its folder does not exist or cannot be written")
+        raise InputError(
+            f"{param(option)} {text[:200]!r}: its folder does not exist or cannot be written"
+        )
 
 
 def writable_folder(out: str | os.PathLike, option: str = "out", follow: bool = True) -> Path:
-    """`out` as a folder that exists and can be written (made with its parents if missing); InputError —
-    empty, not a folder, cannot be made or written, or (`follow` False: a folder the command names inside
-    the user's) a symbolic link, which would send the writes outside the named folder — before any work."""
+    """`out` as a folder that exists and can be written (made with its parents if missing);
+    InputError — empty, not a folder, cannot be made or written, or (`follow` False: a folder the
+    command names inside the user's) a symbolic link, which would send the writes outside the named
+    folder — before any work."""
     text = os.fsdecode(out)
     if text == "":
         raise InputError(f"{param(option)} is empty: give a folder (made if missing)")
     folder, shown = Path(text), repr(text[:200])
     if not follow and os.path.islink(folder):
         raise InputError(
-            f"{param(option)} {shown} is a symbolic link: headcount writes only into real folders there"
+            f"{param(option)} {shown} is a symbolic link: headcount writes only into real folders "
+            "there"
         )
     if os.path.lexists(folder) and not folder.is_dir():
         raise InputError(f"{param(option)} {shown} exists and is not a folder: give a folder")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise InputError(f"{param(option)} {shown}: the folder cannot be made ({err.strerror})") from None
+        raise InputError(
+            f"{param(option)} {shown}: the folder cannot be made ({err.strerror})"
+        ) from None
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(f"{param(option)} {shown}: the folder cannot be written")
     return folder
 
 
 @contextlib.contextmanager
-def filling_folder(out: str | os.PathLike, option: str = "out", follow: bool = True) -> Iterator[Path]:
-    """writable_folder(out) for the writes inside the block; if the block fails, what it created — the
-    folder, missing parents, the files written into them — is removed, so a command that could not fill
-    a folder it made leaves none behind. A folder that existed stays (atomic writes keep its old files)."""
+def filling_folder(
+    out: str | os.PathLike, option: str = "out", follow: bool = True
+) -> Iterator[Path]:
+    """writable_folder(out) for the writes inside the block; if the block fails, what it created —
+    the folder, missing parents, the files written into them — is removed, so a command that could
+    not fill a folder it made leaves none behind. A folder that existed stays (atomic writes keep
+    its old files)."""
     text = os.fsdecode(out)
     missing = [p for p in (Path(text), *Path(text).parents) if text and not os.path.lexists(p)]
     folder = writable_folder(text, option, follow)
@@ -86,18 +95,25 @@ def filling_folder(out: str | os.PathLike, option: str = "out", follow: bool = T
         raise
 
 
-def check_not_read(outputs: Iterable[str | os.PathLike], inputs: Iterable[Any], option: str = "out") -> None:
-    """InputError if a file the command would write is a file it reads (the same file, also through links
-    or another name: os.path.samefile), found before any work, so nothing being read is replaced."""
+def check_not_read(
+    outputs: Iterable[str | os.PathLike], inputs: Iterable[Any], option: str = "out"
+) -> None:
+    """InputError if a file the command would write is a file it reads (the same file, also through
+    links or another name: os.path.samefile), found before any work, so nothing being read is
+    replaced."""
     sources = [os.fsdecode(p) for p in inputs if p is not None]
     for target in outputs:
         for source in sources:
             try:
                 same = os.path.samefile(target, source)
-            except (OSError, ValueError):  # either missing (nothing to overwrite) or not a usable path
+            except (
+                OSError,
+                ValueError,
+            ):  # either missing (nothing to overwrite) or not a usable path
                 continue
             if same:
                 raise InputError(
-                    f"{param(option)} would overwrite {os.fsdecode(source)[:200]!r}, which this command "
+                    f"{param(option)} would overwrite {os.fsdecode(source)[:200]!r}, which this "
+                    "command "
                     "reads: write to another path"
                 )

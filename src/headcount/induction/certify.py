@@ -1,20 +1,21 @@
-"""Certificates for induction-heads models: which inputs, the plan that checks a request once, and the typed
-result the CLI prints.
+"""Certificates for induction-heads models: which inputs, the plan that checks a request once, and
+the typed result the CLI prints.
 
-Inputs: all of Σ^n when S^n ≤ EXHAUSTIVE_LIMIT (streamed in lexicographic chunks); otherwise `samples`
-seeded random sequences (half uniform, half no-adjacent-repeats) plus every adversarial family of
-headcount.induction.task (each max(2, samples // 8) sequences; the INDEX family where S ≥ 3 and n ≥ 3).
+Inputs: all of Σ^n when S^n ≤ EXHAUSTIVE_LIMIT (streamed in lexicographic chunks); otherwise
+`samples` seeded random sequences (half uniform, half no-adjacent-repeats) plus every adversarial
+family of headcount.induction.task (each max(2, samples // 8) sequences; the INDEX family where S ≥
+3 and n ≥ 3).
 
-Layouts (headcount.induction.layouts): the inputs above are the characters; with layout "hop-prefix" every
-input gets the hop token of k = `hops` first and position 0 is not scored (core.certify.certify's IGNORE). The
-model is bound to the task's tokens first (core.model.vocab.bind_task), so imported models (decoder "vocab")
-certify in their own vocabulary.
+Layouts (headcount.induction.layouts): the inputs above are the characters; with layout "hop-prefix"
+every input gets the hop token of k = `hops` first and position 0 is not scored
+(core.certify.certify's IGNORE). The model is bound to the task's tokens first
+(core.model.vocab.bind_task), so imported models (decoder "vocab") certify in their own vocabulary.
 
-Plan (plan_certify): the request (sizes, samples, seed, hop, layout) and, where the model's shape is known
-before it is built (a construction: induction/source.py's ModelSource.check), the resource bounds are
-checked once, before anything is built or read; the bounds that need the model itself (its context, its
-vocabulary, its work per input) are checked when it is bound (CertifyPlan.bind). certify_induction runs
-the plan on a model or on a ModelSource.
+Plan (plan_certify): the request (sizes, samples, seed, hop, layout) and, where the model's shape is
+known before it is built (a construction: induction/source.py's ModelSource.check), the resource
+bounds are checked once, before anything is built or read; the bounds that need the model itself
+(its context, its vocabulary, its work per input) are checked when it is bound (CertifyPlan.bind).
+certify_induction runs the plan on a model or on a ModelSource.
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_int
 from headcount.core.certify import Certificate, InputStream, Model, certify_model
 from headcount.induction import task
-from headcount.induction.construction import ModelShape, check_sizes, evaluation_bytes, evaluation_work
+from headcount.induction.construction import (
+    ModelShape,
+    check_sizes,
+    evaluation_bytes,
+    evaluation_work,
+)
 from headcount.induction.khop.families import KHOP_FAMILIES
 from headcount.induction.layouts import (
     bind_layout,
@@ -47,25 +53,27 @@ from headcount.induction.source import ModelSource
 EXHAUSTIVE_LIMIT = 2_000_000
 EXHAUSTIVE_CHUNK = 1 << 15
 SAMPLE_CHUNK = 256  # sampled inputs are generated and checked this many at a time
-# induction certify: at most this many score entries per pass over its inputs (construction.evaluation_work:
-# inputs × (heads · n² + a fixed cost per input)); samples, n and the model's heads set it. Why this
-# bound: a certificate evaluates its inputs about three times (float64, the proof at p, float32; the other
-# dtypes and the precision search stop early), and the blocked passes (core.attention.settings) do the
-# causal half at about 10⁸ entries of n² a second on 2 cores at n = 65536, so the limit is about an hour;
-# the largest certificate the report asks for takes 1.5·10¹¹ (n = 65536, S = 256, 12 inputs: the
-# full-scale induction.two_layer.large_n), the slow tests 1.3·10⁹ (all of Σ^20 over 2 tokens).
+# induction certify: at most this many score entries per pass over its inputs
+# (construction.evaluation_work: inputs × (heads · n² + a fixed cost per input)); samples, n and the
+# model's heads set it. Why this bound: a certificate evaluates its inputs about three times
+# (float64, the proof at p, float32; the other dtypes and the precision search stop early), and the
+# blocked passes (core.attention.settings) do the causal half at about 10⁸ entries of n² a second on
+# 2 cores at n = 65536, so the limit is about an hour; the largest certificate the report asks for
+# takes 1.5·10¹¹ (n = 65536, S = 256, 12 inputs: the full-scale induction.two_layer.large_n), the
+# slow tests 1.3·10⁹ (all of Σ^20 over 2 tokens).
 CERTIFY_MAX_WORK = 2**38
-# ... and at most this many multiply-adds per pass (inputs × layouts.model_work): what bounds wide models,
-# whose weights and readout (an imported model's vocabulary) cost more per position than their scores. The
-# passes run 10⁹–10¹⁰ multiply-adds a second here, a pass in minutes at the limit.
+# ... and at most this many multiply-adds per pass (inputs × layouts.model_work): what bounds wide
+# models, whose weights and readout (an imported model's vocabulary) cost more per position than
+# their scores. The passes run 10⁹–10¹⁰ multiply-adds a second here, a pass in minutes at the limit.
 CERTIFY_MAX_MULTIPLY_ADDS = 2.0**41
-# Bytes per input row while sampled inputs are generated (int64 rows, random floats, argsort keys): per
-# position and per alphabet token.
+# Bytes per input row while sampled inputs are generated (int64 rows, random floats, argsort keys):
+# per position and per alphabet token.
 INPUT_BYTES_PER_POSITION, INPUT_BYTES_PER_TOKEN = 48, 24
 
 
 def exhaustive_cases(limit: int = EXHAUSTIVE_LIMIT) -> list[tuple[int, int]]:
-    """Every (S, n) with 2 ≤ S ≤ n and S^n ≤ limit, smallest first: the sizes certified on all of Σ^n."""
+    """Every (S, n) with 2 ≤ S ≤ n and S^n ≤ limit, smallest first: the sizes certified on all of
+    Σ^n."""
     cases = []
     S = 2
     while S**S <= limit:
@@ -83,15 +91,17 @@ def default_samples(n: int) -> int:
 
 
 def exhaustive_size(n: int, alphabet: int) -> bool:
-    """Whether certify checks all of Σ^n: S^n ≤ EXHAUSTIVE_LIMIT (S^n never computed for a large n: with
-    S ≥ 2 it exceeds the limit once n > 21)."""
+    """Whether certify checks all of Σ^n: S^n ≤ EXHAUSTIVE_LIMIT (S^n never computed for a large n:
+    with S ≥ 2 it exceeds the limit once n > 21)."""
     return n <= 21 and task.count_sequences(n, alphabet) <= EXHAUSTIVE_LIMIT
 
 
-def family_sizes(n: int, alphabet: int, samples: int | None, hops: int = 1) -> list[tuple[str, int]]:
-    """The sampled input set: (family, count) — uniform and no-adjacent-repeats share `samples` (default
-    default_samples(n)), each adversarial family gets max(2, samples // 8) (INDEX only when S ≥ 3, n ≥ 3;
-    with hops ≥ 2 also the k-hop families of induction/khop/families.py)."""
+def family_sizes(
+    n: int, alphabet: int, samples: int | None, hops: int = 1
+) -> list[tuple[str, int]]:
+    """The sampled input set: (family, count) — uniform and no-adjacent-repeats share `samples`
+    (default default_samples(n)), each adversarial family gets max(2, samples // 8) (INDEX only when
+    S ≥ 3, n ≥ 3; with hops ≥ 2 also the k-hop families of induction/khop/families.py)."""
     samples = default_samples(n) if samples is None else samples
     per_family = max(2, samples // 8)
     families: list[tuple[str, int]] = [
@@ -148,12 +158,13 @@ def induction_inputs(
 
 @dataclass(frozen=True)
 class InductionCertificate:
-    """certify_model's Certificate of a model on induction heads, with what was certified: the hop, the
-    model's shape (heads per layer, residual width), the task size, and the input set (exhaustive or
-    sampled with `seed`). `size` = Σ heads·d_model·precision_bits (None without a precision).
-    `construction` names the construction of a model built in-process; a model read from a file
-    (`from_file`) reports what its own info says as `file_label` instead: a label, never a fact. `layout`
-    is in the JSON only when it is not "plain" (so plain certificates read as they always did)."""
+    """certify_model's Certificate of a model on induction heads, with what was certified: the hop,
+    the model's shape (heads per layer, residual width), the task size, and the input set
+    (exhaustive or sampled with `seed`). `size` = Σ heads·d_model·precision_bits (None without a
+    precision). `construction` names the construction of a model built in-process; a model read from
+    a file (`from_file`) reports what its own info says as `file_label` instead: a label, never a
+    fact. `layout` is in the JSON only when it is not "plain" (so plain certificates read as they
+    always did)."""
 
     hops: int
     layers: int
@@ -172,12 +183,14 @@ class InductionCertificate:
 
     @property
     def scope(self) -> str:
-        """What "checked" covers: "exhaustive" (all of Σ^n) or "sampled" (only the inputs checked)."""
+        """What "checked" covers: "exhaustive" (all of Σ^n) or "sampled" (only the inputs
+        checked)."""
         return "exhaustive" if self.exhaustive else "sampled"
 
     def shortfalls(self, need_exhaustive: bool = False) -> list[str]:
-        """Why this certificate does not show that the model answers every input checked right, proven at
-        precision_bits (with need_exhaustive: every input of Σ^n), one line each; empty when it does."""
+        """Why this certificate does not show that the model answers every input checked right,
+        proven at precision_bits (with need_exhaustive: every input of Σ^n), one line each; empty
+        when it does."""
         c, case, total = self.certificate, f"n={self.n} S={self.alphabet}", self.alphabet**self.n
         out = []
         if c.errors:
@@ -192,7 +205,8 @@ class InductionCertificate:
             )
         if need_exhaustive and (not self.exhaustive or c.inputs_checked != total):
             out.append(
-                f"{case}: not checked on all of Σ^n (scope {self.scope}, {c.inputs_checked} inputs, "
+                f"{case}: not checked on all of Σ^n (scope {self.scope}, {c.inputs_checked} "
+                "inputs, "
                 f"S^n = {total})"
             )
         return out
@@ -207,7 +221,11 @@ class InductionCertificate:
             "dim": self.d_model,
             "n": self.n,
             "alphabet": self.alphabet,
-            **({"file_label": self.file_label} if self.from_file else {"construction": self.construction}),
+            **(
+                {"file_label": self.file_label}
+                if self.from_file
+                else {"construction": self.construction}
+            ),
             "exhaustive": self.exhaustive,
             "scope": self.scope,
             "seed": self.seed,
@@ -253,13 +271,16 @@ def check_certify_resources(
     prefix: int = 0,
     hops: int = 1,
 ) -> None:
-    """certify's bounds, from the sizes alone: CERTIFY_MAX_WORK score entries per pass, and the memory of
-    evaluating the model (construction.evaluation_bytes) plus one chunk of inputs within the guard's limit
-    (`prefix`: tokens before the n characters, the hop token of the hop-prefix layout)."""
+    """certify's bounds, from the sizes alone: CERTIFY_MAX_WORK score entries per pass, and the
+    memory of evaluating the model (construction.evaluation_bytes) plus one chunk of inputs within
+    the guard's limit (`prefix`: tokens before the n characters, the hop token of the hop-prefix
+    layout)."""
     inputs, rows = certify_inputs(n, alphabet, samples, exhaustive, hops)
     length = n + prefix
     what = _what(n, alphabet)
-    chunk = float(rows) * (INPUT_BYTES_PER_POSITION * float(length) + INPUT_BYTES_PER_TOKEN * float(alphabet))
+    chunk = float(rows) * (
+        INPUT_BYTES_PER_POSITION * float(length) + INPUT_BYTES_PER_TOKEN * float(alphabet)
+    )
     check_memory(evaluation_bytes(length, d_model) + chunk, what)
     check_work(
         evaluation_work(inputs, heads, length),
@@ -279,8 +300,9 @@ def check_model_resources(
     prefix: int = 0,
     hops: int = 1,
 ) -> None:
-    """The bounds that depend on the (bound) model beyond its heads and width: CERTIFY_MAX_MULTIPLY_ADDS per
-    pass, and the memory of the pass with its output logits (an imported model's whole vocabulary)."""
+    """The bounds that depend on the (bound) model beyond its heads and width:
+    CERTIFY_MAX_MULTIPLY_ADDS per pass, and the memory of the pass with its output logits (an
+    imported model's whole vocabulary)."""
     inputs, rows = certify_inputs(n, alphabet, samples, exhaustive, hops)
     length = n + prefix
     what = _what(n, alphabet)
@@ -296,9 +318,10 @@ def check_model_resources(
 
 @dataclass(frozen=True)
 class CertifyPlan:
-    """What certify runs, once its request is checked (plan_certify): the task (n, alphabet, hops, layout),
-    the input set (exhaustive, or `samples` seeded inputs plus the adversarial families) and `shape`, the
-    model's shape already checked against the resource bounds (None until a model is bound)."""
+    """What certify runs, once its request is checked (plan_certify): the task (n, alphabet, hops,
+    layout), the input set (exhaustive, or `samples` seeded inputs plus the adversarial families)
+    and `shape`, the model's shape already checked against the resource bounds (None until a model
+    is bound)."""
 
     n: int
     alphabet: int
@@ -328,9 +351,9 @@ class CertifyPlan:
         )
 
     def bind(self, model: Model) -> Model:
-        """`model` bound to the task's tokens in the plan's layout (layouts.bind_layout), after checking that
-        it handles the sizes; then the bounds of the bound model (the shape's, unless the plan checked that
-        shape already, and check_model_resources)."""
+        """`model` bound to the task's tokens in the plan's layout (layouts.bind_layout), after
+        checking that it handles the sizes; then the bounds of the bound model (the shape's, unless
+        the plan checked that shape already, and check_model_resources)."""
         n, alphabet = self.n, self.alphabet
         if not self.prefix and (n > model.n_ctx or alphabet > model.alphabet):
             raise InputError(
@@ -340,7 +363,9 @@ class CertifyPlan:
         bound = bind_layout(model, self.layout, n, alphabet, self.hops)
         if ModelShape.of(bound) != self.shape:
             self.check_shape(ModelShape.of(bound))
-        check_model_resources(bound, n, alphabet, self.samples, self.exhaustive, self.prefix, self.hops)
+        check_model_resources(
+            bound, n, alphabet, self.samples, self.exhaustive, self.prefix, self.hops
+        )
         return bound
 
     def inputs(self) -> InputStream:
@@ -348,7 +373,9 @@ class CertifyPlan:
         stream, _ = induction_inputs(
             self.n, self.alphabet, self.samples, self.seed, self.exhaustive, self.hops
         )
-        return layout_stream(stream, self.layout, self.alphabet, self.hops) if self.prefix else stream
+        return (
+            layout_stream(stream, self.layout, self.alphabet, self.hops) if self.prefix else stream
+        )
 
 
 def plan_certify(
@@ -362,9 +389,9 @@ def plan_certify(
     source: ModelSource | None = None,
 ) -> CertifyPlan:
     """certify's plan: the request checked (check_request), the input set chosen (exhaustive when
-    exhaustive_size, unless `exhaustive` says), and, for a `source` whose shape is known before it is built
-    (a construction: ModelSource.check, which also checks that it exists at these sizes), the resource
-    bounds of that shape — all before anything is built or read."""
+    exhaustive_size, unless `exhaustive` says), and, for a `source` whose shape is known before it
+    is built (a construction: ModelSource.check, which also checks that it exists at these sizes),
+    the resource bounds of that shape — all before anything is built or read."""
     check_request(n, alphabet, samples, seed, hops, layout)
     shape = None if source is None else source.check(n, alphabet, hops, layout)
     chosen = exhaustive_size(n, alphabet) if exhaustive is None else bool(exhaustive)
@@ -387,12 +414,12 @@ def certify_induction(
     layout: str = "plain",
 ) -> InductionCertificate:
     """Certificate of `model` on induction heads (hop `hops`, 1..layouts.MAX_HOPS) at length n over
-    `alphabet` tokens, in `layout` (module docstring; the model is bound to the task's tokens first).
-    `model` may be where it comes from (ModelSource: a model file, or a construction — `layers` 1 or 2, or
-    "auto" / the k-hop depth for `hops` — at (n, alphabet)), read or built after plan_certify's checks.
-    dtypes=False skips the IEEE-dtype passes (dtypes_exact is then empty); from_file: the model was read from
-    a file (always so for a ModelSource's model file), so its info's "construction" is reported as
-    `file_label`, a label, not a construction."""
+    `alphabet` tokens, in `layout` (module docstring; the model is bound to the task's tokens
+    first). `model` may be where it comes from (ModelSource: a model file, or a construction —
+    `layers` 1 or 2, or "auto" / the k-hop depth for `hops` — at (n, alphabet)), read or built after
+    plan_certify's checks. dtypes=False skips the IEEE-dtype passes (dtypes_exact is then empty);
+    from_file: the model was read from a file (always so for a ModelSource's model file), so its
+    info's "construction" is reported as `file_label`, a label, not a construction."""
     source = model if isinstance(model, ModelSource) else None
     plan = plan_certify(n, alphabet, samples, seed, hops, layout, exhaustive, source)
     if source is not None:

@@ -1,29 +1,33 @@
-"""What each attention head does on the induction / k-hop task: head scores for any weight-form model
-(constructed, trained, or imported), from its float64 attention patterns on seeded inputs (issue 15, part 1).
+"""What each attention head does on the induction / k-hop task: head scores for any weight-form
+model (constructed, trained, or imported), from its float64 attention patterns on seeded inputs
+(issue 15, part 1).
 
-On the characters σ (with the hop-prefix layout, the positions after the hop token; every score is over
-character positions only), with A the head's attention matrix [query key] on one input:
+On the characters σ (with the hop-prefix layout, the positions after the hop token; every score is
+over character positions only), with A the head's attention matrix [query key] on one input:
 
 * ``previous_token`` — mean over queries i ≥ 1 of A[i, i−1];
-* ``duplicate_token`` — mean over queries i with an earlier j < i, σ_j = σ_i, of the attention mass on all
-  such j (TransformerLens's duplicate-token sense: every earlier occurrence);
-* ``induction`` — mean over queries with an answer of A[i, find(i)], find(i) = j + 1 for the latest earlier
-  j with σ_j = σ_i (the position whose token the seed's task outputs);
-* ``find`` — for r = 1, 2, 4, … ≤ n: the cosine similarity ⟨A, F_r⟩ / (‖A‖·‖F_r‖) (Frobenius, over the
-  character block) between A and the 0/1 matrix F_r of find^r (F_r[i, find^r(i)] = 1 where find^r(i)
-  exists), averaged over the inputs where F_r is not empty — how well the head follows r hops at once;
-* ``sink`` — mean over queries i ≥ 1 of the attention on the input's first position (position 0: the hop
-  token in the hop-prefix layout, else the first character);
-* ``uniform`` — mean over queries i ≥ 1 of the overlap Σ_{j ≤ i} min(A[i, j], 1/(i+1)) of the head's row
-  with the uniform distribution on 0..i (1 − the total-variation distance for a row that sums to 1): 1 for
-  a head that averages every earlier character evenly (the one-layer construction's head), 1/(i+1) in row
-  i for a head that attends to one position, 0 for one that attends outside the characters.
+* ``duplicate_token`` — mean over queries i with an earlier j < i, σ_j = σ_i, of the attention mass
+  on all such j (TransformerLens's duplicate-token sense: every earlier occurrence);
+* ``induction`` — mean over queries with an answer of A[i, find(i)], find(i) = j + 1 for the latest
+  earlier j with σ_j = σ_i (the position whose token the seed's task outputs);
+* ``find`` — for r = 1, 2, 4, … ≤ n: the cosine similarity ⟨A, F_r⟩ / (‖A‖·‖F_r‖) (Frobenius, over
+  the character block) between A and the 0/1 matrix F_r of find^r (F_r[i, find^r(i)] = 1 where
+  find^r(i) exists), averaged over the inputs where F_r is not empty — how well the head follows r
+  hops at once;
+* ``sink`` — mean over queries i ≥ 1 of the attention on the input's first position (position 0: the
+  hop token in the hop-prefix layout, else the first character);
+* ``uniform`` — mean over queries i ≥ 1 of the overlap Σ_{j ≤ i} min(A[i, j], 1/(i+1)) of the head's
+  row with the uniform distribution on 0..i (1 − the total-variation distance for a row that sums to
+  1): 1 for a head that averages every earlier character evenly (the one-layer construction's head),
+  1/(i+1) in row i for a head that attends to one position, 0 for one that attends outside the
+  characters.
 
-``role`` is the mechanism with the highest score among previous_token, duplicate_token, induction, sink,
-uniform and find^r for r ≥ 2 (find^1 is the induction pattern, scored as `induction`), when that score is at
-least ROLE_THRESHOLD; "none" otherwise. The two-layer construction's heads come out as previous_token and
-duplicate_token (layer 0) and induction (layer 1), the one-layer construction's (a table model) as
-uniform — tests/induction/test_heads.py. Table models (core/model/table.py) are read like weight-form ones.
+``role`` is the mechanism with the highest score among previous_token, duplicate_token, induction,
+sink, uniform and find^r for r ≥ 2 (find^1 is the induction pattern, scored as `induction`), when
+that score is at least ROLE_THRESHOLD; "none" otherwise. The two-layer construction's heads come out
+as previous_token and duplicate_token (layer 0) and induction (layer 1), the one-layer
+construction's (a table model) as uniform — tests/induction/test_heads.py. Table models
+(core/model/table.py) are read like weight-form ones.
 """
 
 from __future__ import annotations
@@ -61,7 +65,8 @@ ROLES = ("previous_token", "duplicate_token", "induction", "sink", "uniform")
 
 
 def find_powers(sigma: np.ndarray) -> dict[int, np.ndarray]:
-    """{r: find^r positions [batch n] (−1 where it does not exist)} for r = 1, 2, 4, … ≤ n, by squaring."""
+    """{r: find^r positions [batch n] (−1 where it does not exist)} for r = 1, 2, 4, … ≤ n, by
+    squaring."""
     f = task.find_positions(sigma)
     out, r = {}, 1
     rows = np.arange(f.shape[0])[:, None]
@@ -73,12 +78,14 @@ def find_powers(sigma: np.ndarray) -> dict[int, np.ndarray]:
 
 
 def _mean_mass(mass: np.ndarray, rows: np.ndarray) -> float:
-    """Mean of `mass` [batch query] over the (batch, query) cells where `rows` is True; 0.0 when none is."""
+    """Mean of `mass` [batch query] over the (batch, query) cells where `rows` is True; 0.0 when
+    none is."""
     return float(mass[rows].mean()) if rows.any() else 0.0
 
 
 def _cosine(A: np.ndarray, target: np.ndarray) -> float:
-    """Mean over inputs (those with a non-empty target) of ⟨A, F⟩ / (‖A‖ ‖F‖), A, F [batch query key]."""
+    """Mean over inputs (those with a non-empty target) of ⟨A, F⟩ / (‖A‖ ‖F‖), A, F [batch query
+    key]."""
     dot = (A * target).sum(axis=(1, 2))
     norms = np.sqrt((A * A).sum(axis=(1, 2)) * (target * target).sum(axis=(1, 2)))
     keep = norms > 0
@@ -86,7 +93,8 @@ def _cosine(A: np.ndarray, target: np.ndarray) -> float:
 
 
 def _evenness(A: np.ndarray, even: np.ndarray) -> float:
-    """Mean over queries i ≥ 1 of Σ_{j ≤ i} min(A[i, j], 1/(i+1)) (module docstring: ``uniform``)."""
+    """Mean over queries i ≥ 1 of Σ_{j ≤ i} min(A[i, j], 1/(i+1)) (module docstring:
+    ``uniform``)."""
     if A.shape[1] < 2:
         return 0.0
     overlap = np.minimum(A, even).sum(axis=-1)  # [batch query]; `even` is 0 above the diagonal
@@ -128,11 +136,13 @@ class HeadScore:
 
 
 def score_heads(patterns: list[np.ndarray], sigma: np.ndarray, offset: int = 0) -> list[HeadScore]:
-    """HeadScores of every head from its patterns [batch heads query key] on inputs whose characters σ
-    [batch n] start at position `offset` (1 with a hop token first)."""
+    """HeadScores of every head from its patterns [batch heads query key] on inputs whose characters
+    σ [batch n] start at position `offset` (1 with a hop token first)."""
     batch, n = sigma.shape
     queries = np.arange(n)
-    earlier_same = (sigma[:, :, None] == sigma[:, None, :]) & (queries[None, :] < queries[:, None])[None]
+    earlier_same = (sigma[:, :, None] == sigma[:, None, :]) & (queries[None, :] < queries[:, None])[
+        None
+    ]
     powers = find_powers(sigma)
     targets = {}
     for r, f in powers.items():
@@ -198,7 +208,9 @@ def _check_request(
 ):
     """The request's options (before any file is read); the layout, defaulted by the task."""
     check_choice("task", task_name, TASKS)
-    layout = DEFAULT_LAYOUT[task_name] if layout is None else check_choice("layout", layout, LAYOUTS)
+    layout = (
+        DEFAULT_LAYOUT[task_name] if layout is None else check_choice("layout", layout, LAYOUTS)
+    )
     check_int("n", n, 2, MAX_N)
     check_int("alphabet", alphabet, 2)
     check_int("samples", samples, 1, MAX_SAMPLES)
@@ -217,9 +229,9 @@ def analyze_heads(
     seed: int = 0,
     hops: int = 1,
 ) -> HeadAnalysis:
-    """Head scores of `model` on `samples` seeded inputs of the task (characters as the task draws them:
-    uniform for induction, no two adjacent equal for khop, from np.random.default_rng([seed, n, alphabet]))
-    in `layout` (hop-prefix puts the token of hop count `hops` first)."""
+    """Head scores of `model` on `samples` seeded inputs of the task (characters as the task draws
+    them: uniform for induction, no two adjacent equal for khop, from np.random.default_rng([seed,
+    n, alphabet])) in `layout` (hop-prefix puts the token of hop count `hops` first)."""
     layout = _check_request(task_name, layout, n, alphabet, samples, seed, hops)
     offset = prefix_length(layout)
     length = n + offset

@@ -1,26 +1,28 @@
-"""Task layouts — how a model reads the k-hop / induction task — and `headcount evaluate`: a model's error per
-hop count on inputs laid out the way it was trained (issue 14, point 5).
+"""Task layouts — how a model reads the k-hop / induction task — and `headcount evaluate`: a model's
+error per hop count on inputs laid out the way it was trained (issue 14, point 5).
 
 Layouts:
 
 * ``plain``: the characters σ ∈ Σ^n only; the label at position i is hop_k(σ)_i, ⊥ where it does not
   exist; one fixed k.
-* ``hop-prefix`` (the k-hop paper's public code): position 0 holds the hop-count token — task token S + k − 1,
-  core.model.vocab's layout, which an imported model's vocabulary map turns into its own id — and positions
-  1..n the characters; the label at position i ≥ 1 is hop_k of the characters at index i − 1 (computed on
-  the characters only), ⊥ where it does not exist; position 0 is not scored (its label is
-  core.certify.certify's IGNORE). Positions that results report (counterexamples, rejections) count the hop
-  token: 1-based over the whole input, as certify prints them.
+* ``hop-prefix`` (the k-hop paper's public code): position 0 holds the hop-count token — task token
+  S + k − 1, core.model.vocab's layout, which an imported model's vocabulary map turns into its own
+  id — and positions 1..n the characters; the label at position i ≥ 1 is hop_k of the characters at
+  index i − 1 (computed on the characters only), ⊥ where it does not exist; position 0 is not scored
+  (its label is core.certify.certify's IGNORE). Positions that results report (counterexamples,
+  rejections) count the hop token: 1-based over the whole input, as certify prints them.
 
-Tasks: ``khop`` draws the characters with no two adjacent equal (task.no_adjacent_repeats: the k-hop paper's
-inputs and the learning lab's khop runs) and takes hop counts 1..MAX_HOPS; ``induction`` is k = 1 with uniform
-characters (task.uniform: the lab's induction runs), in the plain layout unless layout "hop-prefix" asks for
-the hop token of k = 1 first (the characters stay uniform: the task, not the layout, chooses them).
+Tasks: ``khop`` draws the characters with no two adjacent equal (task.no_adjacent_repeats: the k-hop
+paper's inputs and the learning lab's khop runs) and takes hop counts 1..MAX_HOPS; ``induction`` is
+k = 1 with uniform characters (task.uniform: the lab's induction runs), in the plain layout unless
+layout "hop-prefix" asks for the hop token of k = 1 first (the characters stay uniform: the task,
+not the layout, chooses them).
 
-Reproducing a training run: σ is drawn once — `samples` rows from np.random.default_rng([seed, n, alphabet])
-— and shared by every k, as learn.evaluate.evaluate_induction draws its held-out set; with the defaults
-(seed EVAL_SEED, samples EVAL_SAMPLES) `headcount evaluate` on a model a `headcount train induction` run
-wrote reports the run's accuracy_by_hop (and accuracy, accuracy_bottom) as error = 1 − accuracy.
+Reproducing a training run: σ is drawn once — `samples` rows from np.random.default_rng([seed, n,
+alphabet]) — and shared by every k, as learn.evaluate.evaluate_induction draws its held-out set;
+with the defaults (seed EVAL_SEED, samples EVAL_SAMPLES) `headcount evaluate` on a model a
+`headcount train induction` run wrote reports the run's accuracy_by_hop (and accuracy,
+accuracy_bottom) as error = 1 − accuracy.
 """
 
 from __future__ import annotations
@@ -58,33 +60,39 @@ LAYOUTS = ("plain", "hop-prefix")
 TASKS = ("khop", "induction")
 GENERATORS = {"khop": "no_adjacent_repeats", "induction": "uniform"}
 DEFAULT_LAYOUT = {"khop": "hop-prefix", "induction": "plain"}
-# Hop counts 1..16: the range of the k-hop paper's experiments (issue 14 asks for hop counts 1..16). Each k of
-# the hop-prefix layout needs its own hop token in the model's vocabulary, and evaluate runs one pass per k.
+# Hop counts 1..16: the range of the k-hop paper's experiments (issue 14 asks for hop counts 1..16).
+# Each k of the hop-prefix layout needs its own hop token in the model's vocabulary, and evaluate
+# runs one pass per k.
 MAX_HOPS = 16
-# The learning lab's held-out sets (learn.evaluate.EVAL_SEED and EVAL_SIZE), duplicated because induction
-# never imports learn; tests/induction/test_layouts.py keeps them equal.
+# The learning lab's held-out sets (learn.evaluate.EVAL_SEED and EVAL_SIZE), duplicated because
+# induction never imports learn; tests/induction/test_layouts.py keeps them equal.
 EVAL_SEED = 20_240_601
 EVAL_SAMPLES = 2048
-# evaluate: at most this many multiply-adds in all (inputs × hop counts × model_work). Why: the float passes
-# ran 1–4·10¹⁰ multiply-adds a second on this machine's CPUs (random GPT-2-style models, d_model 64–256), so
-# the limit is a few minutes; a GPT-2-small-sized model (12 layers, d_model 768, vocabulary 50,257) costs
-# about 8·10⁹ per input at n = 64, so a few hundred inputs per hop count.
+# evaluate: at most this many multiply-adds in all (inputs × hop counts × model_work). Why: the
+# float passes ran 1–4·10¹⁰ multiply-adds a second on this machine's CPUs (random GPT-2-style
+# models, d_model 64–256), so the limit is a few minutes; a GPT-2-small-sized model (12 layers,
+# d_model 768, vocabulary 50,257) costs about 8·10⁹ per input at n = 64, so a few hundred inputs per
+# hop count.
 EVALUATE_MAX_WORK = 2.0**41
-# fixed:p runs the rigorous bounds (a midpoint and a radius pass, with absolute values of the weights) before
-# any exact evaluation: counted as this many float passes.
+# fixed:p runs the rigorous bounds (a midpoint and a radius pass, with absolute values of the
+# weights) before any exact evaluation: counted as this many float passes.
 FIXED_WORK_FACTOR = 4
-# Bytes per input position while evaluating: σ, the laid-out tokens, targets, predictions and the masks that
-# score them (int64 and bool arrays, a few alive at once), and induction_targets' work arrays.
+# Bytes per input position while evaluating: σ, the laid-out tokens, targets, predictions and the
+# masks that score them (int64 and bool arrays, a few alive at once), and induction_targets' work
+# arrays.
 BYTES_PER_POSITION = 96
 _HOPS_TEXT = re.compile(r"\s*([0-9]{1,6})\s*(?:\.\.\s*([0-9]{1,6})\s*)?")
 
 
 def parse_hops(text: str) -> tuple[int, ...]:
-    """The `hops` text "K" or a range "a..b" as the hop counts it names, each 1..MAX_HOPS (InputError
-    otherwise)."""
+    """The `hops` text "K" or a range "a..b" as the hop counts it names, each 1..MAX_HOPS
+    (InputError otherwise)."""
     match = _HOPS_TEXT.fullmatch(str(text))
     hops_ = param("hops")
-    allowed = f"give K or a range a..b with 1 ≤ a ≤ b ≤ {MAX_HOPS}, e.g. {hops_} 3 or {hops_} 1..{MAX_HOPS}"
+    allowed = (
+        f"give K or a range a..b with 1 ≤ a ≤ b ≤ {MAX_HOPS}, e.g. {hops_} 3 or {hops_} "
+        f"1..{MAX_HOPS}"
+    )
     if match is None:
         raise InputError(f"{hops_} {str(text)[:40]!r} is not a hop count: {allowed}")
     low = int(match.group(1))
@@ -110,18 +118,21 @@ def prefix_length(layout: str) -> int:
 
 def task_characters(task_name: str, samples: int, n: int, alphabet: int, seed: int) -> np.ndarray:
     """The characters σ [samples n] the task draws (GENERATORS) from np.random.default_rng([seed, n,
-    alphabet]) — learn.evaluate.heldout_rng's seeding, so the defaults give the lab's held-out set."""
+    alphabet]) — learn.evaluate.heldout_rng's seeding, so the defaults give the lab's held-out
+    set."""
     rng = np.random.default_rng([seed, n, alphabet])
     return task.GENERATORS[GENERATORS[task_name]](rng, samples, n, alphabet)
 
 
 def hop_token(alphabet: int, hops: int) -> int:
-    """The task token of hop count k: S + k − 1 (core.model.vocab's layout; the learning lab's hop token)."""
+    """The task token of hop count k: S + k − 1 (core.model.vocab's layout; the learning lab's hop
+    token)."""
     return alphabet + hops - 1
 
 
 def lay_out(sigma: np.ndarray, layout: str, alphabet: int, hops: int) -> np.ndarray:
-    """The model's input [batch n(+1)] for characters σ [batch n]: σ itself, or the hop token first."""
+    """The model's input [batch n(+1)] for characters σ [batch n]: σ itself, or the hop token
+    first."""
     if not prefix_length(layout):
         return sigma
     first = np.full((len(sigma), 1), hop_token(alphabet, hops), dtype=np.int64)
@@ -129,7 +140,8 @@ def lay_out(sigma: np.ndarray, layout: str, alphabet: int, hops: int) -> np.ndar
 
 
 def layout_targets(sigma: np.ndarray, layout: str, hops: int) -> np.ndarray:
-    """Labels [batch n(+1)] of the laid-out input: hop_k(σ) (BOTTOM where none), IGNORE at the hop token."""
+    """Labels [batch n(+1)] of the laid-out input: hop_k(σ) (BOTTOM where none), IGNORE at the hop
+    token."""
     target = task.induction_targets(sigma, hops)
     if not prefix_length(layout):
         return target
@@ -154,13 +166,15 @@ def layout_stream(stream: InputStream, layout: str, alphabet: int, hops: int) ->
 
 
 def bind_layout(model: Model, layout: str, n: int, alphabet: int, hops: int) -> Model:
-    """`model` bound to the task's tokens (core.model.vocab.bind_task: symbols 0..S−1 and, for hop-prefix, hop
-    tokens S..S+k−1), after checking its context holds the laid-out input (n + 1 tokens for hop-prefix)."""
+    """`model` bound to the task's tokens (core.model.vocab.bind_task: symbols 0..S−1 and, for
+    hop-prefix, hop tokens S..S+k−1), after checking its context holds the laid-out input (n + 1
+    tokens for hop-prefix)."""
     length = n + prefix_length(layout)
     if length > model.n_ctx:
         what = f"n + 1 = {length} (the hop token and n characters)" if length > n else f"n = {n}"
         raise InputError(
-            f"the model's context holds {model.n_ctx} tokens; {param('n')} {n} with {param('layout')} "
+            f"the model's context holds {model.n_ctx} tokens; {param('n')} {n} with "
+            f"{param('layout')} "
             f"{layout} needs {what}"
         )
     return bind_task(model, alphabet, hops if length > n else 0)
@@ -172,8 +186,9 @@ def bind_layout(model: Model, layout: str, n: int, alphabet: int, hops: int) -> 
 
 
 def model_work(model: Model, length: int) -> float:
-    """Multiply-adds of one input of `length` tokens: every weight once per position (q, k, v, o, MLP,
-    readout) plus, per head, d_head + d_value per (query, key) pair (a float, so any size is safe)."""
+    """Multiply-adds of one input of `length` tokens: every weight once per position (q, k, v, o,
+    MLP, readout) plus, per head, d_head + d_value per (query, key) pair (a float, so any size is
+    safe)."""
     length = float(length)
     per_position = float(model.d_model) * output_classes(model)
     per_pair = 0.0
@@ -190,11 +205,16 @@ def model_work(model: Model, length: int) -> float:
 
 
 def evaluation_memory(model: Model, length: int, inputs: int) -> float:
-    """Bytes of evaluating `inputs` inputs of `length` tokens: core's chunked pass (evaluation_bytes), each
-    worker's chunk of output logits (an imported model's vocabulary can dominate) and the input arrays."""
+    """Bytes of evaluating `inputs` inputs of `length` tokens: core's chunked pass
+    (evaluation_bytes), each worker's chunk of output logits (an imported model's vocabulary can
+    dominate) and the input arrays."""
     rows = chunk_rows(model, length)
     logits = 2.0 * WORKERS * rows * float(length) * output_classes(model) * 8
-    return evaluation_bytes(length, model.d_model) + logits + BYTES_PER_POSITION * float(inputs) * length
+    return (
+        evaluation_bytes(length, model.d_model)
+        + logits
+        + BYTES_PER_POSITION * float(inputs) * length
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,11 +224,11 @@ def evaluation_memory(model: Model, length: int, inputs: int) -> float:
 
 @dataclass(frozen=True)
 class HopError:
-    """The model at one hop count: `error` = errors / positions over positions whose answer exists (as
-    1 − accuracy: the float a training run's accuracy gives), `error_none` the same over ⊥ positions (0.0
-    where there are none, as a training run's accuracy 1.0);
-    `undecided`: fixed:p positions neither the bounds nor the exact evaluator decided (their bounds'
-    midpoint guess is scored; 0 in the float modes)."""
+    """The model at one hop count: `error` = errors / positions over positions whose answer exists
+    (as 1 − accuracy: the float a training run's accuracy gives), `error_none` the same over ⊥
+    positions (0.0 where there are none, as a training run's accuracy 1.0); `undecided`: fixed:p
+    positions neither the bounds nor the exact evaluator decided (their bounds' midpoint guess is
+    scored; 0 in the float modes)."""
 
     hops: int
     errors: int
@@ -239,8 +259,8 @@ class HopError:
 
 
 def _error(errors: int, positions: int) -> float:
-    """1 − accuracy, computed as the learning lab computes accuracy (bit for bit the same float); 0.0
-    without positions."""
+    """1 − accuracy, computed as the learning lab computes accuracy (bit for bit the same float);
+    0.0 without positions."""
     return 0.0 if positions == 0 else 1.0 - (positions - errors) / positions
 
 
@@ -263,7 +283,8 @@ def model_facts(model: Model) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Evaluation:
-    """What `headcount evaluate` prints: the request, the model's shape and one HopError per hop count."""
+    """What `headcount evaluate` prints: the request, the model's shape and one HopError per hop
+    count."""
 
     task: str
     layout: str
@@ -298,7 +319,8 @@ class Evaluation:
             "|---:|---:|---:|---:|---:|",
         ]
         lines += [
-            f"| {h.hops} | {h.error:.4f} | {h.positions} | {h.error_none:.4f} | {h.positions_none} |"
+            f"| {h.hops} | {h.error:.4f} | {h.positions} | {h.error_none:.4f} | "
+            f"{h.positions_none} |"
             for h in self.per_hop
         ]
         if any(h.undecided for h in self.per_hop):
@@ -306,16 +328,20 @@ class Evaluation:
         return "\n".join(lines)
 
 
-def _outputs(model: Model, tokens: np.ndarray, prec: Precision, skip: int) -> tuple[np.ndarray, np.ndarray]:
-    """(outputs, decided) [batch length] in mode `prec`: core.certify.evaluate.predict's semantics (fixed:p
-    exactly, without a work limit), with the `skip` unscored first positions never sent to the exact
-    evaluator."""
+def _outputs(
+    model: Model, tokens: np.ndarray, prec: Precision, skip: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(outputs, decided) [batch length] in mode `prec`: core.certify.evaluate.predict's semantics
+    (fixed:p exactly, without a work limit), with the `skip` unscored first positions never sent to
+    the exact evaluator."""
     with np.errstate(all="ignore"):  # float16 overflow is that mode's behaviour, not a failure
         if prec.kind != "fixed":
             return emulate(model, tokens, prec), np.ones(tokens.shape, dtype=bool)
         out, proven = certified_predict(model, tokens, prec)
         proven[:, :skip] = True
-        return fixed_predict(model, tokens, prec.bits, budget=WorkBudget(None), proven_in=(out, proven))
+        return fixed_predict(
+            model, tokens, prec.bits, budget=WorkBudget(None), proven_in=(out, proven)
+        )
 
 
 def hop_error(
@@ -337,7 +363,9 @@ def hop_error(
     )
 
 
-def _check_request(task_name: str, layout: str | None, hops: tuple[int, ...], n: int, alphabet: int) -> str:
+def _check_request(
+    task_name: str, layout: str | None, hops: tuple[int, ...], n: int, alphabet: int
+) -> str:
     """The layout (the task's default when None), after checking the request's own values."""
     check_choice("task", task_name, TASKS)
     layout = check_layout(DEFAULT_LAYOUT[task_name] if layout is None else layout)
@@ -345,7 +373,9 @@ def _check_request(task_name: str, layout: str | None, hops: tuple[int, ...], n:
         raise InputError(f"give at least one hop count ({param('hops')} K or a..b)")
     if task_name == "induction" and tuple(hops) != (1,):
         task_ = param("task")
-        raise InputError(f"{task_} induction is hop count 1: use {task_} khop for other {param('hops')}")
+        raise InputError(
+            f"{task_} induction is hop count 1: use {task_} khop for other {param('hops')}"
+        )
     for k in hops:
         check_hops(k)
     check_int("n", n, 1)
@@ -364,8 +394,8 @@ def evaluate_model(
     seed: int = EVAL_SEED,
     precision: str = "float64",
 ) -> Evaluation:
-    """Per-hop error of `model` (as a file holds it: bound here) on `samples` inputs (module docstring);
-    every size is checked and the work and memory bounded before anything runs."""
+    """Per-hop error of `model` (as a file holds it: bound here) on `samples` inputs (module
+    docstring); every size is checked and the work and memory bounded before anything runs."""
     layout = _check_request(task_name, layout, hops, n, alphabet)
     check_int("samples", samples, 1)
     check_int("seed", seed, 0)
@@ -385,7 +415,9 @@ def evaluate_model(
     check_memory(evaluation_memory(bound, length, samples), what)
     sigma = task_characters(task_name, samples, n, alphabet, seed)
     per_hop = tuple(hop_error(bound, sigma, layout, alphabet, k, prec) for k in hops)
-    return Evaluation(task_name, layout, n, alphabet, samples, seed, prec.name, model_facts(model), per_hop)
+    return Evaluation(
+        task_name, layout, n, alphabet, samples, seed, prec.name, model_facts(model), per_hop
+    )
 
 
 def evaluate_file(
@@ -399,8 +431,8 @@ def evaluate_file(
     seed: int = EVAL_SEED,
     precision: str = "float64",
 ) -> Evaluation:
-    """evaluate_model of a model file, with `hops` as text ("K" or "a..b"); the request is checked before
-    the file is read."""
+    """evaluate_model of a model file, with `hops` as text ("K" or "a..b"); the request is checked
+    before the file is read."""
     hop_counts = parse_hops(hops)
     _check_request(task_name, layout, hop_counts, n, alphabet)
     check_int("samples", samples, 1)

@@ -1,8 +1,10 @@
-"""One input's answers: the reference solver's (`solve`) or a model's in a precision mode (`predict_input`).
+"""One input's answers: the reference solver's (`solve`) or a model's in a precision mode
+(`predict_input`).
 
 Both check their input the way the command line needs (InputError naming the parameter:
-common.errors.param), so the Python API refuses the same things with the same words. A prediction's model
-is a Model or where one comes from (induction/source.py's ModelSource: a model file or a construction).
+common.errors.param), so the Python API refuses the same things with the same words. A prediction's
+model is a Model or where one comes from (induction/source.py's ModelSource: a model file or a
+construction).
 """
 
 from __future__ import annotations
@@ -23,22 +25,25 @@ from headcount.induction.source import ModelSource
 from headcount.induction.task import induction_targets
 
 # The input (`input`: the tokens of solve and predict) holds at most this many tokens. solve runs in
-# O(n log n) (about a second at 200,000 tokens) and this many tokens are already ~20 MB of text; predict is
-# bounded far below by its own work and memory.
+# O(n log n) (about a second at 200,000 tokens) and this many tokens are already ~20 MB of text;
+# predict is bounded far below by its own work and memory.
 MAX_INPUT_TOKENS = 10_000_000
-# Tokens are int64 (0..2^63 − 1): only equality matters to the task, and models index their embedding.
+# Tokens are int64 (0..2^63 − 1): only equality matters to the task, and models index their
+# embedding.
 MAX_TOKEN = 2**63 - 1
 # Memory solve takes per input token: the int64 arrays of the solver (tokens, transposed, find, hop
 # positions, gathers, output), the Python ints of the parsed text and of the result.
 SOLVE_BYTES_PER_TOKEN = 256
-# predict: at most this many score entries (heads · n²) for its one input. The float64 pass takes about a
-# minute at the limit (two-layer construction, n ≈ 6,700); fixed:p may add exact evaluation of open positions.
+# predict: at most this many score entries (heads · n²) for its one input. The float64 pass takes
+# about a minute at the limit (two-layer construction, n ≈ 6,700); fixed:p may add exact evaluation
+# of open positions.
 PREDICT_MAX_WORK = 2**27
 
 
 @dataclass(frozen=True)
 class Solution:
-    """The reference answer of the `hops`-hop task at every position of `input` (BOTTOM where none)."""
+    """The reference answer of the `hops`-hop task at every position of `input` (BOTTOM where
+    none)."""
 
     input: tuple[int, ...]
     hops: int
@@ -54,9 +59,10 @@ class Solution:
 
 @dataclass(frozen=True)
 class Prediction:
-    """A model's output at every position of `input`, evaluated in `precision` (its name). `undecided`:
-    the 1-based positions whose fixed:p output neither the bounds nor the exact evaluator proved (only a
-    model with GPT-2 parts has any: its output there is the bounds' best guess); in the JSON when any."""
+    """A model's output at every position of `input`, evaluated in `precision` (its name).
+    `undecided`: the 1-based positions whose fixed:p output neither the bounds nor the exact
+    evaluator proved (only a model with GPT-2 parts has any: its output there is the bounds' best
+    guess); in the JSON when any."""
 
     input: tuple[int, ...]
     precision: str
@@ -82,11 +88,14 @@ def tokens_from_text(text: str) -> np.ndarray:
     input_ = param("input")
     if not parts:
         raise InputError(
-            f'{input_} is empty: give tokens as integers separated by spaces, e.g. {input_} "3 0 2 3"'
+            f'{input_} is empty: give tokens as integers separated by spaces, e.g. {input_} "3 0 '
+            '2 3"'
         )
     if len(parts) > MAX_INPUT_TOKENS:
         raise InputError(f"{input_} has {len(parts)} tokens: allowed up to {MAX_INPUT_TOKENS}")
-    if _PLAIN_TOKENS.fullmatch(text) and max(map(len, parts)) <= 18:  # the usual case, fast: < 10^18
+    if (
+        _PLAIN_TOKENS.fullmatch(text) and max(map(len, parts)) <= 18
+    ):  # the usual case, fast: < 10^18
         return np.array(list(map(int, parts)), dtype=np.int64)
     values = []
     for part in parts:
@@ -106,14 +115,15 @@ def tokens_from_text(text: str) -> np.ndarray:
 
 
 def solve(tokens: np.ndarray, hops: int = 1) -> Solution:
-    """The reference answer on one input (1-D tokens). Any hops ≥ 1: beyond the input's length it answers
-    like hops = n (task.effective_hops), at once."""
+    """The reference answer on one input (1-D tokens). Any hops ≥ 1: beyond the input's length it
+    answers like hops = n (task.effective_hops), at once."""
     if isinstance(hops, bool) or not isinstance(hops, (int, np.integer)):
         raise InputError(f"{param('hops')} must be an integer, got {hops!r}")
     if hops < 1:
         raise InputError(f"{param('hops')} {hops} must be ≥ 1")
     check_memory(
-        SOLVE_BYTES_PER_TOKEN * float(np.size(tokens)), f"induction solve on {np.size(tokens)} tokens"
+        SOLVE_BYTES_PER_TOKEN * float(np.size(tokens)),
+        f"induction solve on {np.size(tokens)} tokens",
     )
     outputs = induction_targets(tokens, hops)
     return Solution(tuple(int(t) for t in tokens), hops, tuple(int(t) for t in outputs))
@@ -126,21 +136,25 @@ def predict_input(
     n: int | None = None,
     alphabet: int | None = None,
 ) -> Prediction:
-    """The outputs on one input (1-D tokens) of a model, or of the model `source` names: a model file, or a
-    construction at (n, alphabet), n defaulting to the input's length (its sizes and this prediction's
-    resources checked before it is built). The tokens must fit the model's context and alphabet."""
+    """The outputs on one input (1-D tokens) of a model, or of the model `source` names: a model
+    file, or a construction at (n, alphabet), n defaulting to the input's length (its sizes and this
+    prediction's resources checked before it is built). The tokens must fit the model's context and
+    alphabet."""
     prec = parse_precision(precision)
     model = source
     if isinstance(source, ModelSource):
         if source.layers is not None and n is None:
             n = len(tokens)
-        shape = source.check(n, alphabet)  # the construction's shape, before it is built; None for a file
+        shape = source.check(
+            n, alphabet
+        )  # the construction's shape, before it is built; None for a file
         if shape is not None:
             check_predict_resources(len(tokens), shape.heads, shape.d_model)
         model = source.load(n, alphabet)
     if len(tokens) > model.n_ctx:
         raise InputError(
-            f"{param('input')} has {len(tokens)} tokens but the model's context length is {model.n_ctx}"
+            f"{param('input')} has {len(tokens)} tokens but the model's context length is "
+            f"{model.n_ctx}"
         )
     if tokens.max() >= model.alphabet:
         raise InputError(
@@ -155,12 +169,14 @@ def predict_input(
             outputs, undecided = out[0], tuple(int(i) + 1 for i in np.flatnonzero(~decided[0]))
         else:
             outputs = predict(model, tokens, prec)[0]
-    return Prediction(tuple(int(t) for t in tokens), prec.name, tuple(int(t) for t in outputs), undecided)
+    return Prediction(
+        tuple(int(t) for t in tokens), prec.name, tuple(int(t) for t in outputs), undecided
+    )
 
 
 def check_predict_resources(n: int, heads: int, d_model: int) -> None:
-    """predict's bounds on one input of n tokens: the evaluation's memory within the guard's limit, and
-    PREDICT_MAX_WORK score entries."""
+    """predict's bounds on one input of n tokens: the evaluation's memory within the guard's limit,
+    and PREDICT_MAX_WORK score entries."""
     check_memory(evaluation_bytes(n, d_model), f"induction predict on {n} tokens")
     check_work(
         evaluation_work(1, heads, n),

@@ -1,10 +1,10 @@
 """ψ_out of the one-layer construction: read the whole prefix back from the averaged vector, then
-answer the induction query on it. The seed's ψ_out may be any function of (position, vector); this one is
-fixed and documented so saved models stay data, not code.
+answer the induction query on it. The seed's ψ_out may be any function of (position, vector); this
+one is fixed and documented so saved models stay data, not code.
 
 Layout (d_model = n_ctx + 1): ψ_in(i, σ) = (σ+1)·e_{n+1} and Ṽ[j, σ] = (σ+1)·e_j with uniform causal
-attention, so position i (1-based) reads y_j = (σ_j+1)/i for every j ≤ i. Rule: σ_j = ⌊i·y_j + ½⌋ − 1
-(round half up), then answer = σ_{j+1} for the latest j < i with σ_j = σ_i, else ⊥.
+attention, so position i (1-based) reads y_j = (σ_j+1)/i for every j ≤ i. Rule: σ_j = ⌊i·y_j + ½⌋ −
+1 (round half up), then answer = σ_{j+1} for the latest j < i with σ_j = σ_i, else ⊥.
 """
 
 from __future__ import annotations
@@ -26,13 +26,15 @@ def _readout_scale(n: int) -> np.ndarray:
 
 
 def round_half_up(x: np.ndarray) -> np.ndarray:
-    """⌊x + ½⌋ without rounding x + ½ (which can carry a value just below a half up to the next integer)."""
+    """⌊x + ½⌋ without rounding x + ½ (which can carry a value just below a half up to the next
+    integer)."""
     whole = np.floor(x)
     return whole + (x - whole >= 0.5)  # x − ⌊x⌋ is exact in float64
 
 
 def _answer_from_prefixes(prefix: np.ndarray) -> np.ndarray:
-    """prefix [batch pos pos]: row i holds the recovered σ_1..σ_i; the induction answer at each i."""
+    """prefix [batch pos pos]: row i holds the recovered σ_1..σ_i; the induction answer at each
+    i."""
     n = prefix.shape[-1]
     own = np.diagonal(prefix, axis1=-2, axis2=-1)[..., None]  # [batch pos 1]
     match = (prefix == own) & np.tri(n, k=-1, dtype=bool)  # j < i
@@ -66,8 +68,9 @@ class InductionReadoutDecoder:
         y, r = mid[..., :n], rad[..., :n]
         with np.errstate(invalid="ignore", over="ignore"):
             lo, hi = (y - r) * scale, (y + r) * scale
-            # Products of a dyadic value by an integer ≤ n are exact when they fit 53 bits; else widen by
-            # two ulps (the ± and the product each round by half an ulp of a value ≤ the product).
+            # Products of a dyadic value by an integer ≤ n are exact when they fit 53 bits; else
+            # widen by two ulps (the ± and the product each round by half an ulp of a value ≤ the
+            # product).
             magnitude_bits = float(np.ceil(np.log2(np.abs(y).max(initial=0) * (n + 1) + 2)))
         exact = bool(np.isfinite(magnitude_bits)) and fraction_bits(y) + magnitude_bits + 1 < 53
         widen = (r > 0) | (not exact)
@@ -78,13 +81,15 @@ class InductionReadoutDecoder:
         return self.decode(mid), decided
 
     def decode_grid(self, x: np.ndarray, bits: int, positions) -> np.ndarray:
-        """The fixed:`bits` outputs at `positions` of one sequence from its exact residual x [pos d_model]
-        (integers: the values times 2^bits): σ_j = ⌊i·y_j + ½⌋ − 1 exactly (i 1-based, y_j = x_j / 2^p).
-        core.passes.exact_fixed calls it; other positions come back as whatever the prefixes give
-        (ignored)."""
+        """The fixed:`bits` outputs at `positions` of one sequence from its exact residual x [pos
+        d_model] (integers: the values times 2^bits): σ_j = ⌊i·y_j + ½⌋ − 1 exactly (i 1-based, y_j
+        = x_j / 2^p). core.passes.exact_fixed calls it; other positions come back as whatever the
+        prefixes give (ignored)."""
         n, d_model = x.shape
         if d_model != self.n_ctx + 1:
-            raise InputError(f"induction_readout needs d_model = n_ctx + 1 = {self.n_ctx + 1}, got {d_model}")
+            raise InputError(
+                f"induction_readout needs d_model = n_ctx + 1 = {self.n_ctx + 1}, got {d_model}"
+            )
         prefix = np.full((1, n, n), -1, dtype=np.int64)
         half = 1 << (bits - 1)
         for i in positions:
@@ -99,5 +104,7 @@ class InductionReadoutDecoder:
         return {"n_ctx": self.n_ctx}
 
     @classmethod
-    def from_parts(cls, tensors: dict[str, np.ndarray], config: dict[str, Any]) -> InductionReadoutDecoder:
+    def from_parts(
+        cls, tensors: dict[str, np.ndarray], config: dict[str, Any]
+    ) -> InductionReadoutDecoder:
         return cls(int(config["n_ctx"]))

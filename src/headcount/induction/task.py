@@ -90,7 +90,9 @@ def _find_plus_one_t(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     find_t = np.zeros((n, batch), dtype=index_dtype)
     if tokens.size == 0:
         return tokens_t, find_t
-    if batch == 1:  # one long input (`induction solve`): a dict pass beats n vectorized steps of width 1
+    if (
+        batch == 1
+    ):  # one long input (`induction solve`): a dict pass beats n vectorized steps of width 1
         last: dict[int, int] = {}
         for i, t in enumerate(tokens[0].tolist()):
             find_t[i, 0], last[t] = last.get(t, 0), i + 1
@@ -124,21 +126,25 @@ def find_positions(tokens) -> np.ndarray:
 
 
 def effective_hops(hops: int, n: int) -> int:
-    """min(hops, n): it answers like `hops` on length-n inputs. Why: find(i) ≤ i, with equality only when
-    σ_{i−1} = σ_i (then the chain stays put; ⊥ stays ⊥), so the chain settles within i ≤ n − 1 hops and
-    find^k = find^(n−1) for every k ≥ n − 1 (tests/induction/test_limits.py checks it on the definition)."""
+    """min(hops, n): it answers like `hops` on length-n inputs. Why: find(i) ≤ i, with equality only
+    when σ_{i−1} = σ_i (then the chain stays put; ⊥ stays ⊥), so the chain settles within i ≤ n − 1
+    hops and find^k = find^(n−1) for every k ≥ n − 1 (tests/induction/test_limits.py checks it on
+    the definition)."""
     return min(_check_hops(hops), max(1, int(n)))
 
 
 def _hop_positions(find_t: np.ndarray, hops: int) -> np.ndarray:
-    """find^hops as stored positions [pos batch] (0 = ⊥) by repeated squaring, O(n log hops) per row: flat
-    gathers where element (p, row) lives at p·batch + row; find_t[0] = 0, so composing through ⊥ stays ⊥."""
+    """find^hops as stored positions [pos batch] (0 = ⊥) by repeated squaring, O(n log hops) per
+    row: flat gathers where element (p, row) lives at p·batch + row; find_t[0] = 0, so composing
+    through ⊥ stays ⊥."""
     batch = find_t.shape[1]
     rows = np.arange(batch, dtype=np.int64)
     result, power = None, find_t
     while hops:
         if hops & 1:  # powers of one map commute: the order of composition does not matter
-            result = power if result is None else power.ravel()[result.astype(np.int64) * batch + rows]
+            result = (
+                power if result is None else power.ravel()[result.astype(np.int64) * batch + rows]
+            )
         hops >>= 1
         if hops:
             power = power.ravel()[power.astype(np.int64) * batch + rows]
@@ -146,7 +152,8 @@ def _hop_positions(find_t: np.ndarray, hops: int) -> np.ndarray:
 
 
 def induction_targets(tokens, hops: int = 1) -> np.ndarray:
-    """hop_k answers (k = hops ≥ 1, see effective_hops) as int64, BOTTOM where ⊥; (batch, n) or (n,)."""
+    """hop_k answers (k = hops ≥ 1, see effective_hops) as int64, BOTTOM where ⊥; (batch, n) or
+    (n,)."""
     hops = _check_hops(hops)
     arr, was_1d = _as_token_batch(tokens)
     batch, n = arr.shape
@@ -213,7 +220,9 @@ def all_sequences(n: int, S: int, start: int = 0, stop: int | None = None) -> np
     start = int(start)
     stop = total if stop is None else int(stop)
     if not 0 <= start <= stop <= total:
-        raise InputError(f"need 0 <= start <= stop <= S**n = {total}, got start={start}, stop={stop}")
+        raise InputError(
+            f"need 0 <= start <= stop <= S**n = {total}, got start={start}, stop={stop}"
+        )
     rows = stop - start
     out = np.empty((rows, n), dtype=np.int64)
     if rows == 0 or n == 0:
@@ -372,7 +381,8 @@ def index_input(f, i_star) -> np.ndarray:
 
 
 def index_token_text(token: int) -> str:
-    """How a token of an INDEX input or answer prints: '?' for INDEX_QUERY, else core's token_text."""
+    """How a token of an INDEX input or answer prints: '?' for INDEX_QUERY, else core's
+    token_text."""
     return INDEX_QUERY_TEXT if int(token) == INDEX_QUERY else token_text(token)
 
 
@@ -444,9 +454,9 @@ GENERATORS: dict[str, Generator] = {
 
 @dataclass(frozen=True)
 class PositionMetrics:
-    """Predictions against targets, counted separately on ⊥ and non-⊥ (token) target positions: accuracy
-    is on token positions, accuracy_bottom on ⊥ positions (1.0 where there are none); first_error is the
-    (row, position) of the first wrong prediction in row-major order, or None."""
+    """Predictions against targets, counted separately on ⊥ and non-⊥ (token) target positions:
+    accuracy is on token positions, accuracy_bottom on ⊥ positions (1.0 where there are none);
+    first_error is the (row, position) of the first wrong prediction in row-major order, or None."""
 
     positions: int
     bottom_positions: int
@@ -464,8 +474,8 @@ class PositionMetrics:
 
 
 def induction_metrics(predicted, target) -> PositionMetrics:
-    """Error counts and accuracies of `predicted` against `target` (same shape, 1-D or 2-D [batch n];
-    InputError otherwise), reported separately on ⊥ and non-⊥ target positions."""
+    """Error counts and accuracies of `predicted` against `target` (same shape, 1-D or 2-D [batch
+    n]; InputError otherwise), reported separately on ⊥ and non-⊥ target positions."""
     pred = np.asarray(predicted, dtype=np.int64)
     targ = np.asarray(target, dtype=np.int64)
     if pred.shape != targ.shape:
@@ -486,7 +496,9 @@ def induction_metrics(predicted, target) -> PositionMetrics:
         row, pos = divmod(int(flat_wrong[0]), targ.shape[1])
         first_error = (row, pos)
     accuracy = 1.0 if token_positions == 0 else (token_positions - errors_token) / token_positions
-    accuracy_bottom = 1.0 if bottom_positions == 0 else (bottom_positions - errors_bottom) / bottom_positions
+    accuracy_bottom = (
+        1.0 if bottom_positions == 0 else (bottom_positions - errors_bottom) / bottom_positions
+    )
     return PositionMetrics(
         positions=int(targ.size),
         bottom_positions=bottom_positions,

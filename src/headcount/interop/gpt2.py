@@ -1,39 +1,43 @@
-"""Hugging Face GPT-2 checkpoints → the formal model (issue 14): `import_gpt2` reads a checkpoint and writes a
-headcount model file of the same network: a Transformer with the GPT-2 parts and a "vocab" decoder.
+"""Hugging Face GPT-2 checkpoints → the formal model (issue 14): `import_gpt2` reads a checkpoint
+and writes a headcount model file of the same network: a Transformer with the GPT-2 parts and a
+"vocab" decoder.
 
-PATH is a folder as save_pretrained writes it (config.json and model.safetensors or pytorch_model.bin) or
-one state-dict file (.safetensors, or .pt / .pth / .bin / .ckpt read only with torch.load(weights_only=True));
-interop.checkpoints reads them, bounded, and never runs anything a file holds. config.json (or `config`)
-supplies n_head (the weights do not say how d_model splits into heads), activation_function,
-layer_norm_epsilon and the attention-scale flags; every size it states (n_layer, n_embd, vocab_size,
-n_positions, n_inner) is checked against the shapes, which decide them.
+PATH is a folder as save_pretrained writes it (config.json and model.safetensors or
+pytorch_model.bin) or one state-dict file (.safetensors, or .pt / .pth / .bin / .ckpt read only with
+torch.load(weights_only=True)); interop.checkpoints reads them, bounded, and never runs anything a
+file holds. config.json (or `config`) supplies n_head (the weights do not say how d_model splits
+into heads), activation_function, layer_norm_epsilon and the attention-scale flags; every size it
+states (n_layer, n_embd, vocab_size, n_positions, n_inner) is checked against the shapes, which
+decide them.
 
-The layout (transformers' GPT2Model / GPT2LMHeadModel; Conv1D computes x W + b with W [in out]), which
-interop.gpt2_layout checks on the checkpoint's listing before any tensor is loaded:
+The layout (transformers' GPT2Model / GPT2LMHeadModel; Conv1D computes x W + b with W [in out]),
+which interop.gpt2_layout checks on the checkpoint's listing before any tensor is loaded:
 
     {prefix}wte.weight [vocab d] → W_E                  {prefix}wpe.weight [n_ctx d] → W_pos
     {prefix}h.{l}.ln_1.{weight,bias} → ln1              {prefix}h.{l}.ln_2.{weight,bias} → ln2
     {prefix}h.{l}.attn.c_attn.weight [d 3d], .bias [3d]: columns q | k | v; head h takes the columns
         h·d_head..(h+1)·d_head of each: its W_Q, W_K, W_V and b_Q, b_K, b_V
-    {prefix}h.{l}.attn.c_proj.weight [d d]: rows h·d_head..(h+1)·d_head are head h's W_O; .bias → b_O
+    {prefix}h.{l}.attn.c_proj.weight [d d]: rows h·d_head..(h+1)·d_head are head h's W_O; .bias →
+    b_O
     {prefix}h.{l}.mlp.c_fc.{weight [d d_mlp], bias}, mlp.c_proj.{weight [d_mlp d], bias} → the MLP
     {prefix}ln_f.{weight,bias} → ln_final
     {outer}lm_head.weight [vocab d] (nn.Linear: W_U is its transpose); outer: prefix less a last
         "transformer."
 
-The prefix is what precedes "wte.weight" ("", "transformer.", "_orig_mod.transformer.", …) unless `prefix`
-names it. The causal-mask buffers older transformers saved (h.{l}.attn.bias, h.{l}.attn.masked_bias) are
-skipped and reported. Anything else — a missing, unexpected or mis-shaped tensor, cross-attention, rotary
-positions, parallel blocks, another model_type, d_model not divisible by n_head — is an InputError naming it.
+The prefix is what precedes "wte.weight" ("", "transformer.", "_orig_mod.transformer.", …) unless
+`prefix` names it. The causal-mask buffers older transformers saved (h.{l}.attn.bias,
+h.{l}.attn.masked_bias) are skipped and reported. Anything else — a missing, unexpected or
+mis-shaped tensor, cross-attention, rotary positions, parallel blocks, another model_type, d_model
+not divisible by n_head — is an InputError naming it.
 
-Semantics. Layer l's attn_scale is d_head^-½ (scale_attn_weights, default true), divided by l + 1 when
-scale_attn_by_inverse_layer_idx, computed as transformers computes it. activation_function "gelu" and
-"gelu_python" are the exact erf GELU ("gelu"); "gelu_new" and "gelu_pytorch_tanh" are ½x(1 + tanh(√(2/π)(x +
-0.044715x³))) ("gelu_tanh"); "relu" is relu; nothing else ("gelu_fast", "quick_gelu", … are other
-functions). reorder_and_upcast_attn is accepted: it changes only the order and the float type of the score
-computation, not the function. Readouts: "lm-head" (W_U = lm_headᵀ), "tied" (W_U = W_Eᵀ), "hidden" (the final
-hidden state is the logit vector); by default lm-head when the checkpoint has an lm_head.weight that differs
-from wte, else tied.
+Semantics. Layer l's attn_scale is d_head^-½ (scale_attn_weights, default true), divided by l + 1
+when scale_attn_by_inverse_layer_idx, computed as transformers computes it. activation_function
+"gelu" and "gelu_python" are the exact erf GELU ("gelu"); "gelu_new" and "gelu_pytorch_tanh" are
+½x(1 + tanh(√(2/π)(x + 0.044715x³))) ("gelu_tanh"); "relu" is relu; nothing else ("gelu_fast",
+"quick_gelu", … are other functions). reorder_and_upcast_attn is accepted: it changes only the order
+and the float type of the score computation, not the function. Readouts: "lm-head" (W_U = lm_headᵀ),
+"tied" (W_U = W_Eᵀ), "hidden" (the final hidden state is the logit vector); by default lm-head when
+the checkpoint has an lm_head.weight that differs from wte, else tied.
 """
 
 from __future__ import annotations
@@ -72,7 +76,9 @@ from headcount.core.model.vocab import READOUTS
 from headcount.interop.checkpoints import MAX_JSON_BYTES, locate, open_state_dict, read_json_file
 from headcount.interop.gpt2_layout import Layout, Sizes, gpt2_layout, gpt2_sizes
 
-BYTES_PER_WEIGHT = 32  # float64 copies: read, split into heads, the model's arrays, the bytes written
+BYTES_PER_WEIGHT = (
+    32  # float64 copies: read, split into heads, the model's arrays, the bytes written
+)
 ACTIVATIONS = {
     "gelu": "gelu",
     "gelu_python": "gelu",
@@ -80,14 +86,16 @@ ACTIVATIONS = {
     "gelu_pytorch_tanh": "gelu_tanh",
     "relu": "relu",
 }
-UNSUPPORTED_CONFIG = {  # config keys of features the formal model does not have (any true value: refused)
+# config keys of features the formal model does not have (any true value: refused)
+UNSUPPORTED_CONFIG = {
     "cross-attention": ("add_cross_attention",),
     "rotary positions": ("rotary", "rotary_dim", "rotary_pct", "rope_theta", "rope_scaling"),
     "parallel blocks": ("use_parallel_residual", "parallel_attn", "parallel_residual"),
     "ALiBi positions": ("alibi",),
     "multi-query attention": ("multi_query", "num_key_value_heads"),
 }
-# The JSON type of every config.json field headcount reads (common.files.check_json_types), checked first.
+# The JSON type of every config.json field headcount reads (common.files.check_json_types), checked
+# first.
 GPT2_CONFIG_TYPES = {
     "model_type": "string",
     "position_embedding_type": "string?",
@@ -97,7 +105,9 @@ GPT2_CONFIG_TYPES = {
     "layer_norm_epsilon": "number",
     **dict.fromkeys(("scale_attn_weights", "scale_attn_by_inverse_layer_idx"), "boolean"),
     "reorder_and_upcast_attn": "boolean",
-    **dict.fromkeys(("n_layer", "n_embd", "vocab_size", "n_positions", "n_ctx", "n_inner"), "integer?"),
+    **dict.fromkeys(
+        ("n_layer", "n_embd", "vocab_size", "n_positions", "n_ctx", "n_inner"), "integer?"
+    ),
 }
 
 
@@ -105,7 +115,9 @@ def read_vocab_map(path: str | os.PathLike) -> VocabMap:
     """A vocabulary map file (import_gpt2's `vocab_map`): JSON {"symbols", "hops", "none", "blank"}
     (core.model.vocab.VocabMap)."""
     vocab_map = VocabMap.from_json(read_json_file(path, param("vocab_map")))
-    if len(json.dumps(vocab_map.to_json())) > MAX_JSON_BYTES // 2:  # it must fit the model file's config
+    if (
+        len(json.dumps(vocab_map.to_json())) > MAX_JSON_BYTES // 2
+    ):  # it must fit the model file's config
         raise InputError(
             f"{param('vocab_map')} lists too many ids: a model file keeps at most "
             f"{MAX_JSON_BYTES // 2:,} bytes"
@@ -137,29 +149,39 @@ def gpt2_config(obj: Any, name: str) -> Gpt2Config:
         raise InputError(f"{name} must be a JSON object (a transformers GPT2Config)")
     check_json_types(obj, GPT2_CONFIG_TYPES, name)
     if obj.get("model_type", "gpt2") != "gpt2":
-        raise InputError(f"{name}: model_type {one_line(repr(obj['model_type']), 60)} is not 'gpt2'")
+        raise InputError(
+            f"{name}: model_type {one_line(repr(obj['model_type']), 60)} is not 'gpt2'"
+        )
     for feature, keys in UNSUPPORTED_CONFIG.items():
         if key := next((k for k in keys if obj.get(k) not in (None, False, 0)), None):
-            raise InputError(f"{name}: {key} = {one_line(repr(obj[key]), 40)}: {feature} is not supported")
+            raise InputError(
+                f"{name}: {key} = {one_line(repr(obj[key]), 40)}: {feature} is not supported"
+            )
     if obj.get("position_embedding_type", "absolute") != "absolute":
         raise InputError(f"{name}: only learned absolute positions (wpe) are supported")
 
     def flag(key: str, default: bool) -> bool:
         value = obj.get(key, default)
         if not isinstance(value, bool):
-            raise InputError(f"{name}: {key} must be true or false, got {one_line(repr(value), 40)}")
+            raise InputError(
+                f"{name}: {key} must be true or false, got {one_line(repr(value), 40)}"
+            )
         return value
 
     n_head = obj.get("n_head", obj.get("num_attention_heads"))
     if n_head is None:
         raise InputError(f"{name} has no n_head: the number of heads is not in the weights")
     if type(n_head) is not int or not 1 <= n_head <= MAX_HEADS_PER_LAYER:
-        raise InputError(f"{name}: n_head must be an integer in 1..{MAX_HEADS_PER_LAYER}, got {n_head!r:.40}")
+        raise InputError(
+            f"{name}: n_head must be an integer in 1..{MAX_HEADS_PER_LAYER}, got {n_head!r:.40}"
+        )
     activation = obj.get("activation_function", "gelu_new")
     if activation not in ACTIVATIONS:
         raise InputError(
-            f"{name}: activation_function {one_line(repr(activation), 40)} is not supported; headcount "
-            "computes 'gelu' and 'gelu_python' (exact erf), 'gelu_new' and 'gelu_pytorch_tanh' (the tanh "
+            f"{name}: activation_function {one_line(repr(activation), 40)} is not supported; "
+            "headcount "
+            "computes 'gelu' and 'gelu_python' (exact erf), 'gelu_new' and 'gelu_pytorch_tanh' "
+            "(the tanh "
             "formula) and 'relu'"
         )
     eps = obj.get("layer_norm_epsilon", 1e-5)
@@ -169,7 +191,9 @@ def gpt2_config(obj: Any, name: str) -> Gpt2Config:
     for key in ("n_layer", "n_embd", "vocab_size", "n_positions", "n_ctx", "n_inner"):
         value = obj.get(key)
         if value is not None and (type(value) is not int or value < 0):
-            raise InputError(f"{name}: {key} must be an integer ≥ 0, got {one_line(repr(value), 40)}")
+            raise InputError(
+                f"{name}: {key} must be an integer ≥ 0, got {one_line(repr(value), 40)}"
+            )
         if value is not None:
             sizes.append((key, value))
     return Gpt2Config(
@@ -191,12 +215,14 @@ def check_config_sizes(config: Gpt2Config, sizes: Sizes, layers: int, name: str)
         if actual[key] is not None and value != actual[key]:
             raise InputError(f"{name}: {key} = {value}, but the weights have {actual[key]}")
     if sizes.d_model % config.n_head:
-        raise InputError(f"{name}: n_embd = {sizes.d_model} is not divisible by n_head = {config.n_head}")
+        raise InputError(
+            f"{name}: n_embd = {sizes.d_model} is not divisible by n_head = {config.n_head}"
+        )
 
 
 def check_vocab_map(vocab_map: VocabMap, vocab: int, classes: int, readout: str) -> None:
-    """The map's input ids (symbols, hops, blank) are token ids of the model and its output ids (symbols,
-    none) are ids the readout scores."""
+    """The map's input ids (symbols, hops, blank) are token ids of the model and its output ids
+    (symbols, none) are ids the readout scores."""
     inputs = [
         *(vocab_map.symbols or ()),
         *(vocab_map.hops or ()),
@@ -204,18 +230,25 @@ def check_vocab_map(vocab_map: VocabMap, vocab: int, classes: int, readout: str)
     ]
     if bad := [i for i in inputs if i >= vocab]:
         raise InputError(
-            f"{param('vocab_map')}: token id {bad[0]} is outside the model's vocabulary 0..{vocab - 1}"
+            f"{param('vocab_map')}: token id {bad[0]} is outside the model's vocabulary "
+            f"0..{vocab - 1}"
         )
     outputs = [*(vocab_map.symbols or ()), *[vocab_map.none] * (vocab_map.none is not None)]
     if bad := [i for i in outputs if i >= classes]:
         raise InputError(
-            f"{param('vocab_map')}: output id {bad[0]} is not scored by readout {readout!r} (logits for ids "
+            f"{param('vocab_map')}: output id {bad[0]} is not scored by readout {readout!r} "
+            "(logits for ids "
             f"0..{classes - 1})"
         )
 
 
 def build_gpt2(
-    tensors: dict[str, np.ndarray], layout: Layout, config: Gpt2Config, readout: str, vocab_map, info
+    tensors: dict[str, np.ndarray],
+    layout: Layout,
+    config: Gpt2Config,
+    readout: str,
+    vocab_map,
+    info,
 ):
     """The Transformer of a checked checkpoint's tensors (module docstring: the layout)."""
     d = tensors[layout.key("wte.weight")].shape[1]
@@ -239,21 +272,27 @@ def build_gpt2(
         ln1 = LayerNorm(get("ln_1.weight"), get("ln_1.bias"), eps)
         ln2 = LayerNorm(get("ln_2.weight"), get("ln_2.bias"), eps)
         layers.append(
-            Layer(tuple(heads), mlp, ln1, ln2, get("attn.c_proj.bias"), config.attn_scale(d_head, l))
+            Layer(
+                tuple(heads), mlp, ln1, ln2, get("attn.c_proj.bias"), config.attn_scale(d_head, l)
+            )
         )
     W_E = tensors[layout.key("wte.weight")]
     W_U = None if readout == "hidden" else W_E.T if readout == "tied" else tensors[layout.lm_head].T
     ln_f = LayerNorm(tensors[layout.key("ln_f.weight")], tensors[layout.key("ln_f.bias")], eps)
     decoder = VocabDecoder(W_U, None, readout, vocab_map)
-    return Transformer(W_E, tensors[layout.key("wpe.weight")], tuple(layers), decoder, "causal", info, ln_f)
+    return Transformer(
+        W_E, tensors[layout.key("wpe.weight")], tuple(layers), decoder, "causal", info, ln_f
+    )
 
 
-# --- the import ---------------------------------------------------------------------------------------
+# --- the import
+# ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Gpt2Import(JsonResult):
-    """A checkpoint imported to `path`: the `headcount import gpt2` JSON (its help lists the fields)."""
+    """A checkpoint imported to `path`: the `headcount import gpt2` JSON (its help lists the
+    fields)."""
 
     path: str
     source: str
@@ -286,7 +325,8 @@ def import_gpt2(
     readout: str | None = None,
     vocab_map: str | os.PathLike | None = None,
 ) -> Gpt2Import:
-    """Read the GPT-2 checkpoint at `path` (module docstring), write it as a headcount model file at `out`."""
+    """Read the GPT-2 checkpoint at `path` (module docstring), write it as a headcount model file at
+    `out`."""
     if readout is not None:
         check_choice("readout", readout, READOUTS)
     check_writable(out)
@@ -296,7 +336,8 @@ def import_gpt2(
     check_model_path(weights)
     if config_path is None:
         raise InputError(
-            f"{show_path(path)} comes without config.json: pass {param('config')} config.json (n_head, the "
+            f"{show_path(path)} comes without config.json: pass {param('config')} config.json "
+            "(n_head, the "
             "number of heads per layer, is not in the weights)"
         )
     cfg = gpt2_config(read_json_file(config_path, "config"), f"config {show_path(config_path)}")
@@ -306,7 +347,10 @@ def import_gpt2(
     sizes = gpt2_sizes(source.listed, layout, where)
     check_config_sizes(cfg, sizes, layout.layers, f"config {show_path(config_path)}")
     check_vocab_map(
-        mapping, sizes.vocab, sizes.d_model if readout == "hidden" else sizes.vocab, readout or "tied"
+        mapping,
+        sizes.vocab,
+        sizes.d_model if readout == "hidden" else sizes.vocab,
+        readout or "tied",
     )
     names = layout.weights()
     elements = {n: math.prod(source.listed[n][0]) for n in names}
@@ -315,7 +359,9 @@ def import_gpt2(
     tensors = source.load(names)
     for name, value in tensors.items():
         if not np.isfinite(value).all():
-            raise InputError(f"{where}: tensor {name!r} holds NaN or infinite values; weights must be finite")
+            raise InputError(
+                f"{where}: tensor {name!r} holds NaN or infinite values; weights must be finite"
+            )
     lm_head = "absent"
     if layout.lm_head:
         lm_head = (
@@ -325,7 +371,9 @@ def import_gpt2(
         )
     readout = readout or ("lm-head" if lm_head == "separate" else "tied")
     if readout == "lm-head" and lm_head == "absent":
-        raise InputError(f"{param('readout')} lm-head: {where} has no lm_head.weight; use tied or hidden")
+        raise InputError(
+            f"{param('readout')} lm-head: {where} has no lm_head.weight; use tied or hidden"
+        )
     info = {
         "imported": "huggingface gpt2",
         "source": os.path.basename(weights)[:200],

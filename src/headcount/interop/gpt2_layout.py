@@ -1,8 +1,8 @@
 """Which tensors a GPT-2 checkpoint holds (issue 14), for the importer headcount.interop.gpt2 (whose
 docstring draws the layout): `gpt2_layout` finds the key prefix and the layers and refuses missing,
-unexpected and cross-attention tensors; `gpt2_sizes` reads the sizes off the shapes and checks every tensor's
-shape and dtype against them. Both see the checkpoint's listing only (name → shape, dtype), before any
-tensor is loaded.
+unexpected and cross-attention tensors; `gpt2_sizes` reads the sizes off the shapes and checks every
+tensor's shape and dtype against them. Both see the checkpoint's listing only (name → shape, dtype),
+before any tensor is loaded.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def _listed(names: list[str], limit: int = 4) -> str:
 
 @dataclass(frozen=True)
 class Layout:
-    """Where a checkpoint's tensors are: the key prefix, the layer count, the lm_head key (None: none), and
-    the mask buffers skipped."""
+    """Where a checkpoint's tensors are: the key prefix, the layer count, the lm_head key (None:
+    none), and the mask buffers skipped."""
 
     prefix: str
     layers: int
@@ -59,7 +59,9 @@ class Layout:
 
 def find_prefix(names: list[str], where: str) -> str:
     """The prefix before "wte.weight" (InputError when none or several)."""
-    found = sorted({n[:-10] for n in names if n.endswith("wte.weight") and n[:-10] in ("", n[:-11] + ".")})
+    found = sorted(
+        {n[:-10] for n in names if n.endswith("wte.weight") and n[:-10] in ("", n[:-11] + ".")}
+    )
     if len(found) == 1:
         return found[0]
     if not found:
@@ -74,37 +76,47 @@ def find_prefix(names: list[str], where: str) -> str:
 
 
 def gpt2_layout(names: list[str], prefix: str | None, where: str) -> Layout:
-    """The checked layout of a checkpoint holding tensors `names` (interop.gpt2's docstring): InputError
-    naming cross-attention, missing and unexpected tensors."""
+    """The checked layout of a checkpoint holding tensors `names` (interop.gpt2's docstring):
+    InputError naming cross-attention, missing and unexpected tensors."""
     prefix = find_prefix(names, where) if prefix is None else prefix
     if prefix + "wte.weight" not in names:
         raise InputError(
-            f"{where} has no tensor {prefix + 'wte.weight'!r}: {param('prefix')} {prefix!r} does not match"
+            f"{where} has no tensor {prefix + 'wte.weight'!r}: {param('prefix')} {prefix!r} does "
+            "not match"
         )
     outer = prefix[: -len("transformer.")] if prefix.endswith("transformer.") else prefix
     lm_key = outer + "lm_head.weight"
     layers, buffers, unexpected = _sort_names(names, prefix, lm_key, where)
     count = max(layers, default=-1) + 1
     if count > MAX_LAYERS:
-        raise InputError(f"{where} has {count:,} layers; headcount model files hold at most {MAX_LAYERS}")
+        raise InputError(
+            f"{where} has {count:,} layers; headcount model files hold at most {MAX_LAYERS}"
+        )
     unexpected += [name for l, name in buffers if l >= count]
     layout = Layout(
-        prefix, count, lm_key if lm_key in names else None, tuple(n for l, n in sorted(buffers) if l < count)
+        prefix,
+        count,
+        lm_key if lm_key in names else None,
+        tuple(n for l, n in sorted(buffers) if l < count),
     )
     listed = set(names)
     if missing := [n for n in layout.weights() if n not in listed]:
-        raise InputError(f"{where} lacks {len(missing)} tensor(s) of a GPT-2 model: {_listed(missing)}")
+        raise InputError(
+            f"{where} lacks {len(missing)} tensor(s) of a GPT-2 model: {_listed(missing)}"
+        )
     if unexpected:
         raise InputError(
-            f"{where} holds {len(unexpected)} tensor(s) that are not part of a GPT-2 model (GPT2Model / "
+            f"{where} holds {len(unexpected)} tensor(s) that are not part of a GPT-2 model "
+            "(GPT2Model / "
             f"GPT2LMHeadModel, prefix {prefix!r}): {_listed(sorted(unexpected))}"
         )
     return layout
 
 
 def _sort_names(names: list[str], prefix: str, lm_key: str, where: str) -> tuple[set, list, list]:
-    """(the layers whose parts are named, the mask buffers as (layer, name), the names that are no part of
-    a GPT-2 model) of a checkpoint's tensors under `prefix`; InputError naming cross-attention tensors."""
+    """(the layers whose parts are named, the mask buffers as (layer, name), the names that are no
+    part of a GPT-2 model) of a checkpoint's tensors under `prefix`; InputError naming
+    cross-attention tensors."""
     layers, buffers, unexpected, cross = set(), [], [], []
     for name in names:
         rest = name[len(prefix) :] if name.startswith(prefix) else None
@@ -122,7 +134,9 @@ def _sort_names(names: list[str], prefix: str, lm_key: str, where: str) -> tuple
         else:
             unexpected.append(name)
     if cross:
-        raise InputError(f"{where}: cross-attention is not supported (tensors {_listed(sorted(cross), 2)})")
+        raise InputError(
+            f"{where}: cross-attention is not supported (tensors {_listed(sorted(cross), 2)})"
+        )
     return layers, buffers, unexpected
 
 
@@ -139,12 +153,19 @@ def gpt2_sizes(listed: dict, layout: Layout, where: str) -> Sizes:
 
     def shape(name: str, want: tuple, meaning: str) -> tuple[int, ...]:
         got, dtype = listed[name]
-        if len(got) != len(want) or any(w is not None and w != g for w, g in zip(want, got)) or 0 in got:
+        if (
+            len(got) != len(want)
+            or any(w is not None and w != g for w, g in zip(want, got))
+            or 0 in got
+        ):
             shown = [("*" if w is None else w) for w in want]
-            raise InputError(f"{where}: tensor {name!r} has shape {list(got)}, expected {shown} = {meaning}")
+            raise InputError(
+                f"{where}: tensor {name!r} has shape {list(got)}, expected {shown} = {meaning}"
+            )
         if dtype not in WEIGHT_DTYPES:
             raise InputError(
-                f"{where}: tensor {name!r} has dtype {dtype}; weights are {', '.join(WEIGHT_DTYPES)}"
+                f"{where}: tensor {name!r} has dtype {dtype}; weights are "
+                f"{', '.join(WEIGHT_DTYPES)}"
             )
         return got
 
@@ -154,10 +175,16 @@ def gpt2_sizes(listed: dict, layout: Layout, where: str) -> Sizes:
     for l in range(layout.layers):
         for part in D_MODEL_VECTORS:
             shape(layout.key(part, l), (d,), "[d_model]")
-        shape(layout.key("attn.c_attn.weight", l), (d, 3 * d), "[d_model 3·d_model] (Conv1D: x W, q | k | v)")
+        shape(
+            layout.key("attn.c_attn.weight", l),
+            (d, 3 * d),
+            "[d_model 3·d_model] (Conv1D: x W, q | k | v)",
+        )
         shape(layout.key("attn.c_attn.bias", l), (3 * d,), "[3·d_model]")
         shape(layout.key("attn.c_proj.weight", l), (d, d), "[d_model d_model]")
-        d_mlp = shape(layout.key("mlp.c_fc.weight", l), (d, d_mlp), "[d_model d_mlp] (Conv1D: x W)")[1]
+        d_mlp = shape(
+            layout.key("mlp.c_fc.weight", l), (d, d_mlp), "[d_model d_mlp] (Conv1D: x W)"
+        )[1]
         shape(layout.key("mlp.c_fc.bias", l), (d_mlp,), "[d_mlp]")
         shape(layout.key("mlp.c_proj.weight", l), (d_mlp, d), "[d_mlp d_model] (Conv1D: x W)")
     for part in ("ln_f.weight", "ln_f.bias"):

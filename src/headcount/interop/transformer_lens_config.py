@@ -1,9 +1,9 @@
-"""The config a TransformerLens-native model is read from, checked (issue 15): the fields its function
-depends on (TLFields), what headcount's model cannot do refused by name, the state dict those fields imply
-(expected_tensors), and headcount's record under "headcount" checked against them (check_record).
-headcount.interop.transformer_lens_state builds the model from them; the mapping and the record are in its
-docstring. Every check reads JSON values of any type (a hostile config.json) and refuses, on one line, what
-does not fit: fail(why) or error(…) makes the exception.
+"""The config a TransformerLens-native model is read from, checked (issue 15): the fields its
+function depends on (TLFields), what headcount's model cannot do refused by name, the state dict
+those fields imply (expected_tensors), and headcount's record under "headcount" checked against them
+(check_record). headcount.interop.transformer_lens_state builds the model from them; the mapping and
+the record are in its docstring. Every check reads JSON values of any type (a hostile config.json)
+and refuses, on one line, what does not fit: fail(why) or error(…) makes the exception.
 """
 
 from __future__ import annotations
@@ -27,11 +27,23 @@ BIASES = ("b_Q", "b_K", "b_V")
 TL_CONFIG_TYPES = dict.fromkeys(("architecture", "normalization_type", "act_fn"), "string?")
 TL_CONFIG_TYPES |= dict.fromkeys(("positional_embedding_type", "attention_dir"), "string")
 _HEAD_TYPES = {"biases": ["string"], "d_head": "integer", "d_value": "integer"}
-_LAYER_TYPES = {"heads": [_HEAD_TYPES], "b_O": "boolean", "attn_scale": "number", "q_factor": "number"}
+_LAYER_TYPES = {
+    "heads": [_HEAD_TYPES],
+    "b_O": "boolean",
+    "attn_scale": "number",
+    "q_factor": "number",
+}
 _DECODER_TYPES = {"kind": "string", "readout": "string", "b_U": "boolean", "labels": ["integer"]}
-RECORD_TYPES = {"format": "string", "version": "integer", "info": "object", "decoder": _DECODER_TYPES}
+RECORD_TYPES = {
+    "format": "string",
+    "version": "integer",
+    "info": "object",
+    "decoder": _DECODER_TYPES,
+}
 RECORD_TYPES["layers"] = [_LAYER_TYPES | {"mlp": "integer?"}]
-MAX_WIDTH = 1 << 20  # d_model, d_head, d_mlp, vocab, n_ctx of a file: far beyond any model headcount reads
+MAX_WIDTH = (
+    1 << 20
+)  # d_model, d_head, d_mlp, vocab, n_ctx of a file: far beyond any model headcount reads
 
 
 @dataclass(frozen=True)
@@ -56,8 +68,8 @@ class TLFields:
 
 @dataclass(frozen=True)
 class _Config:
-    """A TL config read by get(name, default) (TransformerBridgeConfig's defaults); fail(why) makes the
-    exception. Each reader checks one field's type and range, or refuses it by name."""
+    """A TL config read by get(name, default) (TransformerBridgeConfig's defaults); fail(why) makes
+    the exception. Each reader checks one field's type and range, or refuses it by name."""
 
     get: Callable[[str, Any], Any]
     fail: Callable[[str], Exception]
@@ -78,14 +90,17 @@ class _Config:
         key = value.lower() if isinstance(value, str) else value
         if key not in allowed:
             raise self.fail(
-                f"{name} {short_repr(value)} is not read: headcount reads {', '.join(map(str, allowed))}"
+                f"{name} {short_repr(value)} is not read: headcount reads "
+                f"{', '.join(map(str, allowed))}"
             )
         return allowed[key]
 
     def number(self, name: str, default: float, positive: bool) -> float:
         """A finite number (not a bool), also > 0 when `positive`."""
         value = self.get(name, default)
-        real = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        real = (
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        )
         if not real or (positive and not value > 0):
             what = "positive" if positive else "finite"
             raise self.fail(f"{name} must be a {what} number, got {short_repr(value)}")
@@ -94,36 +109,51 @@ class _Config:
 
 def _refuse_unread(config: _Config) -> None:
     """Refuse by name what the TL-native model does differently from headcount's model: another
-    architecture or positional embedding, gated MLPs or RMS norm, grouped key/value heads, soft caps."""
+    architecture or positional embedding, gated MLPs or RMS norm, grouped key/value heads, soft
+    caps."""
     get, fail = config.get, config.fail
     config.text("architecture", None, {None: 0, "transformerlensnative": 0})
     config.text("positional_embedding_type", "standard", {"standard": 0})
     if name := next((n for n in ("gated_mlp", "final_rms") if get(n, False) is not False), None):
         raise fail(
-            f"{name} = {short_repr(get(name, False))}: headcount's model has neither gated MLPs nor RMS"
+            f"{name} = {short_repr(get(name, False))}: headcount's model has neither gated MLPs "
+            "nor RMS"
         )
     if get("n_key_value_heads", None) not in (None, get("n_heads", -1)):
-        raise fail("grouped key/value heads (n_key_value_heads < n_heads) have no headcount counterpart")
+        raise fail(
+            "grouped key/value heads (n_key_value_heads < n_heads) have no headcount counterpart"
+        )
     for cap in ("attn_scores_soft_cap", "output_logits_soft_cap"):
         if not isinstance(value := get(cap, -1.0), int | float) or value > 0:
-            raise fail(f"{cap} = {short_repr(value)}: soft caps have no headcount counterpart (≤ 0: off)")
+            raise fail(
+                f"{cap} = {short_repr(value)}: soft caps have no headcount counterpart (≤ 0: off)"
+            )
 
 
 def _fields(get, fail) -> TLFields:
-    """Check the TL config read by get(name, default) (TransformerBridgeConfig's defaults); fail(why) makes
-    the exception. What the TL-native model does differently from headcount's model is refused by name."""
+    """Check the TL config read by get(name, default) (TransformerBridgeConfig's defaults);
+    fail(why) makes the exception. What the TL-native model does differently from headcount's model
+    is refused by name."""
     config = _Config(get, fail)
     _refuse_unread(config)
-    d_model, d_head = config.integer("d_model", 1, MAX_WIDTH), config.integer("d_head", 1, MAX_WIDTH)
+    d_model, d_head = (
+        config.integer("d_model", 1, MAX_WIDTH),
+        config.integer("d_head", 1, MAX_WIDTH),
+    )
     d_vocab = config.integer("d_vocab", 1, MAX_WIDTH)
     d_vocab_out = config.integer("d_vocab_out", -1, MAX_WIDTH, -1)
     d_mlp = get("d_mlp", None)
     d_mlp = 4 * d_model if d_mlp in (None, 0) else config.integer("d_mlp", 1, MAX_WIDTH)
     ln = config.text("normalization_type", "LN", {None: False, "ln": True})
     eps = config.number("eps", 1e-5, positive=True)
-    use_scale, scale = config.flag("use_attn_scale", True), config.number("attn_scale", -1.0, positive=False)
+    use_scale, scale = (
+        config.flag("use_attn_scale", True),
+        config.number("attn_scale", -1.0, positive=False),
+    )
     attn_only = config.flag("attn_only", False)
-    activation = "relu" if attn_only else config.text("act_fn", "relu", {v: k for k, v in TL_ACT.items()})
+    activation = (
+        "relu" if attn_only else config.text("act_fn", "relu", {v: k for k, v in TL_ACT.items()})
+    )
     return TLFields(
         d_model,
         d_head,
@@ -149,7 +179,9 @@ def expected_tensors(f: TLFields) -> dict[str, tuple[int, ...]]:
     norms = ["ln_final"] if f.ln else []
     for l in range(f.n_layers):
         p = f"blocks.{l}."
-        out |= {f"{p}attn.{n}.weight": (HD, d) for n in "qkv"} | {f"{p}attn.{n}.bias": (HD,) for n in "qkv"}
+        out |= {f"{p}attn.{n}.weight": (HD, d) for n in "qkv"} | {
+            f"{p}attn.{n}.bias": (HD,) for n in "qkv"
+        }
         out |= {f"{p}attn.o.weight": (d, HD), f"{p}attn.o.bias": (d,)}
         if f.ln:
             norms += [f"{p}ln1"] if f.attn_only else [f"{p}ln1", f"{p}ln2"]
@@ -162,33 +194,48 @@ def expected_tensors(f: TLFields) -> dict[str, tuple[int, ...]]:
 
 def _number(value: Any) -> bool:
     return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value != 0
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value != 0
     )
 
 
 def check_record(rec: Any, f: TLFields, fail) -> dict[str, Any] | None:
-    """The record (transformer_lens_state's docstring) checked against the fields, or None when there is
-    none: its version, its types, one entry per layer and the decoder's entry, each fitting the fields."""
+    """The record (transformer_lens_state's docstring) checked against the fields, or None when
+    there is none: its version, its types, one entry per layer and the decoder's entry, each fitting
+    the fields."""
     if rec is None:
         return None
     version = (rec.get("format"), rec.get("version")) if isinstance(rec, dict) else None
     if version != (RECORD_FORMAT, RECORD_VERSION):
-        raise fail(f"its 'headcount' record is not a {RECORD_FORMAT} version {RECORD_VERSION} object")
+        raise fail(
+            f"its 'headcount' record is not a {RECORD_FORMAT} version {RECORD_VERSION} object"
+        )
     check_json_types(rec, RECORD_TYPES, "its record", error=fail)
     layers = rec.get("layers")
     if not isinstance(layers, list) or len(layers) != f.n_layers:
-        raise fail(f"its record lists {short_repr(layers)[:20]} layers; the config has {f.n_layers}")
+        raise fail(
+            f"its record lists {short_repr(layers)[:20]} layers; the config has {f.n_layers}"
+        )
     for l, entry in enumerate(layers):
         if not _layer_record_fits(entry, f):
-            raise fail(f"its record of layer {l} is not valid (heads ≤ n_heads, widths ≤ d_head, scales ≠ 0)")
+            raise fail(
+                f"its record of layer {l} is not valid (heads ≤ n_heads, widths ≤ d_head, scales "
+                "≠ 0)"
+            )
     if not _decoder_record_fits(rec.get("decoder"), f):
-        raise fail("its record's decoder is not valid (kind linear, or vocab with a readout, b_U and labels)")
+        raise fail(
+            "its record's decoder is not valid (kind linear, or vocab with a readout, b_U and "
+            "labels)"
+        )
     return rec
 
 
 def _layer_record_fits(entry: Any, f: TLFields) -> bool:
-    """Whether a layer's record fits the fields: at most n_heads heads (each fitting: _head_record_fits),
-    a b_O flag, nonzero scales, and an MLP width in 1..d_mlp (none when the model is attention-only)."""
+    """Whether a layer's record fits the fields: at most n_heads heads (each fitting:
+    _head_record_fits), a b_O flag, nonzero scales, and an MLP width in 1..d_mlp (none when the
+    model is attention-only)."""
     heads = entry.get("heads") if isinstance(entry, dict) else None
     if not isinstance(heads, list) or len(heads) > f.n_heads or type(entry.get("b_O")) is not bool:
         return False
@@ -201,17 +248,21 @@ def _layer_record_fits(entry: Any, f: TLFields) -> bool:
 
 
 def _head_record_fits(spec: Any, f: TLFields) -> bool:
-    """Whether a head's record fits: widths d_head and d_value in 0..d_head, biases among b_Q, b_K, b_V."""
+    """Whether a head's record fits: widths d_head and d_value in 0..d_head, biases among b_Q, b_K,
+    b_V."""
     if not isinstance(spec, dict) or not isinstance(spec.get("biases"), list):
         return False
-    if not all(type(spec.get(k)) is int and 0 <= spec[k] <= f.d_head for k in ("d_head", "d_value")):
+    if not all(
+        type(spec.get(k)) is int and 0 <= spec[k] <= f.d_head for k in ("d_head", "d_value")
+    ):
         return False
     return set(spec["biases"]) <= set(BIASES)
 
 
 def _decoder_record_fits(dec: Any, f: TLFields) -> bool:
-    """Whether the decoder's record fits: kind linear, or vocab with a known readout and a b_U flag; labels
-    (where given) one task label (a symbol, BOTTOM or OTHER: ≥ −2) per output id of the unembedding."""
+    """Whether the decoder's record fits: kind linear, or vocab with a known readout and a b_U flag;
+    labels (where given) one task label (a symbol, BOTTOM or OTHER: ≥ −2) per output id of the
+    unembedding."""
     if not isinstance(dec, dict):
         return False
     kind = dec.get("kind")
@@ -224,8 +275,10 @@ def _decoder_record_fits(dec: Any, f: TLFields) -> bool:
     return all(type(v) is int and -2 <= v < 2**31 for v in labels)
 
 
-def check_fields(config: dict[str, Any], where: str, error: type[InputError] = InputError) -> TLFields:
-    """The checked fields of a TL config (a dict, as config.json or vars(bridge.cfg) hold it); `error`(one
-    line naming `where`) for what headcount cannot read."""
+def check_fields(
+    config: dict[str, Any], where: str, error: type[InputError] = InputError
+) -> TLFields:
+    """The checked fields of a TL config (a dict, as config.json or vars(bridge.cfg) hold it);
+    `error`(one line naming `where`) for what headcount cannot read."""
     check_json_types(config, TL_CONFIG_TYPES, where, error=error)
     return _fields(lambda k, default: config.get(k, default), lambda why: error(f"{where}: {why}"))

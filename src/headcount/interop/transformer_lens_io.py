@@ -1,25 +1,30 @@
-"""TransformerLens in and out (issue 15): a weight-form model as a TransformerLens 4.x ``TransformerBridge``
-(``TransformerBridge.boot_native`` on a ``TransformerBridgeConfig``, the state dict loaded with a strict
-``load_state_dict``, float64, never processed) and back, in memory or as files. The mapping, the traps of
-TL 4.x and the record that makes the round trip bit-identical are in headcount.interop.transformer_lens_state,
-which builds and reads the parts in numpy alone.
+"""TransformerLens in and out (issue 15): a weight-form model as a TransformerLens 4.x
+``TransformerBridge`` (``TransformerBridge.boot_native`` on a ``TransformerBridgeConfig``, the state
+dict loaded with a strict ``load_state_dict``, float64, never processed) and back, in memory or as
+files. The mapping, the traps of TL 4.x and the record that makes the round trip bit-identical are
+in headcount.interop.transformer_lens_state, which builds and reads the parts in numpy alone.
 
 This is the only module that imports transformer_lens, and only inside `to_transformer_lens` and
 `from_transformer_lens`, so ``import headcount…`` never needs the extra (missing: InputError naming
 ``pip install 'headcount[tl]'``). Files need no TransformerLens at all:
 
-    write_transformer_lens(model, out_dir)   config.json  TL's config fields, and the record under the key
-                                                          "headcount" (TransformerBridgeConfig.from_dict
+    write_transformer_lens(model, out_dir)   config.json  TL's config fields, and the record under
+    the key
+                                                          "headcount"
+                                                          (TransformerBridgeConfig.from_dict
                                                           ignores keys it does not know)
                                              model.safetensors  the state dict, float64
-                                             load.py      three lines that boot the bridge from the two
-                                                          (``python load.py`` or ``runpy.run_path`` leaves it
-                                                          in ``bridge``, with the record on bridge.cfg)
+                                             load.py      three lines that boot the bridge from the
+                                             two
+                                                          (``python load.py`` or ``runpy.run_path``
+                                                          leaves it
+                                                          in ``bridge``, with the record on
+                                                          bridge.cfg)
     read_transformer_lens(folder)            the model back (bounded reading: common.files,
                                              interop.checkpoints)
 
-`export_transformer_lens` (`headcount export transformer-lens`) and `import_transformer_lens` (`headcount
-import transformer-lens`) are the command line's one call each.
+`export_transformer_lens` (`headcount export transformer-lens`) and `import_transformer_lens`
+(`headcount import transformer-lens`) are the command line's one call each.
 """
 
 from __future__ import annotations
@@ -52,9 +57,11 @@ TL_MISSING = "TransformerLens is not installed: pip install 'headcount[tl]'"
 CONFIG_FILE, WEIGHTS_FILE, SNIPPET_FILE = "config.json", "model.safetensors", "load.py"
 SNIPPET = (
     "import json, torch; from pathlib import Path; from safetensors.torch import load_file; "
-    "from transformer_lens.config import TransformerBridgeConfig; from transformer_lens.model_bridge import "
+    "from transformer_lens.config import TransformerBridgeConfig; from "
+    "transformer_lens.model_bridge import "
     "TransformerBridge\n"
-    'here = Path(__file__).resolve().parent; config = json.loads((here / "config.json").read_text())\n'
+    "here = Path(__file__).resolve().parent; config = json.loads((here / "
+    '"config.json").read_text())\n'
     "bridge = TransformerBridge.boot_native(TransformerBridgeConfig.from_dict(config | "
     '{"dtype": torch.float64}), dtype=torch.float64); bridge.load_state_dict(load_file(here / '
     '"model.safetensors"), strict=True); bridge.cfg.headcount = config.get("headcount")\n'
@@ -72,13 +79,15 @@ def _tl() -> tuple[Any, Any]:
 
 
 def to_transformer_lens(model: Transformer) -> Any:
-    """A TL-native TransformerBridge computing `model`: float64 weights, never processed, the record on
-    ``bridge.cfg.headcount`` (InputError for what TransformerLens cannot hold, saying why)."""
+    """A TL-native TransformerBridge computing `model`: float64 weights, never processed, the record
+    on ``bridge.cfg.headcount`` (InputError for what TransformerLens cannot hold, saying why)."""
     TransformerBridge, TransformerBridgeConfig = _tl()
     import torch
 
     config, tensors = transformer_lens_parts(model)
-    model_from_parts(config, tensors)  # the parts fit together (InputError naming the first that does not)
+    model_from_parts(
+        config, tensors
+    )  # the parts fit together (InputError naming the first that does not)
     record = config.pop("headcount")
     cfg = TransformerBridgeConfig.from_dict(config | {"dtype": torch.float64})
     bridge = TransformerBridge.boot_native(cfg, dtype=torch.float64)
@@ -88,14 +97,18 @@ def to_transformer_lens(model: Transformer) -> Any:
 
 
 def from_transformer_lens(bridge: Any) -> Transformer:
-    """The headcount model of a TL-native bridge (attention-only or GPT-2-style): exactly the exported model
-    when the bridge carries headcount's record, else the plain reading (transformer_lens_state docstring)."""
+    """The headcount model of a TL-native bridge (attention-only or GPT-2-style): exactly the
+    exported model when the bridge carries headcount's record, else the plain reading
+    (transformer_lens_state docstring)."""
     TransformerBridge, _ = _tl()
     if not isinstance(bridge, TransformerBridge):
-        raise InputError(f"expected a TransformerLens TransformerBridge, got {type(bridge).__name__}")
+        raise InputError(
+            f"expected a TransformerLens TransformerBridge, got {type(bridge).__name__}"
+        )
     if getattr(bridge, "_weights_processed", False):
         raise InputError(
-            "the bridge's weights were processed (process_weights folds LayerNorm, centres weights and may "
+            "the bridge's weights were processed (process_weights folds LayerNorm, centres "
+            "weights and may "
             "cast to float32): read the bridge before processing it"
         )
     import torch
@@ -108,10 +121,11 @@ def from_transformer_lens(bridge: Any) -> Transformer:
 
 @dataclass(frozen=True)
 class TransformerLensExport(JsonResult):
-    """The files `write_transformer_lens` wrote: `files` (paths), `config` (TL's config fields, without the
-    record), `heads` (headcount's heads per layer; TL holds config n_heads in each), `padded` (whether any
-    head, width or MLP was zero-padded) and `exact_round_trip` (reading the files back gives every array
-    bit-identical: false only when layers' attention scales are not powers of two apart)."""
+    """The files `write_transformer_lens` wrote: `files` (paths), `config` (TL's config fields,
+    without the record), `heads` (headcount's heads per layer; TL holds config n_heads in each),
+    `padded` (whether any head, width or MLP was zero-padded) and `exact_round_trip` (reading the
+    files back gives every array bit-identical: false only when layers' attention scales are not
+    powers of two apart)."""
 
     out_dir: str
     files: tuple[str, ...]
@@ -134,11 +148,14 @@ def write_transformer_lens(
     reads: tuple = (),
     option: str = "out",
 ) -> TransformerLensExport:
-    """Write `model` as a TransformerLens export (module docstring) into the folder `out_dir` (made if
-    missing, and removed again if the files cannot be written; the three files are replaced atomically).
-    `follow` False refuses an `out_dir` that is a symbolic link (a folder named inside the user's);
-    `reads`: the files the command reads, which no file written may be; `option` names out_dir in messages."""
-    config, tensors = transformer_lens_parts(model)  # what TL cannot hold is refused before out_dir is made
+    """Write `model` as a TransformerLens export (module docstring) into the folder `out_dir` (made
+    if missing, and removed again if the files cannot be written; the three files are replaced
+    atomically). `follow` False refuses an `out_dir` that is a symbolic link (a folder named inside
+    the user's); `reads`: the files the command reads, which no file written may be; `option` names
+    out_dir in messages."""
+    config, tensors = transformer_lens_parts(
+        model
+    )  # what TL cannot hold is refused before out_dir is made
     back = model_from_parts(config, tensors)
     exact = all(
         _same(h.W_Q, g.W_Q) and _same(h.b_Q, g.b_Q)
@@ -146,15 +163,25 @@ def write_transformer_lens(
         for h, g in zip(layer.heads, again.heads)
     )
     text = json.dumps(jsonable(config), indent=2, ensure_ascii=False) + "\n"
-    check_not_read([Path(os.fsdecode(out_dir), n) for n in (CONFIG_FILE, WEIGHTS_FILE, SNIPPET_FILE)], reads)
+    check_not_read(
+        [Path(os.fsdecode(out_dir), n) for n in (CONFIG_FILE, WEIGHTS_FILE, SNIPPET_FILE)], reads
+    )
     with filling_folder(out_dir, option, follow) as out:
         atomic_write_safetensors(out / WEIGHTS_FILE, tensors, {"format": "pt"})
-        atomic_write_bytes(out / CONFIG_FILE, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
-        atomic_write_bytes(out / SNIPPET_FILE, lambda tmp: Path(tmp).write_text(SNIPPET, encoding="utf-8"))
+        atomic_write_bytes(
+            out / CONFIG_FILE, lambda tmp: Path(tmp).write_text(text, encoding="utf-8")
+        )
+        atomic_write_bytes(
+            out / SNIPPET_FILE, lambda tmp: Path(tmp).write_text(SNIPPET, encoding="utf-8")
+        )
     heads = tuple(model.heads_per_layer)
-    widths = [w for layer in model.layers for h in layer.heads for w in (h.W_Q.shape[1], h.W_V.shape[1])]
+    widths = [
+        w for layer in model.layers for h in layer.heads for w in (h.W_Q.shape[1], h.W_V.shape[1])
+    ]
     mlps = [layer.mlp.W_in.shape[1] if layer.mlp else 0 for layer in model.layers]
-    padded = any(h != config["n_heads"] for h in heads) or any(w != config["d_head"] for w in widths)
+    padded = any(h != config["n_heads"] for h in heads) or any(
+        w != config["d_head"] for w in widths
+    )
     padded = padded or (not config["attn_only"] and any(m != config["d_mlp"] for m in mlps))
     return TransformerLensExport(
         str(out),
@@ -168,10 +195,10 @@ def write_transformer_lens(
 
 
 def read_transformer_lens(folder: str | os.PathLike) -> Transformer:
-    """The model of a TransformerLens export folder (config.json + model.safetensors): exactly the exported
-    model when config.json holds headcount's record, else the plain reading. Files are read bounded (sizes,
-    nesting, shapes checked before anything loads, within the memory guard); a missing or hostile file is
-    refused on one line (InputError / ModelFileError)."""
+    """The model of a TransformerLens export folder (config.json + model.safetensors): exactly the
+    exported model when config.json holds headcount's record, else the plain reading. Files are read
+    bounded (sizes, nesting, shapes checked before anything loads, within the memory guard); a
+    missing or hostile file is refused on one line (InputError / ModelFileError)."""
     return _read_export(folder)[0]
 
 
@@ -180,7 +207,8 @@ def _read_export(folder: str | os.PathLike) -> tuple[Transformer, bool]:
     text = os.fsdecode(folder)
     if not os.path.isdir(text):
         raise InputError(
-            f"{show_path(text)} is not a folder: a TransformerLens export is a folder holding {CONFIG_FILE} "
+            f"{show_path(text)} is not a folder: a TransformerLens export is a folder holding "
+            f"{CONFIG_FILE} "
             f"and {WEIGHTS_FILE}"
         )
     where = f"TransformerLens export {show_path(text)}"
@@ -199,10 +227,13 @@ def _read_export(folder: str | os.PathLike) -> tuple[Transformer, bool]:
 def export_transformer_lens(
     model_file: str | os.PathLike, out_dir: str | os.PathLike
 ) -> TransformerLensExport:
-    """`headcount export transformer-lens`: the model file as a TransformerLens export in `out_dir`."""
+    """`headcount export transformer-lens`: the model file as a TransformerLens export in
+    `out_dir`."""
     text = os.fsdecode(out_dir)
     if text == "" or (os.path.lexists(text) and not os.path.isdir(text)):
-        raise InputError(f"{param('out')} {show_path(text)} is empty or not a folder: give a folder path")
+        raise InputError(
+            f"{param('out')} {show_path(text)} is empty or not a folder: give a folder path"
+        )
     return write_transformer_lens(load_model(model_file), text, reads=(model_file,))
 
 
@@ -223,10 +254,15 @@ class TransformerLensImport(JsonResult):
     extensions: tuple[str, ...]
 
 
-def import_transformer_lens(folder: str | os.PathLike, out: str | os.PathLike) -> TransformerLensImport:
-    """`headcount import transformer-lens`: a TransformerLens export folder as a headcount model file."""
+def import_transformer_lens(
+    folder: str | os.PathLike, out: str | os.PathLike
+) -> TransformerLensImport:
+    """`headcount import transformer-lens`: a TransformerLens export folder as a headcount model
+    file."""
     check_writable(out)
-    check_not_read([out], [os.path.join(os.fsdecode(folder), n) for n in (CONFIG_FILE, WEIGHTS_FILE)])
+    check_not_read(
+        [out], [os.path.join(os.fsdecode(folder), n) for n in (CONFIG_FILE, WEIGHTS_FILE)]
+    )
     model, record = _read_export(folder)
     save_model(model, out)
     return TransformerLensImport(

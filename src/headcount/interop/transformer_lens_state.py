@@ -1,42 +1,49 @@
-"""A weight-form model as a TransformerLens-native config and state dict, and back (issue 15), in numpy
-alone: headcount.interop.transformer_lens_io boots a ``TransformerBridge`` from these parts, reads one back
-through them, and writes and reads them as files; headcount.interop.transformer_lens_config checks the config
-and the record a model is read from. Nothing here imports transformer_lens.
+"""A weight-form model as a TransformerLens-native config and state dict, and back (issue 15), in
+numpy alone: headcount.interop.transformer_lens_io boots a ``TransformerBridge`` from these parts,
+reads one back through them, and writes and reads them as files;
+headcount.interop.transformer_lens_config checks the config and the record a model is read from.
+Nothing here imports transformer_lens.
 
 The mapping (TL-native state dict; nn.Linear weights are [out in], so a head's block is transposed):
 
     W_E [vocab d] → embed.weight          W_pos [n_ctx d] → pos_embed.weight (TL's pos_embed)
     head h of layer l (TL width D, block h·D … h·D + width):
-      a_l·W_Q, W_K, W_V → blocks.l.attn.{q,k,v}.weight rows;  a_l·b_Q, b_K, b_V → .bias (zeros if none)
+      a_l·W_Q, W_K, W_V → blocks.l.attn.{q,k,v}.weight rows;  a_l·b_Q, b_K, b_V → .bias (zeros if
+      none)
       W_O → blocks.l.attn.o.weight columns;  b_O → blocks.l.attn.o.bias (zeros if none)
-    ln1, ln2 → blocks.l.ln1/ln2.{weight,bias}; ln_final → ln_final.{weight,bias} (normalization "LN")
-    MLP W_in, b_in, W_out, b_out → blocks.l.mlp.in/out.{weight,bias}; relu/gelu/gelu_tanh → relu/gelu/gelu_new
-    decoder W_U [d out], b_U → unembed.weight [out d], unembed.bias (zeros when there is none: a strict
+    ln1, ln2 → blocks.l.ln1/ln2.{weight,bias}; ln_final → ln_final.{weight,bias} (normalization
+    "LN")
+    MLP W_in, b_in, W_out, b_out → blocks.l.mlp.in/out.{weight,bias}; relu/gelu/gelu_tanh →
+    relu/gelu/gelu_new
+    decoder W_U [d out], b_U → unembed.weight [out d], unembed.bias (zeros when there is none: a
+    strict
       load needs it); a "hidden" readout → W_U = identity
     mask causal → attention_dir "causal", full → "bidirectional"
 
-Traps of TL 4.x, and what is done: (1) TL divides scores by one positive scale for every layer, even with
-use_attn_scale off (then √d_head), and refuses attn_scale ≈ 1.0: headcount's scores are s_l·⟨q, k⟩, so TL's
-scale is c = a_0/s_0 with a_0 = ±1 (±2 when 1/|s_0| ≈ 1, so plain models get c = 2) and W_Q, b_Q are
-multiplied by a_l = c·s_l — a power of two, hence exact, whenever s_l/s_0 is one (every construction,
-trained and GPT-2 model; otherwise a_l = c·s_l rounds W_Q once). (2) Weight processing folds LayerNorm
-and casts to float32: never called, and a processed bridge is refused. (3) The unembedding bias is a
-buffer a strict load requires: zeros are written when the model has none. (4) TL has one n_heads and one
-d_head: heads are zero-padded to the widest (Q/K and V alike) and layers to the most heads; padded parts
-are zero, so they add exactly 0 (zero W_V, W_O). Likewise one d_mlp (zero hidden units: act(0) = 0) and an
-MLP in every layer (a zero one where headcount has none) unless the model is attention-only.
+Traps of TL 4.x, and what is done: (1) TL divides scores by one positive scale for every layer, even
+with use_attn_scale off (then √d_head), and refuses attn_scale ≈ 1.0: headcount's scores are s_l·⟨q,
+k⟩, so TL's scale is c = a_0/s_0 with a_0 = ±1 (±2 when 1/|s_0| ≈ 1, so plain models get c = 2) and
+W_Q, b_Q are multiplied by a_l = c·s_l — a power of two, hence exact, whenever s_l/s_0 is one (every
+construction, trained and GPT-2 model; otherwise a_l = c·s_l rounds W_Q once). (2) Weight processing
+folds LayerNorm and casts to float32: never called, and a processed bridge is refused. (3) The
+unembedding bias is a buffer a strict load requires: zeros are written when the model has none. (4)
+TL has one n_heads and one d_head: heads are zero-padded to the widest (Q/K and V alike) and layers
+to the most heads; padded parts are zero, so they add exactly 0 (zero W_V, W_O). Likewise one d_mlp
+(zero hidden units: act(0) = 0) and an MLP in every layer (a zero one where headcount has none)
+unless the model is attention-only.
 
-What TL cannot hold is refused with the reason: table models (OneLayerTable), decoders that are not a
-linear unembedding, LayerNorm in some places but not others (TL has one normalization type), different
-LayerNorm eps or MLP activations by layer, an attention scale of 0.
+What TL cannot hold is refused with the reason: table models (OneLayerTable), decoders that are not
+a linear unembedding, LayerNorm in some places but not others (TL has one normalization type),
+different LayerNorm eps or MLP activations by layer, an attention scale of 0.
 
-The record: what undoes padding and scaling — each head's widths and biases, each layer's b_O, MLP width,
-attention scale and factor a_l, the decoder kind (readout, vocabulary map, b_U), `info` — is a JSON object
-kept as ``bridge.cfg.headcount`` and under the key "headcount" of the exported config.json (which
-TransformerBridgeConfig.from_dict ignores). With it the round trip headcount → TL → headcount is
-bit-identical (the parts it drops must be exactly zero, else the record is refused as stale); a bridge
-without one gets the plain reading: every padded head and width kept, attn_scale = 1/c, an all-zero bias
-read as none, an MLP in every layer, and an "lm-head" vocab decoder over all d_vocab_out ids.
+The record: what undoes padding and scaling — each head's widths and biases, each layer's b_O, MLP
+width, attention scale and factor a_l, the decoder kind (readout, vocabulary map, b_U), `info` — is
+a JSON object kept as ``bridge.cfg.headcount`` and under the key "headcount" of the exported
+config.json (which TransformerBridgeConfig.from_dict ignores). With it the round trip headcount → TL
+→ headcount is bit-identical (the parts it drops must be exactly zero, else the record is refused as
+stale); a bridge without one gets the plain reading: every padded head and width kept, attn_scale =
+1/c, an all-zero bias read as none, an MLP in every layer, and an "lm-head" vocab decoder over all
+d_vocab_out ids.
 """
 
 from __future__ import annotations
@@ -77,38 +84,50 @@ def _pow2(x: float) -> bool:
     return x != 0 and math.isfinite(x) and math.frexp(abs(x))[0] == 0.5
 
 
-# --- headcount → TransformerLens -------------------------------------------------------------------------
+# --- headcount → TransformerLens
+# -------------------------------------------------------------------------
 
 
 def _check_holdable(model: Any) -> None:
-    """InputError unless TransformerLens can hold `model` (module docstring: what is refused, and why)."""
+    """InputError unless TransformerLens can hold `model` (module docstring: what is refused, and
+    why)."""
     if isinstance(model, OneLayerTable):
         raise InputError(
-            "a one-layer table model cannot go to TransformerLens: its values Ṽ[j, σ] tie each token to its "
-            "position, which W_E + W_pos followed by linear maps cannot express (use a weight-form model)"
+            "a one-layer table model cannot go to TransformerLens: its values Ṽ[j, σ] tie each "
+            "token to its "
+            "position, which W_E + W_pos followed by linear maps cannot express (use a "
+            "weight-form model)"
         )
     if not isinstance(model, Transformer):
         raise InputError(f"expected a weight-form Transformer, got {type(model).__name__}")
     if not isinstance(model.decoder, LinearDecoder | VocabDecoder):
         raise InputError(
-            f"the decoder {model.decoder.kind!r} is not a linear unembedding: TransformerLens ends in logits "
+            f"the decoder {model.decoder.kind!r} is not a linear unembedding: TransformerLens "
+            "ends in logits "
             "x W_U + b_U, so it cannot hold it (linear and vocab decoders can go)"
         )
     if model.mask not in TL_DIR:
         raise InputError(f"mask {model.mask!r}: TransformerLens holds {' or '.join(TL_DIR)}")
     norms = [("ln_final", model.ln_final)]
     for l, layer in enumerate(model.layers):
-        norms += [(f"layers[{l}].ln1", layer.ln1)] + ([(f"layers[{l}].ln2", layer.ln2)] if layer.mlp else [])
+        norms += [(f"layers[{l}].ln1", layer.ln1)] + (
+            [(f"layers[{l}].ln2", layer.ln2)] if layer.mlp else []
+        )
     missing = [name for name, ln in norms if ln is None]
     if len(missing) not in (0, len(norms)):
         raise InputError(
-            f"the model has LayerNorm in some places but not in {', '.join(missing[:4])}: TransformerLens "
+            f"the model has LayerNorm in some places but not in {', '.join(missing[:4])}: "
+            "TransformerLens "
             "has one normalization for every block and the final one (all LayerNorm or none)"
         )
     if len({ln.eps for _, ln in norms if ln is not None}) > 1:
-        raise InputError("the LayerNorms have different eps: TransformerLens has one eps for all of them")
+        raise InputError(
+            "the LayerNorms have different eps: TransformerLens has one eps for all of them"
+        )
     if len({layer.mlp.activation for layer in model.layers if layer.mlp}) > 1:
-        raise InputError("the MLPs have different activations: TransformerLens has one act_fn for all")
+        raise InputError(
+            "the MLPs have different activations: TransformerLens has one act_fn for all"
+        )
 
 
 def _scales(model: Transformer) -> tuple[float, list[float]]:
@@ -118,14 +137,17 @@ def _scales(model: Transformer) -> tuple[float, list[float]]:
     for l, s in enumerate(scales):
         if s == 0:
             raise InputError(
-                f"layer {l} has attention scale 0: TransformerLens divides scores by a positive scale, so 0 "
+                f"layer {l} has attention scale 0: TransformerLens divides scores by a positive "
+                "scale, so 0 "
                 "would need W_Q = 0 and lose the weights"
             )
     s0 = scales[0] if scales else 1.0
     a0 = math.copysign(2.0 if math.isclose(1 / abs(s0), 1.0, abs_tol=1e-6) else 1.0, s0)
     c = a0 / s0
     if not (math.isfinite(c) and 0 < c < 2.0**1000):
-        raise InputError(f"attention scale {s0!r} is too small for TransformerLens's divisor (1/scale)")
+        raise InputError(
+            f"attention scale {s0!r} is too small for TransformerLens's divisor (1/scale)"
+        )
     factors = []
     for s in scales:
         ratio = s / s0
@@ -134,7 +156,8 @@ def _scales(model: Transformer) -> tuple[float, list[float]]:
 
 
 def _widths(model: Transformer) -> tuple[int, int, int]:
-    """(n_heads, d_head, d_mlp) of TL: the most heads of a layer, the widest head, the widest MLP (≥ 1)."""
+    """(n_heads, d_head, d_mlp) of TL: the most heads of a layer, the widest head, the widest MLP (≥
+    1)."""
     heads = [h for layer in model.layers for h in layer.heads]
     d_head = max([1] + [max(h.W_Q.shape[1], h.W_V.shape[1]) for h in heads])
     d_mlp = max([1] + [layer.mlp.W_in.shape[1] for layer in model.layers if layer.mlp])
@@ -142,7 +165,8 @@ def _widths(model: Transformer) -> tuple[int, int, int]:
 
 
 def _scaled(W: np.ndarray, a: float, l: int) -> np.ndarray:
-    """W·a; InputError where that overflows float64 (a scale factor is ≤ 2 unless the scales are extreme)."""
+    """W·a; InputError where that overflows float64 (a scale factor is ≤ 2 unless the scales are
+    extreme)."""
     with np.errstate(over="ignore"):
         out = W * a
     if (np.isinf(out) & np.isfinite(W)).any():
@@ -150,7 +174,9 @@ def _scaled(W: np.ndarray, a: float, l: int) -> np.ndarray:
     return out
 
 
-def _layer_state(l: int, layer: Layer, a: float, shape: tuple[int, int, int, int], ln: bool, attn_only: bool):
+def _layer_state(
+    l: int, layer: Layer, a: float, shape: tuple[int, int, int, int], ln: bool, attn_only: bool
+):
     """(state-dict tensors, record entry) of one layer (module docstring: the mapping)."""
     H, D, d, d_mlp = shape
     w = {name: np.zeros((H * D, d)) for name in "qkv"}
@@ -161,15 +187,24 @@ def _layer_state(l: int, layer: Layer, a: float, shape: tuple[int, int, int, int
         e, width, s = head.W_Q.shape[1], head.W_V.shape[1], h * D
         w["q"][s : s + e], w["k"][s : s + e] = _scaled(head.W_Q, a, l).T, head.W_K.T
         w["v"][s : s + width], o[:, s : s + width] = head.W_V.T, head.W_O.T
-        for name, bias, end, factor in zip("qkv", (head.b_Q, head.b_K, head.b_V), (e, e, width), (a, 1, 1)):
+        for name, bias, end, factor in zip(
+            "qkv", (head.b_Q, head.b_K, head.b_V), (e, e, width), (a, 1, 1)
+        ):
             if bias is not None:
                 b[name][s : s + end] = _scaled(bias, factor, l)
         heads.append(
-            {"d_head": e, "d_value": width, "biases": [n for n in BIASES if getattr(head, n) is not None]}
+            {
+                "d_head": e,
+                "d_value": width,
+                "biases": [n for n in BIASES if getattr(head, n) is not None],
+            }
         )
     p = f"blocks.{l}."
     out = {f"{p}attn.{n}.weight": w[n] for n in "qkv"} | {f"{p}attn.{n}.bias": b[n] for n in "qkv"}
-    out |= {f"{p}attn.o.weight": o, f"{p}attn.o.bias": np.zeros(d) if layer.b_O is None else layer.b_O}
+    out |= {
+        f"{p}attn.o.weight": o,
+        f"{p}attn.o.bias": np.zeros(d) if layer.b_O is None else layer.b_O,
+    }
     if ln:
         out |= {f"{p}ln1.weight": layer.ln1.w, f"{p}ln1.bias": layer.ln1.b}
         ln2 = layer.ln2 if layer.mlp else LayerNorm(np.ones(d), np.zeros(d))
@@ -197,7 +232,9 @@ def _decoder_state(model: Transformer) -> tuple[np.ndarray, np.ndarray, dict[str
         return dec.W_U, dec.b_U, {"kind": "linear"}
     W_U = np.eye(d) if dec.W_U is None else dec.W_U
     if W_U.shape[0] != d:
-        raise InputError(f"the decoder's W_U reads {W_U.shape[0]} coordinates; the model has d_model = {d}")
+        raise InputError(
+            f"the decoder's W_U reads {W_U.shape[0]} coordinates; the model has d_model = {d}"
+        )
     entry = {"kind": "vocab", "readout": dec.readout, "vocab_map": dec.vocab_map.to_json()}
     entry["b_U"] = dec.b_U is not None
     if dec.labels is not None:
@@ -206,8 +243,9 @@ def _decoder_state(model: Transformer) -> tuple[np.ndarray, np.ndarray, dict[str
 
 
 def transformer_lens_parts(model: Transformer) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """(TL config fields with the record under "headcount", state dict as float64 arrays) of `model`: what
-    the bridge is booted and loaded from, and what the files hold. InputError for what TL cannot hold."""
+    """(TL config fields with the record under "headcount", state dict as float64 arrays) of
+    `model`: what the bridge is booted and loaded from, and what the files hold. InputError for what
+    TL cannot hold."""
     _check_holdable(model)
     c, factors = _scales(model)
     H, D, d_mlp = _widths(model)
@@ -225,30 +263,55 @@ def transformer_lens_parts(model: Transformer) -> tuple[dict[str, Any], dict[str
         tensors |= {"ln_final.weight": model.ln_final.w, "ln_final.bias": model.ln_final.b}
     tensors |= {"unembed.weight": W_U.T, "unembed.bias": b_U}
     acts = {layer.mlp.activation for layer in model.layers if layer.mlp}
-    config = {"architecture": "TransformerLensNative", "model_name": "headcount", "d_model": d, "d_head": D}
-    config |= {"n_heads": H, "n_layers": len(model.layers), "n_ctx": model.n_ctx, "d_vocab": model.alphabet}
+    config = {
+        "architecture": "TransformerLensNative",
+        "model_name": "headcount",
+        "d_model": d,
+        "d_head": D,
+    }
+    config |= {
+        "n_heads": H,
+        "n_layers": len(model.layers),
+        "n_ctx": model.n_ctx,
+        "d_vocab": model.alphabet,
+    }
     config |= {
         "d_vocab_out": W_U.shape[1],
         "attn_only": attn_only,
         "act_fn": TL_ACT[acts.pop() if acts else "relu"],
     }
-    config |= {"normalization_type": "LN" if ln else None, "eps": model.ln_final.eps if ln else 1e-5}
+    config |= {
+        "normalization_type": "LN" if ln else None,
+        "eps": model.ln_final.eps if ln else 1e-5,
+    }
     config |= {"use_attn_scale": True, "attn_scale": c, "attention_dir": TL_DIR[model.mask]}
-    config |= {"positional_embedding_type": "standard", "default_prepend_bos": False, "init_weights": False}
+    config |= {
+        "positional_embedding_type": "standard",
+        "default_prepend_bos": False,
+        "init_weights": False,
+    }
     config["tokenizer_prepends_bos"] = False
     if not attn_only:
         config["d_mlp"] = d_mlp
-    record = {"format": RECORD_FORMAT, "version": RECORD_VERSION, "layers": layers, "decoder": decoder}
+    record = {
+        "format": RECORD_FORMAT,
+        "version": RECORD_VERSION,
+        "layers": layers,
+        "decoder": decoder,
+    }
     tensors = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}
     return config | {"headcount": record | {"info": model.info}}, tensors
 
 
-# --- TransformerLens → headcount -------------------------------------------------------------------------
+# --- TransformerLens → headcount
+# -------------------------------------------------------------------------
 
 
-def _read_heads(l: int, f: TLFields, t: dict, entry: dict | None, dropped: list) -> tuple[AttentionHead, ...]:
-    """Layer l's heads: under a record, its widths and biases (the rest must be zero: `dropped`); without one,
-    every head at width d_head, a bias that is all zero read as none."""
+def _read_heads(
+    l: int, f: TLFields, t: dict, entry: dict | None, dropped: list
+) -> tuple[AttentionHead, ...]:
+    """Layer l's heads: under a record, its widths and biases (the rest must be zero: `dropped`);
+    without one, every head at width d_head, a bias that is all zero read as none."""
     p, D = f"blocks.{l}.attn.", f.d_head
     W = {n: t[f"{p}{n}.weight"] for n in "qkvo"}
     B = {n: t[f"{p}{n}.bias"] for n in "qkv"}
@@ -268,7 +331,12 @@ def _read_heads(l: int, f: TLFields, t: dict, entry: dict | None, dropped: list)
             if spec["biases"] is None or name in spec["biases"]:
                 biased[n][rows[n]] = True
                 biases[name] = value if spec["biases"] is not None or value.any() else None
-        q, k, v, o = W["q"][rows["q"]].T / a, W["k"][rows["k"]].T, W["v"][rows["v"]].T, W["o"][:, rows["v"]].T
+        q, k, v, o = (
+            W["q"][rows["q"]].T / a,
+            W["k"][rows["k"]].T,
+            W["v"][rows["v"]].T,
+            W["o"][:, rows["v"]].T,
+        )
         heads.append(AttentionHead(q, k, v, o, **biases))
     for n in "qkv":
         dropped += [(f"{p}{n}.weight", W[n][~used[n]]), (f"{p}{n}.bias", B[n][~biased[n]])]
@@ -289,7 +357,11 @@ def _read_layer(l: int, f: TLFields, t: dict, entry: dict | None, dropped: list)
     if not f.attn_only:
         w_in, b_in, w_out = t[f"{p}mlp.in.weight"], t[f"{p}mlp.in.bias"], t[f"{p}mlp.out.weight"]
         b_out, k0 = t[f"{p}mlp.out.bias"], k or 0
-        dropped += [(f"{p}mlp.in", w_in[k0:]), (f"{p}mlp.in.bias", b_in[k0:]), (f"{p}mlp.out", w_out[:, k0:])]
+        dropped += [
+            (f"{p}mlp.in", w_in[k0:]),
+            (f"{p}mlp.in.bias", b_in[k0:]),
+            (f"{p}mlp.out", w_out[:, k0:]),
+        ]
         if k is None:
             dropped.append((f"{p}mlp.out.bias", b_out))
         else:
@@ -311,8 +383,12 @@ def _read_decoder(
         dropped.append(("unembed.bias", b_U))
     hidden = dec["readout"] == "hidden"
     square = W_U.shape[0] == W_U.shape[1]
-    if hidden and not (square and np.count_nonzero(W_U) == len(W_U) and (np.diagonal(W_U) == 1).all()):
-        raise fail("its record says the readout is 'hidden', but unembed.weight is not the identity")
+    if hidden and not (
+        square and np.count_nonzero(W_U) == len(W_U) and (np.diagonal(W_U) == 1).all()
+    ):
+        raise fail(
+            "its record says the readout is 'hidden', but unembed.weight is not the identity"
+        )
     return VocabDecoder(
         None if hidden else W_U,
         b_U if dec["b_U"] else None,
@@ -323,14 +399,19 @@ def _read_decoder(
 
 
 def _build(f: TLFields, t: dict[str, np.ndarray], rec: dict | None, fail) -> Transformer:
-    """The headcount model of a checked TL-native state dict (module docstring: record or plain reading)."""
+    """The headcount model of a checked TL-native state dict (module docstring: record or plain
+    reading)."""
     dropped: list[tuple[str, np.ndarray]] = []
-    layers = [_read_layer(l, f, t, rec["layers"][l] if rec else None, dropped) for l in range(f.n_layers)]
+    layers = [
+        _read_layer(l, f, t, rec["layers"][l] if rec else None, dropped) for l in range(f.n_layers)
+    ]
     decoder = _read_decoder(f, t, rec["decoder"] if rec else None, dropped, fail)
     if stale := [name for name, rest in dropped if rest.any()]:
         raise fail(
-            f"its headcount record says {stale[0]} holds padding, but it is not zero (weights edited after "
-            "the export?): drop the record (bridge.cfg.headcount, or the 'headcount' key) to read it plainly"
+            f"its headcount record says {stale[0]} holds padding, but it is not zero (weights "
+            "edited after "
+            "the export?): drop the record (bridge.cfg.headcount, or the 'headcount' key) to read "
+            "it plainly"
         )
     ln_final = LayerNorm(t["ln_final.weight"], t["ln_final.bias"], f.eps) if f.ln else None
     info = rec.get("info", {}) if rec else {}
@@ -344,13 +425,16 @@ def model_from_parts(
     where: str = "the TransformerLens config",
     error: type[InputError] = InputError,
 ) -> Transformer:
-    """The inverse of transformer_lens_parts: the model of a TL config (with or without the record under
-    "headcount") and its state dict (float64 arrays)."""
+    """The inverse of transformer_lens_parts: the model of a TL config (with or without the record
+    under "headcount") and its state dict (float64 arrays)."""
     f = check_fields(config, where, error)
     fail = lambda why: error(f"{where}: {why}")  # noqa: E731
     want = expected_tensors(f)
-    if bad := sorted(set(want) ^ set(tensors)) or [k for k in want if tuple(tensors[k].shape) != want[k]]:
+    if bad := sorted(set(want) ^ set(tensors)) or [
+        k for k in want if tuple(tensors[k].shape) != want[k]
+    ]:
         raise fail(
-            f"state dict entry {bad[0]!r} does not fit the config ({len(want)} TL-native tensors expected)"
+            f"state dict entry {bad[0]!r} does not fit the config ({len(want)} TL-native tensors "
+            "expected)"
         )
     return _build(f, tensors, check_record(config.get("headcount"), f, fail), fail)

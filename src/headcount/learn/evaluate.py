@@ -1,7 +1,8 @@
 """Exact metrics of trained models on fixed held-out sets, so runs compare on equal inputs.
 
-Held-out sets are seeded by EVAL_SEED and the task's sizes only — never the run's seed. Sequence models
-are evaluated in float64 (a copy); min/max models after export, with exact decisions (a tie is wrong).
+Held-out sets are seeded by EVAL_SEED and the task's sizes only — never the run's seed. Sequence
+models are evaluated in float64 (a copy); min/max models after export, with exact decisions (a tie
+is wrong).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ MINMAX_EXHAUSTIVE = 200_000  # evaluate on every multiset when there are at most
 MINMAX_SAMPLE = 1 << 16  # else on this many uniform lists
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Induction heads and k-hop
 
 
@@ -43,8 +44,9 @@ MINMAX_SAMPLE = 1 << 16  # else on this many uniform lists
 def sequence_predict(
     model: SequenceModel, tokens: np.ndarray, chunk: int = 512
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """(predictions [batch pos] with BOTTOM for ⊥, attention patterns per layer [batch heads q k]) of `model`
-    as it is (call on a float64 copy for exact metrics); argmax ties go to the lowest class, as in core."""
+    """(predictions [batch pos] with BOTTOM for ⊥, attention patterns per layer [batch heads q k])
+    of `model` as it is (call on a float64 copy for exact metrics); argmax ties go to the lowest
+    class, as in core."""
     preds, patterns = [], []
     alphabet = model.cfg.alphabet
     for start in range(0, len(tokens), chunk):
@@ -68,21 +70,24 @@ def head_scores(patterns: list[np.ndarray], sigma: np.ndarray, offset: int = 0) 
 
 
 def heldout_rng(n: int, alphabet: int) -> np.random.Generator:
-    """The generator of the fixed held-out sets: seeded by EVAL_SEED, n and alphabet only (never the run's
-    seed)."""
+    """The generator of the fixed held-out sets: seeded by EVAL_SEED, n and alphabet only (never the
+    run's seed)."""
     return np.random.default_rng([EVAL_SEED, n, alphabet])
 
 
-def heldout_sequences(n: int, alphabet: int, generator: str = "uniform", size: int = EVAL_SIZE) -> np.ndarray:
-    """The held-out σ's [size n] that evaluate_induction scores accuracy on (to recompute its metrics)."""
+def heldout_sequences(
+    n: int, alphabet: int, generator: str = "uniform", size: int = EVAL_SIZE
+) -> np.ndarray:
+    """The held-out σ's [size n] that evaluate_induction scores accuracy on (to recompute its
+    metrics)."""
     return itask.GENERATORS[generator](heldout_rng(n, alphabet), size, n, alphabet)
 
 
 def _at_hop(
     model64: SequenceModel, sigma: np.ndarray, alphabet: int, k: int, hop_token: bool
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], itask.PositionMetrics]:
-    """(inputs, targets, patterns, induction_metrics) of the model at hop count k (with the hop token
-    alphabet + k − 1 first when hop_token)."""
+    """(inputs, targets, patterns, induction_metrics) of the model at hop count k (with the hop
+    token alphabet + k − 1 first when hop_token)."""
     target = itask.induction_targets(sigma, k)
     inputs = sigma
     if hop_token:
@@ -97,16 +102,18 @@ def _eval_loss(
 ) -> float:
     """Cross-entropy of the model on every target position (⊥ is class alphabet)."""
     cls = torch.from_numpy(np.where(target == BOTTOM, alphabet, target))
-    logits = torch.cat([model64(torch.from_numpy(inputs[s : s + 512])) for s in range(0, len(inputs), 512)])
+    logits = torch.cat(
+        [model64(torch.from_numpy(inputs[s : s + 512])) for s in range(0, len(inputs), 512)]
+    )
     return float(F_nn.cross_entropy(logits[:, offset:].reshape(-1, alphabet + 1), cls.reshape(-1)))
 
 
 def _adversarial(
     model64: SequenceModel, rng: np.random.Generator, n: int, alphabet: int
 ) -> tuple[dict[str, FamilyAccuracy], float | None, float | None]:
-    """(accuracy on each adversarial family but INDEX, accuracy_index, accuracy_index_all). INDEX (alphabet
-    ≥ 3, n ≥ 3 only, else None) is scored at its query position 2k+1 = 2⌊(n−1)/2⌋+1 and at all its non-⊥
-    positions."""
+    """(accuracy on each adversarial family but INDEX, accuracy_index, accuracy_index_all). INDEX
+    (alphabet ≥ 3, n ≥ 3 only, else None) is scored at its query position 2k+1 = 2⌊(n−1)/2⌋+1 and at
+    all its non-⊥ positions."""
     families, index, index_all = {}, None, None
     for name, generate in itask.ADVERSARIAL_FAMILIES.items():
         if name == "index" and (alphabet < 3 or n < 3):
@@ -133,18 +140,21 @@ def evaluate_induction(
     generator: str = "uniform",
     eval_size: int = EVAL_SIZE,
 ) -> InductionMetrics:
-    """Exact task metrics of `model` (run in float64) on fixed held-out sets (seeded by EVAL_SEED, n and
-    alphabet):
+    """Exact task metrics of `model` (run in float64) on fixed held-out sets (seeded by EVAL_SEED, n
+    and alphabet):
 
-    accuracy / accuracy_bottom: non-⊥ / ⊥ positions of `eval_size` sequences from `generator` (with a hop
-    token: at k = hops; accuracy_by_hop gives every k); eval_loss: their cross-entropy; accuracy_index:
-    the INDEX family (index_family_for_length) at the query position, accuracy_index_all: at all its
-    non-⊥ positions; adversarial: non-⊥ and ⊥ accuracy on each other adversarial family (these three for
-    hops = 1 without a hop token only); head_scores: head_scores on the first PATTERN_SIZE sequences."""
+    accuracy / accuracy_bottom: non-⊥ / ⊥ positions of `eval_size` sequences from `generator` (with
+    a hop token: at k = hops; accuracy_by_hop gives every k); eval_loss: their cross-entropy;
+    accuracy_index: the INDEX family (index_family_for_length) at the query position,
+    accuracy_index_all: at all its non-⊥ positions; adversarial: non-⊥ and ⊥ accuracy on each other
+    adversarial family (these three for hops = 1 without a hop token only); head_scores: head_scores
+    on the first PATTERN_SIZE sequences."""
     model64 = copy.deepcopy(model).double().eval()
     rng = heldout_rng(n, alphabet)
     offset = int(hop_token)
-    sigma = itask.GENERATORS[generator](rng, eval_size, n, alphabet)  # the same set as heldout_sequences
+    sigma = itask.GENERATORS[generator](
+        rng, eval_size, n, alphabet
+    )  # the same set as heldout_sequences
     by_hop: dict[str, float] = {}
     for k in range(1, hops + 1) if hop_token else [hops]:
         inputs, target, patterns, metrics = _at_hop(model64, sigma, alphabet, k, hop_token)
@@ -169,7 +179,7 @@ def evaluate_induction(
     )
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Min / max
 
 
@@ -181,8 +191,9 @@ def _multinomial_log_counts(x: np.ndarray, M: int) -> np.ndarray:
 
 
 def _minmax_inputs(M: int, n: int) -> tuple[bool, np.ndarray, np.ndarray]:
-    """(exhaustive, lists [batch n], weights summing to 1): every multiset weighted by its orderings when
-    there are ≤ MINMAX_EXHAUSTIVE, else MINMAX_SAMPLE fixed uniform lists (seeded by EVAL_SEED, M, n)."""
+    """(exhaustive, lists [batch n], weights summing to 1): every multiset weighted by its orderings
+    when there are ≤ MINMAX_EXHAUSTIVE, else MINMAX_SAMPLE fixed uniform lists (seeded by EVAL_SEED,
+    M, n)."""
     exhaustive = count_multisets(M, n) <= MINMAX_EXHAUSTIVE
     if exhaustive:
         x = all_multisets(M, n)
@@ -195,10 +206,11 @@ def _minmax_inputs(M: int, n: int) -> tuple[bool, np.ndarray, np.ndarray]:
 
 
 def evaluate_minmax(net: MinMaxNet, n: int) -> MinMaxMetrics:
-    """Exact accuracies of `net` (exported to float64, decisions with verify.decide_exact: near-ties are
-    decided exactly, a tie is wrong) as fractions of all M^n lists: the head is permutation-invariant, so
-    each multiset counts with its number of orderings (exhaustive: true) when that is feasible (see
-    _minmax_inputs). For one head also the exact one-head verifier's verdicts for min and max."""
+    """Exact accuracies of `net` (exported to float64, decisions with verify.decide_exact: near-ties
+    are decided exactly, a tie is wrong) as fractions of all M^n lists: the head is
+    permutation-invariant, so each multiset counts with its number of orderings (exhaustive: true)
+    when that is feasible (see _minmax_inputs). For one head also the exact one-head verifier's
+    verdicts for min and max."""
     model = minmax_net_to_model(net)
     exhaustive, x, weight = _minmax_inputs(net.M, n)
     right_min = decide_exact(model, model.classifier_min, x) == x.min(axis=1)

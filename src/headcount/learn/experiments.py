@@ -1,36 +1,42 @@
-"""The five learning experiments of spec/learning.md: each one sweep, its table, and a summary read back
-from the database.
+"""The five learning experiments of spec/learning.md: each one sweep, its table, and a summary read
+back from the database.
 
     run_experiment("xor-phase", scale="quick", db=DEFAULT_DB) -> ExperimentResult
 
-| experiment      | sweep (quick scale; `full` grows it)                           | compared with   |
+| experiment      | sweep (quick scale; `full` grows it)                           | compared with
+|
 |-----------------|----------------------------------------------------------------|-----------------|
-| induction-depth | layers {1, 2} × n {16, 32}, 1 head, dim 32, alphabet 4          | the INDEX bound |
-| khop            | layers {2, 3, 4}, trained on 1..4 hops (no adjacent repeats)    | depth ≈ log₂ k  |
-| khop-gpt2       | the same, GPT-2 blocks (LayerNorm, GELU MLP), layers {2..5}     | depth ≈ log₂ k  |
-| minmax-heads    | heads {1, 2} × dim {1, 2, 3, 4, 6}, M = 8, n = 4, 2 seeds       | exact verifier  |
-| xor-phase       | D, H ∈ {1, 2, 4, 8}, n = 8, 2 seeds                             | D·H = n (Thm 2) |
+| induction-depth | layers {1, 2} × n {16, 32}, 1 head, dim 32, alphabet 4          | the INDEX
+bound |
+| khop            | layers {2, 3, 4}, trained on 1..4 hops (no adjacent repeats)    | depth ≈ log₂ k
+|
+| khop-gpt2       | the same, GPT-2 blocks (LayerNorm, GELU MLP), layers {2..5}     | depth ≈ log₂ k
+|
+| minmax-heads    | heads {1, 2} × dim {1, 2, 3, 4, 6}, M = 8, n = 4, 2 seeds       | exact verifier
+|
+| xor-phase       | D, H ∈ {1, 2, 4, 8}, n = 8, 2 seeds                             | D·H = n (Thm
+2) |
 
-Each experiment is a sweep spec (`experiment_spec`) run by `headcount.learn.sweep.run_sweep` — resumable,
-parallel, one row per run in the results database — then its summarizer (summaries.py:
-summarize_induction_depth, summarize_khop, summarize_minmax_heads, summarize_xor_phase) reads *only the
-database* (the rows of this spec's run ids) and returns its typed summary, the series its claim and figure
-use. What the theory's constructions achieve
-on the same cells (their certificates) is not a summary's business: report/learning/claims.py adds it, draws the
-figure and checks the claims, so learn/ never imports report/. k-hop: one model per depth L is trained on
-hop counts drawn from 1..K (the hop count is the first token) and evaluated at every k ≤ K
-(`accuracy_by_hop`); the heat map shows the error by (L, k).
+Each experiment is a sweep spec (`experiment_spec`) run by `headcount.learn.sweep.run_sweep` —
+resumable, parallel, one row per run in the results database — then its summarizer (summaries.py:
+summarize_induction_depth, summarize_khop, summarize_minmax_heads, summarize_xor_phase) reads *only
+the database* (the rows of this spec's run ids) and returns its typed summary, the series its claim
+and figure use. What the theory's constructions achieve on the same cells (their certificates) is
+not a summary's business: report/learning/claims.py adds it, draws the figure and checks the claims,
+so learn/ never imports report/. k-hop: one model per depth L is trained on hop counts drawn from
+1..K (the hop count is the first token) and evaluated at every k ≤ K (`accuracy_by_hop`); the heat
+map shows the error by (L, k).
 
-induction-depth and khop keep their trained models (`keeps_models`): each run's exported model is written
-beside the database, as models/<run id>.safetensors (`model_folder`, `kept_model`), so the report can load
-the best two-layer model and the deepest k-hop model and read their heads (report/induction/mechanism.py,
-report/induction/khop_mechanism.py); the run ids, and so the rows, are unchanged (a kept run's `model_path` names its
-file).
+induction-depth and khop keep their trained models (`keeps_models`): each run's exported model is
+written beside the database, as models/<run id>.safetensors (`model_folder`, `kept_model`), so the
+report can load the best two-layer model and the deepest k-hop model and read their heads
+(report/induction/mechanism.py, report/induction/khop_mechanism.py); the run ids, and so the rows,
+are unchanged (a kept run's `model_path` names its file).
 
 The two k-hop experiments run with the built-in runner KHOP_RUNNER (learn/certified_runs.py:
 run_khop_certified): the training run, then its exported model certified at every hop count
-(`khop_certificates`: sampled inputs in the training layout, the smallest fixed:p with a proof, the IEEE
-dtypes that stay exact), stored with the run's metrics as `certificates_by_hop`.
+(`khop_certificates`: sampled inputs in the training layout, the smallest fixed:p with a proof, the
+IEEE dtypes that stay exact), stored with the run's metrics as `certificates_by_hop`.
 """
 
 from __future__ import annotations
@@ -64,11 +70,17 @@ from headcount.learn.sweep import (
     sweep_table,
 )
 
-GPT2_BLOCK = {"mlp": True, "layernorm": True, "activation": "gelu"}  # the k-hop paper's blocks (GPT2Model)
-# the k-hop experiments' full scale; lr 1e-3: at 3e-3 the attention-only L = 4, 5 models diverged (L = 5:
-# 65 % error at k = 1)
+GPT2_BLOCK = {
+    "mlp": True,
+    "layernorm": True,
+    "activation": "gelu",
+}  # the k-hop paper's blocks (GPT2Model)
+# the k-hop experiments' full scale; lr 1e-3: at 3e-3 the attention-only L = 4, 5 models diverged (L
+# = 5: 65 % error at k = 1)
 KHOP_FULL = {"n": 32, "alphabet": 4, "heads": 2, "dim": 64, "hops": 8, "steps": 4000, "lr": 1e-3}
-MODEL_FOLDER = "models"  # beside the results database: the kept models of experiments with keeps_models
+MODEL_FOLDER = (
+    "models"  # beside the results database: the kept models of experiments with keeps_models
+)
 
 
 @dataclass(frozen=True)
@@ -77,10 +89,16 @@ class Experiment:
     task: str
     description: str
     scales: dict[str, dict[str, Any]]  # scale -> {"fixed": …, "grid": …, "seeds": …}
-    summarize: Callable[[Rows], Summary]  # database rows -> the summary (series of claim and figure)
-    table_metrics: tuple[str, ...]  # the metrics `headcount experiment` tabulates (sweep_table names)
+    summarize: Callable[
+        [Rows], Summary
+    ]  # database rows -> the summary (series of claim and figure)
+    table_metrics: tuple[
+        str, ...
+    ]  # the metrics `headcount experiment` tabulates (sweep_table names)
     runner: str = DEFAULT_RUNNER  # the sweep runner's registry name
-    keeps_models: bool = False  # each run's exported model is kept beside the database (module docstring)
+    keeps_models: bool = (
+        False  # each run's exported model is kept beside the database (module docstring)
+    )
 
 
 @dataclass(frozen=True)
@@ -96,7 +114,8 @@ class ExperimentResult:
     table: str
 
     def to_json(self) -> dict[str, Any]:
-        """The fields in order; NaN in the summary kept as NaN (a mean over no values), as printed before."""
+        """The fields in order; NaN in the summary kept as NaN (a mean over no values), as printed
+        before."""
         return {
             "experiment": self.experiment,
             "scale": self.scale,
@@ -122,7 +141,12 @@ EXPERIMENTS: dict[str, Experiment] = {
                 },
                 "full": {
                     "fixed": {"dim": 32},
-                    "grid": {"n": [16, 32, 64, 128], "alphabet": [4, 16], "heads": [1, 2], "layers": [1, 2]},
+                    "grid": {
+                        "n": [16, 32, 64, 128],
+                        "alphabet": [4, 16],
+                        "heads": [1, 2],
+                        "layers": [1, 2],
+                    },
                     "seeds": [0, 1],
                 },
             },
@@ -150,10 +174,11 @@ EXPERIMENTS: dict[str, Experiment] = {
         Experiment(
             "khop-gpt2",
             "khop",
-            "k-hop induction, GPT-2 blocks (pre-LayerNorm, GELU MLP): error by depth L and hop count k",
+            "k-hop induction, GPT-2 blocks (pre-LayerNorm, GELU MLP): error by depth L and hop "
+            "count k",
             {
-                # khop's settings with the k-hop paper's GPT-2 block; 1000 steps keep the quick report's
-                # budget (four models, ~65 s of one core in all)
+                # khop's settings with the k-hop paper's GPT-2 block; 1000 steps keep the quick
+                # report's budget (four models, ~65 s of one core in all)
                 "quick": {
                     "fixed": {
                         "n": 16,
@@ -167,7 +192,11 @@ EXPERIMENTS: dict[str, Experiment] = {
                     "grid": {"layers": [2, 3, 4, 5]},
                     "seeds": [0],
                 },
-                "full": {"fixed": KHOP_FULL | GPT2_BLOCK, "grid": {"layers": [2, 3, 4, 5]}, "seeds": [0, 1]},
+                "full": {
+                    "fixed": KHOP_FULL | GPT2_BLOCK,
+                    "grid": {"layers": [2, 3, 4, 5]},
+                    "seeds": [0, 1],
+                },
             },
             summarize_khop,
             ("accuracy_by_hop", "accuracy_bottom", "train_seconds"),
@@ -260,20 +289,22 @@ def summarize_experiment(name: str, scale: str, db: str | Path) -> Summary:
 
 
 def model_folder(db: str | Path) -> Path:
-    """The folder of the models an experiment keeps (keeps_models): MODEL_FOLDER beside the database."""
+    """The folder of the models an experiment keeps (keeps_models): MODEL_FOLDER beside the
+    database."""
     return Path(db).parent / MODEL_FOLDER
 
 
 def kept_model(db: str | Path, run_id: str) -> Path:
-    """Where run `run_id` of an experiment that keeps its models has its model (the file may be missing:
-    a database written before the experiment kept them, or a folder moved without it)."""
+    """Where run `run_id` of an experiment that keeps its models has its model (the file may be
+    missing: a database written before the experiment kept them, or a folder moved without it)."""
     return kept_model_path(model_folder(db), run_id)
 
 
 def kept_or_retrained(db: str | Path, row: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
-    """(model, retrained): run `row`'s kept model (kept_model) and None; or, when the file is missing, the
-    model trained again from the row's config (deterministic per seed on CPU) and kept there, with the new
-    run's JSON — so a caller can say whether the stored and the new metrics agree."""
+    """(model, retrained): run `row`'s kept model (kept_model) and None; or, when the file is
+    missing, the model trained again from the row's config (deterministic per seed on CPU) and kept
+    there, with the new run's JSON — so a caller can say whether the stored and the new metrics
+    agree."""
     path = kept_model(db, row["run_id"])
     if not path.is_file():
         from headcount.learn.train import run_config  # torch: only when a model must be trained
@@ -292,7 +323,8 @@ def _models(name: str, db: str | Path) -> Path | None:
 def ensure_experiment(
     name: str, scale: str, db: str | Path, workers: int | None = None, progress: bool = False
 ) -> Summary:
-    """Run whatever of the experiment's sweep is not yet in `db`, then its summary from the database."""
+    """Run whatever of the experiment's sweep is not yet in `db`, then its summary from the
+    database."""
     spec = experiment_spec(name, scale)
     run_sweep(spec, db, workers=workers, progress=progress, model_dir=_models(name, db))
     return summarize_experiment(name, scale, db)
@@ -307,9 +339,9 @@ def run_experiment(
     address: str | None = None,
     progress: bool = False,
 ) -> ExperimentResult:
-    """Run (or resume) the experiment's sweep into `db` (keeping its models beside it, if it keeps them),
-    then its summary and table from the database. InputError for an unknown experiment, scale or backend,
-    or a bad worker count, before anything runs."""
+    """Run (or resume) the experiment's sweep into `db` (keeping its models beside it, if it keeps
+    them), then its summary and table from the database. InputError for an unknown experiment, scale
+    or backend, or a bad worker count, before anything runs."""
     counts = run_sweep(
         experiment_spec(name, scale),
         db,

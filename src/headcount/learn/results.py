@@ -1,11 +1,13 @@
-"""Typed results of training runs: frozen dataclasses whose `to_json()` is the flat JSON object a sweep
-stores for the run (and `headcount train` prints as JSON), key for key as before the types existed.
+"""Typed results of training runs: frozen dataclasses whose `to_json()` is the flat JSON object a
+sweep stores for the run (and `headcount train` prints as JSON), key for key as before the types
+existed.
 
-A run's JSON is its settings, then the loss (first_loss, final_loss, loss_curve), then the task's exact
-metrics, then model_path, train_seconds and wall_seconds: the `loss` and `metrics` fields are spliced in
-flat. NaN and ±inf are kept as floats (common.jsonable, nonfinite="keep"): a diverged loss must stay visible
-in the database. Metrics that only some runs have (accuracy_by_hop with a hop token, adversarial for plain
-induction, the one-head verifier's verdicts) are left out, not null, when absent.
+A run's JSON is its settings, then the loss (first_loss, final_loss, loss_curve), then the task's
+exact metrics, then model_path, train_seconds and wall_seconds: the `loss` and `metrics` fields are
+spliced in flat. NaN and ±inf are kept as floats (common.jsonable, nonfinite="keep"): a diverged
+loss must stay visible in the database. Metrics that only some runs have (accuracy_by_hop with a hop
+token, adversarial for plain induction, the one-head verifier's verdicts) are left out, not null,
+when absent.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ _OPTIONAL = ("accuracy_by_hop", "adversarial", "verifier_min", "verifier_max", "
 
 
 class _Record:
-    """to_json(): the fields in order through jsonable (NaN kept); _FLAT fields spliced in, _OPTIONAL
-    fields left out when None."""
+    """to_json(): the fields in order through jsonable (NaN kept); _FLAT fields spliced in,
+    _OPTIONAL fields left out when None."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -38,14 +40,15 @@ class _Record:
         return out
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Shared
 
 
 @dataclass(frozen=True)
 class LossSummary(_Record):
     """first_loss, final_loss (mean over the last 10% of steps, 1 to 50 of them) and loss_curve
-    ([[step, mean loss over the window ending there], …] at ≤ 32 evenly spaced steps); None for no steps."""
+    ([[step, mean loss over the window ending there], …] at ≤ 32 evenly spaced steps); None for no
+    steps."""
 
     first_loss: float | None
     final_loss: float | None
@@ -61,7 +64,7 @@ class LossSummary(_Record):
         return cls(losses[0], float(np.mean(tail)), curve)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Induction heads and k-hop
 
 
@@ -101,7 +104,8 @@ class InductionMetrics(_Record):
 
 @dataclass(frozen=True)
 class InductionRun(_Record):
-    """A trained SequenceModel: settings, loss, InductionMetrics. task is "khop" with a hop token."""
+    """A trained SequenceModel: settings, loss, InductionMetrics. task is "khop" with a hop
+    token."""
 
     task: str
     layers: int
@@ -127,13 +131,14 @@ class InductionRun(_Record):
     wall_seconds: float
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Min / max
 
 
 @dataclass(frozen=True)
 class VerifierVerdict(_Record):
-    """The exact one-head verifier on a trained head for one task (minmax.verify.verify_exact_one_head)."""
+    """The exact one-head verifier on a trained head for one task
+    (minmax.verify.verify_exact_one_head)."""
 
     correct: bool
     counterexample_exists: bool
@@ -145,7 +150,8 @@ class VerifierVerdict(_Record):
 
 @dataclass(frozen=True)
 class MinMaxMetrics(_Record):
-    """evaluate_minmax's exact accuracies (fractions of all M^n lists) and, for one head, the verdicts."""
+    """evaluate_minmax's exact accuracies (fractions of all M^n lists) and, for one head, the
+    verdicts."""
 
     exhaustive: bool
     inputs_evaluated: int
@@ -174,13 +180,14 @@ class MinMaxRun(_Record):
     wall_seconds: float
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Symmetric Boolean functions
 
 
 @dataclass(frozen=True)
 class BooleanMetrics(_Record):
-    """Exact metrics over all 2^n inputs (weighted by t): the float64 model's, then the exported model's."""
+    """Exact metrics over all 2^n inputs (weighted by t): the float64 model's, then the exported
+    model's."""
 
     accuracy_all_inputs: float
     weights_right: int

@@ -3,42 +3,52 @@
 Tables
     meta(key TEXT PRIMARY KEY, value TEXT)   app = "headcount-results", schema_version = "1"
     runs  one row per run (never two for one run_id):
-        run_id        TEXT PRIMARY KEY  run_id_for(config): sha256 of the canonical JSON of the config
+        run_id        TEXT PRIMARY KEY  run_id_for(config): sha256 of the canonical JSON of the
+        config
                                         (seed included), first 16 hex digits
-        sweep         TEXT              name of the sweep that ran it (the first one, if several share it)
+        sweep         TEXT              name of the sweep that ran it (the first one, if several
+        share it)
         experiment    TEXT              label used by tables and plots
         task          TEXT              config["task"]
         config        TEXT              the run's config as JSON (seed included)
         seed          INTEGER           config["seed"]
         status        TEXT              'done' | 'failed'
         metrics       TEXT              JSON object returned by the runner (NULL when failed)
-        error         TEXT              one line: exception type, message, innermost location (failed runs)
+        error         TEXT              one line: exception type, message, innermost location
+        (failed runs)
         wall_seconds  REAL              wall time of the runner call, measured around it
-        versions      TEXT              JSON: python, numpy, torch, headcount, platform, host of the worker
+        versions      TEXT              JSON: python, numpy, torch, headcount, platform, host of the
+        worker
         started_at    TEXT              ISO 8601 UTC
         finished_at   TEXT              ISO 8601 UTC
-        runner        TEXT              the registered runner name that produced the row (sweep.runners)
-        attempts      INTEGER           how many times the run was recorded (failed tries + the last one)
-    claims  a row per run a sweep trains now (run_id, token of the sweep call, pid, host, started: the
-        process's start time where known, claimed_at: Unix time); made by the first sweep that writes
+        runner        TEXT              the registered runner name that produced the row
+        (sweep.runners)
+        attempts      INTEGER           how many times the run was recorded (failed tries + the last
+        one)
+    claims  a row per run a sweep trains now (run_id, token of the sweep call, pid, host, started:
+    the
+        process's start time where known, claimed_at: Unix time); made by the first sweep that
+        writes
 
-Writes. `record` writes one row in one transaction (BEGIN IMMEDIATE … COMMIT). A run stored as 'done' is
-never written again: a second record for it is ignored, so a run is stored exactly once however many
-processes race. A run stored as 'failed' is *not* in `finished_ids()`, so re-running the sweep retries
-it, and the retry's record replaces the failed row (attempts + 1). A sweep claims each run before training
-it (`claim`: one transaction; refused while another live sweep holds the run, or once another sweep has
-recorded it) and the record of the run releases the claim in the same transaction, so concurrent sweeps
-on one file train each run once; a claim whose process is gone (SIGKILL) is taken over.
+Writes. `record` writes one row in one transaction (BEGIN IMMEDIATE … COMMIT). A run stored as
+'done' is never written again: a second record for it is ignored, so a run is stored exactly once
+however many processes race. A run stored as 'failed' is *not* in `finished_ids()`, so re-running
+the sweep retries it, and the retry's record replaces the failed row (attempts + 1). A sweep claims
+each run before training it (`claim`: one transaction; refused while another live sweep holds the
+run, or once another sweep has recorded it) and the record of the run releases the claim in the same
+transaction, so concurrent sweeps on one file train each run once; a claim whose process is gone
+(SIGKILL) is taken over.
 
-Concurrency. WAL mode, a 60 s busy timeout: readers (tables, plots, a test polling progress) never block
-the writer, and writers (two sweeps on one file) wait for each other instead of failing. In
-`headcount.learn.sweep` only the parent writes; workers return results to it. WAL needs a local disk.
+Concurrency. WAL mode, a 60 s busy timeout: readers (tables, plots, a test polling progress) never
+block the writer, and writers (two sweeps on one file) wait for each other instead of failing. In
+`headcount.learn.sweep` only the parent writes; workers return results to it. WAL needs a local
+disk.
 
-Opening raises `ResultsDBError` (an InputError) and leaves the file untouched when it is not a usable
-results database: a directory, device or FIFO (checked before anything opens it), a symbolic link to
-nothing, another kind of file, a damaged database (SQLite's quick_check), a folder where no file can be
-created; with `for_writing=True` also a file that cannot be written (a write transaction is tried at once,
-before any run trains). A missing or empty file is created and initialised.
+Opening raises `ResultsDBError` (an InputError) and leaves the file untouched when it is not a
+usable results database: a directory, device or FIFO (checked before anything opens it), a symbolic
+link to nothing, another kind of file, a damaged database (SQLite's quick_check), a folder where no
+file can be created; with `for_writing=True` also a file that cannot be written (a write transaction
+is tried at once, before any run trains). A missing or empty file is created and initialised.
 """
 
 from __future__ import annotations
@@ -87,10 +97,16 @@ _CLAIMS = (
     "CREATE TABLE IF NOT EXISTS claims (run_id TEXT PRIMARY KEY, token TEXT NOT NULL, pid INTEGER, "
     "host TEXT, started INTEGER, claimed_at REAL NOT NULL)"
 )
-CLAIM_KEYS = ("token", "pid", "host", "started")  # who holds a claim (claimed_at is added when it is taken)
+CLAIM_KEYS = (
+    "token",
+    "pid",
+    "host",
+    "started",
+)  # who holds a claim (claimed_at is added when it is taken)
 
 _COLUMNS = tuple(
-    "run_id sweep experiment task config seed status metrics error wall_seconds versions started_at "
+    "run_id sweep experiment task config seed status metrics error wall_seconds versions "
+    "started_at "
     "finished_at runner attempts".split()
 )
 
@@ -101,11 +117,14 @@ class ResultsDBError(InputError):
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: equal configs give equal text (NaN and ±inf refused)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def run_id_for(config: dict[str, Any]) -> str:
-    """Stable id of a run: sha256 of the canonical JSON of its config (seed included), 16 hex digits.
+    """Stable id of a run: sha256 of the canonical JSON of its config (seed included), 16 hex
+    digits.
 
     Key order does not matter; 1 and 1.0 are different values (TOML keeps them apart too)."""
     return hashlib.sha256(canonical_json(config).encode("utf-8")).hexdigest()[:16]
@@ -125,8 +144,9 @@ def _short(path: Path) -> str:
 
 
 def _existing_database(path: Path) -> bool:
-    """True for a non-empty regular file that starts like an SQLite file, False for a missing or empty
-    one (a new database); ResultsDBError for anything else. Never opens anything but a regular file."""
+    """True for a non-empty regular file that starts like an SQLite file, False for a missing or
+    empty one (a new database); ResultsDBError for anything else. Never opens anything but a regular
+    file."""
     name = _short(path)
     try:
         info = os.stat(path)
@@ -142,7 +162,8 @@ def _existing_database(path: Path) -> bool:
         raise ResultsDBError(f"results database {name} is a directory, not a file")
     if not stat.S_ISREG(info.st_mode):
         raise ResultsDBError(
-            f"results database {name} is not a regular file (a device, FIFO or socket); give a file name"
+            f"results database {name} is not a regular file (a device, FIFO or socket); give a "
+            "file name"
         )
     if info.st_size == 0:
         return False
@@ -160,10 +181,16 @@ def _existing_database(path: Path) -> bool:
 
 
 _SQLITE_HINTS = (  # (words in SQLite's message, what it means for the user)
-    (("readonly", "read-only"), "cannot be written ({}): check the permissions of the file and its folder"),
+    (
+        ("readonly", "read-only"),
+        "cannot be written ({}): check the permissions of the file and its folder",
+    ),
     (("unable to open",), "cannot be opened ({}): check that its folder exists and is writable"),
     (("locked", "busy"), "is locked by another process ({}); try again"),
-    (("disk is full", "disk I/O error"), "cannot be written ({}): is its disk full? (the file is unchanged)"),
+    (
+        ("disk is full", "disk I/O error"),
+        "cannot be written ({}): is its disk full? (the file is unchanged)",
+    ),
 )
 
 
@@ -176,10 +203,13 @@ def _sqlite_problem(name: str, err: sqlite3.Error) -> str:
 
 
 class ResultsStore:
-    """An open results database. Use as a context manager or call close(). `for_writing`: check at once
-    that the file can be written (and prepare the claims table), as a sweep does before training."""
+    """An open results database. Use as a context manager or call close(). `for_writing`: check at
+    once that the file can be written (and prepare the claims table), as a sweep does before
+    training."""
 
-    def __init__(self, path: str | os.PathLike, *, timeout: float = 60.0, for_writing: bool = False):
+    def __init__(
+        self, path: str | os.PathLike, *, timeout: float = 60.0, for_writing: bool = False
+    ):
         self.path = Path(path)
         name = _short(self.path)
         existing = _existing_database(self.path)
@@ -198,8 +228,11 @@ class ResultsStore:
             self._conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             self._init_or_check()
             self._enable_wal(timeout)
-            self._conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: durable at each checkpoint,
-            # consistent always; a committed run survives the process being killed (not a power cut).
+            self._conn.execute(
+                "PRAGMA synchronous = NORMAL"
+            )  # WAL + NORMAL: durable at each checkpoint,
+            # consistent always; a committed run survives the process being killed (not a power
+            # cut).
             if existing:
                 self._check_integrity()
             if for_writing:
@@ -211,10 +244,13 @@ class ResultsStore:
             self._conn.close()
             raise
 
-    # -- opening ---------------------------------------------------------------------------------------
+    # -- opening
+    # ---------------------------------------------------------------------------------------
 
     def _tables(self) -> set[str]:
-        return {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return {
+            r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
 
     def _init_or_check(self) -> None:
         if not self._tables():
@@ -241,7 +277,8 @@ class ResultsStore:
         name = repr(str(self.path))
         if "meta" not in self._tables():
             raise ResultsDBError(
-                f"{name} is an SQLite database but not a headcount results database (no 'meta' table)"
+                f"{name} is an SQLite database but not a headcount results database (no 'meta' "
+                "table)"
             )
         meta = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("app") != APP:
@@ -267,8 +304,9 @@ class ResultsStore:
             )
 
     def _enable_wal(self, timeout: float) -> None:
-        """WAL mode. Switching to it fails at once ("database is locked", the busy handler is not used)
-        while another connection opens the new file at the same moment: retried until `timeout`."""
+        """WAL mode. Switching to it fails at once ("database is locked", the busy handler is not
+        used) while another connection opens the new file at the same moment: retried until
+        `timeout`."""
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -280,7 +318,8 @@ class ResultsStore:
                 time.sleep(0.01)
 
     def _check_integrity(self) -> None:
-        """ResultsDBError for a damaged file (half written, overwritten): SQLite's quick_check, one pass."""
+        """ResultsDBError for a damaged file (half written, overwritten): SQLite's quick_check, one
+        pass."""
         found = [r[0] for r in self._conn.execute("PRAGMA quick_check(1)")]
         if found != ["ok"]:
             first = " ".join(str(found[0] if found else "no answer").split())[:200]
@@ -290,8 +329,9 @@ class ResultsStore:
             )
 
     def _prepare_writes(self) -> None:
-        """One write transaction, now: the claims table (added to databases made before it existed) and a
-        rewrite of a meta row, so a file or folder that cannot be written fails here, before any work."""
+        """One write transaction, now: the claims table (added to databases made before it existed)
+        and a rewrite of a meta row, so a file or folder that cannot be written fails here, before
+        any work."""
         self._transaction(
             lambda conn: (
                 conn.execute(_CLAIMS),
@@ -321,7 +361,8 @@ class ResultsStore:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # -- reading ---------------------------------------------------------------------------------------
+    # -- reading
+    # ---------------------------------------------------------------------------------------
 
     def finished_ids(self, run_ids: Iterable[str] | None = None) -> set[str]:
         """Ids of runs stored as 'done' (all of them, or those among `run_ids`). Failed runs are not
@@ -330,14 +371,16 @@ class ResultsStore:
         return done if run_ids is None else done & set(run_ids)
 
     def statuses(self, run_ids: Iterable[str] | None = None) -> dict[str, str]:
-        """run_id → 'done' | 'failed' for the stored runs (all of them, or those among `run_ids`)."""
+        """run_id → 'done' | 'failed' for the stored runs (all of them, or those among
+        `run_ids`)."""
         found = dict(self._conn.execute("SELECT run_id, status FROM runs"))
         return found if run_ids is None else {r: found[r] for r in set(run_ids) if r in found}
 
     def rows(
         self, experiment: str | None = None, sweep: str | None = None, status: str | None = None
     ) -> list[dict[str, Any]]:
-        """Stored runs as dicts (config, metrics, versions decoded from JSON), in the order they finished.
+        """Stored runs as dicts (config, metrics, versions decoded from JSON), in the order they
+        finished.
 
         Filters combine; status None means both 'done' and 'failed'."""
         where, args = [], []
@@ -355,25 +398,35 @@ class ResultsStore:
             for key in ("config", "metrics", "versions"):
                 try:
                     row[key] = _decode(row[key])
-                except (ValueError, TypeError, RecursionError) as err:  # a row written by something else
+                except (
+                    ValueError,
+                    TypeError,
+                    RecursionError,
+                ) as err:  # a row written by something else
                     problem = " ".join(str(err).split())[:120] or type(err).__name__
                     raise ResultsDBError(
-                        f"{_short(self.path)} is damaged: run {str(row['run_id'])[:40]!r} has unreadable "
+                        f"{_short(self.path)} is damaged: run {str(row['run_id'])[:40]!r} has "
+                        "unreadable "
                         f"{key} ({problem})"
                     ) from None
             out.append(row)
         return out
 
     def experiments(self) -> list[str]:
-        sql = "SELECT DISTINCT experiment FROM runs WHERE experiment IS NOT NULL ORDER BY experiment"
+        sql = (
+            "SELECT DISTINCT experiment FROM runs WHERE experiment IS NOT NULL ORDER BY experiment"
+        )
         return [r[0] for r in self._conn.execute(sql)]
 
     def count(self, status: str | None = None) -> int:
         if status is None:
             return self._conn.execute("SELECT count(*) FROM runs").fetchone()[0]
-        return self._conn.execute("SELECT count(*) FROM runs WHERE status = ?", (status,)).fetchone()[0]
+        return self._conn.execute(
+            "SELECT count(*) FROM runs WHERE status = ?", (status,)
+        ).fetchone()[0]
 
-    # -- writing ---------------------------------------------------------------------------------------
+    # -- writing
+    # ---------------------------------------------------------------------------------------
 
     def record(
         self,
@@ -392,9 +445,9 @@ class ResultsStore:
         runner: str | None = None,
         claim_token: str | None = None,
     ) -> bool:
-        """Store one finished run in one transaction. Returns False (and writes nothing) when the run is
-        already stored as 'done'; a stored 'failed' row is replaced (attempts + 1). The claim of
-        `claim_token` on the run, if any, is released in the same transaction."""
+        """Store one finished run in one transaction. Returns False (and writes nothing) when the
+        run is already stored as 'done'; a stored 'failed' row is replaced (attempts + 1). The claim
+        of `claim_token` on the run, if any, is released in the same transaction."""
         if status not in STATUSES:
             raise ValueError(f"status {status!r} is not one of {STATUSES}")
         if status == "done" and metrics is None:
@@ -425,13 +478,14 @@ class ResultsStore:
         )
 
     def _write(self, values: dict[str, Any], claim_token: str | None = None) -> bool:
-        """Insert or replace the row `values` (attempts counted) unless its run is stored as 'done'; the
-        claim of `claim_token` on the run (if any) is released in the same transaction."""
+        """Insert or replace the row `values` (attempts counted) unless its run is stored as 'done';
+        the claim of `claim_token` on the run (if any) is released in the same transaction."""
 
         def body(conn: sqlite3.Connection) -> bool:
             if claim_token is not None:
                 conn.execute(
-                    "DELETE FROM claims WHERE run_id = ? AND token = ?", (values["run_id"], claim_token)
+                    "DELETE FROM claims WHERE run_id = ? AND token = ?",
+                    (values["run_id"], claim_token),
                 )
             row = conn.execute(
                 "SELECT status, attempts FROM runs WHERE run_id = ?", (values["run_id"],)
@@ -441,14 +495,16 @@ class ResultsStore:
             values["attempts"] = 1 if row is None else row[1] + 1
             names = list(values)
             conn.execute(
-                f"INSERT OR REPLACE INTO runs ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+                f"INSERT OR REPLACE INTO runs ({', '.join(names)}) VALUES "
+                f"({', '.join('?' * len(names))})",
                 [values[k] for k in names],
             )
             return True
 
         return self._transaction(body)
 
-    # -- claims: concurrent sweeps on one file -----------------------------------------------------------
+    # -- claims: concurrent sweeps on one file
+    # -----------------------------------------------------------
 
     def attempts(self, run_ids: Iterable[str]) -> dict[str, int]:
         """run_id → how many times it was recorded (0: never), for `run_ids`."""
@@ -462,17 +518,18 @@ class ResultsStore:
         seen_attempts: int,
         alive: Callable[[dict[str, Any]], bool],
     ) -> bool:
-        """Claim `run_id` for `owner` (CLAIM_KEYS), in one transaction (needs for_writing). False when the
-        run was recorded since the caller saw `seen_attempts` records of it (another sweep did it), or
-        when another owner's claim holds it and alive(that claim) is true; otherwise the claim is taken
-        (over a dead owner's, or renewed) and True."""
+        """Claim `run_id` for `owner` (CLAIM_KEYS), in one transaction (needs for_writing). False
+        when the run was recorded since the caller saw `seen_attempts` records of it (another sweep
+        did it), or when another owner's claim holds it and alive(that claim) is true; otherwise the
+        claim is taken (over a dead owner's, or renewed) and True."""
 
         def body(conn: sqlite3.Connection) -> bool:
             row = conn.execute("SELECT attempts FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if (0 if row is None else row[0]) != seen_attempts:
                 return False
             held = conn.execute(
-                f"SELECT {', '.join(CLAIM_KEYS)}, claimed_at FROM claims WHERE run_id = ?", (run_id,)
+                f"SELECT {', '.join(CLAIM_KEYS)}, claimed_at FROM claims WHERE run_id = ?",
+                (run_id,),
             ).fetchone()
             if held is not None:
                 holder = dict(zip((*CLAIM_KEYS, "claimed_at"), held))
@@ -489,12 +546,16 @@ class ResultsStore:
 
     def release_claims(self, token: str) -> int:
         """Drop every claim of `token` (a sweep ending, however it ends); how many there were."""
-        return self._transaction(lambda c: c.execute("DELETE FROM claims WHERE token = ?", (token,)).rowcount)
+        return self._transaction(
+            lambda c: c.execute("DELETE FROM claims WHERE token = ?", (token,)).rowcount
+        )
 
     def claims(self) -> list[dict[str, Any]]:
         """The claims held now (empty when no sweep ever wrote this file)."""
         keys = ("run_id", *CLAIM_KEYS, "claimed_at")
         found = (
-            self._conn.execute(f"SELECT {', '.join(keys)} FROM claims") if "claims" in self._tables() else []
+            self._conn.execute(f"SELECT {', '.join(keys)} FROM claims")
+            if "claims" in self._tables()
+            else []
         )
         return [dict(zip(keys, r)) for r in found]

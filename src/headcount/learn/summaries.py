@@ -1,19 +1,20 @@
-"""What each learning experiment reads back from its database rows: typed summaries, one per experiment.
+"""What each learning experiment reads back from its database rows: typed summaries, one per
+experiment.
 
     summarize_induction_depth(rows) -> InductionDepthSummary   (cells: InductionDepthCell)
     summarize_khop(rows)            -> KhopSummary              (error by depth L × hop count k)
     summarize_minmax_heads(rows)    -> MinmaxHeadsSummary       (cells: MinmaxHeadsCell)
     summarize_xor_phase(rows)       -> XorPhaseSummary          (cells: XorPhaseCell)
 
-A row is one finished run as the results database holds it ({"config": …, "metrics": …}). Summaries only
-read rows: what the theory's constructions achieve on the same cells is report/learning/claims.py's to add,
-into the slots left for it (MinmaxHeadsSummary.construction_dims,
-XorPhaseSummary.above_constructions_certified, cells as XorPhaseCellWithConstruction); to_json() leaves those
-out until they are filled.
+A row is one finished run as the results database holds it ({"config": …, "metrics": …}). Summaries
+only read rows: what the theory's constructions achieve on the same cells is
+report/learning/claims.py's to add, into the slots left for it
+(MinmaxHeadsSummary.construction_dims, XorPhaseSummary.above_constructions_certified, cells as
+XorPhaseCellWithConstruction); to_json() leaves those out until they are filled.
 
-to_json() is the summary as `headcount experiment NAME` prints it as JSON and the report's summary.json
-records it: the fields in order, cells as objects, maps keyed by int, numbers as they are (NaN — a mean over
-no values — kept: the caller's `jsonable` applies its policy).
+to_json() is the summary as `headcount experiment NAME` prints it as JSON and the report's
+summary.json records it: the fields in order, cells as objects, maps keyed by int, numbers as they
+are (NaN — a mean over no values — kept: the caller's `jsonable` applies its policy).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ Rows = list[dict[str, Any]]
 
 
 def _plain(value: Any) -> Any:
-    """A field's value in to_json(): nested summaries through their to_json(), lists and dicts copied."""
+    """A field's value in to_json(): nested summaries through their to_json(), lists and dicts
+    copied."""
     if hasattr(value, "to_json"):
         return value.to_json()
     if isinstance(value, list):
@@ -45,8 +47,8 @@ def _plain(value: Any) -> Any:
 
 
 class _Json:
-    """to_json(): the fields in order (see the module docstring); a field named in OPTIONAL is left out
-    while it is None."""
+    """to_json(): the fields in order (see the module docstring); a field named in OPTIONAL is left
+    out while it is None."""
 
     OPTIONAL: ClassVar[tuple[str, ...]] = ()
 
@@ -73,17 +75,17 @@ def _group(rows: Rows, keys: tuple[str, ...]) -> dict[tuple, list[dict[str, Any]
     return dict(sorted(groups.items()))
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # 1. induction heads: one layer vs two layers
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 _INDUCTION_KEYS = ("layers", "n", "alphabet", "heads", "dim")
 
 
 @dataclass(frozen=True)
 class InductionDepthCell(_Json):
-    """One configuration over its seeds: mean, worst and best non-⊥ accuracy, mean ⊥ accuracy and mean
-    accuracy at the INDEX query (NaN where no seed has it)."""
+    """One configuration over its seeds: mean, worst and best non-⊥ accuracy, mean ⊥ accuracy and
+    mean accuracy at the INDEX query (NaN where no seed has it)."""
 
     layers: int
     n: int
@@ -113,9 +115,10 @@ class InductionDepthCell(_Json):
 
 @dataclass(frozen=True)
 class InductionDepthSummary(_Json):
-    """The cells, and the series of the claim: by n, the best two-layer seed's accuracy (non-⊥ positions and
-    INDEX query); the smallest of those, the weakest two-layer cell's best seed, the best one-layer seed;
-    whether every one-layer cell's best seed is below that of its two-layer counterpart."""
+    """The cells, and the series of the claim: by n, the best two-layer seed's accuracy (non-⊥
+    positions and INDEX query); the smallest of those, the weakest two-layer cell's best seed, the
+    best one-layer seed; whether every one-layer cell's best seed is below that of its two-layer
+    counterpart."""
 
     cells: list[InductionDepthCell]
     two_layer_best_by_n: dict[int, float]
@@ -143,8 +146,8 @@ def _best_by_n(
 
 
 def _one_below_two(one: list[InductionDepthCell], two: list[InductionDepthCell]) -> bool:
-    """Every one-layer cell's best seed below that of the two-layer cell of the same n, alphabet, heads and
-    dim (and at least one such pair)."""
+    """Every one-layer cell's best seed below that of the two-layer cell of the same n, alphabet,
+    heads and dim (and at least one such pair)."""
     same = lambda c: (c.n, c.alphabet, c.heads, c.dim)
     pairs = [(o, t) for o in one for t in two if same(o) == same(t)]
     return bool(pairs) and all(o.accuracy_max < t.accuracy_max for o, t in pairs)
@@ -158,7 +161,9 @@ def summarize_induction_depth(rows: Rows) -> InductionDepthSummary:
     return InductionDepthSummary(
         cells=cells,
         two_layer_best_by_n=best_by_n,
-        two_layer_index_accuracy_by_n=_best_by_n(two, lambda c: c.accuracy_index),  # best, at the INDEX query
+        two_layer_index_accuracy_by_n=_best_by_n(
+            two, lambda c: c.accuracy_index
+        ),  # best, at the INDEX query
         two_layer_best_min_accuracy=min(best_by_n.values(), default=float("nan")),
         two_layer_weakest_cell_accuracy=min((c.accuracy_max for c in two), default=float("nan")),
         one_layer_best_accuracy=max((c.accuracy_max for c in one), default=float("nan")),
@@ -166,9 +171,9 @@ def summarize_induction_depth(rows: Rows) -> InductionDepthSummary:
     )
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # 2. k-hop depth table
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -176,11 +181,12 @@ class KhopSummary(_Json):
     """error[i][j]: 1 − mean accuracy of the depth-layers[i] models at hop count hops[j] (NaN: not
     measured); one_hop_error_deepest: the deepest model's error at k = 1.
 
-    From the runs' certificates (certified_runs.khop_certificates; None and left out of the JSON when no run
-    has them): precision_bits[i][j], the fixed:p at which the models of that cell are certified on their
-    sampled inputs — the largest over seeds, None where some seed's model is not certified there (a
-    float64 error, or a position not proven) or has no certificate; dtypes_exact[i][j], the IEEE dtypes
-    exact for every seed there (None likewise); certified_cells, the cells with a precision."""
+    From the runs' certificates (certified_runs.khop_certificates; None and left out of the JSON
+    when no run has them): precision_bits[i][j], the fixed:p at which the models of that cell are
+    certified on their sampled inputs — the largest over seeds, None where some seed's model is not
+    certified there (a float64 error, or a position not proven) or has no certificate;
+    dtypes_exact[i][j], the IEEE dtypes exact for every seed there (None likewise); certified_cells,
+    the cells with a precision."""
 
     OPTIONAL: ClassVar[tuple[str, ...]] = ("precision_bits", "dtypes_exact", "certified_cells")
 
@@ -198,19 +204,21 @@ class KhopSummary(_Json):
 
 
 def _certificates(group: list[dict[str, Any]], k: int) -> list[dict[str, Any]] | None:
-    """Every run's certificate at hop count k, or None when some run has none or is not certified there."""
+    """Every run's certificate at hop count k, or None when some run has none or is not certified
+    there."""
     certs = [(m.get("certificates_by_hop") or {}).get(str(k)) for m in group]
     return certs if certs and all(c is not None and c.get("certified") for c in certs) else None
 
 
 def _common_dtypes(certs: list[dict[str, Any]]) -> list[str]:
-    """The IEEE dtypes exact in every one of the certificates, in core.numbers.precision.IEEE_DTYPES'
-    order."""
+    """The IEEE dtypes exact in every one of the certificates, in
+    core.numbers.precision.IEEE_DTYPES' order."""
     return [d for d in IEEE_DTYPES if all(d in c["dtypes_exact"] for c in certs)]
 
 
 def _khop_certified(groups: dict[int, list[dict[str, Any]]], hops: list[int]) -> dict[str, Any]:
-    """KhopSummary's certificate fields from the runs grouped by depth (empty when no run has any)."""
+    """KhopSummary's certificate fields from the runs grouped by depth (empty when no run has
+    any)."""
     if not any("certificates_by_hop" in m for group in groups.values() for m in group):
         return {}
     certs = {L: [_certificates(group, k) for k in hops] for L, group in groups.items()}
@@ -219,7 +227,9 @@ def _khop_certified(groups: dict[int, list[dict[str, Any]]], hops: list[int]) ->
             [None if c is None else max(x["precision_bits"] for x in c) for c in row]
             for row in certs.values()
         ],
-        "dtypes_exact": [[None if c is None else _common_dtypes(c) for c in row] for row in certs.values()],
+        "dtypes_exact": [
+            [None if c is None else _common_dtypes(c) for c in row] for row in certs.values()
+        ],
         "certified_cells": sum(c is not None for row in certs.values() for c in row),
     }
 
@@ -244,21 +254,22 @@ def summarize_khop(rows: Rows) -> KhopSummary:
     )
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # 3. min and max: one head vs two heads
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def _all_right(accuracy: float) -> bool:
-    # accuracies are sums of normalised multiset weights: all right is 1 up to the rounding of the sum
+    # accuracies are sums of normalised multiset weights: all right is 1 up to the rounding of the
+    # sum
     return accuracy > 1 - 1e-9
 
 
 @dataclass(frozen=True)
 class MinmaxHeadsCell(_Json):
-    """One (M, n, heads, dim) over its seeds: mean and best accuracy on both min and max, seeds solving
-    both; for one head, seeds where the exact verifier found a counterexample to min or max (else None,
-    left out of the JSON)."""
+    """One (M, n, heads, dim) over its seeds: mean and best accuracy on both min and max, seeds
+    solving both; for one head, seeds where the exact verifier found a counterexample to min or max
+    (else None, left out of the JSON)."""
 
     OPTIONAL: ClassVar[tuple[str, ...]] = ("counterexample_min_or_max",)
 
@@ -279,7 +290,8 @@ class MinmaxHeadsCell(_Json):
         refuted = None
         if heads == 1:
             refuted = sum(
-                x["verifier_min"]["counterexample_exists"] or x["verifier_max"]["counterexample_exists"]
+                x["verifier_min"]["counterexample_exists"]
+                or x["verifier_max"]["counterexample_exists"]
                 for x in m
             )
         return cls(
@@ -297,9 +309,10 @@ class MinmaxHeadsCell(_Json):
 
 @dataclass(frozen=True)
 class MinmaxHeadsSummary(_Json):
-    """The cells; whether the exact verifier's verdicts agree with exhaustive evaluation on every single
-    head compared (and at least one), how many were compared and refuted; two-head runs solving both.
-    construction_dims (M → value dimension of the certified two-head construction) is the report's."""
+    """The cells; whether the exact verifier's verdicts agree with exhaustive evaluation on every
+    single head compared (and at least one), how many were compared and refuted; two-head runs
+    solving both. construction_dims (M → value dimension of the certified two-head construction) is
+    the report's."""
 
     OPTIONAL: ClassVar[tuple[str, ...]] = ("construction_dims",)
 
@@ -342,16 +355,17 @@ def summarize_minmax_heads(rows: Rows) -> MinmaxHeadsSummary:
     )
 
 
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # 4. XOR (D, H) phase diagram
-# ----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=256)
 def frontier_accuracy(function: str, n: int, DH: int) -> float | None:
-    """The exact accuracy frontier (boolean.frontier) of `function` on n bits at c = min(D·H, T), as a float:
-    the best any model with H heads and a degree-D readout can reach on all 2^n inputs (Theorems 2 and 3).
-    None when the function does not parse at n or its frontier is beyond boolean.frontier's work bound."""
+    """The exact accuracy frontier (boolean.frontier) of `function` on n bits at c = min(D·H, T), as
+    a float: the best any model with H heads and a degree-D readout can reach on all 2^n inputs
+    (Theorems 2 and 3). None when the function does not parse at n or its frontier is beyond
+    boolean.frontier's work bound."""
     try:
         F = parse_function(function, n)
         return frontier_row(F, min(DH, sign_changes(F))).accuracy_float
@@ -361,11 +375,11 @@ def frontier_accuracy(function: str, n: int, DH: int) -> float | None:
 
 @dataclass(frozen=True)
 class XorPhaseCell(_Json):
-    """One (function, n, D = degree, H = heads) over its seeds: T (threshold degree), the value dimension,
-    whether D·H < T, seeds solving exactly and the mean accuracy on all inputs; frontier_accuracy, the best
-    accuracy any model of this D·H can have (boolean.frontier at c = min(D·H, T); None beyond its work bound)
-    and fraction_of_frontier = accuracy / frontier_accuracy (computed from the stored metrics: databases
-    written before these fields read the same)."""
+    """One (function, n, D = degree, H = heads) over its seeds: T (threshold degree), the value
+    dimension, whether D·H < T, seeds solving exactly and the mean accuracy on all inputs;
+    frontier_accuracy, the best accuracy any model of this D·H can have (boolean.frontier at c =
+    min(D·H, T); None beyond its work bound) and fraction_of_frontier = accuracy / frontier_accuracy
+    (computed from the stored metrics: databases written before these fields read the same)."""
 
     function: str
     n: int
@@ -382,7 +396,8 @@ class XorPhaseCell(_Json):
 
     @classmethod
     def of(cls, key: tuple, m: list[dict[str, Any]]) -> XorPhaseCell:
-        """The cell of config values `key` (function, n, degree, heads) from its runs' metrics `m`."""
+        """The cell of config values `key` (function, n, degree, heads) from its runs' metrics
+        `m`."""
         function, n, degree, heads = key
         T = m[0]["threshold_degree"]
         accuracy = _mean([x["accuracy_all_inputs"] for x in m])
@@ -409,17 +424,17 @@ class XorPhaseCell(_Json):
 
 @dataclass(frozen=True)
 class XorPhaseCellWithConstruction(XorPhaseCell):
-    """A cell with the Theorem-3 construction's certificate at its (D, H), added by the report: None below
-    the bound (the construction is refused there)."""
+    """A cell with the Theorem-3 construction's certificate at its (D, H), added by the report: None
+    below the bound (the construction is refused there)."""
 
     construction_certified: bool | None
 
 
 @dataclass(frozen=True)
 class XorPhaseSummary(_Json):
-    """The cells, n (None: no cells), and how many cells below and above the bound training solved (some
-    seed exactly right); above_constructions_certified (cells above with a certified construction) is the
-    report's."""
+    """The cells, n (None: no cells), and how many cells below and above the bound training solved
+    (some seed exactly right); above_constructions_certified (cells above with a certified
+    construction) is the report's."""
 
     OPTIONAL: ClassVar[tuple[str, ...]] = ("above_constructions_certified",)
 
@@ -437,9 +452,12 @@ class XorPhaseSummary(_Json):
 
 
 def summarize_xor_phase(rows: Rows) -> XorPhaseSummary:
-    """Training cells by (function, n, D, H): seeds solving exactly, mean accuracy, and the side of the
-    bound D·H < T (threshold degree) each cell lies on."""
-    cells = [XorPhaseCell.of(key, m) for key, m in _group(rows, ("function", "n", "degree", "heads")).items()]
+    """Training cells by (function, n, D, H): seeds solving exactly, mean accuracy, and the side of
+    the bound D·H < T (threshold degree) each cell lies on."""
+    cells = [
+        XorPhaseCell.of(key, m)
+        for key, m in _group(rows, ("function", "n", "degree", "heads")).items()
+    ]
     below = [c for c in cells if c.below_bound]
     above = [c for c in cells if not c.below_bound]
     return XorPhaseSummary(

@@ -1,23 +1,24 @@
-"""Plain training loops for the learning experiments (spec/learning.md), each returning a typed result
-(learn/results.py) whose `to_json()` is the run's JSON — what a sweep stores and `headcount train` prints.
+"""Plain training loops for the learning experiments (spec/learning.md), each returning a typed
+result (learn/results.py) whose `to_json()` is the run's JSON — what a sweep stores and `headcount
+train` prints.
 
-One loop (`fit`): AdamW, linear warm-up then cosine decay to lr/10, gradient-norm clipping at 1, explicit
-seeds (torch.manual_seed for the weights, a numpy Generator for the data: the same seed gives the same run
-on CPU), a progress bar on stderr only when progress=True. Each task adds its data, loss and exact metrics
-(learn/evaluate.py); models are evaluated in float64, and the checkpoint written to `out` is the exported
-exact model (core io for sequence models, minmax.model.save_minmax, boolean.model.save_boolean), so what
-is reported is what a file holds.
+One loop (`fit`): AdamW, linear warm-up then cosine decay to lr/10, gradient-norm clipping at 1,
+explicit seeds (torch.manual_seed for the weights, a numpy Generator for the data: the same seed
+gives the same run on CPU), a progress bar on stderr only when progress=True. Each task adds its
+data, loss and exact metrics (learn/evaluate.py); models are evaluated in float64, and the
+checkpoint written to `out` is the exported exact model (core io for sequence models,
+minmax.model.save_minmax, boolean.model.save_boolean), so what is reported is what a file holds.
 
-* train_induction — induction heads, and k-hop when hop_token is on (task "khop"):
-  input [hop token] + σ with hop token id alphabet + k − 1 (vocab = alphabet + hops), k drawn uniformly
-  from 1..hops per training sequence; targets hop_k(σ) (⊥ ↦ class alphabet) at σ's positions, the hop
-  token's position is ignored. Loss: cross-entropy over every (other) position, ⊥ positions included.
+* train_induction — induction heads, and k-hop when hop_token is on (task "khop"): input [hop token]
+  + σ with hop token id alphabet + k − 1 (vocab = alphabet + hops), k drawn uniformly from 1..hops
+  per training sequence; targets hop_k(σ) (⊥ ↦ class alphabet) at σ's positions, the hop token's
+  position is ignored. Loss: cross-entropy over every (other) position, ⊥ positions included.
 * train_minmax — lists uniform over [M]^n (tokens 1..M), cross-entropy of both classifiers.
-* train_boolean — the whole input space at once: the output depends only on t = |x|, so the loss is the
-  logistic loss softplus(−F(t)·g(t)) over t = 0..n weighted by C(n, t)/2^n, which is exactly the mean
-  over all 2^n inputs.
-* run_config — dispatch for the sweep engine (top-level, picklable, silent on stdout); `train` — the same
-  with keyword settings, what `headcount train TASK` calls.
+* train_boolean — the whole input space at once: the output depends only on t = |x|, so the loss is
+  the logistic loss softplus(−F(t)·g(t)) over t = 0..n weighted by C(n, t)/2^n, which is exactly the
+  mean over all 2^n inputs.
+* run_config — dispatch for the sweep engine (top-level, picklable, silent on stdout); `train` — the
+  same with keyword settings, what `headcount train TASK` calls.
 
 Bad settings raise InputError (one line: what is wrong, what is allowed).
 """
@@ -73,9 +74,10 @@ from headcount.minmax.task import check_sizes
 IGNORE = -100  # cross-entropy ignore_index: the hop token's position has no target
 TRAINABLE_POSITIONAL = ("learned", "sinusoidal", "circle")
 
-# Defaults measured on a shared 2-core CPU (one thread): layers=2, heads=1, dim=32, n=16, alphabet=4 is at
-# ≥ 0.99 non-⊥ accuracy after ~200 steps (~2 s); with 2000 steps (~10 s) seeds 0–9 all end ≥ 0.9999, where
-# 1000–1500 steps left a seed at 0.983. lr 1e-2 was worse (3 of 10 seeds ≤ 0.96 at 1000 steps).
+# Defaults measured on a shared 2-core CPU (one thread): layers=2, heads=1, dim=32, n=16, alphabet=4
+# is at ≥ 0.99 non-⊥ accuracy after ~200 steps (~2 s); with 2000 steps (~10 s) seeds 0–9 all end ≥
+# 0.9999, where 1000–1500 steps left a seed at 0.983. lr 1e-2 was worse (3 of 10 seeds ≤ 0.96 at
+# 1000 steps).
 INDUCTION_STEPS = 2000
 INDUCTION_LR = 3e-3
 BOOLEAN_STEPS = 2000
@@ -104,8 +106,8 @@ def fit(
     progress: bool = False,
     label: str = "train",
 ) -> list[float]:
-    """Minimise step_loss(step) (a fresh batch per step) over `steps` steps; returns the loss per step.
-    The progress bar (stderr: run_config's callers may own stdout) shows the latest loss."""
+    """Minimise step_loss(step) (a fresh batch per step) over `steps` steps; returns the loss per
+    step. The progress bar (stderr: run_config's callers may own stdout) shows the latest loss."""
     warmup = max(1, min(100, steps // 10)) if warmup is None else warmup
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
     losses: list[float] = []
@@ -128,9 +130,9 @@ def fit(
 
 @contextmanager
 def one_thread():
-    """Run torch on one intra-op thread, then restore the setting. These models are tiny: a step of the
-    default induction run takes ~8 ms on one thread and ~80 ms on two busy cores; sweeps run one process
-    per core anyway. A fixed thread count also keeps runs bit-for-bit reproducible."""
+    """Run torch on one intra-op thread, then restore the setting. These models are tiny: a step of
+    the default induction run takes ~8 ms on one thread and ~80 ms on two busy cores; sweeps run one
+    process per core anyway. A fixed thread count also keeps runs bit-for-bit reproducible."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -170,10 +172,17 @@ def _out_path(out: Any) -> Path | None:
 
 
 def induction_batch(
-    rng: np.random.Generator, batch: int, n: int, alphabet: int, hops: int, hop_token: bool, generator: str
+    rng: np.random.Generator,
+    batch: int,
+    n: int,
+    alphabet: int,
+    hops: int,
+    hop_token: bool,
+    generator: str,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(inputs, class targets) [batch n(+1)]: σ from `generator`, targets hop_k(σ) with ⊥ ↦ class alphabet;
-    with hop_token, a first token alphabet + k − 1 with k uniform in 1..hops per row, its target IGNORE."""
+    """(inputs, class targets) [batch n(+1)]: σ from `generator`, targets hop_k(σ) with ⊥ ↦ class
+    alphabet; with hop_token, a first token alphabet + k − 1 with k uniform in 1..hops per row, its
+    target IGNORE."""
     sigma = itask.GENERATORS[generator](rng, batch, n, alphabet)
     if not hop_token:
         target = itask.induction_targets(sigma, hops)
@@ -192,17 +201,21 @@ def _check_induction(n: int, alphabet: int, hops: int, generator: str, positiona
     """The checks of train_induction beyond its integer counts."""
     if hops > n:  # each hop moves to an earlier position or stays, so hop k ≥ n answers like hop n
         raise InputError(
-            f"hops = {hops} > n = {n}: hop counts beyond n answer like hop n; use {param('hops')} ≤ n"
+            f"hops = {hops} > n = {n}: hop counts beyond n answer like hop n; use {param('hops')} "
+            "≤ n"
         )
     if generator not in itask.GENERATORS:
         raise InputError(f"unknown generator {generator!r}: use one of {sorted(itask.GENERATORS)}")
     if positional not in TRAINABLE_POSITIONAL:
         raise InputError(
-            f"positional {positional!r} cannot be trained from scratch: use 'learned', 'sinusoidal' or "
+            f"positional {positional!r} cannot be trained from scratch: use 'learned', "
+            "'sinusoidal' or "
             "'circle' ('fixed' is for loaded constructions)"
         )
     if generator == "index" and (alphabet < 3 or n < 3):
-        raise InputError(f"the index generator needs alphabet ≥ 3 and n ≥ 3, got alphabet={alphabet}, n={n}")
+        raise InputError(
+            f"the index generator needs alphabet ≥ 3 and n ≥ 3, got alphabet={alphabet}, n={n}"
+        )
 
 
 @single_threaded
@@ -227,10 +240,10 @@ def train_induction(
     weight_decay: float = 0.01,
     activation: str = "relu",
 ) -> InductionRun:
-    """Train a SequenceModel (dim = d_model) on induction heads (hops = 1) or k-hop (hop_token, default on
-    when hops > 1; see the module docstring); evaluate_induction's metrics plus the run's facts. mlp,
-    layernorm and activation ("relu", "gelu", "gelu_tanh": the MLP's) give GPT-2's block. `out`: the
-    exported core model file (core io; LayerNorm and GELU included)."""
+    """Train a SequenceModel (dim = d_model) on induction heads (hops = 1) or k-hop (hop_token,
+    default on when hops > 1; see the module docstring); evaluate_induction's metrics plus the run's
+    facts. mlp, layernorm and activation ("relu", "gelu", "gelu_tanh": the MLP's) give GPT-2's
+    block. `out`: the exported core model file (core io; LayerNorm and GELU included)."""
     began = time.perf_counter()
     _check_counts(
         layers=(layers, 1),
@@ -258,7 +271,9 @@ def train_induction(
     )
     family = 0 if hop_token or hops != 1 else ev.FAMILY_SIZE * len(itask.ADVERSARIAL_FAMILIES)
     cost = costs.sequence_cost(cfg, batch, ev.EVAL_SIZE, hops if hop_token else 1, family)
-    costs.check_cost(cost, steps, f"train induction (layers {layers}, dim {dim}, n {n}, alphabet {alphabet})")
+    costs.check_cost(
+        cost, steps, f"train induction (layers {layers}, dim {dim}, n {n}, alphabet {alphabet})"
+    )
     path = _out_path(out)
     torch.manual_seed(seed)
     model = SequenceModel(cfg)
@@ -268,11 +283,15 @@ def train_induction(
         inputs, target = induction_batch(rng, batch, n, alphabet, hops, hop_token, generator)
         logits = model(torch.from_numpy(inputs))
         return F_nn.cross_entropy(
-            logits.reshape(-1, alphabet + 1), torch.from_numpy(target).reshape(-1), ignore_index=IGNORE
+            logits.reshape(-1, alphabet + 1),
+            torch.from_numpy(target).reshape(-1),
+            ignore_index=IGNORE,
         )
 
     label = f"induction L={layers} H={heads} d={dim} n={n} S={alphabet} k={hops}"
-    losses = fit(model, step_loss, steps, lr, weight_decay=weight_decay, progress=progress, label=label)
+    losses = fit(
+        model, step_loss, steps, lr, weight_decay=weight_decay, progress=progress, label=label
+    )
     train_seconds = time.perf_counter() - began
     metrics = evaluate_induction(model, n, alphabet, hops, hop_token, generator)
     task = "khop" if hop_token else "induction"
@@ -321,8 +340,8 @@ def train_minmax(
     out: str | Path | None = None,
     progress: bool = False,
 ) -> MinMaxRun:
-    """Train a MinMaxNet on lists uniform over [M]^n (cross-entropy of both classifiers); evaluate_minmax's
-    metrics. `out`: the exported MinMaxModel (save_minmax)."""
+    """Train a MinMaxNet on lists uniform over [M]^n (cross-entropy of both classifiers);
+    evaluate_minmax's metrics. `out`: the exported MinMaxModel (save_minmax)."""
     began = time.perf_counter()
     check_sizes(M, n)
     _check_counts(heads=(heads, 1), dim=(dim, 1), batch=(batch, 1))
@@ -340,7 +359,9 @@ def train_minmax(
             logits_max, x.max(dim=1).values - 1
         )
 
-    losses = fit(net, step_loss, steps, lr, progress=progress, label=f"minmax M={M} n={n} H={heads} d={dim}")
+    losses = fit(
+        net, step_loss, steps, lr, progress=progress, label=f"minmax M={M} n={n} H={heads} d={dim}"
+    )
     train_seconds = time.perf_counter() - began
     metrics = evaluate_minmax(net, n)
     if path is not None:
@@ -366,9 +387,11 @@ def train_minmax(
 # ------------------------------------------------------------ Symmetric Boolean functions
 
 
-def _boolean_metrics(net: BooleanNet, F: np.ndarray, prob: torch.Tensor, exact: list[int]) -> BooleanMetrics:
-    """Right on weight t when sign g(t) = F(t) (sign 0 is wrong): the float64 model, weighted by C(n, t)/2^n,
-    and the exported exact model's signs `exact`."""
+def _boolean_metrics(
+    net: BooleanNet, F: np.ndarray, prob: torch.Tensor, exact: list[int]
+) -> BooleanMetrics:
+    """Right on weight t when sign g(t) = F(t) (sign 0 is wrong): the float64 model, weighted by
+    C(n, t)/2^n, and the exported exact model's signs `exact`."""
     with torch.no_grad():
         g = copy.deepcopy(net).double().score(torch.arange(net.n + 1)).numpy()  # [n+1]
     right = np.sign(g) == F
@@ -394,12 +417,12 @@ def train_boolean(
     out: str | Path | None = None,
     progress: bool = False,
 ) -> BooleanRun:
-    """Train a BooleanNet on a symmetric function (a name or F:+-…, boolean/task.py) over all 2^n inputs
-    (module docstring). dim defaults to Theorem 3's bound min{D, 2·max{1, ⌈log₂ H⌉} + 2}. Metrics:
-    accuracy_all_inputs (fraction of the 2^n inputs the float64 model gets right; sign 0 is wrong), solved
-    (all right), solved_exact (the exported exact model, model_sign_exact, on every t), min_margin
-    (min_t F(t)·g(t) in float64), threshold_degree T and below_bound (D·H < T: no model can solve it,
-    Theorem 2). `out`: the exported exact model (save_boolean)."""
+    """Train a BooleanNet on a symmetric function (a name or F:+-…, boolean/task.py) over all 2^n
+    inputs (module docstring). dim defaults to Theorem 3's bound min{D, 2·max{1, ⌈log₂ H⌉} + 2}.
+    Metrics: accuracy_all_inputs (fraction of the 2^n inputs the float64 model gets right; sign 0 is
+    wrong), solved (all right), solved_exact (the exported exact model, model_sign_exact, on every
+    t), min_margin (min_t F(t)·g(t) in float64), threshold_degree T and below_bound (D·H < T: no
+    model can solve it, Theorem 2). `out`: the exported exact model (save_boolean)."""
     began = time.perf_counter()
     _check_counts(n=(n, 1), degree=(degree, 1), heads=(heads, 1))
     dim = dim_bound(degree, heads) if dim is None else check_int("dim", dim, 1)
@@ -409,7 +432,9 @@ def train_boolean(
     path = _out_path(out)
     T = sign_changes(tuple(int(v) for v in F))
     t = torch.arange(n + 1)
-    prob = torch.tensor([math.comb(n, k) for k in range(n + 1)], dtype=torch.float64) / 2.0**n  # [n+1]
+    prob = (
+        torch.tensor([math.comb(n, k) for k in range(n + 1)], dtype=torch.float64) / 2.0**n
+    )  # [n+1]
     torch.manual_seed(seed)
     net = BooleanNet(n, heads, dim, degree)
     target = torch.from_numpy(F).float()
@@ -446,7 +471,8 @@ def train_boolean(
     )
 
 
-# ------------------------------------------------------------ Dispatch for sweeps and the command line
+# ------------------------------------------------------------ Dispatch for sweeps and the command
+# line
 
 
 TRAINERS: dict[str, Callable[..., TrainResult]] = {  # one per name in constants.TASKS
@@ -458,17 +484,21 @@ TRAINERS: dict[str, Callable[..., TrainResult]] = {  # one per name in constants
 
 
 def run_config(config: dict[str, Any]) -> TrainResult:
-    """Run one configuration {"task": …, **kwargs} and return its typed result (`to_json()` is the JSON a
-    sweep stores). "khop" is train_induction with hop_token=True and generator "no_adjacent_repeats"
-    unless given. Unknown keys are an InputError naming the allowed ones."""
+    """Run one configuration {"task": …, **kwargs} and return its typed result (`to_json()` is the
+    JSON a sweep stores). "khop" is train_induction with hop_token=True and generator
+    "no_adjacent_repeats" unless given. Unknown keys are an InputError naming the allowed ones."""
     if not isinstance(config, dict) or "task" not in config:
-        raise InputError(f"a run config must be a dict with a 'task' key, one of {sorted(TRAINERS)}")
+        raise InputError(
+            f"a run config must be a dict with a 'task' key, one of {sorted(TRAINERS)}"
+        )
     kwargs = dict(config)
     name = kwargs.pop("task")
     if name not in TRAINERS:
         raise InputError(f"unknown task {name!r}: use one of {sorted(TRAINERS)}")
     fn = TRAINERS[name]
-    allowed = [p for p in inspect.signature(fn).parameters if not (name == "khop" and p == "hop_token")]
+    allowed = [
+        p for p in inspect.signature(fn).parameters if not (name == "khop" and p == "hop_token")
+    ]
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
         raise InputError(f"unknown key(s) {unknown} for task {name!r}: allowed are {allowed}")
@@ -478,10 +508,14 @@ def run_config(config: dict[str, Any]) -> TrainResult:
 
 
 def train(task: str, **settings: Any) -> TrainResult:
-    """What `headcount train TASK` runs: run_config with keyword settings. task "induction" trains k-hop
-    (run_config's "khop") when hops ≠ 1; settings that are None take the task's defaults; paths become
-    strings (as a sweep config holds them)."""
-    config = {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in settings.items() if v is not None}
+    """What `headcount train TASK` runs: run_config with keyword settings. task "induction" trains
+    k-hop (run_config's "khop") when hops ≠ 1; settings that are None take the task's defaults;
+    paths become strings (as a sweep config holds them)."""
+    config = {
+        k: (str(v) if isinstance(v, os.PathLike) else v)
+        for k, v in settings.items()
+        if v is not None
+    }
     if task == "induction" and config.get("hops", 1) != 1:
         task = "khop"
     return run_config({"task": task, **config})

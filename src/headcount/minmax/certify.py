@@ -1,33 +1,37 @@
-"""The certificates behind `headcount minmax certify` and `headcount minmax verify` (spec/minmax.md).
+"""The certificates behind `headcount minmax certify` and `headcount minmax verify`
+(spec/minmax.md).
 
 ``certify_minmax`` builds the Appendix-A construction and certifies it (a ``MinMaxCertificate``);
-``verify_single_head`` decides whether a given single head + two classifiers compute min and max on every
-input, with the lower-bound quantities beside the verdicts (a ``SingleHeadVerification``).
+``verify_single_head`` decides whether a given single head + two classifiers compute min and max on
+every input, with the lower-bound quantities beside the verdicts (a ``SingleHeadVerification``).
 
-Certificates of the construction come in two methods, both about the stored weights as exact reals (the
-real-arithmetic model):
+Certificates of the construction come in two methods, both about the stored weights as exact reals
+(the real-arithmetic model):
 
 * "exact-histogram" (M ≤ 1024): verify.verify_exact_one_head / verify_block_layer — correct on all
-  C(n+M−1, n) inputs iff it says so (float64 scan with an error bound, near-ties re-decided exactly).
-  margin_* is the true minimum logit gap over all inputs (± the verifier's tolerance).
-* "sufficient-condition" (M > 1024, or when asked): proves, in exact arithmetic, the construction's own
-  argument for the head reading each classifier:
-    (a) the values are ±1 integer codes, θ = v on that head's block, every other head has zeros there
-        (so the classifier sees only its head — see verify.py, block reduction);
-    (b) the codes are distinct: g = min_{ω≠ω'} (d − ⟨v_ω, v_ω'⟩) ≥ 2, integer inner products computed
-        exactly (float64 BLAS on ±1 entries: all partial sums are integers ≤ d < 2^53, no rounding);
-    (c) the scores are strictly monotone with gap δ = min_m (s_m − max_{ω>m} s_ω) > 0 (min head; mirrored
-        for max), δ computed exactly from the float64 scores as rationals; then for every input with
-        minimum m the weight of m is W ≥ W_low = 1/(1 + (n−1)·e^{−δ}) (one copy of m against n−1 copies of
-        the next-best token is the worst case), and W_low is bounded below with arb balls;
-    (d) W_low > 1/2, hence ⟨v_m − v_j, z⟩ ≥ (2W−1)(d − ⟨v_m, v_j⟩) ≥ (2·W_low − 1)·g > 0 for every input
+  C(n+M−1, n) inputs iff it says so (float64 scan with an error bound, near-ties re-decided
+  exactly). margin_* is the true minimum logit gap over all inputs (± the verifier's tolerance).
+* "sufficient-condition" (M > 1024, or when asked): proves, in exact arithmetic, the construction's
+  own argument for the head reading each classifier:
+    (a) the values are ±1 integer codes, θ = v on that head's block, every other head has zeros
+        there (so the classifier sees only its head — see verify.py, block reduction);
+    (b) the codes are distinct: g = min_{ω≠ω'} (d − ⟨v_ω, v_ω'⟩) ≥ 2, integer inner products
+        computed exactly (float64 BLAS on ±1 entries: all partial sums are integers ≤ d < 2^53, no
+        rounding);
+    (c) the scores are strictly monotone with gap δ = min_m (s_m − max_{ω>m} s_ω) > 0 (min head;
+        mirrored for max), δ computed exactly from the float64 scores as rationals; then for every
+        input with minimum m the weight of m is W ≥ W_low = 1/(1 + (n−1)·e^{−δ}) (one copy of m
+        against n−1 copies of the next-best token is the worst case), and W_low is bounded below
+        with arb balls;
+    (d) W_low > 1/2, hence ⟨v_m − v_j, z⟩ ≥ (2W−1)(d − ⟨v_m, v_j⟩) ≥ (2·W_low − 1)·g > 0 for every
+        input
         and every j ≠ m. margin_* is this rigorous lower bound (rounded down), not the true minimum.
   It also reports whether W_low ≥ 4/5 (the spec's W*), proven with arb.
 
-``scope`` is always "exhaustive": every method covers all C(n+M−1, n) multisets of [M]^n — brute force by
-enumerating them, exact-histogram and sufficient-condition by an argument about every histogram. Nothing
-here samples (a failed sufficient condition is no verdict, errors_* = None, but its scope is still all
-inputs).
+``scope`` is always "exhaustive": every method covers all C(n+M−1, n) multisets of [M]^n — brute
+force by enumerating them, exact-histogram and sufficient-condition by an argument about every
+histogram. Nothing here samples (a failed sufficient condition is no verdict, errors_* = None, but
+its scope is still all inputs).
 """
 
 from __future__ import annotations
@@ -78,22 +82,25 @@ METHODS = ("exact-histogram", "sufficient-condition", "brute-force")
 #: `verify_single_head(method="brute")` enumerates at most this many multisets
 BRUTE_MAX_INPUTS = 2_000_000
 TASKS = ("min", "max")
-#: sufficient-condition: the codes' Gram matrix, M²·d multiply-adds per task (exact in float64 BLAS, about
-#: 2·10⁹ a second): at most this many for both tasks (M ≈ 45,000 with the compact code, ~30 s; the sign
-#: code's own bound stops near M = 20,500). It scales far beyond exact-histogram (M ≤ 1290), which is why
-#: certify switches to it above M = 1024.
+# : sufficient-condition: the codes' Gram matrix, M²·d multiply-adds per task (exact in float64
+# BLAS, about : 2·10⁹ a second): at most this many for both tasks (M ≈ 45,000 with the compact code,
+# ~30 s; the sign : code's own bound stops near M = 20,500). It scales far beyond exact-histogram (M
+# ≤ 1290), which is why : certify switches to it above M = 1024.
 SUFFICIENT_MAX_WORK = 2**36
-#: values whose exact bits verify's Lemma-6 quantities compute (one Fraction each): M·dim at most this
+# : values whose exact bits verify's Lemma-6 quantities compute (one Fraction each): M·dim at most
+# this
 MAX_VALUE_ENTRIES = 2**24
 
 
-# ---------------------------------------------------------------------------------------------- (a)–(d)
+# ----------------------------------------------------------------------------------------------
+# (a)–(d)
 
 
 @dataclass(frozen=True)
 class SufficientCondition:
-    """(a)–(d) of the module docstring for the head reading one classifier, checked exactly: ``holds``,
-    that head's index, the quantities computed before the first step that failed, and why it failed."""
+    """(a)–(d) of the module docstring for the head reading one classifier, checked exactly:
+    ``holds``, that head's index, the quantities computed before the first step that failed, and why
+    it failed."""
 
     holds: bool
     head: int
@@ -108,7 +115,8 @@ class SufficientCondition:
     margin_lower_bound: float | None = None  # (2·W_low − 1)·g, rounded down
 
     def to_json(self) -> dict[str, Any]:
-        """holds, head, the quantities computed (in the order of the steps), then the reason of a failure."""
+        """holds, head, the quantities computed (in the order of the steps), then the reason of a
+        failure."""
         out: dict[str, Any] = {"holds": self.holds, "head": self.head}
         for key in _QUANTITIES:
             if getattr(self, key) is not None:
@@ -135,10 +143,13 @@ def _fmpq(x: Fraction) -> flint.fmpq:
 
 
 def _max_inner_product(code: np.ndarray) -> int:
-    """max over ω ≠ ω' of ⟨v_ω, v_ω'⟩ for ±1 codes [M d], exactly, in row chunks of the Gram matrix."""
+    """max over ω ≠ ω' of ⟨v_ω, v_ω'⟩ for ±1 codes [M d], exactly, in row chunks of the Gram
+    matrix."""
     M, d = code.shape
     if d >= 2**53:  # the exactness argument below needs every partial sum below 2^53
-        raise InternalError(f"code dimension {d} ≥ 2^53: the float64 Gram matrix would not be exact")
+        raise InternalError(
+            f"code dimension {d} ≥ 2^53: the float64 Gram matrix would not be exact"
+        )
     max_ip = -d
     for start in range(0, M, 1024):
         # [chunk M]: BLAS in float64 is exact here — every product is ±1 and every partial sum an
@@ -150,15 +161,18 @@ def _max_inner_product(code: np.ndarray) -> int:
 
 
 def _score_gap(scores: np.ndarray, task: str) -> Fraction:
-    """δ = min_m (s_m − max_{ω>m} s_ω) in the task's direction, exactly (the scores as rationals)."""
+    """δ = min_m (s_m − max_{ω>m} s_ω) in the task's direction, exactly (the scores as
+    rationals)."""
     s = scores if task == "min" else scores[::-1]
-    suffix_max = np.maximum.accumulate(s[::-1])[::-1]  # suffix_max[m] = max_{ω ≥ m} s_ω (exact: comparisons)
+    suffix_max = np.maximum.accumulate(s[::-1])[
+        ::-1
+    ]  # suffix_max[m] = max_{ω ≥ m} s_ω (exact: comparisons)
     return min(frac(s[m]) - frac(suffix_max[m + 1]) for m in range(s.shape[0] - 1))
 
 
 def _weight_bounds(delta: Fraction, n: int, gap: int) -> tuple[bool, dict[str, Any]]:
-    """(W_low > 1/2 proven, {attention_weight_low, weight_at_least_4_5, margin_lower_bound}) with arb balls
-    at 256 bits: W_low = 1/(1 + (n−1)e^{−δ})."""
+    """(W_low > 1/2 proven, {attention_weight_low, weight_at_least_4_5, margin_lower_bound}) with
+    arb balls at 256 bits: W_low = 1/(1 + (n−1)e^{−δ})."""
     old = flint.ctx.prec
     try:
         flint.ctx.prec = 256
@@ -174,14 +188,18 @@ def _weight_bounds(delta: Fraction, n: int, gap: int) -> tuple[bool, dict[str, A
         flint.ctx.prec = old
 
 
-def sufficient_condition(layer: TokenLayer, classifier: Classifier, task: str, n: int) -> SufficientCondition:
+def sufficient_condition(
+    layer: TokenLayer, classifier: Classifier, task: str, n: int
+) -> SufficientCondition:
     """Check (a)–(d) of the module docstring exactly."""
     k = block_head(layer, classifier)
     head = layer.heads[k]
     support = np.any(classifier.theta != 0, axis=0)
     V = head.values[:, support]
     if not (np.all(np.abs(V) == 1) and np.array_equal(classifier.theta[:, support], V)):  # (a)
-        return SufficientCondition(False, k, "values are not ±1 codes equal to θ on the classifier's block")
+        return SufficientCondition(
+            False, k, "values are not ±1 codes equal to θ on the classifier's block"
+        )
     d = V.shape[1]
     max_ip = _max_inner_product(np.ascontiguousarray(V, dtype=np.float64))  # (b)
     gap = d - max_ip
@@ -202,16 +220,18 @@ def sufficient_condition(layer: TokenLayer, classifier: Classifier, task: str, n
     return SufficientCondition(above_half, k, reason, **codes, score_gap=float(delta), **weights)
 
 
-# ---------------------------------------------------------------------------------------------- certify
+# ----------------------------------------------------------------------------------------------
+# certify
 
 
 @dataclass(frozen=True)
 class MinMaxCertificate:
     """The construction's certificate (``certify_minmax``; the JSON of `headcount minmax certify`).
 
-    errors_*: 0 when certified; the exact number of wrong multisets under brute-force; None otherwise —
-    exact-histogram then also gives counterexample_* (a wrong input), while a failed sufficient condition
-    proves nothing either way (sufficient_*.reason). margin_*: module docstring."""
+    errors_*: 0 when certified; the exact number of wrong multisets under brute-force; None
+    otherwise — exact-histogram then also gives counterexample_* (a wrong input), while a failed
+    sufficient condition proves nothing either way (sufficient_*.reason). margin_*: module
+    docstring."""
 
     M: int
     n: int
@@ -240,8 +260,8 @@ class MinMaxCertificate:
         return self.errors_min == 0 and self.errors_max == 0
 
     def to_json(self) -> dict[str, Any]:
-        """The construction's sizes, then per task: margin, counterexample or sufficient (where given),
-        errors."""
+        """The construction's sizes, then per task: margin, counterexample or sufficient (where
+        given), errors."""
         out = {key: getattr(self, key) for key in _CERTIFICATE_HEAD}
         for task in TASKS:
             out[f"margin_{task}"] = getattr(self, f"margin_{task}")
@@ -278,7 +298,9 @@ class _TaskCertificate:
     verdict: Verdict | None = None
 
 
-def _certify_task(layer: TokenLayer, clf: Classifier, task: str, n: int, method: str) -> _TaskCertificate:
+def _certify_task(
+    layer: TokenLayer, clf: Classifier, task: str, n: int, method: str
+) -> _TaskCertificate:
     if method == "exact-histogram":
         v = verify_exact_one_head(layer.heads[block_head(layer, clf)], clf, task, n)
         return _TaskCertificate(0 if v.correct else None, v.margin, v.worst_input, verdict=v)
@@ -292,11 +314,14 @@ def _certify_task(layer: TokenLayer, clf: Classifier, task: str, n: int, method:
 def _construction_pairs(
     M: int, n: int, heads: int, codes: np.ndarray
 ) -> dict[str, tuple[TokenLayer, Classifier]]:
-    """(layer, classifier) per task: the two-head layer for both (heads=2), or the min head for min and
-    the max head for max, each alone (heads=1)."""
+    """(layer, classifier) per task: the two-head layer for both (heads=2), or the min head for min
+    and the max head for max, each alone (heads=1)."""
     if heads == 2:
         model = two_head_layer(M, n, codes)
-        return {"min": (model.layer, model.classifier_min), "max": (model.layer, model.classifier_max)}
+        return {
+            "min": (model.layer, model.classifier_min),
+            "max": (model.layer, model.classifier_max),
+        }
     hmin, cmin = min_head(M, n, codes)
     hmax, cmax = max_head(M, n, codes)
     return {"min": (TokenLayer((hmin,)), cmin), "max": (TokenLayer((hmax,)), cmax)}
@@ -307,8 +332,8 @@ def certify_minmax(
 ) -> MinMaxCertificate:
     """Build the construction and certify it on all inputs.
 
-    heads=2: the two-head layer, each classifier certified through its block; heads=1: the min head is
-    certified for min and the max head for max, separately (one head cannot do both, Theorem 1).
+    heads=2: the two-head layer, each classifier certified through its block; heads=1: the min head
+    is certified for min and the max head for max, separately (one head cannot do both, Theorem 1).
     method: None (exact-histogram for M ≤ 1024, sufficient-condition beyond), or forced:
     "exact-histogram", "sufficient-condition", "brute-force" (small M, n only)."""
     check_sizes(M, n)
@@ -320,7 +345,9 @@ def certify_minmax(
     _check_certify_resources(M, n, heads, code, seed, method)
     codes = make_code(M, code, seed)
     pairs = _construction_pairs(M, n, heads, codes)
-    tasks = {task: _certify_task(layer, clf, task, n, method) for task, (layer, clf) in pairs.items()}
+    tasks = {
+        task: _certify_task(layer, clf, task, n, method) for task, (layer, clf) in pairs.items()
+    }
     return MinMaxCertificate(
         M=M,
         n=n,
@@ -347,8 +374,8 @@ def certify_minmax(
 
 
 def _check_certify_resources(M: int, n: int, heads: int, code: str, seed: int, method: str) -> None:
-    """certify's bounds for its method, before the code is drawn: the construction (memory, the code's
-    work), then the method's memory and work (messages name the method)."""
+    """certify's bounds for its method, before the code is drawn: the construction (memory, the
+    code's work), then the method's memory and work (messages name the method)."""
     what = f"minmax certify ({method}) at {param('M')} {M} {param('n')} {n}"
     check_construction_resources(M, n, code, seed, what)
     d = code_dim(M, code) * heads
@@ -362,13 +389,15 @@ def _check_certify_resources(M: int, n: int, heads: int, code: str, seed: int, m
         check_work(work, SUFFICIENT_MAX_WORK, what, "multiply-adds (2 tasks × M²·d)", param("M"))
 
 
-# ---------------------------------------------------------------------------------------------- verify
+# ----------------------------------------------------------------------------------------------
+# verify
 
 
 @dataclass(frozen=True)
 class SingleHeadVerification:
-    """Does one head + two classifiers compute min and max on every input (``verify_single_head``; the JSON
-    of `headcount minmax verify`): a verdict per task, with the head's monotone run and Lemma-6 quantities."""
+    """Does one head + two classifiers compute min and max on every input (``verify_single_head``;
+    the JSON of `headcount minmax verify`): a verdict per task, with the head's monotone run and
+    Lemma-6 quantities."""
 
     M: int
     n: int
@@ -385,13 +414,14 @@ class SingleHeadVerification:
         return scope_of(self.min, self.max)
 
     def counterexample(self, task: str) -> tuple[int, ...] | None:
-        """A wrong input for task "min" or "max", None when the classifier is right on every input."""
+        """A wrong input for task "min" or "max", None when the classifier is right on every
+        input."""
         v = self.min if task == "min" else self.max
         return None if v.correct else v.worst_input
 
     def to_json(self) -> dict[str, Any]:
-        """Sizes, then per task errors (exact count under brute force; 0 or None otherwise), margin and
-        counterexample, then scope, the monotone run and Lemma 6."""
+        """Sizes, then per task errors (exact count under brute force; 0 or None otherwise), margin
+        and counterexample, then scope, the monotone run and Lemma 6."""
         out: dict[str, Any] = {
             "M": self.M,
             "n": self.n,
@@ -411,7 +441,8 @@ class SingleHeadVerification:
 def _single_head_of(model: MinMaxModel, M: int) -> TokenHead:
     if model.layer.n_heads != 1:
         raise InputError(
-            f"the model has {model.layer.n_heads} heads: verify is for a single head (use certify for layers)"
+            f"the model has {model.layer.n_heads} heads: verify is for a single head (use certify "
+            "for layers)"
         )
     if model.layer.M != M:
         raise InputError(f"{param('M')} {M} does not match the model's M = {model.layer.M}")
@@ -421,10 +452,12 @@ def _single_head_of(model: MinMaxModel, M: int) -> TokenHead:
 def verify_single_head(
     model: MinMaxModel | ModelSource, M: int, n: int, method: str = "exact"
 ) -> SingleHeadVerification:
-    """Decide whether a single head + its two classifiers compute min and max on every list in [M]^n.
+    """Decide whether a single head + its two classifiers compute min and max on every list in
+    [M]^n.
 
-    method: "exact" (verify_exact_one_head: histogram linearity) or "brute" (verify_brute: every multiset,
-    at most BRUTE_MAX_INPUTS). A ModelSource is loaded after the sizes and the method are checked."""
+    method: "exact" (verify_exact_one_head: histogram linearity) or "brute" (verify_brute: every
+    multiset, at most BRUTE_MAX_INPUTS). A ModelSource is loaded after the sizes and the method are
+    checked."""
     check_sizes(M, n)
     check_choice("method", method, ("exact", "brute"))
     what = f"minmax verify ({method}) at {param('M')} {M} {param('n')} {n}"

@@ -1,19 +1,21 @@
 """Exact signs of the quantities the verifiers decide, for near-ties that float64 cannot settle.
 
-Every weight is a float64, i.e. an exact dyadic rational. A logit difference of a layer on a histogram,
-multiplied by the (positive) product of the heads' softmax denominators, is an "exponential polynomial"
-Σ_k c_k·exp(a_k) with rational c_k and rational exponents a_k (sums of scores). After collecting equal
-exponents, Lindemann–Weierstrass (exp of distinct algebraic numbers are linearly independent over the
-algebraic numbers) says it is zero iff every collected coefficient is zero. Otherwise it is non-zero, and
-python-flint ball arithmetic at increasing precision proves its sign. So the sign returned is exact.
+Every weight is a float64, i.e. an exact dyadic rational. A logit difference of a layer on a
+histogram, multiplied by the (positive) product of the heads' softmax denominators, is an
+"exponential polynomial" Σ_k c_k·exp(a_k) with rational c_k and rational exponents a_k (sums of
+scores). After collecting equal exponents, Lindemann–Weierstrass (exp of distinct algebraic numbers
+are linearly independent over the algebraic numbers) says it is zero iff every collected coefficient
+is zero. Otherwise it is non-zero, and python-flint ball arithmetic at increasing precision proves
+its sign. So the sign returned is exact.
 
-Nothing here is rounded: every inner product and every difference of weights is taken in exact rationals
-(python-flint fmpq, about ten times faster than Fraction; ``frac`` still gives a Fraction for callers that
-want one) — a difference θ_i − θ_j taken in float64 first would already be rounded. Exponents of any size
-are fine (arb balls carry arbitrary exponents: e^(−10^300) is a tiny ball, not an underflow). The one way
-to get no answer is a non-zero sum whose sign is still unresolved at 65536 bits; that raises
-UndecidedError (a ValueError, so the CLI prints one line), never a wrong sign. The sign itself is
-core/numbers/expsum.py's sign_exp_poly, shared with the exact fixed:p evaluator.
+Nothing here is rounded: every inner product and every difference of weights is taken in exact
+rationals (python-flint fmpq, about ten times faster than Fraction; ``frac`` still gives a Fraction
+for callers that want one) — a difference θ_i − θ_j taken in float64 first would already be rounded.
+Exponents of any size are fine (arb balls carry arbitrary exponents: e^(−10^300) is a tiny ball, not
+an underflow). The one way to get no answer is a non-zero sum whose sign is still unresolved at
+65536 bits; that raises UndecidedError (a ValueError, so the CLI prints one line), never a wrong
+sign. The sign itself is core/numbers/expsum.py's sign_exp_poly, shared with the exact fixed:p
+evaluator.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def frac(a) -> Fraction:
 
 
 def rat(a) -> flint.fmpq:
-    """The exact rational value of a float64, int, Fraction or fmpq, as an fmpq (the fast exact type)."""
+    """The exact rational value of a float64, int, Fraction or fmpq, as an fmpq (the fast exact
+    type)."""
     if isinstance(a, flint.fmpq):
         return a
     if isinstance(a, (int, np.integer)):
@@ -61,7 +64,8 @@ def exp_poly_add(p: ExpPoly, q: ExpPoly) -> ExpPoly:
 
 
 def sign_weighted_pair(s_a, c_a, s_b, c_b) -> int:
-    """Exact sign of c_a·exp(s_a) + c_b·exp(s_b) for float scores and exact rational coefficients."""
+    """Exact sign of c_a·exp(s_a) + c_b·exp(s_b) for float scores and exact rational
+    coefficients."""
     return sign_exp_poly(exp_poly_add({rat(s_a): rat(c_a)}, {rat(s_b): rat(c_b)}))
 
 
@@ -78,12 +82,12 @@ def layer_gap_sign(
     heads, theta: np.ndarray, hist: dict[int, int], i: int, j: int, cache: dict | None = None
 ) -> int:
     """Exact sign of ⟨θ_i − θ_j, z(h)⟩ for a layer (heads: sequence of TokenHead) on histogram
-    {0-based token: count}; i, j 0-based classes. cache: optional dict that keeps the exact inner products
-    ⟨θ_i, v^k_ω⟩ between calls on the same layer and θ.
+    {0-based token: count}; i, j 0-based classes. cache: optional dict that keeps the exact inner
+    products ⟨θ_i, v^k_ω⟩ between calls on the same layer and θ.
 
-    ⟨θ_i − θ_j, z⟩ = Σ_k N_k / D_k with N_k = Σ_ω h_ω e^{s^k_ω} ⟨θ_i − θ_j, v^k_ω⟩ and
-    D_k = Σ_ω h_ω e^{s^k_ω} > 0, so its sign is that of Σ_k N_k Π_{l≠k} D_l, an exponential polynomial.
-    ⟨θ_i − θ_j, v⟩ is taken as ⟨θ_i, v⟩ − ⟨θ_j, v⟩ exactly: the float difference θ_i − θ_j may round."""
+    ⟨θ_i − θ_j, z⟩ = Σ_k N_k / D_k with N_k = Σ_ω h_ω e^{s^k_ω} ⟨θ_i − θ_j, v^k_ω⟩ and D_k = Σ_ω h_ω
+    e^{s^k_ω} > 0, so its sign is that of Σ_k N_k Π_{l≠k} D_l, an exponential polynomial. ⟨θ_i −
+    θ_j, v⟩ is taken as ⟨θ_i, v⟩ − ⟨θ_j, v⟩ exactly: the float difference θ_i − θ_j may round."""
     cache = {} if cache is None else cache
 
     def inner(k: int, c: int, w: int) -> flint.fmpq:

@@ -1,28 +1,30 @@
-"""The one-head lower bound (Theorem 1 of seed 004; spec/minmax.md, "Lower bound for one head"), executable.
+"""The one-head lower bound (Theorem 1 of seed 004; spec/minmax.md, "Lower bound for one head"),
+executable.
 
 * ``longest_monotone_run`` — Lemma 1 (Erdős–Szekeres): the longest non-decreasing and the longest
-  non-increasing subsequence of the attention weights α_ω = exp(s_ω) along the tokens 1..M, O(M log M)
-  patience sorting with the actual tokens reconstructed, and which task each run obstructs.
-* ``lemma6_quantities`` — the quantities of Lemma 6 for a head (N, d, p, ℓ, the run length) and the two
-  alternatives "d ≥ N/2" and "d·(p + log₂ ℓ) > N" as booleans. The exact constant of Lemma 6 is marked
-  uncertain in the spec, so nothing here asserts the lemma; it only reports.
-* ``one_head_counterexamples`` — for one head + two classifiers: the exact verifier for min and for max,
-  each counterexample re-decided (float and exact) to confirm it.
+  non-increasing subsequence of the attention weights α_ω = exp(s_ω) along the tokens 1..M, O(M log
+  M) patience sorting with the actual tokens reconstructed, and which task each run obstructs.
+* ``lemma6_quantities`` — the quantities of Lemma 6 for a head (N, d, p, ℓ, the run length) and the
+  two alternatives "d ≥ N/2" and "d·(p + log₂ ℓ) > N" as booleans. The exact constant of Lemma 6 is
+  marked uncertain in the spec, so nothing here asserts the lemma; it only reports.
+* ``one_head_counterexamples`` — for one head + two classifiers: the exact verifier for min and for
+  max, each counterexample re-decided (float and exact) to confirm it.
 
 search.py tries hard to find one head solving both tasks (evidence, not a proof).
 
-Which run obstructs which task (Lemmas 2–5). For one head, ⟨θ_x − θ_y, Att(h)⟩ has the sign of Σ_ω h_ω
-Δ_ω^{x,y}, Δ_ω^{x,y} = α_ω⟨θ_x − θ_y, v_ω⟩. A correct *min* classifier needs, for x < y and every z ≥ y
-(inputs (x,z..z), (y,z..z), ...), Δ_x^{x,y} > 0 and |Δ_z^{x,y}| < Δ_x^{x,y}/(n−1). Take a run of tokens
-x_1 < x_2 < ... < x_L and λ_i = (θ_{x_i} − θ_{x_{i+1}}) / ⟨θ_{x_i} − θ_{x_{i+1}}, v_{x_i}⟩. Then ⟨λ_i,
-v_{x_i}⟩ = 1 and, for j > i, |⟨λ_i, v_{x_j}⟩| < (α_{x_i}/α_{x_j})/(n−1). The factor α_{x_i}/α_{x_j} is ≤
-1 exactly when α does not decrease along the run: a long **non-decreasing** run of α along increasing
-tokens forces the "approximately triangular" system of Lemma 6 on the values, so it **obstructs min**
-(min wants the smaller tokens to hold the attention — the construction's min head has α strictly
-decreasing, whose longest non-decreasing run has length 1). Max is the mirror image ω ↦ M+1−ω, which
-turns a non-increasing run along increasing tokens into a non-decreasing one: a long **non-increasing**
-run **obstructs max**. By Erdős–Szekeres one of the two runs has length ≥ ⌊1 + √(M−1)⌋ for every head,
-so every head is obstructed for at least one task (ties in α count for both directions).
+Which run obstructs which task (Lemmas 2–5). For one head, ⟨θ_x − θ_y, Att(h)⟩ has the sign of Σ_ω
+h_ω Δ_ω^{x,y}, Δ_ω^{x,y} = α_ω⟨θ_x − θ_y, v_ω⟩. A correct *min* classifier needs, for x < y and
+every z ≥ y (inputs (x,z..z), (y,z..z), ...), Δ_x^{x,y} > 0 and |Δ_z^{x,y}| < Δ_x^{x,y}/(n−1). Take
+a run of tokens x_1 < x_2 < ... < x_L and λ_i = (θ_{x_i} − θ_{x_{i+1}}) / ⟨θ_{x_i} − θ_{x_{i+1}},
+v_{x_i}⟩. Then ⟨λ_i, v_{x_i}⟩ = 1 and, for j > i, |⟨λ_i, v_{x_j}⟩| < (α_{x_i}/α_{x_j})/(n−1). The
+factor α_{x_i}/α_{x_j} is ≤ 1 exactly when α does not decrease along the run: a long
+**non-decreasing** run of α along increasing tokens forces the "approximately triangular" system of
+Lemma 6 on the values, so it **obstructs min** (min wants the smaller tokens to hold the attention —
+the construction's min head has α strictly decreasing, whose longest non-decreasing run has length
+1). Max is the mirror image ω ↦ M+1−ω, which turns a non-increasing run along increasing tokens into
+a non-decreasing one: a long **non-increasing** run **obstructs max**. By Erdős–Szekeres one of the
+two runs has length ≥ ⌊1 + √(M−1)⌋ for every head, so every head is obstructed for at least one task
+(ties in α count for both directions).
 """
 
 from __future__ import annotations
@@ -41,16 +43,19 @@ from headcount.minmax.model import MinMaxModel, TokenHead, predict
 from headcount.minmax.task import check_sizes, check_task, min_max
 from headcount.minmax.verify import decide_exact, verify_exact_one_head
 
-#: p is reported exactly for float64 values (every finite double is in 2^-1074·Z); above this it is capped
+# : p is reported exactly for float64 values (every finite double is in 2^-1074·Z); above this it is
+# capped
 P_CAP = 1074
 
 
-# ---------------------------------------------------------------------------------------------- Lemma 1
+# ----------------------------------------------------------------------------------------------
+# Lemma 1
 
 
 @dataclass(frozen=True)
 class MonotoneRun:
-    """Longest monotone runs of the attention weights along tokens 1..M (tokens 1-based, increasing).
+    """Longest monotone runs of the attention weights along tokens 1..M (tokens 1-based,
+    increasing).
 
     non_decreasing obstructs min, non_increasing obstructs max (module docstring)."""
 
@@ -69,11 +74,13 @@ class MonotoneRun:
 
     @property
     def obstructs(self) -> str:
-        """The task the longer run obstructs: 'min' (non-decreasing), 'max' (non-increasing), 'both' (tie)."""
+        """The task the longer run obstructs: 'min' (non-decreasing), 'max' (non-increasing), 'both'
+        (tie)."""
         return {"tie": "both", "non-decreasing": "min", "non-increasing": "max"}[self.longer]
 
     def to_json(self) -> dict[str, Any]:
-        """The runs, their lengths and what they obstruct (the `monotone_run` of `minmax verify`)."""
+        """The runs, their lengths and what they obstruct (the `monotone_run` of `minmax
+        verify`)."""
         return {
             "non_decreasing": list(self.non_decreasing),
             "non_increasing": list(self.non_increasing),
@@ -111,8 +118,8 @@ def longest_monotone_run(weights: np.ndarray | TokenHead) -> MonotoneRun:
     """Longest non-decreasing and non-increasing subsequences of a sequence over tokens 1..M.
 
     ``weights`` is the attention weights α [M], or equivalently the scores s [M] (α = exp(s) is
-    increasing, so the runs are the same; compare scores to avoid exp under/overflow), or a TokenHead
-    (its scores are used). O(M log M); the returned tokens are 1-based and increasing."""
+    increasing, so the runs are the same; compare scores to avoid exp under/overflow), or a
+    TokenHead (its scores are used). O(M log M); the returned tokens are 1-based and increasing."""
     a = weights.scores if isinstance(weights, TokenHead) else np.asarray(weights, dtype=np.float64)
     if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a)):
         raise InputError(f"need a finite 1-D array of weights or scores, got shape {a.shape}")
@@ -122,10 +129,12 @@ def longest_monotone_run(weights: np.ndarray | TokenHead) -> MonotoneRun:
     return MonotoneRun(tuple(i + 1 for i in up), tuple(i + 1 for i in down))
 
 
-# ---------------------------------------------------------------------------------------------- Lemma 6
+# ----------------------------------------------------------------------------------------------
+# Lemma 6
 
 
-# ---------------------------------------------------------------------------------------------- Lemma 6
+# ----------------------------------------------------------------------------------------------
+# Lemma 6
 
 
 def _value_bits(values: np.ndarray) -> int:
@@ -144,10 +153,11 @@ def lemma_n(M: int, n: int) -> int:
 
 @dataclass(frozen=True)
 class Lemma6Quantities(JsonResult):
-    """Lemma 6's quantities for one head at list length n (reported, not asserted; ``lemma6_quantities``).
+    """Lemma 6's quantities for one head at list length n (reported, not asserted;
+    ``lemma6_quantities``).
 
-    The names are the lemma's: d is the head's value dimension, p its value bits, ℓ = ell its largest value
-    norm. A non-finite ell or log2_ell (ℓ = 0, or ℓ > 1.8e308) is JSON null."""
+    The names are the lemma's: d is the head's value dimension, p its value bits, ℓ = ell its
+    largest value norm. A non-finite ell or log2_ell (ℓ = 0, or ℓ > 1.8e308) is JSON null."""
 
     M: int
     n: int
@@ -170,7 +180,8 @@ class Lemma6Quantities(JsonResult):
 
 
 def _value_norm(values: np.ndarray) -> tuple[float, float]:
-    """(ℓ, log₂ ℓ) with ℓ = max_ω ‖v_ω‖₂, scaled by max |v| first so that huge values do not overflow."""
+    """(ℓ, log₂ ℓ) with ℓ = max_ω ‖v_ω‖₂, scaled by max |v| first so that huge values do not
+    overflow."""
     top = float(np.abs(values).max(initial=0.0))
     if top == 0:
         return 0.0, float("-inf")
@@ -183,11 +194,12 @@ def lemma6_quantities(
 ) -> Lemma6Quantities:
     """Lemma 6's quantities for one head at list length n (reported, not asserted).
 
-    N = min{⌊1+√(M−1)⌋, ⌊(n−1)/2⌋}; d = value dimension; p = value bits (smallest p with values in 2^-p·Z,
-    computed exactly from the float64 values unless given); ℓ = max_ω ‖v_ω‖₂ unless given; the monotone run
-    (Lemma 1; its length is ≥ ⌊1+√(M−1)⌋ ≥ N by Erdős–Szekeres). The spec's two alternatives:
-    ``alt_dimension`` = (d ≥ N/2), ``alt_precision`` = (d·(p + log₂ ℓ) > N), ``either`` = their or. Also the
-    reconstructed form's two sides, max{d, p + log₂ ℓ} and √(N/2), as numbers only."""
+    N = min{⌊1+√(M−1)⌋, ⌊(n−1)/2⌋}; d = value dimension; p = value bits (smallest p with values in
+    2^-p·Z, computed exactly from the float64 values unless given); ℓ = max_ω ‖v_ω‖₂ unless given;
+    the monotone run (Lemma 1; its length is ≥ ⌊1+√(M−1)⌋ ≥ N by Erdős–Szekeres). The spec's two
+    alternatives: ``alt_dimension`` = (d ≥ N/2), ``alt_precision`` = (d·(p + log₂ ℓ) > N),
+    ``either`` = their or. Also the reconstructed form's two sides, max{d, p + log₂ ℓ} and √(N/2),
+    as numbers only."""
     if not isinstance(head, TokenHead):
         raise TypeError(f"expected a TokenHead, got {type(head).__name__}")
     check_sizes(head.M, n)
@@ -223,13 +235,15 @@ def lemma6_quantities(
     )
 
 
-# ---------------------------------------------------------------------------------------------- Theorem 1
+# ----------------------------------------------------------------------------------------------
+# Theorem 1
 
 
 @dataclass(frozen=True)
 class TaskCheck(JsonResult):
-    """The exact verdict of one head for one task; where it is wrong, the worst input with its true answer,
-    the exact and float64 decisions on it, and ``confirmed`` (the exact decision differs from the answer)."""
+    """The exact verdict of one head for one task; where it is wrong, the worst input with its true
+    answer, the exact and float64 decisions on it, and ``confirmed`` (the exact decision differs
+    from the answer)."""
 
     correct: bool
     margin: float
@@ -244,8 +258,8 @@ class TaskCheck(JsonResult):
 
 @dataclass(frozen=True)
 class OneHeadCheck(JsonResult):
-    """Theorem 1 for a given single-head model (``one_head_counterexamples``): a verdict per task and the
-    head's monotone run."""
+    """Theorem 1 for a given single-head model (``one_head_counterexamples``): a verdict per task
+    and the head's monotone run."""
 
     M: int
     n: int
@@ -297,9 +311,10 @@ def _task_check(model: MinMaxModel, task: str, n: int) -> TaskCheck:
 
 
 def one_head_counterexamples(model: MinMaxModel, n: int | None = None) -> OneHeadCheck:
-    """Theorem 1 for a given single-head model: exact verdicts for min and for max (margin, and where
-    wrong the worst input, its true answer and the float64 and exact decisions — ``confirmed`` when the
-    exact decision differs from the answer), plus the monotone run. ``n`` defaults to model.info["n"]."""
+    """Theorem 1 for a given single-head model: exact verdicts for min and for max (margin, and
+    where wrong the worst input, its true answer and the float64 and exact decisions — ``confirmed``
+    when the exact decision differs from the answer), plus the monotone run. ``n`` defaults to
+    model.info["n"]."""
     head = _single_head(model)
     if n is None:
         if "n" not in model.info:

@@ -2,14 +2,14 @@
 
 No positions: a head is a score s_ω and a value v_ω per token ω ∈ [M], and its output on a list x is
 Att(x) = Σ_ω h_ω α_ω v_ω / Σ_ω h_ω α_ω with α_ω = exp(s_ω), which depends on x only through its
-histogram h. A layer outputs the sum of its heads. A classifier θ [M d] answers argmax_i ⟨θ_i, z⟩ (as a
-1-based token) or BOTTOM when the maximum is tied — a tie counts as a wrong answer.
+histogram h. A layer outputs the sum of its heads. A classifier θ [M d] answers argmax_i ⟨θ_i, z⟩
+(as a 1-based token) or BOTTOM when the maximum is tied — a tie counts as a wrong answer.
 
 Everything is float64. Files: one safetensors file, format "headcount-minmax", tensors
-``heads.{k}.scores [M]``, ``heads.{k}.values [M d]``, ``classifier_min.theta``, ``classifier_max.theta``,
-the JSON config (format, version, M, d, heads, info) in the metadata key "headcount" (core/model/files.py's
-convention, written atomically with its helpers). ``ModelSource`` is where a single-head command's model
-comes from: such a file, or a seeded random head.
+``heads.{k}.scores [M]``, ``heads.{k}.values [M d]``, ``classifier_min.theta``,
+``classifier_max.theta``, the JSON config (format, version, M, d, heads, info) in the metadata key
+"headcount" (core/model/files.py's convention, written atomically with its helpers). ``ModelSource``
+is where a single-head command's model comes from: such a file, or a seeded random head.
 """
 
 from __future__ import annotations
@@ -101,7 +101,8 @@ class TokenLayer:
 
 @dataclass(frozen=True)
 class Classifier:
-    """Linear M-class classifier: argmax_i ⟨θ_i, z⟩ (1-based), BOTTOM on an exact tie. theta [M d]."""
+    """Linear M-class classifier: argmax_i ⟨θ_i, z⟩ (1-based), BOTTOM on an exact tie. theta [M
+    d]."""
 
     theta: np.ndarray  # [M d]
 
@@ -120,7 +121,8 @@ class Classifier:
         return np.asarray(z, dtype=np.float64) @ self.theta.T
 
     def decide(self, z: np.ndarray) -> np.ndarray:
-        """Decisions [batch]: the 1-based argmax of the float64 logits, BOTTOM where the top value is tied.
+        """Decisions [batch]: the 1-based argmax of the float64 logits, BOTTOM where the top value
+        is tied.
 
         This is the float64 decision; verify.decide_exact gives the exact one for near-ties."""
         logits = self.logits(z)
@@ -160,8 +162,9 @@ def as_layer(model: MinMaxModel | TokenLayer | TokenHead) -> TokenLayer:
 def head_forward(head: TokenHead, x: np.ndarray) -> np.ndarray:
     """Att(x) for a batch of lists x [batch n] (tokens 1..M): [batch d].
 
-    Stable softmax: each list's scores are shifted by that list's maximum score, so the largest weight
-    is exp(0) = 1 and nothing overflows (scores of size thousands occur in the constructions)."""
+    Stable softmax: each list's scores are shifted by that list's maximum score, so the largest
+    weight is exp(0) = 1 and nothing overflows (scores of size thousands occur in the
+    constructions)."""
     x = check_tokens(x, head.M)
     s = head.scores[x - 1]  # [batch n]
     w = np.exp(s - s.max(axis=1, keepdims=True))  # [batch n]
@@ -169,7 +172,9 @@ def head_forward(head: TokenHead, x: np.ndarray) -> np.ndarray:
     return num / w.sum(axis=1, keepdims=True)
 
 
-def forward(model: MinMaxModel | TokenLayer | TokenHead, x: np.ndarray, chunk: int = 4096) -> np.ndarray:
+def forward(
+    model: MinMaxModel | TokenLayer | TokenHead, x: np.ndarray, chunk: int = 4096
+) -> np.ndarray:
     """The layer output z (sum of the heads' outputs) for lists x [batch n]: [batch d], float64."""
     layer = as_layer(model)
     x = check_tokens(x, layer.M)
@@ -187,7 +192,8 @@ def predict(model: MinMaxModel, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def save_minmax(model: MinMaxModel, path: str | os.PathLike) -> None:
-    """Write a MinMaxModel to one safetensors file (atomic; float64 tensors, JSON config in metadata)."""
+    """Write a MinMaxModel to one safetensors file (atomic; float64 tensors, JSON config in
+    metadata)."""
     tensors: dict[str, np.ndarray] = {}
     for k, h in enumerate(model.layer.heads):
         tensors[f"heads.{k}.scores"] = h.scores
@@ -208,15 +214,19 @@ def save_minmax(model: MinMaxModel, path: str | os.PathLike) -> None:
 
 
 def load_minmax(path: str | os.PathLike) -> MinMaxModel:
-    """Read a file written by save_minmax; ModelFileError (a ValueError) if it is not a valid one: the
-    version, the counts (heads ≤ MAX_HEADS_PER_LAYER, checked against the tensor list) and every tensor's
-    shape ([M] scores, [M d] values and θ) are checked from the header before a tensor is loaded."""
+    """Read a file written by save_minmax; ModelFileError (a ValueError) if it is not a valid one:
+    the version, the counts (heads ≤ MAX_HEADS_PER_LAYER, checked against the tensor list) and every
+    tensor's shape ([M] scores, [M d] values and θ) are checked from the header before a tensor is
+    loaded."""
     config = read_config(path, formats=(MINMAX_FORMAT,))
     path = os.fsdecode(path)
     check_version(config, path, MINMAX_FORMAT, (MINMAX_VERSION,))
     what = MINMAX_FORMAT
     heads = config_int(config, "heads", path, what, 1, MAX_HEADS_PER_LAYER)
-    M, dim = config_int(config, "M", path, what, 2, 2**62), config_int(config, "dim", path, what, 1, 2**62)
+    M, dim = (
+        config_int(config, "M", path, what, 2, 2**62),
+        config_int(config, "dim", path, what, 1, 2**62),
+    )
     info = config_info(config, path, what)
     shapes = TensorShapes(path, what)
     if 2 * heads + 2 != len(shapes.listed):  # counts against the tensor list first
@@ -234,18 +244,25 @@ def load_minmax(path: str | os.PathLike) -> MinMaxModel:
     tensors = load_tensors(shapes)  # finite, float64
     try:
         layer = TokenLayer(
-            tuple(TokenHead(tensors[f"heads.{k}.scores"], tensors[f"heads.{k}.values"]) for k in range(heads))
+            tuple(
+                TokenHead(tensors[f"heads.{k}.scores"], tensors[f"heads.{k}.values"])
+                for k in range(heads)
+            )
         )
-        return MinMaxModel(layer, Classifier(tensors[names[0]]), Classifier(tensors[names[1]]), info)
+        return MinMaxModel(
+            layer, Classifier(tensors[names[0]]), Classifier(tensors[names[1]]), info
+        )
     except (KeyError, TypeError, ValueError) as err:
         raise ModelFileError(
             f"{show_path(path)} is not a valid headcount-minmax model: {type(err).__name__}: {err}"
         ) from None
 
 
-def random_single_head(rng: np.random.Generator, M: int, dim: int, scale: float = 1.0) -> MinMaxModel:
-    """A seeded random one-head model with two random classifiers (Gaussian scores, values, θ × scale):
-    a generic model for the verifiers and the one-head lower-bound tools to work on."""
+def random_single_head(
+    rng: np.random.Generator, M: int, dim: int, scale: float = 1.0
+) -> MinMaxModel:
+    """A seeded random one-head model with two random classifiers (Gaussian scores, values, θ ×
+    scale): a generic model for the verifiers and the one-head lower-bound tools to work on."""
     if M < 2 or dim < 1:
         raise InputError(f"a random head needs M ≥ 2 and dim ≥ 1, got M={M}, dim={dim}")
     head = TokenHead(scale * rng.standard_normal(M), scale * rng.standard_normal((M, dim)))
@@ -260,8 +277,9 @@ def random_single_head(rng: np.random.Generator, M: int, dim: int, scale: float 
 
 @dataclass(frozen=True)
 class ModelSource:
-    """Where a single-head command's model comes from: a model file (``path``), or a seeded random head
-    (``random_seed`` with value dimension ``dim``). Checked when loaded, after the command's own sizes."""
+    """Where a single-head command's model comes from: a model file (``path``), or a seeded random
+    head (``random_seed`` with value dimension ``dim``). Checked when loaded, after the command's
+    own sizes."""
 
     path: str | os.PathLike | None = None
     random_seed: int | None = None
@@ -277,7 +295,8 @@ class ModelSource:
         if self.path is not None:
             if self.dim is not None:  # it shapes the random head only: a contradiction
                 raise InputError(
-                    f"{param('dim')} describes the random head: give it with {param('random_seed')}, "
+                    f"{param('dim')} describes the random head: give it with "
+                    f"{param('random_seed')}, "
                     f"not {param('model')}"
                 )
             return load_minmax(self.path)  # a bad file: ModelFileError, an InputError
@@ -288,8 +307,11 @@ class ModelSource:
             or not isinstance(self.random_seed, int)
             or self.random_seed < 0
         ):
-            raise InputError(f"{param('random_seed')} must be an integer ≥ 0, got {self.random_seed!r}")
-        # scores, values and two classifiers [M dim], each drawn and then scaled (two copies at once)
+            raise InputError(
+                f"{param('random_seed')} must be an integer ≥ 0, got {self.random_seed!r}"
+            )
+        # scores, values and two classifiers [M dim], each drawn and then scaled (two copies at
+        # once)
         what = f"a random head at {param('M')} {M} {param('dim')} {self.dim}"
         check_memory(2 * 8.0 * M * (3 * self.dim + 1), what)
         return random_single_head(np.random.default_rng(self.random_seed), M, self.dim)

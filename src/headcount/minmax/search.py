@@ -1,10 +1,11 @@
 """A search for ONE head doing both min and max (the other side of Theorem 1, as evidence).
 
-``search_single_head`` optimises a smooth surrogate of the exact verifier's vertex constraints (Adam on a
-softplus hinge over the triples (x, y, ω) of verify.py, for both tasks at once) from a few random
-restarts, and verifies every restart exactly; ``smallest_dimension`` runs it for d = 1, 2, … and stops at
-the first success. A failed search is evidence, not a proof: every failing restart comes with its
-counterexamples, re-decided exactly (lower_bound.one_head_counterexamples) to confirm them.
+``search_single_head`` optimises a smooth surrogate of the exact verifier's vertex constraints (Adam
+on a softplus hinge over the triples (x, y, ω) of verify.py, for both tasks at once) from a few
+random restarts, and verifies every restart exactly; ``smallest_dimension`` runs it for d = 1, 2, …
+and stops at the first success. A failed search is evidence, not a proof: every failing restart
+comes with its counterexamples, re-decided exactly (lower_bound.one_head_counterexamples) to confirm
+them.
 """
 
 from __future__ import annotations
@@ -29,11 +30,12 @@ from headcount.minmax.task import check_sizes
 from headcount.minmax.verify import check_counterexample_resources
 
 TASKS = ("min", "max")
-# Resource bounds (issue 13). Each Adam step evaluates the surrogate on every triple (x, y, ω): [M M M]
-# float64 arrays, SEARCH_ARRAYS of them at once, plus [M M]·d products; each restart also runs the exact
-# verifier (M³ triples). smallest_dimension tries d = 1..dim, `restarts` times each, so the work is
-# Σ_d restarts·(steps + 1)·(M³ + M²·d) triple evaluations: at most SEARCH_MAX_WORK, ~5·10⁶ a second (about
-# 7 minutes at the limit; the report's full search, M = 64, d ≤ 4, 3 restarts of 200 steps, is 6.5·10⁸).
+# Resource bounds (issue 13). Each Adam step evaluates the surrogate on every triple (x, y, ω): [M M
+# M] float64 arrays, SEARCH_ARRAYS of them at once, plus [M M]·d products; each restart also runs
+# the exact verifier (M³ triples). smallest_dimension tries d = 1..dim, `restarts` times each, so
+# the work is Σ_d restarts·(steps + 1)·(M³ + M²·d) triple evaluations: at most SEARCH_MAX_WORK,
+# ~5·10⁶ a second (about 7 minutes at the limit; the report's full search, M = 64, d ≤ 4, 3 restarts
+# of 200 steps, is 6.5·10⁸).
 SEARCH_MAX_WORK = 2**31
 SEARCH_ARRAYS = 12
 # the parameters that set the search's work, named in its refusal
@@ -43,8 +45,8 @@ _SEARCH_BOUNDED_BY = f"{param('restarts')}, {param('steps')}, {param('dim')} or 
 def _task_loss_grad(s, V, T, n, mu, tau):
     """Softplus-hinge surrogate for one task (min, in the given token order) and its gradients.
 
-    Over the verifier's vertex triples (x, y ≠ x, ω ≥ x) the normalised gap is
-    g = (1−w)(C_xx − C_yx) + w(C_xω − C_yω), w = σ(s_ω − s_x + ln(n−1)), C = T·Vᵀ; the loss is the mean of
+    Over the verifier's vertex triples (x, y ≠ x, ω ≥ x) the normalised gap is g = (1−w)(C_xx −
+    C_yx) + w(C_xω − C_yω), w = σ(s_ω − s_x + ln(n−1)), C = T·Vᵀ; the loss is the mean of
     softplus(τ(μ − g))/τ. Returns (loss, min g, ds, dV, dT)."""
     M = s.shape[0]
     C = T @ V.T
@@ -73,14 +75,19 @@ def _loss_grad(params, n, mu, tau, reg):
     l1, g1, ds1, dV1, dT1 = _task_loss_grad(s, V, Tmin, n, mu, tau)
     l2, g2, ds2, dV2, dT2 = _task_loss_grad(s[::-1], V[::-1], Tmax[::-1], n, mu, tau)
     loss = l1 + l2 + reg * float((V**2).sum() + (Tmin**2).sum() + (Tmax**2).sum())
-    grads = (ds1 + ds2[::-1], dV1 + dV2[::-1] + 2 * reg * V, dT1 + 2 * reg * Tmin, dT2[::-1] + 2 * reg * Tmax)
+    grads = (
+        ds1 + ds2[::-1],
+        dV1 + dV2[::-1] + 2 * reg * V,
+        dT1 + 2 * reg * Tmin,
+        dT2[::-1] + 2 * reg * Tmax,
+    )
     return loss, (g1, g2), grads
 
 
 @dataclass(frozen=True)
 class RestartOutcome(JsonResult):
-    """One restart of the search, verified exactly: its margins (min, max), the tasks it gets wrong with a
-    counterexample each, whether every one is confirmed, and its head's monotone run."""
+    """One restart of the search, verified exactly: its margins (min, max), the tasks it gets wrong
+    with a counterexample each, whether every one is confirmed, and its head's monotone run."""
 
     restart: int
     margins: tuple[float, float]
@@ -118,7 +125,8 @@ class SearchResult:
         return all(r.confirmed_counterexample for r in self.runs)
 
     def to_json(self) -> dict[str, Any]:
-        """The summary `minmax search` prints per dimension (the model and the restarts are left out)."""
+        """The summary `minmax search` prints per dimension (the model and the restarts are left
+        out)."""
         return {
             "M": self.M,
             "n": self.n,
@@ -130,14 +138,16 @@ class SearchResult:
             "best_margins": list(self.best_margins),
             "all_failed_confirmed": self.all_failed_confirmed,
             "seconds": round(self.seconds, 3),
-            "best_counterexamples": {t: _listed(self.best_check.task(t).worst_input) for t in TASKS},
+            "best_counterexamples": {
+                t: _listed(self.best_check.task(t).worst_input) for t in TASKS
+            },
         }
 
 
 @dataclass(frozen=True)
 class DimensionSearch:
-    """Outcome of smallest_dimension: the smallest d at which the search found a head doing both (None if
-    none did) and each dimension's search, d = 1 up to that d (or d_max)."""
+    """Outcome of smallest_dimension: the smallest d at which the search found a head doing both
+    (None if none did) and each dimension's search, d = 1 up to that d (or d_max)."""
 
     M: int
     n: int
@@ -160,8 +170,11 @@ def _listed(tokens: tuple[int, ...] | None) -> list[int] | None:
     return None if tokens is None else list(tokens)
 
 
-def _check_search(M: int, n: int, dim: int, restarts: int, steps: int, seed: int = 0, dims: int = 1) -> None:
-    """Sizes, counts and seed, then memory and SEARCH_MAX_WORK for searches at d = dim − dims + 1 .. dim."""
+def _check_search(
+    M: int, n: int, dim: int, restarts: int, steps: int, seed: int = 0, dims: int = 1
+) -> None:
+    """Sizes, counts and seed, then memory and SEARCH_MAX_WORK for searches at d = dim − dims + 1 ..
+    dim."""
     check_sizes(M, n)
     if dim < 1 or restarts < 1 or steps < 0:
         raise InputError(
@@ -178,7 +191,9 @@ def _check_search(M: int, n: int, dim: int, restarts: int, steps: int, seed: int
     check_work(work, SEARCH_MAX_WORK, what, "triple evaluations", _SEARCH_BOUNDED_BY)
 
 
-def _adam(params: list[np.ndarray], n: int, steps: int, lr: float, mu: float, tau: float, reg: float) -> None:
+def _adam(
+    params: list[np.ndarray], n: int, steps: int, lr: float, mu: float, tau: float, reg: float
+) -> None:
     """``steps`` Adam steps on the surrogate (β = 0.9, 0.999), updating params in place."""
     m1 = [np.zeros_like(p) for p in params]
     m2 = [np.zeros_like(p) for p in params]
@@ -188,7 +203,9 @@ def _adam(params: list[np.ndarray], n: int, steps: int, lr: float, mu: float, ta
         for i, gr in enumerate(grads):
             m1[i] = b1 * m1[i] + (1 - b1) * gr
             m2[i] = b2 * m2[i] + (1 - b2) * gr**2
-            params[i] = params[i] - lr * (m1[i] / (1 - b1**t)) / (np.sqrt(m2[i] / (1 - b2**t)) + eps)
+            params[i] = params[i] - lr * (m1[i] / (1 - b1**t)) / (
+                np.sqrt(m2[i] / (1 - b2**t)) + eps
+            )
 
 
 def _outcome(r: int, check: OneHeadCheck) -> RestartOutcome:
@@ -217,11 +234,12 @@ def search_single_head(
     reg: float = 1e-3,
     on_restart: Callable[[], None] | None = None,
 ) -> SearchResult:
-    """Try hard to find ONE head (scores s, values V [M dim]) and two classifiers θ_min, θ_max solving both
-    min and max on [M]^n. Each restart: random init (every other one with equal attention), ``steps`` Adam
-    steps on the surrogate (+ a small L2 term fixing the scale), then both tasks verified exactly. Keeps the
-    restart with the largest min(margin_min, margin_max); every failing restart's counterexamples are
-    re-decided to confirm them. on_restart is called after each restart (a progress bar)."""
+    """Try hard to find ONE head (scores s, values V [M dim]) and two classifiers θ_min, θ_max
+    solving both min and max on [M]^n. Each restart: random init (every other one with equal
+    attention), ``steps`` Adam steps on the surrogate (+ a small L2 term fixing the scale), then
+    both tasks verified exactly. Keeps the restart with the largest min(margin_min, margin_max);
+    every failing restart's counterexamples are re-decided to confirm them. on_restart is called
+    after each restart (a progress bar)."""
     _check_search(M, n, dim, restarts, steps, seed)
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
@@ -233,8 +251,17 @@ def search_single_head(
             params[0] = np.zeros(M)
         _adam(params, n, steps, lr, mu, tau, reg)
         s, V, Tmin, Tmax = params
-        info = {"construction": "search_single_head", "M": M, "n": n, "d": dim, "seed": seed, "restart": r}
-        model = MinMaxModel(TokenLayer((TokenHead(s, V),)), Classifier(Tmin), Classifier(Tmax), info)
+        info = {
+            "construction": "search_single_head",
+            "M": M,
+            "n": n,
+            "d": dim,
+            "seed": seed,
+            "restart": r,
+        }
+        model = MinMaxModel(
+            TokenLayer((TokenHead(s, V),)), Classifier(Tmin), Classifier(Tmax), info
+        )
         check = one_head_counterexamples(model, n)
         runs.append(_outcome(r, check))
         if best is None or min(runs[-1].margins) > min(best[2].margins):
@@ -269,9 +296,10 @@ def smallest_dimension(
     progress: bool = False,
     **search_kw,
 ) -> DimensionSearch:
-    """search_single_head for d = 1..d_max (stopping at the first success): the smallest d at which the
-    search found a head solving both tasks (None if none did — which the search cannot turn into a proof
-    that none exists), and each dimension's search. progress: a bar over the restarts on stderr."""
+    """search_single_head for d = 1..d_max (stopping at the first success): the smallest d at which
+    the search found a head solving both tasks (None if none did — which the search cannot turn into
+    a proof that none exists), and each dimension's search. progress: a bar over the restarts on
+    stderr."""
     _check_search(M, n, d_max, restarts, steps, seed, dims=d_max)
     results = {}
     with progress_bar(progress, f"search M={M}: restarts", total=d_max * restarts) as bar:

@@ -1,8 +1,9 @@
 """The min/max task on lists over [M] = {1..M} (tokens are 1-based, as in spec/minmax.md).
 
 Inputs are int arrays ``x [batch n]``. Because one attention head without positions sees a list only
-through its histogram, the verifiers work with multisets (sorted lists) and histograms. The size rule
-(M ≥ 2 and n ≥ 2) is checked here, once, for every command and the Python API (``check_sizes``).
+through its histogram, the verifiers work with multisets (sorted lists) and histograms. The size
+rule (M ≥ 2 and n ≥ 2) is checked here, once, for every command and the Python API
+(``check_sizes``).
 """
 
 from __future__ import annotations
@@ -16,17 +17,18 @@ from headcount.common.errors import InputError, param
 
 #: refuse to enumerate more multisets than this (they are held in memory as one array)
 MAX_ENUMERATE = 5_000_000
-#: Largest M (the parameter M): the construction's scores β·ω are exact float64 numbers only for ω ≤ 2^26
-#: (β is a multiple of 2^-20 below 2^6, construction.py); every command's memory and work bounds stop far
-#: earlier.
+# : Largest M (the parameter M): the construction's scores β·ω are exact float64 numbers only for ω
+# ≤ 2^26 : (β is a multiple of 2^-20 below 2^6, construction.py); every command's memory and work
+# bounds stop far : earlier.
 MAX_M = 2**26
-#: Largest n (the parameter n): β = ln(4(n−1)) stays below 2^6 = 64 (the same exactness) for n ≤ 2^60.
+# : Largest n (the parameter n): β = ln(4(n−1)) stays below 2^6 = 64 (the same exactness) for n ≤
+# 2^60.
 MAX_N = 2**60
 
 
 def check_sizes(M: int, n: int) -> None:
-    """InputError (one line) unless 2 ≤ M ≤ MAX_M and 2 ≤ n ≤ MAX_N are integers: the one place of the
-    size rule."""
+    """InputError (one line) unless 2 ≤ M ≤ MAX_M and 2 ≤ n ≤ MAX_N are integers: the one place of
+    the size rule."""
     if isinstance(M, bool) or not isinstance(M, (int, np.integer)) or M < 2:
         raise InputError(f"bad M={M!r}: the token range [M] = {{1..M}} needs an integer M ≥ 2")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2:
@@ -74,8 +76,9 @@ def count_multisets(M: int, n: int) -> int:
 
 
 def estimate_multisets(M: int, n: int) -> float:
-    """C(n+M−1, n) as a float (+inf when it overflows), from log-gamma: cheap at any size, for the resource
-    checks that come before the exact count (which is a huge integer when M and n are both large)."""
+    """C(n+M−1, n) as a float (+inf when it overflows), from log-gamma: cheap at any size, for the
+    resource checks that come before the exact count (which is a huge integer when M and n are both
+    large)."""
     log_count = lgamma(n + M) - lgamma(n + 1) - lgamma(M)
     return exp(log_count) if log_count < 700 else float("inf")
 
@@ -90,7 +93,8 @@ def all_multisets(M: int, n: int) -> np.ndarray:
     total = count_multisets(M, n)
     if total > MAX_ENUMERATE:
         raise InputError(
-            f"C(n+M−1, n) = {total} multisets for M={M}, n={n}: more than {MAX_ENUMERATE} to enumerate"
+            f"C(n+M−1, n) = {total} multisets for M={M}, n={n}: more than {MAX_ENUMERATE} to "
+            "enumerate"
         )
     flat = np.fromiter(
         itertools.chain.from_iterable(itertools.combinations_with_replacement(range(1, M + 1), n)),

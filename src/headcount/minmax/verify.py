@@ -6,9 +6,11 @@ where f is the task (min or max) and z the layer output. The classifier is corre
 margin > 0 (= 0 means a tie, i.e. ⊥, which counts as wrong). It is in the classifier's logit units.
 
 * ``verify_exact_one_head`` — the spec's histogram-linearity test. For one head,
-  ⟨θ_x − θ_y, Att(h)⟩ = Σ_ω h_ω Δ_ω / Σ_ω h_ω α_ω with Δ_ω = α_ω(C_xω − C_yω), C = Θ·Vᵀ. Over the histograms
+  ⟨θ_x − θ_y, Att(h)⟩ = Σ_ω h_ω Δ_ω / Σ_ω h_ω α_ω with Δ_ω = α_ω(C_xω − C_yω), C = Θ·Vᵀ. Over the
+  histograms
   with minimum exactly x (h_x ≥ 1, h_ω = 0 for ω < x, Σ h = n) both the sign test and this ratio are
-  minimised at a vertex of that simplex, e_x + (n−1)·e_ω for some ω ≥ x (a linear and a linear-fractional
+  minimised at a vertex of that simplex, e_x + (n−1)·e_ω for some ω ≥ x (a linear and a
+  linear-fractional
   objective with positive denominator attain their minima at vertices; the vertices are integral, so
   they are real inputs: one x and n−1 copies of ω). Hence
       correct ⇔ Δ_x + (n−1)·Δ_ω > 0 for all x ≠ y, ω ≥ x      (max: ω ≤ x),
@@ -17,19 +19,19 @@ margin > 0 (= 0 means a tie, i.e. ⊥, which counts as wrong). It is in the clas
   Cost: an M×M array per x (O(M³) cheap float operations in all), vectorized. The scan covers every
   multiset of [M]^n (scope "exhaustive").
 
-* ``verify_brute`` — every multiset (sorted list) of n tokens, any number of heads (scope "exhaustive").
-  ``decide_exact`` — the exact decision of a layer + classifier on given lists.
+* ``verify_brute`` — every multiset (sorted list) of n tokens, any number of heads (scope
+  "exhaustive"). ``decide_exact`` — the exact decision of a layer + classifier on given lists.
 
 * ``verify_block_layer`` — several heads, block structure: if every head other than head k has zero
-  value coordinates wherever the classifier's θ is non-zero, then ⟨θ_i, z⟩ = ⟨θ_i, Att_k(x)⟩ exactly for all
-  i and x (the other heads' outputs are convex combinations of their values, which vanish on θ's
-  support), so the classifier's decisions are those of head k alone: the one-head test applies.
+  value coordinates wherever the classifier's θ is non-zero, then ⟨θ_i, z⟩ = ⟨θ_i, Att_k(x)⟩ exactly
+  for all i and x (the other heads' outputs are convex combinations of their values, which vanish on
+  θ's support), so the classifier's decisions are those of head k alone: the one-head test applies.
 
-What is proven. Every verdict is about the stored weights as exact reals (the real-arithmetic model), and
-every decision is either proven by a rigorous float64 error bound (float_bounds.py: what is assumed and
-why each bound holds) or taken in exact arithmetic (exact.py: exact rational inner products,
-Lindemann–Weierstrass for exact zeros, arb balls for the sign). A NaN or infinity is never "proven": it
-falls through to the exact decision.
+What is proven. Every verdict is about the stored weights as exact reals (the real-arithmetic
+model), and every decision is either proven by a rigorous float64 error bound (float_bounds.py: what
+is assumed and why each bound holds) or taken in exact arithmetic (exact.py: exact rational inner
+products, Lindemann–Weierstrass for exact zeros, arb balls for the sign). A NaN or infinity is never
+"proven": it falls through to the exact decision.
 
 Entries whose float value is within their bound of zero are re-decided exactly. Margin and tolerance
 are reported in the original units (scaled back, saturating at ±1.8e308); the margin is the float64
@@ -71,47 +73,57 @@ from headcount.minmax.task import (
 
 #: at most this many near-tied (x, y, ω) triples are re-decided exactly before giving up (undecided)
 MAX_EXACT_RECHECKS = 200_000
-#: verify_exact_one_head scans M²(M+1)/2 triples (x, y, ω ≥ x) per task: at most this many (M ≤ 1290).
-#: Measured ~10⁸ a second on the constructions and ~2.5·10⁷ on random heads (more entries need their own
-#: bound), so a task takes seconds to a minute at the limit; certify's default uses it up to M = 1024.
+# : verify_exact_one_head scans M²(M+1)/2 triples (x, y, ω ≥ x) per task: at most this many (M ≤
+# 1290). : Measured ~10⁸ a second on the constructions and ~2.5·10⁷ on random heads (more entries
+# need their own : bound), so a task takes seconds to a minute at the limit; certify's default uses
+# it up to M = 1024.
 EXACT_MAX_TRIPLES = 2**30
 #: float64 [M M] arrays the one-head verifier holds at once (C, its error bound, B, the scan's rows)
 EXACT_ARRAYS = 10
 #: verify_brute decides each multiset with about n·M·heads operations: at most this many per task
 #: (~4.5·10⁷ a second, so under a minute); the multisets themselves are held as one [count n] array.
 BRUTE_MAX_WORK = 2**31
-#: A counterexample is a list of n tokens (one x and n−1 copies of ω), printed in full and re-decided exactly
-#: on [1 n M] float64 arrays: the commands whose heads may fail (verify, search) take n ≤ MAX_LIST_N.
+# : A counterexample is a list of n tokens (one x and n−1 copies of ω), printed in full and
+# re-decided exactly : on [1 n M] float64 arrays: the commands whose heads may fail (verify, search)
+# take n ≤ MAX_LIST_N.
 MAX_LIST_N = 1_000_000
 
 
 def check_counterexample_resources(M: int, n: int, what: str) -> None:
-    """n ≤ MAX_LIST_N, and the exact re-decision of one counterexample ([1 n M], a few arrays) in memory."""
+    """n ≤ MAX_LIST_N, and the exact re-decision of one counterexample ([1 n M], a few arrays) in
+    memory."""
     if n > MAX_LIST_N:
         raise InputError(
-            f"{what}: {param('n')} {n} is too large for a printed counterexample (a list of n tokens); "
+            f"{what}: {param('n')} {n} is too large for a printed counterexample (a list of n "
+            "tokens); "
             f"allowed up to {MAX_LIST_N}"
         )
     check_memory(8.0 * 4 * n * M, what)
 
 
 def check_exact_resources(M: int, d: int, what: str) -> None:
-    """The one-head verifier's bounds at M tokens and value dimension d: memory, then EXACT_MAX_TRIPLES."""
+    """The one-head verifier's bounds at M tokens and value dimension d: memory, then
+    EXACT_MAX_TRIPLES."""
     check_memory(8.0 * M * (EXACT_ARRAYS * M + 4 * d), what)
     triples = float(M) * M * (M + 1) / 2
-    check_work(triples, EXACT_MAX_TRIPLES, what, "(x, y, ω) triples per task (M²(M+1)/2)", param("M"))
+    check_work(
+        triples, EXACT_MAX_TRIPLES, what, "(x, y, ω) triples per task (M²(M+1)/2)", param("M")
+    )
 
 
 def check_brute_resources(M: int, n: int, heads: int, max_inputs: int, what: str) -> None:
-    """Brute force's bounds: at most max_inputs multisets (estimated before they are counted exactly),
-    their [count n] array within the memory limit, and BRUTE_MAX_WORK per task."""
+    """Brute force's bounds: at most max_inputs multisets (estimated before they are counted
+    exactly), their [count n] array within the memory limit, and BRUTE_MAX_WORK per task."""
     count = estimate_multisets(M, n)
     if count > max_inputs + 0.5:
         raise InputError(
-            f"{what}: brute force would enumerate about {count:.3g} inputs (C(n+M−1, n)); allowed up to "
+            f"{what}: brute force would enumerate about {count:.3g} inputs (C(n+M−1, n)); allowed "
+            "up to "
             f"{max_inputs} (lower {param('M')} or {param('n')}, or use the exact method)"
         )
-    check_memory(2 * 8.0 * count * n + 8.0 * 8 * 2**21, what)  # the lists, a chunk's [rows n M] gathers
+    check_memory(
+        2 * 8.0 * count * n + 8.0 * 8 * 2**21, what
+    )  # the lists, a chunk's [rows n M] gathers
     check_work(
         count * n * M * heads,
         BRUTE_MAX_WORK,
@@ -133,7 +145,9 @@ class Verdict:
     margin: float
     tolerance: float  # rigorous float64 error bound on margin (in the margin's units)
     worst_input: tuple[int, ...] | None = None  # sorted, 1-based; None when correct
-    wrong_class: int | None = None  # a class y with ⟨θ_y, z⟩ ≥ ⟨θ_{f(x)}, z⟩ on worst_input (exactly)
+    wrong_class: int | None = (
+        None  # a class y with ⟨θ_y, z⟩ ≥ ⟨θ_{f(x)}, z⟩ on worst_input (exactly)
+    )
     decision: int | None = None  # the classifier's exact decision on worst_input (token or BOTTOM)
     errors: int | None = None  # number of wrong multisets (brute force only)
     exact_rechecks: int = 0  # near-ties re-decided in exact arithmetic
@@ -141,15 +155,16 @@ class Verdict:
 
 
 def scope_of(*verdicts: Verdict) -> str:
-    """The `scope` of a JSON result built from these verdicts: "exhaustive" when every one covers all
-    multisets of [M]^n (always true of this module's verifiers), else "sampled"."""
+    """The `scope` of a JSON result built from these verdicts: "exhaustive" when every one covers
+    all multisets of [M]^n (always true of this module's verifiers), else "sampled"."""
     return "exhaustive" if all(v.scope == "exhaustive" for v in verdicts) else "sampled"
 
 
 def _check_theta(layer: TokenLayer, classifier: Classifier) -> None:
     if classifier.theta.shape != (layer.M, layer.dim):
         raise InputError(
-            f"classifier theta has shape {classifier.theta.shape}, expected [M d] = {(layer.M, layer.dim)}"
+            f"classifier theta has shape {classifier.theta.shape}, expected [M d] = "
+            f"{(layer.M, layer.dim)}"
         )
 
 
@@ -167,9 +182,11 @@ def _hist_dict(lst: np.ndarray) -> dict[int, int]:
     return out
 
 
-def _exact_argmax(layer: TokenLayer, theta: np.ndarray, hist: dict[int, int], cands, cache: dict) -> int:
-    """The exact decision (1-based token, or BOTTOM on a tie at the top) among candidate classes cands
-    (0-based; every other class is already proven below one of them)."""
+def _exact_argmax(
+    layer: TokenLayer, theta: np.ndarray, hist: dict[int, int], cands, cache: dict
+) -> int:
+    """The exact decision (1-based token, or BOTTOM on a tie at the top) among candidate classes
+    cands (0-based; every other class is already proven below one of them)."""
     best, tied = int(cands[0]), False
     for c in cands[1:]:
         sgn = layer_gap_sign(layer.heads, theta, hist, int(c), best, cache)
@@ -192,7 +209,9 @@ def _decide_lists(
     out = best + 1
     unsure = np.nonzero(cand.sum(axis=1) > 1)[0]
     for b in unsure:
-        out[b] = _exact_argmax(layer, classifier.theta, _hist_dict(x[b]), np.nonzero(cand[b])[0], cache)
+        out[b] = _exact_argmax(
+            layer, classifier.theta, _hist_dict(x[b]), np.nonzero(cand[b])[0], cache
+        )
     return out, int(unsure.size)
 
 
@@ -204,10 +223,12 @@ def _chunk_rows(M: int, n: int) -> int:
 def decide_exact(
     model: MinMaxModel | TokenLayer | TokenHead, classifier: Classifier, x: np.ndarray
 ) -> np.ndarray:
-    """Exact decisions [batch] (1-based token or BOTTOM) of classifier on the layer output for lists x.
+    """Exact decisions [batch] (1-based token or BOTTOM) of classifier on the layer output for lists
+    x.
 
-    Float64 logits with rigorous bounds first; where another class is not proven below the top one, the
-    candidates are compared in exact arithmetic (exact.layer_gap_sign) and a tie at the top gives BOTTOM."""
+    Float64 logits with rigorous bounds first; where another class is not proven below the top one,
+    the candidates are compared in exact arithmetic (exact.layer_gap_sign) and a tie at the top
+    gives BOTTOM."""
     layer = as_layer(model)
     x = check_tokens(x, layer.M)
     _check_theta(layer, classifier)
@@ -232,7 +253,9 @@ class _Scan:
     margin: float = np.inf  # min over triples of G̃ (scaled units)
     tolerance: float = 0.0  # max over triples of the bound on |G̃ − G|
     failure: tuple | None = None  # (G̃, x, y, ω) with G proven < 0, the smallest G̃ among them
-    near: list | None = None  # [(G̃, x, y, ω)] not decided by the float bound (first MAX_EXACT_RECHECKS)
+    near: list | None = (
+        None  # [(G̃, x, y, ω)] not decided by the float bound (first MAX_EXACT_RECHECKS)
+    )
     near_total: int = 0
 
 
@@ -258,8 +281,9 @@ def _scan_one_head(s: np.ndarray, prod: Products, n: int) -> _Scan:
 
 
 def _scan_x(C, B, b_col, s, x: int, ln_rest: float, floor: float):
-    """For one x: G̃ [M M−x] over (y, ω ≥ x) (row y = x set to +inf), the column bound [M−x] that is ≥ every
-    entry's own bound, and the weights w, 1 − w [M−x] of the n−1 copies of ω and of the single x."""
+    """For one x: G̃ [M M−x] over (y, ω ≥ x) (row y = x set to +inf), the column bound [M−x] that is
+    ≥ every entry's own bound, and the weights w, 1 − w [M−x] of the n−1 copies of ω and of the
+    single x."""
     with np.errstate(over="ignore"):
         w, wc = pair_weights((s[x:] - s[x]) + ln_rest)
     with np.errstate(under="ignore"):
@@ -277,8 +301,8 @@ def _entry_tol(B, x: int, ys: np.ndarray, oms: np.ndarray, w, wc, floor: float) 
 
 
 def _scan_row(out: _Scan, x: int, gap, tol_col, B, w, wc, floor) -> None:
-    """Triples of one x not cleared by the column bound: their own bound, then proven failures (G̃ < −bound)
-    and near-ties (|G̃| ≤ bound, or NaN: never "passes") folded into the scan summary."""
+    """Triples of one x not cleared by the column bound: their own bound, then proven failures (G̃ <
+    −bound) and near-ties (|G̃| ≤ bound, or NaN: never "passes") folded into the scan summary."""
     ys, oms = np.nonzero(~(gap > tol_col[None, :]))
     g = gap[ys, oms]
     tol = _entry_tol(B, x, ys, oms, w, wc, floor)
@@ -296,8 +320,8 @@ def _scan_row(out: _Scan, x: int, gap, tol_col, B, w, wc, floor) -> None:
 
 
 def _recheck_near(s, T, V, n: int, near: list) -> tuple[tuple[int, int, int] | None, int]:
-    """Exact signs of the near triples, smallest G̃ first; the first with Δ_x + (n−1)Δ_ω ≤ 0, and the
-    number re-decided."""
+    """Exact signs of the near triples, smallest G̃ first; the first with Δ_x + (n−1)Δ_ω ≤ 0, and
+    the number re-decided."""
     cache: dict = {}
 
     def c_exact(i: int, w: int):
@@ -333,13 +357,16 @@ def verify_exact_one_head(head: TokenHead, classifier: Classifier, task: str, n:
         worst, rechecks = _recheck_near(s, T, V, n, scan.near)
         if worst is None and scan.near_total > len(scan.near):
             raise InputError(  # a limit the user can act on: brute force decides small cases
-                f"undecided: {scan.near_total} near-tied (x, y, ω) triples (more than {MAX_EXACT_RECHECKS}) "
+                f"undecided: {scan.near_total} near-tied (x, y, ω) triples (more than "
+                f"{MAX_EXACT_RECHECKS}) "
                 "to re-decide exactly; use verify_brute for a small case"
             )
     correct = worst is None
     margin = max(margin, 0.0) if correct else min(margin, 0.0)
     if correct:
-        return Verdict(task, M, n, "exact-histogram", True, margin, tolerance, exact_rechecks=rechecks)
+        return Verdict(
+            task, M, n, "exact-histogram", True, margin, tolerance, exact_rechecks=rechecks
+        )
 
     def token(i: int) -> int:  # mirrored 0-based index -> original 1-based token
         return M - i if task == "max" else i + 1
@@ -371,8 +398,8 @@ def verify_exact_one_head(head: TokenHead, classifier: Classifier, task: str, n:
 
 
 def _brute_chunk(layer, classifier, prod, x, truth, cache) -> tuple[np.ndarray, float, float, int]:
-    """Exact right/wrong [batch] of a chunk of lists x (0-based tokens; truth: 1-based answers), the float
-    margin and its error bound (scaled units), and how many rows needed exact arithmetic."""
+    """Exact right/wrong [batch] of a chunk of lists x (0-based tokens; truth: 1-based answers), the
+    float margin and its error bound (scaled units), and how many rows needed exact arithmetic."""
     L, R = logit_bounds(layer, prod, x)
     rows, f = np.arange(L.shape[0]), truth - 1
     others = L.copy()
@@ -402,10 +429,15 @@ def _brute_chunk(layer, classifier, prod, x, truth, cache) -> tuple[np.ndarray, 
 
 
 def _wrong_class(
-    layer: TokenLayer, classifier: Classifier, lst: tuple[int, ...], answer: int, decision: int, cache: dict
+    layer: TokenLayer,
+    classifier: Classifier,
+    lst: tuple[int, ...],
+    answer: int,
+    decision: int,
+    cache: dict,
 ) -> int:
-    """A class y ≠ answer whose exact logit is ≥ the answer's on lst: the decision itself when it is a
-    token, else (a tie at the top) another top class."""
+    """A class y ≠ answer whose exact logit is ≥ the answer's on lst: the decision itself when it is
+    a token, else (a tie at the top) another top class."""
     if decision != BOTTOM:
         return decision
     h = _hist_dict(np.array(lst) - 1)
@@ -423,7 +455,8 @@ def verify_brute(
     n: int,
     chunk: int = 20_000,
 ) -> Verdict:
-    """Check every multiset of n tokens (any number of heads); exact decisions; first counterexample."""
+    """Check every multiset of n tokens (any number of heads); exact decisions; first
+    counterexample."""
     layer = as_layer(model)
     _check(layer, classifier, task, n)
     X = all_multisets(layer.M, n)
@@ -444,12 +477,15 @@ def verify_brute(
     correct = errors == 0
     margin = max(margin, 0.0) if correct else min(margin, 0.0)
     if correct:
-        return Verdict(task, layer.M, n, "brute-force", True, margin, tol, errors=0, exact_rechecks=rechecks)
+        return Verdict(
+            task, layer.M, n, "brute-force", True, margin, tol, errors=0, exact_rechecks=rechecks
+        )
     lst, answer = first
     decision = int(_decide_lists(layer, classifier, prod, np.array([lst]) - 1, cache)[0][0])
     if decision == answer:
         raise InternalError(
-            f"verifier bug: brute force counts {lst} for {task} as wrong, the exact decision is right"
+            f"verifier bug: brute force counts {lst} for {task} as wrong, the exact decision is "
+            "right"
         )
     wrong_class = _wrong_class(layer, classifier, lst, answer, decision, cache)
     return Verdict(
@@ -478,12 +514,15 @@ def block_head(layer: TokenLayer, classifier: Classifier) -> int:
     touching = [k for k, h in enumerate(layer.heads) if np.any(h.values[:, support] != 0)]
     if len(touching) > 1:
         raise InputError(
-            f"not block-structured: heads {touching} all have values on the classifier's coordinates"
+            f"not block-structured: heads {touching} all have values on the classifier's "
+            "coordinates"
         )
     return touching[0] if touching else 0
 
 
-def verify_block_layer(layer: TokenLayer | MinMaxModel, classifier: Classifier, task: str, n: int) -> Verdict:
+def verify_block_layer(
+    layer: TokenLayer | MinMaxModel, classifier: Classifier, task: str, n: int
+) -> Verdict:
     """Exact verification of a multi-head layer whose classifier reads one head's block only."""
     layer = as_layer(layer)
     _check(layer, classifier, task, n)

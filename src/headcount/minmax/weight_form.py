@@ -1,25 +1,27 @@
 """A min/max model as a weight-form Transformer (core/model/transformer.py), exactly: what
 `headcount zoo export` hands to TransformerLens (its transformer-lens format).
 
-A position-free head (scores s_ω, values v_ω per token, minmax/model.py) is a weight-form head whose score
-is key-only: every embedding carries a constant coordinate ONE, the query reads it (q = 1) and the key reads
-the token's score (k = s_ω), so ⟨q, k⟩ = s_ω. The embedding also carries every head's value v_ω, which W_V
-selects and W_O writes, head outputs summed, into an OUT block the embedding leaves at zero:
+A position-free head (scores s_ω, values v_ω per token, minmax/model.py) is a weight-form head whose
+score is key-only: every embedding carries a constant coordinate ONE, the query reads it (q = 1) and
+the key reads the token's score (k = s_ω), so ⟨q, k⟩ = s_ω. The embedding also carries every head's
+value v_ω, which W_V selects and W_O writes, head outputs summed, into an OUT block the embedding
+leaves at zero:
 
     coordinate   0          1..H               H+1 .. H+H·d                 H+1+H·d .. H+(H+1)·d
     W_E[ω−1]     1          s_ω of each head   v_ω of each head (d each)     0 (OUT: Σ_h Att_h)
 
 Positions are all zero (W_pos = 0) and the mask is causal, so the last position attends to the whole
-list: its OUT block is the min/max layer's output z. The unembedding reads OUT with θᵀ (class ω−1 has
-logit ⟨θ_ω, z⟩); the weight form's last class ⊥ reads nothing and has bias −(2B + 1), below every class
-logit, B = max_ω Σ_k |θ_ωk|·Σ_h max |v_hk| ≥ |⟨θ_ω, z⟩|. Token t of the Transformer is ω = t + 1.
+list: its OUT block is the min/max layer's output z. The unembedding reads OUT with θᵀ (class ω−1
+has logit ⟨θ_ω, z⟩); the weight form's last class ⊥ reads nothing and has bias −(2B + 1), below
+every class logit, B = max_ω Σ_k |θ_ωk|·Σ_h max |v_hk| ≥ |⟨θ_ω, z⟩|. Token t of the Transformer is ω
+= t + 1.
 
-Exact: every score, key and value is a stored float64 number copied, or a sum of it with exact zeros, so
-q, k, v, the softmax weights and the head outputs are the min/max model's own computation; only the
-summation order of the value and logit sums may differ (one rounding each). The min/max classifier answers
-⊥ on an exact tie, the weight form the lowest tied class: they agree wherever the classifier is not tied,
-which for a certified model (a positive margin, minmax/certify.py) is every list — tests check every list
-of small sizes and every multiset of the zoo's.
+Exact: every score, key and value is a stored float64 number copied, or a sum of it with exact
+zeros, so q, k, v, the softmax weights and the head outputs are the min/max model's own computation;
+only the summation order of the value and logit sums may differ (one rounding each). The min/max
+classifier answers ⊥ on an exact tie, the weight form the lowest tied class: they agree wherever the
+classifier is not tied, which for a certified model (a positive margin, minmax/certify.py) is every
+list — tests check every list of small sizes and every multiset of the zoo's.
 """
 
 from __future__ import annotations
@@ -73,7 +75,12 @@ def minmax_to_transformer(model: MinMaxModel, n: int, task: str) -> Transformer:
         "M": M,
         "n": n,
         "tokens": "token t is ω = t + 1; the answer is at the last position",
-        "coordinates": {"one": one, "scores": [1, H], "values": [values, out - 1], "out": [out, d_model - 1]},
+        "coordinates": {
+            "one": one,
+            "scores": [1, H],
+            "values": [values, out - 1],
+            "out": [out, d_model - 1],
+        },
         "source": model.info,
     }
     return Transformer(

@@ -1,8 +1,9 @@
-"""Reproduce: re-derive every claim of the papers and write a report (summary.json, report.md, report.html).
+"""Reproduce: re-derive every claim of the papers and write a report (summary.json, report.md,
+report.html).
 
-Entry point: :func:`headcount.report.reproduce.run_reproduce` (also importable from here; loaded lazily so
-importing the package does not pull in matplotlib). Claims live in per-scenario modules registered with
-:func:`headcount.report.claims.claim`.
+Entry point: :func:`headcount.report.reproduce.run_reproduce` (also importable from here; loaded
+lazily so importing the package does not pull in matplotlib). Claims live in per-scenario modules
+registered with :func:`headcount.report.claims.claim`.
 """
 
 from __future__ import annotations

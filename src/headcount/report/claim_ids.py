@@ -1,6 +1,7 @@
-"""The claims' ids, and the selection of some (reproduce's `only` patterns) over them — without importing a
-claim: so `only` is checked at once, not after the scenarios load (seconds). The registry
-(headcount.report.reproduce.load_claims) must hold exactly these ids; a test holds it to it."""
+"""The claims' ids, and the selection of some (reproduce's `only` patterns) over them — without
+importing a claim: so `only` is checked at once, not after the scenarios load (seconds). The
+registry (headcount.report.reproduce.load_claims) must hold exactly these ids; a test holds it to
+it."""
 
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ def selected_ids(only: str | Iterable[str] | None, ids: Iterable[str] = CLAIM_ID
     chosen = [i for i in ids if any(_matches(i, p) for p in patterns)]
     if not chosen:
         raise InputError(
-            f"{param('only')} {','.join(patterns)!r} matches no claim; claim ids are: {', '.join(ids)}"
+            f"{param('only')} {','.join(patterns)!r} matches no claim; claim ids are: "
+            f"{', '.join(ids)}"
         )
     return chosen

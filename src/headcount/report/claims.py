@@ -1,8 +1,8 @@
 """The claim registry: one small function per paper claim, each computing its own evidence.
 
-A claim module (e.g. :mod:`headcount.report.induction.constructions`) defines functions decorated with
-:func:`claim`. The decorator records the claim's id, paper, source (theorem or section) and statement,
-plus the per-scale parameters the function is called with::
+A claim module (e.g. :mod:`headcount.report.induction.constructions`) defines functions decorated
+with :func:`claim`. The decorator records the claim's id, paper, source (theorem or section) and
+statement, plus the per-scale parameters the function is called with::
 
     @claim("induction.two_layer.constant_dim", paper=SEED000, source="§1", statement="...",
            quick={"lengths": [8, 64]}, full={"lengths": [8, 64, 4096]})
@@ -12,7 +12,8 @@ plus the per-scale parameters the function is called with::
 
 No claim hard-codes its result: it builds models, runs certificates and compares what it measured
 with what the paper says, returning FAIL when the two disagree. Expensive sub-results (certificates)
-go through :meth:`Context.cached`, so two claims that need the same certificate compute it once per run.
+go through :meth:`Context.cached`, so two claims that need the same certificate compute it once per
+run.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ import numpy as np
 PASS, FAIL = "PASS", "FAIL"
 
 # Paper names used by the claims (one string per paper, so reports group them consistently).
-SEED000 = "seed000 Hsu–Telgarsky 2024"  # One-layer transformers fail to solve the induction heads task
+SEED000 = (
+    "seed000 Hsu–Telgarsky 2024"  # One-layer transformers fail to solve the induction heads task
+)
 SEED004 = "seed004 Hsu–Xu 2026"  # Attention-based representations for multi-task computation
 SHT2024 = "Sanford–Hsu–Telgarsky 2024 (k-hop)"
 
@@ -40,7 +43,9 @@ class Claim:
     source: str  # theorem / section of the paper
     statement: str  # what the paper says, in words
     function: Callable[..., ClaimResult]
-    params: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)  # scale -> kwargs
+    params: dict[str, dict[str, Any]] = field(
+        default_factory=dict, compare=False
+    )  # scale -> kwargs
     module: str = ""  # the module that registered it (claims are grouped by module)
 
     def params_for(self, scale: str) -> dict[str, Any]:
@@ -106,7 +111,9 @@ class Context:
 
     scale: str = "quick"
     progress: Callable[[str], None] = lambda line: None
-    results_db: str | None = None  # the report's results database (learning claims write their runs there)
+    results_db: str | None = (
+        None  # the report's results database (learning claims write their runs there)
+    )
     cache: dict[Hashable, Any] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0

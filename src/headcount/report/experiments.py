@@ -1,5 +1,6 @@
-"""The learning experiments' results as the report reads them: one summary per experiment and scale, from
-the report's results database (its sweep run, or resumed, there first), shared by every claim that reads it.
+"""The learning experiments' results as the report reads them: one summary per experiment and scale,
+from the report's results database (its sweep run, or resumed, there first), shared by every claim
+that reads it.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from headcount.report.claims import Context
 
 
 def experiment_summary(ctx: Context, name: str) -> Summary:
-    """Experiment `name`'s summary at ctx.scale from the report's results database (its sweep run or resumed
-    there first), cached for the run under ("experiment", name, scale, db): the key every learning claim
-    shares."""
+    """Experiment `name`'s summary at ctx.scale from the report's results database (its sweep run or
+    resumed there first), cached for the run under ("experiment", name, scale, db): the key every
+    learning claim shares."""
     db = ctx.results_db or DEFAULT_DB
     key = ("experiment", name, ctx.scale, db)
     return ctx.cached(key, lambda: ensure_experiment(name, ctx.scale, db), f"{name} sweep")

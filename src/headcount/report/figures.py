@@ -1,8 +1,9 @@
 """Report figures, drawn from the series that claims return (matplotlib, Agg backend).
 
-A figure is registered with :func:`figure` and names the claim whose ClaimResult.series it plots; it is
-drawn only when that claim ran and returned series. Each is saved as PNG and SVG (written atomically)
-with axes in units, a caption saying what the paper predicts, and a footer with machine and versions.
+A figure is registered with :func:`figure` and names the claim whose ClaimResult.series it plots; it
+is drawn only when that claim ran and returned series. Each is saved as PNG and SVG (written
+atomically) with axes in units, a caption saying what the paper predicts, and a footer with machine
+and versions.
 """
 
 from __future__ import annotations
@@ -56,8 +57,10 @@ def figure(id: str, claim: str) -> Callable[[Callable[[plt.Figure, ClaimResult],
 
 def footer_text(machine: dict[str, Any]) -> str:
     return (
-        f"headcount {machine.get('headcount')} · py {machine.get('python')} · numpy {machine.get('numpy')} · "
-        f"torch {machine.get('torch')} · flint {machine.get('python_flint')} · {machine.get('system')}, "
+        f"headcount {machine.get('headcount')} · py {machine.get('python')} · numpy "
+        f"{machine.get('numpy')} · "
+        f"torch {machine.get('torch')} · flint {machine.get('python_flint')} · "
+        f"{machine.get('system')}, "
         f"{machine.get('cpu_count')} CPUs · {str(machine.get('date'))[:10]}"
     )
 
@@ -80,13 +83,21 @@ def save_figure(
     machine: dict[str, Any],
     write: Callable[[Path, bytes], None],
 ) -> dict[str, Any]:
-    """Draw one figure in the report style (size, fonts, machine footer) and write stem.png / stem.svg;
-    returns {caption, png, svg}."""
+    """Draw one figure in the report style (size, fonts, machine footer) and write stem.png /
+    stem.svg; returns {caption, png, svg}."""
     with plt.rc_context(STYLE):
         fig = plt.figure(figsize=FIGSIZE, dpi=DPI)
         try:
             caption = draw(fig)
-            fig.text(0.01, 0.01, footer_text(machine), fontsize=10, color="dimgray", ha="left", va="bottom")
+            fig.text(
+                0.01,
+                0.01,
+                footer_text(machine),
+                fontsize=10,
+                color="dimgray",
+                ha="left",
+                va="bottom",
+            )
             fig.tight_layout(rect=(0, 0.05, 1, 1))
             files = {}
             for ext in ("png", "svg"):
@@ -105,14 +116,19 @@ def render_figures(
     machine: dict[str, Any],
     write: Callable[[Path, bytes], None],
 ) -> list[dict[str, Any]]:
-    """Draw every registered figure whose claim returned series; [{id, png, svg, caption, claim}]."""
+    """Draw every registered figure whose claim returned series; [{id, png, svg, caption,
+    claim}]."""
     drawn = []
     for spec in FIGURES.values():
         result = results.get(spec.claim)
         if result is None or not result.series:
             continue
         saved = save_figure(
-            lambda fig, spec=spec, result=result: spec.draw(fig, result), out_dir, spec.id, machine, write
+            lambda fig, spec=spec, result=result: spec.draw(fig, result),
+            out_dir,
+            spec.id,
+            machine,
+            write,
         )
         drawn.append({"id": spec.id, "claim": spec.claim, **saved})
     return drawn

@@ -1,8 +1,8 @@
 """Write a reproduce run to its output folder: summary.json, report.md, report.html and the figures.
 
-Every file is written atomically (a temporary file in the same folder, then os.replace), so a reader never
-sees half a report. report.html is self-contained: inline CSS, figures as base64 PNG data URIs, no
-scripts, fonts or links to anything outside the file.
+Every file is written atomically (a temporary file in the same folder, then os.replace), so a reader
+never sees half a report. report.html is self-contained: inline CSS, figures as base64 PNG data
+URIs, no scripts, fonts or links to anything outside the file.
 """
 
 from __future__ import annotations
@@ -20,12 +20,14 @@ from headcount.report.figures import render_figures
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write `data` to `path` atomically (common.files.atomic_write_bytes: a temporary file, then os.replace)."""
+    """Write `data` to `path` atomically (common.files.atomic_write_bytes: a temporary file, then
+    os.replace)."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     atomic_write_bytes(path, lambda tmp: Path(tmp).write_bytes(payload))
 
 
-# ------------------------------------------------------------------------------------------------ md
+# ------------------------------------------------------------------------------------------------
+# md
 def _md_cell(text: Any) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -35,10 +37,12 @@ def render_markdown(summary: dict[str, Any], figures: list[dict[str, Any]]) -> s
     lines = [
         "# headcount reproduce report",
         "",
-        f"**{summary['passed']} passed, {summary['failed']} failed** of {len(summary['claims'])} claims "
+        f"**{summary['passed']} passed, {summary['failed']} failed** of {len(summary['claims'])} "
+        "claims "
         f"(scale `{summary['scale']}`, {summary['wall_seconds']:.1f} s wall).",
         "",
-        f"Machine: {m['platform']}, {m['cpu_count']} CPUs · Python {m['python']} · numpy {m['numpy']} · "
+        f"Machine: {m['platform']}, {m['cpu_count']} CPUs · Python {m['python']} · numpy "
+        f"{m['numpy']} · "
         f"matplotlib {m['matplotlib']} · headcount {m['headcount']} · {m['date']}",
         "",
         "| status | claim | paper | source | statement | result |",
@@ -69,7 +73,8 @@ def render_markdown(summary: dict[str, Any], figures: list[dict[str, Any]]) -> s
     return "\n".join(lines) + "\n"
 
 
-# ---------------------------------------------------------------------------------------------- html
+# ----------------------------------------------------------------------------------------------
+# html
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 15px;
        line-height: 1.45;
@@ -77,7 +82,8 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; fo
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 .totals { font-size: 1.1em; margin: 0.5em 0 1em; }
 table.claims { border-collapse: collapse; width: 100%; margin: 1em 0; }
-table.claims th, table.claims td { border: 1px solid #ccc; padding: 0.4em 0.6em; vertical-align: top;
+table.claims th, table.claims td { border: 1px solid #ccc; padding: 0.4em 0.6em;
+                                   vertical-align: top;
                                    text-align: left; }
 table.claims th { background: #f2f2f2; }
 td.status { font-weight: bold; white-space: nowrap; }
@@ -103,7 +109,8 @@ def render_html(summary: dict[str, Any], figures: list[dict[str, Any]], out_dir:
             f"<td><code>{e(c['id'])}</code></td>"
             f"<td>{e(c['paper'])}<br><small>{e(c['source'])}</small></td><td>{e(c['statement'])}</td>"
             f"<td>{e(c['detail'])}<details><summary>measured ({c['seconds']:.1f} s)</summary>"
-            f"<pre>{e(json.dumps(c['measured'], indent=1, ensure_ascii=False))}</pre></details></td></tr>"
+            f"<pre>{e(json.dumps(c['measured'], indent=1, ensure_ascii=False))}</pre>"
+            "</details></td></tr>"
         )
     figs = []
     for f in figures:
@@ -127,7 +134,8 @@ def render_html(summary: dict[str, Any], figures: list[dict[str, Any]], out_dir:
 of {len(summary["claims"])} claims
 (scale <code>{e(summary["scale"])}</code>, {summary["wall_seconds"]:.1f} s wall).</p>
 <table class="claims">
-<thead><tr><th>status</th><th>claim</th><th>paper / source</th><th>statement</th><th>result</th></tr></thead>
+<thead><tr><th>status</th><th>claim</th><th>paper / source</th><th>statement</th>
+<th>result</th></tr></thead>
 <tbody>
 {chr(10).join(rows)}
 </tbody>
@@ -144,8 +152,8 @@ of {len(summary["claims"])} claims
 def render_report(
     summary: dict[str, Any], results: dict[str, ClaimResult], out_dir: Path
 ) -> list[dict[str, Any]]:
-    """Write figures, summary.json (the summary plus its figure list), report.md and report.html into
-    out_dir; return the figure list as summary.json records it."""
+    """Write figures, summary.json (the summary plus its figure list), report.md and report.html
+    into out_dir; return the figure list as summary.json records it."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     figures = render_figures(results, out_dir, summary["machine"], write_atomic)

@@ -1,11 +1,12 @@
-"""Re-derive the papers' claims and write a report: the library entry point behind `headcount reproduce`.
+"""Re-derive the papers' claims and write a report: the library entry point behind `headcount
+reproduce`.
 
     run_reproduce(scale="quick", only=None, out_dir="headcount-report") -> ReproduceSummary
 
 Claims come from the scenario modules in CLAIM_MODULES (a new scenario adds its module there, once).
-They run in registration order; an exception inside a claim becomes a FAIL with the error in its detail,
-never a crash.
-Progress goes to the `progress` callable (stderr by default), never to stdout.
+They run in registration order; an exception inside a claim becomes a FAIL with the error in its
+detail, never a crash. Progress goes to the `progress` callable (stderr by default), never to
+stdout.
 """
 
 from __future__ import annotations
@@ -51,7 +52,9 @@ CLAIM_MODULES = (
     khop_mechanism,
     mechanism,
 )
-RESULTS_DB = "results.sqlite"  # the learning experiments' runs, kept in the report folder (re-runs resume)
+RESULTS_DB = (
+    "results.sqlite"  # the learning experiments' runs, kept in the report folder (re-runs resume)
+)
 
 
 def load_claims() -> dict[str, Claim]:
@@ -60,15 +63,16 @@ def load_claims() -> dict[str, Claim]:
 
 
 def select_claims(only: str | Iterable[str] | None = None) -> list[Claim]:
-    """Claims whose id matches any pattern of `only` (claim_ids.selected_ids: glob if it has * ? [, else
-    substring; comma-separated patterns allowed); all claims when `only` is None. InputError listing the
-    claim ids if none match."""
+    """Claims whose id matches any pattern of `only` (claim_ids.selected_ids: glob if it has * ? [,
+    else substring; comma-separated patterns allowed); all claims when `only` is None. InputError
+    listing the claim ids if none match."""
     claims = load_claims()
     return [claims[i] for i in selected_ids(only, claims)]
 
 
 def run_claim(claim: Claim, ctx: Context) -> ClaimResult:
-    """claim.function(ctx, **params) with any exception (or a bad return value) turned into a FAIL."""
+    """claim.function(ctx, **params) with any exception (or a bad return value) turned into a
+    FAIL."""
     try:
         result = claim.function(ctx, **claim.params_for(ctx.scale))
         if not isinstance(result, ClaimResult):
@@ -100,7 +104,8 @@ class ClaimRow:
 
 @dataclass(frozen=True)
 class ReproduceSummary(JsonResult):
-    """What `headcount reproduce` did: summary.json is `to_json()` (plus the figures list render adds)."""
+    """What `headcount reproduce` did: summary.json is `to_json()` (plus the figures list render
+    adds)."""
 
     claims: tuple[ClaimRow, ...]
     passed: int
@@ -120,9 +125,16 @@ def _run_one(claim: Claim, ctx: Context, label: str) -> tuple[ClaimRow, ClaimRes
     seconds = time.perf_counter() - start
     ctx.progress(f"{label} {claim.id}: {result.status} in {seconds:.1f} s — {result.detail}")
     row = ClaimRow(
-        claim.id, claim.paper, claim.source, claim.statement, jsonable(result.measured), result.status,
-        result.detail, round(seconds, 2), claim.module,
-    )  # fmt: skip
+        claim.id,
+        claim.paper,
+        claim.source,
+        claim.statement,
+        jsonable(result.measured),
+        result.status,
+        result.detail,
+        round(seconds, 2),
+        claim.module,
+    )
     return row, result
 
 
@@ -156,5 +168,7 @@ def run_reproduce(
         machine=machine_info(with_date=True),
     )
     figures = render_report(summary.to_json(), {row.id: result for row, result in ran}, out)
-    progress(f"{passed} passed, {summary.failed} failed in {summary.wall_seconds:.1f} s; report in {out}")
+    progress(
+        f"{passed} passed, {summary.failed} failed in {summary.wall_seconds:.1f} s; report in {out}"
+    )
     return dataclasses.replace(summary, figures=tuple(figures))

@@ -1,19 +1,20 @@
-"""One attention head's softmax(scale·q kᵀ) v, in floats and as rigorous bounds: the public face of the
-kernels, and their ONE dispatch.
+"""One attention head's softmax(scale·q kᵀ) v, in floats and as rigorous bounds: the public face of
+the kernels, and their ONE dispatch.
 
 `attend` (float, any precision mode) and `attention_bounds` (rigorous boxes, float64) choose the
 implementation here and nowhere else, from the two settings of core.attention.settings:
 
-* the algorithm — "blocked" (the default: query blocks, masked keys never computed, near keys gathered
-  sparsely, far keys bounded as a group) or "reference" (the dense [batch query key] algorithm of the first
-  release, kept so that tests and benchmarks can compare the two);
-* the backend — NumPy, or PyTorch on the CPU or a CUDA device (core.attention.torch_backend: the same
-  blocked algorithms step for step; torch is imported on first use).
+* the algorithm — "blocked" (the default: query blocks, masked keys never computed, near keys
+  gathered sparsely, far keys bounded as a group) or "reference" (the dense [batch query key]
+  algorithm of the first release, kept so that tests and benchmarks can compare the two);
+* the backend — NumPy, or PyTorch on the CPU or a CUDA device (core.attention.torch_backend: the
+  same blocked algorithms step for step; torch is imported on first use).
 
-Modules: blocks (masks, query blocks, cut constants), floats (NumPy float kernels), softmax_bound (the
-rigorous bound, written once for NumPy arrays and torch tensors, over array_ops' few primitives), rigorous
-(its NumPy face and NumPy's libm check), torch_backend (the torch float kernel, the bound on a device,
-torch's platform checks), settings, counters (work counters of the shortcuts).
+Modules: blocks (masks, query blocks, cut constants), floats (NumPy float kernels), softmax_bound
+(the rigorous bound, written once for NumPy arrays and torch tensors, over array_ops' few
+primitives), rigorous (its NumPy face and NumPy's libm check), torch_backend (the torch float
+kernel, the bound on a device, torch's platform checks), settings, counters (work counters of the
+shortcuts).
 """
 
 from __future__ import annotations
@@ -108,10 +109,11 @@ def attend(
     scale: float = 1.0,
     patterns: list[np.ndarray] | None = None,
 ) -> np.ndarray:
-    """softmax(scale·q kᵀ) v [.. query d_value] with the `mask` ("causal"; "full" or None: every query sees
-    every key), in the precision mode `prec`; `patterns`, when given, receives the attention weights (for
-    analysis: the dense kernel computes them). The dense kernel also serves the reference algorithm and
-    short sequences (one block); otherwise the blocked kernel of the current backend runs."""
+    """softmax(scale·q kᵀ) v [.. query d_value] with the `mask` ("causal"; "full" or None: every
+    query sees every key), in the precision mode `prec`; `patterns`, when given, receives the
+    attention weights (for analysis: the dense kernel computes them). The dense kernel also serves
+    the reference algorithm and short sequences (one block); otherwise the blocked kernel of the
+    current backend runs."""
     n = q.shape[-2]
     if patterns is not None or current_algorithm() == "reference" or n <= ATTENTION_BLOCK:
         return dense_attend(q, k, v, mask, prec, scale, patterns)
@@ -122,9 +124,10 @@ def attend(
 
 
 def attention_bounds(q, k, v, mask: str):
-    """Rigorous bounds (mid, rad) [batch query d_value] on softmax(q kᵀ) v for q, k, v given as (mid, rad)
-    pairs [batch pos d], `mask` "causal" or "full": the dense bound under the reference algorithm, else the
-    blocked bound of the current backend (the same guarantee; core.attention.rigorous has the proof)."""
+    """Rigorous bounds (mid, rad) [batch query d_value] on softmax(q kᵀ) v for q, k, v given as
+    (mid, rad) pairs [batch pos d], `mask` "causal" or "full": the dense bound under the reference
+    algorithm, else the blocked bound of the current backend (the same guarantee;
+    core.attention.rigorous has the proof)."""
     if current_algorithm() == "reference":
         n, keys = q[0].shape[-2], k[0].shape[-2]
         allowed = causal_mask(n) if mask == "causal" else np.ones((n, keys), bool)
@@ -136,6 +139,7 @@ def attention_bounds(q, k, v, mask: str):
 
 
 def chunk_threads_help() -> bool:
-    """Whether headcount's own chunk threads speed up the kernels: with NumPy, yes; the torch backend runs
-    its own threads (and one CUDA device serves every chunk), so chunks go one after another there."""
+    """Whether headcount's own chunk threads speed up the kernels: with NumPy, yes; the torch
+    backend runs its own threads (and one CUDA device serves every chunk), so chunks go one after
+    another there."""
     return _current_backend()[0] != "torch"

@@ -1,11 +1,12 @@
-"""The array operations the rigorous softmax bound needs beyond the array API standard, once for NumPy
-arrays and once for torch tensors.
+"""The array operations the rigorous softmax bound needs beyond the array API standard, once for
+NumPy arrays and once for torch tensors.
 
-core.attention.softmax_bound writes the bound once, against the array API (`ops.xp`, the array_api_compat
-namespace of its arrays) and the primitives here: in-place updates, scatter, nonzero, bincount, gathers,
-row-wise dot products and weighted sums, the causal diagonal, moving a NumPy array to the arrays' device.
-No mathematics lives here: each primitive is one or two library calls, and every rounding one makes (the
-order of a sum) is covered by the bound's γ_n factors. torch is imported only when a tensor arrives.
+core.attention.softmax_bound writes the bound once, against the array API (`ops.xp`, the
+array_api_compat namespace of its arrays) and the primitives here: in-place updates, scatter,
+nonzero, bincount, gathers, row-wise dot products and weighted sums, the causal diagonal, moving a
+NumPy array to the arrays' device. No mathematics lives here: each primitive is one or two library
+calls, and every rounding one makes (the order of a sum) is covered by the bound's γ_n factors.
+torch is imported only when a tensor arrives.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ class NumpyOps:
 
     @staticmethod
     def quiet() -> contextlib.AbstractContextManager:
-        """Overflow and invalid operations yield ±inf and NaN silently (the bound looks at them itself)."""
+        """Overflow and invalid operations yield ±inf and NaN silently (the bound looks at them
+        itself)."""
         return np.errstate(invalid="ignore", over="ignore")
 
     @staticmethod
@@ -83,7 +85,8 @@ class NumpyOps:
 
     @staticmethod
     def mask_diagonal(scores: np.ndarray, start: int, stop: int) -> None:
-        """blocks.mask_diagonal: −inf where key > query in the block's square of keys start..stop−1."""
+        """blocks.mask_diagonal: −inf where key > query in the block's square of keys
+        start..stop−1."""
         mask_diagonal(scores, start, stop)
 
 
@@ -147,7 +150,8 @@ class TorchOps:
 
 @functools.lru_cache(maxsize=16)
 def hidden(size: int, device: torch.device) -> torch.Tensor:
-    """[size size] True above the diagonal (the keys a causal block's square hides); only ever read."""
+    """[size size] True above the diagonal (the keys a causal block's square hides); only ever
+    read."""
     import torch
 
     return torch.ones(size, size, dtype=torch.bool, device=device).triu_(1)

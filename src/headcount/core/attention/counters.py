@@ -1,8 +1,10 @@
-"""Work counters of the evaluation passes' shortcuts: how often each one ran and how often it declined.
+"""Work counters of the evaluation passes' shortcuts: how often each one ran and how often it
+declined.
 
-The benchmarks report them (how much work a shortcut saved) and the soundness suite reads them (a hostile
-family must reach the shortcut it was built for, tests/soundness/test_fast_paths.py). Counts are per
-process, since it started or the counter's last reset; chunk threads add to them under one lock.
+The benchmarks report them (how much work a shortcut saved) and the soundness suite reads them (a
+hostile family must reach the shortcut it was built for, tests/soundness/test_fast_paths.py). Counts
+are per process, since it started or the counter's last reset; chunk threads add to them under one
+lock.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ class Counters:
                 self._counts[key] = 0
 
 
-# the blocked rigorous softmax bound (core.attention.softmax_bound.blocked_bound, on NumPy and torch): visible
-# (query, key) pairs bounded, scores computed, keys exponentiated, blocks bounded densely or sparsely, and
-# heads whose scores were shown tame from q and k (no scan of the score blocks) or were scanned
+# the blocked rigorous softmax bound (core.attention.softmax_bound.blocked_bound, on NumPy and
+# torch): visible (query, key) pairs bounded, scores computed, keys exponentiated, blocks bounded
+# densely or sparsely, and heads whose scores were shown tame from q and k (no scan of the score
+# blocks) or were scanned
 ATTENTION = Counters(
     "score_entries",
     "computed",
@@ -44,9 +47,9 @@ ATTENTION = Counters(
     "tame_heads",
     "scanned_heads",
 )
-# the blocked float pass (core.attention.floats._sparse_softmax_values, and its torch twin): query rows summed over
-# the keys of non-negligible weight, and those whose left-out keys were added back
+# the blocked float pass (core.attention.floats._sparse_softmax_values, and its torch twin): query
+# rows summed over the keys of non-negligible weight, and those whose left-out keys were added back
 FLOAT = Counters("rows", "rows_redone")
-# tie settling in the bounds (core.passes.bounds.settle_ties): head-output rows rounded exactly, and grid values
-# among them that float64 cannot hold (kept as boxes of radius > 0)
+# tie settling in the bounds (core.passes.bounds.settle_ties): head-output rows rounded exactly, and
+# grid values among them that float64 cannot hold (kept as boxes of radius > 0)
 TIES = Counters("rows_settled", "values_inexact")

@@ -1,6 +1,7 @@
 """The float attention kernels in NumPy: softmax(scale·q kᵀ) v in any precision mode, blocked (the
-default: query blocks, near keys gathered sparsely) or dense (the reference algorithm, and what attention
-patterns for analysis need). core.attention.attend chooses between them and the torch backend.
+default: query blocks, near keys gathered sparsely) or dense (the reference algorithm, and what
+attention patterns for analysis need). core.attention.attend chooses between them and the torch
+backend.
 """
 
 from __future__ import annotations
@@ -23,20 +24,27 @@ from headcount.core.numbers import Precision
 
 
 def blocked_attend(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: str | None, prec: Precision, scale: float = 1.0
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    mask: str | None,
+    prec: Precision,
+    scale: float = 1.0,
 ) -> np.ndarray:
     """softmax(scale·q kᵀ) v with the `mask` ("causal"; "full" or None: every query sees every key),
     normalised after the value sum: (Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j − max}, in query blocks
-    (query_blocks; masked keys never computed, no [query key] mask ever built). Every exponential has the
-    bits of dense_attend; the sums run over the keys of non-negligible weight (_sparse_softmax_values) or
-    the block's keys instead of all n, so a sum may differ from dense_attend's in its last bits
-    (tests/core/test_blocked.py measures it)."""
+    (query_blocks; masked keys never computed, no [query key] mask ever built). Every exponential
+    has the bits of dense_attend; the sums run over the keys of non-negligible weight
+    (_sparse_softmax_values) or the block's keys instead of all n, so a sum may differ from
+    dense_attend's in its last bits (tests/core/test_blocked.py measures it)."""
     n = q.shape[-2]
     causal = mask == "causal"
     kT = np.swapaxes(k, -1, -2)
     out = np.empty(q.shape[:-1] + v.shape[-1:], dtype=np.result_type(q, v))  # [batch query d_value]
     v_max = None
-    if v.dtype == np.float64 and v.ndim == 3:  # max_j |v_j| over keys 0..j, per batch [batch key d_value]
+    if (
+        v.dtype == np.float64 and v.ndim == 3
+    ):  # max_j |v_j| over keys 0..j, per batch [batch key d_value]
         v_max = np.maximum.accumulate(np.abs(v), axis=-2)
     for start, stop, keys in query_blocks(n, causal, keys=k.shape[-2]):
         scores = prec.after_op(q[..., start:stop, :] @ kT[..., :keys])  # [batch block keys]
@@ -60,20 +68,23 @@ def _bincount_columns(row: np.ndarray, values: np.ndarray, rows: int) -> np.ndar
     )
 
 
-def _sparse_softmax_values(scores: np.ndarray, v: np.ndarray, v_max: np.ndarray) -> np.ndarray | None:
-    """softmax_values in float64 over the keys whose weight e^{s − max} exceeds 2^-NEGLIGIBLE_BITS / keys
-    (each such weight has dense_attend's bits; the sums add them in another order), or None when more than
-    SPARSE_SHARE of the block's keys are kept (then the dense pass is as fast) or a value is not finite (the
-    dense pass's inf·0 = NaN is float64's answer there). v_max [batch d_value]: max_j |v_jc| over the
-    block's keys.
+def _sparse_softmax_values(
+    scores: np.ndarray, v: np.ndarray, v_max: np.ndarray
+) -> np.ndarray | None:
+    """softmax_values in float64 over the keys whose weight e^{s − max} exceeds 2^-NEGLIGIBLE_BITS /
+    keys (each such weight has dense_attend's bits; the sums add them in another order), or None
+    when more than SPARSE_SHARE of the block's keys are kept (then the dense pass is as fast) or a
+    value is not finite (the dense pass's inf·0 = NaN is float64's answer there). v_max [batch
+    d_value]: max_j |v_jc| over the block's keys.
 
-    The keys left out weigh at most 2^-NEGLIGIBLE_BITS of the top key's weight 1 ≤ the total together, so
-    they move coordinate c of a row by at most 2^-NEGLIGIBLE_BITS·v_max_c. A row keeps them out only where
-    that is at most LEFT_OUT_SHARE of the coordinate's kept mass Σ_kept w_j|v_jc| in every coordinate: then
-    its result stays within the error bound of a float64 evaluation of the whole sum (γ·Σ_j w_j|v_jc|).
-    Elsewhere (a huge value under a tiny weight, a coordinate the kept keys leave at 0) the row's left-out
-    keys whose exponential does not underflow are added back: that row is the dense pass's sum, in another
-    order. (Kept terms that cancel need nothing: the float sum's own error is on the scale of Σ w|v|.)"""
+    The keys left out weigh at most 2^-NEGLIGIBLE_BITS of the top key's weight 1 ≤ the total
+    together, so they move coordinate c of a row by at most 2^-NEGLIGIBLE_BITS·v_max_c. A row keeps
+    them out only where that is at most LEFT_OUT_SHARE of the coordinate's kept mass Σ_kept
+    w_j|v_jc| in every coordinate: then its result stays within the error bound of a float64
+    evaluation of the whole sum (γ·Σ_j w_j|v_jc|). Elsewhere (a huge value under a tiny weight, a
+    coordinate the kept keys leave at 0) the row's left-out keys whose exponential does not
+    underflow are added back: that row is the dense pass's sum, in another order. (Kept terms that
+    cancel need nothing: the float sum's own error is on the scale of Σ w|v|.)"""
     batch, block, keys = scores.shape
     top = scores.max(axis=-1, keepdims=True)  # [batch block 1]
     if not (np.abs(top).max() < 2.0**40 and np.isfinite(v_max).all()):  # NaN fails too
@@ -107,9 +118,9 @@ def _sparse_softmax_values(scores: np.ndarray, v: np.ndarray, v_max: np.ndarray)
 
 
 def float_work() -> dict[str, int]:
-    """Counts since the process started (or reset_float_work) of the sparse float pass: `rows` the query
-    rows it summed sparsely, `rows_redone` those whose left-out keys it added back (the cut was not
-    negligible against their output) (core.attention.counters)."""
+    """Counts since the process started (or reset_float_work) of the sparse float pass: `rows` the
+    query rows it summed sparsely, `rows_redone` those whose left-out keys it added back (the cut
+    was not negligible against their output) (core.attention.counters)."""
     return FLOAT.snapshot()
 
 
@@ -123,12 +134,15 @@ _count_float = FLOAT.add
 def softmax_values(
     scores: np.ndarray, v: np.ndarray, prec: Precision, patterns: list[np.ndarray] | None = None
 ) -> np.ndarray:
-    """(Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j − max} over the last axis of `scores` (consumed, in place);
-    the weights themselves are appended to `patterns` when given (for analysis only). A key the mask hides
-    (score −inf) is absent from the sum, also where its value is ±inf or NaN (a matrix product would make
-    its weight 0 times that value a NaN: a later token would change an earlier position's output); a visible
-    key whose weight underflows to 0 is present, as float64 has it (0 · inf = NaN)."""
-    hidden = None if np.isfinite(v).all() else np.isneginf(scores)  # [.. query key], only where it matters
+    """(Σ_j e^{s_j − max} v_j) / Σ_j e^{s_j − max} over the last axis of `scores` (consumed, in
+    place); the weights themselves are appended to `patterns` when given (for analysis only). A key
+    the mask hides (score −inf) is absent from the sum, also where its value is ±inf or NaN (a
+    matrix product would make its weight 0 times that value a NaN: a later token would change an
+    earlier position's output); a visible key whose weight underflows to 0 is present, as float64
+    has it (0 · inf = NaN)."""
+    hidden = (
+        None if np.isfinite(v).all() else np.isneginf(scores)
+    )  # [.. query key], only where it matters
     scores -= scores.max(axis=-1, keepdims=True)
     scores = prec.after_op(exp_shifted(scores) if scores.dtype == np.float64 else np.exp(scores))
     total = prec.after_op(scores.sum(axis=-1, keepdims=True))  # [batch query 1]
@@ -139,14 +153,17 @@ def softmax_values(
 
 
 def _visible_sum(weights: np.ndarray, v: np.ndarray, hidden: np.ndarray) -> np.ndarray:
-    """Σ_j w_j v_j over the keys not `hidden` [.. query key], for values v [.. key d] with ±inf or NaN
-    entries, as float64 adds them up: the finite part by one product; then a coordinate is NaN where a
-    visible key brings a NaN, or an infinity under a weight 0 (0 · inf), or infinities of both signs, else
-    ±inf where a visible key of positive weight brings one (by products of indicator matrices: no loop)."""
+    """Σ_j w_j v_j over the keys not `hidden` [.. query key], for values v [.. key d] with ±inf or
+    NaN entries, as float64 adds them up: the finite part by one product; then a coordinate is NaN
+    where a visible key brings a NaN, or an infinity under a weight 0 (0 · inf), or infinities of
+    both signs, else ±inf where a visible key of positive weight brings one (by products of
+    indicator matrices: no loop)."""
     finite = np.isfinite(v)
     summed = weights @ np.where(finite, v, 0)
     seen = ~hidden
-    positive = (seen & (weights > 0)).astype(v.dtype)  # a NaN weight is not positive: it is in `summed`
+    positive = (seen & (weights > 0)).astype(
+        v.dtype
+    )  # a NaN weight is not positive: it is in `summed`
     zero = (seen & ~(weights > 0)).astype(v.dtype)
     up, down = (v == np.inf).astype(v.dtype), (v == -np.inf).astype(v.dtype)
     to_up, to_down = positive @ up > 0, positive @ down > 0
@@ -165,9 +182,9 @@ def dense_attend(
     patterns: list[np.ndarray] | None = None,
 ) -> np.ndarray:
     """attend over the whole [batch query key] score tensor, the masked half included (the reference
-    algorithm, core.attention.settings; also what `patterns`, the attention weights for analysis, need). A masked
-    score is replaced by −inf, not added to: an infinite score plus −inf would be a NaN that reaches every
-    earlier query."""
+    algorithm, core.attention.settings; also what `patterns`, the attention weights for analysis,
+    need). A masked score is replaced by −inf, not added to: an infinite score plus −inf would be a
+    NaN that reaches every earlier query."""
     scores = prec.after_op(q @ np.swapaxes(k, -1, -2))  # [batch query key]
     if scale != 1.0:  # GPT-2 scales the product, as here: (q kᵀ)·scale
         scores = prec.after_op(scores * scores.dtype.type(scale))

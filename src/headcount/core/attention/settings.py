@@ -1,4 +1,5 @@
-"""Which implementation of the evaluation passes runs: the blocked one (the default) or the reference.
+"""Which implementation of the evaluation passes runs: the blocked one (the default) or the
+reference.
 
 The reference is the algorithm of the first release, kept callable so that tests and benchmarks can
 compare the two on the same inputs (identical certificates, and how much faster the blocked one is):
@@ -40,15 +41,16 @@ _backend = contextvars.ContextVar("headcount_backend", default=("numpy", "cpu"))
 
 
 def current_backend() -> tuple[str, str]:
-    """(backend, device) the blocked attention kernels run on: ("numpy", "cpu") by default; ("torch",
-    "cpu" | "cuda") under use_backend (core.attention.torch_backend)."""
+    """(backend, device) the blocked attention kernels run on: ("numpy", "cpu") by default;
+    ("torch", "cpu" | "cuda") under use_backend (core.attention.torch_backend)."""
     return _backend.get()
 
 
 @contextlib.contextmanager
 def use_backend(name: str, device: str = "cpu") -> Iterator[None]:
-    """Run the block's attention kernels on `name` ("numpy" or "torch") and `device` ("cpu", "cuda", or
-    "auto": cuda when torch sees a GPU, else cpu). Only the blocked algorithm has a torch backend."""
+    """Run the block's attention kernels on `name` ("numpy" or "torch") and `device` ("cpu", "cuda",
+    or "auto": cuda when torch sees a GPU, else cpu). Only the blocked algorithm has a torch
+    backend."""
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}: use one of {', '.join(BACKENDS)}")
     if device not in DEVICES:

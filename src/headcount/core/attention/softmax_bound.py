@@ -1,20 +1,23 @@
-"""The rigorous bound on one attention head's output softmax(q kᵀ) v for q, k, v given as boxes, written once.
+"""The rigorous bound on one attention head's output softmax(q kᵀ) v for q, k, v given as boxes,
+written once.
 
-Every function here runs on NumPy arrays and on torch tensors alike (on the CPU or a CUDA device): it is
-written against the array API (`xp`, array_api_compat's namespace of its arrays) and the few primitives of
-core.attention.array_ops, which hold no mathematics. The proofs are stated here, once; core.passes.bounds
-states the error model. The two faces: core.attention.rigorous (NumPy arrays, the libm check of NumPy) and
-core.attention.torch_backend (moves NumPy arrays to a device once per call, checks torch's libm there).
+Every function here runs on NumPy arrays and on torch tensors alike (on the CPU or a CUDA device):
+it is written against the array API (`xp`, array_api_compat's namespace of its arrays) and the few
+primitives of core.attention.array_ops, which hold no mathematics. The proofs are stated here, once;
+core.passes.bounds states the error model. The two faces: core.attention.rigorous (NumPy arrays, the
+libm check of NumPy) and core.attention.torch_backend (moves NumPy arrays to a device once per call,
+checks torch's libm there).
 
 * ``dense_bound`` — the reference algorithm (the first release's): one [batch query key] array per
   quantity, the masked keys included.
-* ``blocked_bound`` — the same bound computed in query blocks (core.attention.blocks.query_blocks: only
-  the keys a block can see), with the near keys of each query gathered sparsely (``sparse_block``) and the
-  far keys accounted for as a group, never exponentiated; a block where that declines is bounded densely.
+* ``blocked_bound`` — the same bound computed in query blocks (core.attention.blocks.query_blocks:
+  only the keys a block can see), with the near keys of each query gathered sparsely
+  (``sparse_block``) and the far keys accounted for as a group, never exponentiated; a block where
+  that declines is bounded densely.
 
 The decisions that need the whole head (the query slack, whether the scores are tame or exact, which
-terms have a radius) are taken on the NumPy arrays the caller holds (`host`), the arithmetic on `box`:
-the same arrays for NumPy, their copies on the device for torch.
+terms have a radius) are taken on the NumPy arrays the caller holds (`host`), the arithmetic on
+`box`: the same arrays for NumPy, their copies on the device for torch.
 """
 
 from __future__ import annotations
@@ -32,32 +35,44 @@ from headcount.core.attention.blocks import query_blocks
 from headcount.core.attention.counters import ATTENTION
 from headcount.core.numbers import SAFETY, TINY, U, exact_dot, gamma
 
-FAR = -500.0  # keys whose shifted score is provably below this are bounded as a group (weight < e^-500)
-RHO_CAP = 50.0  # a near key whose exponent error exceeds this makes its row unbounded (no useful bound)
+FAR = (
+    -500.0
+)  # keys whose shifted score is provably below this are bounded as a group (weight < e^-500)
+RHO_CAP = (
+    50.0  # a near key whose exponent error exceeds this makes its row unbounded (no useful bound)
+)
 FAR_WEIGHT = 2.0**-640  # ≥ e^(FAR + RHO_CAP): a far key's weight relative to the whole near sum
-FAR_BLOCKED = -64.0  # blocked_bound's far cut: a far key's weight < e^(-64 + ρ_top) of the top key's
-SPARSE_SHARE = 0.25  # a query block whose near candidates exceed this share of its keys is bounded densely
+FAR_BLOCKED = (
+    -64.0
+)  # blocked_bound's far cut: a far key's weight < e^(-64 + ρ_top) of the top key's
+SPARSE_SHARE = (
+    0.25  # a query block whose near candidates exceed this share of its keys is bounded densely
+)
 LIBM_ULPS = 4  # the accuracy of exp and expm1 the bounds assume (glibc documents < 1 ulp)
 
 Array = Any  # a NumPy array or a torch tensor
 
 
-# --- the platform assumption: exp and expm1 within LIBM_ULPS ulp ------------------------------------------
+# --- the platform assumption: exp and expm1 within LIBM_ULPS ulp
+# ------------------------------------------
 
 
 def libm_points() -> tuple[np.ndarray, np.ndarray]:
-    """(exp points, expm1 points) the libm checks of both backends test: exp on the shifted scores of near
-    keys and the far weight (down to FAR − RHO_CAP − 1, and near 0), expm1 on ±ρ up to RHO_CAP (and tiny
-    ρ); fixed by a seed."""
+    """(exp points, expm1 points) the libm checks of both backends test: exp on the shifted scores
+    of near keys and the far weight (down to FAR − RHO_CAP − 1, and near 0), expm1 on ±ρ up to
+    RHO_CAP (and tiny ρ); fixed by a seed."""
     rng = np.random.default_rng(0)
-    exp_points = np.concatenate([-rng.random(300) * (RHO_CAP - FAR + 1), -np.logspace(-17, 0, 60), [0.0]])
+    exp_points = np.concatenate(
+        [-rng.random(300) * (RHO_CAP - FAR + 1), -np.logspace(-17, 0, 60), [0.0]]
+    )
     expm1_points = np.concatenate([rng.random(150) * RHO_CAP, np.logspace(-17, 1, 60)])
     return exp_points, np.concatenate([expm1_points, -expm1_points])
 
 
 @contextlib.contextmanager
 def arb_precision(bits: int = 128):
-    """flint's (global) working precision set to `bits` for the block; the caller holds FLINT_LOCK."""
+    """flint's (global) working precision set to `bits` for the block; the caller holds
+    FLINT_LOCK."""
     import flint
 
     old = flint.ctx.prec
@@ -68,20 +83,24 @@ def arb_precision(bits: int = 128):
         flint.ctx.prec = old
 
 
-def check_values(name: str, points: np.ndarray, values: np.ndarray, exact: list, where: str = "") -> None:
-    """InternalError unless every values[i] (the platform's `name` at points[i]) lies within LIBM_ULPS ulp
-    of the Arb ball exact[i] (under arb_precision)."""
+def check_values(
+    name: str, points: np.ndarray, values: np.ndarray, exact: list, where: str = ""
+) -> None:
+    """InternalError unless every values[i] (the platform's `name` at points[i]) lies within
+    LIBM_ULPS ulp of the Arb ball exact[i] (under arb_precision)."""
     import flint
 
     for x, y, ball in zip(points.tolist(), values.tolist(), exact):
         if not abs(flint.arb(y) - ball) <= LIBM_ULPS * U * abs(ball):
             raise InternalError(
-                f"{name}({x!r}) = {y!r}{where} is off by more than {LIBM_ULPS} ulp: the rigorous bounds "
+                f"{name}({x!r}) = {y!r}{where} is off by more than {LIBM_ULPS} ulp: the rigorous "
+                "bounds "
                 "assume a libm at least that accurate"
             )
 
 
-# --- the bound -------------------------------------------------------------------------------------------
+# --- the bound
+# -------------------------------------------------------------------------------------------
 
 
 class Terms(NamedTuple):
@@ -94,7 +113,9 @@ class Terms(NamedTuple):
     v_rad: bool
 
 
-def terms_of(qm: np.ndarray, qr: np.ndarray, km: np.ndarray, kr: np.ndarray, vr: np.ndarray) -> Terms:
+def terms_of(
+    qm: np.ndarray, qr: np.ndarray, km: np.ndarray, kr: np.ndarray, vr: np.ndarray
+) -> Terms:
     """Terms of the NumPy arrays [.. pos d] of q, k, v (their mids and radii)."""
     with np.errstate(invalid="ignore", over="ignore"):
         exact = exact_dot(qm, np.swapaxes(km, -1, -2))
@@ -102,7 +123,8 @@ def terms_of(qm: np.ndarray, qr: np.ndarray, km: np.ndarray, kr: np.ndarray, vr:
 
 
 def inflate_radius(rad: Array) -> Array:
-    """core.numbers.inflate on arrays of either kind: a computed radius inflated (0 stays 0), NaN → +inf."""
+    """core.numbers.inflate on arrays of either kind: a computed radius inflated (0 stays 0), NaN →
+    +inf."""
     ops = array_ops(rad)
     xp = ops.xp
     rad = rad * (1 + SAFETY) + xp.astype(rad > 0, rad.dtype) * 1e-300
@@ -110,15 +132,17 @@ def inflate_radius(rad: Array) -> Array:
 
 
 def weight_error(alpha: Array, rho: Array, theta) -> tuple[Array, Array]:
-    """(e, unbounded): e_j ≥ |α_j − α̂_j| for every α_j = ᾱ_j e^{η_j} / Σ_k ᾱ_k e^{η_k} with |η_k| ≤ ρ_k, where
-    ᾱ is a probability vector with |ᾱ_j/α̂_j − 1| ≤ θ (α̂ the float weights, [.. key]; θ broadcasts against
-    [.. 1]); unbounded marks rows where R⁻ < 1/2 (no useful bound). Consumes `rho` (overwritten).
+    """(e, unbounded): e_j ≥ |α_j − α̂_j| for every α_j = ᾱ_j e^{η_j} / Σ_k ᾱ_k e^{η_k} with |η_k| ≤
+    ρ_k, where ᾱ is a probability vector with |ᾱ_j/α̂_j − 1| ≤ θ (α̂ the float weights, [.. key]; θ
+    broadcasts against [.. 1]); unbounded marks rows where R⁻ < 1/2 (no useful bound). Consumes
+    `rho` (overwritten).
 
-    α_j/ᾱ_j ∈ [e^{-ρ_j}/R⁺, e^{ρ_j}/R⁻] with R^± = 1 + B^±, B^± = Σ_k ᾱ_k expm1(±ρ_k) (as Σ ᾱ = 1), so
-    |α_j/ᾱ_j − 1| ≤ κ_j = max((expm1(ρ_j) − B⁻)/(1 + B⁻), (B⁺ − expm1(−ρ_j))/(1 + B⁺)). Both numerators
-    are sums of non-negative terms: each float step errs by a small relative amount, bounded explicitly:
-    B^± from α̂ instead of ᾱ (θ), expm1 and the product (5u), the sum (γ_n), then three steps (γ_8).
-    Finally |α_j − α̂_j| ≤ |α_j − ᾱ_j| + |ᾱ_j − α̂_j| ≤ α̂_j (κ_j + θ)/(1 − θ)."""
+    α_j/ᾱ_j ∈ [e^{-ρ_j}/R⁺, e^{ρ_j}/R⁻] with R^± = 1 + B^±, B^± = Σ_k ᾱ_k expm1(±ρ_k) (as Σ ᾱ = 1),
+    so |α_j/ᾱ_j − 1| ≤ κ_j = max((expm1(ρ_j) − B⁻)/(1 + B⁻), (B⁺ − expm1(−ρ_j))/(1 + B⁺)). Both
+    numerators are sums of non-negative terms: each float step errs by a small relative amount,
+    bounded explicitly: B^± from α̂ instead of ᾱ (θ), expm1 and the product (5u), the sum (γ_n),
+    then three steps (γ_8). Finally |α_j − α̂_j| ≤ |α_j − ᾱ_j| + |ᾱ_j − α̂_j| ≤ α̂_j (κ_j + θ)/(1 −
+    θ)."""
     ops = array_ops(alpha)
     xp = ops.xp
     keys = alpha.shape[-1]
@@ -127,7 +151,9 @@ def weight_error(alpha: Array, rho: Array, theta) -> tuple[Array, Array]:
     shrink = ops.expm1_(rho)
     rel = 2 * (theta + gamma(keys + 6))
     b_plus = xp.sum(alpha * grow, axis=-1, keepdims=True) * (1 + rel)
-    b_minus = xp.sum(alpha * shrink, axis=-1, keepdims=True) * (1 + rel)  # ≤ 0, now at least as negative
+    b_minus = xp.sum(alpha * shrink, axis=-1, keepdims=True) * (
+        1 + rel
+    )  # ≤ 0, now at least as negative
     unbounded = (1 + b_minus)[..., 0] < 0.5
     upper = grow
     upper -= b_minus
@@ -146,29 +172,35 @@ def weight_error(alpha: Array, rho: Array, theta) -> tuple[Array, Array]:
 
 def dense_bound(q, k, v, allowed: Array, terms: Terms):
     """Bounds (mid, rad) [.. query d_value] on softmax(q kᵀ) v for q, k, v given as (mid, rad) pairs
-    [.. pos d], `allowed` [query key] the keys each query sees, `terms` those of the boxes (terms_of).
+    [.. pos d], `allowed` [query key] the keys each query sees, `terms` those of the boxes
+    (terms_of).
 
-    Per query, with c the largest float score, t_j = s_j − c is the exact shifted score and ŝ_j its float
-    value; ρ_j bounds |t_j − ŝ_j| plus exp's error (the score box, the dot product's and the subtraction's
-    rounding). Keys with ŝ_j + ρ_j < FAR are *far*: their total weight is below n·e^FAR against the largest
-    key's e^-ρ, so they move z by at most FAR_WEIGHT·n·2·max|v| (an absolute term). The other keys are
-    *near*: ŵ_j = exp(ŝ_j) is a normal float there and the true weights are w_j = ŵ_j·e^{η_j}, |η_j| ≤ ρ_j.
-    With ᾱ the exact normalisation of ŵ over the near keys, the computed α̂_j = fl(ŵ_j / Σŵ) is within
-    θ = γ_{n+2} of ᾱ_j, and weight_error bounds |α_j − α̂_j|. Rows where an assumption fails (a non-finite
-    score, a near key with ρ_j > RHO_CAP, R⁻ < 1/2) get radius +inf.
+    Per query, with c the largest float score, t_j = s_j − c is the exact shifted score and ŝ_j its
+    float value; ρ_j bounds |t_j − ŝ_j| plus exp's error (the score box, the dot product's and the
+    subtraction's rounding). Keys with ŝ_j + ρ_j < FAR are *far*: their total weight is below
+    n·e^FAR against the largest key's e^-ρ, so they move z by at most FAR_WEIGHT·n·2·max|v| (an
+    absolute term). The other keys are *near*: ŵ_j = exp(ŝ_j) is a normal float there and the true
+    weights are w_j = ŵ_j·e^{η_j}, |η_j| ≤ ρ_j. With ᾱ the exact normalisation of ŵ over the near
+    keys, the computed α̂_j = fl(ŵ_j / Σŵ) is within θ = γ_{n+2} of ᾱ_j, and weight_error bounds
+    |α_j − α̂_j|. Rows where an assumption fails (a non-finite score, a near key with ρ_j > RHO_CAP,
+    R⁻ < 1/2) get radius +inf.
 
-    The [.. query key] arrays dominate the cost, so they are updated in place where that stays clear."""
+    The [.. query key] arrays dominate the cost, so they are updated in place where that stays
+    clear."""
     ops = array_ops(q[0])
     xp = ops.xp
     (qm, qr), (km, kr), (vm, vr) = q, k, v
     kmT, krT = xp.matrix_transpose(km), xp.matrix_transpose(kr)
-    keys = xp.astype(xp.count_nonzero(allowed, axis=-1, keepdims=True), xp.float64)  # [query 1]: keys seen
+    keys = xp.astype(
+        xp.count_nonzero(allowed, axis=-1, keepdims=True), xp.float64
+    )  # [query 1]: keys seen
     theta = gamma(keys + 2)  # [query 1]: α̂ against ᾱ (the sum's and the division's rounding)
     with ops.quiet():
         s_hat = ops.fill_where_(qm @ kmT, ~allowed, -math.inf)  # [.. query key]
         top = xp.max(s_hat, axis=-1, keepdims=True)  # [.. query 1]
         s_hat -= top  # ŝ_j ≤ 0; masked keys −inf
-        # ρ_j: the score box, the dot product's rounding (with underflow), the subtraction, exp (4 ulp)
+        # ρ_j: the score box, the dot product's rounding (with underflow), the subtraction, exp (4
+        # ulp)
         rho = xp.abs(s_hat)
         rho *= U
         if terms.inexact:
@@ -184,10 +216,16 @@ def dense_bound(q, k, v, allowed: Array, terms: Terms):
         bad = ~xp.isfinite(top[..., 0]) | xp.any(allowed & ~xp.isfinite(rho), axis=-1)
         bad |= xp.any(near & (rho > RHO_CAP), axis=-1)  # [.. query]
         n_far = xp.astype(xp.count_nonzero(allowed & ~near, axis=-1, keepdims=True), xp.float64)
-        ops.fill_where_(rho, ~near, 0.0)  # far and masked keys leave the relative model (α̂ = 0 there)
-        alpha = xp.exp(ops.fill_where_(s_hat, ~near, -math.inf))  # ŵ: ŝ_j ≥ FAR − 1 − RHO_CAP, a normal float
+        ops.fill_where_(
+            rho, ~near, 0.0
+        )  # far and masked keys leave the relative model (α̂ = 0 there)
+        alpha = xp.exp(
+            ops.fill_where_(s_hat, ~near, -math.inf)
+        )  # ŵ: ŝ_j ≥ FAR − 1 − RHO_CAP, a normal float
         alpha /= xp.sum(alpha, axis=-1, keepdims=True)  # α̂ [.. query key]
-        kappa, too_wide = weight_error(alpha, rho, theta)  # α̂_j κ_j; far and masked keys have α̂_j = 0
+        kappa, too_wide = weight_error(
+            alpha, rho, theta
+        )  # α̂_j κ_j; far and masked keys have α̂_j = 0
         bad |= too_wide
         z_mid = alpha @ vm
         n = vm.shape[-2]
@@ -202,10 +240,10 @@ def dense_bound(q, k, v, allowed: Array, terms: Terms):
 
 
 def query_slack(qm, qr, km, kr) -> np.ndarray:
-    """R of blocked_bound's docstring, per query [.. query] (NumPy arrays): ρ_j's terms other than u|ŝ_j|
-    with |k_j| and rad(k_j) at their maximum over the keys, plus exp's error, with a relative slack of 10⁻⁶
-    that covers the rounding of both this sum and ρ_j's own (each within γ_{d+2} of the exact sum of
-    non-negatives)."""
+    """R of blocked_bound's docstring, per query [.. query] (NumPy arrays): ρ_j's terms other than
+    u|ŝ_j| with |k_j| and rad(k_j) at their maximum over the keys, plus exp's error, with a relative
+    slack of 10⁻⁶ that covers the rounding of both this sum and ρ_j's own (each within γ_{d+2} of
+    the exact sum of non-negatives)."""
     d = qm.shape[-1]
     k_abs = np.abs(km).max(axis=-2)[..., None, :]  # [.. 1 d]
     k_rad = kr.max(axis=-2)[..., None, :]
@@ -217,9 +255,9 @@ def query_slack(qm, qr, km, kr) -> np.ndarray:
 
 
 def scores_tame(qm, km) -> bool:
-    """Whether every float score q_i·k_j is finite with |ŝ| < 2^40, shown from Σ_d |q_id| max_j |k_jd| <
-    2^39 (the float dot product is within a factor 1 + γ_d of its exact value), for NumPy arrays; NaN or
-    ±inf in q or k fails the test. Saves a scan of every score block."""
+    """Whether every float score q_i·k_j is finite with |ŝ| < 2^40, shown from Σ_d |q_id| max_j
+    |k_jd| < 2^39 (the float dot product is within a factor 1 + γ_d of its exact value), for NumPy
+    arrays; NaN or ±inf in q or k fails the test. Saves a scan of every score block."""
     with np.errstate(invalid="ignore", over="ignore"):
         return bool(np.all(np.abs(qm) @ np.abs(km).max(axis=-2)[..., None] < 2.0**39))
 
@@ -229,7 +267,8 @@ class Head(NamedTuple):
 
     q: tuple  # (mid, rad) [batch query d]
     k: tuple  # (mid, rad) [batch key d]
-    values: tuple  # (mid, rad) [batch·key + 1, d_value]: v flattened over the batch, then a row of zeros
+    # (mid, rad) [batch·key + 1, d_value]: v flattened over the batch, then a row of zeros
+    values: tuple
     # (rad None where v has none)
     v_max: Array  # [batch d_value] max_j |v_j| + rad(v_j)
     terms: Terms
@@ -238,22 +277,24 @@ class Head(NamedTuple):
 
 def blocked_bound(host, box, mask: str):
     """Bounds (mid, rad) [.. query d_value] on softmax(q kᵀ) v for q, k, v given as (mid, rad) pairs
-    [.. pos d] — `host` NumPy arrays, `box` the same values as arrays of the kind to compute with — and
-    `mask` "causal" or "full": the bound of dense_bound, computed per query block (blocks.query_blocks).
+    [.. pos d] — `host` NumPy arrays, `box` the same values as arrays of the kind to compute with —
+    and `mask` "causal" or "full": the bound of dense_bound, computed per query block
+    (blocks.query_blocks).
 
-    In a block, the float scores and their maximum are computed as there. Which keys are near needs ρ_j,
-    but a cheap per-query bound decides most keys without it: every ρ_j ≤ u(1 + 2·SAFETY)|ŝ_j| + R, with R
-    the query's terms of ρ with every |k_j| and rad(k_j) replaced by their maximum over the keys (and a
-    relative slack for the rounding of both sums: query_slack). So a key with ŝ_j < FAR_BLOCKED − 2 − R has
-    ŝ_j + ρ_j < FAR_BLOCKED − 1: it is far, and is counted without computing ρ_j or its exponential. The
-    remaining candidates get the exact ρ_j and the near test of the dense bound (with the cut FAR_BLOCKED);
-    their weights are gathered into [row, m] arrays (m the most near keys of a row, padded with weight 0
-    and value 0) and bounded by the same weight_error and value sums, with the rounding factors of m-term
-    sums. The normalisation θ is the dense bound's (its visible key count). The far keys of a row weigh
-    less than e^(FAR_BLOCKED + ρ_top) each against its top key (ŝ = 0, its exponent error at most the row's
-    largest ρ, capped at RHO_CAP as larger rows are unbounded anyway), an absolute term 2·max|v| each.
-    A block falls back to dense_bound on its visible keys when a score is not finite or above 2^40, R is
-    not finite or above RHO_CAP, or more than SPARSE_SHARE of its keys are candidates (flat heads)."""
+    In a block, the float scores and their maximum are computed as there. Which keys are near needs
+    ρ_j, but a cheap per-query bound decides most keys without it: every ρ_j ≤ u(1 + 2·SAFETY)|ŝ_j|
+    + R, with R the query's terms of ρ with every |k_j| and rad(k_j) replaced by their maximum over
+    the keys (and a relative slack for the rounding of both sums: query_slack). So a key with ŝ_j <
+    FAR_BLOCKED − 2 − R has ŝ_j + ρ_j < FAR_BLOCKED − 1: it is far, and is counted without computing
+    ρ_j or its exponential. The remaining candidates get the exact ρ_j and the near test of the
+    dense bound (with the cut FAR_BLOCKED); their weights are gathered into [row, m] arrays (m the
+    most near keys of a row, padded with weight 0 and value 0) and bounded by the same weight_error
+    and value sums, with the rounding factors of m-term sums. The normalisation θ is the dense
+    bound's (its visible key count). The far keys of a row weigh less than e^(FAR_BLOCKED + ρ_top)
+    each against its top key (ŝ = 0, its exponent error at most the row's largest ρ, capped at
+    RHO_CAP as larger rows are unbounded anyway), an absolute term 2·max|v| each. A block falls back
+    to dense_bound on its visible keys when a score is not finite or above 2^40, R is not finite or
+    above RHO_CAP, or more than SPARSE_SHARE of its keys are candidates (flat heads)."""
     (qm, qr), (km, kr), (vm, vr) = host
     (tqm, tqr), (tkm, tkr), (tvm, tvr) = box
     ops = array_ops(tqm)
@@ -299,7 +340,8 @@ def blocked_bound(host, box, mask: str):
 
 
 def dense_block(host, box, rows: slice, keys: int, causal: bool):
-    """dense_bound for the queries `rows` of blocked_bound's boxes over the keys 0..keys−1 they see."""
+    """dense_bound for the queries `rows` of blocked_bound's boxes over the keys 0..keys−1 they
+    see."""
     (qm, qr), (km, kr), (_, vr) = host
     (tqm, tqr), (tkm, tkr), (tvm, tvr) = box
     xp, device = array_ops(tqm).xp, device_of(tqm)
@@ -314,19 +356,28 @@ def dense_block(host, box, rows: slice, keys: int, causal: bool):
         (tkm[..., :keys, :], tkr[..., :keys, :]),
         (tvm[..., :keys, :], tvr[..., :keys, :]),
         allowed,
-        terms_of(qm[..., rows, :], qr[..., rows, :], km[..., :keys, :], kr[..., :keys, :], vr[..., :keys, :]),
+        terms_of(
+            qm[..., rows, :],
+            qr[..., rows, :],
+            km[..., :keys, :],
+            kr[..., :keys, :],
+            vr[..., :keys, :],
+        ),
     )
 
 
 def sparse_block(s_hat: Array, head: Head, slack: Array, start: int, causal: bool, visible: int):
-    """blocked_bound for one query block from its float scores s_hat [batch block key] (consumed), or None
-    where the block must be bounded densely (blocked_bound's docstring); `slack` [batch block] is R, all ≤
-    RHO_CAP, `visible` the block's visible (query, key) pairs."""
+    """blocked_bound for one query block from its float scores s_hat [batch block key] (consumed),
+    or None where the block must be bounded densely (blocked_bound's docstring); `slack` [batch
+    block] is R, all ≤ RHO_CAP, `visible` the block's visible (query, key) pairs."""
     ops = array_ops(s_hat)
     xp = ops.xp
     (qm, qr), (km, kr) = head.q, head.k
-    # NaN or ±inf anywhere shows in the min or the max; |s| < 2^40 keeps top + cut within 10⁻³ of exact
-    if not (head.tame or (abs(float(xp.min(s_hat))) < 2.0**40 and abs(float(xp.max(s_hat))) < 2.0**40)):
+    # NaN or ±inf anywhere shows in the min or the max; |s| < 2^40 keeps top + cut within 10⁻³ of
+    # exact
+    if not (
+        head.tame or (abs(float(xp.min(s_hat))) < 2.0**40 and abs(float(xp.max(s_hat))) < 2.0**40)
+    ):
         return None
     batch, block, keys = s_hat.shape
     if causal:
@@ -341,10 +392,14 @@ def sparse_block(s_hat: Array, head: Head, slack: Array, start: int, causal: boo
     s_c = ops.take_rows(xp.reshape(s_hat, (-1,)), flat) - ops.take_rows(xp.reshape(top, (-1,)), row)
     rho = xp.abs(s_c) * U  # ρ_j exactly as the dense bound computes it, from ŝ = fl(s − top)
     terms = head.terms
-    if terms.inexact or terms.k_rad or terms.q_rad:  # the other terms need each candidate's q and k rows
+    if (
+        terms.inexact or terms.k_rad or terms.q_rad
+    ):  # the other terms need each candidate's q and k rows
         d = qm.shape[-1]
         k_flat = (row // block) * km.shape[-2] + key
-        q_abs = xp.abs(ops.take_rows(xp.reshape(qm[:, start : start + block], (-1, d)), row))  # [cand. d]
+        q_abs = xp.abs(
+            ops.take_rows(xp.reshape(qm[:, start : start + block], (-1, d)), row)
+        )  # [cand. d]
         k_abs = xp.abs(ops.take_rows(xp.reshape(km, (-1, d)), k_flat))
         if terms.inexact:
             rho += gamma(d + 1) * ops.row_dots(q_abs, k_abs)
@@ -363,7 +418,9 @@ def sparse_block(s_hat: Array, head: Head, slack: Array, start: int, causal: boo
     rows, device = batch * block, device_of(s_hat)
     counts = ops.bincount(row, rows)
     width = max(1, int(xp.max(counts)))
-    slot = xp.arange(row.shape[0], device=device) - ops.take_rows(xp.cumulative_sum(counts) - counts, row)
+    slot = xp.arange(row.shape[0], device=device) - ops.take_rows(
+        xp.cumulative_sum(counts) - counts, row
+    )
     s_pad = xp.full((rows, width), -math.inf, dtype=xp.float64, device=device)
     rho_pad = xp.zeros((rows, width), dtype=xp.float64, device=device)
     n_values = head.values[0].shape[0] - 1  # padding slots read the row of zeros after the values
@@ -373,8 +430,11 @@ def sparse_block(s_hat: Array, head: Head, slack: Array, start: int, causal: boo
     ops.scatter_(value_row, (row, slot), (row // block) * (n_values // batch) + key)
     bad = xp.zeros(rows, dtype=xp.bool, device=device)
     ops.scatter_(bad, row[rho > RHO_CAP], True)
-    # a far key's weight against the top key's (ŝ = 0, exponent error ≤ the row's largest ρ): e^(F + ρ)
-    far_weight = xp.exp(FAR_BLOCKED + xp.minimum(xp.max(rho_pad, axis=-1), RHO_CAP)) * (1 + 2.0**-40)
+    # a far key's weight against the top key's (ŝ = 0, exponent error ≤ the row's largest ρ): e^(F +
+    # ρ)
+    far_weight = xp.exp(FAR_BLOCKED + xp.minimum(xp.max(rho_pad, axis=-1), RHO_CAP)) * (
+        1 + 2.0**-40
+    )
     alpha = xp.exp(s_pad)
     alpha /= xp.sum(alpha, axis=-1, keepdims=True)  # α̂ [row m]
     seen = (

@@ -1,7 +1,7 @@
-"""Running a model against a task's reference and certifying what it does: evaluate (any model on a token
-batch: emulated, exact or proven outputs, chunked and threaded), certificate (what a certificate reports),
-certify (certify_model: the float, rigorous and exact passes over a streamed input set, and the smallest
-precision that is proven right).
+"""Running a model against a task's reference and certifying what it does: evaluate (any model on a
+token batch: emulated, exact or proven outputs, chunked and threaded), certificate (what a
+certificate reports), certify (certify_model: the float, rigorous and exact passes over a streamed
+input set, and the smallest precision that is proven right).
 """
 
 from headcount.core.certify.certificate import Certificate, Counterexample, Rejection

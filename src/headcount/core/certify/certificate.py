@@ -1,7 +1,8 @@
 """What certify_model reports, and the running tally it fills while it streams the inputs.
 
-A reference may answer IGNORE at a position that is not scored (the hop-count token of the k-hop layout,
-headcount.induction.layouts): such a position is never counted, never wrong and never open (settled).
+A reference may answer IGNORE at a position that is not scored (the hop-count token of the k-hop
+layout, headcount.induction.layouts): such a position is never counted, never wrong and never open
+(settled).
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ from headcount.core.model import token_text
 InputStream = Callable[[], Iterator[tuple[str, np.ndarray]]]
 Reference = Callable[[np.ndarray], np.ndarray]
 MAX_BITS = 60
-IGNORE = -3  # a reference's answer at a position not scored (module docstring); BOTTOM is -1, OTHER -2
+IGNORE = (
+    -3
+)  # a reference's answer at a position not scored (module docstring); BOTTOM is -1, OTHER -2
 
 
 @dataclass(frozen=True)
 class Counterexample:
-    """The first input the float64 model answers wrongly: `input` (tokens), the 1-based `position`, the
-    reference's answer `expected` and the model's `model_output` (both as printed: a token or ⊥)."""
+    """The first input the float64 model answers wrongly: `input` (tokens), the 1-based `position`,
+    the reference's answer `expected` and the model's `model_output` (both as printed: a token or
+    ⊥)."""
 
     family: str
     input: tuple[int, ...]
@@ -44,8 +48,8 @@ class Counterexample:
 
 @dataclass(frozen=True)
 class Rejection:
-    """Why precision p was rejected: the exact fixed:p model is proven to answer `got` instead of `expected`
-    at `position` of `input` (for a causal model, the prefix up to that position)."""
+    """Why precision p was rejected: the exact fixed:p model is proven to answer `got` instead of
+    `expected` at `position` of `input` (for a causal model, the prefix up to that position)."""
 
     p: int
     family: str | None
@@ -67,16 +71,18 @@ class Rejection:
 
 @dataclass(frozen=True)
 class Certificate:
-    """What certify_model found (module docstring): counts of the float64 pass, the precision search and
-    its rejections, the proof at `precision_bits`, and the IEEE dtypes with zero errors.
+    """What certify_model found (module docstring): counts of the float64 pass, the precision search
+    and its rejections, the proof at `precision_bits`, and the IEEE dtypes with zero errors.
 
-    Two separate verdicts, and one rule that joins them (`certified`, checked here and nowhere else):
+    Two separate verdicts, and one rule that joins them (`certified`, checked here and nowhere
+    else):
 
     * `errors` — the float64 model's errors on the inputs checked (a float64 evaluation: "checked");
-    * `proven_at_precision_bits` — the exact fixed:p model, p = precision_bits, is proven right at every
-      position of the inputs checked (rigorous bounds or the exact evaluator; no position left open);
-    * `certified` = proven_at_precision_bits and errors == 0: the model is right on the inputs checked
-      both as the seed's fixed:p model (proven) and as the float64 model it is run as."""
+    * `proven_at_precision_bits` — the exact fixed:p model, p = precision_bits, is proven right at
+      every position of the inputs checked (rigorous bounds or the exact evaluator; no position left
+      open);
+    * `certified` = proven_at_precision_bits and errors == 0: the model is right on the inputs
+      checked both as the seed's fixed:p model (proven) and as the float64 model it is run as."""
 
     inputs_checked: int = 0
     positions_checked: int = 0
@@ -104,7 +110,9 @@ class Certificate:
     def accuracy(self) -> float:
         """Share of non-⊥ target positions answered right in float64."""
         token_positions = self.positions_checked - self.bottom_positions
-        return 1.0 if token_positions == 0 else (token_positions - self.errors_token) / token_positions
+        return (
+            1.0 if token_positions == 0 else (token_positions - self.errors_token) / token_positions
+        )
 
     @property
     def accuracy_bottom(self) -> float:
@@ -114,7 +122,8 @@ class Certificate:
         return (self.bottom_positions - self.errors_bottom) / self.bottom_positions
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON form (derived accuracies and dtype flags included; seconds to the millisecond)."""
+        """The JSON form (derived accuracies and dtype flags included; seconds to the
+        millisecond)."""
         return {
             "inputs_checked": self.inputs_checked,
             "positions_checked": self.positions_checked,
@@ -143,7 +152,8 @@ class Certificate:
 
 @dataclass
 class Tally:
-    """certify_model's running counts while the passes stream the inputs (frozen into a Certificate)."""
+    """certify_model's running counts while the passes stream the inputs (frozen into a
+    Certificate)."""
 
     inputs_checked: int = 0
     positions_checked: int = 0
@@ -163,8 +173,8 @@ class Tally:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def count(self, family: str, tokens: np.ndarray, target: np.ndarray, got: np.ndarray) -> None:
-        """Pass 1 on one chunk: float64 errors, per family, and the first counterexample (IGNORE positions
-        are not counted)."""
+        """Pass 1 on one chunk: float64 errors, per family, and the first counterexample (IGNORE
+        positions are not counted)."""
         scored = target != IGNORE
         got = settled(target, got)[0]
         wrong = got != target
@@ -203,15 +213,18 @@ class Tally:
 def settled(
     target: np.ndarray, got: np.ndarray, proven: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """(got, proven) with every IGNORE position of `target` answered as the target and proven: an ignored
-    position is never wrong and never open. The arrays themselves when nothing is ignored."""
+    """(got, proven) with every IGNORE position of `target` answered as the target and proven: an
+    ignored position is never wrong and never open. The arrays themselves when nothing is
+    ignored."""
     ignored = target == IGNORE
     if not ignored.any():
         return got, proven
     return np.where(ignored, target, got), None if proven is None else proven | ignored
 
 
-def _counterexample(tokens: np.ndarray, target: np.ndarray, got: np.ndarray, family: str) -> Counterexample:
+def _counterexample(
+    tokens: np.ndarray, target: np.ndarray, got: np.ndarray, family: str
+) -> Counterexample:
     row, pos = map(int, np.argwhere(target != got)[0])
     return Counterexample(
         family,
@@ -228,7 +241,12 @@ def show_progress(label: str, done: int) -> None:
 
 
 def rejection(
-    p: int, tokens: np.ndarray, target: np.ndarray, got: np.ndarray, wrong: np.ndarray, family: str | None
+    p: int,
+    tokens: np.ndarray,
+    target: np.ndarray,
+    got: np.ndarray,
+    wrong: np.ndarray,
+    family: str | None,
 ) -> Rejection:
     row, pos = map(int, np.argwhere(wrong)[0])
     return Rejection(

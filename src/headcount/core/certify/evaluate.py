@@ -1,14 +1,16 @@
-"""Run any model (weight form or one-layer table form) on a token batch. Chunks the batch to bound memory.
+"""Run any model (weight form or one-layer table form) on a token batch. Chunks the batch to bound
+memory.
 
-* ``emulate`` — the float evaluation of a precision mode: IEEE dtypes as the type computes, fixed:p as
-  float64 with the rounding points applied to float64 values (fast; can miss the exact rounding of a value
-  that float64 puts on a tie or the clip).
-* ``certified_predict`` — outputs and where the rigorous bounds (headcount.core.passes.bounds) prove them.
-* ``fixed_predict`` — the seed's fixed:p model exactly: proven by the bounds where they decide, else by the
-  exact evaluator (headcount.core.passes.exact_fixed: rationals at every rounding point, Arb balls and an exact tie test
-  for softmax outputs), within a work limit.
-* ``predict`` — what a user means by "the model's output in mode prec": ``fixed_predict`` for fixed:p
-  (no work limit), the float evaluation otherwise.
+* ``emulate`` — the float evaluation of a precision mode: IEEE dtypes as the type computes, fixed:p
+  as float64 with the rounding points applied to float64 values (fast; can miss the exact rounding
+  of a value that float64 puts on a tie or the clip).
+* ``certified_predict`` — outputs and where the rigorous bounds (headcount.core.passes.bounds) prove
+  them.
+* ``fixed_predict`` — the seed's fixed:p model exactly: proven by the bounds where they decide, else
+  by the exact evaluator (headcount.core.passes.exact_fixed: rationals at every rounding point, Arb
+  balls and an exact tie test for softmax outputs), within a work limit.
+* ``predict`` — what a user means by "the model's output in mode prec": ``fixed_predict`` for
+  fixed:p (no work limit), the float evaluation otherwise.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def output_classes(model: Model) -> int:
 
 
 def chunk_rows(model: Model, n: int) -> int:
-    """Sequences of length n per chunk: the score tensor or the logits, whichever is wider, fits a chunk."""
+    """Sequences of length n per chunk: the score tensor or the logits, whichever is wider, fits a
+    chunk."""
     return rows_per_chunk(n, max(model.d_model, output_classes(model)))
 
 
@@ -71,10 +74,10 @@ _blas_lock = threading.Lock()
 
 @contextmanager
 def _single_threaded_blas() -> Iterator[None]:
-    """BLAS (OpenBLAS, numpy's and scipy's) on one thread while the chunk workers run: the workers fill
-    the cores, and BLAS's own threads on top of them spin against each other (measured: the blocked
-    rigorous pass at n = 4096 ran 1.8× slower with OpenBLAS's 2 threads in each of 2 workers on 2 cores).
-    Counted, so overlapping callers restore the limit only when the last one leaves."""
+    """BLAS (OpenBLAS, numpy's and scipy's) on one thread while the chunk workers run: the workers
+    fill the cores, and BLAS's own threads on top of them spin against each other (measured: the
+    blocked rigorous pass at n = 4096 ran 1.8× slower with OpenBLAS's 2 threads in each of 2 workers
+    on 2 cores). Counted, so overlapping callers restore the limit only when the last one leaves."""
     with _blas_lock:
         if _blas["users"] == 0:
             controller = _blas.get("controller") or ThreadpoolController()
@@ -91,10 +94,11 @@ def _single_threaded_blas() -> Iterator[None]:
 
 
 def _map_chunks(fn: Callable[[np.ndarray], object], parts: list[np.ndarray]) -> list:
-    """fn over the chunks, on WORKERS threads: NumPy releases the GIL in its kernels, so chunks overlap.
-    Each task runs in a copy of the caller's context, so np.errstate and the like carry over."""
-    # under the torch backend torch's own threads (or the GPU) do the work: one chunk at a time, so two
-    # thread teams never compete for the cores
+    """fn over the chunks, on WORKERS threads: NumPy releases the GIL in its kernels, so chunks
+    overlap. Each task runs in a copy of the caller's context, so np.errstate and the like carry
+    over."""
+    # under the torch backend torch's own threads (or the GPU) do the work: one chunk at a time, so
+    # two thread teams never compete for the cores
     if len(parts) <= 1 or WORKERS == 1 or not chunk_threads_help():
         return [fn(part) for part in parts]
     caller = contextvars.copy_context()
@@ -103,15 +107,18 @@ def _map_chunks(fn: Callable[[np.ndarray], object], parts: list[np.ndarray]) -> 
 
 
 def emulate(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
-    """Outputs [batch pos] (tokens, BOTTOM for ⊥) of the float evaluation of mode `prec` (see the module
-    docstring)."""
+    """Outputs [batch pos] (tokens, BOTTOM for ⊥) of the float evaluation of mode `prec` (see the
+    module docstring)."""
     tokens = check_tokens(model, tokens)
     if len(tokens) == 0:
         return np.zeros(tokens.shape, dtype=np.int64)
     parts = prefix_parts(model, tokens)
     if parts is not None:  # each distinct prefix once (core.passes.prefix)
         outs = _map_chunks(
-            lambda part: model.decoder.decode(prefix_residual_stream(model, part[0], prec, part[1])), parts
+            lambda part: model.decoder.decode(
+                prefix_residual_stream(model, part[0], prec, part[1])
+            ),
+            parts,
         )
         return np.concatenate(outs)
     residual = table_residual if isinstance(model, OneLayerTable) else residual_stream
@@ -125,11 +132,15 @@ PREFIX_ROWS = 1 << 15  # rows per prefix pass (its [rows n d_model] output is he
 
 
 def prefix_parts(model: Model, tokens: np.ndarray) -> list[tuple[np.ndarray, PrefixTrie]] | None:
-    """The batch in consecutive parts with their prefix tries, when every part pays for a prefix pass (a
-    causal weight-form model on rows that share prefixes, as an exhaustive enumeration's do: core.passes.prefix);
-    else None. At most PREFIX_ROWS rows a part, and one part per worker thread from 4096 rows. Never under
-    the reference algorithm."""
-    if current_algorithm() == "reference" or not isinstance(model, Transformer) or model.mask != "causal":
+    """The batch in consecutive parts with their prefix tries, when every part pays for a prefix
+    pass (a causal weight-form model on rows that share prefixes, as an exhaustive enumeration's do:
+    core.passes.prefix); else None. At most PREFIX_ROWS rows a part, and one part per worker thread
+    from 4096 rows. Never under the reference algorithm."""
+    if (
+        current_algorithm() == "reference"
+        or not isinstance(model, Transformer)
+        or model.mask != "causal"
+    ):
         return None
     count = max(-(-len(tokens) // PREFIX_ROWS), WORKERS if len(tokens) >= 4096 else 1)
     parts = []
@@ -141,10 +152,12 @@ def prefix_parts(model: Model, tokens: np.ndarray) -> list[tuple[np.ndarray, Pre
     return parts
 
 
-def attention_patterns(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> list[np.ndarray]:
-    """Each layer's attention weights [batch heads query key] on a token batch, in mode `prec` (float64 by
-    default): what every head attends to, for analysis (the same pass as emulate). A table model has one
-    layer, its weights from the tables Q̃, K̃."""
+def attention_patterns(
+    model: Model, tokens: np.ndarray, prec: Precision = FLOAT64
+) -> list[np.ndarray]:
+    """Each layer's attention weights [batch heads query key] on a token batch, in mode `prec`
+    (float64 by default): what every head attends to, for analysis (the same pass as emulate). A
+    table model has one layer, its weights from the tables Q̃, K̃."""
     tokens = check_tokens(model, tokens)
     per_chunk = []
     for part in _chunks(model, tokens, shrink=max(1, sum(model.heads_per_layer))):
@@ -159,7 +172,9 @@ def attention_patterns(model: Model, tokens: np.ndarray, prec: Precision = FLOAT
     return [np.concatenate([chunk[l] for chunk in per_chunk]) for l in range(len(model.layers))]
 
 
-def certified_predict(model: Model, tokens: np.ndarray, prec: Precision) -> tuple[np.ndarray, np.ndarray]:
+def certified_predict(
+    model: Model, tokens: np.ndarray, prec: Precision
+) -> tuple[np.ndarray, np.ndarray]:
     """(outputs, certified): outputs of the real-arithmetic model with the rounding points of `prec`
     (fixed:p or exact) and where they are proven (rigorous bounds), [batch pos] each."""
     if prec.kind not in ("fixed", "exact"):
@@ -185,21 +200,26 @@ def certified_predict(model: Model, tokens: np.ndarray, prec: Precision) -> tupl
         finite = np.isfinite(mid).all(axis=-1) & np.isfinite(rad).all(axis=-1)
         return out, proven & finite
 
-    chunks = list(_chunks(model, tokens, shrink=4)) if parts is None else [part for part, _ in parts]
+    chunks = (
+        list(_chunks(model, tokens, shrink=4)) if parts is None else [part for part, _ in parts]
+    )
     results = _map_chunks(decide, chunks)
     out, proven = np.concatenate([r[0] for r in results]), np.concatenate([r[1] for r in results])
     return out, proven
 
 
 def predict(model: Model, tokens: np.ndarray, prec: Precision = FLOAT64) -> np.ndarray:
-    """Outputs [batch pos] (tokens, BOTTOM for ⊥) of the model in mode `prec`: for fixed:p the seed's
-    semantics exactly (fixed_predict, no work limit), otherwise the evaluation in that type."""
+    """Outputs [batch pos] (tokens, BOTTOM for ⊥) of the model in mode `prec`: for fixed:p the
+    seed's semantics exactly (fixed_predict, no work limit), otherwise the evaluation in that
+    type."""
     if prec.kind != "fixed":
         return emulate(model, tokens, prec)
     return fixed_predict(model, tokens, prec.bits, budget=WorkBudget(None))[0]
 
 
-EXACT_WORK_LIMIT = 5 * 10**7  # score entries (inputs × heads × queries × keys) the exact evaluator may do
+EXACT_WORK_LIMIT = (
+    5 * 10**7
+)  # score entries (inputs × heads × queries × keys) the exact evaluator may do
 
 
 @dataclass
@@ -218,8 +238,8 @@ class WorkBudget:
 
 
 def exact_work(model: Model, positions: int) -> int:
-    """Score entries the exact evaluator computes for one input up to `positions` positions (the full mask
-    needs every position)."""
+    """Score entries the exact evaluator computes for one input up to `positions` positions (the
+    full mask needs every position)."""
     m = model.n_ctx if model.mask == "full" else positions
     return max(1, sum(model.heads_per_layer)) * m * m
 
@@ -232,15 +252,19 @@ def fixed_predict(
     budget: WorkBudget | None = None,
     proven_in: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(outputs, decided) [batch pos] of the exact fixed:p model: rigorous bounds first, then the exact
-    evaluator on the positions they leave open, input by input while `budget` lasts (default: a fresh
-    EXACT_WORK_LIMIT). Where `decided` is False the output is the bounds' midpoint guess, not proven.
-    `proven_in` passes a certified_predict result already computed for these tokens."""
+    """(outputs, decided) [batch pos] of the exact fixed:p model: rigorous bounds first, then the
+    exact evaluator on the positions they leave open, input by input while `budget` lasts (default:
+    a fresh EXACT_WORK_LIMIT). Where `decided` is False the output is the bounds' midpoint guess,
+    not proven. `proven_in` passes a certified_predict result already computed for these tokens."""
     tokens = check_tokens(model, tokens)
     budget = WorkBudget() if budget is None else budget
-    out, decided = proven_in if proven_in is not None else certified_predict(model, tokens, fixed(bits))
+    out, decided = (
+        proven_in if proven_in is not None else certified_predict(model, tokens, fixed(bits))
+    )
     out, decided = out.copy(), decided.copy()
-    if exact_supported(model) is not None:  # GPT-2 parts: the bounds decide alone, the rest stays open
+    if (
+        exact_supported(model) is not None
+    ):  # GPT-2 parts: the bounds decide alone, the rest stays open
         return out, decided
     for row in np.flatnonzero(~decided.all(axis=1)):
         open_positions = np.flatnonzero(~decided[row])

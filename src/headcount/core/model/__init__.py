@@ -1,6 +1,7 @@
-"""The formal model as data (seed 000 §2): the weight form (Transformer and its parts), the one-layer table
-form, the decoders ψ_out (linear; "vocab" for imported models), the output symbols, and the model file
-format. It depends on core.numbers and core.attention only: a pass over a model lives in core.passes.
+"""The formal model as data (seed 000 §2): the weight form (Transformer and its parts), the
+one-layer table form, the decoders ψ_out (linear; "vocab" for imported models), the output symbols,
+and the model file format. It depends on core.numbers and core.attention only: a pass over a model
+lives in core.passes.
 """
 
 from headcount.core.model.files import load_model, save_model

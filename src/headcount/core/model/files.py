@@ -1,9 +1,10 @@
-"""Model files of the weight form and the table form: one safetensors file, weights as float64 tensors, the
-model's JSON config in the safetensors metadata under the key "headcount". Loading never executes code (no
-pickle) and is bounded (headcount.common.files). Tensor names: W_E, W_pos, layers.{l}.heads.{h}.{W_Q,W_K,W_V,
-W_O,b_Q,b_K,b_V}, layers.{l}.{b_O,ln1.w,ln1.b,ln2.w,ln2.b}, layers.{l}.mlp.{W_in,b_in,W_out,b_out},
-ln_final.{w,b}, decoder.{name} (the optional parts only where the config's layer entry says so).
-Writes are atomic (temporary file in the same folder, then rename).
+"""Model files of the weight form and the table form: one safetensors file, weights as float64
+tensors, the model's JSON config in the safetensors metadata under the key "headcount". Loading
+never executes code (no pickle) and is bounded (headcount.common.files). Tensor names: W_E, W_pos,
+layers.{l}.heads.{h}.{W_Q,W_K,W_V, W_O,b_Q,b_K,b_V}, layers.{l}.{b_O,ln1.w,ln1.b,ln2.w,ln2.b},
+layers.{l}.mlp.{W_in,b_in,W_out,b_out}, ln_final.{w,b}, decoder.{name} (the optional parts only
+where the config's layer entry says so). Writes are atomic (temporary file in the same folder, then
+rename).
 """
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ from headcount.core.model.transformer import (
 
 VERSION = 1
 SUPPORTED_VERSIONS = (1,)  # the versions of FORMAT and TABLE_FORMAT this headcount reads
-MAX_LAYERS = 256  # layers of a weight-form model: headcount's constructions have 2, trained models ≤ 8
+MAX_LAYERS = (
+    256  # layers of a weight-form model: headcount's constructions have 2, trained models ≤ 8
+)
 
 __all__ = ["FORMAT", "TABLE_FORMAT", "ModelFileError", "load_model", "read_config", "save_model"]
 
@@ -61,8 +64,8 @@ def _ln_tensors(prefix: str, ln: LayerNorm | None) -> dict[str, np.ndarray]:
 
 
 def _layer_entry(l: int, layer: Layer, tensors: dict[str, np.ndarray]) -> dict[str, Any]:
-    """The config entry of layer l (the optional GPT-2 parts only where used: plain models' files are
-    unchanged), its tensors added to `tensors`."""
+    """The config entry of layer l (the optional GPT-2 parts only where used: plain models' files
+    are unchanged), its tensors added to `tensors`."""
     entry: dict[str, Any] = {"heads": len(layer.heads), "mlp": layer.mlp is not None}
     biased = any(head.has_bias for head in layer.heads)
     for h, head in enumerate(layer.heads):
@@ -75,7 +78,9 @@ def _layer_entry(l: int, layer: Layer, tensors: dict[str, np.ndarray]) -> dict[s
                 ("b_V", head.W_V.shape[1]),
             ):
                 value = getattr(head, name)
-                tensors[f"layers.{l}.heads.{h}.{name}"] = np.zeros(width) if value is None else value
+                tensors[f"layers.{l}.heads.{h}.{name}"] = (
+                    np.zeros(width) if value is None else value
+                )
     if layer.mlp is not None:
         for name in _MLP_TENSORS:
             tensors[f"layers.{l}.mlp.{name}"] = getattr(layer.mlp, name)
@@ -101,14 +106,24 @@ def save_model(model: Transformer | OneLayerTable, path: str | os.PathLike) -> N
     decoder_cfg = {"kind": model.decoder.kind, "config": model.decoder.config()}
     decoder_tensors = {f"decoder.{k}": v for k, v in model.decoder.tensors().items()}
     if isinstance(model, OneLayerTable):
-        config = {"format": TABLE_FORMAT, "version": VERSION, "mask": model.mask, "decoder": decoder_cfg}
+        config = {
+            "format": TABLE_FORMAT,
+            "version": VERSION,
+            "mask": model.mask,
+            "decoder": decoder_cfg,
+        }
         config["info"] = model.info
         tables = {"embed": model.embed, "Q": model.Q, "K": model.K, "V": model.V}
         _write(tables | decoder_tensors, config, path)
         return
     tensors: dict[str, np.ndarray] = {"W_E": model.W_E, "W_pos": model.W_pos}
     layers_cfg = [_layer_entry(l, layer, tensors) for l, layer in enumerate(model.layers)]
-    config: dict[str, Any] = {"format": FORMAT, "version": VERSION, "mask": model.mask, "layers": layers_cfg}
+    config: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "mask": model.mask,
+        "layers": layers_cfg,
+    }
     if model.ln_final is not None:
         config["ln_final"] = {"eps": model.ln_final.eps}
         tensors |= _ln_tensors("ln_final", model.ln_final)
@@ -116,7 +131,8 @@ def save_model(model: Transformer | OneLayerTable, path: str | os.PathLike) -> N
     _write(tensors | decoder_tensors, config, path)
 
 
-# --- loading weight-form and table-form models -----------------------------------------------------------
+# --- loading weight-form and table-form models
+# -----------------------------------------------------------
 
 _MODEL = "headcount"
 _HEAD_TENSORS = ("W_Q", "W_K", "W_V", "W_O")
@@ -126,8 +142,8 @@ _MLP_TENSORS = ("W_in", "b_in", "W_out", "b_out")
 
 @dataclass(frozen=True)
 class _LayerSpec:
-    """What a config's layer entry says: head count, MLP (and its activation), and the optional GPT-2 parts
-    (LayerNorm eps values, biases, attention scale)."""
+    """What a config's layer entry says: head count, MLP (and its activation), and the optional
+    GPT-2 parts (LayerNorm eps values, biases, attention scale)."""
 
     heads: int
     mlp: bool
@@ -145,7 +161,10 @@ class _LayerSpec:
         names += [f"layers.{l}.mlp.{t}" for t in _MLP_TENSORS if self.mlp]
         names += [f"layers.{l}.b_O"] if self.b_O else []
         names += [
-            f"layers.{l}.{ln}.{t}" for ln in ("ln1", "ln2") if getattr(self, ln) is not None for t in "wb"
+            f"layers.{l}.{ln}.{t}"
+            for ln in ("ln1", "ln2")
+            if getattr(self, ln) is not None
+            for t in "wb"
         ]
         return names
 
@@ -155,40 +174,58 @@ def _eps(entry: Any, what: str, path) -> float:
     eps = entry.get("eps") if isinstance(entry, dict) else None
     if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (0 < eps < math.inf):
         raise invalid(
-            path, _MODEL, f'{what} must be an object {{"eps": a positive number}}, got {short_repr(entry)}'
+            path,
+            _MODEL,
+            f'{what} must be an object {{"eps": a positive number}}, got {short_repr(entry)}',
         )
     return float(eps)
 
 
 def _layer_spec(l: int, layer: Any, path) -> _LayerSpec:
     if not isinstance(layer, dict):
-        raise invalid(path, _MODEL, f"layer {l} must be a {{heads, mlp}} object, got {short_repr(layer)}")
+        raise invalid(
+            path, _MODEL, f"layer {l} must be a {{heads, mlp}} object, got {short_repr(layer)}"
+        )
     heads = config_int(layer, "heads", path, _MODEL, 0, MAX_HEADS_PER_LAYER)
     flags = {}
     for key in ("mlp", "head_biases", "b_O"):
         flags[key] = layer.get(key, False)
         if not isinstance(flags[key], bool):
             raise invalid(
-                path, _MODEL, f"layer {l}: {key!r} must be true or false, got {short_repr(flags[key])}"
+                path,
+                _MODEL,
+                f"layer {l}: {key!r} must be true or false, got {short_repr(flags[key])}",
             )
     activation = layer.get("activation", "relu")
     if activation not in ACTIVATIONS or (activation != "relu" and not flags["mlp"]):
         raise invalid(
-            path, _MODEL, f"layer {l}: 'activation' must be one of {list(ACTIVATIONS)} on an MLP layer"
+            path,
+            _MODEL,
+            f"layer {l}: 'activation' must be one of {list(ACTIVATIONS)} on an MLP layer",
         )
     scale = layer.get("attn_scale", 1.0)
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
         raise invalid(
-            path, _MODEL, f"layer {l}: 'attn_scale' must be a finite number, got {short_repr(scale)}"
+            path,
+            _MODEL,
+            f"layer {l}: 'attn_scale' must be a finite number, got {short_repr(scale)}",
         )
     lns = {
         name: _eps(layer[name], f"layer {l}: {name!r}", path) if name in layer else None
         for name in ("ln1", "ln2")
     }
     if lns["ln2"] is not None and not flags["mlp"]:
-        raise invalid(path, _MODEL, f"layer {l}: 'ln2' normalises the MLP's input, and the layer has no MLP")
+        raise invalid(
+            path, _MODEL, f"layer {l}: 'ln2' normalises the MLP's input, and the layer has no MLP"
+        )
     return _LayerSpec(
-        heads, flags["mlp"], activation, flags["head_biases"], flags["b_O"], **lns, attn_scale=float(scale)
+        heads,
+        flags["mlp"],
+        activation,
+        flags["head_biases"],
+        flags["b_O"],
+        **lns,
+        attn_scale=float(scale),
     )
 
 
@@ -196,20 +233,29 @@ def _layer_specs(config: dict[str, Any], path) -> list[_LayerSpec]:
     """The layers the config lists, within MAX_LAYERS and MAX_HEADS_PER_LAYER."""
     layers = config.get("layers")
     if not isinstance(layers, list):
-        raise invalid(path, _MODEL, f"'layers' must be a list of layer objects, got {short_repr(layers)}")
+        raise invalid(
+            path, _MODEL, f"'layers' must be a list of layer objects, got {short_repr(layers)}"
+        )
     if len(layers) > MAX_LAYERS:
-        raise invalid(path, _MODEL, f"{len(layers):,} layers; model files hold at most {MAX_LAYERS}")
+        raise invalid(
+            path, _MODEL, f"{len(layers):,} layers; model files hold at most {MAX_LAYERS}"
+        )
     return [_layer_spec(l, layer, path) for l, layer in enumerate(layers)]
 
 
 def _decoder_config(config: dict[str, Any], path) -> tuple[str, dict[str, Any]]:
-    """The decoder's kind (one headcount knows: never imported by a name from the file) and config."""
+    """The decoder's kind (one headcount knows: never imported by a name from the file) and
+    config."""
     decoder = config.get("decoder")
     if not isinstance(decoder, dict) or not isinstance(decoder.get("kind"), str):
-        raise invalid(path, _MODEL, f"'decoder' must be an object with a 'kind', got {short_repr(decoder)}")
+        raise invalid(
+            path, _MODEL, f"'decoder' must be an object with a 'kind', got {short_repr(decoder)}"
+        )
     dec_config = decoder.get("config", {})
     if not isinstance(dec_config, dict):
-        raise invalid(path, _MODEL, f"the decoder's 'config' must be an object, got {short_repr(dec_config)}")
+        raise invalid(
+            path, _MODEL, f"the decoder's 'config' must be an object, got {short_repr(dec_config)}"
+        )
     try:
         decoder_class(decoder["kind"])
     except ValueError as err:
@@ -217,10 +263,14 @@ def _decoder_config(config: dict[str, Any], path) -> tuple[str, dict[str, Any]]:
     return decoder["kind"], dec_config
 
 
-def _check_decoder(shapes: TensorShapes, kind: str, config: dict, n_ctx: int, alphabet: int, d_model: int):
+def _check_decoder(
+    shapes: TensorShapes, kind: str, config: dict, n_ctx: int, alphabet: int, d_model: int
+):
     """The decoder's tensors and config against the model's sizes; its tensor names."""
     if kind == "linear":
-        _, classes = shapes.expect("decoder.W_U", (d_model, None), "[d_model classes]")  # tokens + ⊥ (k-hop
+        _, classes = shapes.expect(
+            "decoder.W_U", (d_model, None), "[d_model classes]"
+        )  # tokens + ⊥ (k-hop
         if classes < 2:  # inputs add hop tokens: the classes need not be the input alphabet + 1)
             raise shapes.error(f"tensor 'decoder.W_U' has {classes} class: a token and ⊥ need ≥ 2")
         shapes.expect("decoder.b_U", (classes,), "[classes] (the columns of decoder.W_U)")
@@ -240,11 +290,14 @@ def _check_decoder(shapes: TensorShapes, kind: str, config: dict, n_ctx: int, al
         readout_n = config_int(config, "n_ctx", shapes.path, _MODEL, 1, n_ctx)
         if readout_n != n_ctx or d_model != n_ctx + 1:
             raise shapes.error(
-                f"the induction_readout decoder reads n_ctx = {readout_n} from d_model = n_ctx + 1; "
+                f"the induction_readout decoder reads n_ctx = {readout_n} from d_model = n_ctx + "
+                "1; "
                 f"the model has n_ctx = {n_ctx}, d_model = {d_model}"
             )
         return []
-    return [name for name in shapes.listed if name.startswith("decoder.")]  # a kind registered in-process
+    return [
+        name for name in shapes.listed if name.startswith("decoder.")
+    ]  # a kind registered in-process
 
 
 def _tensor_names(specs: list[_LayerSpec], ln_final: bool):
@@ -257,16 +310,19 @@ def _tensor_names(specs: list[_LayerSpec], ln_final: bool):
 def _check_transformer(
     shapes: TensorShapes, specs: list[_LayerSpec], ln_final: bool, kind: str, dec_config
 ) -> None:
-    """Every tensor of a weight-form file against the config: W_E [alphabet d_model], W_pos [n_ctx d_model],
-    each head's W_Q, W_K [d_model d_head], W_V [d_model d_value], W_O [d_value d_model] (biases b_Q, b_K
-    [d_head], b_V [d_value]), each MLP's W_in [d_model d_mlp], b_in [d_mlp], W_out [d_mlp d_model], b_out
-    [d_model], b_O and LayerNorm w, b [d_model], and the decoder."""
+    """Every tensor of a weight-form file against the config: W_E [alphabet d_model], W_pos [n_ctx
+    d_model], each head's W_Q, W_K [d_model d_head], W_V [d_model d_value], W_O [d_value d_model]
+    (biases b_Q, b_K [d_head], b_V [d_value]), each MLP's W_in [d_model d_mlp], b_in [d_mlp], W_out
+    [d_mlp d_model], b_out [d_model], b_O and LayerNorm w, b [d_model], and the decoder."""
     names = list(_tensor_names(specs, ln_final))
     held = sum(not name.startswith("decoder.") for name in shapes.listed)
-    if len(names) > held:  # counts against the tensor list first: a 1 KB config cannot ask for 80,000 heads
+    if (
+        len(names) > held
+    ):  # counts against the tensor list first: a 1 KB config cannot ask for 80,000 heads
         missing = next(name for name in names if name not in shapes.listed)
         raise shapes.error(
-            f"its config describes {len(names):,} tensors besides the decoder's, the file holds {held:,} "
+            f"its config describes {len(names):,} tensors besides the decoder's, the file holds "
+            f"{held:,} "
             f"(tensor {missing!r} is missing)"
         )
     alphabet, d_model = shapes.expect("W_E", (None, None), "[alphabet d_model]")
@@ -298,15 +354,24 @@ def _check_transformer(
 
 
 def _check_table(shapes: TensorShapes, kind: str, dec_config: dict) -> None:
-    """Every tensor of a table-form file: embed [n_ctx alphabet d_model], Q, K [heads n_ctx alphabet d_head],
-    V [heads n_ctx alphabet d_model], and the decoder."""
+    """Every tensor of a table-form file: embed [n_ctx alphabet d_model], Q, K [heads n_ctx alphabet
+    d_head], V [heads n_ctx alphabet d_model], and the decoder."""
     n_ctx, alphabet, d_model = shapes.expect("embed", (None,) * 3, "[n_ctx alphabet d_model]")
-    heads, _, _, d_head = shapes.expect("Q", (None, n_ctx, alphabet, None), "[heads n_ctx alphabet d_head]")
+    heads, _, _, d_head = shapes.expect(
+        "Q", (None, n_ctx, alphabet, None), "[heads n_ctx alphabet d_head]"
+    )
     if heads > MAX_HEADS_PER_LAYER:
-        raise shapes.error(f"{heads:,} heads; model files hold at most {MAX_HEADS_PER_LAYER} a layer")
-    shapes.expect("K", (heads, n_ctx, alphabet, d_head), "[heads n_ctx alphabet d_head] (the shape of Q)")
+        raise shapes.error(
+            f"{heads:,} heads; model files hold at most {MAX_HEADS_PER_LAYER} a layer"
+        )
+    shapes.expect(
+        "K", (heads, n_ctx, alphabet, d_head), "[heads n_ctx alphabet d_head] (the shape of Q)"
+    )
     shapes.expect("V", (heads, n_ctx, alphabet, d_model), "[heads n_ctx alphabet d_model]")
-    shapes.only(["embed", "Q", "K", "V"] + _check_decoder(shapes, kind, dec_config, n_ctx, alphabet, d_model))
+    shapes.only(
+        ["embed", "Q", "K", "V"]
+        + _check_decoder(shapes, kind, dec_config, n_ctx, alphabet, d_model)
+    )
 
 
 def _build_layer(l: int, spec: _LayerSpec, tensors: dict[str, np.ndarray]) -> Layer:
@@ -316,7 +381,9 @@ def _build_layer(l: int, spec: _LayerSpec, tensors: dict[str, np.ndarray]) -> La
 
     mlp = None
     if spec.mlp:
-        mlp = MLP(*(tensors[f"layers.{l}.mlp.{t}"] for t in _MLP_TENSORS), activation=spec.activation)
+        mlp = MLP(
+            *(tensors[f"layers.{l}.mlp.{t}"] for t in _MLP_TENSORS), activation=spec.activation
+        )
     ln1, ln2 = (
         None
         if eps is None
@@ -328,8 +395,9 @@ def _build_layer(l: int, spec: _LayerSpec, tensors: dict[str, np.ndarray]) -> La
 
 
 def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
-    """Read a model file written by save_model; ModelFileError (a ValueError) if it is not one: every
-    count, shape and dtype is checked against the config from the header before a tensor is loaded."""
+    """Read a model file written by save_model; ModelFileError (a ValueError) if it is not one:
+    every count, shape and dtype is checked against the config from the header before a tensor is
+    loaded."""
     config = read_config(path)
     path = os.fsdecode(path)
     fmt = config["format"]
@@ -348,14 +416,18 @@ def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
         _check_transformer(shapes, specs, ln_final is not None, kind, dec_config)
     tensors = load_tensors(shapes)
     try:
-        dec_tensors = {k.split(".", 1)[1]: v for k, v in tensors.items() if k.startswith("decoder.")}
+        dec_tensors = {
+            k.split(".", 1)[1]: v for k, v in tensors.items() if k.startswith("decoder.")
+        }
         decoder = decoder_class(kind).from_parts(dec_tensors, dec_config)
         if fmt == TABLE_FORMAT:
             tables = (tensors[name] for name in ("embed", "Q", "K", "V"))
             return OneLayerTable(*tables, decoder, mask, info)
         layers = tuple(_build_layer(l, spec, tensors) for l, spec in enumerate(specs))
         final = (
-            None if ln_final is None else LayerNorm(tensors["ln_final.w"], tensors["ln_final.b"], ln_final)
+            None
+            if ln_final is None
+            else LayerNorm(tensors["ln_final.w"], tensors["ln_final.b"], ln_final)
         )
         return Transformer(tensors["W_E"], tensors["W_pos"], layers, decoder, mask, info, final)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as err:

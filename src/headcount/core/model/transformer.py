@@ -6,16 +6,18 @@ An L-layer transformer over an alphabet Σ = {0..S-1}:
     x^l   = x^{l-1} + Σ_heads softmax_mask(scale·q kᵀ) v W_O + b_O (+ MLP)  (residual stream)
     τ_i   = decoder(i, LN_final(x_i^L))                                  (ψ_out, with a ⊥ class)
 
-The seed's model is the plain case: no LayerNorm, no biases, scale 1, ReLU MLPs (constructions fold any
-scale into W_Q). The GPT-2 block adds, all optional (``Transformer.extensions`` lists those a model uses):
-a pre-LayerNorm before the heads (``Layer.ln1``) and before the MLP (``Layer.ln2``), a final one
-(``Transformer.ln_final``), biases b_Q, b_K, b_V per head and b_O per layer, a stored attention scale per
-layer (1/√d_head in GPT-2; a float64 number, used exactly), and GELU MLPs (exact erf, or the tanh form
-GPT-2 uses). Queries, keys and values are x W + b of the LayerNorm's output (q = LN1(x) W_Q + b_Q).
+The seed's model is the plain case: no LayerNorm, no biases, scale 1, ReLU MLPs (constructions fold
+any scale into W_Q). The GPT-2 block adds, all optional (``Transformer.extensions`` lists those a
+model uses): a pre-LayerNorm before the heads (``Layer.ln1``) and before the MLP (``Layer.ln2``), a
+final one (``Transformer.ln_final``), biases b_Q, b_K, b_V per head and b_O per layer, a stored
+attention scale per layer (1/√d_head in GPT-2; a float64 number, used exactly), and GELU MLPs (exact
+erf, or the tanh form GPT-2 uses). Queries, keys and values are x W + b of the LayerNorm's output (q
+= LN1(x) W_Q + b_Q).
 
-Weight names and shapes follow TransformerLens (W_E, W_pos, W_Q, W_K, W_V, W_O, W_U, b_Q, …, ln1, ln2,
-ln_final) so weights move between the two. Values are float64 arrays; the model they define is the
-real-arithmetic one, and the precision modes of :mod:`headcount.core.numbers.precision` say where it is rounded.
+Weight names and shapes follow TransformerLens (W_E, W_pos, W_Q, W_K, W_V, W_O, W_U, b_Q, …, ln1,
+ln2, ln_final) so weights move between the two. Values are float64 arrays; the model they define is
+the real-arithmetic one, and the precision modes of :mod:`headcount.core.numbers.precision` say
+where it is rounded.
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ from headcount.core.model.symbols import BOTTOM
 from headcount.core.numbers import affine_bounds, outward
 
 MASKS = ("causal", "full")
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh")  # gelu: x·Φ(x) (exact erf); gelu_tanh: GPT-2's "gelu_new"
+ACTIVATIONS = (
+    "relu",
+    "gelu",
+    "gelu_tanh",
+)  # gelu: x·Φ(x) (exact erf); gelu_tanh: GPT-2's "gelu_new"
 
 
 def _f64(a: Any) -> np.ndarray:
@@ -48,7 +54,8 @@ def _check_vector(name: str, a: np.ndarray | None, size: int) -> None:
 
 @dataclass(frozen=True, eq=False)
 class LayerNorm:
-    """(x − mean x) / √(var x + eps) · w + b over d_model (the biased variance, as torch and GPT-2)."""
+    """(x − mean x) / √(var x + eps) · w + b over d_model (the biased variance, as torch and
+    GPT-2)."""
 
     w: np.ndarray  # [d_model]
     b: np.ndarray  # [d_model]
@@ -59,7 +66,9 @@ class LayerNorm:
         object.__setattr__(self, "b", _f64(self.b))
         object.__setattr__(self, "eps", float(self.eps))
         if self.w.ndim != 1 or self.b.shape != self.w.shape:
-            raise ValueError(f"LayerNorm w {self.w.shape} and b {self.b.shape} must be one [d_model] shape")
+            raise ValueError(
+                f"LayerNorm w {self.w.shape} and b {self.b.shape} must be one [d_model] shape"
+            )
         if not (math.isfinite(self.eps) and self.eps > 0):
             raise ValueError(f"LayerNorm eps must be a positive finite number, got {self.eps!r}")
 
@@ -84,9 +93,13 @@ class AttentionHead:
             object.__setattr__(self, name, _f64_or_none(getattr(self, name)))
         d_model = self.W_Q.shape[0]
         if self.W_Q.shape != self.W_K.shape:
-            raise ValueError(f"W_Q {self.W_Q.shape} and W_K {self.W_K.shape} must have the same shape")
+            raise ValueError(
+                f"W_Q {self.W_Q.shape} and W_K {self.W_K.shape} must have the same shape"
+            )
         if self.W_V.shape[0] != d_model or self.W_O.shape != (self.W_V.shape[1], d_model):
-            raise ValueError(f"W_V {self.W_V.shape} / W_O {self.W_O.shape} do not fit d_model={d_model}")
+            raise ValueError(
+                f"W_V {self.W_V.shape} / W_O {self.W_O.shape} do not fit d_model={d_model}"
+            )
         _check_vector("b_Q", self.b_Q, self.W_Q.shape[1])
         _check_vector("b_K", self.b_K, self.W_K.shape[1])
         _check_vector("b_V", self.b_V, self.W_V.shape[1])
@@ -120,7 +133,8 @@ class MLP:
 
 @dataclass(frozen=True, eq=False)
 class Layer:
-    """One block: x += Σ heads(LN1(x)) + b_O, then x += MLP(LN2(x)). Scores are multiplied by attn_scale."""
+    """One block: x += Σ heads(LN1(x)) + b_O, then x += MLP(LN2(x)). Scores are multiplied by
+    attn_scale."""
 
     heads: tuple[AttentionHead, ...]
     mlp: MLP | None = None
@@ -153,7 +167,8 @@ class Layer:
 
 
 class Decoder(Protocol):
-    """ψ_out: maps (position, final residual vector) to a token or BOTTOM, with a rigorous variant."""
+    """ψ_out: maps (position, final residual vector) to a token or BOTTOM, with a rigorous
+    variant."""
 
     kind: ClassVar[str]
 
@@ -172,10 +187,11 @@ class Decoder(Protocol):
 
 
 def argmax_bounds(lmid: np.ndarray, lrad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(argmax of the midpoint logits, decided) [..]: decided where, for all logits in the box lmid ± lrad
-    [.. classes], that class c is the argmax with ties to the lowest class: its lower end is above the upper
-    end of every class before it and not below that of every class after it. A radius 0 means an exact
-    logit (core.passes.bounds), so exact ties are decided by the rule, not left open."""
+    """(argmax of the midpoint logits, decided) [..]: decided where, for all logits in the box lmid
+    ± lrad [.. classes], that class c is the argmax with ties to the lowest class: its lower end is
+    above the upper end of every class before it and not below that of every class after it. A
+    radius 0 means an exact logit (core.passes.bounds), so exact ties are decided by the rule, not
+    left open."""
     cls = np.argmax(lmid, axis=-1)
     with np.errstate(invalid="ignore"):
         low, high = outward(lmid - lrad, lmid + lrad)  # each endpoint took one rounding
@@ -230,8 +246,9 @@ class LinearDecoder:
 
 # Decoder kinds by name. A kind lives beside what needs it and registers itself when its module is
 # imported: "linear" here, "vocab" in core.model.vocab (imported by this package's face), and the
-# scenarios' own kinds ("induction_readout": headcount.induction.readout, which the package headcount
-# imports, so every kind is known before any model file is read). Nothing is imported by name.
+# scenarios' own kinds ("induction_readout": headcount.induction.readout, which the package
+# headcount imports, so every kind is known before any model file is read). Nothing is imported by
+# name.
 _DECODER_CLASSES: dict[str, type] = {"linear": LinearDecoder}
 
 
@@ -242,13 +259,16 @@ def register_decoder(cls: type) -> type:
 
 def decoder_class(kind: str) -> type:
     if kind not in _DECODER_CLASSES:
-        raise ValueError(f"unknown decoder kind {kind!r}: known kinds are {sorted(_DECODER_CLASSES)}")
+        raise ValueError(
+            f"unknown decoder kind {kind!r}: known kinds are {sorted(_DECODER_CLASSES)}"
+        )
     return _DECODER_CLASSES[kind]
 
 
 @dataclass(frozen=True, eq=False)
 class Transformer:
-    """An L-layer model in weight form. `info` is free-form JSON metadata (e.g. which construction)."""
+    """An L-layer model in weight form. `info` is free-form JSON metadata (e.g. which
+    construction)."""
 
     W_E: np.ndarray  # [alphabet, d_model]
     W_pos: np.ndarray  # [n_ctx, d_model]
@@ -273,17 +293,23 @@ class Transformer:
                     raise ValueError(f"a head reads d_model={head.W_Q.shape[0]}, the model has {d}")
             for name, part in (("ln1", layer.ln1), ("ln2", layer.ln2)):
                 if part is not None and part.w.shape != (d,):
-                    raise ValueError(f"{name} has width {part.w.shape[0]}, the model has d_model={d}")
+                    raise ValueError(
+                        f"{name} has width {part.w.shape[0]}, the model has d_model={d}"
+                    )
             _check_vector("b_O", layer.b_O, d)
             if layer.mlp is not None and layer.mlp.W_in.shape[0] != d:
-                raise ValueError(f"an MLP reads d_model={layer.mlp.W_in.shape[0]}, the model has {d}")
+                raise ValueError(
+                    f"an MLP reads d_model={layer.mlp.W_in.shape[0]}, the model has {d}"
+                )
         if self.ln_final is not None and self.ln_final.w.shape != (d,):
-            raise ValueError(f"ln_final has width {self.ln_final.w.shape[0]}, the model has d_model={d}")
+            raise ValueError(
+                f"ln_final has width {self.ln_final.w.shape[0]}, the model has d_model={d}"
+            )
 
     @property
     def extensions(self) -> list[str]:
-        """The GPT-2 parts this model uses, sorted; empty for the seed's plain model (which the exact
-        evaluator, the table form and the INDEX tools need)."""
+        """The GPT-2 parts this model uses, sorted; empty for the seed's plain model (which the
+        exact evaluator, the table form and the INDEX tools need)."""
         out = set().union(*(layer.extensions() for layer in self.layers))
         if self.ln_final is not None:
             out.add("layernorm")
@@ -306,5 +332,6 @@ class Transformer:
         return [len(layer.heads) for layer in self.layers]
 
     def size(self, precision_bits: int) -> int:
-        """Σ over layers of heads · dim · precision_bits — the quantity the one-layer bound is about."""
+        """Σ over layers of heads · dim · precision_bits — the quantity the one-layer bound is
+        about."""
         return sum(self.heads_per_layer) * self.d_model * precision_bits

@@ -1,21 +1,23 @@
 """Imported models speak their own vocabulary: the decoder kind "vocab" and the vocabulary map.
 
-A model trained elsewhere (a GPT-2 checkpoint) reads model token ids and writes logits over its whole
-vocabulary: ``x W_U + b_U`` with W_U separate ("lm-head") or W_Eᵀ ("tied"), or the final hidden state
-itself ("hidden": research code that trains GPT2Model with a cross-entropy on its last hidden state).
-The vocabulary map says which model ids the task's tokens are (JSON, stored in the model file):
+A model trained elsewhere (a GPT-2 checkpoint) reads model token ids and writes logits over its
+whole vocabulary: ``x W_U + b_U`` with W_U separate ("lm-head") or W_Eᵀ ("tied"), or the final
+hidden state itself ("hidden": research code that trains GPT2Model with a cross-entropy on its last
+hidden state). The vocabulary map says which model ids the task's tokens are (JSON, stored in the
+model file):
 
     {"symbols": [id of symbol 0, id of symbol 1, …], "hops": [id of hop count 1, 2, …], "none": id,
      "blank": id}
 
-Every key is optional; a missing one takes headcount's own layout (the identity map): symbol s ↦ s, hop
-count k ↦ S + k − 1 (the learning lab's hop token), "none" (the output ⊥) ↦ S. "blank" is accepted and
-kept for layouts with a filler token; no layout headcount generates uses it yet.
+Every key is optional; a missing one takes headcount's own layout (the identity map): symbol s ↦ s,
+hop count k ↦ S + k − 1 (the learning lab's hop token), "none" (the output ⊥) ↦ S. "blank" is
+accepted and kept for layouts with a filler token; no layout headcount generates uses it yet.
 
-``bind_task`` turns such a model into one over the task's tokens: its W_E keeps the rows of the task's
-input tokens (symbols 0..S−1, then hop tokens S..S+K−1: a row gather, exact) and its decoder maps each
-output id to the task's label (the symbol, ⊥, or OTHER for an id the task does not use). Everything
-downstream — evaluation in every precision mode, the rigorous bounds, certificates — then runs unchanged.
+``bind_task`` turns such a model into one over the task's tokens: its W_E keeps the rows of the
+task's input tokens (symbols 0..S−1, then hop tokens S..S+K−1: a row gather, exact) and its decoder
+maps each output id to the task's label (the symbol, ⊥, or OTHER for an id the task does not use).
+Everything downstream — evaluation in every precision mode, the rigorous bounds, certificates — then
+runs unchanged.
 """
 
 from __future__ import annotations
@@ -28,22 +30,33 @@ import numpy as np
 
 from headcount.common.errors import InputError, param
 from headcount.core.model.symbols import BOTTOM, OTHER
-from headcount.core.model.transformer import LinearDecoder, Transformer, argmax_bounds, register_decoder
+from headcount.core.model.transformer import (
+    LinearDecoder,
+    Transformer,
+    argmax_bounds,
+    register_decoder,
+)
 from headcount.core.numbers import add_bounds, affine_bounds
 
 READOUTS = ("tied", "lm-head", "hidden")
-MAX_VOCAB_MAP_IDS = 1 << 20  # ids one list of a vocabulary map may hold (GPT-2's vocabulary is 50,257)
+MAX_VOCAB_MAP_IDS = (
+    1 << 20
+)  # ids one list of a vocabulary map may hold (GPT-2's vocabulary is 50,257)
 
 
 def _id(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
-        raise InputError(f"vocabulary map: {what} must be a token id 0 ≤ id < 2^31, got {str(value)[:40]!r}")
+        raise InputError(
+            f"vocabulary map: {what} must be a token id 0 ≤ id < 2^31, got {str(value)[:40]!r}"
+        )
     return int(value)
 
 
 def _ids(value: Any, what: str) -> tuple[int, ...]:
     if not isinstance(value, list) or len(value) > MAX_VOCAB_MAP_IDS:
-        raise InputError(f"vocabulary map: {what!r} must be a list of at most {MAX_VOCAB_MAP_IDS} token ids")
+        raise InputError(
+            f"vocabulary map: {what!r} must be a list of at most {MAX_VOCAB_MAP_IDS} token ids"
+        )
     return tuple(_id(v, f"each of {what!r}") for v in value)
 
 
@@ -67,7 +80,9 @@ class VocabMap:
             raise InputError(f"a vocabulary map must be a JSON object with keys {list(cls.KEYS)}")
         unknown = sorted(set(obj) - set(cls.KEYS))
         if unknown:
-            raise InputError(f"vocabulary map: unknown keys {unknown[:5]}; allowed: {list(cls.KEYS)}")
+            raise InputError(
+                f"vocabulary map: unknown keys {unknown[:5]}; allowed: {list(cls.KEYS)}"
+            )
         out = cls(
             _ids(obj["symbols"], "symbols") if "symbols" in obj else None,
             _ids(obj["hops"], "hops") if "hops" in obj else None,
@@ -75,7 +90,9 @@ class VocabMap:
             _id(obj["blank"], "'blank'") if "blank" in obj else None,
         )
         inputs = (
-            list(out.symbols or ()) + list(out.hops or ()) + ([out.blank] if out.blank is not None else [])
+            list(out.symbols or ())
+            + list(out.hops or ())
+            + ([out.blank] if out.blank is not None else [])
         )
         if len(set(inputs)) != len(inputs):
             raise InputError("vocabulary map: symbols, hops and blank must be distinct token ids")
@@ -92,8 +109,8 @@ class VocabMap:
         return out
 
     def input_ids(self, alphabet: int, hops: int) -> np.ndarray:
-        """Model ids of the task's input tokens: symbols 0..S−1, then hop tokens 1..hops (InputError when
-        the map has too few)."""
+        """Model ids of the task's input tokens: symbols 0..S−1, then hop tokens 1..hops (InputError
+        when the map has too few)."""
         symbols = tuple(range(alphabet)) if self.symbols is None else self.symbols
         if len(symbols) < alphabet:
             raise InputError(
@@ -103,12 +120,14 @@ class VocabMap:
         hop_ids = tuple(range(alphabet, alphabet + hops)) if self.hops is None else self.hops
         if len(hop_ids) < hops:
             raise InputError(
-                f"the vocabulary map has {len(hop_ids)} hop tokens; hop counts 1..{hops} need {hops}"
+                f"the vocabulary map has {len(hop_ids)} hop tokens; hop counts 1..{hops} need "
+                f"{hops}"
             )
         return np.array(symbols[:alphabet] + hop_ids[:hops], dtype=np.int64)
 
     def output_labels(self, alphabet: int, classes: int) -> np.ndarray:
-        """[classes] the task label of each output id: s for symbol s's id, BOTTOM for 'none', else OTHER."""
+        """[classes] the task label of each output id: s for symbol s's id, BOTTOM for 'none', else
+        OTHER."""
         symbols = tuple(range(alphabet)) if self.symbols is None else self.symbols[:alphabet]
         none = alphabet if self.none is None else self.none
         labels = np.full(classes, OTHER, dtype=np.int64)
@@ -123,8 +142,8 @@ class VocabMap:
 @register_decoder
 @dataclass(frozen=True, eq=False)
 class VocabDecoder:
-    """Logits over the model's vocabulary (module docstring), argmax with ties to the lowest id, then the
-    task label of that id (`labels`, set by bind_task; None: the raw id)."""
+    """Logits over the model's vocabulary (module docstring), argmax with ties to the lowest id,
+    then the task label of that id (`labels`, set by bind_task; None: the raw id)."""
 
     W_U: np.ndarray | None  # [d_model vocab]; None for readout "hidden" (the logits are x itself)
     b_U: np.ndarray | None  # [vocab]
@@ -168,7 +187,9 @@ class VocabDecoder:
         return self._labelled(cls), decided
 
     def tensors(self) -> dict[str, np.ndarray]:
-        return {name: value for name in ("W_U", "b_U") if (value := getattr(self, name)) is not None}
+        return {
+            name: value for name in ("W_U", "b_U") if (value := getattr(self, name)) is not None
+        }
 
     def config(self) -> dict[str, Any]:
         return {"readout": self.readout, "vocab_map": self.vocab_map.to_json()}
@@ -184,9 +205,10 @@ class VocabDecoder:
 
 
 def bind_task(model: Transformer, alphabet: int, hops: int = 0) -> Transformer:
-    """`model` as a model over the task's tokens (module docstring): symbols 0..alphabet−1 and, when hops ≥ 1,
-    hop tokens alphabet..alphabet+hops−1. A model with a "vocab" decoder gets the gathered W_E and the
-    output labels; any other model already speaks the task's tokens and is checked to have them."""
+    """`model` as a model over the task's tokens (module docstring): symbols 0..alphabet−1 and, when
+    hops ≥ 1, hop tokens alphabet..alphabet+hops−1. A model with a "vocab" decoder gets the gathered
+    W_E and the output labels; any other model already speaks the task's tokens and is checked to
+    have them."""
     if not isinstance(model, Transformer) or not isinstance(model.decoder, VocabDecoder):
         needed = alphabet + hops
         if model.alphabet < needed:
@@ -202,7 +224,8 @@ def bind_task(model: Transformer, alphabet: int, hops: int = 0) -> Transformer:
     ids = decoder.vocab_map.input_ids(alphabet, hops)
     if ids.max(initial=0) >= model.alphabet:
         raise InputError(
-            f"the vocabulary map names token id {int(ids.max())}; the model reads {model.alphabet} ids"
+            f"the vocabulary map names token id {int(ids.max())}; the model reads "
+            f"{model.alphabet} ids"
         )
     labels = decoder.vocab_map.output_labels(alphabet, decoder.classes(model.d_model))
     if not (labels >= 0).any():

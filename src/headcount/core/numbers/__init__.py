@@ -1,6 +1,7 @@
-"""The number systems of the formal model and of its proofs: precision modes (fixed:p and the IEEE types),
-midpoint–radius boxes in float64 with outward rounding (Box), exact signs of exponential polynomials, and
-exact integer arithmetic through python-flint. No model, no attention: everything above builds on these.
+"""The number systems of the formal model and of its proofs: precision modes (fixed:p and the IEEE
+types), midpoint–radius boxes in float64 with outward rounding (Box), exact signs of exponential
+polynomials, and exact integer arithmetic through python-flint. No model, no attention: everything
+above builds on these.
 """
 
 from headcount.core.numbers.arb import FLINT_LOCK, dyadic, fmpz_mat, int_array, int_matmul

@@ -1,5 +1,6 @@
-"""Exact integer and ball arithmetic shared by the exact passes: float64 arrays as dyadic integers, exact
-integer matrix products through python-flint, and the one lock around flint's global working precision.
+"""Exact integer and ball arithmetic shared by the exact passes: float64 arrays as dyadic integers,
+exact integer matrix products through python-flint, and the one lock around flint's global working
+precision.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ FLINT_LOCK = threading.Lock()  # flint's working precision is global: platform c
 
 
 def dyadic(a: np.ndarray) -> tuple[np.ndarray, int]:
-    """(ints, e) with a == ints / 2^e exactly (object array of Python ints, e ≥ 0 the smallest such).
-    ValueError for NaN or infinite weights: the real-arithmetic model is undefined there."""
+    """(ints, e) with a == ints / 2^e exactly (object array of Python ints, e ≥ 0 the smallest
+    such). ValueError for NaN or infinite weights: the real-arithmetic model is undefined there."""
     a = np.asarray(a, dtype=np.float64)
     if not np.all(np.isfinite(a)):
-        raise ValueError("exact evaluation needs finite weights (the model has NaN or infinite entries)")
+        raise ValueError(
+            "exact evaluation needs finite weights (the model has NaN or infinite entries)"
+        )
     ratios = [v.as_integer_ratio() for v in a.ravel().tolist()]
     e = max((den.bit_length() - 1 for _, den in ratios), default=0)
     ints = [num << (e - den.bit_length() + 1) for num, den in ratios]

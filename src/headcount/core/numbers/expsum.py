@@ -1,13 +1,15 @@
-"""Exact signs of exponential polynomials Σ_a c_a·e^a with rational exponents a and coefficients c_a.
+"""Exact signs of exponential polynomials Σ_a c_a·e^a with rational exponents a and coefficients
+c_a.
 
 Why it is exact: after collecting equal exponents, Lindemann–Weierstrass (e^{a_1}, …, e^{a_k} for
-distinct algebraic a_i are linearly independent over the algebraic numbers) says the sum is zero iff every
-collected coefficient is zero. Otherwise it is non-zero, and python-flint ball (arb) arithmetic at doubling
-precision proves its sign: a ball that excludes 0 decides it. So the sign returned is never a guess.
+distinct algebraic a_i are linearly independent over the algebraic numbers) says the sum is zero iff
+every collected coefficient is zero. Otherwise it is non-zero, and python-flint ball (arb)
+arithmetic at doubling precision proves its sign: a ball that excludes 0 decides it. So the sign
+returned is never a guess.
 
-This is the mathematics the exact evaluator (core/passes/exact_fixed.py) needs to decide rounding ties of attention
-outputs, and the one minmax/exact_signs.py uses for near-ties; it lives in core so both can import it (core never
-imports a scenario package).
+This is the mathematics the exact evaluator (core/passes/exact_fixed.py) needs to decide rounding
+ties of attention outputs, and the one minmax/exact_signs.py uses for near-ties; it lives in core so
+both can import it (core never imports a scenario package).
 """
 
 from __future__ import annotations
@@ -20,14 +22,16 @@ MAX_PREC = 1 << 16  # bits; a non-zero sum of the sizes headcount builds resolve
 
 
 class UndecidedError(ArithmeticError, ValueError):
-    """A sign exact arithmetic could not settle within MAX_PREC bits: undecided, never a wrong answer.
+    """A sign exact arithmetic could not settle within MAX_PREC bits: undecided, never a wrong
+    answer.
 
-    An ArithmeticError (what it is) and a ValueError (callers that catch ValueError keep working); the CLI
-    reports it on one line and exits 2, as for input beyond what can be decided."""
+    An ArithmeticError (what it is) and a ValueError (callers that catch ValueError keep working);
+    the CLI reports it on one line and exits 2, as for input beyond what can be decided."""
 
 
 def as_fmpq(x) -> flint.fmpq:
-    """The exact value of an int, Fraction, fmpz or fmpq as an fmpq (floats: their exact dyadic value)."""
+    """The exact value of an int, Fraction, fmpz or fmpq as an fmpq (floats: their exact dyadic
+    value)."""
     if isinstance(x, flint.fmpq):
         return x
     if isinstance(x, (int, flint.fmpz)):
@@ -40,10 +44,12 @@ def as_fmpq(x) -> flint.fmpq:
 
 
 def collect(p: dict) -> dict[flint.fmpq, flint.fmpq]:
-    """{exponent: coefficient} with exponents and coefficients as fmpq, equal exponents summed, zeros dropped.
+    """{exponent: coefficient} with exponents and coefficients as fmpq, equal exponents summed,
+    zeros dropped.
 
-    Why a separate step: Fraction(1, 2) and fmpq(1, 2) hash alike but compare unequal, so a dict mixing the
-    two types may hold one exponent twice; Lindemann–Weierstrass only applies to collected sums."""
+    Why a separate step: Fraction(1, 2) and fmpq(1, 2) hash alike but compare unequal, so a dict
+    mixing the two types may hold one exponent twice; Lindemann–Weierstrass only applies to
+    collected sums."""
     out: dict[flint.fmpq, flint.fmpq] = {}
     for a, c in p.items():
         a, c = as_fmpq(a), as_fmpq(c)
@@ -52,11 +58,12 @@ def collect(p: dict) -> dict[flint.fmpq, flint.fmpq]:
 
 
 def sign_exp_poly(p: dict, max_prec: int = MAX_PREC) -> int:
-    """Exact sign (−1, 0, +1) of Σ_a c_a·e^a for p = {a: c_a} (rational a, c_a: fmpq, Fraction or int).
+    """Exact sign (−1, 0, +1) of Σ_a c_a·e^a for p = {a: c_a} (rational a, c_a: fmpq, Fraction or
+    int).
 
-    Zero iff every collected coefficient is zero; otherwise the sign of an arb ball at 64, 128, … bits
-    (exponents shifted by the largest, so nothing overflows). UndecidedError past `max_prec` bits, which
-    a non-zero sum of moderate size never reaches."""
+    Zero iff every collected coefficient is zero; otherwise the sign of an arb ball at 64, 128, …
+    bits (exponents shifted by the largest, so nothing overflows). UndecidedError past `max_prec`
+    bits, which a non-zero sum of moderate size never reaches."""
     terms = collect(p)
     if not terms:
         return 0

@@ -1,12 +1,14 @@
-"""Midpoint–radius interval arithmetic in float64: the primitives every rigorous bound is built from.
+"""Midpoint–radius interval arithmetic in float64: the primitives every rigorous bound is built
+from.
 
-A quantity is carried as (mid, rad) with the guarantee that the real value lies in [mid − rad, mid + rad].
-Each step's bound holds on its own, from the floating-point error model with underflow: a rounded product
-or quotient is exact·(1 + δ) + η with |δ| ≤ u = 2^-53 and |η| ≤ 2^-1075 (a float dot product of length d
-therefore errs by at most γ_d·Σ|a_i b_i| + d·2^-1074, γ_d = d·u/(1 − d·u)); sums that land in the subnormal
-range are exact; a radius computed from non-negative terms is inflated by a relative SAFETY margin that
-dominates its own rounding, plus an absolute term for every product in it that may have underflowed. A
-radius is 0 only where the value is provably exact; a NaN or overflow makes it +inf.
+A quantity is carried as (mid, rad) with the guarantee that the real value lies in [mid − rad, mid +
+rad]. Each step's bound holds on its own, from the floating-point error model with underflow: a
+rounded product or quotient is exact·(1 + δ) + η with |δ| ≤ u = 2^-53 and |η| ≤ 2^-1075 (a float dot
+product of length d therefore errs by at most γ_d·Σ|a_i b_i| + d·2^-1074, γ_d = d·u/(1 − d·u)); sums
+that land in the subnormal range are exact; a radius computed from non-negative terms is inflated by
+a relative SAFETY margin that dominates its own rounding, plus an absolute term for every product in
+it that may have underflowed. A radius is 0 only where the value is provably exact; a NaN or
+overflow makes it +inf.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ SAFETY = 1e-9  # relative inflation of every computed radius (≫ the radius com
 
 
 class Box(NamedTuple):
-    """A rigorous enclosure: every real value the model computes lies in [mid − rad, mid + rad], entrywise
-    (float64 arrays of one shape, or broadcasting). A tuple, so `mid, rad = box` reads it."""
+    """A rigorous enclosure: every real value the model computes lies in [mid − rad, mid + rad],
+    entrywise (float64 arrays of one shape, or broadcasting). A tuple, so `mid, rad = box` reads
+    it."""
 
     mid: np.ndarray
     rad: np.ndarray
@@ -35,24 +38,28 @@ def gamma(d) -> float:
 
 
 def inflate(rad: np.ndarray) -> np.ndarray:
-    """Inflate a computed radius; a radius computed as exactly 0 stays 0 (exact quantities), and a NaN
-    radius (from inf·0 when a box is unbounded) becomes +inf, so nothing downstream treats it as 0."""
+    """Inflate a computed radius; a radius computed as exactly 0 stays 0 (exact quantities), and a
+    NaN radius (from inf·0 when a box is unbounded) becomes +inf, so nothing downstream treats it as
+    0."""
     rad = rad * (1 + SAFETY) + np.where(rad > 0, 1e-300, 0.0)
     return np.where(np.isnan(rad), np.inf, rad)
 
 
 def outward(lo: np.ndarray, hi: np.ndarray, ulps: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """[lo, hi] widened by `ulps` units in the last place each way: turns endpoints computed with that many
-    roundings (each within half an ulp) into rigorous ones."""
+    """[lo, hi] widened by `ulps` units in the last place each way: turns endpoints computed with
+    that many roundings (each within half an ulp) into rigorous ones."""
     for _ in range(ulps):
         lo, hi = np.nextafter(lo, -np.inf), np.nextafter(hi, np.inf)
     return lo, hi
 
 
 def box_from_interval(lo: np.ndarray, hi: np.ndarray) -> Box:
-    """(mid, rad) of a box containing [lo, hi], rounding outward; a point interval keeps radius 0."""
+    """(mid, rad) of a box containing [lo, hi], rounding outward; a point interval keeps radius
+    0."""
     with np.errstate(invalid="ignore", over="ignore"):
-        mid = lo / 2 + hi / 2  # any float will do (the radius covers both ends); this one never overflows
+        mid = (
+            lo / 2 + hi / 2
+        )  # any float will do (the radius covers both ends); this one never overflows
         rad = np.maximum(hi - mid, mid - lo)
     rad = np.where(rad > 0, np.nextafter(rad, np.inf), rad)
     return Box(mid, np.where(np.isnan(rad) | (lo > hi), np.inf, rad))
@@ -75,10 +82,11 @@ def fraction_bits(a: np.ndarray) -> int:
 
 
 def exact_dot(a: np.ndarray, b: np.ndarray) -> bool:
-    """True when every product and partial sum of a @ b is a float64 number: dyadic entries whose products
-    share a grid 2^-(fa+fb) no finer than 2^-1000 and whose absolute sums stay below 2^53 on that grid.
-    fa = fraction_bits(a) is not computed (a is the data, large): the test is whether a·2^E is integral for
-    the largest E the bound allows, E + fb ≤ 1000 — the same answer in one pass."""
+    """True when every product and partial sum of a @ b is a float64 number: dyadic entries whose
+    products share a grid 2^-(fa+fb) no finer than 2^-1000 and whose absolute sums stay below 2^53
+    on that grid. fa = fraction_bits(a) is not computed (a is the data, large): the test is whether
+    a·2^E is integral for the largest E the bound allows, E + fb ≤ 1000 — the same answer in one
+    pass."""
     fb = fraction_bits(b)
     if fb > 1000 or not np.all(np.isfinite(a)):
         return False
@@ -88,7 +96,9 @@ def exact_dot(a: np.ndarray, b: np.ndarray) -> bool:
     if not bound * 2.0**fb < 2.0**53:
         return False
     E = min(1000 - fb, int(np.floor(53 - fb - np.log2(bound))))
-    while E > 0 and not bound * 2.0 ** (E + fb) < 2.0**53:  # log2's rounding: step down to the exact E
+    while (
+        E > 0 and not bound * 2.0 ** (E + fb) < 2.0**53
+    ):  # log2's rounding: step down to the exact E
         E -= 1
     scaled = a * 2.0**E  # exact: |a|·2^E < 2^53 (b's nonzero entries are ≥ 2^-fb)
     return bool(np.array_equal(scaled, np.round(scaled)))
@@ -100,7 +110,9 @@ def underflow_count(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a != 0).astype(np.float64) @ (b != 0).astype(np.float64)
 
 
-def affine_bounds(mid: np.ndarray, rad: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> Box:
+def affine_bounds(
+    mid: np.ndarray, rad: np.ndarray, W: np.ndarray, b: np.ndarray | None = None
+) -> Box:
     """Bounds on x W (+ b) for x in the box (mid, rad), W and b exact float64."""
     absW = np.abs(W)
     out_mid = mid @ W
@@ -135,14 +147,16 @@ def quantize_bounds(mid: np.ndarray, rad: np.ndarray, bits: int) -> Box:
         lo, hi = outward(mid - rad, mid + rad)
     lo, hi = np.where(rad > 0, lo, mid), np.where(rad > 0, hi, mid)
     qlo, qhi = round_fixed(lo, bits), round_fixed(hi, bits)
-    # (qlo + qhi)/2 and (qhi − qlo)/2 are exact while both fit 53 bits on the 2^-(p+1) grid; else outward
+    # (qlo + qhi)/2 and (qhi − qlo)/2 are exact while both fit 53 bits on the 2^-(p+1) grid; else
+    # outward
     fits = np.maximum(np.abs(qlo), np.abs(qhi)) * 2.0 ** (bits + 1) < 2.0**52
     mid, rad = box_from_interval(qlo, qhi)
     return Box(np.where(fits, (qlo + qhi) / 2, mid), np.where(fits, (qhi - qlo) / 2, rad))
 
 
 def scale_bounds(mid: np.ndarray, rad: np.ndarray, scale: float) -> Box:
-    """Bounds on scale·x for x in the box (mid, rad): the rounding of mid·scale (with underflow) is added."""
+    """Bounds on scale·x for x in the box (mid, rad): the rounding of mid·scale (with underflow) is
+    added."""
     with np.errstate(invalid="ignore", over="ignore"):
         out = mid * scale
         rad = abs(scale) * rad + U * np.abs(out) + np.where(mid != 0, TINY, 0.0)

@@ -1,19 +1,20 @@
 """Precision modes (spec/README.md, "Precision semantics").
 
 * ``fixed:p`` — the seed's notion: every *embedding output* (the residual vector ψ_in(i, σ_i), every
-  query/key/value vector, every MLP output) and every *attention-head output* is rounded to the nearest
-  multiple of 2^-p (ties to even) and clipped to [-2^p, 2^p]. Everything between those points
-  (scores, softmax, sums) is real arithmetic, evaluated in float64 (and bounded rigorously by
-  :mod:`headcount.core.passes.bounds` when a certificate is asked for).
-  The GPT-2 block adds rounding points where a vector is handed on, as the seed's are: every LayerNorm
-  output (ln1 before the heads, ln2 before the MLP, ln_final before the decoder) is rounded like the
-  embedding. Biases are weights: q = round(LN1(x) W_Q + b_Q) (likewise k, v) and an MLP output is
-  round(act(LN2(x) W_in + b_in) W_out + b_out) — the hidden layer act(·) itself is real; b_O is added once,
+  query/key/value vector, every MLP output) and every *attention-head output* is rounded to the
+  nearest multiple of 2^-p (ties to even) and clipped to [-2^p, 2^p]. Everything between those
+  points (scores, softmax, sums) is real arithmetic, evaluated in float64 (and bounded rigorously by
+  :mod:`headcount.core.passes.bounds` when a certificate is asked for). The GPT-2 block adds
+  rounding points where a vector is handed on, as the seed's are: every LayerNorm output (ln1 before
+  the heads, ln2 before the MLP, ln_final before the decoder) is rounded like the embedding. Biases
+  are weights: q = round(LN1(x) W_Q + b_Q) (likewise k, v) and an MLP output is round(act(LN2(x)
+  W_in + b_in) W_out + b_out) — the hidden layer act(·) itself is real; b_O is added once,
   unrounded, to the heads' sum of rounded outputs; the attention scale multiplies the exact product
-  ⟨q, k⟩ of the rounded q and k (the score is real, as in the seed); GELU is the exact real function.
-* ``float16`` / ``bfloat16`` / ``float32`` / ``float64`` — the whole forward pass in that type: weights
-  and every intermediate tensor are rounded to the type after each operation. float16 and bfloat16
-  accumulate in float32 (as tensor hardware does) and round each result.
+  ⟨q, k⟩ of the rounded q and k (the score is real, as in the seed); GELU is the exact real
+  function.
+* ``float16`` / ``bfloat16`` / ``float32`` / ``float64`` — the whole forward pass in that type:
+  weights and every intermediate tensor are rounded to the type after each operation. float16 and
+  bfloat16 accumulate in float32 (as tensor hardware does) and round each result.
 * ``exact`` — no rounding points: the real-arithmetic model, evaluated in float64.
 """
 
@@ -30,7 +31,8 @@ IEEE_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 @dataclass(frozen=True)
 class Precision:
-    """A precision mode: ``kind`` is "fixed", "exact" or an IEEE dtype name; ``bits`` is p for fixed."""
+    """A precision mode: ``kind`` is "fixed", "exact" or an IEEE dtype name; ``bits`` is p for
+    fixed."""
 
     kind: str
     bits: int | None = None
@@ -60,7 +62,8 @@ class Precision:
 
 
 def parse_precision(text: str) -> Precision:
-    """Parse "fixed:p", "exact" or an IEEE dtype name; InputError with the allowed forms otherwise."""
+    """Parse "fixed:p", "exact" or an IEEE dtype name; InputError with the allowed forms
+    otherwise."""
     text = text.strip()
     if text in IEEE_DTYPES or text == "exact":
         return Precision(text)
@@ -72,7 +75,9 @@ def parse_precision(text: str) -> Precision:
         if 1 <= bits <= 60:
             return Precision("fixed", bits)
         raise InputError(f"bad precision {text!r}: fixed:p needs an integer p in 1..60")
-    raise InputError(f"unknown precision {text!r}: use fixed:p (1 ≤ p ≤ 60), exact, {', '.join(IEEE_DTYPES)}")
+    raise InputError(
+        f"unknown precision {text!r}: use fixed:p (1 ≤ p ≤ 60), exact, {', '.join(IEEE_DTYPES)}"
+    )
 
 
 FLOAT64 = Precision("float64")
@@ -84,13 +89,15 @@ def fixed(bits: int) -> Precision:
 
 
 def round_fixed(x: np.ndarray, bits: int) -> np.ndarray:
-    """Nearest multiple of 2^-bits (ties to even), clipped to [-2^bits, 2^bits]. Exact in float64."""
+    """Nearest multiple of 2^-bits (ties to even), clipped to [-2^bits, 2^bits]. Exact in
+    float64."""
     scale = float(2.0**bits)
     return np.clip(np.round(np.asarray(x, dtype=np.float64) * scale) / scale, -scale, scale)
 
 
 def round_bfloat16(x: np.ndarray) -> np.ndarray:
-    """Round float32 values to bfloat16 (round to nearest even on the top 16 bits), kept as float32."""
+    """Round float32 values to bfloat16 (round to nearest even on the top 16 bits), kept as
+    float32."""
     x32 = np.ascontiguousarray(x, dtype=np.float32)
     bits = x32.view(np.uint32).astype(np.uint64)
     rounding = 0x7FFF + ((bits >> 16) & 1)

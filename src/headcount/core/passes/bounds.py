@@ -1,30 +1,34 @@
 """Rigorous forward pass: midpoint–radius interval arithmetic in float64.
 
-Every quantity is carried as (mid, rad) with the guarantee that the value the *real-arithmetic* model
-computes (with the fixed:p rounding points, when asked) lies in [mid − rad, mid + rad]. Each step's bound
-holds on its own, from the floating-point error model with underflow:
+Every quantity is carried as (mid, rad) with the guarantee that the value the *real-arithmetic*
+model computes (with the fixed:p rounding points, when asked) lies in [mid − rad, mid + rad]. Each
+step's bound holds on its own, from the floating-point error model with underflow:
 
-* a rounded product or quotient is exact·(1 + δ) + η with |δ| ≤ u = 2^-53 and |η| ≤ 2^-1075 (the η term
-  is what a product that underflows loses; a float dot product of length d therefore errs by at most
-  γ_d·Σ|a_i b_i| + d·2^-1074, γ_d = d·u/(1 − d·u)); sums that land in the subnormal range are exact;
-* the C library's exp and expm1 are within 4 ulp on normal results (glibc documents < 1 ulp; check_libm
-  tests it against Arb balls once per process, and refuses to bound anything where it fails), and no
-  softmax weight that the bound relies on is subnormal: keys whose weight is provably below e^-500 of
-  the largest are bounded as a group by an absolute term instead (``attention_bounds``);
-* a radius computed from non-negative terms is inflated by a relative SAFETY margin that dominates its
-  own rounding, plus an absolute term for every product in it that may have underflowed. A radius is 0
-  only where the value is provably exact.
+* a rounded product or quotient is exact·(1 + δ) + η with |δ| ≤ u = 2^-53 and |η| ≤ 2^-1075 (the η
+  term is what a product that underflows loses; a float dot product of length d therefore errs by at
+  most γ_d·Σ|a_i b_i| + d·2^-1074, γ_d = d·u/(1 − d·u)); sums that land in the subnormal range are
+  exact;
+* the C library's exp and expm1 are within 4 ulp on normal results (glibc documents < 1 ulp;
+  check_libm tests it against Arb balls once per process, and refuses to bound anything where it
+  fails), and no softmax weight that the bound relies on is subnormal: keys whose weight is provably
+  below e^-500 of the largest are bounded as a group by an absolute term instead
+  (``attention_bounds``);
+* a radius computed from non-negative terms is inflated by a relative SAFETY margin that dominates
+  its own rounding, plus an absolute term for every product in it that may have underflowed. A
+  radius is 0 only where the value is provably exact.
 
-The GPT-2 parts (core/passes/activations.py): LayerNorm and GELU are enclosed by outward-rounded interval
-arithmetic with proven error bounds for erfc and exp (checked against Arb once per process, as above); a
-LayerNorm output stays bounded (|LN(x)_i − b_i| ≤ |w_i|·√(d−1) for every real x) even on an unbounded box.
+The GPT-2 parts (core/passes/activations.py): LayerNorm and GELU are enclosed by outward-rounded
+interval arithmetic with proven error bounds for erfc and exp (checked against Arb once per process,
+as above); a LayerNorm output stays bounded (|LN(x)_i − b_i| ≤ |w_i|·√(d−1) for every real x) even
+on an unbounded box.
 
-Where an assumption fails (a score, weight or value that overflows, a NaN, an exponent error too large
-for the relative model) the radius is +inf: that position is *uncertified*, never certified. A decoder
-then says at which positions every point of the box decodes to the same output: there the output is
-*certified*.
+Where an assumption fails (a score, weight or value that overflows, a NaN, an exponent error too
+large for the relative model) the radius is +inf: that position is *uncertified*, never certified. A
+decoder then says at which positions every point of the box decodes to the same output: there the
+output is *certified*.
 
-The primitives live in core.numbers.interval, the softmax bounds in core.attention.rigorous (both re-exported here).
+The primitives live in core.numbers.interval, the softmax bounds in core.attention.rigorous (both
+re-exported here).
 """
 
 from __future__ import annotations
@@ -55,12 +59,14 @@ def rounding_point_bounds(mid, rad, prec: Precision):
 
 
 def layer_norm_bounds(mid: np.ndarray, rad: np.ndarray, ln: LayerNorm):
-    """Bounds on LN(x) for x in the box (mid, rad) [.. d_model] (activation_bounds.layer_norm_interval)."""
+    """Bounds on LN(x) for x in the box (mid, rad) [.. d_model]
+    (activation_bounds.layer_norm_interval)."""
     return box_from_interval(*layer_norm_interval(mid, rad, ln))
 
 
 def activation_bounds(mid: np.ndarray, rad: np.ndarray, kind: str):
-    """Bounds on the MLP activation `kind` (relu, gelu, gelu_tanh) of every x in the box (mid, rad)."""
+    """Bounds on the MLP activation `kind` (relu, gelu, gelu_tanh) of every x in the box (mid,
+    rad)."""
     with np.errstate(invalid="ignore", over="ignore"):
         lo, hi = outward(mid - rad, mid + rad)
     lo, hi = np.where(rad > 0, lo, mid), np.where(rad > 0, hi, mid)
@@ -70,7 +76,8 @@ def activation_bounds(mid: np.ndarray, rad: np.ndarray, kind: str):
 
 
 def normed_bounds(x, ln: LayerNorm | None, prec: Precision):
-    """LN(x) as a rounding point (forward.normed_bounds), or x itself where there is no LayerNorm."""
+    """LN(x) as a rounding point (forward.normed_bounds), or x itself where there is no
+    LayerNorm."""
     return x if ln is None else rounding_point_bounds(*layer_norm_bounds(*x, ln), prec)
 
 
@@ -79,18 +86,20 @@ TIE_WORK = 2**22  # ... each with at most this many keys × d_model exact multip
 
 
 def settle_ties(out, q, k, v, W_O: np.ndarray, bits: int, mask: str):
-    """The rounded head output box `out` [batch pos d_model], with each row that still spans more than one
-    grid point decided exactly where that can be done cheaply: when the query, and the keys and values it
-    sees, are exact points (radius 0, so on the 2^-p grid), the head output is a known exponential sum, and
-    exact.exact_head_row rounds it exactly (a box of width 10⁻¹¹ that straddles a tie stays open however
-    tight the bounds are). The rounded value N/2^p may need 2p+1 bits: its box has radius 0 only where
-    float64 holds it exactly (exact_head.grid_box). At most TIE_ROWS rows, each within TIE_WORK; the rest
-    stays as it was."""
+    """The rounded head output box `out` [batch pos d_model], with each row that still spans more
+    than one grid point decided exactly where that can be done cheaply: when the query, and the keys
+    and values it sees, are exact points (radius 0, so on the 2^-p grid), the head output is a known
+    exponential sum, and exact.exact_head_row rounds it exactly (a box of width 10⁻¹¹ that straddles
+    a tie stays open however tight the bounds are). The rounded value N/2^p may need 2p+1 bits: its
+    box has radius 0 only where float64 holds it exactly (exact_head.grid_box). At most TIE_ROWS
+    rows, each within TIE_WORK; the rest stays as it was."""
     mid, rad = out
     (qm, qr), (km, kr), (vm, vr) = q, k, v
     exact_kv = ~(kr.any(axis=-1) | vr.any(axis=-1))  # [batch pos]
     seen = (
-        np.logical_and.accumulate(exact_kv, axis=-1) if mask == "causal" else exact_kv.all(-1, keepdims=True)
+        np.logical_and.accumulate(exact_kv, axis=-1)
+        if mask == "causal"
+        else exact_kv.all(-1, keepdims=True)
     )
     rows = np.argwhere(rad.any(axis=-1) & ~qr.any(axis=-1) & seen)[:TIE_ROWS]
     if len(rows) == 0:
@@ -108,19 +117,23 @@ def settle_ties(out, q, k, v, W_O: np.ndarray, bits: int, mask: str):
 
 def embed_bounds(model: Transformer, tokens: np.ndarray, positions, prec: Precision):
     """The embedding box W_E[σ_i] + W_pos[i] at its rounding point (positions as forward.embed)."""
-    return rounding_point_bounds(*add_bounds(model.W_E[tokens], 0.0, model.W_pos[positions], 0.0), prec)
+    return rounding_point_bounds(
+        *add_bounds(model.W_E[tokens], 0.0, model.W_pos[positions], 0.0), prec
+    )
 
 
 def ties_settle(layer, prec: Precision) -> bool:
-    """Whether a head output of `layer` at `prec` goes through settle_ties: fixed:p, score scale 1 (the
-    exact rounding assumes it) and the blocked algorithm (the reference is the first release's pass)."""
+    """Whether a head output of `layer` at `prec` goes through settle_ties: fixed:p, score scale 1
+    (the exact rounding assumes it) and the blocked algorithm (the reference is the first release's
+    pass)."""
     return prec.kind == "fixed" and layer.attn_scale == 1.0 and current_algorithm() != "reference"
 
 
 def run_layer_bounds(model: Transformer, x, prec: Precision, head_output):
-    """run_layers (core.passes.forward) on boxes: the layers on the embedded box x = (mid, rad) [.. d_model] before
-    ln_final, with each head's rounded output box = head_output(layer index, head index, layer, head, q, k,
-    v) from its q (scaled by the layer's attention scale), k and v boxes."""
+    """run_layers (core.passes.forward) on boxes: the layers on the embedded box x = (mid, rad) [..
+    d_model] before ln_final, with each head's rounded output box = head_output(layer index, head
+    index, layer, head, q, k, v) from its q (scaled by the layer's attention scale), k and v
+    boxes."""
     for index, layer in enumerate(model.layers):
         update = (np.zeros_like(x[0]), np.zeros_like(x[1]))
         a = normed_bounds(x, layer.ln1, prec) if layer.heads else x
@@ -143,14 +156,20 @@ def run_layer_bounds(model: Transformer, x, prec: Precision, head_output):
 
 
 def residual_bounds(model: Transformer, tokens: np.ndarray, prec: Precision):
-    """(mid, rad) of the final residual stream [batch pos d_model] of the real-arithmetic model with the
-    rounding points of `prec` ("fixed:p" or "exact"), after the final LayerNorm where the model has one.
-    Step for step forward.residual_stream: the scale multiplies the exact score ⟨q, k⟩ (here: the query
-    box), b_O is added once to the heads' sum of rounded outputs."""
+    """(mid, rad) of the final residual stream [batch pos d_model] of the real-arithmetic model with
+    the rounding points of `prec` ("fixed:p" or "exact"), after the final LayerNorm where the model
+    has one. Step for step forward.residual_stream: the scale multiplies the exact score ⟨q, k⟩
+    (here: the query box), b_O is added once to the heads' sum of rounded outputs."""
 
     def head_output(index, h, layer, head, q, k, v):
-        out = rounding_point_bounds(*affine_bounds(*attention_bounds(q, k, v, model.mask), head.W_O), prec)
-        return settle_ties(out, q, k, v, head.W_O, prec.bits, model.mask) if ties_settle(layer, prec) else out
+        out = rounding_point_bounds(
+            *affine_bounds(*attention_bounds(q, k, v, model.mask), head.W_O), prec
+        )
+        return (
+            settle_ties(out, q, k, v, head.W_O, prec.bits, model.mask)
+            if ties_settle(layer, prec)
+            else out
+        )
 
     x = embed_bounds(model, tokens, slice(0, tokens.shape[1]), prec)
     return normed_bounds(run_layer_bounds(model, x, prec, head_output), model.ln_final, prec)

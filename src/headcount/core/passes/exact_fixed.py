@@ -1,20 +1,22 @@
 """The fixed:p model evaluated EXACTLY (spec/README.md "Precision semantics"; precision.py).
 
-forward.py emulates fixed:p in float64, which rounds between the rounding points and so can land on the
-wrong side of a rounding tie or of the clip. This module computes the seed's definition itself:
+forward.py emulates fixed:p in float64, which rounds between the rounding points and so can land on
+the wrong side of a rounding tie or of the clip. This module computes the seed's definition itself:
 
-* Every weight is a float64, i.e. a dyadic rational, and every rounded value is a multiple of 2^-p, so
-  everything up to a softmax is an integer times a power of two. Vectors are kept as Python/FLINT integers
-  with a known exponent (value = ints / 2^e); matrix products go through fmpz_mat (exact, in C).
+* Every weight is a float64, i.e. a dyadic rational, and every rounded value is a multiple of 2^-p,
+  so everything up to a softmax is an integer times a power of two. Vectors are kept as Python/FLINT
+  integers with a known exponent (value = ints / 2^e); matrix products go through fmpz_mat (exact,
+  in C).
 * The residual stream is always a multiple of 2^-p (a sum of rounded values), stored as ints / 2^p.
-* A head output coordinate y = Σ_j e^{s_j} u_j / Σ_j e^{s_j} is transcendental in general. It is evaluated
-  as an arb ball (arb_mat products, scores shifted by their exact maximum). Rounding y needs only the grid
-  cell it lies in: when the ball straddles a single tie point t (an odd multiple of 2^-(p+1)), the sign of
-  y − t is the sign of Σ_j e^{s_j}(u_j − t), an exponential polynomial with rational data, decided exactly
-  by core.numbers.expsum.sign_exp_poly (zero ⇒ a true tie ⇒ half to even); when it straddles more, the precision
-  doubles (core.numbers.expsum.UndecidedError, an ArithmeticError, past core.numbers.expsum.MAX_PREC bits).
-* Rounding is to the nearest multiple of 2^-p, ties to even, then clipping to [-2^p, 2^p]; residual sums,
-  scores, the MLP's hidden layer and decoder logits are exact.
+* A head output coordinate y = Σ_j e^{s_j} u_j / Σ_j e^{s_j} is transcendental in general. It is
+  evaluated as an arb ball (arb_mat products, scores shifted by their exact maximum). Rounding y
+  needs only the grid cell it lies in: when the ball straddles a single tie point t (an odd multiple
+  of 2^-(p+1)), the sign of y − t is the sign of Σ_j e^{s_j}(u_j − t), an exponential polynomial
+  with rational data, decided exactly by core.numbers.expsum.sign_exp_poly (zero ⇒ a true tie ⇒ half
+  to even); when it straddles more, the precision doubles (core.numbers.expsum.UndecidedError, an
+  ArithmeticError, past core.numbers.expsum.MAX_PREC bits).
+* Rounding is to the nearest multiple of 2^-p, ties to even, then clipping to [-2^p, 2^p]; residual
+  sums, scores, the MLP's hidden layer and decoder logits are exact.
 
 Decoders: "linear" (exact logits, argmax with ties to the lowest class) here, and any decoder with a
 ``decode_grid(x, bits, positions)`` method that decodes the exact residual itself (the induction
@@ -37,7 +39,7 @@ MAX_BITS = 4096  # fixed:p is exact here for any p ≥ 1; the cap only keeps int
 Model = Transformer | OneLayerTable
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Exact dyadic integers: value = ints / 2^e (core.passes.head_rounding has the conversions)
 
 
@@ -59,8 +61,8 @@ _round_shift = np.frompyfunc(_round_half_even_shift, 2, 1)
 
 
 def _to_grid(ints: np.ndarray, e: int, bits: int) -> np.ndarray:
-    """The rounding point: N = round(ints/2^e · 2^p) (ties to even), clipped to ±2^{2p}; the value is
-    N/2^p."""
+    """The rounding point: N = round(ints/2^e · 2^p) (ties to even), clipped to ±2^{2p}; the value
+    is N/2^p."""
     shift = e - bits
     grid = ints << -shift if shift <= 0 else _round_shift(ints, shift)
     bound = 1 << (2 * bits)
@@ -68,8 +70,8 @@ def _to_grid(ints: np.ndarray, e: int, bits: int) -> np.ndarray:
 
 
 def exact_round_fixed(value, bits: int) -> flint.fmpq:
-    """The fixed:p rounding of one exact rational (Fraction, fmpq, int or float): nearest multiple of
-    2^-bits, ties to even, clipped to [-2^bits, 2^bits]."""
+    """The fixed:p rounding of one exact rational (Fraction, fmpq, int or float): nearest multiple
+    of 2^-bits, ties to even, clipped to [-2^bits, 2^bits]."""
     v = as_fmpq(value)
     num, den = int(v.p) << bits, int(v.q)
     q, r = divmod(num, den)
@@ -79,22 +81,27 @@ def exact_round_fixed(value, bits: int) -> flint.fmpq:
     return flint.fmpq(min(max(q, -bound), bound), 1 << bits)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Attention: one head's rounded output, exactly
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The two model forms
 
 
 def _check_bits(bits) -> int:
-    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= int(bits) <= MAX_BITS:
+    if (
+        isinstance(bits, bool)
+        or not isinstance(bits, (int, np.integer))
+        or not 1 <= int(bits) <= MAX_BITS
+    ):
         raise ValueError(f"bits must be an integer in 1..{MAX_BITS}, got {bits!r}")
     return int(bits)
 
 
 class TransformerPass:
-    """The weight-form model's exact fixed:p pass; weights converted to exact integers once per call."""
+    """The weight-form model's exact fixed:p pass; weights converted to exact integers once per
+    call."""
 
     def __init__(self, model: Transformer, n: int, bits: int):
         self.model, self.bits, self.causal = model, bits, model.mask == "causal"
@@ -137,7 +144,9 @@ class TransformerPass:
             for w_q, w_k, w_v, w_o in heads:
                 q = self.project(flat, w_q).reshape(batch, n, -1)
                 k = self.project(flat, w_k).reshape(batch, n, -1)
-                u = int_matmul(self.project(flat, w_v), w_o[0]).reshape(batch, n, d)  # value ints / 2^(p+e_O)
+                u = int_matmul(self.project(flat, w_v), w_o[0]).reshape(
+                    batch, n, d
+                )  # value ints / 2^(p+e_O)
                 for b in range(batch):
                     update[b, rows] += head_output(
                         q[b], k[b], u[b], self.bits + w_o[1], self.bits, self.causal, rows
@@ -148,7 +157,8 @@ class TransformerPass:
         return x
 
     def _mlp(self, x: np.ndarray, mlp: tuple) -> np.ndarray:
-        """Rounded relu(x W_in + b_in) W_out + b_out (the hidden layer is exact, not a rounding point)."""
+        """Rounded relu(x W_in + b_in) W_out + b_out (the hidden layer is exact, not a rounding
+        point)."""
         (w_in, e_in), (b_in, e_bin), (w_out, e_out), (b_out, e_bout) = mlp
         hidden, e_h = _add(int_matmul(x, w_in), self.bits + e_in, b_in[None, :], e_bin)
         hidden = np.maximum(hidden, 0)
@@ -157,13 +167,17 @@ class TransformerPass:
 
 
 def _float_grid(values: np.ndarray, bits: int) -> np.ndarray:
-    """Grid ints of single float64 values rounded at a rounding point (table entries are used as is)."""
+    """Grid ints of single float64 values rounded at a rounding point (table entries are used as
+    is)."""
     ints, e = dyadic(values)
     return _to_grid(ints, e, bits)
 
 
-def _table_residual(table: OneLayerTable, tokens: np.ndarray, bits: int, rows: Sequence[int]) -> np.ndarray:
-    """Final residual [batch pos d_model] grid ints of a table model; only `rows` get the head updates."""
+def _table_residual(
+    table: OneLayerTable, tokens: np.ndarray, bits: int, rows: Sequence[int]
+) -> np.ndarray:
+    """Final residual [batch pos d_model] grid ints of a table model; only `rows` get the head
+    updates."""
     batch, n = tokens.shape
     pos = np.arange(n)[None, :]
     x = _float_grid(table.embed[pos, tokens], bits)
@@ -182,15 +196,18 @@ def _residual_grid(model: Model, tokens: np.ndarray, bits: int, rows: Sequence[i
         return _table_residual(model, tokens, bits, rows)
     if isinstance(model, Transformer):
         return TransformerPass(model, tokens.shape[1], bits).residual(tokens, rows)
-    raise ValueError(f"exact evaluation needs a Transformer or a OneLayerTable, got {type(model).__name__}")
+    raise ValueError(
+        f"exact evaluation needs a Transformer or a OneLayerTable, got {type(model).__name__}"
+    )
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Decoders on the exact residual
 
 
 def _decode_linear(decoder, x: np.ndarray, bits: int) -> np.ndarray:
-    """argmax of x W_U + b_U (ties to the lowest class; class S is ⊥) on grid ints x [rows d_model]."""
+    """argmax of x W_U + b_U (ties to the lowest class; class S is ⊥) on grid ints x [rows
+    d_model]."""
     W_U, e_U = dyadic(decoder.W_U)
     b_U, e_b = dyadic(decoder.b_U)
     if W_U.shape[0] != x.shape[1]:
@@ -204,7 +221,7 @@ def _decode_linear(decoder, x: np.ndarray, bits: int) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Public entry points
 
 
@@ -221,9 +238,10 @@ def _needed(model: Model, n: int, positions: Sequence[int] | None) -> tuple[int,
 
 
 def exact_supported(model: Model) -> str | None:
-    """None when this module evaluates `model` exactly; else why not. It covers the seed's plain model (a
-    "linear" decoder or one with decode_grid): LayerNorm's square root and GELU's erf/tanh leave the
-    rationals, and the GPT-2 parts are proven by the rigorous bounds alone (open positions stay open)."""
+    """None when this module evaluates `model` exactly; else why not. It covers the seed's plain
+    model (a "linear" decoder or one with decode_grid): LayerNorm's square root and GELU's erf/tanh
+    leave the rationals, and the GPT-2 parts are proven by the rigorous bounds alone (open positions
+    stay open)."""
     extensions = getattr(model, "extensions", [])
     if extensions:
         return f"exact evaluation covers the seed's plain model, not {', '.join(extensions)}"
@@ -245,10 +263,11 @@ def exact_fixed_predict(
 ) -> np.ndarray:
     """Outputs [batch pos] (int64, BOTTOM for ⊥) of the fixed:`bits` model, computed exactly.
 
-    `positions` (0-based) limits which outputs are computed: with the causal mask only positions up to
-    max(positions) are evaluated (nothing later can influence them), with the full mask every position is
-    evaluated below the last layer; positions NOT asked are returned as BOTTOM (not computed, not a
-    prediction). ValueError for bad input (tokens, bits, positions, unsupported decoder)."""
+    `positions` (0-based) limits which outputs are computed: with the causal mask only positions up
+    to max(positions) are evaluated (nothing later can influence them), with the full mask every
+    position is evaluated below the last layer; positions NOT asked are returned as BOTTOM (not
+    computed, not a prediction). ValueError for bad input (tokens, bits, positions, unsupported
+    decoder)."""
     bits = _check_bits(bits)
     kind = _check_decoder(model)
     tokens = check_tokens(model, tokens)
@@ -267,8 +286,8 @@ def exact_fixed_predict(
 
 
 def exact_fixed_residual(model: Model, tokens_row, bits: int) -> np.ndarray:
-    """The exact final residual [pos d_model] of one input (object array of fmpq: every coordinate is a
-    multiple of 2^-bits, a sum of rounded values), for tests and for inspecting near-ties."""
+    """The exact final residual [pos d_model] of one input (object array of fmpq: every coordinate
+    is a multiple of 2^-bits, a sum of rounded values), for tests and for inspecting near-ties."""
     bits = _check_bits(bits)
     tokens = check_tokens(model, np.asarray(tokens_row))
     if tokens.shape[0] != 1:

@@ -25,7 +25,8 @@ def rows_per_chunk(n: int, width: int = 1) -> int:
 
 
 def layer_norm(x: np.ndarray, ln: LayerNorm, prec: Precision) -> np.ndarray:
-    """(x − mean) / √(var + eps) · w + b over the last axis, each operation rounded to the mode's type."""
+    """(x − mean) / √(var + eps) · w + b over the last axis, each operation rounded to the mode's
+    type."""
     dt = x.dtype.type
     r = prec.after_op
     centred = r(x - r(x.mean(axis=-1, keepdims=True)))
@@ -53,8 +54,8 @@ def activation(h: np.ndarray, kind: str, prec: Precision) -> np.ndarray:
 
 
 def normed(x: np.ndarray, ln: LayerNorm | None, prec: Precision) -> np.ndarray:
-    """LN(x), a rounding point of fixed:p (an input the heads or the MLP read, like the embedding); x itself
-    when the layer has no LayerNorm there."""
+    """LN(x), a rounding point of fixed:p (an input the heads or the MLP read, like the embedding);
+    x itself when the layer has no LayerNorm there."""
     return x if ln is None else prec.at_rounding_point(layer_norm(x, ln, prec))
 
 
@@ -68,22 +69,26 @@ def _project(x: np.ndarray, W: np.ndarray, b: np.ndarray | None, prec: Precision
 
 
 def embed(model: Transformer, tokens: np.ndarray, positions, prec: Precision) -> np.ndarray:
-    """The rounded embedding W_E[σ_i] + W_pos[i] of `tokens` at `positions` (anything that indexes W_pos's
-    rows and broadcasts against the tokens: a slice 0..n−1 for whole rows, one i for a trie level)."""
+    """The rounded embedding W_E[σ_i] + W_pos[i] of `tokens` at `positions` (anything that indexes
+    W_pos's rows and broadcasts against the tokens: a slice 0..n−1 for whole rows, one i for a trie
+    level)."""
     dt = prec.compute_dtype
     w = lambda a: prec.after_op(a.astype(dt))  # noqa: E731 — weights stored in the mode's type
     return prec.at_rounding_point(prec.after_op(w(model.W_E[tokens]) + w(model.W_pos[positions])))
 
 
-# one head's attention z [.. d_value] from (layer index, head index, layer, q, k, v) of the rows run_layers
-# evaluates: attend over the rows themselves (residual_stream), or over stored keys (core.passes.prefix)
+# one head's attention z [.. d_value] from (layer index, head index, layer, q, k, v) of the rows
+# run_layers evaluates: attend over the rows themselves (residual_stream), or over stored keys
+# (core.passes.prefix)
 HeadAttention = Callable[[int, int, "Layer", np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
-def run_layers(model: Transformer, x: np.ndarray, prec: Precision, attention: HeadAttention) -> np.ndarray:
-    """The model's layers on the embedded residual x [.. d_model] in the mode `prec` (before ln_final):
-    per head q, k, v (rounding points), z = attention(...), the rounded head output z W_O; b_O once on the
-    heads' sum; the MLP."""
+def run_layers(
+    model: Transformer, x: np.ndarray, prec: Precision, attention: HeadAttention
+) -> np.ndarray:
+    """The model's layers on the embedded residual x [.. d_model] in the mode `prec` (before
+    ln_final): per head q, k, v (rounding points), z = attention(...), the rounded head output z
+    W_O; b_O once on the heads' sum; the MLP."""
     dt = prec.compute_dtype
     w = lambda a: prec.after_op(a.astype(dt))  # noqa: E731 — weights stored in the mode's type
     for index, layer in enumerate(model.layers):
@@ -102,7 +107,9 @@ def run_layers(model: Transformer, x: np.ndarray, prec: Precision, attention: He
             mlp = layer.mlp
             m = normed(x, layer.ln2, prec)
             hidden = activation(prec.after_op(m @ w(mlp.W_in) + w(mlp.b_in)), mlp.activation, prec)
-            x = prec.after_op(x + prec.at_rounding_point(prec.after_op(hidden @ w(mlp.W_out) + w(mlp.b_out))))
+            x = prec.after_op(
+                x + prec.at_rounding_point(prec.after_op(hidden @ w(mlp.W_out) + w(mlp.b_out)))
+            )
     return x
 
 
@@ -112,9 +119,9 @@ def residual_stream(
     prec: Precision = FLOAT64,
     patterns: list[list[np.ndarray]] | None = None,
 ) -> np.ndarray:
-    """Final residual stream x^L [batch pos d_model] of a (checked) token batch, in the mode `prec` — after
-    the final LayerNorm when the model has one (what the decoder reads). `patterns`, when given, receives
-    each layer's list of its heads' attention weights [batch query key]."""
+    """Final residual stream x^L [batch pos d_model] of a (checked) token batch, in the mode `prec`
+    — after the final LayerNorm when the model has one (what the decoder reads). `patterns`, when
+    given, receives each layer's list of its heads' attention weights [batch query key]."""
     per_layer: list[list[np.ndarray]] | None = None
     if patterns is not None:
         per_layer = [[] for _ in model.layers]

@@ -1,12 +1,14 @@
-"""Exact rounding of one attention head's output in the fixed:p model (spec/README.md "Precision semantics").
+"""Exact rounding of one attention head's output in the fixed:p model (spec/README.md "Precision
+semantics").
 
-A head output coordinate y = Σ_j e^{s_j} u_j / Σ_j e^{s_j} is transcendental in general. It is evaluated as
-an arb ball (arb_mat products, scores shifted by their exact maximum). Rounding y needs only the grid cell
-it lies in: when the ball straddles a single tie point t (an odd multiple of 2^-(p+1)), the sign of y − t is
-the sign of Σ_j e^{s_j}(u_j − t), an exponential polynomial with rational data, decided exactly by
-core.numbers.expsum.sign_exp_poly (zero ⇒ a true tie ⇒ half to even); when it straddles more, the precision doubles
-(core.numbers.expsum.UndecidedError past core.numbers.expsum.MAX_PREC bits). Used by the exact evaluator (core.passes.exact_fixed) for
-whole inputs and by the bounds (bounds.settle_ties) for one query row; it imports nothing of the model.
+A head output coordinate y = Σ_j e^{s_j} u_j / Σ_j e^{s_j} is transcendental in general. It is
+evaluated as an arb ball (arb_mat products, scores shifted by their exact maximum). Rounding y needs
+only the grid cell it lies in: when the ball straddles a single tie point t (an odd multiple of
+2^-(p+1)), the sign of y − t is the sign of Σ_j e^{s_j}(u_j − t), an exponential polynomial with
+rational data, decided exactly by core.numbers.expsum.sign_exp_poly (zero ⇒ a true tie ⇒ half to
+even); when it straddles more, the precision doubles (core.numbers.expsum.UndecidedError past
+core.numbers.expsum.MAX_PREC bits). Used by the exact evaluator (core.passes.exact_fixed) for whole
+inputs and by the bounds (bounds.settle_ties) for one query row; it imports nothing of the model.
 """
 
 from __future__ import annotations
@@ -34,9 +36,12 @@ class _HeadRounder:
     """Rounds y_ic = Σ_j e^{s_ij} u_jc / Σ_j e^{s_ij} to the 2^-p grid for one head on one sequence.
 
     Works in units of 2^-(p+1): w = y·2^{p+1}, so grid points are even integers and ties odd ones.
-    u_jc = us_jc / den_factor exactly (us ints); scores s_ij = (D_ij + max_i) / 2^{2p} with D_ij ≤ 0 ints."""
+    u_jc = us_jc / den_factor exactly (us ints); scores s_ij = (D_ij + max_i) / 2^{2p} with D_ij ≤ 0
+    ints."""
 
-    def __init__(self, shifted: list[list[tuple[int, int]]], us: np.ndarray, den_factor: int, bits: int):
+    def __init__(
+        self, shifted: list[list[tuple[int, int]]], us: np.ndarray, den_factor: int, bits: int
+    ):
         self.shifted = shifted  # per query row: [(key j, D_ij)] over the visible keys
         self.us = us  # [keys d] ints
         self.den_factor = den_factor
@@ -79,8 +84,9 @@ class _HeadRounder:
         return num / (den * self.den_factor)
 
     def _locate(self, w: flint.arb) -> tuple[str, int]:
-        """Where w lies: ("grid", N) when it rounds to N for sure (clip included), ("tie", t) when the
-        ball holds exactly one tie point t, ("wide", 0) when it holds more (or is not finite)."""
+        """Where w lies: ("grid", N) when it rounds to N for sure (clip included), ("tie", t) when
+        the ball holds exactly one tie point t, ("wide", 0) when it holds more (or is not
+        finite)."""
         if not w.is_finite():
             return "wide", 0
         clip = flint.arb(2 * self.bound)  # y = ±2^p
@@ -106,7 +112,9 @@ class _HeadRounder:
         for j, d in self.shifted[r]:
             exponent = flint.fmpq(d, self.score_den)
             poly[exponent] = (
-                poly.get(exponent, flint.fmpq(0)) + flint.fmpq(int(self.us[j, c]), self.den_factor) - t
+                poly.get(exponent, flint.fmpq(0))
+                + flint.fmpq(int(self.us[j, c]), self.den_factor)
+                - t
             )
         sign = sign_exp_poly(poly)
         if sign == 0:  # a true tie: half to even
@@ -148,12 +156,22 @@ def _dyadic_fmpq(man: int, exp: int) -> flint.fmpq:
 
 
 def head_output(
-    q: np.ndarray, k: np.ndarray, u: np.ndarray, e_u: int, bits: int, causal: bool, rows: Sequence[int]
+    q: np.ndarray,
+    k: np.ndarray,
+    u: np.ndarray,
+    e_u: int,
+    bits: int,
+    causal: bool,
+    rows: Sequence[int],
 ) -> np.ndarray:
     """Rounded softmax(q kᵀ) u for the query rows `rows` of one sequence: [len(rows) d] grid ints.
     q, k: [pos d_head] grid ints (units 2^-p); u: [pos d] ints with value u / 2^e_u."""
     n = q.shape[0]
-    scores = (fmpz_mat(q) * fmpz_mat(k).transpose()).tolist() if q.shape[1] else [[0] * n for _ in range(n)]
+    scores = (
+        (fmpz_mat(q) * fmpz_mat(k).transpose()).tolist()
+        if q.shape[1]
+        else [[0] * n for _ in range(n)]
+    )
     shifted = []
     for i in rows:
         visible = [(j, int(scores[i][j])) for j in range(i + 1 if causal else n)]
@@ -169,10 +187,10 @@ def head_output(
 
 
 def grid_box(N: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """(mid, rad) float64 boxes around the exact grid values N/2^p (N an object array of Python ints, up
-    to 2p+1 bits): mid the float nearest to N/2^p, rad its exact distance to it — 0 only where N/2^p is
-    itself a float64 number (|N| < 2^53, or N with enough trailing zero bits), else that distance rounded up
-    (it may itself need more than 53 bits once N has over 106)."""
+    """(mid, rad) float64 boxes around the exact grid values N/2^p (N an object array of Python
+    ints, up to 2p+1 bits): mid the float nearest to N/2^p, rad its exact distance to it — 0 only
+    where N/2^p is itself a float64 number (|N| < 2^53, or N with enough trailing zero bits), else
+    that distance rounded up (it may itself need more than 53 bits once N has over 106)."""
     ints = [int(x) for x in np.asarray(N, dtype=object).ravel().tolist()]
     nearest = [float(x) for x in ints]  # round to nearest: |x − int(float(x))| ≤ half an ulp
     scale = 2.0**-bits  # exact scalings: grid values are far above the subnormal range
@@ -190,11 +208,12 @@ def _float_up(d: int) -> float:
 def exact_head_row(
     q_row: np.ndarray, k: np.ndarray, v: np.ndarray, W_O: np.ndarray, bits: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The fixed:p head output round(softmax(q kᵀ) v W_O) of ONE query from exact inputs, as a box (mid,
-    rad) [d_model] (grid_box: radius 0 only where the grid value is a float64 number — with p ≥ 27 it may
-    need up to 2p+1 bits): q_row [d_head], k [keys d_head] and v [keys d_value] on the 2^-p grid (the
-    rounded projections), W_O any float64 matrix, score scale 1. What the bounds call when one head
-    output's box straddles a rounding tie (bounds.settle_ties): O(keys · d) exact work, not a pass."""
+    """The fixed:p head output round(softmax(q kᵀ) v W_O) of ONE query from exact inputs, as a box
+    (mid, rad) [d_model] (grid_box: radius 0 only where the grid value is a float64 number — with p
+    ≥ 27 it may need up to 2p+1 bits): q_row [d_head], k [keys d_head] and v [keys d_value] on the
+    2^-p grid (the rounded projections), W_O any float64 matrix, score scale 1. What the bounds call
+    when one head output's box straddles a rounding tie (bounds.settle_ties): O(keys · d) exact
+    work, not a pass."""
     scale = float(2.0**bits)
     q_ints, k_ints, v_ints = (
         int_array([int(x) for x in (a * scale).ravel().tolist()], a.shape) for a in (q_row, k, v)

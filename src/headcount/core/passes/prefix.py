@@ -1,29 +1,33 @@
 """A causal model's passes over a batch, each distinct prefix evaluated once.
 
-In a causal Transformer every value at position i — the residual, each q, k, v, each head's output — depends
-only on the prefix σ_0..σ_i. Rows of an exhaustive enumeration (induction.task.all_sequences) share long
-prefixes: a chunk of 32768 lexicographic rows of length 20 over S = 2 has about 2·32768 distinct prefixes,
-not 20·32768 positions. The passes here walk the prefixes level by level (level i: the distinct prefixes
-of length i + 1, in the PrefixTrie) and run each one's newest position through the same steps, with the
-same helper functions, as forward.residual_stream and bounds.residual_bounds: a head's query at level i
-attends to the keys and values stored, level by level, for the prefix's ancestors (its own prefixes of
-length 1..i + 1). Results are scattered back to [batch pos d_model].
+In a causal Transformer every value at position i — the residual, each q, k, v, each head's output —
+depends only on the prefix σ_0..σ_i. Rows of an exhaustive enumeration
+(induction.task.all_sequences) share long prefixes: a chunk of 32768 lexicographic rows of length 20
+over S = 2 has about 2·32768 distinct prefixes, not 20·32768 positions. The passes here walk the
+prefixes level by level (level i: the distinct prefixes of length i + 1, in the PrefixTrie) and run
+each one's newest position through the same steps, with the same helper functions, as
+forward.residual_stream and bounds.residual_bounds: a head's query at level i attends to the keys
+and values stored, level by level, for the prefix's ancestors (its own prefixes of length 1..i + 1).
+Results are scattered back to [batch pos d_model].
 
-* ``prefix_trie`` — the distinct prefixes of a token batch, level by level (np.unique, no loop over rows).
+* ``prefix_trie`` — the distinct prefixes of a token batch, level by level (np.unique, no loop over
+  rows).
 * ``prefix_worthwhile`` — the trie when it pays (a causal weight-form model, at most a third of the
   batch's positions distinct), else None.
-* ``prefix_residual_stream`` / ``prefix_residual_bounds`` — residual_stream / residual_bounds over the trie.
+* ``prefix_residual_stream`` / ``prefix_residual_bounds`` — residual_stream / residual_bounds over
+  the trie.
 
 Each level is carried as [blocks rows ..] (_Level), so every product with a weight matrix has
-residual_stream's shape and, measured, its bits. What differs is attention: one query row against its i + 1
-keys (a matrix–vector product, and sums over i + 1 keys where residual_stream sums n with the masked ones
-as exact zeros) can change the last bit of a score or a softmax sum, and a sensitive model grows that
-(tests/core/test_prefix.py: at most 2 ulps of a row's largest value on the two-layer construction, the
-same bits at fixed:p there; up to ~10³ ulps on random models, where residual_stream itself is that far
-from the exact residual). The rigorous pass is sound on its own terms: each box comes from the bounds
-module's own steps over exactly the keys and values the position sees (attention_bounds with the "full"
-mask on the gathered ancestors). bounds.settle_ties runs once per level and head, so its TIE_ROWS budget
-applies per level here, per chunk there: a prefix pass may settle (prove) more head outputs.
+residual_stream's shape and, measured, its bits. What differs is attention: one query row against
+its i + 1 keys (a matrix–vector product, and sums over i + 1 keys where residual_stream sums n with
+the masked ones as exact zeros) can change the last bit of a score or a softmax sum, and a sensitive
+model grows that (tests/core/test_prefix.py: at most 2 ulps of a row's largest value on the
+two-layer construction, the same bits at fixed:p there; up to ~10³ ulps on random models, where
+residual_stream itself is that far from the exact residual). The rigorous pass is sound on its own
+terms: each box comes from the bounds module's own steps over exactly the keys and values the
+position sees (attention_bounds with the "full" mask on the gathered ancestors). bounds.settle_ties
+runs once per level and head, so its TIE_ROWS budget applies per level here, per chunk there: a
+prefix pass may settle (prove) more head outputs.
 """
 
 from __future__ import annotations
@@ -51,8 +55,9 @@ WORTHWHILE_SHARE = 3  # the trie pays when it has at most 1/3 of the batch's pos
 
 @dataclass(frozen=True, eq=False)
 class PrefixTrie:
-    """The distinct prefixes of a token batch [batch n], level by level: level i holds the U_i distinct
-    prefixes of length i + 1, sorted lexicographically (np.unique over (parent, token) pairs).
+    """The distinct prefixes of a token batch [batch n], level by level: level i holds the U_i
+    distinct prefixes of length i + 1, sorted lexicographically (np.unique over (parent, token)
+    pairs).
 
     parent[i]   [U_i] index of each prefix's length-i prefix among level i − 1's (zeros at level 0)
     token[i]    [U_i] its last token
@@ -85,8 +90,9 @@ class PrefixTrie:
         return int(sum(self.sizes))
 
     def ancestors(self, i: int) -> np.ndarray:
-        """[U_i, i + 1]: column j holds, for each level-i prefix, the index of its length-(j + 1) prefix among
-        level j's (the last column is the prefix itself), following the parent arrays."""
+        """[U_i, i + 1]: column j holds, for each level-i prefix, the index of its length-(j + 1)
+        prefix among level j's (the last column is the prefix itself), following the parent
+        arrays."""
         if not 0 <= i < self.n:
             raise ValueError(f"level {i} is outside the trie's levels 0..{self.n - 1}")
         out = np.empty((len(self.token[i]), i + 1), dtype=np.int64)
@@ -99,15 +105,17 @@ class PrefixTrie:
 def _checked_batch(tokens: Any) -> np.ndarray:
     tokens = np.asarray(tokens)
     if tokens.ndim != 2 or (tokens.size and not np.issubdtype(tokens.dtype, np.integer)):
-        raise ValueError(f"tokens must be an integer array [batch pos], got {tokens.dtype} {tokens.shape}")
+        raise ValueError(
+            f"tokens must be an integer array [batch pos], got {tokens.dtype} {tokens.shape}"
+        )
     if tokens.size and tokens.min() < 0:
         raise ValueError("tokens must be non-negative")
     return tokens.astype(np.int64, copy=False)
 
 
 def _build(tokens: np.ndarray, limit: int | None) -> PrefixTrie | None:
-    """The trie of `tokens`, or None as soon as it is sure to exceed `limit` positions (U_i never shrinks
-    with i, so levels 0..i already force Σ_{j≤i} U_j + (n − 1 − i)·U_i)."""
+    """The trie of `tokens`, or None as soon as it is sure to exceed `limit` positions (U_i never
+    shrinks with i, so levels 0..i already force Σ_{j≤i} U_j + (n − 1 − i)·U_i)."""
     batch, n = tokens.shape
     width = int(tokens.max()) + 1 if tokens.size else 1
     node = np.zeros(batch, dtype=np.int64)
@@ -127,18 +135,19 @@ def _build(tokens: np.ndarray, limit: int | None) -> PrefixTrie | None:
 
 
 def prefix_trie(tokens: np.ndarray) -> PrefixTrie:
-    """The PrefixTrie of a token batch [batch n] (non-negative integers): level by level, np.unique over the
-    (parent, token) pairs of every row (return_inverse gives row_node); Python loops only over levels."""
+    """The PrefixTrie of a token batch [batch n] (non-negative integers): level by level, np.unique
+    over the (parent, token) pairs of every row (return_inverse gives row_node); Python loops only
+    over levels."""
     trie = _build(_checked_batch(tokens), None)
     assert trie is not None
     return trie
 
 
 def prefix_worthwhile(model: Any, tokens: np.ndarray) -> PrefixTrie | None:
-    """The trie of `tokens` when a prefix pass pays for `model` — a weight-form Transformer with the causal
-    mask (a table model or the full mask: None) whose batch has at most 1/WORTHWHILE_SHARE of its
-    batch·n positions distinct — else None. Building stops as soon as the trie is sure to be too big, so a
-    batch of random long rows costs a few levels."""
+    """The trie of `tokens` when a prefix pass pays for `model` — a weight-form Transformer with the
+    causal mask (a table model or the full mask: None) whose batch has at most 1/WORTHWHILE_SHARE of
+    its batch·n positions distinct — else None. Building stops as soon as the trie is sure to be too
+    big, so a batch of random long rows costs a few levels."""
     if not isinstance(model, Transformer) or model.mask != "causal":
         return None
     tokens = _checked_batch(tokens)
@@ -147,9 +156,11 @@ def prefix_worthwhile(model: Any, tokens: np.ndarray) -> PrefixTrie | None:
     return _build(tokens, tokens.size // WORTHWHILE_SHARE)
 
 
-def _setup(model: Any, tokens: np.ndarray, trie: PrefixTrie | None) -> tuple[np.ndarray, PrefixTrie]:
-    """The checked tokens and their trie (the one given, checked against them: each row's chain of prefixes,
-    linked by parent, spells the row)."""
+def _setup(
+    model: Any, tokens: np.ndarray, trie: PrefixTrie | None
+) -> tuple[np.ndarray, PrefixTrie]:
+    """The checked tokens and their trie (the one given, checked against them: each row's chain of
+    prefixes, linked by parent, spells the row)."""
     if not isinstance(model, Transformer) or model.mask != "causal":
         raise ValueError("a prefix pass needs a weight-form Transformer with the causal mask")
     tokens = check_tokens(model, tokens)
@@ -173,10 +184,12 @@ class _Stored:
         self.arrays: dict[tuple[int, int], tuple[np.ndarray, ...]] = {}
 
     def keep_and_gather(self, key: tuple[int, int], level: _Level, values: tuple[np.ndarray, ...]):
-        """Store the level's own rows of `values` [blocks rows ..], then return each array gathered over the
-        ancestors of every (padded) row: [blocks·rows, i + 1, ..]."""
+        """Store the level's own rows of `values` [blocks rows ..], then return each array gathered
+        over the ancestors of every (padded) row: [blocks·rows, i + 1, ..]."""
         if key not in self.arrays:
-            self.arrays[key] = tuple(np.empty((self.total,) + v.shape[2:], dtype=v.dtype) for v in values)
+            self.arrays[key] = tuple(
+                np.empty((self.total,) + v.shape[2:], dtype=v.dtype) for v in values
+            )
         stored = self.arrays[key]
         for array, v in zip(stored, values):
             array[level.rows] = level.own(v)
@@ -191,12 +204,13 @@ BLOCK_ROWS = 64  # a level's U_i prefixes are carried as [blocks BLOCK_ROWS ..] 
 
 @dataclass(frozen=True, eq=False)
 class _Level:
-    """Level i's U_i prefixes laid out as [blocks rows ..] — rows = BLOCK_ROWS, or U_i (at least 2) on a
-    small level; the last block is padded by repeating the last prefix. Every product with a weight matrix
-    then has residual_stream's shape, [batch pos d] @ [d e] with a few rows per slice, and NumPy runs the
-    kernel it runs there: measured, the same bits (a single row per slice takes the matrix–vector kernel,
-    whose sums round differently; one tall [U_i d] matrix takes OpenBLAS's multithreaded path, which rounds
-    differently again and is several times slower on a busy machine)."""
+    """Level i's U_i prefixes laid out as [blocks rows ..] — rows = BLOCK_ROWS, or U_i (at least 2)
+    on a small level; the last block is padded by repeating the last prefix. Every product with a
+    weight matrix then has residual_stream's shape, [batch pos d] @ [d e] with a few rows per slice,
+    and NumPy runs the kernel it runs there: measured, the same bits (a single row per slice takes
+    the matrix–vector kernel, whose sums round differently; one tall [U_i d] matrix takes OpenBLAS's
+    multithreaded path, which rounds differently again and is several times slower on a busy
+    machine)."""
 
     i: int
     count: int  # U_i
@@ -226,20 +240,24 @@ def _levels(trie: PrefixTrie):
         blocks = -(-size // rows)
         take = np.minimum(np.arange(blocks * rows), size - 1)
         ancestors = (trie.ancestors(i) + offsets[: i + 1])[take]
-        yield _Level(i, size, (blocks, rows), take, slice(int(offsets[i]), int(offsets[i + 1])), ancestors)
+        yield _Level(
+            i, size, (blocks, rows), take, slice(int(offsets[i]), int(offsets[i + 1])), ancestors
+        )
 
 
 def _scatter(trie: PrefixTrie, per_level: list[np.ndarray]) -> np.ndarray:
-    """[batch n ..] from each level's [U_i ..] values: one gather of every row's prefixes (row_node, as
-    stored row numbers) from all levels' values, written in order."""
+    """[batch n ..] from each level's [U_i ..] values: one gather of every row's prefixes (row_node,
+    as stored row numbers) from all levels' values, written in order."""
     nodes = np.stack(trie.row_node, axis=1) + trie.offsets[:-1]  # [batch n]
     return np.take(np.concatenate(per_level), nodes, axis=0)
 
 
-def _float_level(model: Transformer, trie: PrefixTrie, level: _Level, prec: Precision, stored: _Stored):
-    """forward.residual_stream at position i for level i's prefixes [U_i d_model], on the level's [blocks
-    rows ..] layout (forward.run_layers); each head's query [blocks·rows 1 d_head] attends to its own i + 1
-    ancestors' keys and values (attend without a mask)."""
+def _float_level(
+    model: Transformer, trie: PrefixTrie, level: _Level, prec: Precision, stored: _Stored
+):
+    """forward.residual_stream at position i for level i's prefixes [U_i d_model], on the level's
+    [blocks rows ..] layout (forward.run_layers); each head's query [blocks·rows 1 d_head] attends
+    to its own i + 1 ancestors' keys and values (attend without a mask)."""
 
     def attention(index, h, layer, q, k, v):
         keys, values = stored.keep_and_gather((index, h), level, (k, v))  # [blocks·rows i+1 ..]
@@ -257,10 +275,10 @@ def prefix_residual_stream(
     trie: PrefixTrie | None = None,
     stats: dict[str, int] | None = None,
 ) -> np.ndarray:
-    """forward.residual_stream [batch pos d_model] of a causal weight-form model, each distinct prefix
-    evaluated once (module docstring). `trie`: the tokens' PrefixTrie when already built (e.g. by
-    prefix_worthwhile); `stats`, when given, receives "positions" (Σ U_i) and "stored_bytes" (the keys
-    and values kept for every prefix)."""
+    """forward.residual_stream [batch pos d_model] of a causal weight-form model, each distinct
+    prefix evaluated once (module docstring). `trie`: the tokens' PrefixTrie when already built
+    (e.g. by prefix_worthwhile); `stats`, when given, receives "positions" (Σ U_i) and
+    "stored_bytes" (the keys and values kept for every prefix)."""
     tokens, trie = _setup(model, tokens, trie)
     if trie.batch == 0:
         return np.zeros(tokens.shape + (model.d_model,), dtype=prec.compute_dtype)
@@ -271,10 +289,13 @@ def prefix_residual_stream(
     return _scatter(trie, finals)
 
 
-def _bounds_level(model: Transformer, trie: PrefixTrie, level: _Level, prec: Precision, stored: _Stored):
-    """bounds.residual_bounds at position i for level i's prefixes, (mid, rad) [U_i d_model], on the level's
-    [blocks rows ..] layout (bounds.run_layer_bounds); each head's box is attention_bounds(…, "full") of the
-    query [blocks·rows 1 d_head] over exactly its ancestors' keys and values."""
+def _bounds_level(
+    model: Transformer, trie: PrefixTrie, level: _Level, prec: Precision, stored: _Stored
+):
+    """bounds.residual_bounds at position i for level i's prefixes, (mid, rad) [U_i d_model], on the
+    level's [blocks rows ..] layout (bounds.run_layer_bounds); each head's box is
+    attention_bounds(…, "full") of the query [blocks·rows 1 d_head] over exactly its ancestors' keys
+    and values."""
 
     def head_output(index, h, layer, head, q, k, v):
         km, kr, vm, vr = stored.keep_and_gather((index, h), level, (*k, *v))  # [blocks·rows i+1 ..]
@@ -291,7 +312,9 @@ def _bounds_level(model: Transformer, trie: PrefixTrie, level: _Level, prec: Pre
     x = embed_bounds(model, level.blocks(trie.token[level.i]), level.i, prec)
     return tuple(
         level.own(part)
-        for part in normed_bounds(run_layer_bounds(model, x, prec, head_output), model.ln_final, prec)
+        for part in normed_bounds(
+            run_layer_bounds(model, x, prec, head_output), model.ln_final, prec
+        )
     )
 
 
@@ -302,10 +325,10 @@ def prefix_residual_bounds(
     trie: PrefixTrie | None = None,
     stats: dict[str, int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """bounds.residual_bounds (mid, rad) [batch pos d_model] of a causal weight-form model, each distinct
-    prefix bounded once (module docstring); sound on its own terms: every box is built by the bounds
-    module's steps over exactly the keys and values the position sees. `trie` and `stats` as for
-    prefix_residual_stream."""
+    """bounds.residual_bounds (mid, rad) [batch pos d_model] of a causal weight-form model, each
+    distinct prefix bounded once (module docstring); sound on its own terms: every box is built by
+    the bounds module's steps over exactly the keys and values the position sees. `trie` and `stats`
+    as for prefix_residual_stream."""
     tokens, trie = _setup(model, tokens, trie)
     if trie.batch == 0:
         empty = np.zeros(tokens.shape + (model.d_model,))

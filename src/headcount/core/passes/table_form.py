@@ -1,5 +1,5 @@
-"""The passes of the one-layer table form (core.model.table): its residual stream in any precision mode,
-and rigorous bounds on it, straight from the tables (no weights).
+"""The passes of the one-layer table form (core.model.table): its residual stream in any precision
+mode, and rigorous bounds on it, straight from the tables (no weights).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ def table_residual(
     prec: Precision = FLOAT64,
     patterns: list[np.ndarray] | None = None,
 ) -> np.ndarray:
-    """x_i + Σ_h head_h(i): the vector ψ_out reads, [batch pos d_model]. With a list `patterns`, each
-    head's attention weights [batch query key] are appended to it (analysis only)."""
+    """x_i + Σ_h head_h(i): the vector ψ_out reads, [batch pos d_model]. With a list `patterns`,
+    each head's attention weights [batch query key] are appended to it (analysis only)."""
     dt = prec.compute_dtype
     rp = lambda a: prec.at_rounding_point(prec.after_op(a.astype(dt)))  # noqa: E731
     x = rp(_lookup(table.embed, tokens))

@@ -1,58 +1,66 @@
-"""k-hop induction heads by pointer doubling (issue 16): hop_k(σ)_i = σ_{find^k(i)}, find(i) = 1 + the latest
-j < i with σ_j = σ_i (⊥ if none; ⊥ propagates), in L(k) = ⌈log₂ k⌉ + 2 layers.
+"""k-hop induction heads by pointer doubling (issue 16): hop_k(σ)_i = σ_{find^k(i)}, find(i) = 1 +
+the latest j < i with σ_j = σ_i (⊥ if none; ⊥ propagates), in L(k) = ⌈log₂ k⌉ + 2 layers.
 
 * :func:`khop_construction` — one fixed k, plain layout (the characters only). k = 1 is
   construction.two_layer_induction itself (the same model, weights and info).
 * :func:`variable_hop_construction` — every k ≤ K in one model of L(K) layers, hop-prefix layout
   (induction/layouts.py: the hop token S + k − 1 at position 1, then the n characters).
-* :func:`khop_shape`, :func:`variable_hop_shape` — their shapes (heads per layer, d_model) before they are
-  built, for the resource bounds (induction/source.py's ModelSource.shape).
-* :func:`write_requested_construction` — `headcount induction construct` with the `hops`, `layout` and
-  `max_hops` parameters (without them: construction.write_construction, unchanged).
+* :func:`khop_shape`, :func:`variable_hop_shape` — their shapes (heads per layer, d_model) before
+  they are built, for the resource bounds (induction/source.py's ModelSource.shape).
+* :func:`write_requested_construction` — `headcount induction construct` with the `hops`, `layout`
+  and `max_hops` parameters (without them: construction.write_construction, unchanged).
 
-Design. Positions i = 1..N (N = n, or n + 1 with the hop token); a pointer is a position, coded by the
-two base-B digits of i − 1 (POS_* of construction.py); ⊥ is the pointer 1 (the sink: find(i) ≥ 2 whenever
-it exists, and position 1 is always new, so its own state is "⊥, pointing at 1" and stays so). After
-layer t ≥ 2 the state of position i is G = find^{2^{t−2}}(i) (a pointer, 2 digits; the last layer leaves
-it) and H = find^a(i) as the token there (2 digits) and a ⊥ flag (0/1), the same a at every position.
+Design. Positions i = 1..N (N = n, or n + 1 with the hop token); a pointer is a position, coded by
+the two base-B digits of i − 1 (POS_* of construction.py); ⊥ is the pointer 1 (the sink: find(i) ≥ 2
+whenever it exists, and position 1 is always new, so its own state is "⊥, pointing at 1" and stays
+so). After layer t ≥ 2 the state of position i is G = find^{2^{t−2}}(i) (a pointer, 2 digits; the
+last layer leaves it) and H = find^a(i) as the token there (2 digits) and a ⊥ flag (0/1), the same a
+at every position.
 
-    layer 1   previous-token and duplicate heads, exactly as the two-layer construction (COPIED, DUP);
-              MLP: H_BOT := 1 − clamp(8y − 2) with y = i − DUP/s (y ≈ 0 iff σ_i is new, ≥ 1/2 otherwise).
+    layer 1   previous-token and duplicate heads, exactly as the two-layer construction (COPIED,
+    DUP);
+              MLP: H_BOT := 1 − clamp(8y − 2) with y = i − DUP/s (y ≈ 0 iff σ_i is new, ≥ 1/2
+              otherwise).
     layer 2   find head: query σ_i's digits, key the copied previous token, recency g·j (the latest
-              match wins), plus a sink bonus C·H_BOT(i)·[j = 1] (a new σ_i attends to position 1); reads
+              match wins), plus a sink bonus C·H_BOT(i)·[j = 1] (a new σ_i attends to position 1);
+              reads
               the position digits (→ G = find(i)) and the token (→ H, a = 1) at the pointer.
-              hop-prefix: a second head copies the hop token's bits of k − 1 to every position (its W_E
+              hop-prefix: a second head copies the hop token's bits of k − 1 to every position (its
+              W_E
               row), cleaned to exact 0/1 by the MLP (clamp(2r − 1/2)).
     layer t   (t = 3..L) pointer head: query G's digits, key every position's own digits (nearest
-              position, β = g per unit of digit distance); reads G, H and H_BOT at p = G(i) into read slots:
-              G(p) = find^{2^{t−2}}(i) and H(p) = find^{a + 2^{t−3}}(i). The MLP moves them into the state
-              (x += relu(T) − relu(X), T −= relu(T): exact, every value ≥ 0), G always (t < L), H where
+              position, β = g per unit of digit distance); reads G, H and H_BOT at p = G(i) into
+              read slots:
+              G(p) = find^{2^{t−2}}(i) and H(p) = find^{a + 2^{t−3}}(i). The MLP moves them into the
+              state
+              (x += relu(T) − relu(X), T −= relu(T): exact, every value ≥ 0), G always (t < L), H
+              where
               bit t − 3 of k − 1 is set: a weight for fixed k; for hop-prefix the bit b selects,
               X := relu(T − M(1−b)) + relu(X − Mb) for values in [0, M].
     decoder   token logits 2⟨σ, H⟩ − ‖σ‖² (nearest token), ⊥ logit λ·(H_BOT − 1/2).
 
-After layer 2 a = 1, and layer t adds 2^{t−3} where the bit is set: a = 1 + Σ bits = k. The pointer to a
-⊥ lands on position 1, whose state is ⊥, so ⊥ propagates without any OR. d_model is 28 for every n, S
-and k ≥ 2 (KHOP_DIM: the two-layer columns, the sink column, state and read slots); the hop-prefix model
-adds ⌈log₂ K⌉ bit columns. Heads per layer: (2, 1, 1, …), hop-prefix (2, 2, 1, …). Every weight is
-dyadic — integers (β, g, digits) times powers of two (s, 2^key_shift, λ, M, and C = 2^c split as 2^{c−u}
-in the query and 2^u in the key) — so, as in the two-layer construction, fixed:p rounding is exact
-wherever the values fit.
+After layer 2 a = 1, and layer t adds 2^{t−3} where the bit is set: a = 1 + Σ bits = k. The pointer
+to a ⊥ lands on position 1, whose state is ⊥, so ⊥ propagates without any OR. d_model is 28 for
+every n, S and k ≥ 2 (KHOP_DIM: the two-layer columns, the sink column, state and read slots); the
+hop-prefix model adds ⌈log₂ K⌉ bit columns. Heads per layer: (2, 1, 1, …), hop-prefix (2, 2, 1, …).
+Every weight is dyadic — integers (β, g, digits) times powers of two (s, 2^key_shift, λ, M, and C =
+2^c split as 2^{c−u} in the query and 2^u in the key) — so, as in the two-layer construction,
+fixed:p rounding is exact wherever the values fit.
 
-Depth. The doubling reaches k ≤ 2^{L−2}: after layer 2 a position knows hops {0, 1}; a layer reads at
-one known pointer what that position knows, so the known set {0..m} grows to at most {0..2m}. Hence
-L = ⌈log₂ k⌉ + 2, which is ⌊log₂ k⌋ + 2 exactly when k is a power of two (the issue's ⌊log₂ k⌋ + 2 for
-other k would need layer 1 to know find(i), a strictly-earlier latest match, which the causal heads here
-cannot single out).
+Depth. The doubling reaches k ≤ 2^{L−2}: after layer 2 a position knows hops {0, 1}; a layer reads
+at one known pointer what that position knows, so the known set {0..m} grows to at most {0..2m}.
+Hence L = ⌈log₂ k⌉ + 2, which is ⌊log₂ k⌋ + 2 exactly when k is a power of two (the issue's ⌊log₂ k⌋
++ 2 for other k would need layer 1 to know find(i), a strictly-earlier latest match, which the
+causal heads here cannot single out).
 
-Error budget (real arithmetic; fixed:p precision is measured by certify). With V = max(B_token, B_pos)
-and η = 1/(16·L·V): layer-1 heads leave ≤ ε₁ = 1/(16(N+1)B_token³) off target (β₁ = ⌈ln(N/ε₁)⌉), so
-layer-2 scores move by < g/4 and the duplicate test by < s/16; every later head wins by ≥ g/2 after
-errors, leaving ≤ N·e^{−g/2} ≤ η off target (g = ⌈2 ln(N/η)⌉), so each read adds ≤ η·V = 1/(16L) to a
-value's error and after L layers every digit and flag is within 1/16 of its exact value (a pointer query
-within 1/16 still scores its target ≥ 0.87·g above any other position). The hop-bit head scores position
-1 at C ≥ g·N and every other position 0. tests/induction/test_khop_construction.py checks the state layer
-by layer against these bounds.
+Error budget (real arithmetic; fixed:p precision is measured by certify). With V = max(B_token,
+B_pos) and η = 1/(16·L·V): layer-1 heads leave ≤ ε₁ = 1/(16(N+1)B_token³) off target (β₁ =
+⌈ln(N/ε₁)⌉), so layer-2 scores move by < g/4 and the duplicate test by < s/16; every later head wins
+by ≥ g/2 after errors, leaving ≤ N·e^{−g/2} ≤ η off target (g = ⌈2 ln(N/η)⌉), so each read adds ≤
+η·V = 1/(16L) to a value's error and after L layers every digit and flag is within 1/16 of its exact
+value (a pointer query within 1/16 still scores its target ≥ 0.87·g above any other position). The
+hop-bit head scores position 1 at C ≥ g·N and every other position 0.
+tests/induction/test_khop_construction.py checks the state layer by layer against these bounds.
 """
 
 from __future__ import annotations
@@ -97,8 +105,8 @@ from headcount.induction.construction import (
 )
 from headcount.induction.layouts import check_layout
 
-# Residual columns after the two-layer construction's 0..16 (TOKEN_*, POS_*, PREV_*, ONE, POS_SCALED,
-# COPIED, DUP).
+# Residual columns after the two-layer construction's 0..16 (TOKEN_*, POS_*, PREV_*, ONE,
+# POS_SCALED, COPIED, DUP).
 FIRST = 17  # 2^u at position 1, else 0: the sink's key
 G_HI, G_LO = 18, 19  # the pointer G (digits of G − 1)
 H_HI, H_LO, H_BOT = 20, 21, 22  # the token at H (digits) and H's ⊥ flag
@@ -119,23 +127,25 @@ def khop_layers(hops: int) -> int:
 
 
 def khop_shape(hops: int) -> ModelShape:
-    """khop_construction's shape for k = hops: heads (2, 1, 1, …) in L(k) layers, d_model KHOP_DIM (k = 1:
-    the two-layer construction's)."""
+    """khop_construction's shape for k = hops: heads (2, 1, 1, …) in L(k) layers, d_model KHOP_DIM
+    (k = 1: the two-layer construction's)."""
     if hops == 1:
         return two_layer_shape()
     return ModelShape((2,) + (1,) * (khop_layers(hops) - 1), KHOP_DIM)
 
 
 def variable_hop_shape(max_hops: int) -> ModelShape:
-    """variable_hop_construction's shape for K = max_hops: L(K) layers, heads (2, 2, 1, …) (the second head of
-    layer 2 copies the hop token's bits: none for K = 1) and KHOP_DIM + L(K) − 2 columns."""
+    """variable_hop_construction's shape for K = max_hops: L(K) layers, heads (2, 2, 1, …) (the
+    second head of layer 2 copies the hop token's bits: none for K = 1) and KHOP_DIM + L(K) − 2
+    columns."""
     doublings = khop_layers(max_hops) - 2
     return ModelShape((2, 2 if doublings else 1) + (1,) * doublings, KHOP_DIM + doublings)
 
 
 @dataclasses.dataclass(frozen=True)
 class KHopParameters(JsonResult):
-    """The constants of a k-hop construction (stored in its info as "parameters"; module docstring)."""
+    """The constants of a k-hop construction (stored in its info as "parameters"; module
+    docstring)."""
 
     token_base: int
     pos_base: int
@@ -164,7 +174,9 @@ def khop_parameters(n_ctx: int, token_count: int, layers: int) -> KHopParameters
     return KHopParameters(tb, pb, beta1, g, beta2, scale, shift, sink_exp, sink_exp // 2, lam, gate)
 
 
-Neuron = tuple[dict[int, float], float, dict[int, float]]  # (inputs row → weight, bias, outputs col → weight)
+Neuron = tuple[
+    dict[int, float], float, dict[int, float]
+]  # (inputs row → weight, bias, outputs col → weight)
 
 
 def _mlp(d: int, neurons: list[Neuron], b_out: dict[int, float] | None = None) -> MLP:
@@ -183,12 +195,14 @@ def _mlp(d: int, neurons: list[Neuron], b_out: dict[int, float] | None = None) -
 
 
 def _move(read: int, state: int) -> list[Neuron]:
-    """state := read, read := 0 (both ≥ 0): x_state += relu(read) − relu(state), x_read −= relu(read)."""
+    """state := read, read := 0 (both ≥ 0): x_state += relu(read) − relu(state), x_read −=
+    relu(read)."""
     return [({read: 1.0}, 0.0, {state: 1.0, read: -1.0}), ({state: 1.0}, 0.0, {state: -1.0})]
 
 
 def _select(read: int, state: int, bit: int, gate: float) -> list[Neuron]:
-    """state := b·read + (1 − b)·state, read := 0, for an exact bit b (column `bit`), values in [0, gate]."""
+    """state := b·read + (1 − b)·state, read := 0, for an exact bit b (column `bit`), values in [0,
+    gate]."""
     return [
         ({read: 1.0, bit: gate}, -gate, {state: 1.0}),
         ({state: 1.0, bit: -gate}, 0.0, {state: 1.0}),
@@ -199,24 +213,33 @@ def _select(read: int, state: int, bit: int, gate: float) -> list[Neuron]:
 
 def _clean_bit(col: int) -> list[Neuron]:
     """x_col := clamp(2r − 1/2) ∈ {0, 1} for r = x_col ≥ 0 (1 for r ≥ 3/4, 0 for r ≤ 1/4)."""
-    return [({col: 2.0}, -0.5, {col: 1.0}), ({col: 2.0}, -1.5, {col: -1.0}), ({col: 1.0}, 0.0, {col: -1.0})]
+    return [
+        ({col: 2.0}, -0.5, {col: 1.0}),
+        ({col: 2.0}, -1.5, {col: -1.0}),
+        ({col: 1.0}, 0.0, {col: -1.0}),
+    ]
 
 
 def _new_flag_mlp(d: int, s: float) -> MLP:
-    """Layer 1's MLP: H_BOT := 1 − clamp(8y − 2), y = i − DUP/s (1 iff σ_i is new: y ≤ 1/4; 0 for y ≥ 3/8)."""
+    """Layer 1's MLP: H_BOT := 1 − clamp(8y − 2), y = i − DUP/s (1 iff σ_i is new: y ≤ 1/4; 0 for y
+    ≥ 3/8)."""
     y = {POS_SCALED: 8 / s, DUP: -8 / s}
     return _mlp(d, [(y, -2.0, {H_BOT: -1.0}), (y, -3.0, {H_BOT: 1.0})], b_out={H_BOT: 1.0})
 
 
-def _pointer_layer(d: int, g: int, move_g: bool, move_h: bool, bit: int | None, gate: float) -> Layer:
-    """Layer t ≥ 3: attend to the position G points at, read its G (move_g) and H (move_h), move them in."""
+def _pointer_layer(
+    d: int, g: int, move_g: bool, move_h: bool, bit: int | None, gate: float
+) -> Layer:
+    """Layer t ≥ 3: attend to the position G points at, read its G (move_g) and H (move_h), move
+    them in."""
     rows, reads = [], []
     if move_g:
         rows, reads = [*STATE_G], [*READ_G]
     if move_h:
         rows, reads = rows + [*STATE_H], reads + [*READ_H]
     head = AttentionHead(
-        *nearest_head(d, STATE_G, (POS_HI, POS_LO, POS_HI2, POS_LO2), g), *copy_values(d, rows, reads)
+        *nearest_head(d, STATE_G, (POS_HI, POS_LO, POS_HI2, POS_LO2), g),
+        *copy_values(d, rows, reads),
     )
     neurons: list[Neuron] = []
     for read, state in zip(reads, rows):
@@ -227,9 +250,12 @@ def _pointer_layer(d: int, g: int, move_g: bool, move_h: bool, bit: int | None, 
     return Layer((head,), _mlp(d, neurons))
 
 
-def _build(n_ctx: int, alphabet: int, hop_tokens: int, layers: int, hops: int | None) -> Transformer:
-    """The model (module docstring): fixed `hops` (plain layout, hop_tokens 0) or, with hops None, the bits
-    of k − 1 read from the hop token (hop-prefix layout, `hop_tokens` = K hop tokens S..S+K−1)."""
+def _build(
+    n_ctx: int, alphabet: int, hop_tokens: int, layers: int, hops: int | None
+) -> Transformer:
+    """The model (module docstring): fixed `hops` (plain layout, hop_tokens 0) or, with hops None,
+    the bits of k − 1 read from the hop token (hop-prefix layout, `hop_tokens` = K hop tokens
+    S..S+K−1)."""
     c = khop_parameters(n_ctx, alphabet + (1 if hop_tokens else 0), layers)
     tb, g, s = c.token_base, c.g, c.scale
     doublings = layers - 2
@@ -269,7 +295,9 @@ def _build(n_ctx: int, alphabet: int, hop_tokens: int, layers: int, hops: int | 
     for t in range(3, layers + 1):
         m = t - 3
         move_h = variable or bool(((hops - 1) >> m) & 1)
-        stack.append(_pointer_layer(d, g, t < layers, move_h, bits[m] if variable else None, c.gate))
+        stack.append(
+            _pointer_layer(d, g, t < layers, move_h, bits[m] if variable else None, c.gate)
+        )
 
     W_U = np.zeros((d, alphabet + 1))  # [d_model alphabet+1], last column ⊥
     b_U = np.zeros(alphabet + 1)
@@ -294,12 +322,13 @@ def _build(n_ctx: int, alphabet: int, hop_tokens: int, layers: int, hops: int | 
 
 
 def check_khop_sizes(n: int, alphabet: int, hops: int, name: str = "hops") -> int:
-    """The hop count (parameter `name`), after checking that a k-hop construction exists at (n, alphabet)
-    for it: alphabet ≤ n and 1 ≤ hops ≤ MAX_CONSTRUCTION_HOPS (InputError otherwise)."""
+    """The hop count (parameter `name`), after checking that a k-hop construction exists at (n,
+    alphabet) for it: alphabet ≤ n and 1 ≤ hops ≤ MAX_CONSTRUCTION_HOPS (InputError otherwise)."""
     check_sizes(n, alphabet)
     if alphabet > n:
         raise InputError(
-            f"{param('alphabet')} {alphabet} > {param('n')} {n}: the k-hop construction is for alphabet ≤ n "
+            f"{param('alphabet')} {alphabet} > {param('n')} {n}: the k-hop construction is for "
+            "alphabet ≤ n "
             "(seed 000)"
         )
     return check_int(name, hops, 1, MAX_CONSTRUCTION_HOPS)
@@ -314,8 +343,8 @@ def khop_construction(n: int, alphabet: int, hops: int) -> Transformer:
 
 
 def variable_hop_construction(n: int, alphabet: int, max_hops: int) -> Transformer:
-    """One model of L(K) layers answering hop_k for every k ≤ K = max_hops, hop-prefix layout: context n + 1,
-    vocabulary S + K (the hop tokens S..S+K−1), outputs the S characters and ⊥."""
+    """One model of L(K) layers answering hop_k for every k ≤ K = max_hops, hop-prefix layout:
+    context n + 1, vocabulary S + K (the hop tokens S..S+K−1), outputs the S characters and ⊥."""
     max_hops = check_khop_sizes(n, alphabet, max_hops, "max_hops")
     return _build(n + 1, alphabet, max_hops, khop_layers(max_hops), None)
 
@@ -331,13 +360,18 @@ def khop_construction_bytes(n: int, alphabet: int, layers: int, hop_tokens: int 
     positions = float(n) + (1.0 if hop_tokens else 0.0)
     vocab = float(alphabet) + float(hop_tokens)
     heads = 8.0 * layers * 6 * d * d  # W_Q, W_K, W_V, W_O and the MLPs, generously
-    return (8 * d + BYTES_PER_POSITION_EXTRA) * positions + 8 * d * (vocab + float(alphabet) + 1) + heads
+    return (
+        (8 * d + BYTES_PER_POSITION_EXTRA) * positions
+        + 8 * d * (vocab + float(alphabet) + 1)
+        + heads
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class KHopRequest:
-    """What `construct` asked for, after its checks: `kind` "layers" (construction.write_construction),
-    "khop" (fixed k) or "variable" (hop-prefix, every k ≤ max_hops)."""
+    """What `construct` asked for, after its checks: `kind` "layers"
+    (construction.write_construction), "khop" (fixed k) or "variable" (hop-prefix, every k ≤
+    max_hops)."""
 
     kind: str
     layers: int
@@ -348,7 +382,8 @@ class KHopRequest:
 def construction_request(
     layers: int | None, hops: int | None, layout: str, max_hops: int | None, n: int, alphabet: int
 ) -> KHopRequest:
-    """Check the parameters of `construct` together; InputError names the parameter and what is allowed."""
+    """Check the parameters of `construct` together; InputError names the parameter and what is
+    allowed."""
     layout = check_layout(layout)
     hops_, layout_, max_hops_ = param("hops"), param("layout"), param("max_hops")
     if layout == "hop-prefix":
@@ -357,15 +392,22 @@ def construction_request(
                 f"{hops_} is for {layout_} plain: a hop-prefix model answers each k ≤ {max_hops_} K"
             )
         if max_hops is None:
-            raise InputError(f"{layout_} hop-prefix needs {max_hops_} K (the model answers every k ≤ K)")
+            raise InputError(
+                f"{layout_} hop-prefix needs {max_hops_} K (the model answers every k ≤ K)"
+            )
         K = check_khop_sizes(n, alphabet, max_hops, "max_hops")
-        return KHopRequest("variable", check_depth(layers, khop_layers(K), f"{max_hops_} {K}"), max_hops=K)
+        return KHopRequest(
+            "variable", check_depth(layers, khop_layers(K), f"{max_hops_} {K}"), max_hops=K
+        )
     if max_hops is not None:
-        raise InputError(f"{max_hops_} is for {layout_} hop-prefix: with {layout_} plain give {hops_} k")
+        raise InputError(
+            f"{max_hops_} is for {layout_} hop-prefix: with {layout_} plain give {hops_} k"
+        )
     if hops is None:
         if layers is None:
             raise InputError(
-                f"give {param('layers')} {{1,2}} or {hops_} k (or {layout_} hop-prefix {max_hops_} K)"
+                f"give {param('layers')} {{1,2}} or {hops_} k (or {layout_} hop-prefix "
+                f"{max_hops_} K)"
             )
         return KHopRequest("layers", layers)
     k = check_khop_sizes(n, alphabet, hops, "hops")
@@ -392,8 +434,8 @@ def write_requested_construction(
     layout: str = "plain",
     max_hops: int | None = None,
 ) -> ConstructionFile:
-    """`headcount induction construct`: the requested construction (construction_request) written to `out`,
-    after the memory guard (two copies: safetensors serialises one)."""
+    """`headcount induction construct`: the requested construction (construction_request) written to
+    `out`, after the memory guard (two copies: safetensors serialises one)."""
     request = construction_request(layers, hops, layout, max_hops, n, alphabet)
     if request.kind == "layers":  # today's 1- and 2-layer files; hops = 1 is said in the result
         written = write_construction(request.layers, n, alphabet, out)
@@ -401,10 +443,13 @@ def write_requested_construction(
     tokens = request.max_hops or 0
     check_memory(
         2 * khop_construction_bytes(n, alphabet, request.layers, tokens),
-        f"the {request.layers}-layer k-hop construction at {param('n')} {n} {param('alphabet')} {alphabet}",
+        f"the {request.layers}-layer k-hop construction at {param('n')} {n} {param('alphabet')} "
+        f"{alphabet}",
     )
     if request.kind == "variable":
         model = variable_hop_construction(n, alphabet, request.max_hops)
-        return save_construction(model, n, alphabet, out, layout="hop-prefix", max_hops=request.max_hops)
+        return save_construction(
+            model, n, alphabet, out, layout="hop-prefix", max_hops=request.max_hops
+        )
     model = khop_construction(n, alphabet, request.hops)
     return save_construction(model, n, alphabet, out, hops=request.hops)

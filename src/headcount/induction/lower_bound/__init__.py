@@ -1,14 +1,19 @@
-"""Seed 000's one-layer lower bound (§3, Appendix A) as a program: the INDEX reduction run on any one-layer
-model, and a refuter that turns its pigeonhole step into a search for a wrong input.
+"""Seed 000's one-layer lower bound (§3, Appendix A) as a program: the INDEX reduction run on any
+one-layer model, and a refuter that turns its pigeonhole step into a search for a wrong input.
 
 Modules (import from them: `from headcount.induction.lower_bound.refute import refute`):
-    setup         what the reduction reads from a model at (k, p), the vectorized steps, the resource bounds,
+    setup         what the reduction reads from a model at (k, p), the vectorized steps, the
+    resource bounds,
                   and the seeded random one-layer table model (random_index_model)
-    protocol      Alice's message, Bob's decoding, check_protocol (Bob versus the model on every (f, i*))
-    error_bounds  proven float64 error bounds and the exact re-decision of disagreements (rounding ties)
-    floor         the INDEX error floor δ* = h⁻¹(1 − b/k) and the check of a measured error against it
-    refute        the refuter (collision, exhaustive, guided random + local search), one search-state class
+    protocol      Alice's message, Bob's decoding, check_protocol (Bob versus the model on every (f,
+    i*))
+    error_bounds  proven float64 error bounds and the exact re-decision of disagreements (rounding
+    ties)
+    floor         the INDEX error floor δ* = h⁻¹(1 − b/k) and the check of a measured error against
+    it
+    refute        the refuter (collision, exhaustive, guided random + local search), one
+    search-state class
 
-check_protocol and refute take a model or where it comes from (induction/source.py's ModelSource: a one-layer
-model file or a seeded random table model).
+check_protocol and refute take a model or where it comes from (induction/source.py's ModelSource: a
+one-layer model file or a seeded random table model).
 """

@@ -1,59 +1,62 @@
 """Seed 000's INDEX protocol (§3 and Appendix A) as a program: Alice's message, Bob's decoding, and
-check_protocol, which runs it on every (f, i*) and compares Bob with the model. The setting (INDEX input,
-rounding points) is in the docstring of .setup; the float64 error bounds and the exact re-decision of
-disagreements are in .exact.
+check_protocol, which runs it on every (f, i*) and compares Bob with the model. The setting (INDEX
+input, rounding points) is in the docstring of .setup; the float64 error bounds and the exact
+re-decision of disagreements are in .exact.
 
-Protocol. Alice's positions are the even j = 2, 4, …, 2k (she knows f); Bob's are the odd j = 1, …, 2k−1
-(he knows i*, hence every e_i) and N (known to both). Per head Alice computes Z_A = Σ_A e^{s_j},
-A_A = Σ_A e^{s_j} v_j, r = A_A/Z_A ∈ R^m and s = log Z_A, and sends r̂, ŝ: r and s rounded to the nearest
-multiple of ε = 2^{-3p}. Bob computes b = A_B/Z_B over his positions, λ̂ = e^ŝ/(e^ŝ + Z_B) and
-Ỹ = λ̂ r̂ + (1−λ̂) b = (r̂ e^ŝ + A_B)/(e^ŝ + Z_B), rounds it like a head output, adds round_p(ψ_in(N, ?)),
-sums the heads in the model's order and applies ψ_out at N. All of it in log-sum-exp form (λ̂ is a
-logistic function of ŝ − log Z_B), so large scores neither overflow nor underflow.
+Protocol. Alice's positions are the even j = 2, 4, …, 2k (she knows f); Bob's are the odd j = 1, …,
+2k−1 (he knows i*, hence every e_i) and N (known to both). Per head Alice computes Z_A = Σ_A
+e^{s_j}, A_A = Σ_A e^{s_j} v_j, r = A_A/Z_A ∈ R^m and s = log Z_A, and sends r̂, ŝ: r and s rounded
+to the nearest multiple of ε = 2^{-3p}. Bob computes b = A_B/Z_B over his positions, λ̂ = e^ŝ/(e^ŝ +
+Z_B) and Ỹ = λ̂ r̂ + (1−λ̂) b = (r̂ e^ŝ + A_B)/(e^ŝ + Z_B), rounds it like a head output, adds
+round_p(ψ_in(N, ?)), sums the heads in the model's order and applies ψ_out at N. All of it in
+log-sum-exp form (λ̂ is a logistic function of ŝ − log Z_B), so large scores neither overflow nor
+underflow.
 
 Bob's error (per head, per coordinate). With λ = e^s/(e^s + Z_B), the exact head output is
 Y = λ r + (1−λ) b, and
 
     Y − Ỹ = λ̂ (r − r̂) + (λ − λ̂)(r − b).
 
-Rounding to nearest gives |r − r̂| ≤ ε/2 and |s − ŝ| ≤ ε/2; λ = sigmoid(s − log Z_B) and the logistic
-function is 1/4-Lipschitz, so |λ − λ̂| ≤ ε/8. Hence
+Rounding to nearest gives |r − r̂| ≤ ε/2 and |s − ŝ| ≤ ε/2; λ = sigmoid(s − log Z_B) and the
+logistic function is 1/4-Lipschitz, so |λ − λ̂| ≤ ε/8. Hence
 
     |Y − Ỹ| ≤ λ̂·ε/2 + (ε/8)·|r − b| ≤ (ε/2)·(1 + |r − b|/4),
 
-and Bob can evaluate a bound himself from what he knows, using |r − b| ≤ |r̂ − b| + ε/2:
-E = λ̂·ε/2 + (ε/8)(|r̂ − b| + ε/2). This is a little sharper than the seed's
-Appendix A (|T1| + |T2| + |T3| ≤ 2^p ε/4 + ε + 1.25·2^p ε); with |v| ≤ 2^p (fixed:p clips) it is at most
-2^{-3p-1} + 2^{-2p-2}, far below the 2^{-p} grid. So round_p(Ỹ) = round_p(Y) unless Y lies within the bound
-of a rounding tie point (an odd multiple of 2^{-p-1}): only then can Bob's output differ from the model's.
+and Bob can evaluate a bound himself from what he knows, using |r − b| ≤ |r̂ − b| + ε/2: E = λ̂·ε/2
++ (ε/8)(|r̂ − b| + ε/2). This is a little sharper than the seed's Appendix A (|T1| + |T2| + |T3| ≤
+2^p ε/4 + ε + 1.25·2^p ε); with |v| ≤ 2^p (fixed:p clips) it is at most 2^{-3p-1} + 2^{-2p-2}, far
+below the 2^{-p} grid. So round_p(Ỹ) = round_p(Y) unless Y lies within the bound of a rounding tie
+point (an odd multiple of 2^{-p-1}): only then can Bob's output differ from the model's.
 
-Bit accounting (the exact message length). Bob knows the model, so before any message he knows an interval
-that each transmitted number lies in, and Alice sends the index of the rounded number in the grid of
-multiples of ε inside that interval: ⌈log₂(#grid points)⌉ bits, 0 for a single point. The intervals:
+Bit accounting (the exact message length). Bob knows the model, so before any message he knows an
+interval that each transmitted number lies in, and Alice sends the index of the rounded number in
+the grid of multiples of ε inside that interval: ⌈log₂(#grid points)⌉ bits, 0 for a single point.
+The intervals:
 
 * r_c (head h, coordinate c): r is a convex combination of Alice's values, so
   r_c ∈ [min, max] of v_c over Alice's positions and tokens {0, 1};
 * s: with a_j = min_t s_{j,t}, c_j = max_t s_{j,t} over t ∈ {0, 1}, log-sum-exp is monotone, so
   s ∈ [LSE_j a_j, LSE_j c_j] ⊆ [log k + min score, log k + max score].
 
-(The plainer interval [log k + min score, log k + max score] is also sound; the LSE one lies inside it,
-needs no more knowledge from Bob and never costs more bits, so the code uses it.) Rounding is monotone, so r̂_c
-and ŝ land on grid points between the rounded ends; Alice clamps to them anyway, which moves a number
-only when float64 rounding pushed it over an end. message_bits = Σ over heads and the m+1 numbers; it does
-not depend on f (a fixed-length code), which is what the pigeonhole step needs.
+(The plainer interval [log k + min score, log k + max score] is also sound; the LSE one lies inside
+it, needs no more knowledge from Bob and never costs more bits, so the code uses it.) Rounding is
+monotone, so r̂_c and ŝ land on grid points between the rounded ends; Alice clamps to them anyway,
+which moves a number only when float64 rounding pushed it over an end. message_bits = Σ over heads
+and the m+1 numbers; it does not depend on f (a fixed-length code), which is what the pigeonhole
+step needs.
 
-The seed accounts h·(m+1)·3p bits ("3p bits of precision" per number) and says "up to a constant": its
-count covers the fractional bits only. This encoding's worst case, from |v|, |q_c|, |k_c| ≤ 2^p:
-r_c spans ≤ 2^{p+1}, so ≤ 2^{4p+1}+1 grid points, ≤ 4p+2 bits; s spans
-≤ max_j (c_j − a_j) ≤ 2·d_head·2^{2p}, so ≤ d_head·2^{5p+1}+2 points, ≤ 5p+2+⌈log₂ d_head⌉ bits. Total
+The seed accounts h·(m+1)·3p bits ("3p bits of precision" per number) and says "up to a constant":
+its count covers the fractional bits only. This encoding's worst case, from |v|, |q_c|, |k_c| ≤ 2^p:
+r_c spans ≤ 2^{p+1}, so ≤ 2^{4p+1}+1 grid points, ≤ 4p+2 bits; s spans ≤ max_j (c_j − a_j) ≤
+2·d_head·2^{2p}, so ≤ d_head·2^{5p+1}+2 points, ≤ 5p+2+⌈log₂ d_head⌉ bits. Total
 
     message_bits ≤ h·( m·(4p+2) + 5p + 2 + ⌈log₂ d_head⌉ ),
 
 which exceeds the seed's h·(m+1)·3p by about a factor 4/3 for large m (the integer parts). Measured
 lengths sit below the worst case but can exceed the seed's count: the one-layer construction takes
-k·(3p+2) bits (the k coordinates Alice's values can move, each over [0, 2]; about half the seed's count,
-since its other m−k+1 numbers are fixed), a Gaussian table with h = 2, m = 4, k = 8, p = 6 takes 202 bits
-(seed count 180, worst case 276).
+k·(3p+2) bits (the k coordinates Alice's values can move, each over [0, 2]; about half the seed's
+count, since its other m−k+1 numbers are fixed), a Gaussian table with h = 2, m = 4, k = 8, p = 6
+takes 202 bits (seed count 180, worst case 276).
 """
 
 from __future__ import annotations
@@ -108,9 +111,9 @@ DEFAULT_SAMPLES = 1 << 16
 class AliceMessage:
     """Alice's message for one f: per head r̂ [h m] and ŝ [h] (multiples of ε = 2^{-3p}).
 
-    `codes` is the message as sent: for each number (heads in order, r̂ coordinates then ŝ) its offset in
-    the grid of its interval, written in that number's field of the fixed-length code; `bits` is the
-    code's total length (the same for every f)."""
+    `codes` is the message as sent: for each number (heads in order, r̂ coordinates then ŝ) its
+    offset in the grid of its interval, written in that number's field of the fixed-length code;
+    `bits` is the code's total length (the same for every f)."""
 
     k: int
     p: int
@@ -121,14 +124,17 @@ class AliceMessage:
 
     def digest(self) -> str:
         """A short hash of the message (equal messages, equal digests)."""
-        data = np.concatenate([self.r_hat.ravel(), self.s_hat.ravel()]) + 0.0  # +0.0 folds −0.0 into 0.0
+        data = (
+            np.concatenate([self.r_hat.ravel(), self.s_hat.ravel()]) + 0.0
+        )  # +0.0 folds −0.0 into 0.0
         return hashlib.sha1(data.astype(np.float64).tobytes()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, eq=False)
 class BobHeads:
-    """Bob's view of each head at N: Ỹ [h m], his proven bound T_Bob on |Y − Ỹ| [h m] (the protocol's ε error
-    plus every float64 error, docstring of .exact; +inf where float64 cannot bound it), λ̂ [h], b [h m]."""
+    """Bob's view of each head at N: Ỹ [h m], his proven bound T_Bob on |Y − Ỹ| [h m] (the
+    protocol's ε error plus every float64 error, docstring of .exact; +inf where float64 cannot
+    bound it), λ̂ [h], b [h m]."""
 
     y_tilde: np.ndarray
     bound: np.ndarray
@@ -138,9 +144,9 @@ class BobHeads:
 
 @dataclass(frozen=True)
 class UnexplainedPair(JsonResult):
-    """The first disagreement check_protocol could not explain: the pair (f as a bit string, i*), Bob's and
-    the model's answers (as printed), and whether a float64 error bound was too large to count (module
-    docstring of .exact)."""
+    """The first disagreement check_protocol could not explain: the pair (f as a bit string, i*),
+    Bob's and the model's answers (as printed), and whether a float64 error bound was too large to
+    count (module docstring of .exact)."""
 
     f: str
     i_star: int
@@ -151,9 +157,10 @@ class UnexplainedPair(JsonResult):
 
 @dataclass(frozen=True)
 class ProtocolCheck:
-    """check_protocol's result: the message length (exact, the seed's accounting, the worst case), the form
-    checked (`model_form`), how many pairs agree, how many disagreements are explained by rounding ties, the
-    model's and Bob's own correctness, and (`floor`, also in the JSON) the INDEX error floor (.floor)."""
+    """check_protocol's result: the message length (exact, the seed's accounting, the worst case),
+    the form checked (`model_form`), how many pairs agree, how many disagreements are explained by
+    rounding ties, the model's and Bob's own correctness, and (`floor`, also in the JSON) the INDEX
+    error floor (.floor)."""
 
     k: int
     n: int
@@ -175,25 +182,30 @@ class ProtocolCheck:
     protocol_correct: int  # pairs where Bob's own output is f_{i*}
     bound_violations: int
     max_bob_error: float
-    max_error_bound: float  # largest T_Bob; +inf (null in JSON) where float64 cannot bound Bob's error
+    max_error_bound: (
+        float  # largest T_Bob; +inf (null in JSON) where float64 cannot bound Bob's error
+    )
     seconds: float
     first_unexplained: UnexplainedPair | None = None
-    # Unexplained disagreements where a float64 error bound was too large (not ≤ 2^-p·FLOAT_SHARE) to
-    # count as an explanation: a float artifact is possible there (large p or large values).
+    # Unexplained disagreements where a float64 error bound was too large (not ≤ 2^-p·FLOAT_SHARE)
+    # to count as an explanation: a float artifact is possible there (large p or large values).
     disagreements_float_limited: int = 0
     # Disagreements the float check could not classify, re-decided exactly (arb balls).
     disagreements_decided_exactly: int = 0
-    # Disagreements left unexplained because the exact re-decision budget ran out or could not settle them.
+    # Disagreements left unexplained because the exact re-decision budget ran out or could not
+    # settle them.
     disagreements_undecided: int = 0
 
     @property
     def exact(self) -> bool:
-        """True when every disagreement is provably explained by a rounding tie and no bound was violated."""
+        """True when every disagreement is provably explained by a rounding tie and no bound was
+        violated."""
         return self.disagreements == self.disagreements_explained and self.bound_violations == 0
 
     @property
     def floor(self) -> IndexFloor:
-        """The INDEX error floor for this message length, the model's and Bob's errors against it (.floor)."""
+        """The INDEX error floor for this message length, the model's and Bob's errors against it
+        (.floor)."""
         n = self.pairs_checked
         wrong, bob_wrong = n - self.model_correct, n - self.protocol_correct
         return index_floor(
@@ -223,12 +235,16 @@ class ProtocolCheck:
             "protocol_correct": self.protocol_correct,
             "bound_violations": self.bound_violations,
             "max_bob_error": self.max_bob_error,
-            "max_error_bound": self.max_error_bound if math.isfinite(self.max_error_bound) else None,
+            "max_error_bound": self.max_error_bound
+            if math.isfinite(self.max_error_bound)
+            else None,
             "disagreements_float_limited": self.disagreements_float_limited,
             "disagreements_decided_exactly": self.disagreements_decided_exactly,
             "disagreements_undecided": self.disagreements_undecided,
             "seconds": round(self.seconds, 3),
-            "first_unexplained": None if self.first_unexplained is None else self.first_unexplained.to_json(),
+            "first_unexplained": None
+            if self.first_unexplained is None
+            else self.first_unexplained.to_json(),
         } | self.floor.to_json()
 
 
@@ -255,12 +271,14 @@ def _check_i_star(st: IndexSetup, i_star: Any) -> int:
 
 
 def message_layout(model: Model, k: int, p: int) -> MessageLayout:
-    """The fixed-length code Alice uses for (model, k, p): intervals and bit widths (module docstring)."""
+    """The fixed-length code Alice uses for (model, k, p): intervals and bit widths (module
+    docstring)."""
     return index_setup(model, k, p).layout
 
 
 def worst_case_bits(heads: int, d_model: int, d_head: int, p: int) -> int:
-    """The encoding's worst case over all models of this shape: h·(m·(4p+2) + 5p + 2 + ⌈log₂ d_head⌉)."""
+    """The encoding's worst case over all models of this shape: h·(m·(4p+2) + 5p + 2 + ⌈log₂
+    d_head⌉)."""
     return heads * (d_model * (4 * p + 2) + 5 * p + 2 + math.ceil(math.log2(max(1, d_head))))
 
 
@@ -290,7 +308,8 @@ def _check_message(st: IndexSetup, message: AliceMessage, i_star: Any) -> int:
         raise InputError(f"the message was made at p={message.p}, not p={st.p}")
     if message.r_hat.shape != (st.n_heads, st.d_model):
         raise InputError(
-            f"the message has r̂ of shape {message.r_hat.shape}; this model needs {(st.n_heads, st.d_model)}"
+            f"the message has r̂ of shape {message.r_hat.shape}; this model needs "
+            f"{(st.n_heads, st.d_model)}"
         )
     return _check_i_star(st, i_star)
 
@@ -301,12 +320,15 @@ def bob_heads(model: Model, message: AliceMessage, i_star: int, p: int) -> BobHe
     i_star = _check_message(st, message, i_star)
     stars = np.array([i_star])
     y, lam, b = mix(st, message.r_hat[None], message.s_hat[None], stars)
-    e, phi = bob_bound(st, float_errors(st), message.r_hat[None], message.s_hat[None], stars, lam, b, y)
+    e, phi = bob_bound(
+        st, float_errors(st), message.r_hat[None], message.s_hat[None], stars, lam, b, y
+    )
     return BobHeads(y[0], (e + phi)[0], lam[0], b[0])
 
 
 def bob_output(model: Model, message: AliceMessage, i_star: int, p: int) -> int:
-    """Bob's answer at N: ψ_out(N, round_p(ψ_in(N, ?)) + Σ_h round_p(Ỹ_h)); a token or BOTTOM (⊥)."""
+    """Bob's answer at N: ψ_out(N, round_p(ψ_in(N, ?)) + Σ_h round_p(Ỹ_h)); a token or BOTTOM
+    (⊥)."""
     st = index_setup(model, message.k, p)
     i_star = _check_message(st, message, i_star)
     y, _, _ = mix(st, message.r_hat[None], message.s_hat[None], np.array([i_star]))
@@ -314,7 +336,8 @@ def bob_output(model: Model, message: AliceMessage, i_star: int, p: int) -> int:
 
 
 def exact_heads(model: Model, f: Any, i_star: int, p: int) -> np.ndarray:
-    """The model's head outputs at N on σ(f, i*) before the head-output rounding, [h m] (float64)."""
+    """The model's head outputs at N on σ(f, i*) before the head-output rounding, [h m]
+    (float64)."""
     bits = _bits_of(f)
     st = index_setup(model, len(bits), p)
     i_star = _check_i_star(st, i_star)
@@ -331,8 +354,8 @@ Chunk = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def _pair_chunks(st: IndexSetup, pairs: int | None, seed: int) -> tuple[Iterator[Chunk], bool]:
     """Chunks (F [C k], owner [P], stars [P]) of (f, i*) pairs; pair t is (F[owner[t]], stars[t]).
-    Exhaustive (f outer, lexicographic; i* inner) when k ≤ EXHAUSTIVE_K and pairs is None, or when pairs
-    covers the whole family; otherwise `pairs` seeded uniform samples."""
+    Exhaustive (f outer, lexicographic; i* inner) when k ≤ EXHAUSTIVE_K and pairs is None, or when
+    pairs covers the whole family; otherwise `pairs` seeded uniform samples."""
     k = st.k
     family = (1 << k) * k
     per_pair = max(st.n_heads * st.d_model * 4, st.n * 2)
@@ -358,15 +381,19 @@ def _pair_chunks(st: IndexSetup, pairs: int | None, seed: int) -> tuple[Iterator
 
 
 def predict_last(st: IndexSetup, tokens: np.ndarray) -> np.ndarray:
-    """predict(table, tokens, fixed:p) at the last position only [B]: the bounds, then the exact evaluator
-    only where they leave position N open (the other positions' ties are never settled: not needed)."""
+    """predict(table, tokens, fixed:p) at the last position only [B]: the bounds, then the exact
+    evaluator only where they leave position N open (the other positions' ties are never settled:
+    not needed)."""
     out, proven = certified_predict(st.table, tokens, fixed(st.p))
     proven[:, :-1] = True
-    return fixed_predict(st.table, tokens, st.p, budget=WorkBudget(None), proven_in=(out, proven))[0][:, -1]
+    return fixed_predict(st.table, tokens, st.p, budget=WorkBudget(None), proven_in=(out, proven))[
+        0
+    ][:, -1]
 
 
 class _Tally:
-    """check_protocol's running counts over the chunks of pairs, and the first unexplained disagreement."""
+    """check_protocol's running counts over the chunks of pairs, and the first unexplained
+    disagreement."""
 
     def __init__(self, st: IndexSetup):
         self.st, self.fe = st, float_errors(st)
@@ -387,7 +414,9 @@ class _Tally:
         e, phi = bob_bound(st, fe, r_hat, s_hat, stars, lam_hat, b, y_bob)
         delta_y, _ = mix_error(st, fe, r, s, stars, lam, b, y_exact, fe.r, fe.s)
         err = np.abs(y_exact - y_bob)
-        self.violations += int((err > (e + phi + delta_y) * (1 + 4 * U)).sum())  # |fl Y − fl Ỹ| ≤ T_Bob + δ_Y
+        self.violations += int(
+            (err > (e + phi + delta_y) * (1 + 4 * U)).sum()
+        )  # |fl Y − fl Ỹ| ≤ T_Bob + δ_Y
         self.max_err = max(self.max_err, float(err.max()))
         self.max_bound = max(self.max_bound, float((e + phi).max()))
         bob = decode_final(st, residual(st, y_bob))
@@ -403,8 +432,8 @@ class _Tally:
         self.bob_correct += int((bob == answers).sum())
 
     def _disagreements(self, differ: np.ndarray, *arrays: np.ndarray) -> None:
-        """Explain the disagreeing pairs (rows `differ` of F, stars, Y, δ_Y, E, Φ, Bob's and the model's
-        outputs; tolerance E + Φ while Φ is small against 2^-p, else E alone)."""
+        """Explain the disagreeing pairs (rows `differ` of F, stars, Y, δ_Y, E, Φ, Bob's and the
+        model's outputs; tolerance E + Φ while Φ is small against 2^-p, else E alone)."""
         F, stars, y, delta_y, e, phi, bob, model_out = (a[differ] for a in arrays)
         float_ok = phi <= self.share
         tol = np.where(float_ok, e + phi, e)
@@ -460,18 +489,19 @@ def check_protocol(
     progress: bool = False,
 ) -> ProtocolCheck:
     """Run the protocol on every (f, i*) (all 2^k·k pairs for k ≤ EXHAUSTIVE_K; else `pairs` seeded
-    samples, default DEFAULT_SAMPLES) and compare Bob's output with predict(model, σ, fixed:p) at N. The
-    model may be given by where it comes from (ModelSource: a one-layer model file or a seeded random
-    table model, setup.load_index_model), read or drawn first.
+    samples, default DEFAULT_SAMPLES) and compare Bob's output with predict(model, σ, fixed:p) at N.
+    The model may be given by where it comes from (ModelSource: a one-layer model file or a seeded
+    random table model, setup.load_index_model), read or drawn first.
 
-    A disagreement is *explained* only when some coordinate of the model's exact head output Y provably lies
-    within the tolerance T of a tie point of the 2^-p grid (docstring of .exact, "Explained disagreements"):
-    there the model's rounded head output may legitimately differ from Bob's. T comes from the proven bounds
-    and shrinks with 2^-p; a float64 error that is not small against 2^-p never explains anything. Alice's
-    work depends only on f and Bob's only on i*, so each f's message is computed once and reused for all its
-    i*. A weight-form model runs as the exact table of its own fixed:p rounding points (setup.as_table:
-    its answers are the model's; InputError where no table has them); `model_form` says which form was
-    checked. progress: a bar over the pairs on stderr."""
+    A disagreement is *explained* only when some coordinate of the model's exact head output Y
+    provably lies within the tolerance T of a tie point of the 2^-p grid (docstring of .exact,
+    "Explained disagreements"): there the model's rounded head output may legitimately differ from
+    Bob's. T comes from the proven bounds and shrinks with 2^-p; a float64 error that is not small
+    against 2^-p never explains anything. Alice's work depends only on f and Bob's only on i*, so
+    each f's message is computed once and reused for all its i*. A weight-form model runs as the
+    exact table of its own fixed:p rounding points (setup.as_table: its answers are the model's;
+    InputError where no table has them); `model_form` says which form was checked. progress: a bar
+    over the pairs on stderr."""
     if isinstance(model, ModelSource):
         model = load_index_model(model, k)
     if pairs is not None:

@@ -1,14 +1,15 @@
 """A counterexample finder for one-layer models built on the INDEX reduction's pigeonhole step.
 
-Counterexamples. If message_bits < k, two f ≠ f' share a message (pigeonhole); at an i* where they differ
-Bob answers both inputs alike, so the model is wrong on one of them. :func:`refute` searches for such a
-collision, else searches the INDEX family exhaustively or by a guided random/local search, and reports an
-input only after ``predict(model, σ, fixed(p))`` at position N has been seen to get it wrong.
+Counterexamples. If message_bits < k, two f ≠ f' share a message (pigeonhole); at an i* where they
+differ Bob answers both inputs alike, so the model is wrong on one of them. :func:`refute` searches
+for such a collision, else searches the INDEX family exhaustively or by a guided random/local
+search, and reports an input only after ``predict(model, σ, fixed(p))`` at position N has been seen
+to get it wrong.
 
-The table searched on is setup.as_table's (`model_form`); under setup.GUIDE_FORM (a real-arithmetic guide)
-only what ran on the model is the model's: `message_bits` is None, a collision's evidence the input alone.
-The search state of one call is one small class, :class:`_Refuter`; what it covered is reported as typed,
-frozen records (Searched).
+The table searched on is setup.as_table's (`model_form`); under setup.GUIDE_FORM (a real-arithmetic
+guide) only what ran on the model is the model's: `message_bits` is None, a collision's evidence the
+input alone. The search state of one call is one small class, :class:`_Refuter`; what it covered is
+reported as typed, frozen records (Searched).
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ COLLISION_ENUMERATE_K = 20
 
 @dataclass(frozen=True)
 class CollisionSearch(JsonResult):
-    """The collision search: which strings f ("all 2^k" or "seeded random"), messages computed, equal
-    messages of different strings tried, INDEX inputs run through the model to confirm."""
+    """The collision search: which strings f ("all 2^k" or "seeded random"), messages computed,
+    equal messages of different strings tried, INDEX inputs run through the model to confirm."""
 
     strings: str
     messages: int = 0
@@ -70,8 +71,8 @@ class ExhaustiveSearch(JsonResult):
 
 @dataclass(frozen=True)
 class GuidedSearch(JsonResult):
-    """The guided search: inputs evaluated (random ones among them), local-search steps, restarts, and
-    apparent errors run through the model to confirm."""
+    """The guided search: inputs evaluated (random ones among them), local-search steps, restarts,
+    and apparent errors run through the model to confirm."""
 
     inputs: int = 0
     random_inputs: int = 0
@@ -82,8 +83,9 @@ class GuidedSearch(JsonResult):
 
 @dataclass(frozen=True)
 class Searched:
-    """What refute searched: its seed and budget, the searched table's message length against k (under
-    setup.GUIDE_FORM the guide's), and a record per method that ran (collision, then exhaustive or guided)."""
+    """What refute searched: its seed and budget, the searched table's message length against k
+    (under setup.GUIDE_FORM the guide's), and a record per method that ran (collision, then
+    exhaustive or guided)."""
 
     seed: int
     budget: int
@@ -118,8 +120,9 @@ class Evidence(JsonResult):
 
 @dataclass(frozen=True)
 class CollisionEvidence(JsonResult):
-    """Two strings f ≠ f' with equal messages, the i* where they differ and which of the two inputs the
-    model answers wrongly; the shared message (bits, digest, first values) and Bob's common answer."""
+    """Two strings f ≠ f' with equal messages, the i* where they differ and which of the two inputs
+    the model answers wrongly; the shared message (bits, digest, first values) and Bob's common
+    answer."""
 
     f: str
     f_prime: str
@@ -134,9 +137,10 @@ class CollisionEvidence(JsonResult):
 
 @dataclass(frozen=True)
 class Refutation:
-    """refute's result. When found, `tokens` is σ (token ids; `input` prints them "0"/"1"/"?"), `position`
-    is N (1-based), and the model — run by predict at fixed:p — outputs `model_output` there instead of
-    `expected` (both as printed); `message_bits` is None under setup.GUIDE_FORM (module docstring)."""
+    """refute's result. When found, `tokens` is σ (token ids; `input` prints them "0"/"1"/"?"),
+    `position` is N (1-based), and the model — run by predict at fixed:p — outputs `model_output`
+    there instead of `expected` (both as printed); `message_bits` is None under setup.GUIDE_FORM
+    (module docstring)."""
 
     found: bool
     method: str | None
@@ -203,8 +207,8 @@ def _message_keys(st: IndexSetup, F: np.ndarray) -> np.ndarray:
 
 
 def _repeats(seen: dict[int, int], codes: np.ndarray, start: int) -> list[tuple[int, int]]:
-    """Up to 64 (first index, this index) pairs of strings whose message hash was seen before; `seen`
-    maps each hash to the first string index with it and is updated."""
+    """Up to 64 (first index, this index) pairs of strings whose message hash was seen before;
+    `seen` maps each hash to the first string index with it and is updated."""
     pairs = []
     for offset, code in enumerate(codes.tolist()):
         first = seen.setdefault(code, start + offset)
@@ -214,8 +218,8 @@ def _repeats(seen: dict[int, int], codes: np.ndarray, start: int) -> list[tuple[
 
 
 def _margins(st: IndexSetup, y: np.ndarray, expected: np.ndarray) -> np.ndarray | None:
-    """Logit of the right answer minus the best other logit, from the unrounded heads (a smooth guide
-    for local search); None when the decoder is not linear."""
+    """Logit of the right answer minus the best other logit, from the unrounded heads (a smooth
+    guide for local search); None when the decoder is not linear."""
     dec = st.table.decoder
     if not isinstance(dec, LinearDecoder):
         return None
@@ -238,8 +242,8 @@ def _lowest(best: Candidates, F: np.ndarray, stars: np.ndarray, margin: np.ndarr
 
 
 def _neighbours(F: np.ndarray, stars: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every single-bit flip of every row of F [P k] except at its own i* (that would change the right
-    answer): (flipped strings [P·(k−1) k], their i* [P·(k−1)]), row p's flips contiguous."""
+    """Every single-bit flip of every row of F [P k] except at its own i* (that would change the
+    right answer): (flipped strings [P·(k−1) k], their i* [P·(k−1)]), row p's flips contiguous."""
     P = len(F)
     flips = np.repeat(F, k, axis=0)
     pos = np.tile(np.arange(k), P)
@@ -256,7 +260,8 @@ def _neighbours(F: np.ndarray, stars: np.ndarray, k: int) -> tuple[np.ndarray, n
 
 class _Refuter:
     """The state of one refute call: the setup, the seeded generator, the budget, the clock, and
-    `searched`, the frozen record of what each method has covered so far (replaced as counts grow)."""
+    `searched`, the frozen record of what each method has covered so far (replaced as counts
+    grow)."""
 
     def __init__(self, st: IndexSetup, seed: int, budget: int):
         self.st, self.budget = st, budget
@@ -289,9 +294,15 @@ class _Refuter:
         )
 
     def found(
-        self, method: str, f: np.ndarray, i_star: int, output: int, evidence: Evidence | CollisionEvidence
+        self,
+        method: str,
+        f: np.ndarray,
+        i_star: int,
+        output: int,
+        evidence: Evidence | CollisionEvidence,
     ) -> Refutation:
-        """The Refutation for a confirmed wrong input σ(f, i*), on which the model answers `output`."""
+        """The Refutation for a confirmed wrong input σ(f, i*), on which the model answers
+        `output`."""
         return self._result(
             True,
             method,
@@ -308,11 +319,13 @@ class _Refuter:
     # -- (a) collision --------------------------------------------------------------------------
 
     def collision(self) -> Refutation | None:
-        """Pigeonhole search: hash the messages of many f; for f ≠ f' with equal messages and i* where they
-        differ, Bob answers σ(f, i*) and σ(f', i*) alike, so (up to rounding ties) the model errs on one.
+        """Pigeonhole search: hash the messages of many f; for f ≠ f' with equal messages and i*
+        where they differ, Bob answers σ(f, i*) and σ(f', i*) alike, so (up to rounding ties) the
+        model errs on one.
 
-        Strings are streamed in chunks; a dict from message hash to the first string with it finds repeats
-        across chunks in one pass. Equal hashes are re-checked as equal messages before use."""
+        Strings are streamed in chunks; a dict from message hash to the first string with it finds
+        repeats across chunks in one pass. Equal hashes are re-checked as equal messages before
+        use."""
         st, k = self.st, self.st.k
         enumerate_all = k <= COLLISION_ENUMERATE_K and (1 << k) <= self.budget
         total = (1 << k) if enumerate_all else self.budget
@@ -338,7 +351,8 @@ class _Refuter:
         return None
 
     def _try_collision(self, f1: np.ndarray, f2: np.ndarray) -> Refutation | None:
-        """Confirm a hash repeat (f1, f2) as a message collision, and find the input the model gets wrong."""
+        """Confirm a hash repeat (f1, f2) as a message collision, and find the input the model gets
+        wrong."""
         st = self.st
         if np.array_equal(f1, f2):
             return None  # the same random string drawn twice
@@ -347,15 +361,20 @@ class _Refuter:
             return None  # a hash collision, not a message collision
         self._count("collision", colliding_pairs_tried=1)
         stars = np.flatnonzero(f1 != f2)[:16] + 1
-        both = np.concatenate([np.repeat(f1[None], len(stars), 0), np.repeat(f2[None], len(stars), 0)])
+        both = np.concatenate(
+            [np.repeat(f1[None], len(stars), 0), np.repeat(f2[None], len(stars), 0)]
+        )
         both_stars = np.concatenate([stars, stars])
         wrong, out = confirm_wrong(st, both, both_stars)
         self._count("collision", inputs_confirmed=len(both))
         if not wrong.any():
-            return None  # right on both: a rounding tie, or a guide table whose protocol is not the model's
+            # right on both: a rounding tie, or a guide table whose protocol is not the model's
+            return None
         t = int(np.flatnonzero(wrong)[0])
         i_star = int(both_stars[t])
-        if not st.models_own:  # the shared message and Bob's answer are the guide's, not the model's
+        if (
+            not st.models_own
+        ):  # the shared message and Bob's answer are the guide's, not the model's
             return self.found(
                 "collision", both[t], i_star, int(out[t]), Evidence(_bit_string(both[t]), i_star)
             )
@@ -368,7 +387,9 @@ class _Refuter:
             message_bits=msg.bits,
             k=st.k,
             message_digest=msg.digest(),
-            message_first_values=tuple(float(x) for x in np.concatenate([msg.r_hat[0, :4], msg.s_hat[:1]])),
+            message_first_values=tuple(
+                float(x) for x in np.concatenate([msg.r_hat[0, :4], msg.s_hat[:1]])
+            ),
             bob_output=index_token_text(bob_output(st.table, msg, i_star, st.p)),
         )
         return self.found("collision", both[t], i_star, int(out[t]), evidence)
@@ -376,8 +397,8 @@ class _Refuter:
     # -- (b) exhaustive -------------------------------------------------------------------------
 
     def exhaustive(self) -> Refutation | None:
-        """Run the model (predict, fixed:p) on all 2^k·k INDEX inputs in lexicographic order: the first
-        wrong one."""
+        """Run the model (predict, fixed:p) on all 2^k·k INDEX inputs in lexicographic order: the
+        first wrong one."""
         k = self.st.k
         per = max(1, (1 << 15) // k)
         self.start(exhaustive=ExhaustiveSearch(0, (1 << k) * k))
@@ -395,9 +416,9 @@ class _Refuter:
     # -- (c) guided -----------------------------------------------------------------------------
 
     def guided(self) -> Refutation | None:
-        """Seeded random (f, i*) first (a quarter of the budget for linear decoders, all of it otherwise),
-        then greedy local search from the 64 lowest-margin inputs seen. Candidates come from the closed-form
-        evaluation at N; each is confirmed by predict before it is reported."""
+        """Seeded random (f, i*) first (a quarter of the budget for linear decoders, all of it
+        otherwise), then greedy local search from the 64 lowest-margin inputs seen. Candidates come
+        from the closed-form evaluation at N; each is confirmed by predict before it is reported."""
         k, budget = self.st.k, self.budget
         self.start(guided=GuidedSearch())
         linear = isinstance(self.st.table.decoder, LinearDecoder)
@@ -417,9 +438,11 @@ class _Refuter:
             return None
         return self.local_search(*best)
 
-    def evaluate(self, F: np.ndarray, stars: np.ndarray) -> tuple[Refutation | None, np.ndarray | None]:
-        """Closed-form outputs at N for a batch; confirm up to 64 apparent errors with predict. Returns
-        (confirmed refutation or None, margins or None)."""
+    def evaluate(
+        self, F: np.ndarray, stars: np.ndarray
+    ) -> tuple[Refutation | None, np.ndarray | None]:
+        """Closed-form outputs at N for a batch; confirm up to 64 apparent errors with predict.
+        Returns (confirmed refutation or None, margins or None)."""
         out, y = model_at_n(self.st, F, stars)
         self._count("guided", inputs=len(F))
         expected = F[np.arange(len(F)), stars - 1]
@@ -430,13 +453,17 @@ class _Refuter:
             if wrong.any():
                 t = int(np.flatnonzero(wrong)[0])
                 f, i_star = F[idx[t]], int(stars[idx[t]])
-                return self.found("guided", f, i_star, int(got[t]), Evidence(_bit_string(f), i_star)), None
+                return self.found(
+                    "guided", f, i_star, int(got[t]), Evidence(_bit_string(f), i_star)
+                ), None
         return None, _margins(self.st, y, expected)
 
-    def local_search(self, F: np.ndarray, stars: np.ndarray, margin: np.ndarray) -> Refutation | None:
-        """Greedy descent on the right answer's logit margin (linear decoders): each candidate moves to its
-        best single-bit neighbour, never flipping f_{i*} (that would change the right answer); a candidate
-        with no improving neighbour restarts at a random (f, i*)."""
+    def local_search(
+        self, F: np.ndarray, stars: np.ndarray, margin: np.ndarray
+    ) -> Refutation | None:
+        """Greedy descent on the right answer's logit margin (linear decoders): each candidate moves
+        to its best single-bit neighbour, never flipping f_{i*} (that would change the right
+        answer); a candidate with no improving neighbour restarts at a random (f, i*)."""
         k = self.st.k
         if k < 2:
             return None
@@ -469,13 +496,15 @@ class _Refuter:
 def refute(
     model: Model | ModelSource, k: int, p: int, *, seed: int = 0, budget: int = DEFAULT_BUDGET
 ) -> Refutation:
-    """Find an INDEX input σ(f, i*) that the model at fixed:p answers wrongly at N = 2k+1 (a model, or where
-    it comes from: ModelSource, a one-layer model file or a seeded random table model, read or drawn first).
+    """Find an INDEX input σ(f, i*) that the model at fixed:p answers wrongly at N = 2k+1 (a model,
+    or where it comes from: ModelSource, a one-layer model file or a seeded random table model, read
+    or drawn first).
 
-    Methods, in order: (a) "collision" when message_bits < k (pigeonhole: a collision must exist among all
-    2^k strings; enumerated for k ≤ COLLISION_ENUMERATE_K when 2^k ≤ budget, else `budget` seeded random
-    strings); (b) "exhaustive" when k ≤ EXHAUSTIVE_K or 2^k·k ≤ budget: the whole family through
-    predict — if it finds nothing the model is correct on INDEX at this (k, p) and the search stops;
+    Methods, in order: (a) "collision" when message_bits < k (pigeonhole: a collision must exist
+    among all 2^k strings; enumerated for k ≤ COLLISION_ENUMERATE_K when 2^k ≤ budget, else `budget`
+    seeded random strings); (b) "exhaustive" when k ≤ EXHAUSTIVE_K or 2^k·k ≤ budget: the whole
+    family through predict — if it finds nothing the model is correct on INDEX at this (k, p) and
+    the search stops;
     (c) "guided": seeded random restarts and local search, `budget` inputs. Every reported input has
     been run through predict(model as given, σ, fixed(p)) and seen to be wrong at N."""
     if isinstance(model, ModelSource):

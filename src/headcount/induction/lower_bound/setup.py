@@ -1,30 +1,31 @@
-"""What the INDEX reduction reads from a one-layer model, precomputed once per (model, k, p), and the
-vectorized steps every other module of the reduction is built from.
+"""What the INDEX reduction reads from a one-layer model, precomputed once per (model, k, p), and
+the vectorized steps every other module of the reduction is built from.
 
-Setting. A one-layer model in table form at fixed:p, k ≥ 1, n = 2k+1, and the INDEX input
-σ(f, i*) = (e_1, f_1, …, e_k, f_k, ?) (token 2 is '?', e_i = ? iff i = i*, else 0). At the last position
-N = n, head h reads the query q = round_p(Q̃[h, N, ?]); position j contributes the score
-s_j = ⟨q, round_p(K̃[h, j, σ_j])⟩ and the value v_j = round_p(Ṽ[h, j, σ_j]) ∈ R^m (m = d_model). The head
+Setting. A one-layer model in table form at fixed:p, k ≥ 1, n = 2k+1, and the INDEX input σ(f, i*) =
+(e_1, f_1, …, e_k, f_k, ?) (token 2 is '?', e_i = ? iff i = i*, else 0). At the last position N = n,
+head h reads the query q = round_p(Q̃[h, N, ?]); position j contributes the score s_j = ⟨q,
+round_p(K̃[h, j, σ_j])⟩ and the value v_j = round_p(Ṽ[h, j, σ_j]) ∈ R^m (m = d_model). The head
 output is Y = Σ_j e^{s_j} v_j / Σ_j e^{s_j}, rounded to the 2^-p grid (round_p); the decoder reads
 round_p(ψ_in(N, ?)) + Σ_h round_p(Y_h). These are exactly the rounding points of
-:func:`headcount.core.model.table.table_residual`, so Bob's computation mirrors the model's, op for op, from
-the head outputs on.
+:func:`headcount.core.model.table.table_residual`, so Bob's computation mirrors the model's, op for
+op, from the head outputs on.
 
-Scope and assumptions. A table-form model is used as given (model_form "table"). A one-layer weight-form
-model is converted, at the (k, p) the reduction runs at, with core.passes.fixed_table.table_at_precision into
-the table of its own fixed:p rounding points (positions 1..n, tokens 0, 1, ?): ψ_in = round_p(W_E + W_pos),
-Q̃ = round_p(ψ_in W_Q), K̃ = round_p(ψ_in W_K) and Ṽ = v W_O with v = round_p(ψ_in W_V), all computed
-exactly, so that the table's fixed:p model on INDEX inputs IS the weight model's (model_form WEIGHTS_FORM).
-That is possible only where every v W_O is on the 2^-p grid within [−2^p, 2^p] (the weight form does not
-round v W_O, a table rounds Ṽ) and every entry is a float64 number: otherwise the reduction refuses the
-model (InputError), never runs on a table with other rounding points. check_protocol compares Bob with
-predict on that table (the same answers as the model's), and refute confirms counterexamples on the model
-as given. refute alone (index_setup(…, guide=True)) does not refuse such a model: every input it reports is
-confirmed on the model as given, so the table only guides its search, and where no exact table exists the
-guide is the real-arithmetic table (core.model.table.table_from_weights at positions 1..n, tokens 0, 1, ?;
-model_form GUIDE_FORM), whose protocol is not the model's. Decoders are taken to be positionwise
-(ψ_out(i, x_i), as the Decoder protocol says): Bob decodes his vector at position N of an otherwise zero
-block.
+Scope and assumptions. A table-form model is used as given (model_form "table"). A one-layer
+weight-form model is converted, at the (k, p) the reduction runs at, with
+core.passes.fixed_table.table_at_precision into the table of its own fixed:p rounding points
+(positions 1..n, tokens 0, 1, ?): ψ_in = round_p(W_E + W_pos), Q̃ = round_p(ψ_in W_Q), K̃ =
+round_p(ψ_in W_K) and Ṽ = v W_O with v = round_p(ψ_in W_V), all computed exactly, so that the
+table's fixed:p model on INDEX inputs IS the weight model's (model_form WEIGHTS_FORM). That is
+possible only where every v W_O is on the 2^-p grid within [−2^p, 2^p] (the weight form does not
+round v W_O, a table rounds Ṽ) and every entry is a float64 number: otherwise the reduction refuses
+the model (InputError), never runs on a table with other rounding points. check_protocol compares
+Bob with predict on that table (the same answers as the model's), and refute confirms
+counterexamples on the model as given. refute alone (index_setup(…, guide=True)) does not refuse
+such a model: every input it reports is confirmed on the model as given, so the table only guides
+its search, and where no exact table exists the guide is the real-arithmetic table
+(core.model.table.table_from_weights at positions 1..n, tokens 0, 1, ?; model_form GUIDE_FORM),
+whose protocol is not the model's. Decoders are taken to be positionwise (ψ_out(i, x_i), as the
+Decoder protocol says): Bob decodes his vector at position N of an otherwise zero block.
 """
 
 from __future__ import annotations
@@ -46,37 +47,46 @@ from headcount.induction.construction import PER_INPUT_WORK, evaluation_bytes, l
 from headcount.induction.source import ModelSource
 from headcount.induction.task import INDEX_QUERY, index_input
 
-# Largest p (precision_bits): the precision modes' range (fixed:p for 1 ≤ p ≤ 60, core.numbers.precision),
-# which the model's own evaluation at fixed:p follows; Alice's grid 2^{-3p} stays well inside float64 there.
+# Largest p (precision_bits): the precision modes' range (fixed:p for 1 ≤ p ≤ 60,
+# core.numbers.precision), which the model's own evaluation at fixed:p follows; Alice's grid 2^{-3p}
+# stays well inside float64 there.
 MAX_PRECISION_BITS = 60
 # Working-set size (float64 elements) that the vectorized steps aim for per chunk.
 CHUNK_ELEMENTS = 1 << 21
 # Resource bounds (issue 13). Every INDEX tool runs the one-layer model on inputs of length n = 2k+1
-# through predict at fixed:p, all n positions: heads · n² score entries per input (plus Alice's h·k·m and a
-# fixed cost per input), about 6·10⁶ a second on 2 cores. check_protocol may do PROTOCOL_MAX_WORK of them:
-# all 2^16·16 pairs at k = 16 (the report's largest exhaustive check, one head) are 1.2·10⁹, ~3 minutes;
-# the limit is ~12 minutes. k, pairs and the model's heads set the amount.
+# through predict at fixed:p, all n positions: heads · n² score entries per input (plus Alice's
+# h·k·m and a fixed cost per input), about 6·10⁶ a second on 2 cores. check_protocol may do
+# PROTOCOL_MAX_WORK of them: all 2^16·16 pairs at k = 16 (the report's largest exhaustive check, one
+# head) are 1.2·10⁹, ~3 minutes; the limit is ~12 minutes. k, pairs and the model's heads set the
+# amount.
 PROTOCOL_MAX_WORK = 2**32
-# refute may do REFUTE_MAX_WORK: its budget of Alice messages or closed-form inputs (h·k·m each), or the
-# whole INDEX family through predict when that fits the budget; measured ~2·10⁷ a second (k = 1000: 2 min).
+# refute may do REFUTE_MAX_WORK: its budget of Alice messages or closed-form inputs (h·k·m each), or
+# the whole INDEX family through predict when that fits the budget; measured ~2·10⁷ a second (k =
+# 1000: 2 min).
 REFUTE_MAX_WORK = 2**32
-# Float64 arrays of CHUNK_ELEMENTS the protocol's vectorized steps hold at once (r, s, Y, bounds, …).
+# Float64 arrays of CHUNK_ELEMENTS the protocol's vectorized steps hold at once (r, s, Y, bounds,
+# …).
 CHUNK_ARRAYS = 16
-# model_form of a weight-form model: the reduction ran on the table of its own fixed:p rounding points.
+# model_form of a weight-form model: the reduction ran on the table of its own fixed:p rounding
+# points.
 WEIGHTS_FORM = "weights (exact table of its fixed:p rounding points)"
-# model_form of a weight-form model no exact table has, searched by refute only (index_setup(guide=True)): the
-# search ran on its real-arithmetic table (table_from_weights), every reported input was run on the model.
-GUIDE_FORM = "weights (search guided by its real-arithmetic table; every input confirmed on the model)"
+# model_form of a weight-form model no exact table has, searched by refute only
+# (index_setup(guide=True)): the search ran on its real-arithmetic table (table_from_weights), every
+# reported input was run on the model.
+GUIDE_FORM = (
+    "weights (search guided by its real-arithmetic table; every input confirmed on the model)"
+)
 # The tokens the INDEX input uses: 0, 1 and '?' (= INDEX_QUERY = 2).
 INDEX_TOKENS = 3
 
 
 @dataclass(frozen=True, eq=False)
 class MessageLayout:
-    """Where each transmitted number can lie (Bob knows this from the model alone) and its bit width.
+    """Where each transmitted number can lie (Bob knows this from the model alone) and its bit
+    width.
 
-    Ends are grid indices (integers, as floats) of the ε = 2^{-3p} grid: number = index·ε. The widths
-    depend only on (model, k, p), so every message has the same length `bits`.
+    Ends are grid indices (integers, as floats) of the ε = 2^{-3p} grid: number = index·ε. The
+    widths depend only on (model, k, p), so every message has the same length `bits`.
     """
 
     k: int
@@ -108,7 +118,8 @@ class MessageLayout:
 
 @dataclass(frozen=True, eq=False)
 class IndexSetup:
-    """Everything the protocol needs at length n = 2k+1, precomputed once (all rounded as the model does).
+    """Everything the protocol needs at length n = 2k+1, precomputed once (all rounded as the model
+    does).
 
     Alice's tables index (head, i, bit) for her position 2i (1-based); Bob's part (log Z_B, b) is
     tabulated for every i* since it depends on nothing else."""
@@ -147,23 +158,26 @@ class IndexSetup:
 
     @property
     def models_own(self) -> bool:
-        """Whether the table's fixed:p model is the model's (form "table" or WEIGHTS_FORM), so that the
-        protocol on it — its messages, their length, Bob's answers — is the model's; False for GUIDE_FORM."""
+        """Whether the table's fixed:p model is the model's (form "table" or WEIGHTS_FORM), so that
+        the protocol on it — its messages, their length, Bob's answers — is the model's; False for
+        GUIDE_FORM."""
         return self.form != GUIDE_FORM
 
 
 def as_table(model: Model, n: int, p: int, guide: bool = False) -> tuple[OneLayerTable, str]:
-    """(table, model_form) the reduction runs on at length n and fixed:p: a table model as given ("table"),
-    or a one-layer attention-only weight-form model as the exact table of its own fixed:p rounding points at
-    positions 1..n and tokens 0, 1, ? (WEIGHTS_FORM; module docstring); InputError otherwise, and for a
-    weight-form model no table can follow (core.passes.fixed_table.NoExactTable) — unless guide=True (a search
-    whose every answer is confirmed on the model), which then gets its real-arithmetic table (GUIDE_FORM)."""
+    """(table, model_form) the reduction runs on at length n and fixed:p: a table model as given
+    ("table"), or a one-layer attention-only weight-form model as the exact table of its own fixed:p
+    rounding points at positions 1..n and tokens 0, 1, ? (WEIGHTS_FORM; module docstring);
+    InputError otherwise, and for a weight-form model no table can follow
+    (core.passes.fixed_table.NoExactTable) — unless guide=True (a search whose every answer is
+    confirmed on the model), which then gets its real-arithmetic table (GUIDE_FORM)."""
     if isinstance(model, OneLayerTable):
         return model, "table"
     if isinstance(model, Transformer):
         if len(model.layers) != 1:
             raise InputError(
-                f"the INDEX reduction is for one-layer models; this model has {len(model.layers)} layers"
+                f"the INDEX reduction is for one-layer models; this model has {len(model.layers)} "
+                "layers"
             )
         if model.layers[0].mlp is not None:
             raise InputError(
@@ -179,9 +193,14 @@ def as_table(model: Model, n: int, p: int, guide: bool = False) -> tuple[OneLaye
             raise InputError(f"INDEX reduction: {error}") from None
         else:
             return table, WEIGHTS_FORM
-        # only the positions and tokens the INDEX inputs use: at most the exact table's memory (setup_bytes)
-        return table_from_weights(replace(model, W_E=model.W_E[:tokens], W_pos=model.W_pos[:n])), GUIDE_FORM
-    raise InputError(f"expected a OneLayerTable or a one-layer Transformer, got {type(model).__name__}")
+        # only the positions and tokens the INDEX inputs use: at most the exact table's memory
+        # (setup_bytes)
+        return table_from_weights(
+            replace(model, W_E=model.W_E[:tokens], W_pos=model.W_pos[:n])
+        ), GUIDE_FORM
+    raise InputError(
+        f"expected a OneLayerTable or a one-layer Transformer, got {type(model).__name__}"
+    )
 
 
 def lse(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -199,16 +218,18 @@ def grid_bits(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 def index_setup(model: Model, k: int, p: int, *, guide: bool = False) -> IndexSetup:
     """The IndexSetup of `model` at INDEX size k and fixed:p; InputError for a model or size the
-    reduction is not about (not one layer of attention, context shorter than 2k+1, fewer than 3 tokens), and
-    for a weight-form model whose fixed:p rounding points no table has (as_table) unless guide=True: then its
-    setup is of its real-arithmetic table (form GUIDE_FORM), a search guide whose protocol is not the
-    model's (for refute, which confirms every answer on the model as given)."""
+    reduction is not about (not one layer of attention, context shorter than 2k+1, fewer than 3
+    tokens), and for a weight-form model whose fixed:p rounding points no table has (as_table)
+    unless guide=True: then its setup is of its real-arithmetic table (form GUIDE_FORM), a search
+    guide whose protocol is not the model's (for refute, which confirms every answer on the model as
+    given)."""
     k = check_int("k", k, 1)
     p = check_int("p (precision bits)", p, 1)
     if p > MAX_PRECISION_BITS:
         raise InputError(
             f"p (precision bits) must be at most {MAX_PRECISION_BITS} for the INDEX protocol "
-            f"({param('precision_bits')}: the precision modes' fixed:p, 1 ≤ p ≤ {MAX_PRECISION_BITS}), "
+            f"({param('precision_bits')}: the precision modes' fixed:p, 1 ≤ p ≤ "
+            f"{MAX_PRECISION_BITS}), "
             f"got {p}"
         )
     check_context(model, k)
@@ -216,7 +237,9 @@ def index_setup(model: Model, k: int, p: int, *, guide: bool = False) -> IndexSe
     n = 2 * k + 1
     alphabet = getattr(model, "alphabet", INDEX_TOKENS)  # as_table refuses what has none
     if alphabet < INDEX_TOKENS:
-        raise InputError(f"INDEX needs the tokens 0, 1, ? (alphabet ≥ 3); the model's alphabet is {alphabet}")
+        raise InputError(
+            f"INDEX needs the tokens 0, 1, ? (alphabet ≥ 3); the model's alphabet is {alphabet}"
+        )
     table, form = as_table(model, n, p, guide)
     last = n - 1
     q = round_fixed(table.Q[:, last, INDEX_QUERY], p)  # [h d_head], at the model's rounding points
@@ -240,7 +263,10 @@ def index_setup(model: Model, k: int, p: int, *, guide: bool = False) -> IndexSe
         s[:, :, :k], v[:, :, :k] = bob_zero[None], vzero[None]
         s[np.arange(c), :, stars] = bob_query[:, stars].T
         v[np.arange(c), :, stars] = np.transpose(vquery[:, stars], (1, 0, 2))
-        s[:, :, k], v[:, :, k] = scores[None, :, last, INDEX_QUERY], values[None, :, last, INDEX_QUERY]
+        s[:, :, k], v[:, :, k] = (
+            scores[None, :, last, INDEX_QUERY],
+            values[None, :, last, INDEX_QUERY],
+        )
         top = s.max(axis=-1, keepdims=True)
         w = np.exp(s - top)
         z = w.sum(axis=-1)
@@ -256,7 +282,9 @@ def index_setup(model: Model, k: int, p: int, *, guide: bool = False) -> IndexSe
         np.round(lse(score_alice.min(axis=2)) * scale),
         np.round(lse(score_alice.max(axis=2)) * scale),
     )
-    layout = MessageLayout(k, p, r_lo, r_hi, s_lo, s_hi, grid_bits(r_lo, r_hi), grid_bits(s_lo, s_hi))
+    layout = MessageLayout(
+        k, p, r_lo, r_hi, s_lo, s_hi, grid_bits(r_lo, r_hi), grid_bits(s_lo, s_hi)
+    )
     return IndexSetup(
         table,
         model,
@@ -291,7 +319,8 @@ def alice_exact(st: IndexSetup, F: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def quantize(
     st: IndexSetup, r: np.ndarray, s: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(r̂, ŝ, r grid index, s grid index): round to the ε grid, clamped into the layout's intervals."""
+    """(r̂, ŝ, r grid index, s grid index): round to the ε grid, clamped into the layout's
+    intervals."""
     scale, lay = 2.0 ** (3 * st.p), st.layout
     ri = np.clip(np.round(r * scale), lay.r_lo, lay.r_hi)
     si = np.clip(np.round(s * scale), lay.s_lo, lay.s_hi)
@@ -301,8 +330,9 @@ def quantize(
 def mix(
     st: IndexSetup, r: np.ndarray, s: np.ndarray, stars: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Y [B h m], λ [B h], b [B h m]) with Y = λ r + (1−λ) b, λ = sigmoid(s − log Z_B): the head output
-    at N given Alice's (r, s) — exact ones give the model's head, rounded ones give Bob's Ỹ."""
+    """(Y [B h m], λ [B h], b [B h m]) with Y = λ r + (1−λ) b, λ = sigmoid(s − log Z_B): the head
+    output at N given Alice's (r, s) — exact ones give the model's head, rounded ones give Bob's
+    Ỹ."""
     lam = expit(s - st.log_zb[stars - 1])
     b = st.b[stars - 1]
     return b + lam[..., None] * (r - b), lam, b
@@ -318,8 +348,9 @@ def residual(st: IndexSetup, heads: np.ndarray) -> np.ndarray:
 
 
 def decode_final(st: IndexSetup, x: np.ndarray) -> np.ndarray:
-    """ψ_out(N, x) for rows x [B m]. Decoders take [batch pos d_model] and are positionwise (ψ_out(i, x_i)),
-    so each row goes in at position N of an otherwise zero block and only position N is read."""
+    """ψ_out(N, x) for rows x [B m]. Decoders take [batch pos d_model] and are positionwise
+    (ψ_out(i, x_i)), so each row goes in at position N of an otherwise zero block and only position
+    N is read."""
     n, m = st.n, x.shape[-1]
     rows = max(1, CHUNK_ELEMENTS // (n * max(n, m)))
     out = np.empty(len(x), dtype=np.int64)
@@ -332,14 +363,16 @@ def decode_final(st: IndexSetup, x: np.ndarray) -> np.ndarray:
 
 
 def model_at_n(st: IndexSetup, F: np.ndarray, stars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(outputs [B], exact heads [B h m]) of the table model at N, from the closed form (fast path for
-    search; reported counterexamples are always re-run through predict)."""
+    """(outputs [B], exact heads [B h m]) of the table model at N, from the closed form (fast path
+    for search; reported counterexamples are always re-run through predict)."""
     r, s = alice_exact(st, F)
     y, _, _ = mix(st, r, s, stars)
     return decode_final(st, residual(st, y)), y
 
 
-def confirm_wrong(st: IndexSetup, F: np.ndarray, stars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def confirm_wrong(
+    st: IndexSetup, F: np.ndarray, stars: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """(wrong [B], outputs [B]): predict(model as given, σ(f, i*), fixed:p) at N versus f_{i*}."""
     out = predict(st.model, index_input(F, stars), fixed(st.p))[:, st.n - 1]
     return out != F[np.arange(len(F)), stars - 1], out
@@ -348,36 +381,46 @@ def confirm_wrong(st: IndexSetup, F: np.ndarray, stars: np.ndarray) -> tuple[np.
 def check_index_size(k: int) -> int:
     """k, the INDEX size: InputError unless k ≥ 1 (named as the parameter `k`)."""
     if k < 1:
-        raise InputError(f"{param('k')} {k} is too small: k ≥ 1 (the INDEX input has length n = 2k+1)")
+        raise InputError(
+            f"{param('k')} {k} is too small: k ≥ 1 (the INDEX input has length n = 2k+1)"
+        )
     return k
 
 
-def random_index_model(k: int, random_seed: int, heads: int | None, dim: int | None) -> OneLayerTable:
-    """A seeded random one-layer table model for INDEX at size k: `heads` heads of width `dim` over the
-    tokens 0, 1, ? at length 2k+1 (its tables within the memory limit)."""
+def random_index_model(
+    k: int, random_seed: int, heads: int | None, dim: int | None
+) -> OneLayerTable:
+    """A seeded random one-layer table model for INDEX at size k: `heads` heads of width `dim` over
+    the tokens 0, 1, ? at length 2k+1 (its tables within the memory limit)."""
     check_index_size(k)
     if heads is None or dim is None or heads < 1 or dim < 1:
-        raise InputError(f"{param('random_seed')} needs {param('heads')} h ≥ 1 and {param('dim')} m ≥ 1")
+        raise InputError(
+            f"{param('random_seed')} needs {param('heads')} h ≥ 1 and {param('dim')} m ≥ 1"
+        )
     random_seed = check_int("random_seed", random_seed, 0)
     # Gaussian tables: each array and its scaled copy exist at once while it is drawn
     check_memory(
         2 * table_bytes(2 * k + 1, INDEX_TOKENS, heads, dim, dim),
-        f"a random one-layer model at {param('k')} {k} {param('heads')} {heads} {param('dim')} {dim}",
+        f"a random one-layer model at {param('k')} {k} {param('heads')} {heads} {param('dim')} "
+        f"{dim}",
     )
     return random_table(np.random.default_rng(random_seed), 2 * k + 1, INDEX_TOKENS, heads, dim)
 
 
 def check_context(model: Model, k: int) -> None:
-    """InputError when the model's context is shorter than the INDEX input (before any estimate at k)."""
+    """InputError when the model's context is shorter than the INDEX input (before any estimate at
+    k)."""
     n_ctx = model.n_ctx if isinstance(model, (OneLayerTable, Transformer)) else math.inf
     if 2 * k + 1 > n_ctx:
         raise InputError(
-            f"INDEX with k={k} needs n = 2k+1 = {2 * k + 1} positions; the model's context is {n_ctx}"
+            f"INDEX with k={k} needs n = 2k+1 = {2 * k + 1} positions; the model's context is "
+            f"{n_ctx}"
         )
 
 
 def table_bytes(n: int, alphabet: int, heads: int, d_model: int, d_head: int) -> float:
-    """Bytes of a one-layer table model: ψ_in [n S m], Q̃ and K̃ [h n S d_head], Ṽ [h n S m] in float64."""
+    """Bytes of a one-layer table model: ψ_in [n S m], Q̃ and K̃ [h n S d_head], Ṽ [h n S m] in
+    float64."""
     return 8.0 * n * alphabet * (d_model + heads * (2.0 * d_head + d_model))
 
 
@@ -393,10 +436,10 @@ def model_shape(model: Model) -> tuple[int, int, int]:
 
 
 def setup_bytes(model: Model, k: int) -> float:
-    """Memory of index_setup: a weight-form model's exact table of its fixed:p rounding points at n = 2k+1
-    over the 3 INDEX tokens (core.passes.fixed_table.table_at_precision_bytes: the exact grid values while
-    it is built and the float64 table), the setup's rounded copies of the tables at n over 3 tokens, and Bob's
-    [k h m]."""
+    """Memory of index_setup: a weight-form model's exact table of its fixed:p rounding points at n
+    = 2k+1 over the 3 INDEX tokens (core.passes.fixed_table.table_at_precision_bytes: the exact grid
+    values while it is built and the float64 table), the setup's rounded copies of the tables at n
+    over 3 tokens, and Bob's [k h m]."""
     heads, m, d_head = model_shape(model)
     n = 2 * k + 1
     own = 0.0
@@ -406,10 +449,18 @@ def setup_bytes(model: Model, k: int) -> float:
 
 
 def check_index_resources(
-    model: Model, k: int, inputs: float, work: float, limit: float, what: str, option: str, more: float = 0
+    model: Model,
+    k: int,
+    inputs: float,
+    work: float,
+    limit: float,
+    what: str,
+    option: str,
+    more: float = 0,
 ) -> None:
-    """An INDEX tool's bounds: memory (setup, `inputs` runs of the model at length 2k+1 through predict, the
-    chunked steps, and `more` bytes), then `work` + inputs · (heads · n² + PER_INPUT_WORK) against `limit`."""
+    """An INDEX tool's bounds: memory (setup, `inputs` runs of the model at length 2k+1 through
+    predict, the chunked steps, and `more` bytes), then `work` + inputs · (heads · n² +
+    PER_INPUT_WORK) against `limit`."""
     check_context(model, k)
     heads, m, _ = model_shape(model)
     n = 2.0 * k + 1
@@ -420,15 +471,17 @@ def check_index_resources(
 
 
 def index_family_size(k: int) -> float:
-    """2^k·k, the number of (f, i*) pairs (a float, +inf beyond k = 1000: never enumerated anyway)."""
+    """2^k·k, the number of (f, i*) pairs (a float, +inf beyond k = 1000: never enumerated
+    anyway)."""
     return float((1 << k) * k) if k <= 1000 else math.inf
 
 
 def check_protocol_resources(
     model: Model, k: int, pairs: int | None, exhaustive_k: int, default: int
 ) -> None:
-    """check_protocol's bounds: all 2^k·k pairs when k ≤ exhaustive_k and no pairs are given (or pairs
-    covers the family), else `pairs` (default `default`) sampled; each pair runs the model once."""
+    """check_protocol's bounds: all 2^k·k pairs when k ≤ exhaustive_k and no pairs are given (or
+    pairs covers the family), else `pairs` (default `default`) sampled; each pair runs the model
+    once."""
     heads, m, _ = model_shape(model)
     family = index_family_size(k)
     exhaustive = (pairs is None and k <= exhaustive_k) or (pairs is not None and pairs >= family)
@@ -439,18 +492,23 @@ def check_protocol_resources(
 
 
 def check_refute_resources(model: Model, k: int, budget: int, exhaustive_k: int) -> None:
-    """refute's bounds: `budget` Alice messages and closed-form inputs (h·k·m each; the collision search keeps
-    up to `budget` strings of k bytes, local search 64·k neighbours of k bits), or, when the whole family
-    fits (k ≤ exhaustive_k or 2^k·k ≤ budget), every INDEX input through the model."""
+    """refute's bounds: `budget` Alice messages and closed-form inputs (h·k·m each; the collision
+    search keeps up to `budget` strings of k bytes, local search 64·k neighbours of k bits), or,
+    when the whole family fits (k ≤ exhaustive_k or 2^k·k ≤ budget), every INDEX input through the
+    model."""
     heads, m, _ = model_shape(model)
     family = index_family_size(k)
     runs = family if (k <= exhaustive_k or family <= budget) else 0.0
     hkm = float(heads) * k * m
     collision = min(family / max(k, 1), float(budget)) * k + 16 * max(1024 * hkm, CHUNK_ELEMENTS)
-    local_search = 8.0 * 64 * k * k * (1 + heads * m)  # 64·k neighbours of k bits, Alice's gathers on them
+    local_search = (
+        8.0 * 64 * k * k * (1 + heads * m)
+    )  # 64·k neighbours of k bits, Alice's gathers on them
     more = max(collision, 16 * 4096 * hkm, local_search)  # the methods run one after another
     what = f"induction refute at {param('k')} {k}"
-    check_index_resources(model, k, runs, float(budget) * hkm, REFUTE_MAX_WORK, what, param("k"), more)
+    check_index_resources(
+        model, k, runs, float(budget) * hkm, REFUTE_MAX_WORK, what, param("k"), more
+    )
 
 
 def load_index_model(source: ModelSource, k: int) -> Model:
@@ -459,7 +517,8 @@ def load_index_model(source: ModelSource, k: int) -> Model:
     check_index_size(k)
     if source.layers is not None:
         raise InputError(
-            f"{param('layers')} names a construction: the INDEX commands run a one-layer model file or "
+            f"{param('layers')} names a construction: the INDEX commands run a one-layer model "
+            "file or "
             "a random model"
         )
     if (source.model_file is None) == (source.random_seed is None):

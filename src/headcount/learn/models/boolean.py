@@ -1,6 +1,6 @@
-"""BooleanNet: heads over {0, 1} plus a degree-D polynomial readout (headcount.boolean.model), and exact
-conversions both ways (every float64 is a dyadic rational; Boolean model files hold the exact rationals
-as strings, so constructions round-trip exactly)."""
+"""BooleanNet: heads over {0, 1} plus a degree-D polynomial readout (headcount.boolean.model), and
+exact conversions both ways (every float64 is a dyadic rational; Boolean model files hold the exact
+rationals as strings, so constructions round-trip exactly)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from headcount.learn.models.tokens import as_tokens, to_numpy
 
 
 def monomial_exponents(dim: int, degree: int) -> list[tuple[int, ...]]:
-    """All exponent tuples K ∈ N^dim with |K| ≤ degree, the constant first, then by degree, lexicographic."""
+    """All exponent tuples K ∈ N^dim with |K| ≤ degree, the constant first, then by degree,
+    lexicographic."""
     out = []
     for total in range(degree + 1):
         for combo in itertools.combinations_with_replacement(range(dim), total):
@@ -28,13 +29,14 @@ def monomial_exponents(dim: int, degree: int) -> list[tuple[int, ...]]:
 
 
 class BooleanNet(nn.Module):
-    """H heads over {0, 1}^n (log-weights, so w_0, w_1 > 0, and values v_0, v_1 ∈ R^d) summed into z, then
-    g = Σ_K c_K z^K over all monomials of degree ≤ D (constant included). The answer is sign g (true ↔ −1).
+    """H heads over {0, 1}^n (log-weights, so w_0, w_1 > 0, and values v_0, v_1 ∈ R^d) summed into
+    z, then g = Σ_K c_K z^K over all monomials of degree ≤ D (constant included). The answer is sign
+    g (true ↔ −1).
 
-    A head's output depends on x only through t = |x|: z_h(t) = v_0 + λ(t)(v_1 − v_0) with
-    λ(t) = t·w_1 / ((n−t)w_0 + t·w_1) = sigmoid(log w_1 − log w_0 + log t − log(n−t)), which is exactly 0
-    at t = 0 and 1 at t = n and never overflows. forward(x [batch n] bits) -> g [batch]; score(t) -> g
-    [batch]."""
+    A head's output depends on x only through t = |x|: z_h(t) = v_0 + λ(t)(v_1 − v_0) with λ(t) =
+    t·w_1 / ((n−t)w_0 + t·w_1) = sigmoid(log w_1 − log w_0 + log t − log(n−t)), which is exactly 0
+    at t = 0 and 1 at t = n and never overflows. forward(x [batch n] bits) -> g [batch]; score(t) ->
+    g [batch]."""
 
     def __init__(self, n: int, heads: int = 1, dim: int = 2, degree: int = 2):
         super().__init__()
@@ -76,13 +78,15 @@ class BooleanNet(nn.Module):
 
 
 def _log_rational(q) -> float:
-    """log of a positive fmpq, fine for numbers far outside float64's range (math.log takes big ints)."""
+    """log of a positive fmpq, fine for numbers far outside float64's range (math.log takes big
+    ints)."""
     return math.log(int(q.p)) - math.log(int(q.q))
 
 
 def boolean_net_from_model(layer: BooleanLayer, readout: Readout, n: int) -> BooleanNet:
-    """A float64 BooleanNet for the exact (layer, readout) of headcount.boolean.model, at input length n.
-    Weights and coefficients are rounded to float64 (exact for dyadic rationals); log w from the exact w."""
+    """A float64 BooleanNet for the exact (layer, readout) of headcount.boolean.model, at input
+    length n. Weights and coefficients are rounded to float64 (exact for dyadic rationals); log w
+    from the exact w."""
     if readout.dim != layer.dim:
         raise InputError(f"readout has d = {readout.dim} but the layer outputs d = {layer.dim}")
     net = BooleanNet(n, len(layer.heads), layer.dim, readout.degree).double()
@@ -93,12 +97,16 @@ def boolean_net_from_model(layer: BooleanLayer, readout: Readout, n: int) -> Boo
     with torch.no_grad():
         net.logw.copy_(
             torch.tensor(
-                [[_log_rational(h.w0), _log_rational(h.w1)] for h in layer.heads], dtype=torch.float64
+                [[_log_rational(h.w0), _log_rational(h.w1)] for h in layer.heads],
+                dtype=torch.float64,
             )
         )
         net.values.copy_(
             torch.tensor(
-                [[[fmpq_to_float(x) for x in h.v0], [fmpq_to_float(x) for x in h.v1]] for h in layer.heads],
+                [
+                    [[fmpq_to_float(x) for x in h.v0], [fmpq_to_float(x) for x in h.v1]]
+                    for h in layer.heads
+                ],
                 dtype=torch.float64,
             )
         )
@@ -107,9 +115,10 @@ def boolean_net_from_model(layer: BooleanLayer, readout: Readout, n: int) -> Boo
 
 
 def boolean_net_to_model(net: BooleanNet) -> tuple[BooleanLayer, Readout]:
-    """The exact (layer, readout) of `net`'s float64 parameters (floats are dyadic rationals, so exact).
-    Only w_1/w_0 matters, so w = exp(log w − max(log w_0, log w_1)): the larger is 1, nothing overflows;
-    a weight that underflows to 0 is stored as the smallest positive float64 (w must be > 0)."""
+    """The exact (layer, readout) of `net`'s float64 parameters (floats are dyadic rationals, so
+    exact). Only w_1/w_0 matters, so w = exp(log w − max(log w_0, log w_1)): the larger is 1,
+    nothing overflows; a weight that underflows to 0 is stored as the smallest positive float64 (w
+    must be > 0)."""
     logw, values, coef = to_numpy(net.logw), to_numpy(net.values), to_numpy(net.coef)
     heads = []
     for h in range(net.n_heads):
@@ -122,5 +131,9 @@ def boolean_net_to_model(net: BooleanNet) -> tuple[BooleanLayer, Readout]:
                 tuple(map(float, values[h, 1])),
             )
         )
-    terms = {K: to_fmpq(float(c)) for K, c in zip(monomial_exponents(net.dim, net.degree), coef) if c != 0}
+    terms = {
+        K: to_fmpq(float(c))
+        for K, c in zip(monomial_exponents(net.dim, net.degree), coef)
+        if c != 0
+    }
     return BooleanLayer(tuple(heads)), Readout(terms, net.degree, net.dim)

@@ -1,5 +1,5 @@
-"""MinMaxNet: position-free heads over tokens 1..M plus two linear classifiers (headcount.minmax.model),
-and exact conversions both ways."""
+"""MinMaxNet: position-free heads over tokens 1..M plus two linear classifiers
+(headcount.minmax.model), and exact conversions both ways."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLaye
 
 
 class MinMaxNet(nn.Module):
-    """H position-free heads over tokens 1..M (a score and a d-vector per token) summed into z, and two
-    linear classifiers without bias: logits_min = θ_min z, logits_max = θ_max z, class i ↔ token i+1.
-    forward(x [batch n], tokens 1..M) -> (logits_min [batch M], logits_max [batch M])."""
+    """H position-free heads over tokens 1..M (a score and a d-vector per token) summed into z, and
+    two linear classifiers without bias: logits_min = θ_min z, logits_max = θ_max z, class i ↔ token
+    i+1. forward(x [batch n], tokens 1..M) -> (logits_min [batch M], logits_max [batch M])."""
 
     def __init__(self, M: int, heads: int = 1, dim: int = 4):
         super().__init__()
@@ -47,7 +47,9 @@ class MinMaxNet(nn.Module):
 def minmax_net_from_model(model: MinMaxModel) -> MinMaxNet:
     """A float64 MinMaxNet with the same layer output and logits as `model`."""
     if not isinstance(model, MinMaxModel):
-        raise InputError(f"expected a headcount.minmax.model.MinMaxModel, got {type(model).__name__}")
+        raise InputError(
+            f"expected a headcount.minmax.model.MinMaxModel, got {type(model).__name__}"
+        )
     layer = model.layer
     net = MinMaxNet(layer.M, len(layer.heads), layer.dim).double()
     with torch.no_grad():
@@ -62,7 +64,12 @@ def minmax_net_to_model(net: MinMaxNet, info: dict[str, Any] | None = None) -> M
     """The float64 MinMaxModel of `net`, for the exact verifiers and save_minmax."""
     scores, values = to_numpy(net.scores), to_numpy(net.values)
     heads = tuple(TokenHead(scores[h], values[h]) for h in range(net.n_heads))
-    meta = {"source": "headcount.learn", "M": net.M, "heads": net.n_heads, "dim": net.dim} | dict(info or {})
+    meta = {"source": "headcount.learn", "M": net.M, "heads": net.n_heads, "dim": net.dim} | dict(
+        info or {}
+    )
     return MinMaxModel(
-        TokenLayer(heads), Classifier(to_numpy(net.theta_min)), Classifier(to_numpy(net.theta_max)), meta
+        TokenLayer(heads),
+        Classifier(to_numpy(net.theta_min)),
+        Classifier(to_numpy(net.theta_max)),
+        meta,
     )

@@ -1,15 +1,18 @@
-"""SequenceModel: causal multi-head attention over token sequences in TransformerLens weight names, and
-exact conversions from and to a core Transformer (headcount.core.model.transformer) with a linear decoder.
+"""SequenceModel: causal multi-head attention over token sequences in TransformerLens weight names,
+and exact conversions from and to a core Transformer (headcount.core.model.transformer) with a
+linear decoder.
 
-Scores are plain ⟨q, k⟩ exactly as in core/passes/forward.py (no 1/√d_head in forward: W_Q is *initialised*
-×1/√d_head so training starts like a standard transformer, and a loaded construction keeps its own scale).
-`dim` here is the residual width d_model (the name the training configs and stored runs use).
+Scores are plain ⟨q, k⟩ exactly as in core/passes/forward.py (no 1/√d_head in forward: W_Q is
+*initialised* ×1/√d_head so training starts like a standard transformer, and a loaded construction
+keeps its own scale). `dim` here is the residual width d_model (the name the training configs and
+stored runs use).
 
-With layernorm=True the blocks are GPT-2's pre-LN blocks (x += attn(LN(x)); x += mlp(LN(x)); a final LN
-before the unembedding), and the MLP's activation is one of core.model.transformer.ACTIVATIONS. They export
-to the core model's ln1 / ln2 / ln_final and MLP.activation (the same real-arithmetic function; float64
-logits agree to rounding). What a SequenceModel cannot hold — q/k/v biases, an output bias b_O — is refused
-on import; a stored attention scale is folded into W_Q (scale·⟨q, k⟩ = ⟨scale·q, k⟩).
+With layernorm=True the blocks are GPT-2's pre-LN blocks (x += attn(LN(x)); x += mlp(LN(x)); a final
+LN before the unembedding), and the MLP's activation is one of core.model.transformer.ACTIVATIONS.
+They export to the core model's ln1 / ln2 / ln_final and MLP.activation (the same real-arithmetic
+function; float64 logits agree to rounding). What a SequenceModel cannot hold — q/k/v biases, an
+output bias b_O — is refused on import; a stored attention scale is folded into W_Q (scale·⟨q, k⟩ =
+⟨scale·q, k⟩).
 """
 
 from __future__ import annotations
@@ -25,7 +28,15 @@ from torch import nn
 
 from headcount.common.errors import InputError, param
 from headcount.common.validate import check_int
-from headcount.core.model import ACTIVATIONS, MLP, AttentionHead, Layer, LayerNorm, LinearDecoder, Transformer
+from headcount.core.model import (
+    ACTIVATIONS,
+    MLP,
+    AttentionHead,
+    Layer,
+    LayerNorm,
+    LinearDecoder,
+    Transformer,
+)
 from headcount.learn.models.tokens import as_tokens, to_numpy
 
 POSITIONAL = ("learned", "sinusoidal", "circle", "fixed")
@@ -33,17 +44,17 @@ POSITIONAL = ("learned", "sinusoidal", "circle", "fixed")
 
 @dataclass(frozen=True)
 class SequenceConfig:
-    """Shape of a SequenceModel. Output classes are 0..alphabet−1 and a last ⊥ class (index alphabet);
-    `vocab` input tokens may exceed `alphabet` (k-hop puts a hop-count token first).
+    """Shape of a SequenceModel. Output classes are 0..alphabet−1 and a last ⊥ class (index
+    alphabet); `vocab` input tokens may exceed `alphabet` (k-hop puts a hop-count token first).
 
     positional: "learned" (a trained W_pos), "sinusoidal" (the fixed Vaswani et al. table), "circle"
-    (position i ↦ √dim·(cos 2πi/n_ctx, sin 2πi/n_ctx) in coordinates 0 and 1, zero elsewhere: a constant
-    norm √dim, the expected norm of an initial W_E row, so neither swamps the other), "fixed" (a frozen W_pos
-    buffer, filled when a construction is loaded). d_head defaults to dim // heads; d_mlp to 4·dim.
-    activation: the MLP's, one of core.model.transformer.ACTIVATIONS ("gelu" exact erf, "gelu_tanh" GPT-2's
-    form).
-    `stored()` is the dict run files keep: asdict without keys that have their default and were added
-    later (activation), so configs stored before it existed read the same."""
+    (position i ↦ √dim·(cos 2πi/n_ctx, sin 2πi/n_ctx) in coordinates 0 and 1, zero elsewhere: a
+    constant norm √dim, the expected norm of an initial W_E row, so neither swamps the other),
+    "fixed" (a frozen W_pos buffer, filled when a construction is loaded). d_head defaults to dim //
+    heads; d_mlp to 4·dim. activation: the MLP's, one of core.model.transformer.ACTIVATIONS ("gelu"
+    exact erf, "gelu_tanh" GPT-2's form). `stored()` is the dict run files keep: asdict without keys
+    that have their default and were added later (activation), so configs stored before it existed
+    read the same."""
 
     vocab: int
     alphabet: int
@@ -83,10 +94,13 @@ class SequenceConfig:
         if self.activation not in ACTIVATIONS:
             raise InputError(f"unknown activation {self.activation!r}: use one of {ACTIVATIONS}")
         if self.activation != "relu" and not self.mlp:
-            raise InputError(f"activation {self.activation!r} is the MLP's: it needs mlp ({param('mlp')})")
+            raise InputError(
+                f"activation {self.activation!r} is the MLP's: it needs mlp ({param('mlp')})"
+            )
 
     def stored(self) -> dict[str, Any]:
-        """asdict(self) without the later-added keys that have their default (see the class docstring)."""
+        """asdict(self) without the later-added keys that have their default (see the class
+        docstring)."""
         out = asdict(self)
         if out["activation"] == "relu":
             del out["activation"]
@@ -103,7 +117,10 @@ def positional_table(kind: str, n_ctx: int, dim: int) -> torch.Tensor:
         table[:, 1::2] = torch.cos(pos * freq)[:, : dim // 2]
     elif kind == "circle":
         angle = 2 * math.pi * pos[:, 0] / n_ctx
-        table[:, 0], table[:, 1] = math.sqrt(dim) * torch.cos(angle), math.sqrt(dim) * torch.sin(angle)
+        table[:, 0], table[:, 1] = (
+            math.sqrt(dim) * torch.cos(angle),
+            math.sqrt(dim) * torch.sin(angle),
+        )
     else:
         raise InputError(f"no fixed table for positional {kind!r}: use 'sinusoidal' or 'circle'")
     return table.float()
@@ -115,9 +132,11 @@ class Attention(nn.Module):
     def __init__(self, cfg: SequenceConfig):
         super().__init__()
         h, d, e = cfg.heads, cfg.dim, cfg.d_head
-        # Unit-variance residual entries give unit-variance q, k; the 1/√d_head on W_Q makes the scores
-        # ⟨q, k⟩ unit-variance too, as the usual 1/√d_head in forward would.
-        self.W_Q = nn.Parameter(torch.randn(h, d, e) / math.sqrt(d) / math.sqrt(e))  # [heads d_model d_head]
+        # Unit-variance residual entries give unit-variance q, k; the 1/√d_head on W_Q makes the
+        # scores ⟨q, k⟩ unit-variance too, as the usual 1/√d_head in forward would.
+        self.W_Q = nn.Parameter(
+            torch.randn(h, d, e) / math.sqrt(d) / math.sqrt(e)
+        )  # [heads d_model d_head]
         self.W_K = nn.Parameter(torch.randn(h, d, e) / math.sqrt(d))  # [heads d_model d_head]
         self.W_V = nn.Parameter(torch.randn(h, d, e) / math.sqrt(d))  # [heads d_model d_head]
         self.W_O = nn.Parameter(torch.randn(h, e, d) / math.sqrt(e * h))  # [heads d_head d_model]
@@ -126,15 +145,17 @@ class Attention(nn.Module):
         q = torch.einsum("bpd,hde->bhpe", x, self.W_Q)  # [batch heads pos d_head]
         k = torch.einsum("bpd,hde->bhpe", x, self.W_K)
         v = torch.einsum("bpd,hde->bhpe", x, self.W_V)
-        scores = (q @ k.transpose(-1, -2)).masked_fill(~allowed, float("-inf"))  # [batch heads query key]
+        scores = (q @ k.transpose(-1, -2)).masked_fill(
+            ~allowed, float("-inf")
+        )  # [batch heads query key]
         pattern = torch.softmax(scores, dim=-1)
         out = torch.einsum("bhpe,hed->bpd", pattern @ v, self.W_O)  # [batch pos d_model]
         return out, pattern
 
 
 def activate(h: torch.Tensor, kind: str) -> torch.Tensor:
-    """The MLP activation `kind` (core.model.transformer.ACTIVATIONS): relu, gelu = x·Φ(x), gelu_tanh
-    (GPT-2's)."""
+    """The MLP activation `kind` (core.model.transformer.ACTIVATIONS): relu, gelu = x·Φ(x),
+    gelu_tanh (GPT-2's)."""
     if kind == "relu":
         return torch.relu(h)
     return F_nn.gelu(h, approximate="tanh" if kind == "gelu_tanh" else "none")
@@ -150,7 +171,9 @@ class FeedForward(nn.Module):
         d, m = cfg.dim, cfg.d_mlp
         self.W_in = nn.Parameter(torch.randn(d, m) * math.sqrt(2.0 / d))  # [d_model d_mlp]
         self.b_in = nn.Parameter(torch.zeros(m))  # [d_mlp]
-        self.W_out = nn.Parameter(torch.randn(m, d) / math.sqrt(m * 2 * cfg.layers))  # [d_mlp d_model]
+        self.W_out = nn.Parameter(
+            torch.randn(m, d) / math.sqrt(m * 2 * cfg.layers)
+        )  # [d_mlp d_model]
         self.b_out = nn.Parameter(torch.zeros(d))  # [d_model]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -158,7 +181,8 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    """x += attn(LN(x)); x += mlp(LN(x)) — pre-LN when layernorm, else the identity in place of LN."""
+    """x += attn(LN(x)); x += mlp(LN(x)) — pre-LN when layernorm, else the identity in place of
+    LN."""
 
     def __init__(self, cfg: SequenceConfig):
         super().__init__()
@@ -176,8 +200,8 @@ class Block(nn.Module):
 
 
 class SequenceModel(nn.Module):
-    """Token + positional embedding, `layers` causal attention blocks, linear decoder over alphabet + 1
-    classes (the last is ⊥). forward(tokens [batch pos]) -> logits [batch pos alphabet+1]."""
+    """Token + positional embedding, `layers` causal attention blocks, linear decoder over alphabet
+    + 1 classes (the last is ⊥). forward(tokens [batch pos]) -> logits [batch pos alphabet+1]."""
 
     def __init__(self, cfg: SequenceConfig):
         super().__init__()
@@ -187,15 +211,23 @@ class SequenceModel(nn.Module):
         if cfg.positional == "learned":
             self.W_pos = nn.Parameter(torch.randn(cfg.n_ctx, d))  # [n_ctx d_model]
         elif cfg.positional == "fixed":
-            self.register_buffer("W_pos", torch.zeros(cfg.n_ctx, d))  # [n_ctx d_model], filled by a loader
+            self.register_buffer(
+                "W_pos", torch.zeros(cfg.n_ctx, d)
+            )  # [n_ctx d_model], filled by a loader
         else:
-            self.register_buffer("W_pos", positional_table(cfg.positional, cfg.n_ctx, d))  # [n_ctx d_model]
+            self.register_buffer(
+                "W_pos", positional_table(cfg.positional, cfg.n_ctx, d)
+            )  # [n_ctx d_model]
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
         self.ln_final = nn.LayerNorm(d) if cfg.layernorm else nn.Identity()
-        self.W_U = nn.Parameter(torch.randn(d, cfg.alphabet + 1) / math.sqrt(d))  # [d_model alphabet+1]
+        self.W_U = nn.Parameter(
+            torch.randn(d, cfg.alphabet + 1) / math.sqrt(d)
+        )  # [d_model alphabet+1]
         self.b_U = nn.Parameter(torch.zeros(cfg.alphabet + 1))  # [alphabet+1]
         self.register_buffer(
-            "allowed", torch.tril(torch.ones(cfg.n_ctx, cfg.n_ctx, dtype=torch.bool)), persistent=False
+            "allowed",
+            torch.tril(torch.ones(cfg.n_ctx, cfg.n_ctx, dtype=torch.bool)),
+            persistent=False,
         )
 
     def forward(self, tokens: Any, return_patterns: bool = False):
@@ -212,13 +244,16 @@ class SequenceModel(nn.Module):
 
 
 def _pad(a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """a zero-padded at the end of each axis to `shape` (zero columns leave every output unchanged)."""
+    """a zero-padded at the end of each axis to `shape` (zero columns leave every output
+    unchanged)."""
     return np.pad(a, [(0, s - t) for s, t in zip(shape, a.shape)])
 
 
 def _check_loadable(t: Transformer) -> None:
     if not isinstance(t, Transformer):
-        raise InputError(f"expected a headcount.core.model.transformer.Transformer, got {type(t).__name__}")
+        raise InputError(
+            f"expected a headcount.core.model.transformer.Transformer, got {type(t).__name__}"
+        )
     if not isinstance(t.decoder, LinearDecoder):
         raise InputError(
             f"only models with a linear decoder load into a SequenceModel, not {t.decoder.kind!r}"
@@ -226,21 +261,27 @@ def _check_loadable(t: Transformer) -> None:
     if t.mask != "causal":
         raise InputError(f"SequenceModel is causal; this model's mask is {t.mask!r}")
     if not t.layers:
-        raise InputError("a model with no layers cannot be loaded into a SequenceModel (layers ≥ 1)")
+        raise InputError(
+            "a model with no layers cannot be loaded into a SequenceModel (layers ≥ 1)"
+        )
     for l, layer in enumerate(t.layers):
         if layer.b_O is not None or any(h.has_bias for h in layer.heads):
             raise InputError(
-                f"layer {l} has attention biases (b_Q, b_K, b_V or b_O); a SequenceModel has none: only "
+                f"layer {l} has attention biases (b_Q, b_K, b_V or b_O); a SequenceModel has "
+                "none: only "
                 "models without them load"
             )
     activations = sorted({layer.mlp.activation for layer in t.layers if layer.mlp is not None})
     if len(activations) > 1:
-        raise InputError(f"the MLPs use different activations {activations}; a SequenceModel has one")
+        raise InputError(
+            f"the MLPs use different activations {activations}; a SequenceModel has one"
+        )
 
 
 def _layernorm_eps(t: Transformer) -> float | None:
-    """The models' common LayerNorm eps, or None without LayerNorm. A SequenceModel has LayerNorm everywhere
-    or nowhere: ln1 in every layer, ln2 in every layer with an MLP, ln_final, all with one eps."""
+    """The models' common LayerNorm eps, or None without LayerNorm. A SequenceModel has LayerNorm
+    everywhere or nowhere: ln1 in every layer, ln2 in every layer with an MLP, ln_final, all with
+    one eps."""
     parts = [("ln_final", t.ln_final)]
     for l, layer in enumerate(t.layers):
         parts.append((f"layer {l} ln1", layer.ln1))
@@ -252,7 +293,8 @@ def _layernorm_eps(t: Transformer) -> float | None:
     if len(present) < len(parts):
         missing = [name for name, ln in parts if ln is None]
         raise InputError(
-            f"LayerNorm in {', '.join(present[:4])} but not in {', '.join(missing[:4])}: a SequenceModel has "
+            f"LayerNorm in {', '.join(present[:4])} but not in {', '.join(missing[:4])}: a "
+            "SequenceModel has "
             "LayerNorm before every attention and MLP and before the decoder, or none"
         )
     eps = sorted({ln.eps for _, ln in parts if ln is not None})
@@ -262,8 +304,11 @@ def _layernorm_eps(t: Transformer) -> float | None:
 
 
 def _config_of(t: Transformer) -> SequenceConfig:
-    """The SequenceConfig that holds `t`: the most heads of any layer, the widest head, the widest MLP."""
-    d_head = max((max(h.W_Q.shape[1], h.W_V.shape[1]) for layer in t.layers for h in layer.heads), default=1)
+    """The SequenceConfig that holds `t`: the most heads of any layer, the widest head, the widest
+    MLP."""
+    d_head = max(
+        (max(h.W_Q.shape[1], h.W_V.shape[1]) for layer in t.layers for h in layer.heads), default=1
+    )
     mlps = [layer.mlp for layer in t.layers if layer.mlp is not None]
     return SequenceConfig(
         vocab=t.alphabet,
@@ -282,9 +327,9 @@ def _config_of(t: Transformer) -> SequenceConfig:
 
 
 def _layer_tensors(l: int, layer: Layer, cfg: SequenceConfig) -> dict[str, np.ndarray]:
-    """Layer l's heads (zero-padded to cfg.heads heads of width cfg.d_head; the layer's attention scale
-    folded into W_Q), MLP (zero when it has none and cfg.mlp) and LayerNorms, under the SequenceModel's
-    parameter names."""
+    """Layer l's heads (zero-padded to cfg.heads heads of width cfg.d_head; the layer's attention
+    scale folded into W_Q), MLP (zero when it has none and cfg.mlp) and LayerNorms, under the
+    SequenceModel's parameter names."""
     d, e, d_mlp = cfg.dim, cfg.d_head, cfg.d_mlp
     zero = np.zeros((d, 1))
     padded = [(h.W_Q * layer.attn_scale, h.W_K, h.W_V, h.W_O) for h in layer.heads]
@@ -304,7 +349,9 @@ def _layer_tensors(l: int, layer: Layer, cfg: SequenceConfig) -> dict[str, np.nd
         for name, a, shape in zip(("W_in", "b_in", "W_out", "b_out"), parts, shapes):
             tensors[f"blocks.{l}.mlp.{name}"] = _pad(a, shape)
     for name, ln in (("ln_attn", layer.ln1), ("ln_mlp", layer.ln2)):
-        if ln is not None:  # a padded zero MLP keeps nn.LayerNorm's own (w = 1, b = 0): it adds 0 anyway
+        if (
+            ln is not None
+        ):  # a padded zero MLP keeps nn.LayerNorm's own (w = 1, b = 0): it adds 0 anyway
             tensors[f"blocks.{l}.{name}.weight"], tensors[f"blocks.{l}.{name}.bias"] = ln.w, ln.b
     return tensors
 
@@ -312,11 +359,12 @@ def _layer_tensors(l: int, layer: Layer, cfg: SequenceConfig) -> dict[str, np.nd
 def sequence_model_from_transformer(t: Transformer) -> SequenceModel:
     """A float64 SequenceModel (positional "fixed") with the same outputs as the core model `t`.
 
-    Heads of different widths are zero-padded to a common d_head, layers with fewer heads get all-zero
-    heads, layers without an MLP (when another has one) an all-zero MLP: each adds exactly 0 to the
-    residual (and an all-zero head has zero gradient, so fine-tuning leaves it zero).
-    sequence_model_to_transformer drops that padding again. LayerNorm (everywhere or nowhere, one eps),
-    GELU MLPs and attention scales load (see the module docstring); attention biases are an InputError."""
+    Heads of different widths are zero-padded to a common d_head, layers with fewer heads get
+    all-zero heads, layers without an MLP (when another has one) an all-zero MLP: each adds exactly
+    0 to the residual (and an all-zero head has zero gradient, so fine-tuning leaves it zero).
+    sequence_model_to_transformer drops that padding again. LayerNorm (everywhere or nowhere, one
+    eps), GELU MLPs and attention scales load (see the module docstring); attention biases are an
+    InputError."""
     _check_loadable(t)
     cfg = _config_of(t)
     model = SequenceModel(cfg).double()
@@ -343,7 +391,8 @@ def sequence_model_from_transformer(t: Transformer) -> SequenceModel:
 
 
 def _keep(used: np.ndarray) -> np.ndarray:
-    """Column mask: the used ones, or the first column when none is (the core model wants width ≥ 1)."""
+    """Column mask: the used ones, or the first column when none is (the core model wants width ≥
+    1)."""
     keep = used.copy()
     if not keep.any():
         keep[0] = True
@@ -361,7 +410,8 @@ def _export_head(a: Attention, h: int) -> AttentionHead | None:
 
 
 def _export_layernorm(ln: nn.Module) -> LayerNorm | None:
-    """The core LayerNorm of an nn.LayerNorm (None for the nn.Identity of a model without LayerNorm)."""
+    """The core LayerNorm of an nn.LayerNorm (None for the nn.Identity of a model without
+    LayerNorm)."""
     if not isinstance(ln, nn.LayerNorm):
         return None
     return LayerNorm(to_numpy(ln.weight), to_numpy(ln.bias), float(ln.eps))
@@ -377,16 +427,21 @@ def _export_layer(block: Block, cfg: SequenceConfig) -> Layer:
         parts = [to_numpy(getattr(block.mlp, name)) for name in ("W_in", "b_in", "W_out", "b_out")]
         if any(p.any() for p in parts):
             mlp = MLP(*parts, activation=cfg.activation)
-    ln2 = _export_layernorm(block.ln_mlp) if mlp is not None else None  # no MLP: nothing to normalise
+    ln2 = (
+        _export_layernorm(block.ln_mlp) if mlp is not None else None
+    )  # no MLP: nothing to normalise
     return Layer(tuple(heads), mlp, ln1=_export_layernorm(block.ln_attn), ln2=ln2)
 
 
-def sequence_model_to_transformer(m: SequenceModel, info: dict[str, Any] | None = None) -> Transformer:
-    """The core Transformer (float64 weights, LinearDecoder) with the same outputs as `m`, for certificates,
-    core io and the INDEX tools. Zero padding is dropped: all-zero heads (keeping ≥ 1 per layer), all-zero
-    MLPs (with their LayerNorm), and d_head coordinates that are zero in both W_Q and W_K (or both W_V and
-    W_O) — each contributes exactly 0, so a loaded construction exports with its own shapes. LayerNorms
-    become ln1 / ln2 / ln_final (weight, bias, eps), the activation MLP.activation."""
+def sequence_model_to_transformer(
+    m: SequenceModel, info: dict[str, Any] | None = None
+) -> Transformer:
+    """The core Transformer (float64 weights, LinearDecoder) with the same outputs as `m`, for
+    certificates, core io and the INDEX tools. Zero padding is dropped: all-zero heads (keeping ≥ 1
+    per layer), all-zero MLPs (with their LayerNorm), and d_head coordinates that are zero in both
+    W_Q and W_K (or both W_V and W_O) — each contributes exactly 0, so a loaded construction exports
+    with its own shapes. LayerNorms become ln1 / ln2 / ln_final (weight, bias, eps), the activation
+    MLP.activation."""
     if not isinstance(m, SequenceModel):
         raise InputError(f"expected a SequenceModel, got {type(m).__name__}")
     layers = tuple(_export_layer(block, m.cfg) for block in m.blocks)

@@ -1,5 +1,6 @@
-"""TableModel: the one-layer table form (core/model/table.py) in PyTorch, so the one-layer construction (with its
-documented, non-differentiable readout) loads with identical outputs and can be probed or perturbed."""
+"""TableModel: the one-layer table form (core/model/table.py) in PyTorch, so the one-layer
+construction (with its documented, non-differentiable readout) loads with identical outputs and can
+be probed or perturbed."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from headcount.learn.models.tokens import as_tokens, to_numpy
 
 
 class TableModel(nn.Module):
-    """The one-layer table form (core/model/table.py) in PyTorch: ψ_in, Q̃, K̃, Ṽ looked up per (position, token),
-    causal softmax attention, residual x_i + Σ_h head_h(i). forward(tokens) -> that residual (ψ_out is the
-    table's decoder, kept as data: `predict` applies it); so the one-layer construction loads here with
-    identical outputs and can be probed or perturbed with torch (its readout is not differentiable)."""
+    """The one-layer table form (core/model/table.py) in PyTorch: ψ_in, Q̃, K̃, Ṽ looked up per
+    (position, token), causal softmax attention, residual x_i + Σ_h head_h(i). forward(tokens) ->
+    that residual (ψ_out is the table's decoder, kept as data: `predict` applies it); so the
+    one-layer construction loads here with identical outputs and can be probed or perturbed with
+    torch (its readout is not differentiable)."""
 
     def __init__(self, table: OneLayerTable):
         super().__init__()
@@ -40,10 +42,14 @@ class TableModel(nn.Module):
         )  # [heads batch pos *]
         scores = q @ k.transpose(-1, -2)  # [heads batch query key]
         if self.mask == "causal":
-            scores = scores.masked_fill(~torch.tril(torch.ones(n, n, dtype=torch.bool)), float("-inf"))
+            scores = scores.masked_fill(
+                ~torch.tril(torch.ones(n, n, dtype=torch.bool)), float("-inf")
+            )
         pattern = torch.softmax(scores, dim=-1)
         out = x + (pattern @ v).sum(dim=0)  # [batch pos d_model]
-        return (out, [pattern.transpose(0, 1)]) if return_patterns else out  # patterns [batch heads q k]
+        return (
+            (out, [pattern.transpose(0, 1)]) if return_patterns else out
+        )  # patterns [batch heads q k]
 
     def predict(self, tokens: Any) -> np.ndarray:
         """ψ_out of the residual: tokens [batch pos] with BOTTOM for ⊥ (the table's own decoder)."""
@@ -54,5 +60,11 @@ class TableModel(nn.Module):
 def table_model_to_table(m: TableModel) -> OneLayerTable:
     """The core table model with `m`'s (possibly fine-tuned) tables and the same decoder."""
     return OneLayerTable(
-        to_numpy(m.embed), to_numpy(m.Q), to_numpy(m.K), to_numpy(m.V), m.decoder, m.mask, dict(m.info)
+        to_numpy(m.embed),
+        to_numpy(m.Q),
+        to_numpy(m.K),
+        to_numpy(m.V),
+        m.decoder,
+        m.mask,
+        dict(m.info),
     )

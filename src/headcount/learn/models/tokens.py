@@ -18,7 +18,8 @@ def _integer_tensor(tokens: Any) -> torch.Tensor:
 
 
 def as_tokens(tokens: Any, low: int, high: int, n_max: int | None = None) -> torch.Tensor:
-    """tokens as a [batch pos] int64 tensor with entries in low..high (InputError saying what is wrong)."""
+    """tokens as a [batch pos] int64 tensor with entries in low..high (InputError saying what is
+    wrong)."""
     t = _integer_tensor(tokens)
     if t.ndim == 1:
         t = t[None, :]

@@ -2,13 +2,18 @@
 
     spec.py        TOML file / dict → a validated, bounded SweepSpec; its runs with stable ids (the
                    command line's flags are parsed into that dict by headcount.cli.sweep_options)
-    runners.py     the registry of runners a spec may name (built in, or register_runner from Python)
-    run.py         run_sweep: the runs not yet done go to a scheduler; the parent records each as it finishes
-    leases.py      who holds a claim on a run (concurrent sweeps on one database) and whether it is alive
-    schedulers.py  where runs execute, behind one interface (Scheduler.run): local spawned workers, or Ray
+    runners.py     the registry of runners a spec may name (built in, or register_runner from
+    Python)
+    run.py         run_sweep: the runs not yet done go to a scheduler; the parent records each as it
+    finishes
+    leases.py      who holds a claim on a run (concurrent sweeps on one database) and whether it is
+    alive
+    schedulers.py  where runs execute, behind one interface (Scheduler.run): local spawned workers,
+    or Ray
     worker.py      what runs in a worker: the runner on one config, an outcome
     table.py       one experiment's runs aggregated over seeds: Markdown, CSV or JSON
-    errors.py      SweepError, SpecError, BackendUnavailableError (all InputErrors: the user can fix them)
+    errors.py      SweepError, SpecError, BackendUnavailableError (all InputErrors: the user can fix
+    them)
 
 The database itself is `headcount.learn.store`. Everything a caller needs is importable from here.
 """

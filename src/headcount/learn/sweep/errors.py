@@ -1,4 +1,5 @@
-"""What a sweep refuses: all of it input the user can fix, so every class is an InputError (exit 2)."""
+"""What a sweep refuses: all of it input the user can fix, so every class is an InputError (exit
+2)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,6 @@ class BackendUnavailableError(SweepError):
 
 
 class RayAddressError(SweepError):
-    """A Ray address that is not one, or no Ray cluster this process can connect to there (unreachable,
-    not Ray, refusing its token): the message names the parameter `address` (or RAY_ADDRESS, where it came
-    from there) and says what to fix."""
+    """A Ray address that is not one, or no Ray cluster this process can connect to there
+    (unreachable, not Ray, refusing its token): the message names the parameter `address` (or
+    RAY_ADDRESS, where it came from there) and says what to fix."""

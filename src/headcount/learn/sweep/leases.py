@@ -2,12 +2,13 @@
 
 A sweep call claims each run in the database just before training it and releases the claim when it
 records the run, so concurrent sweeps on one database never train the same run twice. A claim names
-its holder: a random token (one per sweep call), the process id, the host and the process's start time
-(from /proc where there is one, so a reused pid is not mistaken for the holder). Another sweep treats a
-claim as held while the holder is alive: on this host, the process exists, is not a zombie and started
-when the claim says; on another host (a database on a shared file system) it cannot tell, so the claim
-holds until CLAIM_STALE_SECONDS. A claim older than that is taken over whoever holds it, and so is the
-claim of a process that is gone (a SIGKILLed sweep), so re-running the sweep resumes it.
+its holder: a random token (one per sweep call), the process id, the host and the process's start
+time (from /proc where there is one, so a reused pid is not mistaken for the holder). Another sweep
+treats a claim as held while the holder is alive: on this host, the process exists, is not a zombie
+and started when the claim says; on another host (a database on a shared file system) it cannot
+tell, so the claim holds until CLAIM_STALE_SECONDS. A claim older than that is taken over whoever
+holds it, and so is the claim of a process that is gone (a SIGKILLed sweep), so re-running the sweep
+resumes it.
 """
 
 from __future__ import annotations
@@ -18,20 +19,23 @@ import time
 import uuid
 from typing import Any
 
-# A claim is taken over after this long even if its holder looks alive: far longer than any run of the
-# built-in tasks (minutes), short enough that a claim left by a sweep on another host, or by a pid the
-# system cannot check, does not block its runs forever.
+# A claim is taken over after this long even if its holder looks alive: far longer than any run of
+# the built-in tasks (minutes), short enough that a claim left by a sweep on another host, or by a
+# pid the system cannot check, does not block its runs forever.
 CLAIM_STALE_SECONDS = 24 * 3600.0
 
 
 def _proc_stat(pid: int) -> tuple[str, int] | None:
-    """(state, start time in clock ticks since boot) of `pid` from /proc, or None where unavailable."""
+    """(state, start time in clock ticks since boot) of `pid` from /proc, or None where
+    unavailable."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             text = f.read().decode("ascii", "replace")
     except OSError:
         return None
-    fields = text[text.rfind(")") + 2 :].split()  # after "pid (command) "; the command may hold spaces
+    fields = text[
+        text.rfind(")") + 2 :
+    ].split()  # after "pid (command) "; the command may hold spaces
     try:
         return fields[0], int(fields[19])
     except (IndexError, ValueError):
@@ -39,7 +43,8 @@ def _proc_stat(pid: int) -> tuple[str, int] | None:
 
 
 def this_process() -> dict[str, Any]:
-    """A new claim holder for this process: a fresh token, pid, host, start time (None if unknown)."""
+    """A new claim holder for this process: a fresh token, pid, host, start time (None if
+    unknown)."""
     stat = _proc_stat(os.getpid())
     return {
         "token": uuid.uuid4().hex,
@@ -66,8 +71,8 @@ def _process_alive(pid: int, started: int | None) -> bool:
 
 
 def holder_alive(claim: dict[str, Any]) -> bool:
-    """Whether the holder of `claim` (a claims row: pid, host, started, claimed_at) may still be running
-    its run: see the module docstring."""
+    """Whether the holder of `claim` (a claims row: pid, host, started, claimed_at) may still be
+    running its run: see the module docstring."""
     if time.time() - float(claim["claimed_at"]) > CLAIM_STALE_SECONDS:
         return False
     if claim["host"] != socket.gethostname():
@@ -75,4 +80,6 @@ def holder_alive(claim: dict[str, Any]) -> bool:
     pid = claim["pid"]
     if not isinstance(pid, int) or pid <= 0:
         return False
-    return _process_alive(pid, claim["started"])  # this very process too: another sweep call (a thread)
+    return _process_alive(
+        pid, claim["started"]
+    )  # this very process too: another sweep call (a thread)

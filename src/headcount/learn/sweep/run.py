@@ -1,23 +1,25 @@
-"""Running a sweep: the runs the database does not hold as done go to a scheduler; the parent records each
-one as it finishes.
+"""Running a sweep: the runs the database does not hold as done go to a scheduler; the parent
+records each one as it finishes.
 
-Runs whose id is stored as 'done' are skipped; failed runs are retried. Only the parent process writes the
-database: each finished run is recorded in its own transaction as soon as the parent receives it. A runner
-that raises is recorded 'failed' with a one-line error and the sweep goes on. Killing a sweep — SIGKILL of
-its process group, or of the parent alone (local workers notice within a second that their parent is gone
-and exit) — loses only the runs in flight; re-running it completes the rest, each run stored exactly once.
-A config the runner refuses (it raises an InputError: an unknown key, a size beyond the trainer's bounds)
-is recorded 'failed' too, and once the other runs are done run_sweep raises SweepError saying so: the
-sweep's input is at fault, so the command exits 2 instead of reporting a normal summary.
+Runs whose id is stored as 'done' are skipped; failed runs are retried. Only the parent process
+writes the database: each finished run is recorded in its own transaction as soon as the parent
+receives it. A runner that raises is recorded 'failed' with a one-line error and the sweep goes on.
+Killing a sweep — SIGKILL of its process group, or of the parent alone (local workers notice within
+a second that their parent is gone and exit) — loses only the runs in flight; re-running it
+completes the rest, each run stored exactly once. A config the runner refuses (it raises an
+InputError: an unknown key, a size beyond the trainer's bounds) is recorded 'failed' too, and once
+the other runs are done run_sweep raises SweepError saying so: the sweep's input is at fault, so the
+command exits 2 instead of reporting a normal summary.
 
-Before anything runs: the spec is checked (its runner must be registered: runners.py), the backend made,
-and the database opened for writing — a file that cannot be used or written is an InputError before any
-run trains. Each run is claimed in the database just before a worker gets it (claims.py): a run that
-another live sweep holds, or has recorded since this one started, is skipped, so concurrent sweeps on one
-database train each run once, and `runs_done_now` counts only the runs this call trained and stored.
-Nothing but the database (and SQLite's -wal/-shm files beside it) is written — and, when the caller names
-a `model_dir` (learn.experiments does, for experiments that keep their models), each run's exported model
-there as <run id>.safetensors (runners.keeping_models).
+Before anything runs: the spec is checked (its runner must be registered: runners.py), the backend
+made, and the database opened for writing — a file that cannot be used or written is an InputError
+before any run trains. Each run is claimed in the database just before a worker gets it (claims.py):
+a run that another live sweep holds, or has recorded since this one started, is skipped, so
+concurrent sweeps on one database train each run once, and `runs_done_now` counts only the runs this
+call trained and stored. Nothing but the database (and SQLite's -wal/-shm files beside it) is
+written — and, when the caller names a `model_dir` (learn.experiments does, for experiments that
+keep their models), each run's exported model there as <run id>.safetensors
+(runners.keeping_models).
 """
 
 from __future__ import annotations
@@ -47,10 +49,10 @@ SpecSource = SweepSpec | Mapping[str, Any] | str | os.PathLike
 
 @dataclass(frozen=True)
 class SweepCounts(JsonResult):
-    """What one run_sweep call did. runs_done_now counts the runs this call trained and stored (runs that a
-    concurrent sweep on the same database trains are in neither count); runs_failed the runs that failed in
-    this call (stored 'failed' and retried by the next call); workers is the worker count used; db the
-    database path as given."""
+    """What one run_sweep call did. runs_done_now counts the runs this call trained and stored (runs
+    that a concurrent sweep on the same database trains are in neither count); runs_failed the runs
+    that failed in this call (stored 'failed' and retried by the next call); workers is the worker
+    count used; db the database path as given."""
 
     runs_total: int
     runs_done_before: int
@@ -65,8 +67,8 @@ class SweepCounts(JsonResult):
 
 @dataclass(frozen=True)
 class SweepPlan(JsonResult):
-    """What run_sweep would do: runs_failed are stored as failed (to be retried); runs_pending = total −
-    done."""
+    """What run_sweep would do: runs_failed are stored as failed (to be retried); runs_pending =
+    total − done."""
 
     runs_total: int
     runs_done: int
@@ -76,7 +78,9 @@ class SweepPlan(JsonResult):
     experiment: str
 
 
-def _record(store: ResultsStore, spec: SweepSpec, run: RunSpec, outcome: RunOutcome, token: str) -> bool:
+def _record(
+    store: ResultsStore, spec: SweepSpec, run: RunSpec, outcome: RunOutcome, token: str
+) -> bool:
     return store.record(
         run_id=run.run_id,
         config=run.config,
@@ -103,10 +107,10 @@ def _run_pending(
     done_before: int,
     progress: bool,
 ) -> tuple[Counter[str], str | None]:
-    """Run `pending`, each claimed first, recording each as it finishes; the count of each status stored
-    by this call (and of "elsewhere": runs skipped because another sweep holds or recorded them; of
-    "refused": failed runs whose config the runner refused), and the first refusal's line (with its
-    parameters marked: RunOutcome.refusal)."""
+    """Run `pending`, each claimed first, recording each as it finishes; the count of each status
+    stored by this call (and of "elsewhere": runs skipped because another sweep holds or recorded
+    them; of "refused": failed runs whose config the runner refused), and the first refusal's line
+    (with its parameters marked: RunOutcome.refusal)."""
     counts: Counter[str] = Counter()
     refusals: list[str] = []
     total = done_before + len(pending)
@@ -154,16 +158,19 @@ def run_sweep(
     model_dir: str | os.PathLike | None = None,
 ) -> SweepCounts:
     """Run every run of `spec` not yet done in the results DB `db_path` (workers None: one per CPU);
-    with `model_dir` (runners.KEEPING_RUNNERS only), each run trained now keeps its model there (module
-    docstring).
+    with `model_dir` (runners.KEEPING_RUNNERS only), each run trained now keeps its model there
+    (module docstring).
 
-    Raises an InputError before running anything when the spec (SpecError), the runner (SweepError: not a
-    registered runner), the backend (unknown, an `address` without "ray", or BackendUnavailableError), the
-    worker count or the database (ResultsDBError: not a results database, or not writable) is unusable;
-    SweepError after the other runs when the runner refused some run's config. Runs claimed by a concurrent
-    sweep on the same database are left to it (module docstring)."""
+    Raises an InputError before running anything when the spec (SpecError), the runner (SweepError:
+    not a registered runner), the backend (unknown, an `address` without "ray", or
+    BackendUnavailableError), the worker count or the database (ResultsDBError: not a results
+    database, or not writable) is unusable; SweepError after the other runs when the runner refused
+    some run's config. Runs claimed by a concurrent sweep on the same database are left to it
+    (module docstring)."""
     spec = load_spec(spec)
-    check_runner_name(spec.runner)  # a SweepSpec made in Python may name anything: refuse before the DB
+    check_runner_name(
+        spec.runner
+    )  # a SweepSpec made in Python may name anything: refuse before the DB
     scheduler = make_scheduler(backend, workers, address)
     runs = spec.runs()
     with ResultsStore(db_path, for_writing=True) as store:
@@ -180,7 +187,8 @@ def run_sweep(
     if refusal is not None:
         name = spec.name if len(spec.name) <= 60 else spec.name[:59] + "…"
         raise SweepError(
-            f"sweep {name!r}: the runner refused the config of {counts['refused']} of its {len(runs)} "
+            f"sweep {name!r}: the runner refused the config of {counts['refused']} of its "
+            f"{len(runs)} "
             f"runs (stored as failed; {counts['done']} done now): {refusal}"
         )
     return SweepCounts(
@@ -197,9 +205,9 @@ def run_sweep(
 
 
 def _model_folder(path: str | os.PathLike) -> Path:
-    """`path` as a folder that exists and can be written (made if missing); SweepError otherwise — also
-    for a symbolic link: the folder is named by the command beside the database, and a planted link would send
-    the models elsewhere."""
+    """`path` as a folder that exists and can be written (made if missing); SweepError otherwise —
+    also for a symbolic link: the folder is named by the command beside the database, and a planted
+    link would send the models elsewhere."""
     try:
         return writable_folder(path, "the model folder", follow=False)
     except InputError as err:

@@ -1,35 +1,38 @@
-"""Where a sweep's runs execute, behind one small interface: ``Scheduler.run(runner, jobs, admit)`` yields
-(run, outcome) pairs as runs finish. Closing the iterator early (an error in the parent) stops the
-workers; only the parent — the caller of `run` — writes the database. `admit(run)` (when given) is asked,
-in the parent, just before a run is handed to a worker: False skips the run (the sweep uses it to claim
-the run in the database, so that concurrent sweeps never train the same run twice).
+"""Where a sweep's runs execute, behind one small interface: ``Scheduler.run(runner, jobs, admit)``
+yields (run, outcome) pairs as runs finish. Closing the iterator early (an error in the parent)
+stops the workers; only the parent — the caller of `run` — writes the database. `admit(run)` (when
+given) is asked, in the parent, just before a run is handed to a worker: False skips the run (the
+sweep uses it to claim the run in the database, so that concurrent sweeps never train the same run
+twice).
 
-- "local" (`LocalScheduler`): a ProcessPoolExecutor with the "spawn" start method (fork is unsafe with
-  torch threads), `workers` processes, at most one run in flight per worker. With more than one worker
-  each runs with one torch/BLAS thread (OMP/MKL/OPENBLAS_NUM_THREADS default to 1 in the workers'
-  environment, and torch.set_num_threads(1)). A worker whose parent dies exits within a second. A run
-  whose worker dies (crash, out of memory) is re-run alone, and reported failed if it kills its worker
-  again. Because workers are spawned, a script that runs a sweep must do so under
+- "local" (`LocalScheduler`): a ProcessPoolExecutor with the "spawn" start method (fork is unsafe
+  with torch threads), `workers` processes, at most one run in flight per worker. With more than one
+  worker each runs with one torch/BLAS thread (OMP/MKL/OPENBLAS_NUM_THREADS default to 1 in the
+  workers' environment, and torch.set_num_threads(1)). A worker whose parent dies exits within a
+  second. A run whose worker dies (crash, out of memory) is re-run alone, and reported failed if it
+  kills its worker again. Because workers are spawned, a script that runs a sweep must do so under
   ``if __name__ == "__main__":`` (the workers import the script's main module).
-- "ray" (`RayScheduler`): ``ray.init(address=address)`` (None: a local instance with num_cpus=workers;
-  an already initialised Ray is used as is), one Ray task per run (num_cpus=1), collected with ray.wait
-  as they finish. A task whose worker dies (killed, out of memory) is retried once by Ray (max_retries=1)
-  and its run recorded once, from the attempt that returned (or 'failed' if the retry died too). Ray is
-  the optional extra ``pip install 'headcount[ray]'``; the worker nodes need headcount and the runner's
-  module importable (same environment, or a runtime_env). Every run is admitted before Ray connects.
+- "ray" (`RayScheduler`): ``ray.init(address=address)`` (None: a local instance with
+  num_cpus=workers; an already initialised Ray is used as is), one Ray task per run (num_cpus=1),
+  collected with ray.wait as they finish. A task whose worker dies (killed, out of memory) is
+  retried once by Ray (max_retries=1) and its run recorded once, from the attempt that returned (or
+  'failed' if the retry died too). Ray is the optional extra ``pip install 'headcount[ray]'``; the
+  worker nodes need headcount and the runner's module importable (same environment, or a
+  runtime_env). Every run is admitted before Ray connects.
 
-The Ray address (the parameter `address`) is one of: ``host:port``, the head's GCS port (host a name, an
-IPv4 literal or a bracketed IPv6 literal such as ``[::1]:6379``; port 1..65535), ``auto`` (the cluster that
-``ray start`` last started on this machine), or ``ray://host:port`` (the Ray Client: only when its extra,
-``pip install 'ray[client]'``, is importable). make_scheduler checks the form and that host:port accepts
-a TCP connection within RAY_CONNECT_S seconds before the database is touched; ray.init then runs with
-its connection steps bounded by RAY_CONNECT_S each and one try (RayConfig knobs set in the environment
-unless the user set them), its C++ log lines on stderr captured, Python logging at ERROR and worker
-output not forwarded. Every failure — a bad form, no client extra, nothing listening, something that is
-not Ray, a token refused or missing (a head started with RAY_AUTH_MODE=token needs RAY_AUTH_MODE=token and
-the token in this process too), a version mismatch — is a RayAddressError (exit 2), one line naming
-`address`, within about 15 s. (The Ray Client's own retries are bounded only by the TCP check.) Without
-an `address`, a RAY_ADDRESS in the environment (other than "local") is checked and named the same way.
+The Ray address (the parameter `address`) is one of: ``host:port``, the head's GCS port (host a
+name, an IPv4 literal or a bracketed IPv6 literal such as ``[::1]:6379``; port 1..65535), ``auto``
+(the cluster that ``ray start`` last started on this machine), or ``ray://host:port`` (the Ray
+Client: only when its extra, ``pip install 'ray[client]'``, is importable). make_scheduler checks
+the form and that host:port accepts a TCP connection within RAY_CONNECT_S seconds before the
+database is touched; ray.init then runs with its connection steps bounded by RAY_CONNECT_S each and
+one try (RayConfig knobs set in the environment unless the user set them), its C++ log lines on
+stderr captured, Python logging at ERROR and worker output not forwarded. Every failure — a bad
+form, no client extra, nothing listening, something that is not Ray, a token refused or missing (a
+head started with RAY_AUTH_MODE=token needs RAY_AUTH_MODE=token and the token in this process too),
+a version mismatch — is a RayAddressError (exit 2), one line naming `address`, within about 15 s.
+(The Ray Client's own retries are bounded only by the TCP check.) Without an `address`, a
+RAY_ADDRESS in the environment (other than "local") is checked and named the same way.
 """
 
 from __future__ import annotations
@@ -57,11 +60,19 @@ from headcount.common.validate import check_choice, check_int
 from headcount.learn.sweep.errors import RAY_MISSING, BackendUnavailableError, RayAddressError
 from headcount.learn.sweep.runners import Runner
 from headcount.learn.sweep.spec import RunSpec
-from headcount.learn.sweep.worker import WORKER_DIED, RunOutcome, execute, lost_outcome, one_line, worker_init
+from headcount.learn.sweep.worker import (
+    WORKER_DIED,
+    RunOutcome,
+    execute,
+    lost_outcome,
+    one_line,
+    worker_init,
+)
 
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-# Workers per sweep: each local worker is a process that imports torch (a few hundred MB); a thousand of
-# them exhaust any single machine's memory or process slots long before, so more is a typo.
+# Workers per sweep: each local worker is a process that imports torch (a few hundred MB); a
+# thousand of them exhaust any single machine's memory or process slots long before, so more is a
+# typo.
 MAX_WORKERS = 1024
 
 Finished = tuple[RunSpec, RunOutcome]
@@ -69,8 +80,8 @@ Admit = Callable[[RunSpec], bool]
 
 
 class Scheduler(Protocol):
-    """Runs the jobs `admit` accepts (all when None) with `runner` on `workers` workers and yields each
-    (run, outcome) as it finishes, in any order."""
+    """Runs the jobs `admit` accepts (all when None) with `runner` on `workers` workers and yields
+    each (run, outcome) as it finishes, in any order."""
 
     workers: int
 
@@ -79,13 +90,14 @@ class Scheduler(Protocol):
     ) -> Iterator[Finished]: ...
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Local worker processes
 
 
 @contextlib.contextmanager
 def _thread_env(limit: bool) -> Iterator[None]:
-    """Environment the spawned workers inherit: one BLAS/OpenMP thread each (unless the user set one)."""
+    """Environment the spawned workers inherit: one BLAS/OpenMP thread each (unless the user set
+    one)."""
     added = [v for v in _THREAD_VARS if limit and v not in os.environ]
     for v in added:
         os.environ[v] = "1"
@@ -98,8 +110,8 @@ def _thread_env(limit: bool) -> Iterator[None]:
 
 @dataclass
 class _Queue:
-    """The local scheduler's state: the runner, runs not yet submitted (admitted when submitted), runs
-    suspected of killing their worker (re-run one at a time), runs in flight."""
+    """The local scheduler's state: the runner, runs not yet submitted (admitted when submitted),
+    runs suspected of killing their worker (re-run one at a time), runs in flight."""
 
     runner: Runner
     waiting: deque[RunSpec]
@@ -117,7 +129,9 @@ class LocalScheduler:
     def __init__(self, workers: int):
         self.workers = workers
 
-    def run(self, runner: Runner, jobs: Sequence[RunSpec], admit: Admit | None = None) -> Iterator[Finished]:
+    def run(
+        self, runner: Runner, jobs: Sequence[RunSpec], admit: Admit | None = None
+    ) -> Iterator[Finished]:
         n = min(self.workers, len(jobs))
         limit = n > 1
         queue = _Queue(runner, deque(jobs), admit)
@@ -201,28 +215,33 @@ def _collect(future: Future, run: RunSpec, finished: list[Finished], broken: lis
     finished.append((run, outcome))
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Ray
 
 _HOST_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"  # underscores: container names
 _HOST_NAME = re.compile(rf"(?=.{{1,253}}$){_HOST_LABEL}(?:\.{_HOST_LABEL})*\.?")
 _PORT = re.compile(r"[0-9]{1,5}")
-RAY_CONNECT_S = 4  # each of Ray's connection steps (TCP connect, GCS channel, cluster id) while ray.init
-# connects to `address`; the socket pre-check waits as long. Ray's defaults (5 s, 30 s, 20 tries) wait
-# minutes and flood stderr for an address with no Ray cluster.
-_RAY_CONNECT_ENV = {  # RayConfig and ray.init read these from the environment (a value the user set wins)
+RAY_CONNECT_S = (
+    4  # each of Ray's connection steps (TCP connect, GCS channel, cluster id) while ray.init
+)
+# connects to `address`; the socket pre-check waits as long. Ray's defaults (5 s, 30 s, 20 tries)
+# wait minutes and flood stderr for an address with no Ray cluster.
+# RayConfig and ray.init read these from the environment (a value the user set wins)
+_RAY_CONNECT_ENV = {
     "RAY_gcs_rpc_server_connect_timeout_s": str(RAY_CONNECT_S),
     "RAY_py_gcs_connect_timeout_s": str(RAY_CONNECT_S),
     "RAY_gcs_server_port_wait_time_s": "1",  # one try
 }
 
 
-ADDRESS = param("address")  # the parameter the messages name, unless the address came from RAY_ADDRESS
+ADDRESS = param(
+    "address"
+)  # the parameter the messages name, unless the address came from RAY_ADDRESS
 
 
 def _named(address: str, name: str) -> str:
-    """E.g. "address '10.0.0.5:6379'" (name: ADDRESS, the marked parameter, or "RAY_ADDRESS" when it came
-    from there)."""
+    """E.g. "address '10.0.0.5:6379'" (name: ADDRESS, the marked parameter, or "RAY_ADDRESS" when it
+    came from there)."""
     return f"{name} {address if len(address) <= 80 else address[:79] + '…'!r}"
 
 
@@ -232,9 +251,10 @@ def ray_client_installed() -> bool:
 
 
 def parse_ray_address(address: str, name: str = ADDRESS) -> tuple[str, int] | None:
-    """The (host, port) to reach for `address` (None for "auto"): RayAddressError unless it is host:port
-    (a host name, an IPv4 literal or an [IPv6] literal; port 1..65535), auto, or ray://host:port with the
-    Ray Client installed. `name` is what the messages call the address (_named)."""
+    """The (host, port) to reach for `address` (None for "auto"): RayAddressError unless it is
+    host:port (a host name, an IPv4 literal or an [IPv6] literal; port 1..65535), auto, or
+    ray://host:port with the Ray Client installed. `name` is what the messages call the address
+    (_named)."""
     if address == "auto":
         return None
     rest = address.removeprefix("ray://")
@@ -269,8 +289,8 @@ def _is_ip(text: str, kind: type) -> bool:
 def check_reachable(
     address: str, host: str, port: int, timeout: float = RAY_CONNECT_S, name: str = ADDRESS
 ) -> None:
-    """RayAddressError unless a plain TCP connection to host:port opens within `timeout` seconds (name
-    lookup included: the probe runs in a thread that is abandoned when late)."""
+    """RayAddressError unless a plain TCP connection to host:port opens within `timeout` seconds
+    (name lookup included: the probe runs in a thread that is abandoned when late)."""
     result: list[OSError | None] = []
 
     def probe() -> None:
@@ -299,8 +319,8 @@ def check_reachable(
 
 
 def check_ray_address(address: str, name: str = ADDRESS) -> None:
-    """`address` is a Ray address (parse_ray_address) whose host:port accepts connections: RayAddressError
-    otherwise, before Ray is asked to connect."""
+    """`address` is a Ray address (parse_ray_address) whose host:port accepts connections:
+    RayAddressError otherwise, before Ray is asked to connect."""
     target = parse_ray_address(address, name)
     if target is not None:
         check_reachable(address, *target, name=name)
@@ -308,12 +328,14 @@ def check_ray_address(address: str, name: str = ADDRESS) -> None:
 
 @contextlib.contextmanager
 def _connect_env() -> Iterator[None]:
-    """Ray's connection knobs set (where the user has not) and RayConfig re-read while ray.init connects;
-    the environment is restored afterwards."""
+    """Ray's connection knobs set (where the user has not) and RayConfig re-read while ray.init
+    connects; the environment is restored afterwards."""
     added = {k: v for k, v in _RAY_CONNECT_ENV.items() if k not in os.environ}
     os.environ.update(added)
     try:
-        with contextlib.suppress(Exception):  # private API; without it Ray's defaults apply (slower)
+        with contextlib.suppress(
+            Exception
+        ):  # private API; without it Ray's defaults apply (slower)
             from ray._raylet import Config
 
             Config.initialize("")
@@ -325,8 +347,8 @@ def _connect_env() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _stderr_captured() -> Iterator[Callable[[], str]]:
-    """File descriptor 2 (where Ray's C++ core logs its retries) goes to a temporary file for the block;
-    yields a function that reads what was written there."""
+    """File descriptor 2 (where Ray's C++ core logs its retries) goes to a temporary file for the
+    block; yields a function that reads what was written there."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as sink:
@@ -343,37 +365,47 @@ def _connect_failure(address: str, name: str, err: Exception, logged: str) -> st
     """The one line for a ray.init(address) that failed with `err` after logging `logged`."""
     text = " ".join(str(err).split())
     where = f"{_named(address, name)}:"
-    if any(s in f"{text} {logged}" for s in ("Unauthenticated", "InvalidAuthToken", "authentication token")):
+    if any(
+        s in f"{text} {logged}"
+        for s in ("Unauthenticated", "InvalidAuthToken", "authentication token")
+    ):
         if "no authentication token was found" in text:
             return (
-                f"{where} RAY_AUTH_MODE=token, but no token is set: set RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH"
+                f"{where} RAY_AUTH_MODE=token, but no token is set: set RAY_AUTH_TOKEN or "
+                "RAY_AUTH_TOKEN_PATH"
             )
         if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
             return (
-                f"{where} the Ray cluster there refused this process's token (check RAY_AUTH_TOKEN, "
+                f"{where} the Ray cluster there refused this process's token (check "
+                "RAY_AUTH_TOKEN, "
                 "RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token)"
             )
         return (
-            f"{where} the Ray cluster there needs its token: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
+            f"{where} the Ray cluster there needs its token: set RAY_AUTH_MODE=token and "
+            "RAY_AUTH_TOKEN "
             "(or RAY_AUTH_TOKEN_PATH)"
         )
     if address == "auto" and "Could not find any running Ray instance" in text:
         return (
-            f"{where} no Ray cluster runs on this machine: start a Ray head node on it (Ray's `ray start` "
+            f"{where} no Ray cluster runs on this machine: start a Ray head node on it (Ray's "
+            "`ray start` "
             "command)"
         )
     if "Timed out" in logged or "Failed to connect" in text:
-        return f"{where} no Ray cluster answered there (is host:port the GCS port of a Ray head, e.g. 6379?)"
+        return (
+            f"{where} no Ray cluster answered there (is host:port the GCS port of a Ray head, "
+            "e.g. 6379?)"
+        )
     text = text if len(text) <= 300 else text[:299] + "…"
     return f"{where} Ray could not connect there: {type(err).__name__}: {text}"
 
 
 @contextlib.contextmanager
 def _raylet_messages_dropped() -> Iterator[None]:
-    """While the sweep runs, the messages Ray's raylet pushes to the driver (e.g. "A worker died … the task
-    will be retried", many lines on stdout, which would break a command's JSON output) are dropped: a run
-    that fails records why in the database. Ray prints them from a thread through the module's
-    print_to_stdstream."""
+    """While the sweep runs, the messages Ray's raylet pushes to the driver (e.g. "A worker died …
+    the task will be retried", many lines on stdout, which would break a command's JSON output) are
+    dropped: a run that fails records why in the database. Ray prints them from a thread through the
+    module's print_to_stdstream."""
     module = sys.modules.get("ray._private.worker")
     original = getattr(module, "print_to_stdstream", None)
     if original is None:  # another Ray version: its messages stay
@@ -401,15 +433,16 @@ def import_ray() -> Any:
 
 
 class RayScheduler:
-    """One Ray task per run (see the module docstring). Ray is imported when the scheduler is made, so a
-    missing extra is an error before anything runs."""
+    """One Ray task per run (see the module docstring). Ray is imported when the scheduler is made,
+    so a missing extra is an error before anything runs."""
 
     def __init__(self, workers: int, address: str | None = None, name: str = ADDRESS):
         self.workers, self.address, self.name = workers, address, name
         self.ray = import_ray()
 
     def _init(self) -> bool:
-        """Start Ray unless it runs already; True when this call started it (and must shut it down)."""
+        """Start Ray unless it runs already; True when this call started it (and must shut it
+        down)."""
         if self.ray.is_initialized():
             return False
         kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
@@ -442,7 +475,9 @@ class RayScheduler:
         except Exception as err:  # the task or its worker died (twice: the retry too)
             return lost_outcome(one_line(err))
 
-    def run(self, runner: Runner, jobs: Sequence[RunSpec], admit: Admit | None = None) -> Iterator[Finished]:
+    def run(
+        self, runner: Runner, jobs: Sequence[RunSpec], admit: Admit | None = None
+    ) -> Iterator[Finished]:
         jobs = [run for run in jobs if admit is None or admit(run)]
         if not jobs:
             return
@@ -465,7 +500,7 @@ class RayScheduler:
                         self.ray.cancel(ref, force=True)
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Choosing one
 
 SCHEDULERS = {"local": LocalScheduler, "ray": RayScheduler}
@@ -473,11 +508,12 @@ BACKENDS = tuple(SCHEDULERS)
 
 
 def make_scheduler(backend: str, workers: int | None, address: str | None = None) -> Scheduler:
-    """The scheduler of `backend` with `workers` workers (None: one per CPU, at most MAX_WORKERS) and, for
-    Ray, the cluster `address`: InputError for an unknown backend, an address without backend "ray" (it
-    would be ignored) or a worker count outside 1..MAX_WORKERS, BackendUnavailableError when Ray is not
-    installed, RayAddressError for an address (`address`, else a RAY_ADDRESS in the environment other
-    than "local") that is not a Ray address or where nothing answers (module docstring)."""
+    """The scheduler of `backend` with `workers` workers (None: one per CPU, at most MAX_WORKERS)
+    and, for Ray, the cluster `address`: InputError for an unknown backend, an address without
+    backend "ray" (it would be ignored) or a worker count outside 1..MAX_WORKERS,
+    BackendUnavailableError when Ray is not installed, RayAddressError for an address (`address`,
+    else a RAY_ADDRESS in the environment other than "local") that is not a Ray address or where
+    nothing answers (module docstring)."""
     check_choice("backend", backend, BACKENDS)
     if address is not None and backend != "ray":
         raise InputError(f"{ADDRESS} is the Ray cluster's address: it needs {param('backend')} ray")
@@ -486,7 +522,8 @@ def make_scheduler(backend: str, workers: int | None, address: str | None = None
     )
     if workers > MAX_WORKERS:
         raise InputError(
-            f"workers = {workers if workers < 10**20 else 'a huge number'} is more than MAX_WORKERS = "
+            f"workers = {workers if workers < 10**20 else 'a huge number'} is more than "
+            "MAX_WORKERS = "
             f"{MAX_WORKERS} ({param('workers')}: one process each)"
         )
     if backend == "ray":

@@ -1,46 +1,44 @@
-"""Sweep specs: a TOML file or the same structure as a dict → a validated SweepSpec (the command line
-builds such a dict from its flags: headcount.cli.sweep_options).
+"""Sweep specs: a TOML file or the same structure as a dict → a validated SweepSpec (the command
+line builds such a dict from its flags: headcount.cli.sweep_options).
 
 Sweep file (TOML)::
 
-    [sweep]
-    name = "xor-phase-quick"          # required: names the sweep in the database
-    experiment = "xor-phase"          # optional (default: name): the label tables and plots select on
-    task = "boolean"                  # required: induction | khop | minmax | boolean (any with a runner)
-    seeds = [0, 1, 2]                 # optional (default [0]): distinct integers ≥ 0, or a count N: 0..N-1
-    runner = "headcount.learn.train:run_config"   # optional (this default): a registered runner's name
-    description = "…"                 # optional free text
+    [sweep] name = "xor-phase-quick"          # required: names the sweep in the database experiment
+    = "xor-phase"          # optional (default: name): the label tables and plots select on task =
+    "boolean"                  # required: induction | khop | minmax | boolean (any with a runner)
+    seeds = [0, 1, 2]                 # optional (default [0]): distinct integers ≥ 0, or a count N:
+    0..N-1 runner = "headcount.learn.train:run_config"   # optional (this default): a registered
+    runner's name description = "…"                 # optional free text
 
     [fixed]                           # optional: keys passed unchanged to every run
     function = "xor"
     n = 8
 
-    [grid]                            # optional: each key a non-empty list; runs = cartesian product
-    degree = [1, 2, 4]
-    heads = [1, 2, 4, 8]
+    [grid]                            # optional: each key a non-empty list; runs = cartesian
+    product degree = [1, 2, 4] heads = [1, 2, 4, 8]
 
-    [[include]]                       # optional, repeatable: one extra config (over [fixed]) per table
-    degree = 8
-    heads = 1
+    [[include]]                       # optional, repeatable: one extra config (over [fixed]) per
+    table degree = 8 heads = 1
 
-The runner maps a config dict to its metrics. It is a name in the registry of runners.py — the built-in
-one above, or one registered from Python — never something to import: a sweep file is data. Values are
-strings, numbers, booleans, or lists/tables of those (nested at most MAX_VALUE_DEPTH deep). "task" and
-"seed" are reserved (set them with [sweep] task / seeds); a key may not be both fixed
-and a grid axis. The [sweep] keys are checked from one table (SWEEP_KEYS: each key's check, whether it is
-required, its default).
+The runner maps a config dict to its metrics. It is a name in the registry of runners.py — the
+built-in one above, or one registered from Python — never something to import: a sweep file is data.
+Values are strings, numbers, booleans, or lists/tables of those (nested at most MAX_VALUE_DEPTH
+deep). "task" and "seed" are reserved (set them with [sweep] task / seeds); a key may not be both
+fixed and a grid axis. The [sweep] keys are checked from one table (SWEEP_KEYS: each key's check,
+whether it is required, its default).
 
-Expansion (`SweepSpec.runs`) is deterministic: grid points in the order of the product of the axes as
-written (last axis fastest), then the [[include]] configs, each with every seed in turn (seed fastest).
-Every run's config is ``{"task": task, **fixed, **point, "seed": seed}`` and its id is `run_id_for(config)`
-(sha256 of the canonical JSON, 16 hex digits), so ids do not depend on key order, sweep name or runner: a
-config that is already done in the database — from this sweep or any other — is not run again. Duplicate
-configs (an include equal to a grid point) run once.
+Expansion (`SweepSpec.runs`) is deterministic: grid points in the order of the product of the axes
+as written (last axis fastest), then the [[include]] configs, each with every seed in turn (seed
+fastest). Every run's config is ``{"task": task, **fixed, **point, "seed": seed}`` and its id is
+`run_id_for(config)` (sha256 of the canonical JSON, 16 hex digits), so ids do not depend on key
+order, sweep name or runner: a config that is already done in the database — from this sweep or any
+other — is not run again. Duplicate configs (an include equal to a grid point) run once.
 
-Bounds (hostile or careless files must not hang or exhaust memory): a file of at most MAX_SPEC_BYTES, read
-only if it is a regular file; nesting beyond what the TOML reader manages is refused in one line; at most
-MAX_RUNS runs (grid points + includes, times seeds), counted before anything is expanded; seeds in
-0..MAX_SEED. The sizes inside each config (steps, n, …) are bounded by the runner (learn/train.py).
+Bounds (hostile or careless files must not hang or exhaust memory): a file of at most
+MAX_SPEC_BYTES, read only if it is a regular file; nesting beyond what the TOML reader manages is
+refused in one line; at most MAX_RUNS runs (grid points + includes, times seeds), counted before
+anything is expanded; seeds in 0..MAX_SEED. The sizes inside each config (steps, n, …) are bounded
+by the runner (learn/train.py).
 """
 
 from __future__ import annotations
@@ -61,23 +59,28 @@ from headcount.learn.store import canonical_json, run_id_for
 from headcount.learn.sweep.errors import SpecError
 from headcount.learn.sweep.runners import DEFAULT_RUNNER, runner_names, unknown_runner_message
 
-# A sweep file is a few hundred bytes to a few KB; 1 MiB is far beyond any real grid and small enough to
-# read and parse at once.
+# A sweep file is a few hundred bytes to a few KB; 1 MiB is far beyond any real grid and small
+# enough to read and parse at once.
 MAX_SPEC_BYTES = 1 << 20
-# Runs per sweep (grid points + includes, times seeds): the largest experiment has 144 runs; 10,000 runs of
-# the default training (~10 s each on one core) are more than a day of CPU; a larger sweep is a typo
-# (seeds = 1000000000) or an attack, and expanding it would exhaust memory. Split real giants into sweeps.
+# Runs per sweep (grid points + includes, times seeds): the largest experiment has 144 runs; 10,000
+# runs of the default training (~10 s each on one core) are more than a day of CPU; a larger sweep
+# is a typo (seeds = 1000000000) or an attack, and expanding it would exhaust memory. Split real
+# giants into sweeps.
 MAX_RUNS = 10_000
 # Nesting of a config value (lists/tables inside lists/tables): configs are flat in practice.
 MAX_VALUE_DEPTH = 32
-# Seeds are stored in an SQLite INTEGER column (64-bit) and seed numpy/torch generators (non-negative).
+# Seeds are stored in an SQLite INTEGER column (64-bit) and seed numpy/torch generators
+# (non-negative).
 MAX_SEED = 2**63 - 1
 
 _SECTIONS = ("sweep", "fixed", "grid", "include")
-_RESERVED = {"task": "[sweep] task", "seed": "[sweep] seeds"}  # reserved config key → where it is set
-# Keys of the built-in runner that a sweep may not set: "out" writes a model file at the path given, and a
-# shared sweep file must not choose paths to overwrite (export one run with `headcount train`, given an out
-# path).
+_RESERVED = {
+    "task": "[sweep] task",
+    "seed": "[sweep] seeds",
+}  # reserved config key → where it is set
+# Keys of the built-in runner that a sweep may not set: "out" writes a model file at the path given,
+# and a shared sweep file must not choose paths to overwrite (export one run with `headcount train`,
+# given an out path).
 _NOT_IN_SWEEPS = ("out",)
 
 
@@ -101,8 +104,8 @@ class SweepSpec:
     source: str | None = None  # where the spec came from, for messages
 
     def run_count(self) -> int:
-        """How many runs the sweep expands to before duplicates are merged, capped at MAX_RUNS + 1 (computed
-        from the lengths alone: a huge grid is never multiplied out)."""
+        """How many runs the sweep expands to before duplicates are merged, capped at MAX_RUNS + 1
+        (computed from the lengths alone: a huge grid is never multiplied out)."""
         points = 1
         for values in self.grid.values():
             points = min(points * len(values), MAX_RUNS + 1)
@@ -112,7 +115,8 @@ class SweepSpec:
         """SpecError when the sweep has more than MAX_RUNS runs."""
         if self.run_count() > MAX_RUNS:
             raise SpecError(
-                f"{self.source or 'sweep spec'}: the sweep has more than MAX_RUNS = {MAX_RUNS:,} runs "
+                f"{self.source or 'sweep spec'}: the sweep has more than MAX_RUNS = {MAX_RUNS:,} "
+                "runs "
                 "((grid points + includes) × seeds); split it into smaller sweeps"
             )
 
@@ -121,7 +125,9 @@ class SweepSpec:
         (SpecError beyond MAX_RUNS runs, before expanding)."""
         self.check_size()
         axes = list(self.grid)
-        points = [dict(zip(axes, values)) for values in itertools.product(*(self.grid[a] for a in axes))]
+        points = [
+            dict(zip(axes, values)) for values in itertools.product(*(self.grid[a] for a in axes))
+        ]
         points.extend(self.include)
         out, seen = [], set()
         for point in points:
@@ -134,7 +140,7 @@ class SweepSpec:
         return out
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Values
 
 
@@ -152,23 +158,31 @@ def _short(value: Any, limit: int = 80) -> str:
 
 
 def _number(n: int) -> str:
-    """An integer for a message: in full when short, its size when huge (str() refuses > 4300 digits)."""
+    """An integer for a message: in full when short, its size when huge (str() refuses > 4300
+    digits)."""
     if abs(n) < 10**20:
         return str(n)
     return f"{'-' if n < 0 else ''}about 10^{round(math.log10(abs(n)))}"
 
 
 def _type_name(value: Any) -> str:
-    return {str: "string", int: "integer", float: "float", bool: "boolean", list: "list", dict: "table"}.get(
-        type(value), type(value).__name__
-    )
+    return {
+        str: "string",
+        int: "integer",
+        float: "float",
+        bool: "boolean",
+        list: "list",
+        dict: "table",
+    }.get(type(value), type(value).__name__)
 
 
 def _check_value(value: Any, where: str, depth: int = 0) -> None:
-    """A config value: a string, bool, int, finite float, or a list/table of those, at most MAX_VALUE_DEPTH
-    deep."""
+    """A config value: a string, bool, int, finite float, or a list/table of those, at most
+    MAX_VALUE_DEPTH deep."""
     if depth > MAX_VALUE_DEPTH:
-        raise SpecError(f"{where}: values are nested more than MAX_VALUE_DEPTH = {MAX_VALUE_DEPTH} deep")
+        raise SpecError(
+            f"{where}: values are nested more than MAX_VALUE_DEPTH = {MAX_VALUE_DEPTH} deep"
+        )
     if isinstance(value, (str, bool, int)):
         return
     if isinstance(value, float):
@@ -191,7 +205,7 @@ def _check_value(value: Any, where: str, depth: int = 0) -> None:
     )
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # [sweep]: one table of keys, each with its check
 
 
@@ -215,7 +229,8 @@ def _runner(value: Any, where: str) -> str:
 
 
 def _seeds(value: Any, where: str) -> tuple[int, ...]:
-    """A count N in 1..MAX_RUNS (seeds 0..N-1) or a non-empty list of distinct integers in 0..MAX_SEED."""
+    """A count N in 1..MAX_RUNS (seeds 0..N-1) or a non-empty list of distinct integers in
+    0..MAX_SEED."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 1:
             raise SpecError(f"{where}: a seed count must be ≥ 1, got {_number(value)}")
@@ -246,7 +261,8 @@ def _seeds(value: Any, where: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class SweepKey:
-    """One [sweep] key: its check (value, where → the value kept), whether it is required, its default."""
+    """One [sweep] key: its check (value, where → the value kept), whether it is required, its
+    default."""
 
     check: Callable[[Any, str], Any]
     required: bool = False
@@ -273,7 +289,8 @@ def _sweep_table(data: Mapping[str, Any], source: str | None) -> Mapping[str, An
     for key in head:
         if key not in SWEEP_KEYS:
             raise SpecError(
-                f"{_where(source, 'sweep', key)}: unknown key; allowed keys: {', '.join(SWEEP_KEYS)}"
+                f"{_where(source, 'sweep', key)}: unknown key; allowed keys: "
+                f"{', '.join(SWEEP_KEYS)}"
             )
     return head
 
@@ -286,26 +303,33 @@ def _sweep_section(data: Mapping[str, Any], source: str | None) -> dict[str, Any
         value = head.get(key)
         if value is None and spec.required:
             raise SpecError(f"{_where(source, 'sweep')}: missing required key {key!r} (a string)")
-        values[key] = spec.default if value is None else spec.check(value, _where(source, "sweep", key))
+        values[key] = (
+            spec.default if value is None else spec.check(value, _where(source, "sweep", key))
+        )
     values["experiment"] = values["experiment"] or values["name"]
     if values["runner"] == DEFAULT_RUNNER and values["task"] not in TASKS:
         raise SpecError(
-            f"{_where(source, 'sweep', 'task')}: unknown task {values['task']!r}; tasks: {', '.join(TASKS)}"
+            f"{_where(source, 'sweep', 'task')}: unknown task {values['task']!r}; tasks: "
+            f"{', '.join(TASKS)}"
         )
     return values
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # [fixed], [grid], [[include]]
 
 
 def _config_table(table: Any, section: str, source: str | None) -> dict[str, Any]:
     """A table of config keys (not reserved) with valid values."""
     if not isinstance(table, dict):
-        raise SpecError(f"{_where(source, section)} must be a table of key = value, got {_type_name(table)}")
+        raise SpecError(
+            f"{_where(source, section)} must be a table of key = value, got {_type_name(table)}"
+        )
     for key in table:
         if not isinstance(key, str) or not key:
-            raise SpecError(f"{_where(source, section)}: keys must be non-empty strings, got {key!r}")
+            raise SpecError(
+                f"{_where(source, section)}: keys must be non-empty strings, got {key!r}"
+            )
         if key in _RESERVED:
             raise SpecError(
                 f"{_where(source, section, key)}: {key!r} is reserved; set it with {_RESERVED[key]}"
@@ -333,10 +357,14 @@ def _grid_axis(key: str, values: Any, where: str, fixed: Mapping[str, Any]) -> N
     if len(set(texts)) != len(texts):
         raise SpecError(f"{where}: values repeat in {values}")
     if key in fixed:
-        raise SpecError(f"{where}: {key!r} is also in [fixed]; a key is either fixed or a grid axis")
+        raise SpecError(
+            f"{where}: {key!r} is also in [fixed]; a key is either fixed or a grid axis"
+        )
 
 
-def _grid_section(data: Mapping[str, Any], source: str | None, fixed: Mapping[str, Any]) -> dict[str, Any]:
+def _grid_section(
+    data: Mapping[str, Any], source: str | None, fixed: Mapping[str, Any]
+) -> dict[str, Any]:
     grid = _config_table(data.get("grid", {}), "grid", source)
     for key, values in grid.items():
         _grid_axis(key, values, _where(source, "grid", key), fixed)
@@ -354,21 +382,26 @@ def _include_section(data: Mapping[str, Any], source: str | None) -> list[dict[s
         section = f"include {i + 1}"
         table = _config_table(table, section, source)
         if not table:
-            raise SpecError(f"{_where(source, section)}: is empty; an [[include]] needs at least one key")
+            raise SpecError(
+                f"{_where(source, section)}: is empty; an [[include]] needs at least one key"
+            )
         for key, value in table.items():
             _check_value(value, _where(source, section, key))
         include.append(table)
     return include
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Entry points
 
 
 def spec_from_dict(data: Mapping[str, Any], source: str | None = None) -> SweepSpec:
-    """Validate a spec given as {"sweep": {...}, "fixed": {...}, "grid": {...}, "include": [...]}."""
+    """Validate a spec given as {"sweep": {...}, "fixed": {...}, "grid": {...}, "include":
+    [...]}."""
     if not isinstance(data, Mapping):
-        raise SpecError(f"{source or 'sweep spec'}: must be a table with sections {', '.join(_SECTIONS)}")
+        raise SpecError(
+            f"{source or 'sweep spec'}: must be a table with sections {', '.join(_SECTIONS)}"
+        )
     unknown = [k for k in data if k not in _SECTIONS]
     if unknown:
         raise SpecError(
@@ -399,25 +432,29 @@ def _check_built_in_keys(spec: SweepSpec) -> None:
         for key in _NOT_IN_SWEEPS:
             if key in table:
                 raise SpecError(
-                    f"{_where(spec.source, section, key)}: a sweep file may not choose a path to write; "
+                    f"{_where(spec.source, section, key)}: a sweep file may not choose a path to "
+                    "write; "
                     f"export one run's model with `headcount train … {param('out')}`"
                 )
 
 
 def _read_spec_file(path: Path) -> str:
-    """The text of a sweep file: a regular file (never a FIFO or device: reading one could block) of at
-    most MAX_SPEC_BYTES, in UTF-8."""
+    """The text of a sweep file: a regular file (never a FIFO or device: reading one could block) of
+    at most MAX_SPEC_BYTES, in UTF-8."""
     name = _short(str(path), 200)
     try:
         info = os.stat(path)
     except FileNotFoundError:
         raise SpecError(
-            f"sweep file {name} does not exist: give a TOML file with [sweep], [fixed] and [grid] tables"
+            f"sweep file {name} does not exist: give a TOML file with [sweep], [fixed] and [grid] "
+            "tables"
         ) from None
     except OSError as err:
         raise SpecError(f"sweep file {name} cannot be read: {err.strerror}") from None
     if not stat.S_ISREG(info.st_mode):
-        raise SpecError(f"sweep file {name} is not a regular file (a directory, device, FIFO or socket)")
+        raise SpecError(
+            f"sweep file {name} is not a regular file (a directory, device, FIFO or socket)"
+        )
     too_big = SpecError(
         f"sweep file {name} is larger than MAX_SPEC_BYTES = {MAX_SPEC_BYTES:,} bytes; a sweep file "
         "lists a grid, not data"
@@ -448,7 +485,8 @@ def spec_from_toml(path: str | os.PathLike) -> SweepSpec:
         raise SpecError(f"{label}: not valid TOML: {err}") from None
     except RecursionError:
         raise SpecError(
-            f"{label}: not readable: arrays or tables nested too deeply (sweep values are flat data)"
+            f"{label}: not readable: arrays or tables nested too deeply (sweep values are flat "
+            "data)"
         ) from None
     except ValueError as err:  # e.g. an integer of more than 4300 digits
         raise SpecError(f"{label}: not readable: {' '.join(str(err).split())[:200]}") from None

@@ -1,13 +1,14 @@
-"""Tables over a sweep's runs, in small steps: read → group by config → choose columns → aggregate over
-seeds → format (Markdown, CSV or JSON).
+"""Tables over a sweep's runs, in small steps: read → group by config → choose columns → aggregate
+over seeds → format (Markdown, CSV or JSON).
 
-`sweep_table`: the runs of one experiment, grouped by config without the seed: one row per group with the
-config keys that vary between groups (or "task" if none does), "seeds" (done runs), "failed" (only when
-some run failed), then for every numeric metric (nested dicts flattened as "a.b") "<m>_mean", "<m>_min",
-"<m>_max" over the seeds — or a single column "<m>" when no group's seeds differ in it — and
-"<m>_fraction" (fraction true) for every boolean metric ("solved" → solved_fraction). Metrics that echo a
-config key (n, heads, seed, …) are left out, as are non-finite values (NaN losses) and non-numeric
-metrics; `metrics=[…]` keeps only the named ones. Rows are sorted by the config columns.
+`sweep_table`: the runs of one experiment, grouped by config without the seed: one row per group
+with the config keys that vary between groups (or "task" if none does), "seeds" (done runs),
+"failed" (only when some run failed), then for every numeric metric (nested dicts flattened as
+"a.b") "<m>_mean", "<m>_min", "<m>_max" over the seeds — or a single column "<m>" when no group's
+seeds differ in it — and "<m>_fraction" (fraction true) for every boolean metric ("solved" →
+solved_fraction). Metrics that echo a config key (n, heads, seed, …) are left out, as are non-finite
+values (NaN losses) and non-numeric metrics; `metrics=[…]` keeps only the named ones. Rows are
+sorted by the config columns.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ _MISSING = "\0missing"
 
 @dataclass
 class _Group:
-    """The runs of one config (seed aside): the flattened metrics of the done ones, and how many failed."""
+    """The runs of one config (seed aside): the flattened metrics of the done ones, and how many
+    failed."""
 
     config: dict[str, Any]
     metrics: list[dict[str, Any]] = field(default_factory=list)
@@ -62,14 +64,18 @@ def _flatten(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Steps
 
 
 def _read(db_path: str | os.PathLike, experiment: str) -> list[dict[str, Any]]:
     path = Path(db_path)
-    if not os.path.lexists(path):  # anything else that is not a results database: ResultsStore says what
-        raise SweepError(f"results database {str(path)!r} does not exist: run a sweep into it first")
+    if not os.path.lexists(
+        path
+    ):  # anything else that is not a results database: ResultsStore says what
+        raise SweepError(
+            f"results database {str(path)!r} does not exist: run a sweep into it first"
+        )
     with ResultsStore(path) as store:
         rows = store.rows(experiment=experiment)
         known = store.experiments()
@@ -97,7 +103,8 @@ def _group(rows: list[dict[str, Any]]) -> tuple[list[_Group], list[str]]:
 
 
 def _varying(groups: list[_Group], keys: list[str]) -> list[str]:
-    """Config keys whose value differs between groups (or is missing in some); "task" when none does."""
+    """Config keys whose value differs between groups (or is missing in some); "task" when none
+    does."""
     varying = [
         k
         for k in keys
@@ -107,8 +114,8 @@ def _varying(groups: list[_Group], keys: list[str]) -> list[str]:
 
 
 def _metric_kinds(groups: list[_Group], keys: list[str]) -> dict[str, set[str]]:
-    """Metric name → {"bool", "number"}, in order of first appearance; metrics that echo a config key are
-    the config, not results, and are left out."""
+    """Metric name → {"bool", "number"}, in order of first appearance; metrics that echo a config
+    key are the config, not results, and are left out."""
     kinds: dict[str, set[str]] = {}
     for group in groups:
         for m in group.metrics:
@@ -123,8 +130,11 @@ def _selected(name: str, wanted: Sequence[str]) -> bool:
     return any(name == w or name.startswith(w + ".") for w in wanted)
 
 
-def _select(kinds: dict[str, set[str]], wanted: Sequence[str] | None, experiment: str) -> dict[str, set[str]]:
-    """The metrics named (or prefixed) by `wanted`; SweepError naming the first that matches nothing."""
+def _select(
+    kinds: dict[str, set[str]], wanted: Sequence[str] | None, experiment: str
+) -> dict[str, set[str]]:
+    """The metrics named (or prefixed) by `wanted`; SweepError naming the first that matches
+    nothing."""
     if wanted is None:
         return kinds
     missing = [w for w in wanted if not any(_selected(k, (w,)) for k in kinds)]
@@ -164,7 +174,8 @@ def _shape(groups: list[_Group], k: str, kind: set[str]) -> str:
 
 
 def _single(group: _Group, k: str) -> int | float | None:
-    """The one value of a metric that never differs between seeds: an int when every seed stored one."""
+    """The one value of a metric that never differs between seeds: an int when every seed stored
+    one."""
     nums = group.finite(k)
     if not nums:
         return None
@@ -214,17 +225,21 @@ def table_rows(
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """(columns, rows) of `sweep_table`, as Python values (None where there is nothing)."""
     groups, keys = _group(_read(db_path, experiment))
-    kinds = _select(_metric_kinds(groups, keys), None if metrics is None else tuple(metrics), experiment)
+    kinds = _select(
+        _metric_kinds(groups, keys), None if metrics is None else tuple(metrics), experiment
+    )
     layout = _Layout(
         varying=_varying(groups, keys),
         any_failed=any(g.failed for g in groups),
         shapes={k: _shape(groups, k, kind) for k, kind in kinds.items()},
     )
-    rows = sorted((_row(g, layout) for g in groups), key=lambda r: _sort_key([r[k] for k in layout.varying]))
+    rows = sorted(
+        (_row(g, layout) for g in groups), key=lambda r: _sort_key([r[k] for k in layout.varying])
+    )
     return layout.columns(), rows
 
 
-# ---------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Formats
 
 
@@ -235,7 +250,9 @@ def _text(value: Any, float_format: str | None, escape: bool) -> str:
         return "true" if value else "false"
     if isinstance(value, float) and float_format:
         return format(value, float_format)
-    text = json.dumps(value, separators=(",", ":")) if isinstance(value, (list, dict)) else str(value)
+    text = (
+        json.dumps(value, separators=(",", ":")) if isinstance(value, (list, dict)) else str(value)
+    )
     return text.replace("|", "\\|") if escape else text
 
 
@@ -256,7 +273,9 @@ def format_csv(experiment: str, columns: list[str], rows: list[dict[str, Any]]) 
 
 def format_json(experiment: str, columns: list[str], rows: list[dict[str, Any]]) -> str:
     return json.dumps(
-        {"experiment": experiment, "columns": columns, "rows": rows}, ensure_ascii=False, allow_nan=False
+        {"experiment": experiment, "columns": columns, "rows": rows},
+        ensure_ascii=False,
+        allow_nan=False,
     )
 
 

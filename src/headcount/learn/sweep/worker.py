@@ -1,9 +1,10 @@
-"""The worker side of a sweep: what runs in a worker process or a Ray task — call the runner on one config
-and return a RunOutcome that never raises (a failure is an outcome with status 'failed').
+"""The worker side of a sweep: what runs in a worker process or a Ray task — call the runner on one
+config and return a RunOutcome that never raises (a failure is an outcome with status 'failed').
 
-The runner (runners.Runner: a registry name and a module-level function, received by reference) maps a
-config dict to metrics (a mapping, or a typed result with to_json()). Metrics are stored as JSON with NaN
-and ±inf kept as floats (common.jsonable, nonfinite="keep"), so a diverged loss stays visible in the database.
+The runner (runners.Runner: a registry name and a module-level function, received by reference) maps
+a config dict to metrics (a mapping, or a typed result with to_json()). Metrics are stored as JSON
+with NaN and ±inf kept as floats (common.jsonable, nonfinite="keep"), so a diverged loss stays
+visible in the database.
 """
 
 from __future__ import annotations
@@ -23,7 +24,14 @@ from headcount.common.jsonable import jsonable
 from headcount.common.probe import machine_info
 from headcount.learn.sweep.runners import Runner
 
-VERSION_KEYS = ("python", "numpy", "torch", "headcount", "platform", "host")  # stored with every run
+VERSION_KEYS = (
+    "python",
+    "numpy",
+    "torch",
+    "headcount",
+    "platform",
+    "host",
+)  # stored with every run
 WORKER_DIED = (
     "WorkerDied: the worker process died while running this config (a crash, os._exit, "
     "killed e.g. out of memory; or a script that calls run_sweep outside "
@@ -33,7 +41,8 @@ WORKER_DIED = (
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """One finished (or lost) run as the parent records it (the `runs` columns of the same names)."""
+    """One finished (or lost) run as the parent records it (the `runs` columns of the same
+    names)."""
 
     status: str  # 'done' | 'failed'
     metrics: dict[str, Any] | None
@@ -42,9 +51,11 @@ class RunOutcome:
     started_at: str | None
     finished_at: str
     versions: dict[str, Any] | None
-    refused: bool = False  # the runner refused the config (an InputError): the sweep's input is at fault
-    # the refusal's line with the parameters its message names still marked (common.errors.param), for
-    # run_sweep to raise again; `error`, the line stored, shows them plain
+    refused: bool = (
+        False  # the runner refused the config (an InputError): the sweep's input is at fault
+    )
+    # the refusal's line with the parameters its message names still marked (common.errors.param),
+    # for run_sweep to raise again; `error`, the line stored, shows them plain
     refusal: str | None = None
 
 
@@ -53,8 +64,9 @@ def now() -> str:
 
 
 def one_line(err: BaseException, limit: int = 1000, marked: bool = False) -> str:
-    """Exception type, message and innermost location on one line (at most `limit` characters); `marked`:
-    an InputError's message with its parameter marks kept (err.raw, its whitespace runs made one space)."""
+    """Exception type, message and innermost location on one line (at most `limit` characters);
+    `marked`: an InputError's message with its parameter marks kept (err.raw, its whitespace runs
+    made one space)."""
     if marked and isinstance(err, InputError):
         text = " ".join(err.raw.split())
     else:
@@ -70,7 +82,8 @@ def one_line(err: BaseException, limit: int = 1000, marked: bool = False) -> str
 
 
 def environment_versions() -> dict[str, Any]:
-    """python, numpy, torch, headcount versions and the platform and host of this process (common.probe)."""
+    """python, numpy, torch, headcount versions and the platform and host of this process
+    (common.probe)."""
     info = machine_info()
     return {key: info[key] for key in VERSION_KEYS}
 
@@ -90,7 +103,9 @@ def _metrics(result: Any, runner: str) -> dict[str, Any]:
     if hasattr(result, "to_json"):
         result = result.to_json()
     if not isinstance(result, Mapping):
-        raise TypeError(f"runner {runner!r} returned {type(result).__name__}, not a dict of metrics")
+        raise TypeError(
+            f"runner {runner!r} returned {type(result).__name__}, not a dict of metrics"
+        )
     return jsonable(dict(result), nonfinite="keep")
 
 
@@ -108,7 +123,9 @@ def execute(runner: Runner, config: dict[str, Any], limit_threads: bool) -> RunO
         refusal = one_line(err, marked=True) if isinstance(err, InputError) else None
     wall = time.perf_counter() - t0
     versions = environment_versions()
-    return RunOutcome(status, metrics, error, wall, started_at, now(), versions, refusal is not None, refusal)
+    return RunOutcome(
+        status, metrics, error, wall, started_at, now(), versions, refusal is not None, refusal
+    )
 
 
 def _watch_parent(parent_pid: int) -> None:
@@ -119,7 +136,8 @@ def _watch_parent(parent_pid: int) -> None:
 
 
 def worker_init(limit_threads: bool, parent_pid: int) -> None:
-    """Initializer of a local worker process: one torch thread (when asked), exit when the parent dies."""
+    """Initializer of a local worker process: one torch thread (when asked), exit when the parent
+    dies."""
     if limit_threads:
         limit_torch_threads()
     threading.Thread(

@@ -1,8 +1,9 @@
-"""Claims of seed 004 §3.2 / §5 (XOR and symmetric Boolean functions), each recomputed, and their figure.
+"""Claims of seed 004 §3.2 / §5 (XOR and symmetric Boolean functions), each recomputed, and their
+figure.
 
 Each claim measures (builds, refuses, certifies: typed results from headcount.boolean), checks the
-measurement against the paper with computations independent of the code that produced it, and describes
-what it found — three steps, three functions per claim.
+measurement against the paper with computations independent of the code that produced it, and
+describes what it found — three steps, three functions per claim.
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ from headcount.boolean.certify import (
     dim_bound,
 )
 from headcount.boolean.construction import construct, lemma11_layer
-from headcount.boolean.lower_bound import Theorem2Check, WrongInput, find_wrong_input, theorem2_check
+from headcount.boolean.lower_bound import (
+    Theorem2Check,
+    WrongInput,
+    find_wrong_input,
+    theorem2_check,
+)
 from headcount.boolean.model import BooleanLayer, Readout
 from headcount.boolean.task import sign_changes
 from headcount.report.claims import SEED004, ClaimResult, Context, claim, status
@@ -36,17 +42,22 @@ def xor_values(n: int) -> list[int]:
     return [(-1) ** t for t in range(n + 1)]
 
 
-# ---------------------------------------------------------------------------------------------- XOR, D·H ≥ n
+# ----------------------------------------------------------------------------------------------
+# XOR, D·H ≥ n
 def xor_threshold_degree(n: int) -> dict:
-    """T of n-bit XOR computed without check_feasible: the sign changes of F(t) = (−1)^t along 0..n and,
-    for n ≤ DUAL_MAX_N, the LP over all 2^n inputs — its T when both bounds are certified (witness checked
-    on every input, exact Gordan dual), else "uncertified"; "not run" above DUAL_MAX_N (HiGHS alone proves
-    nothing)."""
+    """T of n-bit XOR computed without check_feasible: the sign changes of F(t) = (−1)^t along 0..n
+    and, for n ≤ DUAL_MAX_N, the LP over all 2^n inputs — its T when both bounds are certified
+    (witness checked on every input, exact Gordan dual), else "uncertified"; "not run" above
+    DUAL_MAX_N (HiGHS alone proves nothing)."""
     F = xor_values(n)
     lp: int | str = "not run"
     if n <= threshold.DUAL_MAX_N:
         result = threshold.threshold_degree_lp(threshold.symmetric_truth_table(F, n), n)
-        lp = result.threshold_degree if result.verified and result.lower_bound_certified else "uncertified"
+        lp = (
+            result.threshold_degree
+            if result.verified and result.lower_bound_certified
+            else "uncertified"
+        )
     return {"sign_changes": sign_changes(F), "lp": lp}
 
 
@@ -61,9 +72,9 @@ def check_threshold_degree(n: int, T: dict) -> list[str]:
 
 
 def truncated_model(n: int, D: int, H: int) -> tuple[BooleanLayer, Readout]:
-    """The best a Theorem-3 recipe can do with D·H < n: Lemma 12's factorization keeping only D·H of XOR's n
-    change points (D groups of H roots, g = c·z_1⋯z_D), built without check_feasible. Its sign polynomial
-    changes sign D·H < n times, so it must be wrong on some input."""
+    """The best a Theorem-3 recipe can do with D·H < n: Lemma 12's factorization keeping only D·H of
+    XOR's n change points (D groups of H roots, g = c·z_1⋯z_D), built without check_feasible. Its
+    sign polynomial changes sign D·H < n times, so it must be wrong on some input."""
     roots = [fmpq(2 * t + 1, 2) for t in range(D * H)]
     polys = []
     for i in range(D):
@@ -75,14 +86,17 @@ def truncated_model(n: int, D: int, H: int) -> tuple[BooleanLayer, Readout]:
 
 
 def sign_on_bits(layer: BooleanLayer, readout: Readout, x: str) -> int:
-    """sign g(Σ_h Att_h(x)) on the bit string x by the definition (softmax over the positions with weights
-    w_{x_i}, values v_{x_i}), in exact rationals: independent of the weight-t fast path."""
+    """sign g(Σ_h Att_h(x)) on the bit string x by the definition (softmax over the positions with
+    weights w_{x_i}, values v_{x_i}), in exact rationals: independent of the weight-t fast path."""
     z = [fmpq(0)] * layer.dim
     for head in layer.heads:
         w = [head.w1 if b == "1" else head.w0 for b in x]
         v = [head.v1 if b == "1" else head.v0 for b in x]
         total = sum(w, fmpq(0))
-        z = [zi + sum((wj * vj[i] for wj, vj in zip(w, v)), fmpq(0)) / total for i, zi in enumerate(z)]
+        z = [
+            zi + sum((wj * vj[i] for wj, vj in zip(w, v)), fmpq(0)) / total
+            for i, zi in enumerate(z)
+        ]
     g = readout(z)
     return (g > 0) - (g < 0)
 
@@ -90,8 +104,8 @@ def sign_on_bits(layer: BooleanLayer, readout: Readout, x: str) -> int:
 @dataclass(frozen=True)
 class RefusedCell:
     """A (D, H) with D·H < n: the refusal's message (None: a model was built), and for the truncated
-    construction its first wrong input, the answer on that input by the definition, and its Theorem 2
-    check."""
+    construction its first wrong input, the answer on that input by the definition, and its Theorem
+    2 check."""
 
     D: int
     H: int
@@ -114,8 +128,8 @@ def measure_refused_cell(n: int, D: int, H: int) -> RefusedCell:
 
 
 def check_refused_cell(n: int, cell: RefusedCell) -> str | None:
-    """Why the cell is not shown impossible, or None: the construction must be refused by Theorem 2, and the
-    truncated one wrong on a confirmed input with a Theorem-2 polynomial of degree ≤ D·H."""
+    """Why the cell is not shown impossible, or None: the construction must be refused by Theorem 2,
+    and the truncated one wrong on a confirmed input with a Theorem-2 polynomial of degree ≤ D·H."""
     D, H, t2 = cell.D, cell.H, cell.theorem2
     if cell.refusal is None:
         return f"D={D} H={H}: D·H < n was not refused"
@@ -127,13 +141,17 @@ def check_refused_cell(n: int, cell: RefusedCell) -> str | None:
     if cell.answer_on_bits == (-1) ** x.count("1"):
         return f"D={D} H={H}: the 'wrong' input {x} is answered correctly"
     if t2.degree_R > D * H or not t2.signs_match:
-        return f"D={D} H={H}: the Theorem-2 polynomial has degree {t2.degree_R} > D·H or the wrong signs"
+        return (
+            f"D={D} H={H}: the Theorem-2 polynomial has degree {t2.degree_R} > D·H or the "
+            "wrong signs"
+        )
     return None
 
 
 @dataclass(frozen=True)
 class BuiltCell:
-    """A (D, H) with D·H ≥ n: the construction's d, certificate and Theorem 2 check, or why it was refused."""
+    """A (D, H) with D·H ≥ n: the construction's d, certificate and Theorem 2 check, or why it was
+    refused."""
 
     D: int
     H: int
@@ -154,8 +172,8 @@ def measure_built_cell(n: int, D: int, H: int) -> BuiltCell:
 
 
 def check_built_cell(n: int, cell: BuiltCell) -> str | None:
-    """Why the cell fails, or None: certified exactly, dim ≤ Theorem 3's bound, and its Theorem-2 polynomial R
-    has n ≤ deg R ≤ D·H (R changes sign at every one of XOR's n change points)."""
+    """Why the cell fails, or None: certified exactly, dim ≤ Theorem 3's bound, and its Theorem-2
+    polynomial R has n ≤ deg R ≤ D·H (R changes sign at every one of XOR's n change points)."""
     D, H, cert, t2 = cell.D, cell.H, cell.certificate, cell.theorem2
     if cell.refusal is not None:
         return f"D={D} H={H}: D·H ≥ n was refused ({cell.refusal})"
@@ -188,8 +206,10 @@ def measure_xor_grid(n: int, max_DH: int) -> list[tuple[RefusedCell | BuiltCell,
 def describe_xor(n: int, T: dict, built: int, refused: int, problems: Sequence[str]) -> str:
     lp = ", and the LP with both bounds certified" if T["lp"] == n else ""
     return "; ".join(problems[:5]) or (
-        f"threshold degree of {n}-bit XOR = {n} (sign changes{lp}); {built} (D, H) with D·H ≥ {n} certified "
-        f"exactly on every weight 0..{n} (scope: exhaustive), dim ≤ bound, n ≤ deg R ≤ D·H; {refused} with "
+        f"threshold degree of {n}-bit XOR = {n} (sign changes{lp}); {built} (D, H) with D·H ≥ {n} "
+        "certified "
+        f"exactly on every weight 0..{n} (scope: exhaustive), dim ≤ bound, n ≤ deg R ≤ D·H; "
+        f"{refused} with "
         f"D·H < {n} refused, and each cut-down construction wrong on a confirmed input"
     )
 
@@ -198,11 +218,15 @@ def describe_xor(n: int, T: dict, built: int, refused: int, problems: Sequence[s
     "boolean.xor.DH_iff",
     paper=SEED004,
     source="Theorems 2 and 3, Corollary 1",
-    statement="H heads with a degree-D polynomial threshold readout compute n-bit XOR iff D·H ≥ n: the "
-    "threshold degree of n-bit XOR is n (sign changes of F; for n ≤ 10 also the LP with both bounds "
-    "certified); every (D, H) with D·H ≥ n gets an exactly certified construction with value dimension ≤ "
+    statement="H heads with a degree-D polynomial threshold readout compute n-bit XOR iff D·H ≥ "
+    "n: the "
+    "threshold degree of n-bit XOR is n (sign changes of F; for n ≤ 10 also the LP with both "
+    "bounds "
+    "certified); every (D, H) with D·H ≥ n gets an exactly certified construction with value "
+    "dimension ≤ "
     "min{D, 2·max{1, ⌈log₂ H⌉}+2} whose Theorem-2 polynomial R has n ≤ deg R ≤ D·H; every (D, H) "
-    "with D·H < n is refused, and the Theorem-3 recipe cut to D·H roots is wrong on a confirmed input.",
+    "with D·H < n is refused, and the Theorem-3 recipe cut to D·H roots is wrong on a confirmed "
+    "input.",
     quick={"n": 10, "max_DH": 12},
     full={"n": 12, "max_DH": 12},
 )
@@ -221,7 +245,8 @@ def xor_dh_iff(ctx: Context, n: int, max_DH: int) -> ClaimResult:
     )
 
 
-# ---------------------------------------------------------------------------------------------- symmetric
+# ----------------------------------------------------------------------------------------------
+# symmetric
 def measure_symmetric(max_n: int) -> list[tuple[int, tuple[int, ...], threshold.ThresholdDegree]]:
     """(n, F, the LP's result) for every symmetric function of n ≤ max_n bits."""
     out = []
@@ -236,10 +261,13 @@ def check_symmetric(n: int, signs: Sequence[int], lp: threshold.ThresholdDegree)
     """The LP's T must equal the sign changes of F, with both bounds certified."""
     out = []
     if lp.threshold_degree != sign_changes(signs):
-        out.append(f"n={n} F={signs}: LP {lp.threshold_degree} ≠ sign changes {sign_changes(signs)}")
+        out.append(
+            f"n={n} F={signs}: LP {lp.threshold_degree} ≠ sign changes {sign_changes(signs)}"
+        )
     if not (lp.verified and lp.lower_bound_certified):
         out.append(
-            f"n={n} F={signs}: bounds not certified (witness {lp.verified}, dual {lp.lower_bound_certified})"
+            f"n={n} F={signs}: bounds not certified (witness {lp.verified}, dual "
+            f"{lp.lower_bound_certified})"
         )
     return out
 
@@ -255,8 +283,10 @@ def describe_symmetric(checked: int, max_n: int, problems: Sequence[str]) -> str
     "boolean.symmetric.threshold_degree",
     paper=SEED004,
     source="§5 (threshold degree of symmetric functions)",
-    statement="The threshold degree of a symmetric Boolean function equals the number of sign changes of F "
-    "along 0..n: the LP (HiGHS) over monomials agrees on every symmetric function of n bits, with the upper "
+    statement="The threshold degree of a symmetric Boolean function equals the number of sign "
+    "changes of F "
+    "along 0..n: the LP (HiGHS) over monomials agrees on every symmetric function of n bits, with "
+    "the upper "
     "bound witnessed by a checked polynomial and the lower bound by an exact dual certificate.",
     quick={"max_n": 6},
     full={"max_n": 8},
@@ -265,7 +295,9 @@ def symmetric_threshold_degree(ctx: Context, max_n: int) -> ClaimResult:
     cases = measure_symmetric(max_n)
     problems = [p for n, signs, lp in cases for p in check_symmetric(n, signs, lp)]
     measured: dict[str, Any] = {"functions_checked": len(cases), "max_n": max_n}
-    return ClaimResult(measured, status(not problems), describe_symmetric(len(cases), max_n, problems))
+    return ClaimResult(
+        measured, status(not problems), describe_symmetric(len(cases), max_n, problems)
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -312,8 +344,11 @@ def draw_xor_phase(fig: plt.Figure, result: ClaimResult) -> str:
     ax.set_title(f"{n}-bit XOR: certified (colour) or refused by Theorem 2 (grey)")
     ax.legend(loc="upper right")
     return (
-        "Paper (seed 004 Theorems 2, 3): H heads with a degree-D readout compute n-bit XOR iff D·H ≥ n. "
-        f"Measured at n = {n}: every cell on or above the red curve D·H = n holds an exactly certified "
-        "construction (colour: its value dimension, at most min{D, 2·max{1, ⌈log₂ H⌉}+2}); every cell below "
+        "Paper (seed 004 Theorems 2, 3): H heads with a degree-D readout compute n-bit XOR iff "
+        "D·H ≥ n. "
+        f"Measured at n = {n}: every cell on or above the red curve D·H = n holds an exactly "
+        "certified "
+        "construction (colour: its value dimension, at most min{D, 2·max{1, ⌈log₂ H⌉}+2}); every "
+        "cell below "
         "is refused by Theorem 2 (grey)."
     )

@@ -1,21 +1,23 @@
-"""The claim `boolean.frontier` (issue 17, points 3–5) and its figure: below the threshold degree, the
-Theorem-3 model built for the best sign pattern reaches the exact accuracy frontier.
+"""The claim `boolean.frontier` (issue 17, points 3–5) and its figure: below the threshold degree,
+the Theorem-3 model built for the best sign pattern reaches the exact accuracy frontier.
 
-Measure: for each function at n, the frontier rows c = 0..T (boolean.frontier.frontier_rows: the programme
-over F's runs) and, for every (D, H) of the plan, the model Theorem 3 builds for the best pattern at
-c = min(D·H, T) with its exact accuracy over all 2^n inputs and `certified` (build_frontier_model). The plan
-covers every c = D·H in 1..T with D = 1, H = c, plus D = 2 below T (quick); every (D, H) with D·H ≤ T (full).
+Measure: for each function at n, the frontier rows c = 0..T (boolean.frontier.frontier_rows: the
+programme over F's runs) and, for every (D, H) of the plan, the model Theorem 3 builds for the best
+pattern at c = min(D·H, T) with its exact accuracy over all 2^n inputs and `certified`
+(build_frontier_model). The plan covers every c = D·H in 1..T with D = 1, H = c, plus D = 2 below T
+(quick); every (D, H) with D·H ≤ T (full).
 
 Check, with computations independent of the code that measured:
-- every row equals an exhaustive search over all 2^(n+1) ±1 patterns (value and the lexicographically first
-  optimal pattern, '+' before '-');
-- every model's accuracy recomputed by the definition — report.boolean.claims.sign_on_bits, the softmax over the
-  positions of x = 1^t 0^(n−t) in exact rationals, weighted by C(n, t) — equals the frontier at c, and so
-  do the measured model_accuracy and `certified`;
+- every row equals an exhaustive search over all 2^(n+1) ±1 patterns (value and the
+  lexicographically first optimal pattern, '+' before '-');
+- every model's accuracy recomputed by the definition — report.boolean.claims.sign_on_bits, the
+  softmax over the positions of x = 1^t 0^(n−t) in exact rationals, weighted by C(n, t) — equals the
+  frontier at c, and so do the measured model_accuracy and `certified`;
 - the plan covers every c in 1..T − 1 (what "every D·H below the threshold degree" asks).
 
-Reported, never asserted: the xor-phase experiment's trained models (report/experiments.py experiment_summary, the
-run shared with learning.xor.phase): mean accuracy at their D·H and as a fraction of the frontier there.
+Reported, never asserted: the xor-phase experiment's trained models (report/experiments.py
+experiment_summary, the run shared with learning.xor.phase): mean accuracy at their D·H and as a
+fraction of the frontier there.
 """
 
 from __future__ import annotations
@@ -45,16 +47,19 @@ FULL = {"n": 14, "functions": ["xor", "majority", "mod:3", "exact:7"], "all_pair
 
 
 def plan(T: int, all_pairs: bool) -> list[tuple[int, int]]:
-    """The (D, H) to build: D = 1, H = c for c = 1..T and D = 2, H = h for 2h < T; or every D·H ≤ T."""
+    """The (D, H) to build: D = 1, H = c for c = 1..T and D = 2, H = h for 2h < T; or every D·H ≤
+    T."""
     if all_pairs:
         return [(D, H) for D in range(1, T + 1) for H in range(1, T + 1) if D * H <= T]
     return [(1, c) for c in range(1, T + 1)] + [(2, h) for h in range(1, (T + 1) // 2)]
 
 
-# ------------------------------------------------------------------------------------------------ measure
+# ------------------------------------------------------------------------------------------------
+# measure
 @dataclass(frozen=True)
 class FunctionFrontier:
-    """One function's frontier rows and the models built on it (with their constructions, for the check)."""
+    """One function's frontier rows and the models built on it (with their constructions, for the
+    check)."""
 
     function: str
     n: int
@@ -90,14 +95,15 @@ def measure_function(function: str, n: int, all_pairs: bool) -> FunctionFrontier
     rows = bf.frontier_rows(F)
     T = len(rows) - 1
     models = tuple(
-        bf.build_frontier_model(F, rows[min(D * H, T)], D, H, label=function) for D, H in plan(T, all_pairs)
+        bf.build_frontier_model(F, rows[min(D * H, T)], D, H, label=function)
+        for D, H in plan(T, all_pairs)
     )
     return FunctionFrontier(function, n, F, rows, models)
 
 
 def trained_cells(summary: XorPhaseSummary) -> list[dict[str, Any]]:
-    """The xor-phase cells as the figure and the JSON show them: D, H, n, mean accuracy, frontier and the
-    fraction of it."""
+    """The xor-phase cells as the figure and the JSON show them: D, H, n, mean accuracy, frontier
+    and the fraction of it."""
     return [
         {
             "degree": c.degree,
@@ -112,14 +118,18 @@ def trained_cells(summary: XorPhaseSummary) -> list[dict[str, Any]]:
     ]
 
 
-# ------------------------------------------------------------------------------------------------ check
+# ------------------------------------------------------------------------------------------------
+# check
 def exhaustive_frontier(F: Sequence[int]) -> list[tuple[int, str]]:
-    """(the most inputs right, the first optimal pattern) for c = 0..T, by trying all 2^(n+1) patterns in
-    lexicographic order ('+' before '-'): independent of boolean.frontier's programme."""
+    """(the most inputs right, the first optimal pattern) for c = 0..T, by trying all 2^(n+1)
+    patterns in lexicographic order ('+' before '-'): independent of boolean.frontier's
+    programme."""
     n = len(F) - 1
     weights = [math.comb(n, t) for t in range(n + 1)]
     target = ["+" if v > 0 else "-" for v in F]
-    best: dict[int, tuple[int, str]] = {}  # exact number of changes → (best agreement, first pattern)
+    best: dict[
+        int, tuple[int, str]
+    ] = {}  # exact number of changes → (best agreement, first pattern)
     for chars in itertools.product("+-", repeat=n + 1):
         changes = sum(chars[t] != chars[t + 1] for t in range(n))
         agree = sum(w for w, a, b in zip(weights, chars, target) if a == b)
@@ -134,8 +144,8 @@ def exhaustive_frontier(F: Sequence[int]) -> list[tuple[int, str]]:
 
 
 def accuracy_by_definition(built: Construction, F: Sequence[int]) -> fmpq:
-    """The model's exact accuracy over all 2^n inputs, from its answer on x = 1^t 0^(n−t) by the definition
-    (sign_on_bits), weighted by C(n, t)."""
+    """The model's exact accuracy over all 2^n inputs, from its answer on x = 1^t 0^(n−t) by the
+    definition (sign_on_bits), weighted by C(n, t)."""
     n = len(F) - 1
     right = sum(
         math.comb(n, t)
@@ -165,8 +175,10 @@ def check_function(m: FunctionFrontier) -> list[str]:
         by_definition = accuracy_by_definition(built, m.F)
         if not (model.certified and model.model_accuracy == frontier == by_definition):
             out.append(
-                f"{m.function}: D={model.degree} H={model.heads} model accuracy {model.model_accuracy} "
-                f"(by the definition {by_definition}, certified {model.certified}) ≠ frontier {frontier} "
+                f"{m.function}: D={model.degree} H={model.heads} model accuracy "
+                f"{model.model_accuracy} "
+                f"(by the definition {by_definition}, certified {model.certified}) ≠ frontier "
+                f"{frontier} "
                 f"at c={c}"
             )
     built_cs = {m_.degree * m_.heads for m_, _ in m.models}
@@ -176,9 +188,12 @@ def check_function(m: FunctionFrontier) -> list[str]:
     return out
 
 
-# ------------------------------------------------------------------------------------------------ describe
+# ------------------------------------------------------------------------------------------------
+# describe
 def _trained_text(trained: list[dict[str, Any]]) -> str:
-    below = [c for c in trained if c["fraction_of_frontier"] is not None and c["frontier_accuracy"] < 1]
+    below = [
+        c for c in trained if c["fraction_of_frontier"] is not None and c["frontier_accuracy"] < 1
+    ]
     if not trained:
         return ""
     if not below:
@@ -190,7 +205,9 @@ def _trained_text(trained: list[dict[str, Any]]) -> str:
     )
 
 
-def describe(measured: list[FunctionFrontier], problems: Sequence[str], trained: list[dict[str, Any]]) -> str:
+def describe(
+    measured: list[FunctionFrontier], problems: Sequence[str], trained: list[dict[str, Any]]
+) -> str:
     if problems:
         return "; ".join(problems[:5])
     parts = []
@@ -200,7 +217,8 @@ def describe(measured: list[FunctionFrontier], problems: Sequence[str], trained:
         parts.append(f"{m.function} (T = {m.threshold_degree}): {models}, {below} below T")
     n = measured[0].n if measured else "?"
     return (
-        f"n = {n}: every row equals exhaustive search over all ±1 patterns, and every constructed model's "
+        f"n = {n}: every row equals exhaustive search over all ±1 patterns, and every constructed "
+        "model's "
         f"exact accuracy (also by the definition) equals the frontier at its D·H — "
         + ", ".join(parts)
         + _trained_text(trained)
@@ -211,19 +229,29 @@ def describe(measured: list[FunctionFrontier], problems: Sequence[str], trained:
     CLAIM,
     paper=SEED004,
     source="Theorems 2 and 3 (issue 17: the accuracy frontier below the bound)",
-    statement="Below the threshold degree T, the best accuracy over all 2^n inputs of H heads with a "
-    "degree-D readout is the best binomially weighted agreement of F with a ±1 pattern of at most D·H sign "
-    "changes (Theorem 2 bounds the sign changes, Theorem 3 realises every such pattern): for n-bit XOR, "
-    "majority and mod:3 (n = 12; n = 14 and exact:7 too at full scale) the Theorem-3 model built for the "
+    statement="Below the threshold degree T, the best accuracy over all 2^n inputs of H heads "
+    "with a "
+    "degree-D readout is the best binomially weighted agreement of F with a ±1 pattern of at most "
+    "D·H sign "
+    "changes (Theorem 2 bounds the sign changes, Theorem 3 realises every such pattern): for "
+    "n-bit XOR, "
+    "majority and mod:3 (n = 12; n = 14 and exact:7 too at full scale) the Theorem-3 model built "
+    "for the "
     "best pattern reaches that frontier exactly for every D·H < T.",
     quick=QUICK,
     full=FULL,
 )
 def boolean_frontier(
-    ctx: Context, n: int, functions: list[str], all_pairs: bool, experiment: str | None = "xor-phase"
+    ctx: Context,
+    n: int,
+    functions: list[str],
+    all_pairs: bool,
+    experiment: str | None = "xor-phase",
 ) -> ClaimResult:
     key = ("boolean_frontier", n, tuple(functions), all_pairs)
-    measured = ctx.cached(key, lambda: [measure_function(f, n, all_pairs) for f in functions], "frontiers")
+    measured = ctx.cached(
+        key, lambda: [measure_function(f, n, all_pairs) for f in functions], "frontiers"
+    )
     problems = [p for m in measured for p in check_function(m)]
     trained = [] if experiment is None else trained_cells(experiment_summary(ctx, experiment))
     models = sum(len(m.models) for m in measured)
@@ -242,16 +270,21 @@ def boolean_frontier(
     )
 
 
-# ------------------------------------------------------------------------------------------------ figure
-def figure_series(measured: list[FunctionFrontier], trained: list[dict[str, Any]]) -> dict[str, Any]:
-    """XOR's frontier curve and built models at the claim's n and at the trained models' n (built here,
-    D = 1, H = c for c = 1..n, when that n is another), and the trained cells."""
+# ------------------------------------------------------------------------------------------------
+# figure
+def figure_series(
+    measured: list[FunctionFrontier], trained: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """XOR's frontier curve and built models at the claim's n and at the trained models' n (built
+    here, D = 1, H = c for c = 1..n, when that n is another), and the trained cells."""
     curves: dict[int, list[float]] = {}
     built: dict[int, list[tuple[int, float]]] = {}
     for m in measured:
         if m.function == "xor":
             curves[m.n] = [row.accuracy_float for row in m.rows]
-            built[m.n] = sorted({(mod.degree * mod.heads, mod.model_accuracy_float) for mod, _ in m.models})
+            built[m.n] = sorted(
+                {(mod.degree * mod.heads, mod.model_accuracy_float) for mod, _ in m.models}
+            )
     for n in sorted({c["n"] for c in trained} - set(curves)):
         F = xor_values(n)
         rows = bf.frontier_rows(F)
@@ -267,7 +300,9 @@ def draw_frontier(fig: plt.Figure, result: ClaimResult) -> str:
     ax = fig.add_subplot(1, 1, 1)
     colors = iter(["tab:blue", "tab:orange", "tab:green", "tab:purple"])
     trained = [c for c in s["trained"] if c["accuracy"] == c["accuracy"]]  # NaN: no value
-    top = max([len(v) - 1 for v in s["curves"].values()] + [c["degree"] * c["heads"] for c in trained])
+    top = max(
+        [len(v) - 1 for v in s["curves"].values()] + [c["degree"] * c["heads"] for c in trained]
+    )
     color_of, handles = {}, []
     for n, curve in sorted(s["curves"].items()):
         color = color_of[n] = next(colors)
@@ -283,7 +318,9 @@ def draw_frontier(fig: plt.Figure, result: ClaimResult) -> str:
         x = DH * 1.06 ** (seen[DH] - 1)  # cells of equal D·H side by side
         ax.plot(x, 100 * c["accuracy"], "x", color=color_of.get(c["n"], "black"), ms=8, mew=2)
     if trained:
-        handles.append(Line2D([], [], color="black", ls="", marker="x", ms=8, mew=2, label="trained"))
+        handles.append(
+            Line2D([], [], color="black", ls="", marker="x", ms=8, mew=2, label="trained")
+        )
     ax.set_xscale("log", base=2)
     ticks = [2**e for e in range(int(math.log2(top)) + 1)]
     ax.set_xticks(ticks, [str(t) for t in ticks])
@@ -294,18 +331,27 @@ def draw_frontier(fig: plt.Figure, result: ClaimResult) -> str:
     ax.set_ylim(min([48.0] + [100 * c["accuracy"] - 2 for c in trained]), 101)
     ax.set_title("XOR below D·H = n: the exact accuracy frontier")
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=10)
-    fractions = [c["fraction_of_frontier"] for c in trained if c["fraction_of_frontier"] is not None]
+    fractions = [
+        c["fraction_of_frontier"] for c in trained if c["fraction_of_frontier"] is not None
+    ]
     spread = (
-        f" The trained models reach {100 * min(fractions):.1f}–{100 * max(fractions):.1f}% of the frontier "
+        f" The trained models reach {100 * min(fractions):.1f}–{100 * max(fractions):.1f}% of the "
+        "frontier "
         "at their D·H."
         if fractions
         else ""
     )
     return (
-        "Paper (seed 004 Theorems 2, 3): H heads with a degree-D readout output a sign pattern along t = |x| "
-        "with at most D·H changes, and every such pattern is realisable. Lines: the exact frontier, the best "
-        "accuracy over all 2^n inputs of any pattern with at most c = D·H sign changes (flat at 100% from "
-        "c = n; at c = 0, a constant, it is 50%); dots: the Theorem-3 model built for the best pattern at "
-        "that D·H, its exact accuracy (certified equal to the frontier); crosses: trained xor-phase models "
-        "(mean accuracy over seeds, coloured by their n, side by side where cells share D·H)." + spread
+        "Paper (seed 004 Theorems 2, 3): H heads with a degree-D readout output a sign pattern "
+        "along t = |x| "
+        "with at most D·H changes, and every such pattern is realisable. Lines: the exact "
+        "frontier, the best "
+        "accuracy over all 2^n inputs of any pattern with at most c = D·H sign changes (flat at "
+        "100% from "
+        "c = n; at c = 0, a constant, it is 50%); dots: the Theorem-3 model built for the best "
+        "pattern at "
+        "that D·H, its exact accuracy (certified equal to the frontier); crosses: trained "
+        "xor-phase models "
+        "(mean accuracy over seeds, coloured by their n, side by side where cells share D·H)."
+        + spread
     )

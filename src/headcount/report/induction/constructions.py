@@ -1,13 +1,15 @@
-"""Claims of seed 000 (Hsu–Telgarsky 2024, induction heads), each recomputed from scratch, and their figures.
+"""Claims of seed 000 (Hsu–Telgarsky 2024, induction heads), each recomputed from scratch, and their
+figures.
 
-The paper: a one-layer transformer solving induction heads on length-n inputs needs size h·m·p = Ω(n)
-(Theorem 1, §3, by a reduction from INDEX), while two layers with O(1) heads, O(1) embedding dimension and
-O(log n) bits suffice when |Σ| ≤ n (§1, citing Bietti et al. 2023 and Sanford et al. 2024). The
-constructions (headcount.induction.construction) are certified by headcount.induction.certify: "certified"
-means every checked position is proven at the reported precision_bits, "errors" counts float64 mistakes,
-and the scope says what "checked" covers ("exhaustive": all of Σ^n; "sampled": seeded random inputs plus the
-adversarial families), which the report always words (certified_wording). Certificates are cached per run
-under ("induction", construction, n, S, samples), so claims sharing a case compute it once.
+The paper: a one-layer transformer solving induction heads on length-n inputs needs size h·m·p =
+Ω(n) (Theorem 1, §3, by a reduction from INDEX), while two layers with O(1) heads, O(1) embedding
+dimension and O(log n) bits suffice when |Σ| ≤ n (§1, citing Bietti et al. 2023 and Sanford et al.
+2024). The constructions (headcount.induction.construction) are certified by
+headcount.induction.certify: "certified" means every checked position is proven at the reported
+precision_bits, "errors" counts float64 mistakes, and the scope says what "checked" covers
+("exhaustive": all of Σ^n; "sampled": seeded random inputs plus the adversarial families), which the
+report always words (certified_wording). Certificates are cached per run under ("induction",
+construction, n, S, samples), so claims sharing a case compute it once.
 """
 
 from __future__ import annotations
@@ -24,41 +26,55 @@ from headcount.report.claims import SEED000, ClaimResult, Context, claim, fit_lo
 from headcount.report.figures import figure, log2_axis
 
 CONSTRUCTIONS = {"two_layer": two_layer_induction, "one_layer": one_layer_induction}
-PRECISION_SLOPE_MAX = 2.0  # bits per doubling of n allowed for "O(log n)" (the spec's design: ≈ 1.7)
+PRECISION_SLOPE_MAX = (
+    2.0  # bits per doubling of n allowed for "O(log n)" (the spec's design: ≈ 1.7)
+)
 ONE_LAYER_SIZE_FACTOR = 2.0  # one-layer size must stay ≤ 2·n·log₂ n + ONE_LAYER_SIZE_CONST
 ONE_LAYER_SIZE_CONST = 0
 Cert = InductionCertificate
 Rows = list[dict[str, Any]]  # a claim's measured points
-Cases = list[tuple[int, int, int | None]]  # (n, S, samples); samples None = exhaustive when S^n is small
+Cases = list[
+    tuple[int, int, int | None]
+]  # (n, S, samples); samples None = exhaustive when S^n is small
 
 
-def certificate(ctx: Context, construction: str, n: int, alphabet: int, samples: int | None = None) -> Cert:
+def certificate(
+    ctx: Context, construction: str, n: int, alphabet: int, samples: int | None = None
+) -> Cert:
     """The (cached) certificate of a construction at (n, S); exhaustive when S^n ≤ 2·10⁶."""
-    label = f"certify {construction} n={n} S={alphabet}" + ("" if samples is None else f" samples={samples}")
+    label = f"certify {construction} n={n} S={alphabet}" + (
+        "" if samples is None else f" samples={samples}"
+    )
 
     def compute() -> Cert:
-        return certify_induction(CONSTRUCTIONS[construction](n, alphabet), n, alphabet, samples=samples)
+        return certify_induction(
+            CONSTRUCTIONS[construction](n, alphabet), n, alphabet, samples=samples
+        )
 
     return ctx.cached(("induction", construction, n, alphabet, samples), compute, label)
 
 
 def certified_wording(scope: str) -> str:
-    """How the report words a certificate of this scope (never a sampled one as covering all of Σ^n)."""
+    """How the report words a certificate of this scope (never a sampled one as covering all of
+    Σ^n)."""
     where = (
-        "all of Σ^n (scope: exhaustive)" if scope == "exhaustive" else "the inputs checked (scope: sampled)"
+        "all of Σ^n (scope: exhaustive)"
+        if scope == "exhaustive"
+        else "the inputs checked (scope: sampled)"
     )
     return f"certified on {where}"
 
 
 ROW_FIELDS = (
-    "n S samples exhaustive scope families inputs_checked positions_checked errors precision_bits certified "
+    "n S samples exhaustive scope families inputs_checked positions_checked errors precision_bits "
+    "certified "
     "uncertified_positions heads dim size dtypes_exact first_counterexample"
 )
 
 
 def _point(cert: Cert, names: str, samples: int | None = None) -> dict[str, Any]:
-    """The named fields (space-separated) of a certificate's JSON, S for its alphabet and the samples asked
-    for: one point of a claim's measured JSON."""
+    """The named fields (space-separated) of a certificate's JSON, S for its alphabet and the
+    samples asked for: one point of a claim's measured JSON."""
     flat = cert.to_json() | {"S": cert.alphabet, "samples": samples}
     return {name: flat[name] for name in names.split()}
 
@@ -68,23 +84,26 @@ def _cases(ctx: Context, construction: str, cases: Cases) -> list[Cert]:
 
 
 def _problems(certs: list[Cert], need_exhaustive: bool = False) -> list[str]:
-    """Why the certificates contradict "solves the task on every input checked (with need_exhaustive: on all
-    of Σ^n), certified"."""
+    """Why the certificates contradict "solves the task on every input checked (with
+    need_exhaustive: on all of Σ^n), certified"."""
     return [line for cert in certs for line in cert.shortfalls(need_exhaustive)]
 
 
-# the adversarial families the large-n claim's statement names (checked by name, not taken from the certifier)
+# the adversarial families the large-n claim's statement names (checked by name, not taken from the
+# certifier)
 STATED_FAMILIES = ("latest_match_far_back", "all_equal", "bottom_heavy", "repeated_block", "index")
 
 
 def _family_problems(certs: list[Cert]) -> list[str]:
-    """Sampled certificates that skipped random inputs or a family the large-n claim names (INDEX needs
-    S ≥ 3)."""
+    """Sampled certificates that skipped random inputs or a family the large-n claim names (INDEX
+    needs S ≥ 3)."""
     out = []
     for cert in certs:
         if cert.scope == "exhaustive":
             continue
-        wanted = ("uniform",) + tuple(f for f in STATED_FAMILIES if f != "index" or cert.alphabet >= 3)
+        wanted = ("uniform",) + tuple(
+            f for f in STATED_FAMILIES if f != "index" or cert.alphabet >= 3
+        )
         missing = [f for f in wanted if not cert.certificate.families.get(f)]
         if missing:
             out.append(f"n={cert.n} S={cert.alphabet}: no inputs from {', '.join(missing)}")
@@ -111,10 +130,13 @@ def two_layer_exhaustive(ctx: Context, cases: list[tuple[int, int]]) -> ClaimRes
         "errors": sum(c.errors for c in checked),
         "all_certified": all(c.certified for c in checked),
         "max_precision_bits": max(c.precision_bits or 0 for c in checked),
-        "points": [_point(cert, "S n inputs_checked errors precision_bits certified") for cert in certs],
+        "points": [
+            _point(cert, "S n inputs_checked errors precision_bits certified") for cert in certs
+        ],
     }
     detail = "; ".join(problems) or (
-        f"{len(certs)} cases, {inputs} sequences: every one of Σ^n checked (S^n inputs each), zero errors, "
+        f"{len(certs)} cases, {inputs} sequences: every one of Σ^n checked (S^n inputs each), "
+        "zero errors, "
         "every position proven: certified on all of Σ^n (scope: exhaustive)"
     )
     return ClaimResult(measured, status(not problems), detail)
@@ -125,19 +147,30 @@ def two_layer_exhaustive(ctx: Context, cases: list[tuple[int, int]]) -> ClaimRes
     paper=SEED000,
     source="§1 (upper bound, citing Bietti et al. 2023; Sanford et al. 2024)",
     statement="The same two-layer construction stays correct at sequence lengths in the thousands: "
-    "zero errors and certified on the inputs checked (scope: sampled, Σ^n is far too large to enumerate): "
-    "seeded random inputs plus every adversarial family (repeated blocks, all-equal, ⊥-heavy, latest match "
+    "zero errors and certified on the inputs checked (scope: sampled, Σ^n is far too large to "
+    "enumerate): "
+    "seeded random inputs plus every adversarial family (repeated blocks, all-equal, ⊥-heavy, "
+    "latest match "
     "far back, INDEX family).",
     quick={"cases": [(1024, 16, 8), (4096, 64, 2)]},
     # n = 65536: 2 random inputs and 2 of each adversarial family, in O(block·n) memory (issue 18)
     full={
-        "cases": [(1024, 2, None), (1024, 16, None), (1024, 1024, None), (4096, 64, None), (65536, 256, 2)]
+        "cases": [
+            (1024, 2, None),
+            (1024, 16, None),
+            (1024, 1024, None),
+            (4096, 64, None),
+            (65536, 256, 2),
+        ]
     },
 )
 def two_layer_large_n(ctx: Context, cases: Cases) -> ClaimResult:
     certs = _cases(ctx, "two_layer", cases)
     problems = _problems(certs) + _family_problems(certs)
-    fields = "n S samples scope inputs_checked families errors precision_bits certified size dtypes_exact"
+    fields = (
+        "n S samples scope inputs_checked families errors precision_bits certified size "
+        "dtypes_exact"
+    )
     measured = {"points": [_point(cert, fields, s) for cert, (_, _, s) in zip(certs, cases)]}
     detail = "; ".join(problems) or "zero errors, every checked position proven: " + ", ".join(
         f"n={cert.n} S={cert.alphabet} {certified_wording(cert.scope)} "
@@ -148,8 +181,8 @@ def two_layer_large_n(ctx: Context, cases: Cases) -> ClaimResult:
 
 
 def _shapes(ctx: Context, lengths: list[int], alphabets: list[int]) -> Rows:
-    """d_model and heads per layer of the two-layer construction built at every (n, S) with S ≤ n, and of
-    every two-layer case certified earlier in this run."""
+    """d_model and heads per layer of the two-layer construction built at every (n, S) with S ≤ n,
+    and of every two-layer case certified earlier in this run."""
     built = [(n, S, two_layer_induction(n, S)) for n in lengths for S in alphabets if S <= n]
     rows = [
         {"n": n, "S": S, "dim": m.d_model, "heads": list(m.heads_per_layer), "source": "built"}
@@ -157,7 +190,13 @@ def _shapes(ctx: Context, lengths: list[int], alphabets: list[int]) -> Rows:
     ]
     certs = [c for c in ctx.cached_values("induction") if c.construction == "two_layer_induction"]
     return rows + [
-        {"n": c.n, "S": c.alphabet, "dim": c.d_model, "heads": list(c.heads_per_layer), "source": "certified"}
+        {
+            "n": c.n,
+            "S": c.alphabet,
+            "dim": c.d_model,
+            "heads": list(c.heads_per_layer),
+            "source": "certified",
+        }
         for c in certs
     ]
 
@@ -199,8 +238,10 @@ PRECISION_CASES = {  # (n, S, samples)
     "induction.two_layer.precision_log_n",
     paper=SEED000,
     source="§1 (p = O(log n))",
-    statement="The two-layer construction needs only O(log n) bits of precision: the measured minimal "
-    f"fixed-point precision fits p = c·log₂ n + c′ with c ≤ {PRECISION_SLOPE_MAX:g}, and is certified at "
+    statement="The two-layer construction needs only O(log n) bits of precision: the measured "
+    "minimal "
+    f"fixed-point precision fits p = c·log₂ n + c′ with c ≤ {PRECISION_SLOPE_MAX:g}, and is "
+    "certified at "
     "every n on the inputs checked (each point's scope, exhaustive or sampled, is reported).",
     quick={"cases": PRECISION_CASES["quick"]},
     full={"cases": PRECISION_CASES["full"]},
@@ -214,13 +255,18 @@ def two_layer_precision(ctx: Context, cases: Cases) -> ClaimResult:
         return ClaimResult({"points": points}, "FAIL", "; ".join(problems))
     c, c0 = fit_log2(n, bits)
     if c > PRECISION_SLOPE_MAX:
-        problems.append(f"fitted slope c = {c:.2f} bits per doubling of n exceeds {PRECISION_SLOPE_MAX:g}")
+        problems.append(
+            f"fitted slope c = {c:.2f} bits per doubling of n exceeds {PRECISION_SLOPE_MAX:g}"
+        )
     fields = "n S samples scope precision_bits certified errors"
     measured = {"c": round(c, 4), "c_prime": round(c0, 4), "slope_limit": PRECISION_SLOPE_MAX}
     measured["points"] = [_point(cert, fields, s) for cert, (_, _, s) in zip(certs, cases)]
     detail = "; ".join(problems) or (
         f"p = {c:.2f}·log₂ n + {c0:.2f} (c ≤ {PRECISION_SLOPE_MAX:g}); every point: "
-        + ", ".join(f"n={m}: {p} bits, {certified_wording(cert.scope)}" for m, p, cert in zip(n, bits, certs))
+        + ", ".join(
+            f"n={m}: {p} bits, {certified_wording(cert.scope)}"
+            for m, p, cert in zip(n, bits, certs)
+        )
     )
     series = {"n": n, "precision_bits": bits, "S": sorted({cert.alphabet for cert in certs})}
     series |= {"c": c, "c_prime": c0, "scope": [cert.scope for cert in certs]}
@@ -233,7 +279,8 @@ ONE_LAYER_CASES = {  # (n, S, samples); samples None = exhaustive (S^n small)
     + [(n, 3, 64) for n in (64, 128, 256, 512)],
 }
 ONE_LAYER_FIELDS = (
-    "n S exhaustive scope inputs_checked errors precision_bits certified uncertified_positions heads"
+    "n S exhaustive scope inputs_checked errors precision_bits certified "
+    "uncertified_positions heads"
 )
 
 
@@ -258,11 +305,18 @@ def _one_layer_problems(r: Cert) -> list[str]:
 
 
 def _precision_fit(good: list[Cert]) -> dict[str, Any]:
-    """{"precision_fit": p = a·log₂ n + b} over the certificates with a precision, when they span two n."""
+    """{"precision_fit": p = a·log₂ n + b} over the certificates with a precision, when they span
+    two n."""
     if len({r.n for r in good}) < 2:
         return {}
     a, b = fit_log2([r.n for r in good], [r.certificate.precision_bits for r in good])
-    return {"precision_fit": {"a": round(a, 4), "b": round(b, 4), "form": "p = a·log₂ n + b (so size = n·p)"}}
+    return {
+        "precision_fit": {
+            "a": round(a, 4),
+            "b": round(b, 4),
+            "form": "p = a·log₂ n + b (so size = n·p)",
+        }
+    }
 
 
 @claim(
@@ -270,7 +324,8 @@ def _precision_fit(good: list[Cert]) -> dict[str, Any]:
     paper=SEED000,
     source="§3 (Theorem 1 is tight up to log n)",
     statement="A one-layer transformer can solve induction heads with size h·m·p = O(n log n) "
-    "(one head, m = n + 1, p ≈ log₂ n): zero errors, certified on the inputs checked (scope: exhaustive "
+    "(one head, m = n + 1, p ≈ log₂ n): zero errors, certified on the inputs checked (scope: "
+    "exhaustive "
     "over Σ^n where S^n ≤ 2·10⁶, else sampled; reported per point), and size ≤ "
     f"{ONE_LAYER_SIZE_FACTOR:g}·n·log₂ n + {ONE_LAYER_SIZE_CONST}.",
     quick={"cases": ONE_LAYER_CASES["quick"]},
@@ -283,10 +338,15 @@ def one_layer_n_log_n(ctx: Context, cases: Cases) -> ClaimResult:
     measured = {"size_bound": f"{ONE_LAYER_SIZE_FACTOR:g}·n·log₂ n + {ONE_LAYER_SIZE_CONST}"}
     measured |= {"points": [_one_layer_point(r) for r in rows]} | _precision_fit(good)
     detail = "; ".join(problems) or "zero errors, size ≤ bound at every n: " + ", ".join(
-        f"n={r.n}: 1·{r.d_model}·{r.certificate.precision_bits} = {r.size}, {certified_wording(r.scope)}"
+        f"n={r.n}: 1·{r.d_model}·{r.certificate.precision_bits} = {r.size}, "
+        f"{certified_wording(r.scope)}"
         for r in rows
     )
-    series = {"n": [r.n for r in good], "size": [r.size for r in good], "S": [r.alphabet for r in good]}
+    series = {
+        "n": [r.n for r in good],
+        "size": [r.size for r in good],
+        "S": [r.alphabet for r in good],
+    }
     return ClaimResult(measured, status(not problems), detail, series)
 
 
@@ -313,15 +373,20 @@ def _compare(one: Cert, two: Cert) -> dict[str, Any]:
 
 
 def _comparison_problems(row: dict[str, Any], one: Cert, two: Cert) -> list[str]:
-    """Why a compared (n, S) contradicts the claim: no size, errors, or a message below INDEX's k bits."""
+    """Why a compared (n, S) contradicts the claim: no size, errors, or a message below INDEX's k
+    bits."""
     n, S, k, bits, out = row["n"], row["S"], row["k"], row["one_layer_index_message_bits"], []
     if row["ratio_one_over_two"] is None:
         out.append(
-            f"n={n} S={S}: no error-free precision, so no size (one-layer {one.size}, two-layer {two.size})"
+            f"n={n} S={S}: no error-free precision, so no size (one-layer {one.size}, two-layer "
+            f"{two.size})"
         )
     errors = one.certificate.errors, two.certificate.errors
     if any(errors):
-        out.append(f"n={n} S={S}: a construction makes errors (one-layer {errors[0]}, two-layer {errors[1]})")
+        out.append(
+            f"n={n} S={S}: a construction makes errors (one-layer {errors[0]}, two-layer "
+            f"{errors[1]})"
+        )
     if bits is not None and bits < k:
         out.append(
             f"n={n}: correct one-layer model with message h·(m+1)·3p = {bits} < k = {k} "
@@ -344,8 +409,8 @@ def _growth_row(g: Cert) -> dict[str, Any]:
 
 
 def _growth(sizes: list[Cert]) -> tuple[dict[str, Any], Any, list[str]]:
-    """(measured, fit or None, problems) of the two-layer certificates as n grows: each needs a size, and
-    two n are needed for a fit."""
+    """(measured, fit or None, problems) of the two-layer certificates as n grows: each needs a
+    size, and two n are needed for a fit."""
     growth = [g for g in sizes if g.size is not None]
     no_size = "no error-free precision, so no size"
     problems = [f"two-layer n={g.n} S={g.alphabet}: {no_size}" for g in sizes if g.size is None]
@@ -357,13 +422,19 @@ def _growth(sizes: list[Cert]) -> tuple[dict[str, Any], Any, list[str]]:
 
 
 def _size_fit(growth: list[Cert]) -> tuple[dict[str, Any], tuple[float, float], list[str]]:
-    """(measured, (slope, intercept), problems) of the two-layer size against log₂ n: it may grow by at
-    most PRECISION_SLOPE_MAX bits of precision per doubling of n."""
-    limit = PRECISION_SLOPE_MAX * max(sum(g.heads_per_layer) * g.d_model for g in growth)  # size per bit
+    """(measured, (slope, intercept), problems) of the two-layer size against log₂ n: it may grow by
+    at most PRECISION_SLOPE_MAX bits of precision per doubling of n."""
+    limit = PRECISION_SLOPE_MAX * max(
+        sum(g.heads_per_layer) * g.d_model for g in growth
+    )  # size per bit
     slope, intercept = fit_log2([g.n for g in growth], [g.size for g in growth])
     fast = f"two-layer size grows by {slope:.1f} per doubling of n, more than heads·dim·"
     problems = [f"{fast}{PRECISION_SLOPE_MAX:g} = {limit:g}"] if slope > limit else []
-    fit = {"slope_per_log2_n": round(slope, 2), "intercept": round(intercept, 2), "slope_limit": limit}
+    fit = {
+        "slope_per_log2_n": round(slope, 2),
+        "intercept": round(intercept, 2),
+        "slope_limit": limit,
+    }
     # where the fitted O(log n) two-layer size drops below the one-layer INDEX bound k/3
     n_cross = next((2**e for e in range(2, 64) if index_bound(2**e) > slope * e + intercept), None)
     return (
@@ -392,7 +463,10 @@ def _separation_series(measured: dict[str, Any], comparable: Rows, fit: Any) -> 
     return {
         "one_layer": compared | {"size": [r["one_layer_size"] for r in comparable]},
         "two_layer_small_S": compared
-        | {"size": [r["two_layer_size"] for r in comparable], "S": sorted({r["S"] for r in comparable})},
+        | {
+            "size": [r["two_layer_size"] for r in comparable],
+            "S": sorted({r["S"] for r in comparable}),
+        },
         "two_layer": {"n": [g["n"] for g in growth], "size": [g["size"] for g in growth]}
         | {"S": sorted({g["S"] for g in growth})},
         "two_layer_fit": fit,
@@ -405,7 +479,8 @@ def _separation_series(measured: dict[str, Any], comparable: Rows, fit: Any) -> 
     "induction.separation",
     paper=SEED000,
     source="§3 Theorem 1 vs §1 (exponential separation)",
-    statement="One layer needs size h·m·p = Ω(n) (INDEX reduction: Alice's message h·(m+1)·3p ≥ k bits "
+    statement="One layer needs size h·m·p = Ω(n) (INDEX reduction: Alice's message h·(m+1)·3p ≥ k "
+    "bits "
     "at n = 2k+1) while two layers need only O(log n): the two-layer size is below the one-layer "
     "construction's size for all n ≥ some n0, and grows like O(log n).",
     quick={"one_layer": ONE_LAYER_CASES["quick"], "two_layer": PRECISION_CASES["quick"]},
@@ -417,16 +492,24 @@ def separation(ctx: Context, one_layer: Cases, two_layer: Cases) -> ClaimResult:
     compared = [_compare(one, two) for one, two in pairs]
     growth, fit, growth_problems = _growth(_cases(ctx, "two_layer", two_layer))
     # check
-    problems = [p for row, (one, two) in zip(compared, pairs) for p in _comparison_problems(row, one, two)]
-    comparable = sorted((r for r in compared if r["ratio_one_over_two"] is not None), key=lambda r: r["n"])
+    problems = [
+        p for row, (one, two) in zip(compared, pairs) for p in _comparison_problems(row, one, two)
+    ]
+    comparable = sorted(
+        (r for r in compared if r["ratio_one_over_two"] is not None), key=lambda r: r["n"]
+    )
     n0 = _crossover(comparable)
     if n0 is None:
-        problems.append("the two-layer size is not below the one-layer size at the largest n compared")
+        problems.append(
+            "the two-layer size is not below the one-layer size at the largest n compared"
+        )
     problems += growth_problems
     # describe
     measured = {"n0": n0, "compared": compared} | growth
     detail = "; ".join(problems) or _separation_detail(measured, comparable)
-    return ClaimResult(measured, status(not problems), detail, _separation_series(measured, comparable, fit))
+    return ClaimResult(
+        measured, status(not problems), detail, _separation_series(measured, comparable, fit)
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -453,11 +536,15 @@ def draw_precision(fig: plt.Figure, result: ClaimResult) -> str:
     ax.legend(loc="lower right")
     return (
         "Paper (seed 000 §1): two layers with O(1) heads and dimension solve induction heads with "
-        "p = O(log n) bits. Measured: the smallest fixed-point precision with zero errors, certified on the "
+        "p = O(log n) bits. Measured: the smallest fixed-point precision with zero errors, "
+        "certified on the "
         f"inputs checked (scope: {', '.join(sorted(set(s.get('scope') or ['sampled'])))}), fits "
-        f"p = {c:.2f}·log₂ n + {c0:.2f}, i.e. c = {c:.2f} bits per doubling of n (claim passes iff c ≤ 2). "
-        "fixed:p has p integer and p fractional bits, so telling n positions apart needs only p ≥ ½·log₂ n; "
-        "the previous-token head's keys (position digits squared, up to n) make c tend to 1 for much "
+        f"p = {c:.2f}·log₂ n + {c0:.2f}, i.e. c = {c:.2f} bits per doubling of n (claim passes "
+        "iff c ≤ 2). "
+        "fixed:p has p integer and p fractional bits, so telling n positions apart needs only p ≥ "
+        "½·log₂ n; "
+        "the previous-token head's keys (position digits squared, up to n) make c tend to 1 for "
+        "much "
         "larger n."
     )
 
@@ -491,9 +578,12 @@ def draw_size(fig: plt.Figure, result: ClaimResult) -> str:
     ax.legend(loc="lower right", fontsize=10, framealpha=0.95)
     cross = f" The fitted two-layer size falls below the INDEX line from n ≈ {s['n_cross']}."
     return (
-        "Paper (seed 000 Theorem 1): any one-layer transformer solving induction heads at n = 2k+1 has "
-        "h·(m+1)·3p ≥ k, so size h·m·p grows at least linearly (black line, k/3); two layers need only "
-        "O(log n). Measured: the one-layer construction's size grows like n·log₂ n, the two-layer one like "
+        "Paper (seed 000 Theorem 1): any one-layer transformer solving induction heads at n = "
+        "2k+1 has "
+        "h·(m+1)·3p ≥ k, so size h·m·p grows at least linearly (black line, k/3); two layers need "
+        "only "
+        "O(log n). Measured: the one-layer construction's size grows like n·log₂ n, the two-layer "
+        "one like "
         f"log n; the two-layer size is the smaller from n = {s.get('n0')} on."
         + (cross if s.get("n_cross") else "")
     )

@@ -1,41 +1,41 @@
-"""Where the INDEX error floor bites (issue 17, point 2): the claim `induction.index.error_floor` and its
-figure.
+"""Where the INDEX error floor bites (issue 17, point 2): the claim `induction.index.error_floor`
+and its figure.
 
-Measure: induction.lower_bound.protocol.check_protocol (exhaustive: every (f, i*), k ≤ 16) with its error
-floor δ* = h⁻¹(1 − b/k) (induction/lower_bound/floor.py) on three kinds of one-layer model at INDEX sizes k:
+Measure: induction.lower_bound.protocol.check_protocol (exhaustive: every (f, i*), k ≤ 16) with its
+error floor δ* = h⁻¹(1 − b/k) (induction/lower_bound/floor.py) on three kinds of one-layer model at
+INDEX sizes k:
 
-* random: seeded random table models (setup.random_index_model) of one fixed shape (h heads, width m, p bits),
-  several seeds per k. Their message length b is measured per model; a head of width 1 at p = 1 sends
-  5..10 bits, so b < k — a positive floor — from k ≈ 6 on;
-* construction: the one-layer construction (induction.construction.one_layer_induction at n = 2k+1, S = 3) at
-  its minimal INDEX precision (report.induction.lower_bound.index_precision). It is correct, so b ≥ k and
-  its floor is 0;
+* random: seeded random table models (setup.random_index_model) of one fixed shape (h heads, width
+  m, p bits), several seeds per k. Their message length b is measured per model; a head of width 1
+  at p = 1 sends 5..10 bits, so b < k — a positive floor — from k ≈ 6 on;
+* construction: the one-layer construction (induction.construction.one_layer_induction at n = 2k+1,
+  S = 3) at its minimal INDEX precision (report.induction.lower_bound.index_precision). It is
+  correct, so b ≥ k and its floor is 0;
 * trained: the table forms of the one-layer models of the learning lab's induction-depth experiment
-  (learn/experiments.py, at the report's scale, kept beside the results database, retrained when the file
-  is missing), converted with core.model.table.table_from_weights. The trained models are attention-only
-  one-layer weight-form models with a float W_O, whose fixed:p rounding points no table has (issue 27,
-  finding 3: the protocol refuses them as given), so the point checked is their table form — a one-layer
-  table model in its own right (model_form "table"), with the trained model's real-arithmetic maps
-  (ψ_in = W_E + W_pos, Q̃ = ψ_in W_Q, K̃ = ψ_in W_K, Ṽ = ψ_in W_V W_O) and its own rounding points. The
-  floor holds for every one-layer model, and a table is one; what is measured is the table's INDEX error
-  at fixed:p, not the weight model's. They read INDEX inputs (tokens 0, 1 and '?' = 2) for every k with
-  2k+1 ≤ n (alphabet S ≥ 3, context n). A trained model is not correct on induction heads, so "its
-  certified precision" here is the smallest fixed:p at which the quantised table provably gives its float64
-  answers on every position of every INDEX input at that k (core.certify.certify.minimal_precision_bits against
-  the table's float64 outputs; None: no p ≤ 60 does, and the point is left out with the reason in the
-  detail).
+  (learn/experiments.py, at the report's scale, kept beside the results database, retrained when the
+  file is missing), converted with core.model.table.table_from_weights. The trained models are
+  attention-only one-layer weight-form models with a float W_O, whose fixed:p rounding points no
+  table has (issue 27, finding 3: the protocol refuses them as given), so the point checked is their
+  table form — a one-layer table model in its own right (model_form "table"), with the trained
+  model's real-arithmetic maps (ψ_in = W_E + W_pos, Q̃ = ψ_in W_Q, K̃ = ψ_in W_K, Ṽ = ψ_in W_V W_O)
+  and its own rounding points. The floor holds for every one-layer model, and a table is one; what
+  is measured is the table's INDEX error at fixed:p, not the weight model's. They read INDEX inputs
+  (tokens 0, 1 and '?' = 2) for every k with 2k+1 ≤ n (alphabet S ≥ 3, context n). A trained model
+  is not correct on induction heads, so "its certified precision" here is the smallest fixed:p at
+  which the quantised table provably gives its float64 answers on every position of every INDEX
+  input at that k (core.certify.certify.minimal_precision_bits against the table's float64 outputs;
+  None: no p ≤ 60 does, and the point is left out with the reason in the detail).
 
 Check: every model satisfies floor_holds (its INDEX error ≥ δ* − its disagreement rate, exactly) and
-protocol_floor_holds (Bob's error ≥ δ*: the theorem), and at least one random model has b < k, a positive
-floor and an error above it. Every point is cached per run (CACHE_KIND, …), which is also how the tests
-falsify one.
+protocol_floor_holds (Bob's error ≥ δ*: the theorem), and at least one random model has b < k, a
+positive floor and an error above it. Every point is cached per run (CACHE_KIND, …), which is also
+how the tests falsify one.
 
-Reported, never asserted: for each trained model's table, the size h·m·p below which its floor would be
-positive.
-The rule: b grows about linearly in h·m·p (each head sends m + 1 numbers of 3p..5p bits, the encoding's
-worst case h·(m·(4p+2) + 5p + 2 + ⌈log₂ d_head⌉)), so at the same k a model of size s′ sends about
-b·s′/s bits and its floor is positive when s′ < k·s/b. For trained sizes this is far below one head of
-width 1 at 1 bit: the floor is vacuous there, and the claim says so.
+Reported, never asserted: for each trained model's table, the size h·m·p below which its floor would
+be positive. The rule: b grows about linearly in h·m·p (each head sends m + 1 numbers of 3p..5p
+bits, the encoding's worst case h·(m·(4p+2) + 5p + 2 + ⌈log₂ d_head⌉)), so at the same k a model of
+size s′ sends about b·s′/s bits and its floor is positive when s′ < k·s/b. For trained sizes this is
+far below one head of width 1 at 1 bit: the floor is vacuous there, and the claim says so.
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ FULL = {
 
 @dataclass(frozen=True)
 class FloorPoint:
-    """One model checked at INDEX size k: what it is (kind, label, shape) and check_protocol's result."""
+    """One model checked at INDEX size k: what it is (kind, label, shape) and check_protocol's
+    result."""
 
     kind: str  # "random", "construction" or "trained"
     label: str
@@ -138,20 +139,25 @@ def construction_point(ctx: Context, k: int) -> FloorPoint:
         model = one_layer_induction(2 * k + 1, 3)
         return check_protocol(model, k, index_precision(model, k))
 
-    check = ctx.cached((CACHE_KIND, "construction", k), compute, f"INDEX floor: one-layer construction k={k}")
-    return FloorPoint("construction", "one_layer_induction", 1, check.d_model, check.precision_bits, check)
+    check = ctx.cached(
+        (CACHE_KIND, "construction", k), compute, f"INDEX floor: one-layer construction k={k}"
+    )
+    return FloorPoint(
+        "construction", "one_layer_induction", 1, check.d_model, check.precision_bits, check
+    )
 
 
 def float_precision(model: Model, k: int) -> int | None:
-    """Smallest fixed:p at which the model provably answers every INDEX input of size k (all positions) as its
-    float64 evaluation does (None: no p ≤ 60)."""
+    """Smallest fixed:p at which the model provably answers every INDEX input of size k (all
+    positions) as its float64 evaluation does (None: no p ≤ 60)."""
     inputs, _, _ = task.index_family(k)
     return minimal_precision_bits(model, inputs, emulate(model, inputs, FLOAT64))
 
 
 @dataclass(frozen=True)
 class TrainedRun:
-    """A trained one-layer run of the experiment: id, config, its model, whether it was retrained."""
+    """A trained one-layer run of the experiment: id, config, its model, whether it was
+    retrained."""
 
     run_id: str
     config: dict[str, Any]
@@ -160,39 +166,51 @@ class TrainedRun:
 
 
 def trained_runs(ctx: Context, experiment: str) -> list[TrainedRun]:
-    """The experiment's one-layer runs at ctx.scale in the report's database (the sweep run or resumed there
-    first, shared with the learning claims) and their kept (or retrained) models; cached for the run."""
+    """The experiment's one-layer runs at ctx.scale in the report's database (the sweep run or
+    resumed there first, shared with the learning claims) and their kept (or retrained) models;
+    cached for the run."""
     db = ctx.results_db or DEFAULT_DB
 
     def compute() -> list[TrainedRun]:
         experiment_summary(ctx, experiment)
-        rows = [r for r in experiment_rows(experiment, ctx.scale, db) if r["config"].get("layers") == 1]
+        rows = [
+            r for r in experiment_rows(experiment, ctx.scale, db) if r["config"].get("layers") == 1
+        ]
         runs = []
         for row in sorted(rows, key=lambda r: (r["config"].get("n", 0), r["run_id"])):
             model, retrained = kept_or_retrained(db, row)
-            runs.append(TrainedRun(row["run_id"], dict(row["config"]), model, retrained is not None))
+            runs.append(
+                TrainedRun(row["run_id"], dict(row["config"]), model, retrained is not None)
+            )
         return runs
 
-    return ctx.cached((CACHE_KIND, "trained-runs", experiment, ctx.scale, db), compute, "one-layer models")
+    return ctx.cached(
+        (CACHE_KIND, "trained-runs", experiment, ctx.scale, db), compute, "one-layer models"
+    )
 
 
 def table_form(model: Model) -> OneLayerTable:
-    """The table form a trained point checks: table_from_weights of a one-layer attention-only weight-form
-    model (a table model as given); InputError for a model that has none (more layers, an MLP, LayerNorm,
-    …)."""
+    """The table form a trained point checks: table_from_weights of a one-layer attention-only
+    weight-form model (a table model as given); InputError for a model that has none (more layers,
+    an MLP, LayerNorm, …)."""
     if isinstance(model, OneLayerTable):
         return model
-    if not isinstance(model, Transformer) or len(model.layers) != 1 or model.layers[0].mlp is not None:
+    if (
+        not isinstance(model, Transformer)
+        or len(model.layers) != 1
+        or model.layers[0].mlp is not None
+    ):
         raise InputError(
-            "the INDEX reduction is for one-layer attention-only models, checked here on their table form "
+            "the INDEX reduction is for one-layer attention-only models, checked here on their "
+            "table form "
             "(table_from_weights); this model has none (more layers or an MLP)"
         )
     return table_from_weights(model)  # InputError for the GPT-2 parts a table has no place for
 
 
 def trained_point(ctx: Context, run: TrainedRun, k: int) -> FloorPoint | str:
-    """The run's model's table form (table_form) at its float precision at k, or why it cannot be checked
-    there."""
+    """The run's model's table form (table_form) at its float precision at k, or why it cannot be
+    checked there."""
     n_ctx = run.model.n_ctx
     if 2 * k + 1 > n_ctx:
         return f"run {run.run_id} (n={n_ctx}): INDEX at k={k} needs 2k+1 = {2 * k + 1} positions"
@@ -202,7 +220,10 @@ def trained_point(ctx: Context, run: TrainedRun, k: int) -> FloorPoint | str:
             table = table_form(run.model)
             p = float_precision(table, k)
             if p is None:
-                return f"run {run.run_id} k={k}: no fixed:p ≤ 60 reproduces its table's float64 INDEX answers"
+                return (
+                    f"run {run.run_id} k={k}: no fixed:p ≤ 60 reproduces its table's float64 "
+                    "INDEX answers"
+                )
             return p, check_protocol(table, k, p)
         except InputError as error:
             return f"run {run.run_id} k={k}: {error}"
@@ -227,7 +248,8 @@ def point_problems(point: FloorPoint) -> list[str]:
     out = []
     if not f.floor_holds:
         out.append(
-            f"{where}: INDEX error {f.index_error:.4g} < floor {f.error_floor:.4g} − disagreement rate "
+            f"{where}: INDEX error {f.index_error:.4g} < floor {f.error_floor:.4g} − disagreement "
+            "rate "
             f"{f.disagreement_rate:.4g}"
         )
     if not f.protocol_floor_holds:
@@ -258,12 +280,14 @@ def floor_problems(points: list[FloorPoint]) -> list[str]:
 
 
 def positive_floor_size(point: FloorPoint) -> float:
-    """k·s/b: the size h·m·p below which the floor at this k would be positive (module docstring's rule)."""
+    """k·s/b: the size h·m·p below which the floor at this k would be positive (module docstring's
+    rule)."""
     return point.check.k * point.size / point.check.message_bits
 
 
 def trained_summary(points: list[FloorPoint]) -> list[dict[str, Any]]:
-    """Per trained model, at the largest k checked: its size, b, floor, and the size its floor needs."""
+    """Per trained model, at the largest k checked: its size, b, floor, and the size its floor
+    needs."""
     largest: dict[str, FloorPoint] = {}
     for p in points:
         if p.kind == "trained" and (p.label not in largest or p.check.k > largest[p.label].check.k):
@@ -311,9 +335,12 @@ def _random_text(points: list[FloorPoint], shape: tuple[int, int, int]) -> str:
 
 def _trained_text(summary: list[dict[str, Any]], skipped: tuple[str, ...]) -> str:
     if not summary:
-        return "trained one-layer models: none checked" + (f" ({'; '.join(skipped)})" if skipped else "")
+        return "trained one-layer models: none checked" + (
+            f" ({'; '.join(skipped)})" if skipped else ""
+        )
     rows = "; ".join(
-        f"{t['model']} at k={t['k']}: h·m·p = {t['size']} (p={t['precision_bits']}), b = {t['message_bits']} "
+        f"{t['model']} at k={t['k']}: h·m·p = {t['size']} (p={t['precision_bits']}), b = "
+        f"{t['message_bits']} "
         "bits, floor "
         f"{t['error_floor']:.3g}, error {t['index_error']:.3f}, floor positive only below h·m·p ≈ "
         f"{t['positive_floor_below_size']:.2g}"
@@ -321,7 +348,9 @@ def _trained_text(summary: list[dict[str, Any]], skipped: tuple[str, ...]) -> st
     )
     vacuous = all(t["vacuous"] for t in summary)
     verdict = (
-        "the floor is vacuous (b ≥ k) for every trained table" if vacuous else "some trained floors bite"
+        "the floor is vacuous (b ≥ k) for every trained table"
+        if vacuous
+        else "some trained floors bite"
     )
     rule = "b linear in h·m·p: a positive floor needs h·m·p < k·h·m·p/b"
     more = f"; not checked: {'; '.join(skipped)}" if skipped else ""
@@ -336,11 +365,14 @@ def describe(series: FloorSeries, problems: list[str]) -> str:
     bite = biting(points)
     constructions = [p for p in points if p.kind == "construction"]
     built = ", ".join(
-        f"k={p.check.k}: b={p.check.message_bits}, error {p.check.floor.index_error:g}" for p in constructions
+        f"k={p.check.k}: b={p.check.message_bits}, error {p.check.floor.index_error:g}"
+        for p in constructions
     )
     return (
-        f"all {len(points)} models respect the floor (exhaustive, exact); {len(bite)} random models have "
-        f"b < k, a positive floor and an error above it; {_random_text(points, series.shape)}; one-layer "
+        f"all {len(points)} models respect the floor (exhaustive, exact); {len(bite)} random "
+        "models have "
+        f"b < k, a positive floor and an error above it; {_random_text(points, series.shape)}; "
+        "one-layer "
         f"construction (floor 0): {built}; {_trained_text(trained_summary(points), series.skipped)}"
     )
 
@@ -353,14 +385,22 @@ def describe(series: FloorSeries, problems: list[str]) -> str:
     CLAIM,
     paper=SEED000,
     source="§3 Theorem 1 (INDEX reduction) with Fano's inequality; spec frontiers.md; issue 17",
-    statement="A one-layer model whose protocol message has b bits errs on at least δ* = h⁻¹(1 − b/k) of "
-    "the INDEX pairs, less its protocol disagreement rate (Fano per bit of f, the chain rule and concavity "
-    "of the binary entropy h); δ* = 0 when b ≥ k. Checked exhaustively (every (f, i*)) on random one-layer "
-    "models of one small shape, on the one-layer construction and on the table forms of the learning lab's "
-    "trained one-layer models (table_from_weights: one-layer table models in their own right, checked as "
-    "given, at the precision where the table gives its float64 answers; the trained weight models' own "
-    "fixed:p rounding points have no table): every model respects the floor, and some random model with "
-    "b < k has a positive floor and an error above it. Reported: the size h·m·p at which each trained "
+    statement="A one-layer model whose protocol message has b bits errs on at least δ* = h⁻¹(1 − "
+    "b/k) of "
+    "the INDEX pairs, less its protocol disagreement rate (Fano per bit of f, the chain rule and "
+    "concavity "
+    "of the binary entropy h); δ* = 0 when b ≥ k. Checked exhaustively (every (f, i*)) on random "
+    "one-layer "
+    "models of one small shape, on the one-layer construction and on the table forms of the "
+    "learning lab's "
+    "trained one-layer models (table_from_weights: one-layer table models in their own right, "
+    "checked as "
+    "given, at the precision where the table gives its float64 answers; the trained weight "
+    "models' own "
+    "fixed:p rounding points have no table): every model respects the floor, and some random "
+    "model with "
+    "b < k has a positive floor and an error above it. Reported: the size h·m·p at which each "
+    "trained "
     "table's floor would become positive.",
     quick=QUICK,
     full=FULL,
@@ -402,7 +442,9 @@ STYLES = {  # kind -> marker, colour, x offset, label
     "construction": ("^", "tab:green", 0.0, "one-layer construction: INDEX error"),
     "trained": ("s", "tab:red", 0.3, "trained one-layer models' table forms: INDEX error"),
 }
-LINEAR_BELOW = 0.01  # the y axis is linear below this error and logarithmic above (floors are small)
+LINEAR_BELOW = (
+    0.01  # the y axis is linear below this error and logarithmic above (floors are small)
+)
 
 
 def _style_of(point: FloorPoint) -> str:
@@ -411,7 +453,8 @@ def _style_of(point: FloorPoint) -> str:
 
 
 def _floor_lines(ax: plt.Axes, s: FloorSeries) -> None:
-    """δ* against k for the shortest and longest random message at each k, and at the shape's worst case."""
+    """δ* against k for the shortest and longest random message at each k, and at the shape's worst
+    case."""
     h, m, p = s.shape
     randoms = [q for q in s.points if q.kind == "random"]
     ks = sorted({q.check.k for q in randoms})
@@ -468,8 +511,10 @@ def _trained_caption(s: FloorSeries) -> str:
         )
     bits = ", ".join(str(t["message_bits"]) for t in trained)
     text = (
-        "Red squares: the table forms (table_from_weights) of the learning lab's trained one-layer models "
-        "(induction-depth), checked as table models, quantised to the fixed:p at which the table gives its "
+        "Red squares: the table forms (table_from_weights) of the learning lab's trained "
+        "one-layer models "
+        "(induction-depth), checked as table models, quantised to the fixed:p at which the table "
+        "gives its "
         f"float64 answers on every INDEX input; their messages take {bits} bits"
     )
     if all(t["vacuous"] for t in trained):
@@ -481,15 +526,22 @@ def _caption(s: FloorSeries, result: ClaimResult) -> str:
     h, m, p = s.shape
     bits = sorted({q.check.message_bits for q in s.points if q.kind == "random"})
     return (
-        "Seed 000's reduction with Fano's inequality: a one-layer model whose protocol message has b bits "
-        "errs on at least δ* = h⁻¹(1 − b/k) of the INDEX pairs (less its disagreement rate with the "
+        "Seed 000's reduction with Fano's inequality: a one-layer model whose protocol message "
+        "has b bits "
+        "errs on at least δ* = h⁻¹(1 − b/k) of the INDEX pairs (less its disagreement rate with "
+        "the "
         "protocol). "
-        f"Blue lines and band: δ* at the shortest and the longest message measured among the random models "
-        f"of shape h = {h}, m = {m}, p = {p} at each k (b is measured per model: {bits} bits); dotted grey: "
-        "δ* at the encoding's worst-case length for that shape, which every such model obeys. Blue circles: "
-        "each random model's exact INDEX error over all 2^k·k pairs (several seeds per k, spread slightly in "
+        "Blue lines and band: δ* at the shortest and the longest message measured among the "
+        "random models "
+        f"of shape h = {h}, m = {m}, p = {p} at each k (b is measured per model: {bits} bits); "
+        "dotted grey: "
+        "δ* at the encoding's worst-case length for that shape, which every such model obeys. "
+        "Blue circles: "
+        "each random model's exact INDEX error over all 2^k·k pairs (several seeds per k, spread "
+        "slightly in "
         "k; filled: b < k, so its own floor is positive). The error axis is linear below "
-        f"{LINEAR_BELOW:g} and logarithmic above, so the small floors and the large errors both show. "
+        f"{LINEAR_BELOW:g} and logarithmic above, so the small floors and the large errors both "
+        "show. "
         "Green triangles: the one-layer construction (correct: error 0, b ≥ k, floor 0). "
         + _trained_caption(s)
         + ("" if result.status == PASS else " The claim FAILED at this run: its detail says where.")

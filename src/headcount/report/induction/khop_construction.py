@@ -1,26 +1,29 @@
-"""The k-hop construction (issue 16, point 4): the claim `induction.khop.construction` and its two figures.
+"""The k-hop construction (issue 16, point 4): the claim `induction.khop.construction` and its two
+figures.
 
-Measure: induction.khop.construction.khop_construction(n, S, k) — pointer doubling, built for any k —
-certified by induction.certify.certify_induction at hop count k (sampled: seeded random inputs plus every
-adversarial family, and for k ≥ 2 the k-hop families of induction/khop/families.py; dtypes=False), for
-k = 1..K at one (n, S), and at k ∈ PRECISION_HOPS for a series of n at one alphabet. Certificates are cached
-per run under (CACHE_KIND, n, S, k, samples, seed), so a point both parts need is certified once.
+Measure: induction.khop.construction.khop_construction(n, S, k) — pointer doubling, built for any k
+— certified by induction.certify.certify_induction at hop count k (sampled: seeded random inputs
+plus every adversarial family, and for k ≥ 2 the k-hop families of induction/khop/families.py;
+dtypes=False), for k = 1..K at one (n, S), and at k ∈ PRECISION_HOPS for a series of n at one
+alphabet. Certificates are cached per run under (CACHE_KIND, n, S, k, samples, seed), so a point
+both parts need is certified once.
 
-Check (each a line of the detail when it fails): zero float64 errors, a precision, every position proven
-(InductionCertificate.shortfalls); depth len(model.layers) = ⌈log₂ k⌉ + 2 — the construction's depth, which is
-the paper's ⌊log₂ k⌋ + 2 when k is a power of two and one more in between (khop_construction.py, "Depth":
-a layer at most doubles the hops a position knows, and layer 2 knows hops {0, 1}); at most HEADS_MAX heads in
-a layer; one d_model per k at every (n, S) measured; the k-hop families present for k ≥ 2; and the precision
-grows at most logarithmically: p = c·log₂ n + c′ fitted by least squares with c ≤ PRECISION_SLOPE_MAX and
-every point within RESIDUAL_MAX bits of the line. What this check can and cannot tell: a precision linear in n
-fails it once it adds more than PRECISION_SLOPE_MAX bits per doubling over the measured lengths, or bends
-away from a line in log₂ n by more than RESIDUAL_MAX; a slow linear term (under about n/40 bits over the
-quick lengths 32..256) cannot be told from a logarithm on four points, which is why the full scale measures
-n up to 4096.
+Check (each a line of the detail when it fails): zero float64 errors, a precision, every position
+proven (InductionCertificate.shortfalls); depth len(model.layers) = ⌈log₂ k⌉ + 2 — the
+construction's depth, which is the paper's ⌊log₂ k⌋ + 2 when k is a power of two and one more in
+between (khop_construction.py, "Depth": a layer at most doubles the hops a position knows, and layer
+2 knows hops {0, 1}); at most HEADS_MAX heads in a layer; one d_model per k at every (n, S)
+measured; the k-hop families present for k ≥ 2; and the precision grows at most logarithmically: p =
+c·log₂ n + c′ fitted by least squares with c ≤ PRECISION_SLOPE_MAX and every point within
+RESIDUAL_MAX bits of the line. What this check can and cannot tell: a precision linear in n fails it
+once it adds more than PRECISION_SLOPE_MAX bits per doubling over the measured lengths, or bends
+away from a line in log₂ n by more than RESIDUAL_MAX; a slow linear term (under about n/40 bits over
+the quick lengths 32..256) cannot be told from a logarithm on four points, which is why the full
+scale measures n up to 4096.
 
-Reported, never asserted: the smallest depth at which the learning lab's trained k-hop models (experiment
-"khop" at the report's scale, report/experiments.py experiment_summary: shared with learning.khop.depth) reach an
-error below TRAINED_SOLVED at each hop count they were trained on.
+Reported, never asserted: the smallest depth at which the learning lab's trained k-hop models
+(experiment "khop" at the report's scale, report/experiments.py experiment_summary: shared with
+learning.khop.depth) reach an error below TRAINED_SOLVED at each hop count they were trained on.
 """
 
 from __future__ import annotations
@@ -45,8 +48,12 @@ from headcount.report.figures import figure, log2_axis
 
 CLAIM = "induction.khop.construction"
 CACHE_KIND = "khop_construction"
-PRECISION_SLOPE_MAX = 2.0  # bits per doubling of n allowed for "O(log n)" (the two-layer claim's limit)
-RESIDUAL_MAX = 1.0  # bits a measured precision may sit off the fitted line (p is an integer: ½ from rounding)
+PRECISION_SLOPE_MAX = (
+    2.0  # bits per doubling of n allowed for "O(log n)" (the two-layer claim's limit)
+)
+RESIDUAL_MAX = (
+    1.0  # bits a measured precision may sit off the fitted line (p is an integer: ½ from rounding)
+)
 HEADS_MAX = 2  # heads per layer the issue allows
 TRAINED_SOLVED = 0.01  # a trained depth "reaches" hop count k when its error there is below this
 PRECISION_HOPS = (1, 4, 16)
@@ -62,9 +69,18 @@ FULL = {
     "hops": 16,
     "depth_case": (256, 16, 128),
     "precision_alphabet": 16,
-    # n = 4096: one layer-0 output within 1e-11 of a rounding tie is settled exactly (bounds.settle_ties;
-    # docs/ARCHITECTURE.md §3), so every position is proven at p = 13 for k = 4 and 16
-    "precision_cases": [(64, 128), (128, 128), (256, 128), (512, 32), (1024, 16), (2048, 8), (4096, 8)],
+    # n = 4096: one layer-0 output within 1e-11 of a rounding tie is settled exactly
+    # (bounds.settle_ties; docs/ARCHITECTURE.md §3), so every position is proven at p = 13 for k = 4
+    # and 16
+    "precision_cases": [
+        (64, 128),
+        (128, 128),
+        (256, 128),
+        (512, 32),
+        (1024, 16),
+        (2048, 8),
+        (4096, 8),
+    ],
     "precision_hops": [1, 4, 8, 16],  # 8 too: the issue's k ∈ {1, 8, 16} at n = 1024
 }
 
@@ -85,7 +101,8 @@ def doubling_depth(hops: int) -> int:
 
 @dataclass(frozen=True)
 class Certified:
-    """The construction for hop count k certified at (n, S), and the seconds building and certifying took."""
+    """The construction for hop count k certified at (n, S), and the seconds building and certifying
+    took."""
 
     hops: int
     certificate: InductionCertificate
@@ -118,7 +135,9 @@ def certified(ctx: Context, n: int, alphabet: int, hops: int, samples: int, seed
     def compute() -> Certified:
         clock = time.perf_counter()
         model = khop_construction(n, alphabet, hops)
-        cert = certify_induction(model, n, alphabet, samples=samples, seed=seed, hops=hops, dtypes=False)
+        cert = certify_induction(
+            model, n, alphabet, samples=samples, seed=seed, hops=hops, dtypes=False
+        )
         return Certified(hops, cert, time.perf_counter() - clock)
 
     label = f"certify k-hop construction k={hops} n={n} S={alphabet} samples={samples}"
@@ -148,8 +167,8 @@ def fit_precision(hops: int, n: list[int], bits: list[int]) -> PrecisionFit | No
 
 @dataclass(frozen=True)
 class TrainedDepths(JsonResult):
-    """The smallest trained depth with error < threshold at each measured hop count (None: no trained depth
-    reaches it)."""
+    """The smallest trained depth with error < threshold at each measured hop count (None: no
+    trained depth reaches it)."""
 
     experiment: str
     layers: tuple[int, ...]
@@ -161,11 +180,13 @@ class TrainedDepths(JsonResult):
 def trained_depths(
     summary: KhopSummary, experiment: str, threshold: float = TRAINED_SOLVED
 ) -> TrainedDepths | None:
-    """TrainedDepths of an experiment's summary; hop counts no depth was measured at (all NaN) are left out
-    (None: no hop count measured at all)."""
+    """TrainedDepths of an experiment's summary; hop counts no depth was measured at (all NaN) are
+    left out (None: no hop count measured at all)."""
     hops, smallest = [], []
     for j, k in enumerate(summary.hops):
-        errors = [(L, row[j]) for L, row in zip(summary.layers, summary.error) if not math.isnan(row[j])]
+        errors = [
+            (L, row[j]) for L, row in zip(summary.layers, summary.error) if not math.isnan(row[j])
+        ]
         if errors:
             hops.append(k)
             smallest.append(min((L for L, e in errors if e < threshold), default=None))
@@ -199,7 +220,9 @@ def width_problems(points: list[Certified]) -> list[str]:
     widths: dict[int, set[int]] = {}
     for point in points:
         widths.setdefault(point.hops, set()).add(point.certificate.d_model)
-    return [f"k={k}: d_model varies with n, S: {sorted(w)}" for k, w in widths.items() if len(w) > 1]
+    return [
+        f"k={k}: d_model varies with n, S: {sorted(w)}" for k, w in widths.items() if len(w) > 1
+    ]
 
 
 def fit_problems(fit: PrecisionFit | None, hops: int) -> list[str]:
@@ -209,11 +232,13 @@ def fit_problems(fit: PrecisionFit | None, hops: int) -> list[str]:
     out = []
     if fit.c > PRECISION_SLOPE_MAX:
         out.append(
-            f"k={hops}: p grows by c = {fit.c:.2f} bits per doubling of n, more than {PRECISION_SLOPE_MAX:g}"
+            f"k={hops}: p grows by c = {fit.c:.2f} bits per doubling of n, more than "
+            f"{PRECISION_SLOPE_MAX:g}"
         )
     if fit.max_residual > RESIDUAL_MAX:
         out.append(
-            f"k={hops}: a precision sits {fit.max_residual:.2f} bits off p = c·log₂ n + c′ (more than "
+            f"k={hops}: a precision sits {fit.max_residual:.2f} bits off p = c·log₂ n + c′ (more "
+            "than "
             f"{RESIDUAL_MAX:g}): not logarithmic in n"
         )
     return out
@@ -246,13 +271,16 @@ def construction_problems(depth: list[Certified], grid: dict[int, list[Certified
 
 @dataclass(frozen=True)
 class KhopConstructionSeries:
-    """What the figures draw: the depth points (k = 1..K), the precision fits, the trained depths."""
+    """What the figures draw: the depth points (k = 1..K), the precision fits, the trained
+    depths."""
 
     depth: tuple[Certified, ...]
     fits: tuple[PrecisionFit, ...]
     trained: TrainedDepths | None
     precision_alphabet: int
-    precision_scope: str  # the scopes of the precision certificates ("sampled", "exhaustive", or both)
+    precision_scope: (
+        str  # the scopes of the precision certificates ("sampled", "exhaustive", or both)
+    )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -273,8 +301,10 @@ def _depth_text(depth: list[Certified]) -> str:
     )
     above = [p.hops for p in depth if p.certificate.layers > paper_depth(p.hops)]
     return (
-        f"n={first.n} S={first.alphabet}, zero errors, every position proven, certified on the inputs "
-        f"checked (scope: {first.scope}): {rows}; depth ⌈log₂ k⌉ + 2 is the paper's ⌊log₂ k⌋ + 2 at powers "
+        f"n={first.n} S={first.alphabet}, zero errors, every position proven, certified on the "
+        "inputs "
+        f"checked (scope: {first.scope}): {rows}; depth ⌈log₂ k⌉ + 2 is the paper's ⌊log₂ k⌋ + 2 "
+        "at powers "
         f"of two and one more at k = {', '.join(map(str, above)) or 'none'}"
     )
 
@@ -282,7 +312,8 @@ def _depth_text(depth: list[Certified]) -> str:
 def _fit_text(fit: PrecisionFit) -> str:
     bits = " ".join(map(str, fit.precision_bits))
     return (
-        f"k={fit.hops}: p = {fit.c:.2f}·log₂ n + {fit.c_prime:.2f} (n={fit.n[0]}..{fit.n[-1]}: {bits}; "
+        f"k={fit.hops}: p = {fit.c:.2f}·log₂ n + {fit.c_prime:.2f} (n={fit.n[0]}..{fit.n[-1]}: "
+        f"{bits}; "
         f"largest residual {fit.max_residual:.2f})"
     )
 
@@ -295,7 +326,8 @@ def _trained_text(trained: TrainedDepths | None) -> str:
         for k, L in zip(trained.hops, trained.smallest_depth)
     )
     return (
-        f"smallest trained depth with error < {100 * trained.threshold:g}% (experiment {trained.experiment}, "
+        f"smallest trained depth with error < {100 * trained.threshold:g}% (experiment "
+        f"{trained.experiment}, "
         f"depths {list(trained.layers)}; reported, not asserted): {depths}"
     )
 
@@ -306,7 +338,8 @@ def describe(series: KhopConstructionSeries, problems: list[str]) -> str:
         return "; ".join(problems)
     limits = f"c ≤ {PRECISION_SLOPE_MAX:g}, residuals ≤ {RESIDUAL_MAX:g} bit"
     return (
-        f"{_depth_text(list(series.depth))}; precision (S={series.precision_alphabet}, {limits}): {fits}; "
+        f"{_depth_text(list(series.depth))}; precision (S={series.precision_alphabet}, {limits}): "
+        f"{fits}; "
         f"{_trained_text(series.trained)}"
     )
 
@@ -319,14 +352,21 @@ def describe(series: KhopConstructionSeries, problems: list[str]) -> str:
     CLAIM,
     paper=SHT2024,
     source="k-hop induction heads: ⌊log₂ k⌋ + 2 layers suffice (the upper bound); issue 16",
-    statement="Pointer doubling solves k-hop induction heads in logarithmic depth with O(1) heads, a width "
+    statement="Pointer doubling solves k-hop induction heads in logarithmic depth with O(1) "
+    "heads, a width "
     "independent of n and S, and O(log n) bits. Measured on the construction for k = 1..16: depth "
-    "⌈log₂ k⌉ + 2 (the paper's ⌊log₂ k⌋ + 2 at powers of two, one more between), zero float64 errors and "
-    "certified on the inputs checked (scope: sampled — seeded random inputs, the adversarial families and, "
-    f"for k ≥ 2, the k-hop families), at most {HEADS_MAX} heads per layer, one d_model per k at every (n, S) "
-    "measured; and at k = 1, 4, 16 (full scale: also 8) the certified precision fits p = c·log₂ n + c′ with "
-    f"c ≤ {PRECISION_SLOPE_MAX:g} and every point within {RESIDUAL_MAX:g} bit of the line. Reported beside "
-    f"it, not asserted: the smallest depth at which trained models reach error < {100 * TRAINED_SOLVED:g}% "
+    "⌈log₂ k⌉ + 2 (the paper's ⌊log₂ k⌋ + 2 at powers of two, one more between), zero float64 "
+    "errors and "
+    "certified on the inputs checked (scope: sampled — seeded random inputs, the adversarial "
+    "families and, "
+    f"for k ≥ 2, the k-hop families), at most {HEADS_MAX} heads per layer, one d_model per k at "
+    "every (n, S) "
+    "measured; and at k = 1, 4, 16 (full scale: also 8) the certified precision fits p = c·log₂ n "
+    "+ c′ with "
+    f"c ≤ {PRECISION_SLOPE_MAX:g} and every point within {RESIDUAL_MAX:g} bit of the line. "
+    "Reported beside "
+    "it, not asserted: the smallest depth at which trained models reach error < "
+    f"{100 * TRAINED_SOLVED:g}% "
     "at each k (the learning lab's k-hop sweep).",
     quick=QUICK,
     full=FULL,
@@ -349,7 +389,11 @@ def khop_construction_claim(
     }
     problems = construction_problems(depth, grid)
     fits = tuple(f for k, points in grid.items() if (f := precision_series(k, points)) is not None)
-    trained = None if experiment is None else trained_depths(experiment_summary(ctx, experiment), experiment)
+    trained = (
+        None
+        if experiment is None
+        else trained_depths(experiment_summary(ctx, experiment), experiment)
+    )
     scope = ", ".join(sorted({p.certificate.scope for points in grid.values() for p in points}))
     series = KhopConstructionSeries(tuple(depth), fits, trained, precision_alphabet, scope)
     measured = series.to_json() | {
@@ -387,8 +431,10 @@ def _draw_trained(ax: plt.Axes, trained: TrainedDepths) -> str:
     hops = f"{min(trained.hops)}..{max(trained.hops)}"
     return (
         f" Red: the learning lab's k-hop sweep ('{trained.experiment}': one model per depth "
-        f"L ∈ {list(trained.layers)}, trained on k = {hops} given as the first token), the smallest depth "
-        f"whose error at k is below {100 * trained.threshold:g}% (triangles: no trained depth reaches "
+        f"L ∈ {list(trained.layers)}, trained on k = {hops} given as the first token), the "
+        "smallest depth "
+        f"whose error at k is below {100 * trained.threshold:g}% (triangles: no trained depth "
+        "reaches "
         f"it; k > {max(trained.hops)} not trained)."
     )
 
@@ -409,7 +455,13 @@ def draw_depth(fig: plt.Figure, result: ClaimResult) -> str:
     if good:  # a good point has depth ⌈log₂ k⌉ + 2 (point_problems)
         ax.plot(*zip(*good), "o", color="tab:blue", ms=7, label=CONSTRUCTION_LABEL)
     if bad:
-        ax.plot(*zip(*bad), "X", color="black", ms=9, label="construction: wrong depth, errors or not proven")
+        ax.plot(
+            *zip(*bad),
+            "X",
+            color="black",
+            ms=9,
+            label="construction: wrong depth, errors or not proven",
+        )
     caption = "" if s.trained is None else _draw_trained(ax, s.trained)
     top = max(depth + ([max(s.trained.layers) + 1] if s.trained else []))
     ax.set_xticks(ks, [str(k) for k in ks])
@@ -422,12 +474,17 @@ def draw_depth(fig: plt.Figure, result: ClaimResult) -> str:
     ax.legend(loc="lower right", fontsize=9)
     first = s.depth[0].certificate
     return (
-        "Paper (Sanford, Hsu, Telgarsky 2024): ⌊log₂ k⌋ + 2 layers suffice for k-hop induction heads (green, "
-        "dashed), and their trained models solved k up to about 2^(L−2) (grey: L = log₂ k + 2). Blue: the "
-        f"pointer-doubling construction's depth (⌈log₂ k⌉ + 2 by design), certified with zero errors at n = "
-        f"{first.n}, S = {first.alphabet} on the inputs checked (scope: {first.scope}; black crosses: a "
+        "Paper (Sanford, Hsu, Telgarsky 2024): ⌊log₂ k⌋ + 2 layers suffice for k-hop induction "
+        "heads (green, "
+        "dashed), and their trained models solved k up to about 2^(L−2) (grey: L = log₂ k + 2). "
+        "Blue: the "
+        "pointer-doubling construction's depth (⌈log₂ k⌉ + 2 by design), certified with zero "
+        "errors at n = "
+        f"{first.n}, S = {first.alphabet} on the inputs checked (scope: {first.scope}; black "
+        "crosses: a "
         "point that fails the claim's checks). For whole L, k ≤ 2^(L−2) means "
-        "L ≥ ⌈log₂ k⌉ + 2: the construction's depth is the experiments' law exactly, and one layer over the "
+        "L ≥ ⌈log₂ k⌉ + 2: the construction's depth is the experiments' law exactly, and one "
+        "layer over the "
         "theorem between powers of two (a layer at most doubles the hops a position knows)."
         + caption
         + (FAILED if result.status != PASS else "")
@@ -443,7 +500,15 @@ def draw_precision(fig: plt.Figure, result: ClaimResult) -> str:
     handles = []
     for i, (fit, marker, color) in enumerate(zip(s.fits, "os^Dv", colors)):
         shift = 2.0 ** (0.04 * (i - (len(s.fits) - 1) / 2))  # coinciding points stay visible
-        ax.plot([n * shift for n in fit.n], fit.precision_bits, marker, color=color, ms=7, mfc="none", mew=2)
+        ax.plot(
+            [n * shift for n in fit.n],
+            fit.precision_bits,
+            marker,
+            color=color,
+            ms=7,
+            mfc="none",
+            mew=2,
+        )
         ax.plot(xs, fit.c * np.log2(xs) + fit.c_prime, "-", color=color, alpha=0.6)
         label = f"k = {fit.hops}: p = {fit.c:.2f}·log₂ n + {fit.c_prime:.2f}"
         handles.append(Line2D([], [], color=color, marker=marker, mfc="none", mew=2, label=label))
@@ -455,9 +520,11 @@ def draw_precision(fig: plt.Figure, result: ClaimResult) -> str:
     ax.legend(handles=handles, loc="lower right", fontsize=9)
     fits = ", ".join(f"k = {f.hops}: c = {f.c:.2f}" for f in s.fits)
     return (
-        "Issue 16: the pointer-doubling construction should need O(log n) bits. Measured: the smallest "
+        "Issue 16: the pointer-doubling construction should need O(log n) bits. Measured: the "
+        "smallest "
         "fixed:p with zero errors, every position proven on the inputs checked "
-        f"(scope: {s.precision_scope}), at each n (markers of different k shifted slightly in n where they "
+        f"(scope: {s.precision_scope}), at each n (markers of different k shifted slightly in n "
+        "where they "
         "would coincide); lines: least-squares fits "
         f"p = c·log₂ n + c′ ({fits} bits per doubling of n). The claim passes iff "
         f"c ≤ {PRECISION_SLOPE_MAX:g} and every point lies within {RESIDUAL_MAX:g} bit of its line."

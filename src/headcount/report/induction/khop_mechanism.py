@@ -1,22 +1,23 @@
-"""The k-hop mechanism, built and learned (issue 16, point 5): the claim `induction.khop.mechanism` and its
-side-by-side attention figure.
+"""The k-hop mechanism, built and learned (issue 16, point 5): the claim `induction.khop.mechanism`
+and its side-by-side attention figure.
 
-Measure: `analyze heads` (induction.heads.analyze_heads; task khop — characters with no two adjacent equal —,
-plain layout) of khop_construction(n, S, k) at the claim's (n, S, k): large enough that every find^{2^t}
-layer is exercised (at n = 32, S = 4 find^8 rarely exists and its layer scores as a sink). Beside it, the
-deepest trained model of the learning lab's k-hop experiment "khop" (learn/experiments.py, at the report's
-scale, in Context.results_db; ties: the lowest mean error over its hop counts, then the seed), analyzed in its
-own layout (hop-prefix: the hop token first) at its n and alphabet with hops = its largest K, and per k ≤ K
-(roles only), next to khop_construction at the same n, S and K — the construction the figure draws. The
-experiment keeps its models beside the database (models/<run id>.safetensors); a run stored without one (a
-database written before it kept them) is retrained from its config — training is deterministic per seed on
-CPU — and kept there.
+Measure: `analyze heads` (induction.heads.analyze_heads; task khop — characters with no two adjacent
+equal —, plain layout) of khop_construction(n, S, k) at the claim's (n, S, k): large enough that
+every find^{2^t} layer is exercised (at n = 32, S = 4 find^8 rarely exists and its layer scores as a
+sink). Beside it, the deepest trained model of the learning lab's k-hop experiment "khop"
+(learn/experiments.py, at the report's scale, in Context.results_db; ties: the lowest mean error
+over its hop counts, then the seed), analyzed in its own layout (hop-prefix: the hop token first) at
+its n and alphabet with hops = its largest K, and per k ≤ K (roles only), next to khop_construction
+at the same n, S and K — the construction the figure draws. The experiment keeps its models beside
+the database (models/<run id>.safetensors); a run stored without one (a database written before it
+kept them) is retrained from its config — training is deterministic per seed on CPU — and kept
+there.
 
-Check: the construction's heads have, layer by layer, the roles induction/roles.khop_roles says it was built
-with (layer 0 previous_token and duplicate_token, layer 1 induction — find^1 —, layer l ≥ 2 the pointer head
-of find^{2^(l−2)}: induction, find^2, find^4, find^8) — PASS only then. The trained model's roles and each
-head's best find^r cosine are reported layer by layer against the construction's ("layer l: construction
-…; trained: …"), never asserted.
+Check: the construction's heads have, layer by layer, the roles induction/roles.khop_roles says it
+was built with (layer 0 previous_token and duplicate_token, layer 1 induction — find^1 —, layer l ≥
+2 the pointer head of find^{2^(l−2)}: induction, find^2, find^4, find^8) — PASS only then. The
+trained model's roles and each head's best find^r cosine are reported layer by layer against the
+construction's ("layer l: construction …; trained: …"), never asserted.
 
 Describe: one line; the figure draws the construction and the trained model on the same characters
 (report/views/attention.py), captioned with both role lists.
@@ -51,13 +52,20 @@ from headcount.report.views.attention import (
 CLAIM = "induction.khop.mechanism"
 FIGURE = "induction_khop_mechanism"
 EXPERIMENT = "khop"
-TASK = "khop"  # characters with no two adjacent equal: the k-hop paper's inputs and the lab's khop runs
+# characters with no two adjacent equal: the k-hop paper's inputs and the lab's khop runs
+TASK = "khop"
 SEED = 0  # the inputs every model is scored and drawn on: default_rng([SEED, n, alphabet])
 CACHE_KIND = "deepest-khop-model"
 TITLE_INCHES = 0.08  # the figure's title sits this far below its top edge
 
 QUICK = {"n": 128, "alphabet": 4, "hops": 16, "samples": 128, "draw": MAX_DRAW}
-FULL = {"n": 256, "alphabet": 4, "hops": 16, "samples": 64, "draw": MAX_DRAW}  # as many positions, longer
+FULL = {
+    "n": 256,
+    "alphabet": 4,
+    "hops": 16,
+    "samples": 64,
+    "draw": MAX_DRAW,
+}  # as many positions, longer
 
 
 Roles = dict[int, tuple[str, ...]]
@@ -65,8 +73,8 @@ Roles = dict[int, tuple[str, ...]]
 
 @dataclass(frozen=True)
 class TrainedKhop:
-    """The deepest trained k-hop run: its id, config and error by hop count as stored, its model, and whether
-    the model had to be retrained (then also the retrained run's error by hop count)."""
+    """The deepest trained k-hop run: its id, config and error by hop count as stored, its model,
+    and whether the model had to be retrained (then also the retrained run's error by hop count)."""
 
     run_id: str
     config: dict[str, Any]
@@ -95,7 +103,9 @@ class TrainedKhop:
             "config": dict(self.config),
             "error_by_hop": {str(k): e for k, e in self.error_by_hop.items()},
             "retrained": self.retrained,
-            "error_by_hop_retrained": None if again is None else {str(k): e for k, e in again.items()},
+            "error_by_hop_retrained": None
+            if again is None
+            else {str(k): e for k, e in again.items()},
         }
 
 
@@ -104,7 +114,8 @@ class TrainedKhop:
 
 
 def error_by_hop(metrics: dict[str, Any]) -> dict[int, float]:
-    """1 − accuracy at each hop count of a run's metrics (accuracy_by_hop; NaN where it is missing)."""
+    """1 − accuracy at each hop count of a run's metrics (accuracy_by_hop; NaN where it is
+    missing)."""
     by_hop = metrics.get("accuracy_by_hop") or {}
     return {int(k): (1.0 - float(a)) if a is not None else math.nan for k, a in by_hop.items()}
 
@@ -115,16 +126,21 @@ def _mean_error(row: dict[str, Any]) -> float:
 
 
 def deepest_row(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The run with the most layers (ties: the lowest mean error over its hop counts, then the seed, then the
-    run id); None without a run."""
+    """The run with the most layers (ties: the lowest mean error over its hop counts, then the seed,
+    then the run id); None without a run."""
     runs = [r for r in rows if isinstance(r["config"].get("layers"), int)]
-    key = lambda r: (-r["config"]["layers"], _mean_error(r), r["config"].get("seed", 0), r["run_id"])
+    key = lambda r: (
+        -r["config"]["layers"],
+        _mean_error(r),
+        r["config"].get("seed", 0),
+        r["run_id"],
+    )
     return min(runs, key=key, default=None)
 
 
 def load_or_retrain(db: str, row: dict[str, Any]) -> TrainedKhop:
-    """The run's kept model, or the model retrained from its config (without certifying: the model is the
-    same) and kept there when the file is missing (learn.experiments.kept_or_retrained)."""
+    """The run's kept model, or the model retrained from its config (without certifying: the model
+    is the same) and kept there when the file is missing (learn.experiments.kept_or_retrained)."""
     stored = error_by_hop(row["metrics"])
     model, retrained = kept_or_retrained(db, row)
     if retrained is None:
@@ -133,8 +149,8 @@ def load_or_retrain(db: str, row: dict[str, Any]) -> TrainedKhop:
 
 
 def trained_deepest(ctx: Context) -> TrainedKhop | None:
-    """The deepest run of the k-hop experiment at ctx.scale in the report's database (the sweep run or
-    resumed there first, shared with learning.khop.depth) and its model; cached for the run."""
+    """The deepest run of the k-hop experiment at ctx.scale in the report's database (the sweep run
+    or resumed there first, shared with learning.khop.depth) and its model; cached for the run."""
     db = ctx.results_db or DEFAULT_DB
 
     def compute() -> TrainedKhop | None:
@@ -146,11 +162,13 @@ def trained_deepest(ctx: Context) -> TrainedKhop | None:
 
 
 def built_roles(n: int, alphabet: int, hops: int) -> Roles:
-    """The roles khop_construction(n, alphabet, hops) is built with (induction/roles.khop_roles), by layer,
-    each layer's sorted."""
+    """The roles khop_construction(n, alphabet, hops) is built with (induction/roles.khop_roles), by
+    layer, each layer's sorted."""
     heads = khop_roles(n, alphabet, hops)["heads"]
     layers = sorted({h["layer"] for h in heads})
-    return {layer: tuple(sorted(h["role"] for h in heads if h["layer"] == layer)) for layer in layers}
+    return {
+        layer: tuple(sorted(h["role"] for h in heads if h["layer"] == layer)) for layer in layers
+    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -176,8 +194,8 @@ def best_find(score: HeadScore) -> tuple[int, float]:
 
 
 def head_words(score: HeadScore) -> str:
-    """ "H1 find^2 0.71 · best find^2 0.71": the head's role and its score for it (its best score for none),
-    and its best find^r cosine."""
+    """ "H1 find^2 0.71 · best find^2 0.71": the head's role and its score for it (its best score
+    for none), and its best find^r cosine."""
     items = score_items(score)
     value = items[score.role] if score.role in items else max(items.values())
     r, cosine = best_find(score)
@@ -185,8 +203,8 @@ def head_words(score: HeadScore) -> str:
 
 
 def compare_layers(built: Roles, trained: tuple[HeadScore, ...]) -> list[dict[str, Any]]:
-    """Per layer of either model: the construction's built roles, the trained model's heads (role, best
-    find^r) and the built roles some trained head of the same layer also has."""
+    """Per layer of either model: the construction's built roles, the trained model's heads (role,
+    best find^r) and the built roles some trained head of the same layer also has."""
     layers = sorted(set(built) | {s.layer for s in trained})
     out = []
     for layer in layers:
@@ -197,7 +215,12 @@ def compare_layers(built: Roles, trained: tuple[HeadScore, ...]) -> list[dict[st
                 "layer": layer,
                 "construction": list(built.get(layer, ())),
                 "trained": [
-                    {"head": s.head, "role": s.role, "best_find": best_find(s)[0], "find": best_find(s)[1]}
+                    {
+                        "head": s.head,
+                        "role": s.role,
+                        "best_find": best_find(s)[0],
+                        "find": best_find(s)[1],
+                    }
                     for s in heads
                 ],
                 "shared": [role for role in built.get(layer, ()) if role in roles],
@@ -207,7 +230,8 @@ def compare_layers(built: Roles, trained: tuple[HeadScore, ...]) -> list[dict[st
 
 
 def comparison_text(layers: list[dict[str, Any]], trained: tuple[HeadScore, ...]) -> str:
-    """ "layer l: construction …; trained: … | …" and how many built roles the trained model shares."""
+    """ "layer l: construction …; trained: … | …" and how many built roles the trained model
+    shares."""
     parts = []
     for row in layers:
         built = " + ".join(row["construction"]) or "—"
@@ -215,7 +239,10 @@ def comparison_text(layers: list[dict[str, Any]], trained: tuple[HeadScore, ...]
         parts.append(f"layer {row['layer']}: construction {built}; trained: {heads}")
     shared = sum(len(row["shared"]) for row in layers)
     total = sum(len(row["construction"]) for row in layers)
-    return " | ".join(parts) + f" — {shared} of the construction's {total} roles found in the same layer"
+    return (
+        " | ".join(parts)
+        + f" — {shared} of the construction's {total} roles found in the same layer"
+    )
 
 
 def roles_text(roles: Roles) -> str:
@@ -229,8 +256,8 @@ def roles_text(roles: Roles) -> str:
 
 @dataclass(frozen=True)
 class KhopMechanism:
-    """The figure's series: the panels drawn (the construction, and the trained model when there is one), the
-    role lists the caption gives, and the claim's own construction size."""
+    """The figure's series: the panels drawn (the construction, and the trained model when there is
+    one), the role lists the caption gives, and the claim's own construction size."""
 
     construction: ModelPatterns
     trained: ModelPatterns | None
@@ -253,8 +280,10 @@ def _trained_words(run: TrainedKhop) -> str:
     again = "; retrained from its config" if run.retrained else ""
     error = errors.get(run.hops, math.nan)
     return (
-        f"deepest trained k-hop model (run {run.run_id}: {c.get('layers')} layers × {c.get('heads')} "
-        f"heads, dim {c.get('dim')}, seed {c.get('seed')}, n = {run.n}, S = {run.alphabet}, trained on "
+        f"deepest trained k-hop model (run {run.run_id}: {c.get('layers')} layers × "
+        f"{c.get('heads')} "
+        f"heads, dim {c.get('dim')}, seed {c.get('seed')}, n = {run.n}, S = {run.alphabet}, "
+        "trained on "
         f"k = 1..{run.hops}; error at k = {run.hops}: {100 * error:.2f}%{again})"
     )
 
@@ -269,9 +298,13 @@ def _compare_trained(
     small = model_patterns(
         khop_construction(n, S, K), "construction", TASK, "plain", n, S, SEED, K, samples, shown
     )
-    learned = model_patterns(run.model, "trained", TASK, "hop-prefix", n, S, SEED, K, samples, shown)
+    learned = model_patterns(
+        run.model, "trained", TASK, "hop-prefix", n, S, SEED, K, samples, shown
+    )
     by_hop = {
-        k: roles_by_layer(tuple(analyze_heads(run.model, TASK, "hop-prefix", n, S, samples, SEED, k).heads))
+        k: roles_by_layer(
+            tuple(analyze_heads(run.model, TASK, "hop-prefix", n, S, samples, SEED, k).heads)
+        )
         for k in range(1, K)
     } | {K: roles_by_layer(learned.scores)}
     layers = compare_layers(built, learned.scores)
@@ -300,24 +333,36 @@ def _compare_trained(
     CLAIM,
     paper=SHT2024,
     source="k-hop induction heads: pointer doubling (the upper bound); issue 16, point 5",
-    statement="analyze heads recovers, layer by layer, the roles the k-hop construction was built with: "
-    "a previous-token and a duplicate-token head in layer 0, the find (induction) head in layer 1, and in "
-    "each layer l ≥ 2 the pointer head that follows find^{2^(l−2)} (induction, find^2, find^4, find^8 "
+    statement="analyze heads recovers, layer by layer, the roles the k-hop construction was built "
+    "with: "
+    "a previous-token and a duplicate-token head in layer 0, the find (induction) head in layer "
+    "1, and in "
+    "each layer l ≥ 2 the pointer head that follows find^{2^(l−2)} (induction, find^2, find^4, "
+    "find^8 "
     "for k = 16). "
-    "Reported beside it, not asserted: the roles and best find^r scores of the deepest trained model of "
-    "the learning lab's k-hop experiment, layer by layer against the construction at its n, S and K; the "
+    "Reported beside it, not asserted: the roles and best find^r scores of the deepest trained "
+    "model of "
+    "the learning lab's k-hop experiment, layer by layer against the construction at its n, S and "
+    "K; the "
     "figure shows both on the same characters.",
     quick=QUICK,
     full=FULL,
 )
-def khop_mechanism(ctx: Context, n: int, alphabet: int, hops: int, samples: int, draw: int) -> ClaimResult:
+def khop_mechanism(
+    ctx: Context, n: int, alphabet: int, hops: int, samples: int, draw: int
+) -> ClaimResult:
     model = khop_construction(n, alphabet, hops)
     scores = tuple(analyze_heads(model, TASK, "plain", n, alphabet, samples, SEED, hops).heads)
     built, found = built_roles(n, alphabet, hops), roles_by_layer(scores)
     problems = role_problems(found, built)
-    verdict = "the built roles, recovered" if not problems else "NOT the built roles: " + "; ".join(problems)
+    verdict = (
+        "the built roles, recovered"
+        if not problems
+        else "NOT the built roles: " + "; ".join(problems)
+    )
     detail = (
-        f"khop_construction({n}, {alphabet}, {hops}) on {samples} inputs (no two adjacent characters equal, "
+        f"khop_construction({n}, {alphabet}, {hops}) on {samples} inputs (no two adjacent "
+        "characters equal, "
         f"seed {SEED}): {describe_heads(scores)} — {verdict}"
     )
     measured: dict[str, Any] = {
@@ -338,18 +383,25 @@ def khop_mechanism(ctx: Context, n: int, alphabet: int, hops: int, samples: int,
     if run is None:
         detail += f"; no trained run in the {EXPERIMENT} experiment"
         shown = min(draw, n, MAX_DRAW)
-        drawn = model_patterns(model, "construction", TASK, "plain", n, alphabet, SEED, hops, samples, shown)
+        drawn = model_patterns(
+            model, "construction", TASK, "plain", n, alphabet, SEED, hops, samples, shown
+        )
         series = KhopMechanism(drawn, None, None, built, n, alphabet, hops, samples, not problems)
     else:
-        measured["trained"], text, drawn, learned, drawn_built = _compare_trained(run, samples, draw)
+        measured["trained"], text, drawn, learned, drawn_built = _compare_trained(
+            run, samples, draw
+        )
         detail += f"; {text}"
-        series = KhopMechanism(drawn, learned, run, drawn_built, n, alphabet, hops, samples, not problems)
+        series = KhopMechanism(
+            drawn, learned, run, drawn_built, n, alphabet, hops, samples, not problems
+        )
     return ClaimResult(measured, status(not problems), detail, series)
 
 
 def _title(fig: plt.Figure, text: str) -> None:
-    """The figure's title, TITLE_INCHES below its top edge whatever its height: tight_layout keeps the title's
-    own height free at the top, which a title at the default y = 0.98 overruns in a tall figure."""
+    """The figure's title, TITLE_INCHES below its top edge whatever its height: tight_layout keeps
+    the title's own height free at the top, which a title at the default y = 0.98 overruns in a tall
+    figure."""
     fig.suptitle(text, y=1 - TITLE_INCHES / fig.get_size_inches()[1], va="top")
 
 
@@ -363,17 +415,25 @@ def draw_khop_mechanism(fig: plt.Figure, result: ClaimResult) -> str:
     measured = roles_text(roles_by_layer(s.construction.scores))
     check = "recovered" if s.recovered else "NOT recovered (the claim FAILED)"
     head = (
-        "Paper (Sanford–Hsu–Telgarsky 2024; issue 16): k-hop induction heads in logarithmic depth by pointer "
-        "doubling — layer 0 copies the previous token (and a duplicate-token head tests whether σ_i is new), "
-        "layer 1 points at find(i), and each later layer l follows the pointer find^{2^(l−2)}, so the hops a "
+        "Paper (Sanford–Hsu–Telgarsky 2024; issue 16): k-hop induction heads in logarithmic depth "
+        "by pointer "
+        "doubling — layer 0 copies the previous token (and a duplicate-token head tests whether "
+        "σ_i is new), "
+        "layer 1 points at find(i), and each later layer l follows the pointer find^{2^(l−2)}, so "
+        "the hops a "
         "position knows double per layer. "
     )
     if s.run is None:
-        _title(fig, f"k-hop construction, n = {s.n}, S = {s.alphabet}, k = {s.hops} (no trained model)")
+        _title(
+            fig, f"k-hop construction, n = {s.n}, S = {s.alphabet}, k = {s.hops} (no trained model)"
+        )
         return head + (
-            f"The construction khop_construction({s.n}, {s.alphabet}, {s.hops}) on the first {shown} "
-            f"characters of the first of {s.samples} inputs (seed {SEED}, no two adjacent equal); built "
-            f"roles by layer: {built}; measured: {measured}. No trained k-hop run was found to draw beside "
+            f"The construction khop_construction({s.n}, {s.alphabet}, {s.hops}) on the first "
+            f"{shown} "
+            f"characters of the first of {s.samples} inputs (seed {SEED}, no two adjacent equal); "
+            "built "
+            f"roles by layer: {built}; measured: {measured}. No trained k-hop run was found to "
+            "draw beside "
             "it."
         )
     run, K = s.run, s.run.hops
@@ -384,15 +444,24 @@ def draw_khop_mechanism(fig: plt.Figure, result: ClaimResult) -> str:
     )
     trained = roles_text(roles_by_layer(s.trained.scores))
     return head + (
-        f"Left: khop_construction({run.n}, {run.alphabet}, {K}) (plain layout: k = {K} is built in); "
-        f"built roles by layer: {built}; measured by analyze heads: {measured}. Right: the deepest trained "
-        f"model of the learning lab's k-hop experiment (run {run.run_id}, {run.config.get('layers')} layers "
-        f"× {run.config.get('heads')} heads, hop-prefix layout: the hop token k={K} first), analyzed at "
-        f"k = {K}; its roles by layer: {trained}. Both on the same characters: the first {shown} of the "
-        f"first of {s.samples} inputs (seed {SEED}, no two adjacent equal); row = query, column = key, "
-        "tokens on both axes, colour = attention weight (0..1, one scale), blank = keys after the query. "
-        f"Titles: each head's role and its two highest scores over all {s.samples} inputs. The claim's "
+        f"Left: khop_construction({run.n}, {run.alphabet}, {K}) (plain layout: k = {K} is built "
+        "in); "
+        f"built roles by layer: {built}; measured by analyze heads: {measured}. Right: the "
+        "deepest trained "
+        f"model of the learning lab's k-hop experiment (run {run.run_id}, "
+        f"{run.config.get('layers')} layers "
+        f"× {run.config.get('heads')} heads, hop-prefix layout: the hop token k={K} first), "
+        "analyzed at "
+        f"k = {K}; its roles by layer: {trained}. Both on the same characters: the first {shown} "
+        "of the "
+        f"first of {s.samples} inputs (seed {SEED}, no two adjacent equal); row = query, column = "
+        "key, "
+        "tokens on both axes, colour = attention weight (0..1, one scale), blank = keys after the "
+        "query. "
+        f"Titles: each head's role and its two highest scores over all {s.samples} inputs. The "
+        "claim's "
         "check is at "
-        f"n = {s.n}, S = {s.alphabet}, k = {s.hops} (every find^(2^t) layer exercised): the built roles "
+        f"n = {s.n}, S = {s.alphabet}, k = {s.hops} (every find^(2^t) layer exercised): the built "
+        "roles "
         f"{check}."
     )

@@ -1,5 +1,6 @@
-"""Claims of seed 000 §3 (the INDEX reduction), each recomputed, and their figure: Alice's message determines
-a one-layer model's answer, a correct model's message has at least k bits, and too-small models are refuted.
+"""Claims of seed 000 §3 (the INDEX reduction), each recomputed, and their figure: Alice's message
+determines a one-layer model's answer, a correct model's message has at least k bits, and too-small
+models are refuted.
 """
 
 from __future__ import annotations
@@ -20,11 +21,18 @@ from headcount.induction.lower_bound.refute import Refutation, refute
 from headcount.report.claims import SEED000, ClaimResult, Context, claim, status
 from headcount.report.figures import figure
 
-PROTOCOL_FIELDS = ("message_bits", "pairs_checked", "agreements", "disagreements", "disagreements_explained")
+PROTOCOL_FIELDS = (
+    "message_bits",
+    "pairs_checked",
+    "agreements",
+    "disagreements",
+    "disagreements_explained",
+)
 
 
 def index_precision(model: Model, k: int) -> int | None:
-    """Smallest p at which the model answers the whole INDEX family of size k correctly (fixed:p)."""
+    """Smallest p at which the model answers the whole INDEX family of size k correctly
+    (fixed:p)."""
     inputs, f_bits, i_stars = task.index_family(k)
     expected = task.induction_targets(inputs)
     return minimal_precision_bits(model, inputs, expected)
@@ -42,8 +50,11 @@ def _two_layer_size(ctx: Context, n: int, samples: int) -> int | None:
     return cert.size
 
 
-def _construction_point(ctx: Context, k: int, two_layer_samples: int) -> tuple[dict[str, Any], list[str]]:
-    """The protocol on the one-layer construction at its minimal INDEX precision: (point, problems)."""
+def _construction_point(
+    ctx: Context, k: int, two_layer_samples: int
+) -> tuple[dict[str, Any], list[str]]:
+    """The protocol on the one-layer construction at its minimal INDEX precision: (point,
+    problems)."""
     model = one_layer_induction(2 * k + 1, 3)
     p = index_precision(model, k)
     check = check_protocol(model, k, p)
@@ -65,7 +76,9 @@ def _construction_point(ctx: Context, k: int, two_layer_samples: int) -> tuple[d
     if check.model_correct != check.pairs_checked:
         problems.append(f"k={k}: the construction errs on INDEX at its own p={p}")
     if check.message_bits < k:
-        problems.append(f"k={k}: a correct model sent {check.message_bits} < k bits — impossible by INDEX")
+        problems.append(
+            f"k={k}: a correct model sent {check.message_bits} < k bits — impossible by INDEX"
+        )
     return point, problems
 
 
@@ -77,26 +90,40 @@ def _random_point(seed: int, h: int, m: int, p: int, k: int) -> tuple[dict[str, 
     unexplained = check.disagreements - check.disagreements_explained
     if not unexplained:
         return point, []
-    return point, [f"random model seed={seed} h={h} m={m} p={p}: {unexplained} unexplained disagreements"]
+    return point, [
+        f"random model seed={seed} h={h} m={m} p={p}: {unexplained} unexplained disagreements"
+    ]
 
 
 @claim(
     "induction.index.protocol",
     paper=SEED000,
     source="§3 Theorem 1 and Appendix A (INDEX reduction)",
-    statement="For a one-layer transformer at p bits, Alice's message (r̂, ŝ per head, 3p fractional bits "
-    "each) lets Bob compute the model's answer at position 2k+1 on every INDEX input; so a model that solves "
-    "the task sends ≥ k bits. Checked on every (f, i*): the one-layer construction at its minimal precision, "
-    "and random one-layer models (every disagreement lies within Bob's proven error of a rounding tie).",
+    statement="For a one-layer transformer at p bits, Alice's message (r̂, ŝ per head, 3p "
+    "fractional bits "
+    "each) lets Bob compute the model's answer at position 2k+1 on every INDEX input; so a model "
+    "that solves "
+    "the task sends ≥ k bits. Checked on every (f, i*): the one-layer construction at its minimal "
+    "precision, "
+    "and random one-layer models (every disagreement lies within Bob's proven error of a rounding "
+    "tie).",
     quick={
         "ks": list(range(4, 11)),
-        "random": [(seed, h, m, p) for seed in (0, 1) for h in (1, 2) for m in (2, 8) for p in (8, 16)],
+        "random": [
+            (seed, h, m, p) for seed in (0, 1) for h in (1, 2) for m in (2, 8) for p in (8, 16)
+        ],
         "random_k": 8,
         "two_layer_samples": 16,
     },
     full={
         "ks": list(range(4, 17)),
-        "random": [(seed, h, m, p) for seed in (0, 1, 2) for h in (1, 2, 4) for m in (2, 8) for p in (8, 16)],
+        "random": [
+            (seed, h, m, p)
+            for seed in (0, 1, 2)
+            for h in (1, 2, 4)
+            for m in (2, 8)
+            for p in (8, 16)
+        ],
         "random_k": 12,
         "two_layer_samples": 64,
     },
@@ -128,7 +155,8 @@ def index_protocol(
 def _protocol_detail(measured: dict[str, Any]) -> str:
     randoms = measured["random_models"]
     return (
-        "Bob reproduces the model on every pair; one-layer construction message bits at its minimal p: "
+        "Bob reproduces the model on every pair; one-layer construction message bits at its "
+        "minimal p: "
         + ", ".join(
             f"k={r['k']}: {r['message_bits']} (p={r['precision_bits']})"
             for r in measured["one_layer_construction"]
@@ -139,8 +167,9 @@ def _protocol_detail(measured: dict[str, Any]) -> str:
 
 
 def _refutation_problems(model: Model, result: Refutation, case: str, p: int) -> list[str]:
-    """Why a refuter result is not a confirmed wrong input: none found, or the model answers it correctly
-    when run again here (predict at fixed:p against the reference solver, independent of the refuter)."""
+    """Why a refuter result is not a confirmed wrong input: none found, or the model answers it
+    correctly when run again here (predict at fixed:p against the reference solver, independent of
+    the refuter)."""
     if not result.found:
         return [f"{case}: no counterexample found"]
     tokens = np.array(result.tokens)
@@ -150,18 +179,23 @@ def _refutation_problems(model: Model, result: Refutation, case: str, p: int) ->
     return []
 
 
-def _random_refutation(seed: int, h: int, m: int, p: int, k: int) -> tuple[dict[str, Any], list[str]]:
+def _random_refutation(
+    seed: int, h: int, m: int, p: int, k: int
+) -> tuple[dict[str, Any], list[str]]:
     """The refuter on a seeded random one-layer table model: (point, problems)."""
     model = random_table(np.random.default_rng(seed), 2 * k + 1, 3, h, m)
     result = refute(model, k, p, seed=seed)
     point = {"seed": seed, "heads": h, "dim": m, "precision_bits": p, "k": k}
     point |= {"message_bits": result.message_bits, "short_message": result.message_bits < k}
     point |= {"found": result.found, "method": result.method}
-    return point, _refutation_problems(model, result, f"random model seed={seed} h={h} m={m} p={p} k={k}", p)
+    return point, _refutation_problems(
+        model, result, f"random model seed={seed} h={h} m={m} p={p} k={k}", p
+    )
 
 
 def _clean_search(k: int) -> tuple[dict[str, Any], list[str]]:
-    """The refuter on the correct one-layer construction: it must search all k·2^k inputs and find none."""
+    """The refuter on the correct one-layer construction: it must search all k·2^k inputs and find
+    none."""
     model = one_layer_induction(2 * k + 1, 3)
     p = index_precision(model, k)
     result = refute(model, k, p)
@@ -178,10 +212,13 @@ def _clean_search(k: int) -> tuple[dict[str, Any], list[str]]:
     "induction.index.refute",
     paper=SEED000,
     source="§3 Theorem 1 (pigeonhole on Alice's messages)",
-    statement="A one-layer model whose message has fewer than k bits must answer some INDEX input wrongly: "
-    "for random one-layer models with such short messages the refuter returns a wrong input, confirmed by "
+    statement="A one-layer model whose message has fewer than k bits must answer some INDEX input "
+    "wrongly: "
+    "for random one-layer models with such short messages the refuter returns a wrong input, "
+    "confirmed by "
     "running the model; random models with longer messages are refuted as well, by guided search "
-    "(evidence beyond the theorem); and an exhaustive search of all k·2^k INDEX inputs finds none for "
+    "(evidence beyond the theorem); and an exhaustive search of all k·2^k INDEX inputs finds none "
+    "for "
     "the correct one-layer construction.",
     quick={
         "random": [(0, 1, 2, 2, 40), (1, 1, 1, 3, 40), (2, 2, 1, 2, 40), (0, 1, 2, 4, 40)],
@@ -204,7 +241,9 @@ def index_refute(
     found_rows, clean_rows = [row for row, _ in found], [row for row, _ in clean]
     problems = [line for _, lines in found for line in lines]
     if not any(r["short_message"] for r in found_rows):
-        problems.append("no random model has a message shorter than k bits: the theorem's case is untested")
+        problems.append(
+            "no random model has a message shorter than k bits: the theorem's case is untested"
+        )
     problems += [line for _, lines in clean for line in lines]
     # describe
     measured = {"random_models": found_rows, "construction": clean_rows}
@@ -219,7 +258,8 @@ def _refute_detail(found_rows: list[dict[str, Any]], construction_ks: list[int])
         for r in found_rows
     )
     return (
-        f"confirmed counterexamples for every random model ({found}); none for the one-layer construction at "
+        f"confirmed counterexamples for every random model ({found}); none for the one-layer "
+        "construction at "
         f"k = {construction_ks[0]}..{construction_ks[-1]} (all k·2^k INDEX inputs searched)"
     )
 
@@ -243,9 +283,13 @@ def draw_index_bits(fig: plt.Figure, result: ClaimResult) -> str:
     ax.grid(True, alpha=0.3)
     ax.legend(loc="center right", fontsize=10, framealpha=0.95)
     return (
-        "Paper (seed 000 §3): Alice's message — r̂ and ŝ per head, 3p fractional bits each — determines a "
-        "one-layer model's answer on every INDEX input, so a correct model's message has ≥ k bits. Measured: "
-        "the one-layer construction's message at its minimal precision (exact bit count of headcount's code, "
-        "Bob reproducing the model on every (f, i*)) stays above k and grows linearly; the two-layer "
+        "Paper (seed 000 §3): Alice's message — r̂ and ŝ per head, 3p fractional bits each — "
+        "determines a "
+        "one-layer model's answer on every INDEX input, so a correct model's message has ≥ k "
+        "bits. Measured: "
+        "the one-layer construction's message at its minimal precision (exact bit count of "
+        "headcount's code, "
+        "Bob reproducing the model on every (f, i*)) stays above k and grows linearly; the "
+        "two-layer "
         "construction's whole size grows only logarithmically."
     )

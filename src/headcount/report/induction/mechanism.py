@@ -1,19 +1,21 @@
-"""The induction circuit, built and learned (issue 15, point 2): the claim `induction.heads.mechanism` and
-its side-by-side attention figure.
+"""The induction circuit, built and learned (issue 15, point 2): the claim
+`induction.heads.mechanism` and its side-by-side attention figure.
 
-Measure: `analyze heads` (induction.heads.analyze_heads) of the two-layer construction and of the best
-trained two-layer model of the learning lab's induction-depth experiment (learn/experiments.py, at the
-report's scale, in Context.results_db: the highest non-⊥ accuracy among its two-layer runs, ties to the
-smaller n), both at that run's n and alphabet on the same seeded inputs. The experiment keeps its models
-beside the database (models/<run id>.safetensors); a run stored without one (a database written before it
-kept them) is retrained from its config — training is deterministic per seed on CPU — and kept there.
+Measure: `analyze heads` (induction.heads.analyze_heads) of the two-layer construction and of the
+best trained two-layer model of the learning lab's induction-depth experiment (learn/experiments.py,
+at the report's scale, in Context.results_db: the highest non-⊥ accuracy among its two-layer runs,
+ties to the smaller n), both at that run's n and alphabet on the same seeded inputs. The experiment
+keeps its models beside the database (models/<run id>.safetensors); a run stored without one (a
+database written before it kept them) is retrained from its config — training is deterministic per
+seed on CPU — and kept there.
 
-Check: the construction's heads have the roles it was built with (BUILT_ROLES: a previous-token and a
-duplicate-token head in layer 0, an induction head in layer 1) — PASS only then. The trained model's roles
-are reported, not asserted: whether it found the same circuit (CIRCUIT: a previous-token head in layer 0
-and an induction head in layer 1) is said in the detail and drawn.
+Check: the construction's heads have the roles it was built with (BUILT_ROLES: a previous-token and
+a duplicate-token head in layer 0, an induction head in layer 1) — PASS only then. The trained
+model's roles are reported, not asserted: whether it found the same circuit (CIRCUIT: a
+previous-token head in layer 0 and an induction head in layer 1) is said in the detail and drawn.
 
-Describe: one line; the figure draws both models' attention on the same input (report/views/attention.py).
+Describe: one line; the figure draws both models' attention on the same input
+(report/views/attention.py).
 """
 
 from __future__ import annotations
@@ -31,20 +33,26 @@ from headcount.learn.experiments import experiment_rows, kept_or_retrained
 from headcount.report.claims import FAIL, SEED000, ClaimResult, Context, claim, status
 from headcount.report.experiments import experiment_summary
 from headcount.report.figures import figure
-from headcount.report.views.attention import ModelPatterns, draw_patterns, model_patterns, score_items
+from headcount.report.views.attention import (
+    ModelPatterns,
+    draw_patterns,
+    model_patterns,
+    score_items,
+)
 
 EXPERIMENT = "induction-depth"
 SEED = 0  # the inputs both models are scored and drawn on: default_rng([SEED, n, alphabet])
-# the roles two_layer_induction builds, per layer (sorted): layer 0's previous-token head copies σ_{i−1},
-# its duplicate-token head averages the earlier occurrences of σ_i (the ⊥ test); layer 1 is the induction head
+# the roles two_layer_induction builds, per layer (sorted): layer 0's previous-token head copies
+# σ_{i−1}, its duplicate-token head averages the earlier occurrences of σ_i (the ⊥ test); layer 1 is
+# the induction head
 BUILT_ROLES = {0: ("duplicate_token", "previous_token"), 1: ("induction",)}
 CIRCUIT = {0: "previous_token", 1: "induction"}  # the induction path: a role in each layer
 
 
 @dataclass(frozen=True)
 class TrainedModel:
-    """The best trained two-layer run: its id, config and accuracy as stored, its model, and whether the
-    model had to be retrained (then also the retrained run's accuracy)."""
+    """The best trained two-layer run: its id, config and accuracy as stored, its model, and whether
+    the model had to be retrained (then also the retrained run's accuracy)."""
 
     run_id: str
     config: dict[str, Any]
@@ -65,7 +73,8 @@ class TrainedModel:
 
 @dataclass(frozen=True)
 class Mechanism:
-    """The claim's series: both models' panels on the same input, and what the figure's caption says."""
+    """The claim's series: both models' panels on the same input, and what the figure's caption
+    says."""
 
     construction: ModelPatterns
     trained: ModelPatterns
@@ -81,25 +90,33 @@ class Mechanism:
 
 
 def best_two_layer_row(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The two-layer run with the highest non-⊥ accuracy (ties: smaller n, then run id); None without one."""
-    two = [r for r in rows if r["config"].get("layers") == 2 and r["metrics"].get("accuracy") is not None]
+    """The two-layer run with the highest non-⊥ accuracy (ties: smaller n, then run id); None
+    without one."""
+    two = [
+        r
+        for r in rows
+        if r["config"].get("layers") == 2 and r["metrics"].get("accuracy") is not None
+    ]
     key = lambda r: (-float(r["metrics"]["accuracy"]), r["config"].get("n", 0), r["run_id"])
     return min(two, key=key, default=None)
 
 
 def load_or_retrain(db: str, row: dict[str, Any]) -> TrainedModel:
-    """The run's kept model (learn.experiments.kept_model); retrained from its config and kept there when
-    the file is missing."""
+    """The run's kept model (learn.experiments.kept_model); retrained from its config and kept there
+    when the file is missing."""
     accuracy = float(row["metrics"]["accuracy"])
     model, retrained = kept_or_retrained(db, row)
     if retrained is None:
         return TrainedModel(row["run_id"], row["config"], accuracy, model)
-    return TrainedModel(row["run_id"], row["config"], accuracy, model, True, float(retrained["accuracy"]))
+    return TrainedModel(
+        row["run_id"], row["config"], accuracy, model, True, float(retrained["accuracy"])
+    )
 
 
 def trained_best(ctx: Context) -> TrainedModel | None:
-    """The best two-layer run of the experiment at ctx.scale in the report's database (the sweep run or
-    resumed there first, shared with learning.induction.depth) and its model; cached for the run."""
+    """The best two-layer run of the experiment at ctx.scale in the report's database (the sweep run
+    or resumed there first, shared with learning.induction.depth) and its model; cached for the
+    run."""
     db = ctx.results_db or DEFAULT_DB
 
     def compute() -> TrainedModel | None:
@@ -107,7 +124,9 @@ def trained_best(ctx: Context) -> TrainedModel | None:
         row = best_two_layer_row(experiment_rows(EXPERIMENT, ctx.scale, db))
         return None if row is None else load_or_retrain(db, row)
 
-    return ctx.cached(("best-two-layer-model", EXPERIMENT, ctx.scale, db), compute, "best two-layer model")
+    return ctx.cached(
+        ("best-two-layer-model", EXPERIMENT, ctx.scale, db), compute, "best two-layer model"
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -133,7 +152,11 @@ def role_problems(scores: tuple[HeadScore, ...]) -> list[str]:
 def missing_circuit(scores: tuple[HeadScore, ...]) -> list[str]:
     """The roles of CIRCUIT that no head of their layer has (empty: the same circuit)."""
     found = roles_by_layer(scores)
-    return [f"{role} in layer {layer}" for layer, role in CIRCUIT.items() if role not in found.get(layer, ())]
+    return [
+        f"{role} in layer {layer}"
+        for layer, role in CIRCUIT.items()
+        if role not in found.get(layer, ())
+    ]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -141,7 +164,8 @@ def missing_circuit(scores: tuple[HeadScore, ...]) -> list[str]:
 
 
 def describe_heads(scores: tuple[HeadScore, ...]) -> str:
-    """ "L0H0 previous_token 1.00, …": each head's role and its score for it (its best score for none)."""
+    """ "L0H0 previous_token 1.00, …": each head's role and its score for it (its best score for
+    none)."""
     parts = []
     for s in scores:
         items = score_items(s)
@@ -152,10 +176,13 @@ def describe_heads(scores: tuple[HeadScore, ...]) -> str:
 
 def _trained_words(run: TrainedModel) -> str:
     c = run.config
-    again = f"; retrained from its config, {100 * run.accuracy_retrained:.2f}%" if run.retrained else ""
+    again = (
+        f"; retrained from its config, {100 * run.accuracy_retrained:.2f}%" if run.retrained else ""
+    )
     return (
         f"best trained two-layer model (run {run.run_id}: {c.get('heads')} head(s) a layer, dim "
-        f"{c.get('dim')}, seed {c.get('seed')}; {100 * run.accuracy:.2f}% on non-⊥ positions{again})"
+        f"{c.get('dim')}, seed {c.get('seed')}; {100 * run.accuracy:.2f}% on non-⊥ "
+        f"positions{again})"
     )
 
 
@@ -163,8 +190,15 @@ def _circuit_words(missing: list[str], trained: tuple[HeadScore, ...]) -> str:
     if missing:
         return f"NOT the construction's circuit (no {', no '.join(missing)})"
     duplicate = any(s.role == "duplicate_token" for s in trained)
-    extra = "" if duplicate else "; no duplicate-token head: the construction's ⊥ test has no counterpart"
-    return f"the same circuit: a previous-token head in layer 0 feeding an induction head in layer 1{extra}"
+    extra = (
+        ""
+        if duplicate
+        else "; no duplicate-token head: the construction's ⊥ test has no counterpart"
+    )
+    return (
+        "the same circuit: a previous-token head in layer 0 feeding an induction head in "
+        f"layer 1{extra}"
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -175,9 +209,12 @@ def _circuit_words(missing: list[str], trained: tuple[HeadScore, ...]) -> str:
     "induction.heads.mechanism",
     paper=SEED000,
     source="§1 (two-layer construction); issue 15",
-    statement="analyze heads recovers the roles the two-layer construction was built with (layer 0: a "
-    "previous-token and a duplicate-token head; layer 1: an induction head) at the n and alphabet of the "
-    "best trained two-layer model of the induction-depth experiment; that model's head roles are reported "
+    statement="analyze heads recovers the roles the two-layer construction was built with (layer "
+    "0: a "
+    "previous-token and a duplicate-token head; layer 1: an induction head) at the n and alphabet "
+    "of the "
+    "best trained two-layer model of the induction-depth experiment; that model's head roles are "
+    "reported "
     "beside it, and the figure shows both models' attention on the same input.",
     quick={"samples": 256, "draw": 16},
     full={"samples": 256, "draw": 16},
@@ -212,10 +249,16 @@ def mechanism(ctx: Context, samples: int, draw: int) -> ClaimResult:
             "heads": [s.to_json() for s in learned.scores],
         },
     }
-    verdict = "the built roles, recovered" if not problems else "NOT the built roles: " + "; ".join(problems)
+    verdict = (
+        "the built roles, recovered"
+        if not problems
+        else "NOT the built roles: " + "; ".join(problems)
+    )
     detail = (
-        f"n = {n}, S = {S}, {samples} inputs: construction {describe_heads(built.scores)} — {verdict}; "
-        f"{_trained_words(run)}: {describe_heads(learned.scores)} — {_circuit_words(missing, learned.scores)}"
+        f"n = {n}, S = {S}, {samples} inputs: construction {describe_heads(built.scores)} — "
+        f"{verdict}; "
+        f"{_trained_words(run)}: {describe_heads(learned.scores)} — "
+        f"{_circuit_words(missing, learned.scores)}"
     )
     series = Mechanism(built, learned, run, n, S, samples, not missing)
     return ClaimResult(measured, status(not problems), detail, series)
@@ -226,19 +269,30 @@ def draw_mechanism(fig: plt.Figure, result: ClaimResult) -> str:
     s: Mechanism = result.series
     draw_patterns(fig, [s.construction, s.trained])
     fig.suptitle(
-        f"Induction heads, built (left) and trained (right): the same input, n = {s.n}, S = {s.alphabet}"
+        f"Induction heads, built (left) and trained (right): the same input, n = {s.n}, S = "
+        f"{s.alphabet}"
     )
-    found = "found the same circuit" if s.same_circuit else "did NOT find the construction's circuit"
+    found = (
+        "found the same circuit" if s.same_circuit else "did NOT find the construction's circuit"
+    )
     shown = len(s.construction.tokens)
     return (
-        "Paper (seed 000 §1): two layers of constant size solve induction heads — a previous-token head, "
-        "then an induction head that attends to the position after the latest earlier occurrence of the "
-        "current token (the construction adds a duplicate-token head, its ⊥ test). Left: the two-layer "
+        "Paper (seed 000 §1): two layers of constant size solve induction heads — a "
+        "previous-token head, "
+        "then an induction head that attends to the position after the latest earlier occurrence "
+        "of the "
+        "current token (the construction adds a duplicate-token head, its ⊥ test). Left: the "
+        "two-layer "
         "construction; "
-        f"right: the best trained two-layer model of the induction-depth experiment (run {s.run.run_id}, "
-        f"{100 * s.run.accuracy:.2f}% on non-⊥ positions). Both on the same input: the first {shown} "
-        f"characters of the first of {s.samples} inputs (seed {SEED}); row = query, column = key, tokens on "
-        "both axes, colour = attention weight (0..1, one scale), blank = keys after the query. Titles: each "
-        f"head's role and its two highest scores over all {s.samples} inputs (analyze heads). The trained "
+        "right: the best trained two-layer model of the induction-depth experiment (run "
+        f"{s.run.run_id}, "
+        f"{100 * s.run.accuracy:.2f}% on non-⊥ positions). Both on the same input: the first "
+        f"{shown} "
+        f"characters of the first of {s.samples} inputs (seed {SEED}); row = query, column = key, "
+        "tokens on "
+        "both axes, colour = attention weight (0..1, one scale), blank = keys after the query. "
+        "Titles: each "
+        f"head's role and its two highest scores over all {s.samples} inputs (analyze heads). The "
+        "trained "
         f"model {found}."
     )

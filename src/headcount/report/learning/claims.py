@@ -1,14 +1,15 @@
 """Learning claims and figures (spec/learning.md): what the theory says training can and cannot do.
 
 Claims: measure → check → describe. Measure: the experiment's summary (its sweep run or resumed into
-Context.results_db, then read from the database) plus what the constructions achieve on the same cells
-(`with_constructions`: certificates are computed here, never by a learn/ summarizer). Check: what the
-theorems forbid is asserted (no XOR cell below D·H = n solved); what they allow is reported, and asserted
-only where robust (two layers reach ≥ 99% at n ≤ 32). Describe: one line.
+Context.results_db, then read from the database) plus what the constructions achieve on the same
+cells (`with_constructions`: certificates are computed here, never by a learn/ summarizer). Check:
+what the theorems forbid is asserted (no XOR cell below D·H = n solved); what they allow is
+reported, and asserted only where robust (two layers reach ≥ 99% at n ≤ 32). Describe: one line.
 
-Each drawing of a summary is registered once (`_draws`): as its claim's report figure, and as the figure
-`run_experiment_with_figure` (what `headcount experiment NAME` calls) draws beside the database. The k-hop
-claims and drawings are report/learning/khop.py's (its KHOP_DRAW is merged into DRAW here).
+Each drawing of a summary is registered once (`_draws`): as its claim's report figure, and as the
+figure `run_experiment_with_figure` (what `headcount experiment NAME` calls) draws beside the
+database. The k-hop claims and drawings are report/learning/khop.py's (its KHOP_DRAW is merged into
+DRAW here).
 """
 
 from __future__ import annotations
@@ -47,21 +48,26 @@ from headcount.report.render import write_atomic
 
 
 def _xor_certified(c: XorPhaseCell) -> bool | None:
-    """The Theorem-3 construction's certificate for the cell's (D, H); None below the bound (refused)."""
-    return None if c.below_bound else construct_and_certify(c.function, c.n, c.degree, c.heads).certified
+    """The Theorem-3 construction's certificate for the cell's (D, H); None below the bound
+    (refused)."""
+    return (
+        None
+        if c.below_bound
+        else construct_and_certify(c.function, c.n, c.degree, c.heads).certified
+    )
 
 
 def with_xor_constructions(s: XorPhaseSummary) -> XorPhaseSummary:
-    """The xor-phase summary with each cell's construction certificate, and how many cells above the bound
-    have a certified construction."""
+    """The xor-phase summary with each cell's construction certificate, and how many cells above the
+    bound have a certified construction."""
     cells = [c.with_construction(_xor_certified(c)) for c in s.cells]
     certified = sum(bool(c.construction_certified) for c in cells if not c.below_bound)
     return replace(s, cells=cells, above_constructions_certified=certified)
 
 
 def with_minmax_constructions(s: MinmaxHeadsSummary) -> MinmaxHeadsSummary:
-    """The minmax-heads summary with construction_dims: M → the value dimension of the two-head construction
-    (compact code), certified by certify_minmax at each (M, n) of the sweep."""
+    """The minmax-heads summary with construction_dims: M → the value dimension of the two-head
+    construction (compact code), certified by certify_minmax at each (M, n) of the sweep."""
     dims = {}
     for M, n in sorted({(c.M, c.n) for c in s.cells}):
         cert = certify_minmax(M, n, 2, code="compact")
@@ -77,14 +83,16 @@ CONSTRUCTIONS: dict[str, Callable[[Any], Summary]] = {
 
 
 def with_constructions(name: str, summary: Summary) -> Summary:
-    """`summary` of experiment `name` with what the theory's constructions achieve on its cells (if any)."""
+    """`summary` of experiment `name` with what the theory's constructions achieve on its cells (if
+    any)."""
     add = CONSTRUCTIONS.get(name)
     return summary if add is None else add(summary)
 
 
 def _summary(ctx: Context, name: str) -> Summary:
-    """The experiment's summary at ctx.scale from the report's results database (its sweep run or resumed
-    there first: khop.experiment_summary), with the constructions; both cached for the run."""
+    """The experiment's summary at ctx.scale from the report's results database (its sweep run or
+    resumed there first: khop.experiment_summary), with the constructions; both cached for the
+    run."""
     summary = experiment_summary(ctx, name)
     if name not in CONSTRUCTIONS:
         return summary
@@ -106,7 +114,9 @@ def _missing_two_layer(s: InductionDepthSummary) -> str | None:
     lengths, two = sorted({c.n for c in s.cells}), sorted(s.two_layer_best_by_n)
     if lengths and two == lengths:
         return None
-    return f"two-layer models missing at some n: sweep n = {lengths}, two-layer results at n = {two}"
+    return (
+        f"two-layer models missing at some n: sweep n = {lengths}, two-layer results at n = {two}"
+    )
 
 
 def _describe_induction_depth(s: InductionDepthSummary) -> str:
@@ -116,7 +126,8 @@ def _describe_induction_depth(s: InductionDepthSummary) -> str:
         f"{_percentages(s.two_layer_best_by_n, 2)}; weakest two-layer configuration "
         f"{100 * s.two_layer_weakest_cell_accuracy:.1f}%); one layer at most "
         f"{100 * s.one_layer_best_accuracy:.1f}%, {below} its two-layer counterpart in {where} "
-        f"configuration; INDEX-family query accuracy of the best two-layer model (reported, not asserted): "
+        "configuration; INDEX-family query accuracy of the best two-layer model (reported, not "
+        "asserted): "
         f"{_percentages(s.two_layer_index_accuracy_by_n, 0)}"
     )
 
@@ -125,8 +136,10 @@ def _describe_induction_depth(s: InductionDepthSummary) -> str:
     "learning.induction.depth",
     paper=SEED000,
     source="§1, experiments",
-    statement="Trained two-layer attention models solve induction heads (the best two-layer model of the "
-    "sweep is ≥ 99% right on non-⊥ positions at every n); one-layer models of the same width, heads and "
+    statement="Trained two-layer attention models solve induction heads (the best two-layer model "
+    "of the "
+    "sweep is ≥ 99% right on non-⊥ positions at every n); one-layer models of the same width, "
+    "heads and "
     "alphabet stay below their two-layer counterparts everywhere.",
 )
 def induction_depth(ctx: Context) -> ClaimResult:
@@ -140,9 +153,12 @@ def _describe_minmax_heads(s: MinmaxHeadsSummary) -> str:
     single = sum(c.seeds for c in s.cells if c.heads == 1)
     agree = "agree" if s.verifier_agrees_with_exhaustive else "do NOT agree"
     return (
-        f"two heads solved both tasks exactly in {s.two_heads_solved} runs; single heads: the exact "
-        f"verifier found a counterexample for {s.single_heads_with_counterexample} of {single} trained "
-        f"heads (verdicts {agree} with exhaustive evaluation on all {s.single_heads_checked} compared)"
+        f"two heads solved both tasks exactly in {s.two_heads_solved} runs; single heads: the "
+        "exact "
+        f"verifier found a counterexample for {s.single_heads_with_counterexample} of {single} "
+        "trained "
+        f"heads (verdicts {agree} with exhaustive evaluation on all {s.single_heads_checked} "
+        "compared)"
     )
 
 
@@ -150,8 +166,10 @@ def _describe_minmax_heads(s: MinmaxHeadsSummary) -> str:
     "learning.minmax.heads",
     paper=SEED004,
     source="§3.1, Theorem 1 and Appendix A",
-    statement="Some trained two-head model solves min and max together on every input; every trained single "
-    "head is run through the exact one-head verifier, and wherever exhaustive evaluation is possible "
+    statement="Some trained two-head model solves min and max together on every input; every "
+    "trained single "
+    "head is run through the exact one-head verifier, and wherever exhaustive evaluation is "
+    "possible "
     "(at most 200 000 multisets) the verifier's verdicts agree with it on every head compared "
     "(at least one).",
 )
@@ -162,17 +180,22 @@ def minmax_heads(ctx: Context) -> ClaimResult:
 
 
 def _xor_sides(s: XorPhaseSummary) -> tuple[list[XorPhaseCell], list[XorPhaseCell]]:
-    """The XOR cells below and above D·H = n, the side read from (D, H, n) alone (T of n-bit XOR is n)."""
+    """The XOR cells below and above D·H = n, the side read from (D, H, n) alone (T of n-bit XOR is
+    n)."""
     cells = [c for c in s.cells if c.function == "xor"]
-    return [c for c in cells if c.degree * c.heads < c.n], [c for c in cells if c.degree * c.heads >= c.n]
+    return [c for c in cells if c.degree * c.heads < c.n], [
+        c for c in cells if c.degree * c.heads >= c.n
+    ]
 
 
 @claim(
     "learning.xor.phase",
     paper=SEED004,
     source="Theorems 2 and 3",
-    statement="Trained n-bit XOR models never succeed below D·H = n (impossible by Theorem 2); above it the "
-    "Theorem-3 construction is certified in every cell, and the table shows where training gets there.",
+    statement="Trained n-bit XOR models never succeed below D·H = n (impossible by Theorem 2); "
+    "above it the "
+    "Theorem-3 construction is certified in every cell, and the table shows where training gets "
+    "there.",
 )
 def xor_phase(ctx: Context) -> ClaimResult:
     s = _summary(ctx, "xor-phase")
@@ -181,8 +204,10 @@ def xor_phase(ctx: Context) -> ClaimResult:
     certified = sum(c.construction_certified is True for c in above)
     ok = bool(below) and bool(above) and below_solved == 0 and certified == len(above)
     detail = (
-        f"n = {s.n}: {below_solved} of {len(below)} cells below D·H = n solved (must be 0, and ≥ 1 cell); "
-        f"training solved {sum(c.solved > 0 for c in above)} of {len(above)} cells above, constructions "
+        f"n = {s.n}: {below_solved} of {len(below)} cells below D·H = n solved (must be 0, and ≥ "
+        "1 cell); "
+        f"training solved {sum(c.solved > 0 for c in above)} of {len(above)} cells above, "
+        "constructions "
         f"certified in {certified} (must be all, and ≥ 1 cell)"
     )
     return ClaimResult(s.to_json(), status(ok), detail, s)
@@ -197,8 +222,8 @@ DRAW: dict[str, Callable[[plt.Figure, Any], str]] = dict(KHOP_DRAW)
 
 
 def _draws(experiment: str, id: str, claim: str) -> Callable[[Callable], Callable]:
-    """Register a drawing of an experiment's summary: as DRAW[experiment], and as report figure `id` of the
-    claim whose series is that summary."""
+    """Register a drawing of an experiment's summary: as DRAW[experiment], and as report figure `id`
+    of the claim whose series is that summary."""
 
     def register(draw: Callable[[plt.Figure, Any], str]) -> Callable[[plt.Figure, Any], str]:
         DRAW[experiment] = draw
@@ -213,7 +238,8 @@ def _plural(count: int, word: str) -> str:
 
 
 def _accuracy_by_n(cells: list[Any]) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """(n, mean accuracy, [2 n] distances to the min and max seed) of cells of one configuration, by n."""
+    """(n, mean accuracy, [2 n] distances to the min and max seed) of cells of one configuration, by
+    n."""
     pts = sorted(cells, key=lambda c: c.n)
     acc = np.array([c.accuracy for c in pts])
     spread = np.vstack([acc - [c.accuracy_min for c in pts], [c.accuracy_max for c in pts] - acc])
@@ -244,8 +270,10 @@ def draw_induction_depth(fig: plt.Figure, s: InductionDepthSummary) -> str:
     ax.set_title("Induction heads, trained: one layer vs two layers")
     ax.legend(loc="lower left", fontsize=10)
     return (
-        "Paper (seed 000): a one-layer transformer needs heads·dim·bits = Ω(n) to solve induction heads, two "
-        "layers of constant size suffice. Measured: trained models (mean over seeds, bars min–max) on "
+        "Paper (seed 000): a one-layer transformer needs heads·dim·bits = Ω(n) to solve induction "
+        "heads, two "
+        "layers of constant size suffice. Measured: trained models (mean over seeds, bars "
+        "min–max) on "
         "held-out uniform sequences; the best two-layer model reaches "
         f"{100 * s.two_layer_best_min_accuracy:.2f}% or more at every n, one layer at most "
         f"{100 * s.one_layer_best_accuracy:.1f}%."
@@ -293,9 +321,12 @@ def draw_minmax(fig: plt.Figure, s: MinmaxHeadsSummary) -> str:
     ax.set_ylim(0, 102)
     ax.legend(loc="lower right", fontsize=10)
     return (
-        "Paper (seed 004 §3.1): one attention head cannot support both min and max with small resources; "
-        "two heads can (Appendix A, certified here for the dotted d). Measured: exact accuracy of trained "
-        "models on every multiset (weighted to all M^n lists); red labels: trained single heads for which "
+        "Paper (seed 004 §3.1): one attention head cannot support both min and max with small "
+        "resources; "
+        "two heads can (Appendix A, certified here for the dotted d). Measured: exact accuracy of "
+        "trained "
+        "models on every multiset (weighted to all M^n lists); red labels: trained single heads "
+        "for which "
         "the exact one-head verifier found a counterexample to min or max, out of the seeds."
     )
 
@@ -312,8 +343,14 @@ def draw_xor_training(fig: plt.Figure, s: XorPhaseSummary) -> str:
         grid[Hs.index(c.heads), Ds.index(c.degree)] = c.solved / c.seeds
     im = ax.imshow(100 * grid, origin="lower", aspect="auto", cmap="Greens", vmin=0, vmax=100)
     for c in cells:
-        mark = "" if c.construction_certified is None else (" C" if c.construction_certified else " C?")
-        share = c.fraction_of_frontier  # None beyond the frontier's work bound, NaN without an accuracy
+        mark = (
+            ""
+            if c.construction_certified is None
+            else (" C" if c.construction_certified else " C?")
+        )
+        share = (
+            c.fraction_of_frontier
+        )  # None beyond the frontier's work bound, NaN without an accuracy
         of_frontier = "" if share is None or math.isnan(share) else f"\n{100 * share:.0f}% of F"
         text = f"{c.solved}/{c.seeds}{mark}{of_frontier}"
         cell_text(ax, Ds.index(c.degree), Hs.index(c.heads), text, c.solved / c.seeds > 0.6)
@@ -328,12 +365,18 @@ def draw_xor_training(fig: plt.Figure, s: XorPhaseSummary) -> str:
     fig.colorbar(im, ax=ax, label="seeds solving all 2^n inputs (%)")
     ax.set_xlabel("readout degree D")
     ax.set_ylabel("heads H")
-    ax.set_title(f"{n}-bit XOR, trained: (D, H) phase diagram (red: D·H = n = {n})")  # no legend over a cell
+    ax.set_title(
+        f"{n}-bit XOR, trained: (D, H) phase diagram (red: D·H = n = {n})"
+    )  # no legend over a cell
     return (
-        "Paper (seed 004 Theorems 2, 3): H heads with a degree-D readout compute n-bit XOR iff D·H ≥ n. "
-        f"Measured at n = {n}: cells give seeds whose trained model is exactly right on all 2^n inputs; 'C' "
-        "marks cells where the Theorem-3 construction is certified exactly; 'x% of F': the seeds' mean "
-        "accuracy on all 2^n inputs as a share of the exact frontier F, the best any model with that D·H can "
+        "Paper (seed 004 Theorems 2, 3): H heads with a degree-D readout compute n-bit XOR iff "
+        "D·H ≥ n. "
+        f"Measured at n = {n}: cells give seeds whose trained model is exactly right on all 2^n "
+        "inputs; 'C' "
+        "marks cells where the Theorem-3 construction is certified exactly; 'x% of F': the seeds' "
+        "mean "
+        "accuracy on all 2^n inputs as a share of the exact frontier F, the best any model with "
+        "that D·H can "
         "reach (boolean frontier; 100% from D·H = n). Below the red curve no model can "
         f"succeed ({s.below_solved} of {s.below_cells} cells did); above it training solved "
         f"{s.above_solved} of {s.above_cells} cells."
@@ -355,17 +398,24 @@ class ExperimentFigure(JsonResult):
 
 @dataclass(frozen=True)
 class ExperimentReport:
-    """run_experiment's result (its summary with the constructions) and its figure (None: nothing to draw)."""
+    """run_experiment's result (its summary with the constructions) and its figure (None: nothing to
+    draw)."""
 
     result: ExperimentResult
     figure: ExperimentFigure | None
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.result.to_json(), "figure": None if self.figure is None else self.figure.to_json()}
+        return {
+            **self.result.to_json(),
+            "figure": None if self.figure is None else self.figure.to_json(),
+        }
 
 
-def save_experiment_figure(name: str, summary: Summary, out_dir: str | Path, stem: str) -> ExperimentFigure:
-    """Draw experiment `name`'s figure from its summary into out_dir/stem.{png,svg} (atomic writes)."""
+def save_experiment_figure(
+    name: str, summary: Summary, out_dir: str | Path, stem: str
+) -> ExperimentFigure:
+    """Draw experiment `name`'s figure from its summary into out_dir/stem.{png,svg} (atomic
+    writes)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     saved = save_figure(

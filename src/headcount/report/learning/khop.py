@@ -1,16 +1,16 @@
-"""k-hop claims and figures (Sanford, Hsu & Telgarsky 2024): what depth trained models need as the hop count
-grows — attention-only models, and GPT-2-style models (pre-LayerNorm, GELU MLP) as the paper trained — and
-the precision each trained model needs at each hop count.
+"""k-hop claims and figures (Sanford, Hsu & Telgarsky 2024): what depth trained models need as the
+hop count grows — attention-only models, and GPT-2-style models (pre-LayerNorm, GELU MLP) as the
+paper trained — and the precision each trained model needs at each hop count.
 
-Measure: the experiments "khop" and "khop-gpt2" (learn/experiments.py: one model per depth L trained on hop
-counts 1..K, the hop count as the first token; each run's exported model certified at every k on sampled
-inputs of its training distribution), read back from Context.results_db. Check: the depth–hop trade-off
-(_khop_problems), the same three statements for both model families. Precision is reported, never
-asserted: a certificate needs the model right on every sample, and the rigorous bounds decide how small a
-p they can prove. Describe: one line.
+Measure: the experiments "khop" and "khop-gpt2" (learn/experiments.py: one model per depth L trained
+on hop counts 1..K, the hop count as the first token; each run's exported model certified at every k
+on sampled inputs of its training distribution), read back from Context.results_db. Check: the
+depth–hop trade-off (_khop_problems), the same three statements for both model families. Precision
+is reported, never asserted: a certificate needs the model right on every sample, and the rigorous
+bounds decide how small a p they can prove. Describe: one line.
 
-The drawings are registered here as report figures and in KHOP_DRAW, which report/learning/claims.py merges into
-the drawings `headcount experiment NAME` uses.
+The drawings are registered here as report figures and in KHOP_DRAW, which report/learning/claims.py
+merges into the drawings `headcount experiment NAME` uses.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ KHOP_SOLVED = 0.05  # a depth "solves" hop count k when its error at k is at mos
 
 
 def khop_min_depths(layers: list[int], err: list[list[float]]) -> list[float]:
-    """For each hop count (column of err), the smallest depth whose error there is ≤ KHOP_SOLVED (inf:
-    none)."""
+    """For each hop count (column of err), the smallest depth whose error there is ≤ KHOP_SOLVED
+    (inf: none)."""
     return [
         min((L for L, row in zip(layers, err) if row[j] <= KHOP_SOLVED), default=math.inf)
         for j in range(len(err[0]))
@@ -47,15 +47,21 @@ def khop_min_depths(layers: list[int], err: list[list[float]]) -> list[float]:
 
 
 def _khop_shape_problem(layers: list[int], hops: list[int], err: list[list[float]]) -> str | None:
-    """Why the error table cannot be checked (fewer than 2 depths or hop counts, a missing or NaN error)."""
+    """Why the error table cannot be checked (fewer than 2 depths or hop counts, a missing or NaN
+    error)."""
     shape_ok = (
         len(layers) >= 2
         and len(hops) >= 2
         and len(err) == len(layers)
         and all(len(r) == len(hops) for r in err)
     )
-    if not shape_ok or any(not 0 <= e <= 1 for row in err for e in row):  # NaN fails the range test too
-        return f"need ≥ 2 depths and ≥ 2 hop counts with an error each, got layers {layers}, hops {hops}"
+    if not shape_ok or any(
+        not 0 <= e <= 1 for row in err for e in row
+    ):  # NaN fails the range test too
+        return (
+            f"need ≥ 2 depths and ≥ 2 hop counts with an error each, got layers {layers}, hops "
+            f"{hops}"
+        )
     return None
 
 
@@ -65,25 +71,32 @@ def _khop_problems(layers: list[int], hops: list[int], err: list[list[float]]) -
     if shape is not None:
         return [shape]
     out = [
-        f"L={L}: error at k={hops[-1]} ({row[-1]:.4f}) is not above error at k={hops[0]} ({row[0]:.4f})"
+        f"L={L}: error at k={hops[-1]} ({row[-1]:.4f}) is not above error at k={hops[0]} "
+        f"({row[0]:.4f})"
         for L, row in zip(layers, err)
         if max(row) > KHOP_SOLVED and not row[-1] > row[0]
     ]
     need = khop_min_depths(layers, err)
     if any(a > b for a, b in zip(need, need[1:])) or not need[-1] > need[0]:
-        out.append(f"smallest depth with error ≤ {100 * KHOP_SOLVED:g}% by k = {need}: not growing with k")
+        out.append(
+            f"smallest depth with error ≤ {100 * KHOP_SOLVED:g}% by k = {need}: not growing with k"
+        )
     if not err[-1][-1] < err[0][-1]:
         out.append(
-            f"at k={hops[-1]} the deepest model (L={layers[-1]}, {err[-1][-1]:.4f}) is not better than the "
+            f"at k={hops[-1]} the deepest model (L={layers[-1]}, {err[-1][-1]:.4f}) is not better "
+            "than the "
             f"shallowest (L={layers[0]}, {err[0][-1]:.4f})"
         )
     return out
 
 
 THREE_STATEMENTS = (
-    f"at every depth whose error exceeds {100 * KHOP_SOLVED:g}% at some k, the error at the largest k is "
-    f"strictly above the error at k = 1; the smallest depth with error ≤ {100 * KHOP_SOLVED:g}% at k never "
-    "decreases as k grows and is strictly larger at the largest k than at k = 1; and at the largest k the "
+    f"at every depth whose error exceeds {100 * KHOP_SOLVED:g}% at some k, the error at the "
+    "largest k is "
+    f"strictly above the error at k = 1; the smallest depth with error ≤ {100 * KHOP_SOLVED:g}% "
+    "at k never "
+    "decreases as k grows and is strictly larger at the largest k than at k = 1; and at the "
+    "largest k the "
     "deepest model's error is strictly below the shallowest's"
 )
 
@@ -127,11 +140,12 @@ def _precision_text(s: KhopSummary) -> str:
 
 
 def _log_bound(s: KhopSummary) -> str:
-    """The smallest trained depth reaching ≤ KHOP_SOLVED next to the construction's ⌈log₂ k⌉ + 2 (the
-    paper's law k ≤ 2^(L−2); induction/khop/construction.py)."""
+    """The smallest trained depth reaching ≤ KHOP_SOLVED next to the construction's ⌈log₂ k⌉ + 2
+    (the paper's law k ≤ 2^(L−2); induction/khop/construction.py)."""
     need = khop_min_depths(s.layers, s.error)
     return "smallest depth vs the construction's ⌈log₂ k⌉+2 (reported, not asserted): " + ", ".join(
-        f"k={k}: {'none' if L == math.inf else L} vs {(k - 1).bit_length() + 2}" for k, L in zip(s.hops, need)
+        f"k={k}: {'none' if L == math.inf else L} vs {(k - 1).bit_length() + 2}"
+        for k, L in zip(s.hops, need)
     )
 
 
@@ -143,7 +157,8 @@ def _log_bound(s: KhopSummary) -> str:
     "learning.khop.depth",
     paper=SHT2024,
     source="k-hop induction heads, depth vs k",
-    statement="k-hop induction heads needs depth growing with k. Measured on one model per depth L trained "
+    statement="k-hop induction heads needs depth growing with k. Measured on one model per depth "
+    "L trained "
     f"on k = 1..K: {THREE_STATEMENTS}.",
 )
 def khop_depth(ctx: Context) -> ClaimResult:
@@ -154,8 +169,8 @@ def khop_depth(ctx: Context) -> ClaimResult:
 
 @dataclass(frozen=True)
 class KhopComparison:
-    """The series of learning.khop.gpt2: both families' summaries (attention_only None: not measured) and
-    their experiments' training steps (None: the trainer's default)."""
+    """The series of learning.khop.gpt2: both families' summaries (attention_only None: not
+    measured) and their experiments' training steps (None: the trainer's default)."""
 
     gpt2: KhopSummary
     attention_only: KhopSummary | None
@@ -165,7 +180,9 @@ class KhopComparison:
     def to_json(self) -> dict[str, Any]:
         return {
             "gpt2": self.gpt2.to_json(),
-            "attention_only": None if self.attention_only is None else self.attention_only.to_json(),
+            "attention_only": None
+            if self.attention_only is None
+            else self.attention_only.to_json(),
             "gpt2_steps": self.gpt2_steps,
             "attention_only_steps": self.attention_only_steps,
         }
@@ -189,7 +206,9 @@ def _comparison(s: KhopComparison) -> str:
     if s.attention_only is None or s.attention_only.hops != s.gpt2.hops:
         return "attention-only models not comparable (other hop counts)"
     other = dict(zip(s.attention_only.layers, s.attention_only.error))
-    pairs = [(L, row[-1], other[L][-1]) for L, row in zip(s.gpt2.layers, s.gpt2.error) if L in other]
+    pairs = [
+        (L, row[-1], other[L][-1]) for L, row in zip(s.gpt2.layers, s.gpt2.error) if L in other
+    ]
     return (
         f"error (%) at k={s.gpt2.hops[-1]}, GPT-2-style vs attention-only: "
         + ", ".join(f"L={L}: {100 * g:.1f} vs {100 * a:.1f}" for L, g, a in pairs)
@@ -201,10 +220,13 @@ def _comparison(s: KhopComparison) -> str:
     "learning.khop.gpt2",
     paper=SHT2024,
     source="k-hop induction heads, depth vs k, with the GPT-2 blocks the paper trained",
-    statement="GPT-2-style models (pre-LayerNorm, GELU MLP) trained on k-hop show the same depth–hop "
-    f"trade-off as attention-only ones. Measured on one model per depth L = 2..5 trained on k = 1..K: "
+    statement="GPT-2-style models (pre-LayerNorm, GELU MLP) trained on k-hop show the same "
+    "depth–hop "
+    "trade-off as attention-only ones. Measured on one model per depth L = 2..5 trained on k = "
+    "1..K: "
     f"{THREE_STATEMENTS}. Reported beside it: the attention-only models' errors, and each model's "
-    f"certified precision at each k (the smallest fixed:p proven right on {KHOP_CERTIFY_SAMPLES} sampled "
+    f"certified precision at each k (the smallest fixed:p proven right on {KHOP_CERTIFY_SAMPLES} "
+    "sampled "
     "inputs of its training distribution; none where it errs on one or the proof is incomplete).",
 )
 def khop_gpt2(ctx: Context) -> ClaimResult:
@@ -227,14 +249,16 @@ KHOP_DRAW: dict[str, Callable[[plt.Figure, Any], str]] = {}  # experiment → it
 
 
 def _label(error: float, precision: int | None, measured: bool) -> str:
-    """A cell's text: the error in %, and under it p = the certified precision (— : none), when measured."""
+    """A cell's text: the error in %, and under it p = the certified precision (— : none), when
+    measured."""
     if not measured:
         return f"{100 * error:.1f}"
     return f"{100 * error:.1f}\n{'—' if precision is None else f'p={precision}'}"
 
 
 def _heatmap(ax: plt.Axes, s: KhopSummary, title: str) -> Any:
-    """The error table of `s` as a heat map on ax (each cell labelled by _label); returns the image."""
+    """The error table of `s` as a heat map on ax (each cell labelled by _label); returns the
+    image."""
     err = 100 * np.array(s.error, dtype=float)
     im = ax.imshow(err, origin="lower", aspect="auto", cmap="magma_r", vmin=0, vmax=100)
     measured = s.precision_bits is not None
@@ -250,12 +274,14 @@ def _heatmap(ax: plt.Axes, s: KhopSummary, title: str) -> Any:
 
 
 PAPER = (
-    "Paper (Sanford, Hsu, Telgarsky 2024): k-hop induction heads is solvable with about log₂ k + 2 layers "
+    "Paper (Sanford, Hsu, Telgarsky 2024): k-hop induction heads is solvable with about log₂ k + "
+    "2 layers "
     "and needs depth growing with log k."
 )
 PRECISION_NOTE = (
     "Under each error: p = the smallest fixed:p at which the model is certified right on "
-    f"{KHOP_CERTIFY_SAMPLES} sampled inputs at that k (—: not certified — it errs on one, or the bounds "
+    f"{KHOP_CERTIFY_SAMPLES} sampled inputs at that k (—: not certified — it errs on one, or the "
+    "bounds "
     "leave a position open)."
 )
 
@@ -265,7 +291,8 @@ def _draw(fig: plt.Figure, s: KhopSummary, title: str, models: str) -> str:
     im = _heatmap(ax, s, title)
     fig.colorbar(im, ax=ax, label="error on positions with an answer (%)")
     return (
-        f"{PAPER} Measured: {models} per depth L, trained on hop counts 1..K given as the first token ('no "
+        f"{PAPER} Measured: {models} per depth L, trained on hop counts 1..K given as the first "
+        "token ('no "
         "adjacent repeats', alphabet 4), error at each k on held-out positions with an answer."
         + (f" {PRECISION_NOTE}" if s.precision_bits is not None else "")
     )
@@ -283,7 +310,9 @@ def draw_khop_gpt2(fig: plt.Figure, s: KhopSummary) -> str:
 def draw_comparison(fig: plt.Figure, s: KhopComparison) -> str:
     """Attention-only (left, when measured) and GPT-2-style (right) heat maps, one colour scale."""
     panels = [("attention only", s.attention_only), ("GPT-2 blocks (LayerNorm, GELU MLP)", s.gpt2)]
-    panels = [(title, summary) for title, summary in panels if summary is not None and not summary.empty]
+    panels = [
+        (title, summary) for title, summary in panels if summary is not None and not summary.empty
+    ]
     if not panels:
         fig.text(0.5, 0.5, "no k-hop runs in the results database", ha="center", va="center")
         return "No k-hop runs were measured."
@@ -292,8 +321,10 @@ def draw_comparison(fig: plt.Figure, s: KhopComparison) -> str:
     fig.colorbar(images[-1], ax=axes[-1], label="error (%)")
     fig.suptitle("k-hop induction heads, trained: error by depth and hop count")
     return (
-        f"{PAPER} Measured: one model per depth L per family, trained on hop counts 1..K given as the first "
-        f"token ('no adjacent repeats', alphabet 4; {s.steps_text()}); error at each k on held-out positions "
+        f"{PAPER} Measured: one model per depth L per family, trained on hop counts 1..K given as "
+        "the first "
+        f"token ('no adjacent repeats', alphabet 4; {s.steps_text()}); error at each k on "
+        "held-out positions "
         f"with an answer. {PRECISION_NOTE}"
     )
 

@@ -1,9 +1,10 @@
-"""Claims of seed 004 §3.1 (min and max with attention heads), each recomputed: the two-head construction
-(Appendix A) certified on all inputs, and one head obstructed (Theorem 1).
+"""Claims of seed 004 §3.1 (min and max with attention heads), each recomputed: the two-head
+construction (Appendix A) certified on all inputs, and one head obstructed (Theorem 1).
 
-Each claim measures (certificates, verdicts and searches: typed results from headcount.minmax), checks the
-measurement against the paper with computations independent of the code that produced it (the stated
-dimension and C(n+M−1, n) are recomputed here), and describes what it found — three steps per claim.
+Each claim measures (certificates, verdicts and searches: typed results from headcount.minmax),
+checks the measurement against the paper with computations independent of the code that produced it
+(the stated dimension and C(n+M−1, n) are recomputed here), and describes what it found — three
+steps per claim.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from headcount.report.claims import SEED004, ClaimResult, Context, claim, status
 
 
 def stated_dim(M: int, code: str) -> int:
-    """The claim's value dimension: 2·⌈8 ln M⌉ with sign codes, 2·⌈log₂ M⌉ with compact codes (at least 1
-    per head)."""
+    """The claim's value dimension: 2·⌈8 ln M⌉ with sign codes, 2·⌈log₂ M⌉ with compact codes (at
+    least 1 per head)."""
     return 2 * max(1, math.ceil(8 * math.log(M)) if code == "sign" else math.ceil(math.log2(M)))
 
 
@@ -34,11 +35,13 @@ def two_head_certificate(ctx: Context, M: int, n: int, code: str) -> MinMaxCerti
     )
 
 
-# ---------------------------------------------------------------------------------------------- two heads
+# ---------------------------------------------------------------------------------------------- two
+# heads
 
 
 def check_two_heads(cert: MinMaxCertificate) -> list[str]:
-    """What in one certificate contradicts the claim: errors, another dimension, fewer inputs covered."""
+    """What in one certificate contradicts the claim: errors, another dimension, fewer inputs
+    covered."""
     case, out = f"M={cert.M} n={cert.n} {cert.code}", []
     if cert.errors_min != 0 or cert.errors_max != 0:  # None: not certified
         out.append(f"{case}: errors {cert.errors_min}/{cert.errors_max}")
@@ -67,7 +70,8 @@ def two_heads_point(cert: MinMaxCertificate) -> dict[str, Any]:
 
 def describe_two_heads(certs: list[MinMaxCertificate]) -> str:
     return "zero errors for min and max on every input: " + ", ".join(
-        f"M={c.M} n={c.n} ({c.code}, d={c.dim}, {c.method}, margin {c.margin_min:.2f})" for c in certs
+        f"M={c.M} n={c.n} ({c.code}, d={c.dim}, {c.method}, margin {c.margin_min:.2f})"
+        for c in certs
     )
 
 
@@ -75,8 +79,10 @@ def describe_two_heads(certs: list[MinMaxCertificate]) -> str:
     "minmax.two_heads.certified",
     paper=SEED004,
     source="§3.1, Appendix A (upper bound)",
-    statement="One layer with two heads (value dimension 2·⌈8 ln M⌉ with sign codes, or 2·⌈log₂ M⌉ with "
-    "compact codes, integer values) supports both min and max: both linear classifiers are right on every "
+    statement="One layer with two heads (value dimension 2·⌈8 ln M⌉ with sign codes, or 2·⌈log₂ "
+    "M⌉ with "
+    "compact codes, integer values) supports both min and max: both linear classifiers are right "
+    "on every "
     "one of the C(n+M−1, n) inputs.",
     quick={"cases": [(64, 16, "sign"), (1024, 64, "compact"), (4096, 4096, "sign")]},
     full={
@@ -92,30 +98,36 @@ def two_heads_certified(ctx: Context, cases: list[tuple[int, int, str]]) -> Clai
     certs = [two_head_certificate(ctx, M, n, code) for M, n, code in cases]
     problems = [p for cert in certs for p in check_two_heads(cert)]
     detail = "; ".join(problems) or describe_two_heads(certs)
-    return ClaimResult({"points": [two_heads_point(c) for c in certs]}, status(not problems), detail)
+    return ClaimResult(
+        {"points": [two_heads_point(c) for c in certs]}, status(not problems), detail
+    )
 
 
-# ---------------------------------------------------------------------------------------------- one head
+# ---------------------------------------------------------------------------------------------- one
+# head
 
 
 @dataclass(frozen=True)
 class OneHeadEvidence:
-    """What one_head_obstructed measures: the construction's min head alone (verdicts and monotone run),
-    the single-head search over d = 1..d_max, and the two compact heads' certificate."""
+    """What one_head_obstructed measures: the construction's min head alone (verdicts and monotone
+    run), the single-head search over d = 1..d_max, and the two compact heads' certificate."""
 
     min_head: OneHeadCheck
     search: DimensionSearch
     two_heads: MinMaxCertificate
 
 
-def measure_one_head(ctx: Context, M: int, n: int, d_max: int, restarts: int, steps: int) -> OneHeadEvidence:
+def measure_one_head(
+    ctx: Context, M: int, n: int, d_max: int, restarts: int, steps: int
+) -> OneHeadEvidence:
     min_head = one_head_counterexamples(build_construction(M, n, 1, code="compact"), n)
     search = smallest_dimension(M, n, d_max, restarts=restarts, steps=steps, seed=0)
     return OneHeadEvidence(min_head, search, two_head_certificate(ctx, M, n, "compact"))
 
 
 def check_min_head(check: OneHeadCheck) -> list[str]:
-    """The min head alone must do min, fail max on a confirmed input, and its run must obstruct max."""
+    """The min head alone must do min, fail max on a confirmed input, and its run must obstruct
+    max."""
     out = []
     if check.min.correct is not True or check.max.correct is not False or not check.max.confirmed:
         out.append("the min head alone should do min and fail max on a confirmed input")
@@ -164,8 +176,10 @@ def describe_one_head(ev: OneHeadEvidence, d_max: int) -> str:
     run, two = ev.min_head.run, ev.two_heads
     return (
         f"min head: max wrong on {_listed(ev.min_head.max.worst_input)} (confirmed; run of length "
-        f"{run.length} obstructs {run.obstructs}); single-head search d = 1..{d_max}: no success, every "
-        f"restart confirmed wrong (a search, not a proof); two heads, d = {two.dim}: certified, margins "
+        f"{run.length} obstructs {run.obstructs}); single-head search d = 1..{d_max}: no success, "
+        "every "
+        f"restart confirmed wrong (a search, not a proof); two heads, d = {two.dim}: certified, "
+        "margins "
         f"{two.margin_min:.2f}/{two.margin_max:.2f}"
     )
 
@@ -174,14 +188,18 @@ def describe_one_head(ev: OneHeadEvidence, d_max: int) -> str:
     "minmax.one_head.obstructed",
     paper=SEED004,
     source="§3.1 Theorem 1 (one head cannot do both)",
-    statement="A single head cannot support both min and max with small resources: the construction's min "
-    "head (α decreasing, so its monotone run obstructs max) gets max wrong on a confirmed input, and a "
+    statement="A single head cannot support both min and max with small resources: the "
+    "construction's min "
+    "head (α decreasing, so its monotone run obstructs max) gets max wrong on a confirmed input, "
+    "and a "
     "search over single heads with d ≤ 4 at (M, n) = (64, 16) ends every restart with a confirmed "
     "counterexample, while two heads with d = ⌈log₂ 64⌉ each certify.",
     quick={"M": 64, "n": 16, "d_max": 4, "restarts": 1, "steps": 30},
     full={"M": 64, "n": 16, "d_max": 4, "restarts": 3, "steps": 200},
 )
-def one_head_obstructed(ctx: Context, M: int, n: int, d_max: int, restarts: int, steps: int) -> ClaimResult:
+def one_head_obstructed(
+    ctx: Context, M: int, n: int, d_max: int, restarts: int, steps: int
+) -> ClaimResult:
     ev = measure_one_head(ctx, M, n, d_max, restarts, steps)
     problems = (
         check_min_head(ev.min_head)

@@ -1,23 +1,24 @@
-"""Attention-pattern figures (issue 15, point 2): per-head heat maps of one input, for any model that
-`analyze heads` reads (constructed, trained or imported), and `headcount analyze patterns`.
+"""Attention-pattern figures (issue 15, point 2): per-head heat maps of one input, for any model
+that `analyze heads` reads (constructed, trained or imported), and `headcount analyze patterns`.
 
-One panel per (layer, head): query positions as rows, key positions as columns, the input's tokens on both
-axes — symbols as letters a, b, c, … (numbers 0, 1, … when the alphabet has more than 26 symbols), the hop
-token of the hop-prefix layout as "k=K" — the blank upper triangle where the model is causal (a query never
-sees later keys), one colour scale 0..1 shared by every panel, and in each panel's title the head's role
-and its two highest scores (induction.heads: previous-token, duplicate-token, induction, sink, … and the
-find^r alignments for r ≥ 2).
+One panel per (layer, head): query positions as rows, key positions as columns, the input's tokens
+on both axes — symbols as letters a, b, c, … (numbers 0, 1, … when the alphabet has more than 26
+symbols), the hop token of the hop-prefix layout as "k=K" — the blank upper triangle where the model
+is causal (a query never sees later keys), one colour scale 0..1 shared by every panel, and in each
+panel's title the head's role and its two highest scores (induction.heads: previous-token,
+duplicate-token, induction, sink, … and the find^r alignments for r ≥ 2).
 
-The input drawn is the first of the seeded inputs the scores are computed on (induction.heads.analyze_heads:
-`samples` inputs from np.random.default_rng([seed, n, alphabet])), its first `draw` characters (all n by
-default: at most MAX_DRAW, so the labels stay legible). A prefix of a causal model's input has the same
-attention pattern as the whole input restricted to it, so drawing fewer characters than the scores use
-crops the picture and changes nothing in it.
+The input drawn is the first of the seeded inputs the scores are computed on
+(induction.heads.analyze_heads: `samples` inputs from np.random.default_rng([seed, n, alphabet])),
+its first `draw` characters (all n by default: at most MAX_DRAW, so the labels stay legible). A
+prefix of a causal model's input has the same attention pattern as the whole input restricted to it,
+so drawing fewer characters than the scores use crops the picture and changes nothing in it.
 
-Models are drawn side by side (`draw_patterns`): a block of columns per model, a row per layer and a column
-per head within its block. The report's side-by-side of the two-layer construction and the best trained
-two-layer model (report/induction/mechanism.py) is this drawing of two models on the same characters. Files
-are saved in the report's style (report/figures.py: save_figure, DPI, fonts, machine footer) as PNG and SVG.
+Models are drawn side by side (`draw_patterns`): a block of columns per model, a row per layer and a
+column per head within its block. The report's side-by-side of the two-layer construction and the
+best trained two-layer model (report/induction/mechanism.py) is this drawing of two models on the
+same characters. Files are saved in the report's style (report/figures.py: save_figure, DPI, fonts,
+machine footer) as PNG and SVG.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ from headcount.report.figures import DPI, FIGSIZE, FONT, save_figure
 from headcount.report.render import write_atomic
 
 MAX_DRAW = 32  # characters drawn: beyond this the token labels of a panel no longer fit at 10 pt
-# the grid: a row per layer and a column per head (summed over the models drawn side by side); 12 × 12 is
-# GPT-2 small, about 6,000 pixels square at DPI 150
+# the grid: a row per layer and a column per head (summed over the models drawn side by side); 12 ×
+# 12 is GPT-2 small, about 6,000 pixels square at DPI 150
 MAX_ROWS = 12
 MAX_COLUMNS = 12
 STEM = "attention"  # analyze patterns writes out_dir/attention.png and attention.svg
@@ -63,19 +64,21 @@ SHORT = {"previous_token": "previous", "duplicate_token": "duplicate"}
 
 
 def symbol_label(symbol: int, alphabet: int) -> str:
-    """How a task symbol is printed on an axis: a, b, c, … for alphabets of at most 26 symbols, else its
-    number."""
+    """How a task symbol is printed on an axis: a, b, c, … for alphabets of at most 26 symbols, else
+    its number."""
     return chr(ord("a") + symbol) if alphabet <= 26 else str(symbol)
 
 
 def token_labels(sigma: np.ndarray, layout: str, alphabet: int, hops: int) -> tuple[str, ...]:
-    """The axis labels of characters σ [n] laid out in `layout`: the hop token as "k=K", then the symbols."""
+    """The axis labels of characters σ [n] laid out in `layout`: the hop token as "k=K", then the
+    symbols."""
     first = (f"k={hops}",) if prefix_length(layout) else ()
     return first + tuple(symbol_label(int(s), alphabet) for s in sigma)
 
 
 def score_items(score: HeadScore) -> dict[str, float]:
-    """A head's scores by name, as its role is chosen from them: the named mechanisms and find^r, r ≥ 2."""
+    """A head's scores by name, as its role is chosen from them: the named mechanisms and find^r, r
+    ≥ 2."""
     items = {name: float(getattr(score, name)) for name in ROLES}
     return items | {f"find^{r}": float(s) for r, s in score.find.items() if r >= 2}
 
@@ -89,8 +92,9 @@ def panel_title(score: HeadScore) -> str:
 
 @dataclass(frozen=True)
 class ModelPatterns:
-    """One model's panels: its label, the drawn input's axis labels, each head's attention on it [query key]
-    and its scores (both in (layer, head) order), the heads of each layer, whether the model is causal."""
+    """One model's panels: its label, the drawn input's axis labels, each head's attention on it
+    [query key] and its scores (both in (layer, head) order), the heads of each layer, whether the
+    model is causal."""
 
     label: str
     tokens: tuple[str, ...]
@@ -116,17 +120,22 @@ def model_patterns(
     samples: int = DEFAULT_SAMPLES,
     draw: int | None = None,
 ) -> ModelPatterns:
-    """`model`'s head scores (analyze_heads: every value checked, the work bounded) and its attention on the
-    first of the scored inputs, cropped to its first `draw` characters (default n; at most MAX_DRAW)."""
+    """`model`'s head scores (analyze_heads: every value checked, the work bounded) and its
+    attention on the first of the scored inputs, cropped to its first `draw` characters (default n;
+    at most MAX_DRAW)."""
     draw = n if draw is None else draw
     check_int("the characters drawn", draw, 1, min(n, MAX_DRAW))
     analysis = analyze_heads(model, task_name, layout, n, alphabet, samples, seed, hops)
     layout = analysis.layout
-    sigma = task_characters(task_name, samples, n, alphabet, seed)[:1]  # the first of the scored inputs
+    sigma = task_characters(task_name, samples, n, alphabet, seed)[
+        :1
+    ]  # the first of the scored inputs
     bound = bind_layout(model, layout, n, alphabet, hops)
     length = prefix_length(layout) + draw
     layers = attention_patterns(bound, lay_out(sigma, layout, alphabet, hops))
-    patterns = tuple(layer[0, h, :length, :length] for layer in layers for h in range(layer.shape[1]))
+    patterns = tuple(
+        layer[0, h, :length, :length] for layer in layers for h in range(layer.shape[1])
+    )
     return ModelPatterns(
         label,
         token_labels(sigma[0, :draw], layout, alphabet, hops),
@@ -138,20 +147,23 @@ def model_patterns(
 
 
 def panel_inches(length: int) -> float:
-    """A panel's side: room for `length` token labels at 10 pt (about 0.16 inch each) and the axis."""
+    """A panel's side: room for `length` token labels at 10 pt (about 0.16 inch each) and the
+    axis."""
     return max(3.4, 0.16 * length + 1.0)
 
 
 def check_grid(heads: Sequence[Sequence[int]]) -> tuple[int, int]:
-    """(rows, columns) of the panel grid of models with these heads per layer — a row per layer, a column per
-    head of each model's widest layer; InputError beyond MAX_ROWS × MAX_COLUMNS or without any head."""
+    """(rows, columns) of the panel grid of models with these heads per layer — a row per layer, a
+    column per head of each model's widest layer; InputError beyond MAX_ROWS × MAX_COLUMNS or
+    without any head."""
     rows = max(len(h) for h in heads)
     columns = sum(max(h, default=0) for h in heads)
     if columns == 0:
         raise InputError("the model has no attention heads: there is no pattern to draw")
     if rows > MAX_ROWS or columns > MAX_COLUMNS:
         raise InputError(
-            f"the figure has a row per layer and a column per head: {rows} layers and {columns} head "
+            f"the figure has a row per layer and a column per head: {rows} layers and {columns} "
+            "head "
             f"columns here; at most {MAX_ROWS} layers and {MAX_COLUMNS} heads a layer are drawn"
         )
     return rows, columns
@@ -175,10 +187,13 @@ def _panel(ax: plt.Axes, model: ModelPatterns, index: int, first_column: bool) -
 
 
 def draw_patterns(fig: plt.Figure, models: Sequence[ModelPatterns]) -> None:
-    """The models' heat maps side by side (module docstring) with one colour bar; sizes the figure."""
+    """The models' heat maps side by side (module docstring) with one colour bar; sizes the
+    figure."""
     rows, columns = check_grid([m.heads_per_layer for m in models])
     side = panel_inches(max(len(m.tokens) for m in models))
-    fig.set_size_inches(max(side * columns + 1.2, FIGSIZE[0]), side * rows + 1.0)  # the footer's width
+    fig.set_size_inches(
+        max(side * columns + 1.2, FIGSIZE[0]), side * rows + 1.0
+    )  # the footer's width
     grid = fig.add_gridspec(rows, columns + 1, width_ratios=[1.0] * columns + [0.06])
     image, start = None, 0
     for model in models:
@@ -202,8 +217,8 @@ def check_figure_memory(rows: int, columns: int, length: int) -> None:
 
 @dataclass(frozen=True)
 class AttentionFigure(JsonResult):
-    """analyze patterns' result: the files written, the input drawn (laid-out token ids and their axis
-    labels) and every head's scores."""
+    """analyze patterns' result: the files written, the input drawn (laid-out token ids and their
+    axis labels) and every head's scores."""
 
     png: str
     svg: str
@@ -241,7 +256,9 @@ def _check_request(
 ) -> str:
     """The options (before any file is read or written); the layout, defaulted by the task."""
     check_choice("task", task_name, TASKS)
-    layout = DEFAULT_LAYOUT[task_name] if layout is None else check_choice("layout", layout, LAYOUTS)
+    layout = (
+        DEFAULT_LAYOUT[task_name] if layout is None else check_choice("layout", layout, LAYOUTS)
+    )
     check_int("n", n, 2, MAX_DRAW)
     check_int("alphabet", alphabet, 2)
     check_int("seed", seed, 0)
@@ -250,11 +267,16 @@ def _check_request(
     return layout
 
 
-def caption_text(task_name: str, layout: str, n: int, alphabet: int, seed: int, samples: int) -> str:
+def caption_text(
+    task_name: str, layout: str, n: int, alphabet: int, seed: int, samples: int
+) -> str:
     return (
-        f"Attention of every head on one input ({task_name}, {layout} layout, n = {n}, S = {alphabet}; the "
-        f"first of {samples} inputs drawn with seed {seed}): row = query position, column = key position, "
-        "both labelled with the input's tokens; colour = attention weight (0..1, one scale); blank = keys "
+        f"Attention of every head on one input ({task_name}, {layout} layout, n = {n}, S = "
+        f"{alphabet}; the "
+        f"first of {samples} inputs drawn with seed {seed}): row = query position, column = key "
+        "position, "
+        "both labelled with the input's tokens; colour = attention weight (0..1, one scale); "
+        "blank = keys "
         "after the query. Titles: each head's role and its two highest scores over all the inputs "
         "(headcount analyze heads)."
     )
@@ -277,7 +299,9 @@ def attention_figure(
     layout = _check_request(task_name, layout, n, alphabet, seed, hops, samples)
     rows, columns = check_grid([model.heads_per_layer])
     check_figure_memory(rows, columns, prefix_length(layout) + n)
-    check_not_read([os.path.join(os.fsdecode(out_dir), f"{STEM}.{kind}") for kind in ("png", "svg")], reads)
+    check_not_read(
+        [os.path.join(os.fsdecode(out_dir), f"{STEM}.{kind}") for kind in ("png", "svg")], reads
+    )
     folder = writable_folder(out_dir)
     patterns = model_patterns(model, "", task_name, layout, n, alphabet, seed, hops, samples)
     caption = caption_text(task_name, layout, n, alphabet, seed, samples)
