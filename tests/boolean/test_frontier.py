@@ -352,4 +352,4 @@ def test_cli_out_round_trip(capsys, tmp_path):
 
 def test_cli_help_states_the_bound():
     assert bf.FRONTIER_WORK_LIMIT == 1e9
-    assert "10⁹ word operations" in (cli_boolean.boolean_frontier.__doc__ or "")
+    assert "10⁹ word operations" in " ".join((cli_boolean.boolean_frontier.__doc__ or "").split())
