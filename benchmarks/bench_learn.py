@@ -9,7 +9,7 @@ induction task (``headcount.learn.train.induction_batch``, uniform σ, alphabet 
 d=32, L=2, H=1) — the training experiments' default — and (n=64, d=64, L=2, H=4) (default run only),
 batch 64:
 
-1. training steps/second with ``torch.set_num_threads(1)`` (``train.one_thread``, as training runs
+1. training steps/second with ``torch.set_num_threads(1)`` (``loop.one_thread``, as training runs
    use) of
    (a) ``SequenceModel`` with mlp=True, layernorm=True (d_mlp = 4·d: pre-LN blocks, the closest
        match) and
@@ -20,13 +20,13 @@ batch 64:
    norm_first=True)``
    with a final LayerNorm and ``is_causal=True`` + ``generate_square_subsequent_mask``,
    ``nn.Linear`` to
-   S + 1 classes. Every model runs ``train.fit``'s step (AdamW betas (0.9, 0.98), weight decay 0.01,
+   S + 1 classes. Every model runs ``loop.fit``'s step (AdamW betas (0.9, 0.98), weight decay 0.01,
    lr 3e-3 with ``lr_at``'s warm-up + cosine schedule, gradient clipping at 1, cross-entropy on the
    induction targets) on the same pre-generated batches from the same seed; warm-up steps are not
    timed;
    timed blocks of the three models are interleaved and the best block counts. Checks: the
    benchmark's
-   step reproduces ``train.fit`` bit for bit, each model's loss falls over the timed steps, every
+   step reproduces ``loop.fit`` bit for bit, each model's loss falls over the timed steps, every
    model
    is causal;
 2. the parameter counts of the three models;
@@ -57,8 +57,9 @@ from torch import nn
 
 from bench_common import best_time, figure, finish_table, log, numpy_blas_threads
 from bench_common import machine_info as common_machine_info
+from headcount.learn.loop import fit, lr_at, one_thread
 from headcount.learn.models import SequenceConfig, SequenceModel
-from headcount.learn.train import IGNORE, INDUCTION_LR, fit, induction_batch, lr_at, one_thread
+from headcount.learn.train import IGNORE, INDUCTION_LR, induction_batch
 
 ALPHABET = 4  # the training experiments' default alphabet
 BATCH = 64
@@ -163,7 +164,7 @@ def batch_loss(model: nn.Module, inputs: np.ndarray, target: np.ndarray) -> torc
 
 
 class Trainer:
-    """train.fit's loop cut into blocks, so the models' timed blocks can be interleaved: the same
+    """loop.fit cut into blocks, so the models' timed blocks can be interleaved: the same
     AdamW (betas (0.9, 0.98)), lr_at schedule over `steps` with fit's default warm-up,
     zero_grad(set_to_none), clip_grad_norm_ at 1 and loss.item() per step. check_fit() verifies that
     it reproduces fit exactly."""
@@ -201,7 +202,7 @@ class Trainer:
 
 
 def check_fit(kind: str, size: dict[str, int], steps: int) -> bool:
-    """True when Trainer and train.fit give bit-identical losses and weights over `steps` steps."""
+    """True when Trainer and loop.fit give bit-identical losses and weights over `steps` steps."""
     data = batches(size, steps)
     a = build(kind, size)
     b = copy.deepcopy(a)
@@ -391,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with one_thread():
         log(
-            "check: the benchmark's training step reproduces train.fit (15 steps per model, first "
+            "check: the benchmark's training step reproduces loop.fit (15 steps per model, first "
             "size)"
         )
         fit_same = {kind: check_fit(kind, sizes[0], 15) for kind in MODELS}
@@ -516,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     figures.insert(
         0,
         figure(
-            "check: the benchmark's training step reproduces train.fit bit for bit (losses and "
+            "check: the benchmark's training step reproduces loop.fit bit for bit (losses and "
             "weights, 15 steps, every model)",
             all(fit_same.values()),
         ),

@@ -15,7 +15,7 @@ from flint import fmpq
 from headcount import zoo
 from headcount.boolean.certify import check_model
 from headcount.boolean.construction import construct, construction_roles
-from headcount.boolean.model import load_boolean
+from headcount.boolean.model_file import load_boolean
 from headcount.boolean.task import parse_function
 from headcount.cli.common import flag
 from headcount.common.errors import InputError

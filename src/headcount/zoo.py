@@ -40,7 +40,7 @@ from typing import Any
 
 from headcount.boolean.certify import certify_boolean_model
 from headcount.boolean.construction import Construction, construct, construction_roles
-from headcount.boolean.model import save_boolean
+from headcount.boolean.model_file import save_boolean
 from headcount.boolean.task import parse_function
 from headcount.common.errors import InputError, param
 from headcount.common.files import atomic_write_bytes

@@ -19,7 +19,8 @@ from flint import fmpq
 
 from headcount.boolean import frontier as bf
 from headcount.boolean.certify import check_model
-from headcount.boolean.model import load_boolean, model_sign_exact
+from headcount.boolean.model import model_sign_exact
+from headcount.boolean.model_file import load_boolean
 from headcount.boolean.task import parse_function, sign_changes
 from headcount.cli import boolean as cli_boolean
 from headcount.common.errors import InputError

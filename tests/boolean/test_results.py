@@ -13,7 +13,8 @@ from headcount.boolean.certify import (
     construct_and_certify,
 )
 from headcount.boolean.construction import Construction, construct
-from headcount.boolean.model import BooleanModel, load_boolean, save_boolean
+from headcount.boolean.model import BooleanModel
+from headcount.boolean.model_file import load_boolean, save_boolean
 from headcount.boolean.search import BasisChoice, Stamps, choose_basis, stamps
 from headcount.boolean.task import parse_function
 from headcount.boolean.threshold import SymmetricThresholdDegree, ThresholdDegree, threshold_degree

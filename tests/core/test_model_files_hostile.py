@@ -30,17 +30,8 @@ from safetensors.numpy import save_file
 
 import headcount.common.files as files
 import headcount.core.model.files as io
-from headcount.boolean.model import (
-    MAX_FILE_DEGREE,
-    MAX_FILE_HEADS,
-    MAX_RATIONAL_DIGITS,
-    BooleanHead,
-    BooleanLayer,
-    Readout,
-    load_boolean,
-    save_boolean,
-    to_fmpq,
-)
+from headcount.boolean.model import MAX_RATIONAL_DIGITS, BooleanHead, BooleanLayer, Readout, to_fmpq
+from headcount.boolean.model_file import MAX_FILE_DEGREE, MAX_FILE_HEADS, load_boolean, save_boolean
 from headcount.cli import main
 from headcount.common.errors import InputError
 from headcount.core.model.files import ModelFileError, load_model, save_model

@@ -218,6 +218,7 @@ def _preload() -> None:
         "headcount.induction.lower_bound.protocol",
         "headcount.induction.lower_bound.refute",
         "headcount.minmax.certify",
+        "headcount.minmax.single_head",
         "headcount.minmax.construction",
         "headcount.minmax.search",
         "headcount.boolean.certify",

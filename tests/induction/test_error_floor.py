@@ -37,6 +37,7 @@ from headcount.induction.lower_bound.floor import (
     index_floor,
 )
 from headcount.induction.lower_bound.protocol import check_protocol
+from headcount.induction.lower_bound.results import ProtocolCheck
 from headcount.induction.lower_bound.setup import index_setup, random_index_model
 from tests.cli_run import run
 
@@ -202,7 +203,7 @@ def short_message_seeds(k: int, count: int, heads: int = 1, dim: int = 1, p: int
 
 
 @pytest.fixture(scope="module")
-def short_checks() -> list[tuple[int, protocol.ProtocolCheck]]:
+def short_checks() -> list[tuple[int, ProtocolCheck]]:
     """(seed, exhaustive check at p = 1) of every model of SHORT_MESSAGES."""
     return [
         (seed, check_protocol(random_index_model(k, seed, 1, 1), k, 1))

@@ -25,11 +25,8 @@ from headcount.induction.construction import (
 )
 from headcount.induction.lower_bound.protocol import check_protocol
 from headcount.induction.lower_bound.refute import refute
-from headcount.induction.lower_bound.setup import (
-    MAX_PRECISION_BITS,
-    PROTOCOL_MAX_WORK,
-    REFUTE_MAX_WORK,
-)
+from headcount.induction.lower_bound.resources import PROTOCOL_MAX_WORK, REFUTE_MAX_WORK
+from headcount.induction.lower_bound.setup import MAX_PRECISION_BITS
 from headcount.induction.outputs import MAX_INPUT_TOKENS, PREDICT_MAX_WORK, solve, tokens_from_text
 from headcount.induction.task import effective_hops, induction_targets, induction_targets_literal
 from tests.cli_run import refused, run

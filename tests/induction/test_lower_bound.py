@@ -36,6 +36,7 @@ from headcount.induction.lower_bound.protocol import (
     worst_case_bits,
 )
 from headcount.induction.lower_bound.refute import refute
+from headcount.induction.lower_bound.results import GuidedSearch
 from headcount.induction.lower_bound.setup import MAX_PRECISION_BITS
 from headcount.induction.task import index_family, index_input
 
@@ -370,7 +371,7 @@ def test_local_search_walks_to_an_error():
     k, p = 24, 8
     model = _majority_model(k)
     search = lb_refute._Refuter(lb_setup.index_setup(model, k, p), seed=0, budget=10_000)
-    search.start(guided=lb_refute.GuidedSearch())
+    search.start(guided=GuidedSearch())
     F = np.stack([np.ones(k, dtype=np.int64), np.zeros(k, dtype=np.int64)])
     stars = np.array([3, 7])
     found, margin = search.evaluate(F, stars)

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from headcount.core.model.symbols import BOTTOM
+from headcount.induction.metrics import induction_metrics
 from headcount.induction.task import (
     ADVERSARIAL_FAMILIES,
     GENERATORS,
@@ -21,7 +22,6 @@ from headcount.induction.task import (
     index_family,
     index_family_for_length,
     index_input,
-    induction_metrics,
     induction_targets,
     induction_targets_literal,
     latest_match_far_back,

@@ -11,14 +11,8 @@ import pytest
 import torch
 
 from headcount.boolean.construction import construct
-from headcount.boolean.model import (
-    BooleanHead,
-    BooleanLayer,
-    Readout,
-    load_boolean,
-    model_sign_exact,
-    save_boolean,
-)
+from headcount.boolean.model import BooleanHead, BooleanLayer, Readout, model_sign_exact
+from headcount.boolean.model_file import load_boolean, save_boolean
 from headcount.boolean.task import parse_function
 from headcount.core.certify.evaluate import predict
 from headcount.core.model.files import ModelFileError, load_model, save_model

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from headcount.common.errors import InputError
-from headcount.learn.store import ResultsDBError, ResultsStore, run_id_for
+from headcount.learn.store import ResultsStore, run_id_for
+from headcount.learn.store_schema import ResultsDBError
 from headcount.learn.sweep import (
     RAY_MISSING,
     BackendUnavailableError,

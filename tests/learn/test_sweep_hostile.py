@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from headcount.cli import main
-from headcount.learn import store
+from headcount.learn import store_schema
 from headcount.learn.store import ResultsStore
 from headcount.learn.sweep import (
-    CLAIM_STALE_SECONDS,
     DEFAULT_RUNNER,
+    LEASE_STALE_SECONDS,
     MAX_RUNS,
     MAX_SPEC_BYTES,
     MAX_WORKERS,
@@ -363,22 +363,22 @@ def test_database_that_cannot_be_written_is_refused_before_training(kind, shared
     assert list(log_dir.iterdir()) == []  # refused before any run was executed
 
 
-def test_old_database_gains_the_claims_table(tmp_path):
+def test_old_database_gains_the_lease_table(tmp_path):
     db = tmp_path / "r.db"
-    ResultsStore(db).close()  # as a reader leaves it: no claims table
+    ResultsStore(db).close()  # as a reader leaves it: no lease table
     with ResultsStore(db) as store:
-        assert store.claims() == []
+        assert store.leases() == []
     spec = {
         "sweep": {"name": "t", "task": "toy", "runner": SOLVE, "seeds": [0]},
         "grid": {"x": [1]},
     }
     assert run_sweep(spec, db, workers=1).runs_done_now == 1
-    with sqlite3.connect(db) as conn:
+    with sqlite3.connect(db) as conn:  # the file keeps the leases in its table `claims`
         assert conn.execute("SELECT count(*) FROM claims").fetchone() == (0,)  # released
 
 
 # --------------------------------------------------------------------------------------------------
-# Claims: concurrent sweeps on one database
+# Leases: concurrent sweeps on one database
 
 
 def dead_pid() -> int:
@@ -387,13 +387,13 @@ def dead_pid() -> int:
     return proc.pid
 
 
-def test_claim_holders():
+def test_lease_holders():
     me = this_process()
     now = time.time()
-    assert holder_alive({**me, "claimed_at": now})
-    parent = {**me, "pid": os.getppid(), "started": None, "claimed_at": now}
+    assert holder_alive({**me, "leased_at": now})
+    parent = {**me, "pid": os.getppid(), "started": None, "leased_at": now}
     assert holder_alive(parent)
-    assert not holder_alive({**parent, "claimed_at": now - CLAIM_STALE_SECONDS - 1})  # too old
+    assert not holder_alive({**parent, "leased_at": now - LEASE_STALE_SECONDS - 1})  # too old
     assert not holder_alive({**parent, "pid": dead_pid()})
     if me["started"] is not None:  # /proc: a reused pid is told apart by its start time
         assert not holder_alive({**parent, "started": -1})
@@ -403,25 +403,25 @@ def test_claim_holders():
     assert not holder_alive({**parent, "pid": 0})
 
 
-def test_store_claims(tmp_path):
+def test_store_leases(tmp_path):
     db = tmp_path / "r.db"
     a, b = this_process(), this_process()
     with ResultsStore(db, for_writing=True) as store:
-        assert store.claim("r1", a, 0, holder_alive) and store.claim(
+        assert store.lease("r1", a, 0, holder_alive) and store.lease(
             "r1", a, 0, holder_alive
         )  # again: kept
-        assert not store.claim("r1", b, 0, holder_alive)  # held by a live sweep (this process)
-        assert not store.claim("r2", a, 1, holder_alive)  # someone recorded it since it was seen
+        assert not store.lease("r1", b, 0, holder_alive)  # held by a live sweep (this process)
+        assert not store.lease("r2", a, 1, holder_alive)  # someone recorded it since it was seen
         store.record(
-            run_id="r1", config={"seed": 0}, status="failed", error="x", claim_token=a["token"]
+            run_id="r1", config={"seed": 0}, status="failed", error="x", lease_token=a["token"]
         )
-        assert store.claims() == []  # recorded: released in the same transaction
-        assert not store.claim("r1", b, 0, holder_alive)  # recorded by another sweep since b looked
-        assert store.claim("r1", b, 1, holder_alive)
-        assert store.release_claims(b["token"]) == 1 and store.claims() == []
+        assert store.leases() == []  # recorded: released in the same transaction
+        assert not store.lease("r1", b, 0, holder_alive)  # recorded by another sweep since b looked
+        assert store.lease("r1", b, 1, holder_alive)
+        assert store.release_leases(b["token"]) == 1 and store.leases() == []
 
 
-def test_live_claims_are_skipped_dead_ones_taken_over(tmp_path):
+def test_live_leases_are_skipped_dead_ones_taken_over(tmp_path):
     db = tmp_path / "r.db"
     spec = {
         "sweep": {"name": "t", "task": "toy", "runner": SOLVE, "seeds": [0]},
@@ -432,13 +432,13 @@ def test_live_claims_are_skipped_dead_ones_taken_over(tmp_path):
     live = {**this_process(), "pid": os.getppid(), "started": None}
     dead = {**this_process(), "pid": dead_pid()}
     with ResultsStore(db, for_writing=True) as store:
-        assert store.claim(first, live, 0, lambda claim: True)
-        assert store.claim(second, dead, 0, lambda claim: True)
+        assert store.lease(first, live, 0, lambda lease: True)
+        assert store.lease(second, dead, 0, lambda lease: True)
     summary = run_sweep(spec, db, workers=1)
     assert (summary.runs_total, summary.runs_done_before, summary.runs_done_now) == (3, 0, 2)
     with ResultsStore(db) as store:
         assert store.finished_ids() == {second, third}
-        assert [c["run_id"] for c in store.claims()] == [first]  # another sweep's: left alone
+        assert [c["run_id"] for c in store.leases()] == [first]  # another sweep's: left alone
 
 
 def test_two_concurrent_sweeps_train_each_run_once(tmp_path):
@@ -471,7 +471,7 @@ def test_two_concurrent_sweeps_train_each_run_once(tmp_path):
         len(pids) == 1 for pids in executions.values()
     )  # trained once
     with ResultsStore(db) as store:
-        assert store.count("done") == 12 and store.claims() == []
+        assert store.count("done") == 12 and store.leases() == []
 
 
 def test_opening_waits_for_a_concurrent_first_open(tmp_path):
@@ -482,10 +482,10 @@ def test_opening_waits_for_a_concurrent_first_open(tmp_path):
     with sqlite3.connect(
         db
     ) as conn:  # a results database still in rollback mode, as its creator leaves it
-        conn.executescript(store._SCHEMA)
+        conn.executescript(store_schema.SCHEMA)
         conn.executemany(
             "INSERT INTO meta VALUES (?, ?)",
-            [("app", store.APP), ("schema_version", store.SCHEMA_VERSION)],
+            [("app", store_schema.APP), ("schema_version", store_schema.SCHEMA_VERSION)],
         )
     reader = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
     reader.execute("BEGIN IMMEDIATE")  # another opener, initialising it

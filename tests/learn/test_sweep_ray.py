@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 from headcount.learn.store import ResultsStore
-from headcount.learn.sweep import load_spec, schedulers
+from headcount.learn.sweep import load_spec, ray_connect
 from headcount.learn.sweep.errors import RayAddressError
-from headcount.learn.sweep.schedulers import parse_ray_address
+from headcount.learn.sweep.ray_connect import parse_ray_address
 from tests.cli_run import refused
 from tests.learn import sweep_runners  # noqa: F401  (registers the test runners)
 
@@ -152,7 +152,7 @@ def test_bad_address_is_one_line_exit_2(address, tmp_path, capsys):
 
 
 def test_ray_client_address_without_the_client_extra(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(schedulers, "ray_client_installed", lambda: False)
+    monkeypatch.setattr(ray_connect, "ray_client_installed", lambda: False)
     db = tmp_path / "r.db"
     line = refused(
         capsys, *sweep_argv(db, "ray://127.0.0.1:10001"), needles=("--address 'ray://127",)
@@ -163,7 +163,7 @@ def test_ray_client_address_without_the_client_extra(tmp_path, capsys, monkeypat
 
 def test_ray_client_address_with_the_client_extra_is_checked_too(capsys, tmp_path, monkeypatch):
     """With the extra, ray://host:port is accepted, and its host:port must answer like any other."""
-    monkeypatch.setattr(schedulers, "ray_client_installed", lambda: True)
+    monkeypatch.setattr(ray_connect, "ray_client_installed", lambda: True)
     assert parse_ray_address("ray://head:10001") == ("head", 10001)
     refused(
         capsys, *sweep_argv(tmp_path / "r.db", "ray://127.0.0.1:1"), needles=("connection refused",)
@@ -203,13 +203,13 @@ def test_check_reachable_gives_up_at_its_timeout(monkeypatch):
         release.wait(30)
         raise TimeoutError
 
-    monkeypatch.setattr(schedulers.socket, "create_connection", never_answers)
+    monkeypatch.setattr(ray_connect.socket, "create_connection", never_answers)
     try:
         with pytest.raises(
             RayAddressError,
             match=r"^address 'h:1': no Ray cluster answers there \(no answer within 0.5 s",
         ) as err:
-            schedulers.check_reachable("h:1", "h", 1, timeout=0.5)
+            ray_connect.check_reachable("h:1", "h", 1, timeout=0.5)
         assert err.value.param == "address"
     finally:
         release.set()
@@ -222,8 +222,8 @@ def test_connection_knobs_bound_each_step_and_try_once(monkeypatch):
     monkeypatch.delenv("RAY_gcs_rpc_server_connect_timeout_s", raising=False)
     monkeypatch.delenv("RAY_gcs_server_port_wait_time_s", raising=False)
     monkeypatch.setenv("RAY_py_gcs_connect_timeout_s", "7")
-    with schedulers._connect_env():
-        assert os.environ["RAY_gcs_rpc_server_connect_timeout_s"] == str(schedulers.RAY_CONNECT_S)
+    with ray_connect.connect_env():
+        assert os.environ["RAY_gcs_rpc_server_connect_timeout_s"] == str(ray_connect.RAY_CONNECT_S)
         assert os.environ["RAY_gcs_server_port_wait_time_s"] == "1"
         assert os.environ["RAY_py_gcs_connect_timeout_s"] == "7"
     assert "RAY_gcs_rpc_server_connect_timeout_s" not in os.environ
@@ -334,7 +334,7 @@ def test_head_without_its_token_is_one_line(ray_head, tmp_path):
     code, out, err = run_driver(sweep_argv(tmp_path / "r.db", address), env)
     assert_one_line(code, out, err, "refused this process's token")
     with ResultsStore(tmp_path / "r.db") as store:
-        assert store.rows() == []  # nothing ran; the runs claimed before Ray connected are released
+        assert store.rows() == []  # nothing ran; the runs leased before Ray connected are released
     with contextlib.closing(sqlite3.connect(tmp_path / "r.db")) as conn:
         assert conn.execute("SELECT count(*) FROM claims").fetchone() == (0,)
 

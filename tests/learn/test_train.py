@@ -15,18 +15,20 @@ import json
 import numpy as np
 import pytest
 
-from headcount.boolean.model import load_boolean, model_sign_exact
+from headcount.boolean.model import model_sign_exact
+from headcount.boolean.model_file import load_boolean
 from headcount.common.errors import InputError
 from headcount.core.certify.evaluate import predict
 from headcount.core.model.files import load_model
 from headcount.induction import task
 from headcount.induction.certify import certify_induction
 from headcount.induction.lower_bound.refute import refute
+from headcount.induction.metrics import induction_metrics
 from headcount.learn.constants import TASKS
 from headcount.learn.evaluate import evaluate_induction, heldout_sequences
+from headcount.learn.loop import lr_at
 from headcount.learn.train import (
     TRAINERS,
-    lr_at,
     run_config,
     train_boolean,
     train_induction,
@@ -56,7 +58,7 @@ def test_induction_tiny_run_is_exact_and_learns(tmp_path):
     assert model.heads_per_layer == [1, 1] and model.n_ctx == 8 and model.alphabet == 3
     # accuracies recomputed from the saved file on the same held-out set
     sigma = heldout_sequences(8, 3)
-    metrics = task.induction_metrics(predict(model, sigma), task.induction_targets(sigma))
+    metrics = induction_metrics(predict(model, sigma), task.induction_targets(sigma))
     for key in ("accuracy", "accuracy_bottom", "errors", "token_positions"):
         assert getattr(m, key) == getattr(metrics, key), key
     assert m.accuracy > 0.5  # well above chance (1/3) after 120 steps

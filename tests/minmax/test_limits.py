@@ -9,11 +9,13 @@ import pytest
 from headcount.cli import main
 from headcount.common.errors import InputError
 from headcount.common.resources import memory_limit_of
-from headcount.minmax.certify import MAX_VALUE_ENTRIES, SUFFICIENT_MAX_WORK, certify_minmax
+from headcount.minmax.brute import BRUTE_MAX_WORK
+from headcount.minmax.certify import SUFFICIENT_MAX_WORK, certify_minmax
 from headcount.minmax.construction import CODE_MAX_WORK, build_construction
 from headcount.minmax.search import SEARCH_MAX_WORK, search_single_head, smallest_dimension
+from headcount.minmax.single_head import MAX_VALUE_ENTRIES
 from headcount.minmax.task import MAX_ENUMERATE, MAX_M, MAX_N, count_multisets, estimate_multisets
-from headcount.minmax.verify import BRUTE_MAX_WORK, EXACT_MAX_TRIPLES, MAX_LIST_N
+from headcount.minmax.verify import EXACT_MAX_TRIPLES, MAX_LIST_N
 from tests.cli_run import refused, run
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from headcount.common.errors import InputError
+from headcount.minmax.brute import verify_brute
 from headcount.minmax.construction import compact_code, min_head, sign_code, two_head_layer
 from headcount.minmax.lower_bound import (
     lemma6_quantities,
@@ -23,7 +24,6 @@ from headcount.minmax.model import (
     random_single_head,
 )
 from headcount.minmax.search import search_single_head, smallest_dimension
-from headcount.minmax.verify import verify_brute
 
 
 def _dp_lengths(a):

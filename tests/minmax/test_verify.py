@@ -6,15 +6,11 @@ import numpy as np
 import pytest
 
 from headcount.core.model.symbols import BOTTOM
+from headcount.minmax.brute import verify_brute
 from headcount.minmax.construction import compact_code, min_head, two_head_layer
 from headcount.minmax.model import Classifier, TokenHead, TokenLayer
 from headcount.minmax.task import all_multisets, min_max
-from headcount.minmax.verify import (
-    decide_exact,
-    verify_block_layer,
-    verify_brute,
-    verify_exact_one_head,
-)
+from headcount.minmax.verify import decide_exact, verify_block_layer, verify_exact_one_head
 
 
 def _random_head(rng):
@@ -306,8 +302,8 @@ def test_verdicts_and_certificates_say_their_scope():
 
 
 def test_verify_single_head_result_and_json(tmp_path):
-    from headcount.minmax.certify import verify_single_head
     from headcount.minmax.model import MinMaxModel, ModelSource, save_minmax
+    from headcount.minmax.single_head import verify_single_head
 
     head, clf = min_head(6, 3, compact_code(6))
     model = MinMaxModel(TokenLayer((head,)), clf, clf)
@@ -375,8 +371,8 @@ def test_verify_single_head_result_and_json(tmp_path):
 )
 def test_verify_single_head_bad_input(args, needle):
     from headcount.common.errors import InputError
-    from headcount.minmax.certify import verify_single_head
     from headcount.minmax.model import MinMaxModel, ModelSource
+    from headcount.minmax.single_head import verify_single_head
 
     source = args.pop("source")
     if source == "two":

@@ -21,7 +21,7 @@ import pytest
 
 from headcount.core.certify.certificate import Certificate, Counterexample
 from headcount.induction.certify import InductionCertificate
-from headcount.induction.lower_bound.refute import ExhaustiveSearch, Refutation, Searched
+from headcount.induction.lower_bound.results import ExhaustiveSearch, Refutation, Searched
 from headcount.learn import experiments
 from headcount.report.boolean import claims as boolean_claims
 from headcount.report.claims import FAIL, PASS, ClaimResult, Context

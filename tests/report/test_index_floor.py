@@ -30,6 +30,7 @@ from headcount.learn.sweep import load_spec
 from headcount.report.claims import FAIL, PASS, Context
 from headcount.report.figures import FIGURES, save_figure
 from headcount.report.induction import index_floor as fl
+from headcount.report.induction import index_floor_figure
 from headcount.report.induction import lower_bound as induction_lower_bound
 from headcount.report.reproduce import (
     CLAIM_MODULES,
@@ -257,7 +258,7 @@ def test_figure_draws_every_kind_and_says_what_each_mark_is(shrunk, tmp_path):
     r = run(ctx, **{**TINY, "experiment": "induction-depth"})
     assert FIGURES["index_error_floor"].claim == fl.CLAIM
     fig = plt.figure()
-    caption = fl.draw_floor(fig, r)
+    caption = index_floor_figure.draw_floor(fig, r)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels[0].startswith(
         "floor δ* = h⁻¹(1 − b/k) at the shortest random message (h=1, m=1, p=1)"
@@ -271,7 +272,7 @@ def test_figure_draws_every_kind_and_says_what_each_mark_is(shrunk, tmp_path):
     plt.close(fig)
     failed = dataclasses.replace(run(Context(), **TINY), status=FAIL)
     saved = save_figure(
-        lambda f: fl.draw_floor(f, failed),
+        lambda f: index_floor_figure.draw_floor(f, failed),
         tmp_path,
         "floor",
         {},

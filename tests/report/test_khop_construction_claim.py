@@ -28,6 +28,7 @@ from headcount.learn.summaries import summarize_khop
 from headcount.report.claims import FAIL, PASS, Context
 from headcount.report.figures import FIGURES, save_figure
 from headcount.report.induction import khop_construction as kc
+from headcount.report.induction import khop_construction_figures as kf
 from headcount.report.reproduce import CLAIM_MODULES, load_claims, run_claim, run_reproduce
 
 TINY: dict[str, Any] = {
@@ -315,11 +316,11 @@ def test_figures_draw_every_series(tiny, tmp_path):
     trained = kc.trained_depths(khop_summary({2: [0.0, 0.5, 0.6], 3: [0.0, 0.005, 0.3]}), "khop")
     result = dataclasses.replace(r, series=dataclasses.replace(r.series, trained=trained))
     fig = plt.figure()
-    caption = kc.draw_depth(fig, result)
+    caption = kf.draw_depth(fig, result)
     assert _legend(fig) == [
         "paper's experiments: k ≤ 2^(L−2), L = log₂ k + 2",
-        kc.THEOREM_LABEL,
-        kc.CONSTRUCTION_LABEL,
+        kf.THEOREM_LABEL,
+        kf.CONSTRUCTION_LABEL,
         "trained (khop): smallest L with error < 1%",
         "trained: error < 1% not reached at any L ≤ 3",
     ]
@@ -332,19 +333,19 @@ def test_figures_draw_every_series(tiny, tmp_path):
     assert "FAILED" not in caption
     plt.close(fig)
     fig = plt.figure()
-    caption = kc.draw_precision(fig, r)
+    caption = kf.draw_precision(fig, r)
     assert _legend(fig)[0].startswith("k = 1: p = ") and _legend(fig)[1].startswith("k = 4: p = ")
     assert "(scope: sampled)" in caption and "passes iff c ≤ 2" in caption
     plt.close(fig)
     failed = dataclasses.replace(r, status=FAIL)
     saved = save_figure(
-        lambda f: kc.draw_precision(f, failed),
+        lambda f: kf.draw_precision(f, failed),
         tmp_path,
         "p",
         {},
         lambda path, data: path.write_bytes(data),
     )
-    assert saved["caption"].endswith(kc.FAILED) and (tmp_path / "p.png").stat().st_size > 1000
+    assert saved["caption"].endswith(kf.FAILED) and (tmp_path / "p.png").stat().st_size > 1000
     assert (tmp_path / "p.svg").read_text().startswith("<?xml")
 
 
@@ -352,9 +353,9 @@ def test_figure_marks_a_failing_point(tiny):
     ctx, _ = tiny
     r = run(changed(ctx, 16, 3, layers=5), **TINY)
     fig = plt.figure()
-    kc.draw_depth(fig, r)
+    kf.draw_depth(fig, r)
     assert "construction: wrong depth, errors or not proven" in _legend(fig)
-    assert kc.CONSTRUCTION_LABEL in _legend(fig)  # the other points
+    assert kf.CONSTRUCTION_LABEL in _legend(fig)  # the other points
     crosses = fig.axes[0].get_lines()[-1]
     assert list(crosses.get_xdata()) == [3] and list(crosses.get_ydata()) == [5]
     plt.close(fig)

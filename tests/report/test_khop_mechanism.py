@@ -90,7 +90,8 @@ def test_registered_after_the_construction_claim_with_one_figure():
     names = [m.__name__ for m in CLAIM_MODULES]
     assert (
         names.index("headcount.report.induction.khop_mechanism")
-        == names.index("headcount.report.induction.khop_construction") + 1
+        == names.index("headcount.report.induction.khop_construction_figures") + 1
+        == names.index("headcount.report.induction.khop_construction") + 2
     )
     claim = load_claims()[km.CLAIM]
     assert claim.module == "headcount.report.induction.khop_mechanism"

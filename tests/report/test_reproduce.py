@@ -69,7 +69,7 @@ def test_figure_inlined_and_no_external_refs(tmp_path, temporary_claims):
     # A synthetic precision claim with series drives the precision figure without running
     # certificates.
     from headcount.report import figures
-    from headcount.report.induction import constructions as induction
+    from headcount.report.induction import construction_sizes
 
     def fake(ctx):
         n = [64, 256, 1024]
@@ -82,7 +82,7 @@ def test_figure_inlined_and_no_external_refs(tmp_path, temporary_claims):
 
     temporary_claims("test.synthetic.precision", fake)
     figures.FIGURES["test_fig"] = figures.FigureSpec(
-        "test_fig", "test.synthetic.precision", induction.draw_precision
+        "test_fig", "test.synthetic.precision", construction_sizes.draw_precision
     )
     try:
         summary = run_reproduce("quick", only="test.synthetic.*", out_dir=tmp_path, progress=_quiet)

@@ -71,14 +71,8 @@ from headcount.boolean.bases import (
 )  # case generation only, never the oracle
 from headcount.boolean.certify import certify_boolean_model, construct_and_certify
 from headcount.boolean.construction import construct
-from headcount.boolean.model import (
-    BooleanHead,
-    BooleanLayer,
-    Readout,
-    load_boolean,
-    model_values_exact,
-    save_boolean,
-)
+from headcount.boolean.model import BooleanHead, BooleanLayer, Readout, model_values_exact
+from headcount.boolean.model_file import load_boolean, save_boolean
 from headcount.cli import main
 from tests.soundness.palettes import BENIGN, EXP_EDGE, HUGE, TINY, palette
 

@@ -49,13 +49,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from headcount.core.model.symbols import BOTTOM
+from headcount.minmax.brute import verify_brute
 from headcount.minmax.model import Classifier, TokenHead, TokenLayer
-from headcount.minmax.verify import (
-    decide_exact,
-    verify_block_layer,
-    verify_brute,
-    verify_exact_one_head,
-)
+from headcount.minmax.verify import decide_exact, verify_block_layer, verify_exact_one_head
 
 MAX_ORACLE_PREC = 1 << 15
 FMAX = float(np.finfo(np.float64).max)

@@ -44,12 +44,11 @@ from headcount.boolean.model import (
     BooleanLayer,
     BooleanModel,
     Readout,
-    load_boolean,
     model_sign_float,
     model_values_exact,
-    save_boolean,
     sign_of,
 )
+from headcount.boolean.model_file import load_boolean, save_boolean
 from headcount.boolean.task import check_values, function_and_label, parse_function, sign_changes
 from headcount.common.errors import InputError, param
 from headcount.common.jsonable import JsonResult

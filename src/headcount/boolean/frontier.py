@@ -52,7 +52,8 @@ from flint import fmpq, fmpz
 from headcount.boolean.certify import check_exact_cost
 from headcount.boolean.construction import Construction, construct
 from headcount.boolean.lower_bound import check_sizes
-from headcount.boolean.model import BooleanLayer, Readout, model_sign_exact, save_boolean
+from headcount.boolean.model import BooleanLayer, Readout, model_sign_exact
+from headcount.boolean.model_file import save_boolean
 from headcount.boolean.task import check_values, format_function, function_and_label, sign_changes
 from headcount.common.errors import InputError, param
 from headcount.common.jsonable import JsonResult

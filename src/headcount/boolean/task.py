@@ -10,7 +10,7 @@ example where odd parity ↔ −1, i.e. F(t) = (−1)^t. With t = |x| the number
 - ``threshold:k``  true iff t ≥ k, 1 ≤ k ≤ n
 - ``exact:k``      true iff t = k, 0 ≤ k ≤ n
 - ``mod:m``        true iff t is not a multiple of m, m ≥ 2; so F(t) = +1 iff t ≡ 0 (mod m), mod:2 =
-  xor
+                   xor
 - ``F:<signs>``    an explicit F given as n + 1 characters '+' / '-' for t = 0..n, e.g. ``F:+-+`` is
                    2-bit XOR.
 

@@ -7,8 +7,8 @@ comes from (--model, or --layers, or --random-seed with --heads and --dim) is an
 induction.source.ModelSource.
 
 Every count has a bound or a normalisation, checked before any work and stated in its --help (the
-library holds the constants: induction.outputs, .construction, .certify, .lower_bound.setup;
-tests/induction/ test_limits.py keeps the texts and the constants together). Memory estimates are
+library holds the constants: induction.outputs, .construction, .certify, .lower_bound.resources;
+tests/induction/test_limits.py keeps the texts and the constants together). Memory estimates are
 refused beyond --max-memory (default: half of this machine's memory).
 """
 

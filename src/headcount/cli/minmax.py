@@ -116,8 +116,8 @@ def minmax_verify(
 ) -> None:
     """Decide whether one head + two classifiers compute min and max on every input;
     counterexamples."""
-    from headcount.minmax.certify import verify_single_head
     from headcount.minmax.model import ModelSource
+    from headcount.minmax.single_head import verify_single_head
 
     result = verify_single_head(ModelSource(model_file, random_seed, dim), M, n, method)
     human = "; ".join(

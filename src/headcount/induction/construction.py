@@ -34,7 +34,7 @@ mismatch.
     layer 2, induction head       query: σ_i's digits; key: the copied previous-token digits, plus a
                                   recency term g·j so the latest match wins; value: σ_j's digits.
     decoder                       token logits 2⟨σ, o⟩ − ‖σ‖² (nearest token to the copied digits
-    o);
+                                  o);
                                   ⊥ logit λ·(dup − s·i + s/4), large when the duplicate test says
                                   new.
 

@@ -1,4 +1,5 @@
-"""The induction task, its k-hop generalization, input generators and the INDEX embedding.
+"""The induction task, its k-hop generalization, input generators and the INDEX embedding (how a
+prediction scores against these answers: induction/metrics.py).
 
 Math is 1-based; arrays are 0-based. For σ ∈ Σ^n, τ_i = σ_{j_i+1} with j_i the latest earlier
 position holding σ_i, or ⊥ (BOTTOM) if σ_i has not occurred before. find(σ, i) = j_i + 1 and
@@ -8,8 +9,6 @@ hop_k(σ)_i = σ_{find^k(i)}; hop_1 is the plain task.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
 
@@ -19,7 +18,6 @@ from headcount.core.model import BOTTOM, token_text
 __all__ = [
     "ADVERSARIAL_FAMILIES",
     "GENERATORS",
-    "PositionMetrics",
     "all_equal",
     "all_sequences",
     "bottom_heavy",
@@ -30,7 +28,6 @@ __all__ = [
     "index_family_for_length",
     "index_input",
     "index_token_text",
-    "induction_metrics",
     "induction_targets",
     "induction_targets_literal",
     "latest_match_far_back",
@@ -42,6 +39,8 @@ __all__ = [
 # Token id of the INDEX query symbol '?' and how it prints; bits use 0 and 1.
 INDEX_QUERY = 2
 INDEX_QUERY_TEXT = "?"
+# The number of tokens INDEX inputs use: 0, 1 and '?' (= INDEX_QUERY).
+INDEX_TOKENS = 3
 
 # Largest k for which index_family enumerates all 2^k·k pairs.
 _MAX_EXHAUSTIVE_INDEX_K = 20
@@ -445,68 +444,3 @@ GENERATORS: dict[str, Generator] = {
     "no_adjacent_repeats": no_adjacent_repeats,
     **ADVERSARIAL_FAMILIES,
 }
-
-
-# ---------------------------------------------------------------------------------------------
-# Metrics
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PositionMetrics:
-    """Predictions against targets, counted separately on ⊥ and non-⊥ (token) target positions:
-    accuracy is on token positions, accuracy_bottom on ⊥ positions (1.0 where there are none);
-    first_error is the (row, position) of the first wrong prediction in row-major order, or None."""
-
-    positions: int
-    bottom_positions: int
-    token_positions: int
-    errors: int
-    errors_bottom: int
-    errors_token: int
-    accuracy: float
-    accuracy_bottom: float
-    first_error: tuple[int, int] | None
-
-    def to_json(self) -> dict[str, Any]:
-        """The fields in order (first_error a (row, position) tuple or None)."""
-        return asdict(self)
-
-
-def induction_metrics(predicted, target) -> PositionMetrics:
-    """Error counts and accuracies of `predicted` against `target` (same shape, 1-D or 2-D [batch
-    n]; InputError otherwise), reported separately on ⊥ and non-⊥ target positions."""
-    pred = np.asarray(predicted, dtype=np.int64)
-    targ = np.asarray(target, dtype=np.int64)
-    if pred.shape != targ.shape:
-        raise InputError(f"shape mismatch: predicted {pred.shape} vs target {targ.shape}")
-    if targ.ndim == 1:
-        pred, targ = pred.reshape(1, -1), targ.reshape(1, -1)
-    elif targ.ndim != 2:
-        raise InputError(f"expected 1-D or 2-D arrays, got shape {targ.shape}")
-    is_bottom = targ == BOTTOM
-    wrong = pred != targ
-    bottom_positions = int(is_bottom.sum())
-    token_positions = int(targ.size - bottom_positions)
-    errors_bottom = int((wrong & is_bottom).sum())
-    errors_token = int((wrong & ~is_bottom).sum())
-    flat_wrong = np.flatnonzero(wrong)
-    first_error = None
-    if flat_wrong.size:
-        row, pos = divmod(int(flat_wrong[0]), targ.shape[1])
-        first_error = (row, pos)
-    accuracy = 1.0 if token_positions == 0 else (token_positions - errors_token) / token_positions
-    accuracy_bottom = (
-        1.0 if bottom_positions == 0 else (bottom_positions - errors_bottom) / bottom_positions
-    )
-    return PositionMetrics(
-        positions=int(targ.size),
-        bottom_positions=bottom_positions,
-        token_positions=token_positions,
-        errors=errors_bottom + errors_token,
-        errors_bottom=errors_bottom,
-        errors_token=errors_token,
-        accuracy=accuracy,
-        accuracy_bottom=accuracy_bottom,
-        first_error=first_error,
-    )

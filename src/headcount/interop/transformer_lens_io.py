@@ -9,13 +9,13 @@ This is the only module that imports transformer_lens, and only inside `to_trans
 ``pip install 'headcount[tl]'``). Files need no TransformerLens at all:
 
     write_transformer_lens(model, out_dir)   config.json  TL's config fields, and the record under
-    the key
+                                             the key
                                                           "headcount"
                                                           (TransformerBridgeConfig.from_dict
                                                           ignores keys it does not know)
                                              model.safetensors  the state dict, float64
                                              load.py      three lines that boot the bridge from the
-                                             two
+                                                          two
                                                           (``python load.py`` or ``runpy.run_path``
                                                           leaves it
                                                           in ``bridge``, with the record on

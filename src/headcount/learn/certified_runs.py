@@ -2,7 +2,7 @@
 
 run_khop_certified(config) = train.run_config(config) with the model exported, then
 khop_certificates of that model at every hop count, stored with the run's metrics. A built-in sweep
-runner (learn/sweep/ runners.py names it KHOP_RUNNER), imported only in the worker that runs it. The
+runner (learn/sweep/runners.py names it KHOP_RUNNER), imported only in the worker that runs it. The
 exported model is deleted afterwards unless the config names `out` — which only
 runners.keeping_models adds (a sweep file may never set it): then it is kept there, as the default
 runner keeps it.

@@ -17,6 +17,7 @@ from scipy.special import gammaln
 from headcount.core.model import BOTTOM
 from headcount.induction import task as itask
 from headcount.induction.heads import score_heads
+from headcount.induction.metrics import PositionMetrics, induction_metrics
 from headcount.learn.models import MinMaxNet, SequenceModel, minmax_net_to_model
 from headcount.learn.results import (
     FamilyAccuracy,
@@ -85,7 +86,7 @@ def heldout_sequences(
 
 def _at_hop(
     model64: SequenceModel, sigma: np.ndarray, alphabet: int, k: int, hop_token: bool
-) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], itask.PositionMetrics]:
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], PositionMetrics]:
     """(inputs, targets, patterns, induction_metrics) of the model at hop count k (with the hop
     token alphabet + k − 1 first when hop_token)."""
     target = itask.induction_targets(sigma, k)
@@ -93,7 +94,7 @@ def _at_hop(
     if hop_token:
         inputs = np.concatenate([np.full((len(sigma), 1), alphabet + k - 1), sigma], axis=1)
     pred, patterns = sequence_predict(model64, inputs)
-    return inputs, target, patterns, itask.induction_metrics(pred[:, int(hop_token) :], target)
+    return inputs, target, patterns, induction_metrics(pred[:, int(hop_token) :], target)
 
 
 @torch.no_grad()
@@ -121,7 +122,7 @@ def _adversarial(
         tokens = generate(rng, FAMILY_SIZE, n, alphabet)
         target = itask.induction_targets(tokens)
         pred = sequence_predict(model64, tokens)[0]
-        metrics = itask.induction_metrics(pred, target)
+        metrics = induction_metrics(pred, target)
         if name == "index":
             query = 2 * ((n - 1) // 2)  # 0-based position of the final '?'
             index = float(np.mean(pred[:, query] == target[:, query]))

@@ -4,12 +4,12 @@ back from the database.
     run_experiment("xor-phase", scale="quick", db=DEFAULT_DB) -> ExperimentResult
 
 | experiment      | sweep (quick scale; `full` grows it)                           | compared with
-|
+                  |
 |-----------------|----------------------------------------------------------------|-----------------|
 | induction-depth | layers {1, 2} × n {16, 32}, 1 head, dim 32, alphabet 4          | the INDEX
 bound |
 | khop            | layers {2, 3, 4}, trained on 1..4 hops (no adjacent repeats)    | depth ≈ log₂ k
-|
+                  |
 | khop-gpt2       | the same, GPT-2 blocks (LayerNorm, GELU MLP), layers {2..5}     | depth ≈ log₂ k
 |
 | minmax-heads    | heads {1, 2} × dim {1, 2, 3, 4, 6}, M = 8, n = 4, 2 seeds       | exact verifier

@@ -2,12 +2,13 @@
 result (learn/results.py) whose `to_json()` is the run's JSON — what a sweep stores and `headcount
 train` prints.
 
-One loop (`fit`): AdamW, linear warm-up then cosine decay to lr/10, gradient-norm clipping at 1,
+One loop for all (learn/loop.py's `fit`: AdamW, linear warm-up then cosine decay to lr/10,
+gradient-norm clipping at 1, one torch thread, a progress bar on stderr only when progress=True) and
 explicit seeds (torch.manual_seed for the weights, a numpy Generator for the data: the same seed
-gives the same run on CPU), a progress bar on stderr only when progress=True. Each task adds its
-data, loss and exact metrics (learn/evaluate.py); models are evaluated in float64, and the
-checkpoint written to `out` is the exported exact model (core io for sequence models,
-minmax.model.save_minmax, boolean.model.save_boolean), so what is reported is what a file holds.
+gives the same run on CPU). Each task adds its data, loss and exact metrics (learn/evaluate.py);
+models are evaluated in float64, and the checkpoint written to `out` is the exported exact model
+(core io for sequence models, minmax.model.save_minmax, boolean.model.save_boolean), so what is
+reported is what a file holds.
 
 * train_induction — induction heads, and k-hop when hop_token is on (task "khop"): input [hop token]
   + σ with hop token id alphabet + k − 1 (vocab = alphabet + hops), k drawn uniformly from 1..hops
@@ -26,13 +27,11 @@ Bad settings raise InputError (one line: what is wrong, what is allowed).
 from __future__ import annotations
 
 import copy
-import functools
 import inspect
 import math
 import os
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +40,16 @@ import torch
 import torch.nn.functional as F_nn
 
 from headcount.boolean.certify import dim_bound
-from headcount.boolean.model import model_sign_exact, save_boolean
+from headcount.boolean.model import model_sign_exact
+from headcount.boolean.model_file import save_boolean
 from headcount.boolean.task import parse_function, sign_changes
 from headcount.common.errors import InputError, param
-from headcount.common.progress import progress_bar
 from headcount.common.validate import check_int, check_writable
 from headcount.core.model import BOTTOM, save_model
 from headcount.induction import task as itask
 from headcount.learn import evaluate as ev
 from headcount.learn.evaluate import evaluate_induction, evaluate_minmax
+from headcount.learn.loop import fit, single_threaded
 from headcount.learn.models import (
     BooleanNet,
     MinMaxNet,
@@ -83,73 +83,7 @@ INDUCTION_LR = 3e-3
 BOOLEAN_STEPS = 2000
 
 
-# ------------------------------------------------------------ The loop
-
-
-def lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
-    """Linear warm-up over `warmup` steps, then cosine decay from lr to lr/10 at the last step."""
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    progress = (step - warmup) / max(1, steps - warmup)
-    return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
-
-
-def fit(
-    model: torch.nn.Module,
-    step_loss: Callable[[int], torch.Tensor],
-    steps: int,
-    lr: float,
-    *,
-    weight_decay: float = 0.0,
-    warmup: int | None = None,
-    clip: float = 1.0,
-    progress: bool = False,
-    label: str = "train",
-) -> list[float]:
-    """Minimise step_loss(step) (a fresh batch per step) over `steps` steps; returns the loss per
-    step. The progress bar (stderr: run_config's callers may own stdout) shows the latest loss."""
-    warmup = max(1, min(100, steps // 10)) if warmup is None else warmup
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
-    losses: list[float] = []
-    model.train()
-    with progress_bar(progress, label, steps, fields={"loss": "…"}, transient=True) as bar:
-        for step in range(steps):
-            for group in opt.param_groups:
-                group["lr"] = lr_at(step, steps, lr, warmup)
-            loss = step_loss(step)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            opt.step()
-            losses.append(loss.item())
-            if step % 10 == 0 or step == steps - 1:
-                bar.update(completed=step + 1, loss=f"{losses[-1]:.4f}")
-    model.eval()
-    return losses
-
-
-@contextmanager
-def one_thread():
-    """Run torch on one intra-op thread, then restore the setting. These models are tiny: a step of
-    the default induction run takes ~8 ms on one thread and ~80 ms on two busy cores; sweeps run one
-    process per core anyway. A fixed thread count also keeps runs bit-for-bit reproducible."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def single_threaded(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorator: run fn inside one_thread()."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with one_thread():
-            return fn(*args, **kwargs)
-
-    return wrapper
+# ------------------------------------------------------------ Checks shared by the tasks
 
 
 def _check_counts(**values: tuple[Any, int]) -> None:
@@ -471,8 +405,7 @@ def train_boolean(
     )
 
 
-# ------------------------------------------------------------ Dispatch for sweeps and the command
-# line
+# ------------------------------------------------------------ Dispatch: sweeps and the command line
 
 
 TRAINERS: dict[str, Callable[..., TrainResult]] = {  # one per name in constants.TASKS

@@ -34,9 +34,9 @@ from headcount.core.attention import check_libm
 from headcount.minmax.model import TokenLayer
 
 U = 2.0**-53
-# : absolute allowance for an attention weight whose computed exponent is below −700 (its true value
-# is : < e^-699 < 2^-1008, and nothing relative is claimed about it); above −700 weights are normal
-# floats
+#: absolute allowance for an attention weight whose computed exponent is below −700 (its true value
+#: is < e^-699 < 2^-1008, and nothing relative is claimed about it); above −700 weights are normal
+#: floats
 TINY_WEIGHT = 2.0**-1000
 FLOAT_MAX = float(np.finfo(np.float64).max)
 

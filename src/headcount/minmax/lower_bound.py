@@ -43,8 +43,8 @@ from headcount.minmax.model import MinMaxModel, TokenHead, predict
 from headcount.minmax.task import check_sizes, check_task, min_max
 from headcount.minmax.verify import decide_exact, verify_exact_one_head
 
-# : p is reported exactly for float64 values (every finite double is in 2^-1074·Z); above this it is
-# capped
+#: p is reported exactly for float64 values (every finite double is in 2^-1074·Z); above this it is
+#: capped
 P_CAP = 1074
 
 

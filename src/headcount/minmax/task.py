@@ -17,12 +17,12 @@ from headcount.common.errors import InputError, param
 
 #: refuse to enumerate more multisets than this (they are held in memory as one array)
 MAX_ENUMERATE = 5_000_000
-# : Largest M (the parameter M): the construction's scores β·ω are exact float64 numbers only for ω
-# ≤ 2^26 : (β is a multiple of 2^-20 below 2^6, construction.py); every command's memory and work
-# bounds stop far : earlier.
+#: Largest M (the parameter M): the construction's scores β·ω are exact float64 numbers only for ω ≤
+#: 2^26 (β is a multiple of 2^-20 below 2^6, construction.py); every command's memory and work
+#: bounds stop far earlier.
 MAX_M = 2**26
-# : Largest n (the parameter n): β = ln(4(n−1)) stays below 2^6 = 64 (the same exactness) for n ≤
-# 2^60.
+#: Largest n (the parameter n): β = ln(4(n−1)) stays below 2^6 = 64 (the same exactness) for n ≤
+#: 2^60.
 MAX_N = 2**60
 
 

@@ -1,26 +1,24 @@
 """Verifiers: does a layer + classifier compute min (or max) on *every* list in [M]^n?
 
-Margin (used by every verifier here): the smallest logit gap
+Margin (used by every verifier, brute.py's too): the smallest logit gap
     margin = min over all inputs x ∈ [M]^n and all classes y ≠ f(x) of ⟨θ_{f(x)} − θ_y, z(x)⟩,
 where f is the task (min or max) and z the layer output. The classifier is correct on all inputs iff
 margin > 0 (= 0 means a tie, i.e. ⊥, which counts as wrong). It is in the classifier's logit units.
 
 * ``verify_exact_one_head`` — the spec's histogram-linearity test. For one head,
   ⟨θ_x − θ_y, Att(h)⟩ = Σ_ω h_ω Δ_ω / Σ_ω h_ω α_ω with Δ_ω = α_ω(C_xω − C_yω), C = Θ·Vᵀ. Over the
-  histograms
-  with minimum exactly x (h_x ≥ 1, h_ω = 0 for ω < x, Σ h = n) both the sign test and this ratio are
-  minimised at a vertex of that simplex, e_x + (n−1)·e_ω for some ω ≥ x (a linear and a
-  linear-fractional
-  objective with positive denominator attain their minima at vertices; the vertices are integral, so
-  they are real inputs: one x and n−1 copies of ω). Hence
+  histograms with minimum exactly x (h_x ≥ 1, h_ω = 0 for ω < x, Σ h = n) both the sign test and
+  this ratio are minimised at a vertex of that simplex, e_x + (n−1)·e_ω for some ω ≥ x (a linear
+  and a linear-fractional objective with positive denominator attain their minima at vertices; the
+  vertices are integral, so they are real inputs: one x and n−1 copies of ω). Hence
       correct ⇔ Δ_x + (n−1)·Δ_ω > 0 for all x ≠ y, ω ≥ x      (max: ω ≤ x),
   and the margin is min over (x, y, ω) of G = (1−w)(C_xx − C_yx) + w(C_xω − C_yω) with
   w = (n−1)α_ω / (α_x + (n−1)α_ω), computed as a logistic so no exp over- or underflows.
   Cost: an M×M array per x (O(M³) cheap float operations in all), vectorized. The scan covers every
   multiset of [M]^n (scope "exhaustive").
 
-* ``verify_brute`` — every multiset (sorted list) of n tokens, any number of heads (scope
-  "exhaustive"). ``decide_exact`` — the exact decision of a layer + classifier on given lists.
+* ``decide_exact`` — the exact decision of a layer + classifier on given lists (any number of
+  heads); brute.py's ``verify_brute`` decides every multiset with it (``decide_lists``).
 
 * ``verify_block_layer`` — several heads, block structure: if every head other than head k has zero
   value coordinates wherever the classifier's θ is non-zero, then ⟨θ_i, z⟩ = ⟨θ_i, Att_k(x)⟩ exactly
@@ -29,9 +27,9 @@ margin > 0 (= 0 means a tie, i.e. ⊥, which counts as wrong). It is in the clas
 
 What is proven. Every verdict is about the stored weights as exact reals (the real-arithmetic
 model), and every decision is either proven by a rigorous float64 error bound (float_bounds.py: what
-is assumed and why each bound holds) or taken in exact arithmetic (exact.py: exact rational inner
-products, Lindemann–Weierstrass for exact zeros, arb balls for the sign). A NaN or infinity is never
-"proven": it falls through to the exact decision.
+is assumed and why each bound holds) or taken in exact arithmetic (exact_signs.py: exact rational
+inner products, Lindemann–Weierstrass for exact zeros, arb balls for the sign). A NaN or infinity is
+never "proven": it falls through to the exact decision.
 
 Entries whose float value is within their bound of zero are re-decided exactly. Margin and tolerance
 are reported in the original units (scaled back, saturating at ±1.8e308); the margin is the float64
@@ -51,7 +49,6 @@ from headcount.core.model import BOTTOM
 from headcount.minmax.exact_signs import exact_inner, layer_gap_sign, sign_weighted_pair
 from headcount.minmax.float_bounds import (
     Products,
-    U,
     gap_bound_matrix,
     logit_bounds,
     pair_weights,
@@ -63,29 +60,23 @@ from headcount.minmax.float_bounds import (
 )
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, as_layer
 from headcount.minmax.task import (
-    all_multisets,
     check_sizes,
     check_task,
     check_tokens,
-    estimate_multisets,
-    min_max,
 )
 
 #: at most this many near-tied (x, y, ω) triples are re-decided exactly before giving up (undecided)
 MAX_EXACT_RECHECKS = 200_000
-# : verify_exact_one_head scans M²(M+1)/2 triples (x, y, ω ≥ x) per task: at most this many (M ≤
-# 1290). : Measured ~10⁸ a second on the constructions and ~2.5·10⁷ on random heads (more entries
-# need their own : bound), so a task takes seconds to a minute at the limit; certify's default uses
-# it up to M = 1024.
+#: verify_exact_one_head scans M²(M+1)/2 triples (x, y, ω ≥ x) per task: at most this many (M ≤
+#: 1290). Measured ~10⁸ a second on the constructions and ~2.5·10⁷ on random heads (more entries
+#: need their own bound), so a task takes seconds to a minute at the limit; certify's default uses
+#: it up to M = 1024.
 EXACT_MAX_TRIPLES = 2**30
 #: float64 [M M] arrays the one-head verifier holds at once (C, its error bound, B, the scan's rows)
 EXACT_ARRAYS = 10
-#: verify_brute decides each multiset with about n·M·heads operations: at most this many per task
-#: (~4.5·10⁷ a second, so under a minute); the multisets themselves are held as one [count n] array.
-BRUTE_MAX_WORK = 2**31
-# : A counterexample is a list of n tokens (one x and n−1 copies of ω), printed in full and
-# re-decided exactly : on [1 n M] float64 arrays: the commands whose heads may fail (verify, search)
-# take n ≤ MAX_LIST_N.
+#: A counterexample is a list of n tokens (one x and n−1 copies of ω), printed in full and
+#: re-decided exactly on [1 n M] float64 arrays: the commands whose heads may fail (verify, search)
+#: take n ≤ MAX_LIST_N.
 MAX_LIST_N = 1_000_000
 
 
@@ -111,28 +102,6 @@ def check_exact_resources(M: int, d: int, what: str) -> None:
     )
 
 
-def check_brute_resources(M: int, n: int, heads: int, max_inputs: int, what: str) -> None:
-    """Brute force's bounds: at most max_inputs multisets (estimated before they are counted
-    exactly), their [count n] array within the memory limit, and BRUTE_MAX_WORK per task."""
-    count = estimate_multisets(M, n)
-    if count > max_inputs + 0.5:
-        raise InputError(
-            f"{what}: brute force would enumerate about {count:.3g} inputs (C(n+M−1, n)); allowed "
-            "up to "
-            f"{max_inputs} (lower {param('M')} or {param('n')}, or use the exact method)"
-        )
-    check_memory(
-        2 * 8.0 * count * n + 8.0 * 8 * 2**21, what
-    )  # the lists, a chunk's [rows n M] gathers
-    check_work(
-        count * n * M * heads,
-        BRUTE_MAX_WORK,
-        what,
-        "operations per task (inputs·n·M·heads)",
-        f"{param('M')} or {param('n')}",
-    )
-
-
 @dataclass(frozen=True)
 class Verdict:
     """Outcome of a verifier (see the module docstring for margin and what is proven)."""
@@ -151,12 +120,12 @@ class Verdict:
     decision: int | None = None  # the classifier's exact decision on worst_input (token or BOTTOM)
     errors: int | None = None  # number of wrong multisets (brute force only)
     exact_rechecks: int = 0  # near-ties re-decided in exact arithmetic
-    scope: str = "exhaustive"  # both verifiers cover every multiset of [M]^n; nothing here samples
+    scope: str = "exhaustive"  # every verifier covers every multiset of [M]^n; none samples
 
 
 def scope_of(*verdicts: Verdict) -> str:
     """The `scope` of a JSON result built from these verdicts: "exhaustive" when every one covers
-    all multisets of [M]^n (always true of this module's verifiers), else "sampled"."""
+    all multisets of [M]^n (always true of verify.py's and brute.py's verifiers), else "sampled"."""
     return "exhaustive" if all(v.scope == "exhaustive" for v in verdicts) else "sampled"
 
 
@@ -168,13 +137,15 @@ def _check_theta(layer: TokenLayer, classifier: Classifier) -> None:
         )
 
 
-def _check(layer: TokenLayer, classifier: Classifier, task: str, n: int) -> None:
+def check_inputs(layer: TokenLayer, classifier: Classifier, task: str, n: int) -> None:
+    """InputError unless a verifier can take them: a known task, the size rule for M and n, and θ
+    of shape [M d] for the layer (every verifier checks this first, brute.py's too)."""
     check_task(task)
     check_sizes(layer.M, n)
     _check_theta(layer, classifier)
 
 
-def _hist_dict(lst: np.ndarray) -> dict[int, int]:
+def hist_dict(lst: np.ndarray) -> dict[int, int]:
     """{0-based token: count} of one list of 0-based tokens (Python ints, for exact arithmetic)."""
     out: dict[int, int] = {}
     for t in lst:
@@ -197,11 +168,13 @@ def _exact_argmax(
     return BOTTOM if tied else best + 1
 
 
-def _decide_lists(
+def decide_lists(
     layer: TokenLayer, classifier: Classifier, prod: Products, x: np.ndarray, cache: dict
 ) -> tuple[np.ndarray, int]:
-    """Exact decisions [batch] on lists x [batch n] (0-based tokens), and how many rows needed exact
-    arithmetic."""
+    """Exact decisions [batch] (1-based token or BOTTOM) on lists x [batch n] of 0-based tokens,
+    given the classifier's scaled products (float_bounds.scaled_products) and an exact-sign cache
+    shared across chunks; and how many rows needed exact arithmetic. decide_exact's core, which
+    brute force calls chunk by chunk."""
     L, R = logit_bounds(layer, prod, x)
     best = np.argmax(np.where(np.isnan(L), -np.inf, L), axis=1)
     cand = ~proven_below(L, R, best)
@@ -210,13 +183,13 @@ def _decide_lists(
     unsure = np.nonzero(cand.sum(axis=1) > 1)[0]
     for b in unsure:
         out[b] = _exact_argmax(
-            layer, classifier.theta, _hist_dict(x[b]), np.nonzero(cand[b])[0], cache
+            layer, classifier.theta, hist_dict(x[b]), np.nonzero(cand[b])[0], cache
         )
     return out, int(unsure.size)
 
 
-def _chunk_rows(M: int, n: int) -> int:
-    """Rows per chunk: the [rows n M] gathers stay around 16 MB."""
+def chunk_rows(M: int, n: int) -> int:
+    """Rows per chunk of lists of n tokens over [M]: the [rows n M] gathers stay around 16 MB."""
     return max(1, (1 << 21) // (M * n))
 
 
@@ -227,17 +200,17 @@ def decide_exact(
     x.
 
     Float64 logits with rigorous bounds first; where another class is not proven below the top one,
-    the candidates are compared in exact arithmetic (exact.layer_gap_sign) and a tie at the top
-    gives BOTTOM."""
+    the candidates are compared in exact arithmetic (exact_signs.layer_gap_sign) and a tie at the
+    top gives BOTTOM."""
     layer = as_layer(model)
     x = check_tokens(x, layer.M)
     _check_theta(layer, classifier)
     prod = scaled_products(classifier.theta, [h.values for h in layer.heads])
     out = np.empty(x.shape[0], dtype=np.int64)
     cache: dict = {}
-    step = _chunk_rows(layer.M, x.shape[1])
+    step = chunk_rows(layer.M, x.shape[1])
     for start in range(0, x.shape[0], step):
-        out[start : start + step] = _decide_lists(
+        out[start : start + step] = decide_lists(
             layer, classifier, prod, x[start : start + step] - 1, cache
         )[0]
     return out
@@ -341,7 +314,7 @@ def _recheck_near(s, T, V, n: int, near: list) -> tuple[tuple[int, int, int] | N
 
 def verify_exact_one_head(head: TokenHead, classifier: Classifier, task: str, n: int) -> Verdict:
     """The exact histogram-linearity verifier for one head (module docstring: what it proves)."""
-    _check(TokenLayer((head,)), classifier, task, n)
+    check_inputs(TokenLayer((head,)), classifier, task, n)
     M = head.M
     s, V, T = head.scores, head.values, classifier.theta
     if task == "max":  # mirror ω ↦ M+1−ω: max over [M] becomes min over the reversed order
@@ -394,116 +367,6 @@ def verify_exact_one_head(head: TokenHead, classifier: Classifier, task: str, n:
     )
 
 
-# ---------------------------------------------------------------- brute force over all multisets
-
-
-def _brute_chunk(layer, classifier, prod, x, truth, cache) -> tuple[np.ndarray, float, float, int]:
-    """Exact right/wrong [batch] of a chunk of lists x (0-based tokens; truth: 1-based answers), the
-    float margin and its error bound (scaled units), and how many rows needed exact arithmetic."""
-    L, R = logit_bounds(layer, prod, x)
-    rows, f = np.arange(L.shape[0]), truth - 1
-    others = L.copy()
-    others[rows, f] = -np.inf
-    gaps = L[rows, f] - others.max(axis=1)
-    Rp = R * (1 + 4 * U) + 2 * U * np.abs(L)
-    Rp_others = Rp.copy()
-    Rp_others[rows, f] = 0.0
-    tol = float((Rp[rows, f] + Rp_others.max(axis=1)).max())
-    below_f = proven_below(L, R, f)  # classes proven below the true answer
-    below_f[rows, f] = True
-    right = below_f.all(axis=1)
-    maybe = np.nonzero(~right)[0]
-    if maybe.size:  # the answer proven below the top class: wrong without exact work
-        Lm, Rm = L[maybe], R[maybe]
-        best = np.argmax(np.where(np.isnan(Lm), -np.inf, Lm), axis=1)
-        beaten = proven_below(Lm, Rm, best)[np.arange(maybe.size), f[maybe]]
-        maybe = maybe[~beaten]
-    for b in maybe:
-        h = _hist_dict(x[b])
-        right[b] = all(
-            layer_gap_sign(layer.heads, classifier.theta, h, int(f[b]), int(c), cache) > 0
-            for c in np.nonzero(~below_f[b])[0]
-        )
-    margin = float(np.nanmin(gaps)) if not np.all(np.isnan(gaps)) else np.nan
-    return right, margin, tol, int(maybe.size)
-
-
-def _wrong_class(
-    layer: TokenLayer,
-    classifier: Classifier,
-    lst: tuple[int, ...],
-    answer: int,
-    decision: int,
-    cache: dict,
-) -> int:
-    """A class y ≠ answer whose exact logit is ≥ the answer's on lst: the decision itself when it is
-    a token, else (a tie at the top) another top class."""
-    if decision != BOTTOM:
-        return decision
-    h = _hist_dict(np.array(lst) - 1)
-    f = answer - 1
-    for y in range(layer.M):
-        if y != f and layer_gap_sign(layer.heads, classifier.theta, h, y, f, cache) >= 0:
-            return y + 1
-    raise InternalError(f"verifier bug: {lst} decides ⊥ but no class reaches the answer's logit")
-
-
-def verify_brute(
-    model: MinMaxModel | TokenLayer | TokenHead,
-    classifier: Classifier,
-    task: str,
-    n: int,
-    chunk: int = 20_000,
-) -> Verdict:
-    """Check every multiset of n tokens (any number of heads); exact decisions; first
-    counterexample."""
-    layer = as_layer(model)
-    _check(layer, classifier, task, n)
-    X = all_multisets(layer.M, n)
-    prod = scaled_products(classifier.theta, [h.values for h in layer.heads])
-    errors, first, margin, tol, rechecks = 0, None, np.inf, 0.0, 0
-    cache: dict = {}
-    step = min(chunk, _chunk_rows(layer.M, n))
-    for start in range(0, X.shape[0], step):
-        xb = X[start : start + step]
-        truth = min_max(xb)[0 if task == "min" else 1]
-        right, m, t, r = _brute_chunk(layer, classifier, prod, xb - 1, truth, cache)
-        margin, tol, rechecks = min(margin, m), max(tol, t), rechecks + r
-        wrong = np.nonzero(~right)[0]
-        errors += int(wrong.size)
-        if first is None and wrong.size:
-            first = (tuple(int(t) for t in xb[wrong[0]]), int(truth[wrong[0]]))
-    margin, tol = to_original(margin, prod.shift), to_original(tol, prod.shift)
-    correct = errors == 0
-    margin = max(margin, 0.0) if correct else min(margin, 0.0)
-    if correct:
-        return Verdict(
-            task, layer.M, n, "brute-force", True, margin, tol, errors=0, exact_rechecks=rechecks
-        )
-    lst, answer = first
-    decision = int(_decide_lists(layer, classifier, prod, np.array([lst]) - 1, cache)[0][0])
-    if decision == answer:
-        raise InternalError(
-            f"verifier bug: brute force counts {lst} for {task} as wrong, the exact decision is "
-            "right"
-        )
-    wrong_class = _wrong_class(layer, classifier, lst, answer, decision, cache)
-    return Verdict(
-        task,
-        layer.M,
-        n,
-        "brute-force",
-        False,
-        margin,
-        tol,
-        lst,
-        wrong_class,
-        decision,
-        errors=errors,
-        exact_rechecks=rechecks,
-    )
-
-
 # ---------------------------------------------------------------- block reduction
 
 
@@ -525,5 +388,5 @@ def verify_block_layer(
 ) -> Verdict:
     """Exact verification of a multi-head layer whose classifier reads one head's block only."""
     layer = as_layer(layer)
-    _check(layer, classifier, task, n)
+    check_inputs(layer, classifier, task, n)
     return verify_exact_one_head(layer.heads[block_head(layer, classifier)], classifier, task, n)

@@ -30,8 +30,16 @@ from headcount.report.boolean import claims as boolean
 from headcount.report.boolean import frontier as boolean_frontier
 from headcount.report.claim_ids import selected_ids
 from headcount.report.claims import FAIL, PASS, REGISTRY, Claim, ClaimResult, Context
+from headcount.report.induction import (
+    construction_sizes,
+    index_floor,
+    index_floor_figure,
+    khop_construction,
+    khop_construction_figures,
+    khop_mechanism,
+    mechanism,
+)
 from headcount.report.induction import constructions as induction
-from headcount.report.induction import index_floor, khop_construction, khop_mechanism, mechanism
 from headcount.report.induction import lower_bound as induction_lower_bound
 from headcount.report.learning import claims as learning
 from headcount.report.learning import khop
@@ -41,14 +49,17 @@ from headcount.report.render import print_to_stderr, render_report
 # The scenario modules: importing one registers its claims and figures (report order = this order).
 CLAIM_MODULES = (
     induction,
+    construction_sizes,
     induction_lower_bound,
     index_floor,
+    index_floor_figure,
     minmax,
     boolean,
     boolean_frontier,
     learning,
     khop,
     khop_construction,
+    khop_construction_figures,
     khop_mechanism,
     mechanism,
 )

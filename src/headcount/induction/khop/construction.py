@@ -18,7 +18,7 @@ last layer leaves it) and H = find^a(i) as the token there (2 digits) and a ⊥ 
 at every position.
 
     layer 1   previous-token and duplicate heads, exactly as the two-layer construction (COPIED,
-    DUP);
+              DUP);
               MLP: H_BOT := 1 − clamp(8y − 2) with y = i − DUP/s (y ≈ 0 iff σ_i is new, ≥ 1/2
               otherwise).
     layer 2   find head: query σ_i's digits, key the copied previous token, recency g·j (the latest

@@ -1,7 +1,7 @@
 """Seed 000's INDEX protocol (§3 and Appendix A) as a program: Alice's message, Bob's decoding, and
 check_protocol, which runs it on every (f, i*) and compares Bob with the model. The setting (INDEX
 input, rounding points) is in the docstring of .setup; the float64 error bounds and the exact
-re-decision of disagreements are in .exact.
+re-decision of disagreements are in .error_bounds.
 
 Protocol. Alice's positions are the even j = 2, 4, …, 2k (she knows f); Bob's are the odd j = 1, …,
 2k−1 (he knows i*, hence every e_i) and N (known to both). Per head Alice computes Z_A = Σ_A
@@ -71,7 +71,6 @@ from typing import Any
 import numpy as np
 
 from headcount.common.errors import InputError
-from headcount.common.jsonable import JsonResult
 from headcount.common.progress import progress_bar
 from headcount.common.validate import check_int
 from headcount.core.certify import Model, WorkBudget, certified_predict, fixed_predict
@@ -84,13 +83,12 @@ from headcount.induction.lower_bound.error_bounds import (
     float_errors,
     mix_error,
 )
-from headcount.induction.lower_bound.floor import IndexFloor, index_floor
+from headcount.induction.lower_bound.resources import CHUNK_ELEMENTS, check_protocol_resources
+from headcount.induction.lower_bound.results import ProtocolCheck, UnexplainedPair
 from headcount.induction.lower_bound.setup import (
-    CHUNK_ELEMENTS,
     IndexSetup,
     MessageLayout,
     alice_exact,
-    check_protocol_resources,
     decode_final,
     index_setup,
     load_index_model,
@@ -133,119 +131,13 @@ class AliceMessage:
 @dataclass(frozen=True, eq=False)
 class BobHeads:
     """Bob's view of each head at N: Ỹ [h m], his proven bound T_Bob on |Y − Ỹ| [h m] (the
-    protocol's ε error plus every float64 error, docstring of .exact; +inf where float64 cannot
-    bound it), λ̂ [h], b [h m]."""
+    protocol's ε error plus every float64 error, docstring of .error_bounds; +inf where float64
+    cannot bound it), λ̂ [h], b [h m]."""
 
     y_tilde: np.ndarray
     bound: np.ndarray
     lam_hat: np.ndarray
     b: np.ndarray
-
-
-@dataclass(frozen=True)
-class UnexplainedPair(JsonResult):
-    """The first disagreement check_protocol could not explain: the pair (f as a bit string, i*),
-    Bob's and the model's answers (as printed), and whether a float64 error bound was too large to
-    count (module docstring of .exact)."""
-
-    f: str
-    i_star: int
-    bob_output: str
-    model_output: str
-    float_limited: bool
-
-
-@dataclass(frozen=True)
-class ProtocolCheck:
-    """check_protocol's result: the message length (exact, the seed's accounting, the worst case),
-    the form checked (`model_form`), how many pairs agree, how many disagreements are explained by
-    rounding ties, the model's and Bob's own correctness, and (`floor`, also in the JSON) the INDEX
-    error floor (.floor)."""
-
-    k: int
-    n: int
-    heads: int
-    d_model: int
-    d_head: int
-    precision_bits: int
-    message_bits: int
-    seed_message_bits: int
-    worst_case_message_bits: int
-    model_form: str
-    exhaustive: bool
-    seed: int | None
-    pairs_checked: int
-    agreements: int
-    disagreements: int
-    disagreements_explained: int
-    model_correct: int
-    protocol_correct: int  # pairs where Bob's own output is f_{i*}
-    bound_violations: int
-    max_bob_error: float
-    max_error_bound: (
-        float  # largest T_Bob; +inf (null in JSON) where float64 cannot bound Bob's error
-    )
-    seconds: float
-    first_unexplained: UnexplainedPair | None = None
-    # Unexplained disagreements where a float64 error bound was too large (not ≤ 2^-p·FLOAT_SHARE)
-    # to count as an explanation: a float artifact is possible there (large p or large values).
-    disagreements_float_limited: int = 0
-    # Disagreements the float check could not classify, re-decided exactly (arb balls).
-    disagreements_decided_exactly: int = 0
-    # Disagreements left unexplained because the exact re-decision budget ran out or could not
-    # settle them.
-    disagreements_undecided: int = 0
-
-    @property
-    def exact(self) -> bool:
-        """True when every disagreement is provably explained by a rounding tie and no bound was
-        violated."""
-        return self.disagreements == self.disagreements_explained and self.bound_violations == 0
-
-    @property
-    def floor(self) -> IndexFloor:
-        """The INDEX error floor for this message length, the model's and Bob's errors against it
-        (.floor)."""
-        n = self.pairs_checked
-        wrong, bob_wrong = n - self.model_correct, n - self.protocol_correct
-        return index_floor(
-            self.message_bits, self.k, n, wrong, bob_wrong, self.disagreements, self.exhaustive
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "k": self.k,
-            "n": self.n,
-            "heads": self.heads,
-            "dim": self.d_model,
-            "d_head": self.d_head,
-            "precision_bits": self.precision_bits,
-            "message_bits": self.message_bits,
-            "seed_message_bits": self.seed_message_bits,
-            "worst_case_message_bits": self.worst_case_message_bits,
-            "model_form": self.model_form,
-            "exhaustive": self.exhaustive,
-            "seed": self.seed,
-            "pairs_checked": self.pairs_checked,
-            "agreements": self.agreements,
-            "disagreements": self.disagreements,
-            "disagreements_explained": self.disagreements_explained,
-            "exact": self.exact,
-            "model_correct": self.model_correct,
-            "protocol_correct": self.protocol_correct,
-            "bound_violations": self.bound_violations,
-            "max_bob_error": self.max_bob_error,
-            "max_error_bound": self.max_error_bound
-            if math.isfinite(self.max_error_bound)
-            else None,
-            "disagreements_float_limited": self.disagreements_float_limited,
-            "disagreements_decided_exactly": self.disagreements_decided_exactly,
-            "disagreements_undecided": self.disagreements_undecided,
-            "seconds": round(self.seconds, 3),
-            "first_unexplained": None
-            if self.first_unexplained is None
-            else self.first_unexplained.to_json(),
-        } | self.floor.to_json()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -494,14 +386,14 @@ def check_protocol(
     random table model, setup.load_index_model), read or drawn first.
 
     A disagreement is *explained* only when some coordinate of the model's exact head output Y
-    provably lies within the tolerance T of a tie point of the 2^-p grid (docstring of .exact,
-    "Explained disagreements"): there the model's rounded head output may legitimately differ from
-    Bob's. T comes from the proven bounds and shrinks with 2^-p; a float64 error that is not small
-    against 2^-p never explains anything. Alice's work depends only on f and Bob's only on i*, so
-    each f's message is computed once and reused for all its i*. A weight-form model runs as the
-    exact table of its own fixed:p rounding points (setup.as_table: its answers are the model's;
-    InputError where no table has them); `model_form` says which form was checked. progress: a bar
-    over the pairs on stderr."""
+    provably lies within the tolerance T of a tie point of the 2^-p grid (docstring of
+    .error_bounds, "Explained disagreements"): there the model's rounded head output may
+    legitimately differ from Bob's. T comes from the proven bounds and shrinks with 2^-p; a float64
+    error that is not small against 2^-p never explains anything. Alice's work depends only on f and
+    Bob's only on i*, so each f's message is computed once and reused for all its i*. A weight-form
+    model runs as the exact table of its own fixed:p rounding points (setup.as_table: its answers
+    are the model's; InputError where no table has them); `model_form` says which form was checked.
+    progress: a bar over the pairs on stderr."""
     if isinstance(model, ModelSource):
         model = load_index_model(model, k)
     if pairs is not None:

@@ -9,27 +9,34 @@ to get it wrong.
 The table searched on is setup.as_table's (`model_form`); under setup.GUIDE_FORM (a real-arithmetic
 guide) only what ran on the model is the model's: `message_bits` is None, a collision's evidence the
 input alone. The search state of one call is one small class, :class:`_Refuter`; what it covered is
-reported as typed, frozen records (Searched).
+reported as typed, frozen records (results.Searched, in the Refutation refute returns).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from headcount.common.jsonable import JsonResult
 from headcount.common.validate import check_int
 from headcount.core.certify import Model
 from headcount.core.model import LinearDecoder
 from headcount.induction.lower_bound.protocol import EXHAUSTIVE_K, bob_output, message_from
+from headcount.induction.lower_bound.resources import CHUNK_ELEMENTS, check_refute_resources
+from headcount.induction.lower_bound.results import (
+    CollisionEvidence,
+    CollisionSearch,
+    Evidence,
+    ExhaustiveSearch,
+    GuidedSearch,
+    Refutation,
+    Searched,
+)
 from headcount.induction.lower_bound.setup import (
-    CHUNK_ELEMENTS,
     IndexSetup,
     alice_exact,
-    check_refute_resources,
     confirm_wrong,
     index_setup,
     load_index_model,
@@ -43,141 +50,6 @@ from headcount.induction.task import all_sequences, index_input, index_token_tex
 DEFAULT_BUDGET = 1 << 20
 # Largest k for which refute's collision search enumerates all 2^k strings f.
 COLLISION_ENUMERATE_K = 20
-
-
-# ---------------------------------------------------------------------------------------------
-# Results
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CollisionSearch(JsonResult):
-    """The collision search: which strings f ("all 2^k" or "seeded random"), messages computed,
-    equal messages of different strings tried, INDEX inputs run through the model to confirm."""
-
-    strings: str
-    messages: int = 0
-    colliding_pairs_tried: int = 0
-    inputs_confirmed: int = 0
-
-
-@dataclass(frozen=True)
-class ExhaustiveSearch(JsonResult):
-    """The exhaustive search: INDEX inputs run through the model, out of the `family` of k·2^k."""
-
-    inputs: int = 0
-    family: int = 0
-
-
-@dataclass(frozen=True)
-class GuidedSearch(JsonResult):
-    """The guided search: inputs evaluated (random ones among them), local-search steps, restarts,
-    and apparent errors run through the model to confirm."""
-
-    inputs: int = 0
-    random_inputs: int = 0
-    local_search_steps: int = 0
-    restarts: int = 0
-    confirmations: int = 0
-
-
-@dataclass(frozen=True)
-class Searched:
-    """What refute searched: its seed and budget, the searched table's message length against k
-    (under setup.GUIDE_FORM the guide's), and a record per method that ran (collision, then
-    exhaustive or guided)."""
-
-    seed: int
-    budget: int
-    message_bits: int
-    k: int
-    collision: CollisionSearch | None = None
-    exhaustive: ExhaustiveSearch | None = None
-    guided: GuidedSearch | None = None
-
-    @property
-    def methods(self) -> list[str]:
-        return [m for m in ("collision", "exhaustive", "guided") if getattr(self, m) is not None]
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "seed": self.seed,
-            "budget": self.budget,
-            "message_bits": self.message_bits,
-            "k": self.k,
-            "methods": self.methods,
-        }
-        return out | {m: getattr(self, m).to_json() for m in self.methods}
-
-
-@dataclass(frozen=True)
-class Evidence(JsonResult):
-    """The wrong INDEX input as (f as a bit string, i*)."""
-
-    f: str
-    i_star: int
-
-
-@dataclass(frozen=True)
-class CollisionEvidence(JsonResult):
-    """Two strings f ≠ f' with equal messages, the i* where they differ and which of the two inputs
-    the model answers wrongly; the shared message (bits, digest, first values) and Bob's common
-    answer."""
-
-    f: str
-    f_prime: str
-    i_star: int
-    wrong_input: str
-    message_bits: int
-    k: int
-    message_digest: str
-    message_first_values: tuple[float, ...]
-    bob_output: str
-
-
-@dataclass(frozen=True)
-class Refutation:
-    """refute's result. When found, `tokens` is σ (token ids; `input` prints them "0"/"1"/"?"),
-    `position` is N (1-based), and the model — run by predict at fixed:p — outputs `model_output`
-    there instead of `expected` (both as printed); `message_bits` is None under setup.GUIDE_FORM
-    (module docstring)."""
-
-    found: bool
-    method: str | None
-    k: int
-    n: int
-    precision_bits: int
-    message_bits: int | None
-    model_form: str
-    searched: Searched
-    tokens: tuple[int, ...] | None = None
-    position: int | None = None
-    expected: str | None = None
-    model_output: str | None = None
-    evidence: Evidence | CollisionEvidence | None = None
-    seconds: float = 0.0
-
-    @property
-    def input(self) -> list[str] | None:
-        return None if self.tokens is None else [index_token_text(t) for t in self.tokens]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "found": self.found,
-            "method": self.method,
-            "k": self.k,
-            "n": self.n,
-            "precision_bits": self.precision_bits,
-            "message_bits": self.message_bits,
-            "model_form": self.model_form,
-            "searched": self.searched.to_json(),
-            "input": self.input,
-            "position": self.position,
-            "expected": self.expected,
-            "model_output": self.model_output,
-            "evidence": None if self.evidence is None else self.evidence.to_json(),
-            "seconds": round(self.seconds, 3),
-        }
 
 
 # ---------------------------------------------------------------------------------------------

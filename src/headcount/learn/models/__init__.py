@@ -3,16 +3,16 @@ the theory's models, so a construction can be loaded, fine-tuned or probed, and 
 be run through the same certificates, verifiers and lower-bound tools as a construction.
 
     sequence.py  SequenceModel — causal multi-head attention over token sequences, TransformerLens
-    weight
+                 weight
                  names; loads any core Transformer with a linear decoder and exports to one
     table.py     TableModel — the one-layer table form (core/model/table.py), the one-layer
-    construction's form
+                 construction's form
     minmax.py    MinMaxNet — position-free heads over tokens 1..M plus two linear classifiers
-    (minmax.model)
+                 (minmax.model)
     boolean.py   BooleanNet — heads over {0, 1} plus a degree-D polynomial readout (boolean.model)
     tokens.py    token input checks and float64 copies of parameters, shared by the above
     costs.py     what a training run needs (memory, compute) and the bounds every run is held to,
-    checked
+                 checked
                  by learn/train.py before a model is built
 
 All modules run in float32 (training) and float64 (`.double()`, used for exact comparisons). Every

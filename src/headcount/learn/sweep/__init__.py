@@ -1,19 +1,22 @@
 """Sweeps: a grid of training runs, executed in parallel, resumable, results in a SQLite database.
 
-    spec.py        TOML file / dict → a validated, bounded SweepSpec; its runs with stable ids (the
-                   command line's flags are parsed into that dict by headcount.cli.sweep_options)
-    runners.py     the registry of runners a spec may name (built in, or register_runner from
-    Python)
-    run.py         run_sweep: the runs not yet done go to a scheduler; the parent records each as it
-    finishes
-    leases.py      who holds a claim on a run (concurrent sweeps on one database) and whether it is
-    alive
-    schedulers.py  where runs execute, behind one interface (Scheduler.run): local spawned workers,
-    or Ray
-    worker.py      what runs in a worker: the runner on one config, an outcome
-    table.py       one experiment's runs aggregated over seeds: Markdown, CSV or JSON
-    errors.py      SweepError, SpecError, BackendUnavailableError (all InputErrors: the user can fix
-    them)
+    spec.py         TOML file / dict → a validated, bounded SweepSpec; its runs with stable ids
+                    (the command line's flags are parsed into that dict by
+                    headcount.cli.sweep_options)
+    spec_file.py    a sweep file read, bounded, into its TOML tables
+    runners.py      the registry of runners a spec may name (built in, or register_runner from
+                    Python)
+    run.py          run_sweep: the runs not yet done go to a scheduler; the parent records each as
+                    it finishes
+    leases.py       who holds the lease of a run (concurrent sweeps on one database) and whether
+                    it is alive
+    schedulers.py   where runs execute, behind one interface (Scheduler.run): local spawned
+                    workers, or Ray
+    ray_connect.py  reaching a Ray cluster: the address checked, ray.init bounded, one-line errors
+    worker.py       what runs in a worker: the runner on one config, an outcome
+    table.py        one experiment's runs aggregated over seeds: Markdown, CSV or JSON
+    errors.py       SweepError, SpecError, BackendUnavailableError (all InputErrors: the user can
+                    fix them)
 
 The database itself is `headcount.learn.store`. Everything a caller needs is importable from here.
 """
@@ -21,7 +24,7 @@ The database itself is `headcount.learn.store`. Everything a caller needs is imp
 from headcount.learn.constants import TASKS
 from headcount.learn.store import run_id_for
 from headcount.learn.sweep.errors import RAY_MISSING, BackendUnavailableError, SpecError, SweepError
-from headcount.learn.sweep.leases import CLAIM_STALE_SECONDS
+from headcount.learn.sweep.leases import LEASE_STALE_SECONDS
 from headcount.learn.sweep.run import SweepCounts, SweepPlan, run_sweep, sweep_plan
 from headcount.learn.sweep.runners import (
     DEFAULT_RUNNER,
@@ -46,7 +49,6 @@ from headcount.learn.sweep.schedulers import (
 from headcount.learn.sweep.spec import (
     MAX_RUNS,
     MAX_SEED,
-    MAX_SPEC_BYTES,
     MAX_VALUE_DEPTH,
     SWEEP_KEYS,
     RunSpec,
@@ -55,15 +57,16 @@ from headcount.learn.sweep.spec import (
     spec_from_dict,
     spec_from_toml,
 )
+from headcount.learn.sweep.spec_file import MAX_SPEC_BYTES
 from headcount.learn.sweep.table import TABLE_FORMATS, sweep_table, table_rows
 from headcount.learn.sweep.worker import RunOutcome, environment_versions
 
 __all__ = [
     "BACKENDS",
-    "CLAIM_STALE_SECONDS",
     "DEFAULT_RUNNER",
     "KEEPING_RUNNERS",
     "KHOP_RUNNER",
+    "LEASE_STALE_SECONDS",
     "MAX_RUNS",
     "MAX_SEED",
     "MAX_SPEC_BYTES",

@@ -1,13 +1,13 @@
-"""Who holds a claim on a run, and whether that holder is still alive (for `ResultsStore.claim`).
+"""Who holds the lease of a run, and whether that holder is still alive (for `ResultsStore.lease`).
 
-A sweep call claims each run in the database just before training it and releases the claim when it
-records the run, so concurrent sweeps on one database never train the same run twice. A claim names
+A sweep call leases each run in the database just before training it and releases the lease when it
+records the run, so concurrent sweeps on one database never train the same run twice. A lease names
 its holder: a random token (one per sweep call), the process id, the host and the process's start
 time (from /proc where there is one, so a reused pid is not mistaken for the holder). Another sweep
-treats a claim as held while the holder is alive: on this host, the process exists, is not a zombie
-and started when the claim says; on another host (a database on a shared file system) it cannot
-tell, so the claim holds until CLAIM_STALE_SECONDS. A claim older than that is taken over whoever
-holds it, and so is the claim of a process that is gone (a SIGKILLed sweep), so re-running the sweep
+treats a lease as held while the holder is alive: on this host, the process exists, is not a zombie
+and started when the lease says; on another host (a database on a shared file system) it cannot
+tell, so the lease holds until LEASE_STALE_SECONDS. A lease older than that is taken over whoever
+holds it, and so is the lease of a process that is gone (a SIGKILLed sweep), so re-running the sweep
 resumes it.
 """
 
@@ -19,10 +19,10 @@ import time
 import uuid
 from typing import Any
 
-# A claim is taken over after this long even if its holder looks alive: far longer than any run of
-# the built-in tasks (minutes), short enough that a claim left by a sweep on another host, or by a
+# A lease is taken over after this long even if its holder looks alive: far longer than any run of
+# the built-in tasks (minutes), short enough that a lease left by a sweep on another host, or by a
 # pid the system cannot check, does not block its runs forever.
-CLAIM_STALE_SECONDS = 24 * 3600.0
+LEASE_STALE_SECONDS = 24 * 3600.0
 
 
 def _proc_stat(pid: int) -> tuple[str, int] | None:
@@ -33,9 +33,7 @@ def _proc_stat(pid: int) -> tuple[str, int] | None:
             text = f.read().decode("ascii", "replace")
     except OSError:
         return None
-    fields = text[
-        text.rfind(")") + 2 :
-    ].split()  # after "pid (command) "; the command may hold spaces
+    fields = text[text.rfind(")") + 2 :].split()  # after "pid (command) ": it may hold spaces
     try:
         return fields[0], int(fields[19])
     except (IndexError, ValueError):
@@ -43,7 +41,7 @@ def _proc_stat(pid: int) -> tuple[str, int] | None:
 
 
 def this_process() -> dict[str, Any]:
-    """A new claim holder for this process: a fresh token, pid, host, start time (None if
+    """A new lease holder for this process: a fresh token, pid, host, start time (None if
     unknown)."""
     stat = _proc_stat(os.getpid())
     return {
@@ -70,16 +68,14 @@ def _process_alive(pid: int, started: int | None) -> bool:
     return state != "Z" and (started is None or start == started)
 
 
-def holder_alive(claim: dict[str, Any]) -> bool:
-    """Whether the holder of `claim` (a claims row: pid, host, started, claimed_at) may still be
-    running its run: see the module docstring."""
-    if time.time() - float(claim["claimed_at"]) > CLAIM_STALE_SECONDS:
+def holder_alive(lease: dict[str, Any]) -> bool:
+    """Whether the holder of `lease` (ResultsStore.leases' row: pid, host, started, leased_at) may
+    still be running its run: see the module docstring."""
+    if time.time() - float(lease["leased_at"]) > LEASE_STALE_SECONDS:
         return False
-    if claim["host"] != socket.gethostname():
+    if lease["host"] != socket.gethostname():
         return True
-    pid = claim["pid"]
+    pid = lease["pid"]
     if not isinstance(pid, int) or pid <= 0:
         return False
-    return _process_alive(
-        pid, claim["started"]
-    )  # this very process too: another sweep call (a thread)
+    return _process_alive(pid, lease["started"])  # this very process too: another sweep call

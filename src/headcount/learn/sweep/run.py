@@ -13,7 +13,7 @@ command exits 2 instead of reporting a normal summary.
 
 Before anything runs: the spec is checked (its runner must be registered: runners.py), the backend
 made, and the database opened for writing — a file that cannot be used or written is an InputError
-before any run trains. Each run is claimed in the database just before a worker gets it (claims.py):
+before any run trains. Each run is leased in the database just before a worker gets it (leases.py):
 a run that another live sweep holds, or has recorded since this one started, is skipped, so
 concurrent sweeps on one database train each run once, and `runs_done_now` counts only the runs this
 call trained and stored. Nothing but the database (and SQLite's -wal/-shm files beside it) is
@@ -94,7 +94,7 @@ def _record(
         started_at=outcome.started_at,
         finished_at=outcome.finished_at,
         runner=spec.runner,
-        claim_token=token,
+        lease_token=token,
     )
 
 
@@ -107,7 +107,7 @@ def _run_pending(
     done_before: int,
     progress: bool,
 ) -> tuple[Counter[str], str | None]:
-    """Run `pending`, each claimed first, recording each as it finishes; the count of each status
+    """Run `pending`, each leased first, recording each as it finishes; the count of each status
     stored by this call (and of "elsewhere": runs skipped because another sweep holds or recorded
     them; of "refused": failed runs whose config the runner refused), and the first refusal's line
     (with its parameters marked: RunOutcome.refusal)."""
@@ -126,7 +126,7 @@ def _run_pending(
     with progress_bar(progress, f"sweep {spec.name}", total, completed=done_before) as bar:
 
         def admit(run: RunSpec) -> bool:
-            if store.claim(run.run_id, owner, seen[run.run_id], holder_alive):
+            if store.lease(run.run_id, owner, seen[run.run_id], holder_alive):
                 return True
             counts["elsewhere"] += 1
             bar.update(advance=1, description=describe())
@@ -144,7 +144,7 @@ def _run_pending(
                         counts["elsewhere"] += 1
                     bar.update(advance=1, description=describe())
         finally:
-            store.release_claims(owner["token"])
+            store.release_leases(owner["token"])
     return counts, (refusals[0] if refusals else None)
 
 
@@ -165,7 +165,7 @@ def run_sweep(
     not a registered runner), the backend (unknown, an `address` without "ray", or
     BackendUnavailableError), the worker count or the database (ResultsDBError: not a results
     database, or not writable) is unusable; SweepError after the other runs when the runner refused
-    some run's config. Runs claimed by a concurrent sweep on the same database are left to it
+    some run's config. Runs leased by a concurrent sweep on the same database are left to it
     (module docstring)."""
     spec = load_spec(spec)
     check_runner_name(

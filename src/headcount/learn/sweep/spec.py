@@ -3,22 +3,25 @@ line builds such a dict from its flags: headcount.cli.sweep_options).
 
 Sweep file (TOML)::
 
-    [sweep] name = "xor-phase-quick"          # required: names the sweep in the database experiment
-    = "xor-phase"          # optional (default: name): the label tables and plots select on task =
-    "boolean"                  # required: induction | khop | minmax | boolean (any with a runner)
-    seeds = [0, 1, 2]                 # optional (default [0]): distinct integers ≥ 0, or a count N:
-    0..N-1 runner = "headcount.learn.train:run_config"   # optional (this default): a registered
-    runner's name description = "…"                 # optional free text
+    [sweep]
+    name = "xor-phase-quick"          # required: names the sweep in the database
+    experiment = "xor-phase"          # optional (default: name): the label tables and plots select
+    task = "boolean"                  # required: induction | khop | minmax | boolean (any runner's)
+    seeds = [0, 1, 2]                 # optional (default [0]): distinct integers ≥ 0, or a count N
+    runner = "headcount.learn.train:run_config"   # optional (this default): a registered runner
+    description = "…"                 # optional free text
 
     [fixed]                           # optional: keys passed unchanged to every run
     function = "xor"
     n = 8
 
-    [grid]                            # optional: each key a non-empty list; runs = cartesian
-    product degree = [1, 2, 4] heads = [1, 2, 4, 8]
+    [grid]                            # optional: each key a non-empty list; runs = their product
+    degree = [1, 2, 4]
+    heads = [1, 2, 4, 8]
 
-    [[include]]                       # optional, repeatable: one extra config (over [fixed]) per
-    table degree = 8 heads = 1
+    [[include]]                       # optional, repeatable: one extra config (over [fixed]) each
+    degree = 8
+    heads = 1
 
 The runner maps a config dict to its metrics. It is a name in the registry of runners.py — the
 built-in one above, or one registered from Python — never something to import: a sweep file is data.
@@ -34,9 +37,9 @@ fastest). Every run's config is ``{"task": task, **fixed, **point, "seed": seed}
 order, sweep name or runner: a config that is already done in the database — from this sweep or any
 other — is not run again. Duplicate configs (an include equal to a grid point) run once.
 
-Bounds (hostile or careless files must not hang or exhaust memory): a file of at most
-MAX_SPEC_BYTES, read only if it is a regular file; nesting beyond what the TOML reader manages is
-refused in one line; at most MAX_RUNS runs (grid points + includes, times seeds), counted before
+Bounds (hostile or careless files must not hang or exhaust memory): the file is read by
+spec_file.py (a regular file of at most MAX_SPEC_BYTES, nesting the TOML reader cannot manage
+refused in one line); at most MAX_RUNS runs (grid points + includes, times seeds), counted before
 anything is expanded; seeds in 0..MAX_SEED. The sizes inside each config (steps, n, …) are bounded
 by the runner (learn/train.py).
 """
@@ -46,11 +49,8 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import stat
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from headcount.common.errors import param
@@ -58,10 +58,8 @@ from headcount.learn.constants import TASKS
 from headcount.learn.store import canonical_json, run_id_for
 from headcount.learn.sweep.errors import SpecError
 from headcount.learn.sweep.runners import DEFAULT_RUNNER, runner_names, unknown_runner_message
+from headcount.learn.sweep.spec_file import read_sweep_file
 
-# A sweep file is a few hundred bytes to a few KB; 1 MiB is far beyond any real grid and small
-# enough to read and parse at once.
-MAX_SPEC_BYTES = 1 << 20
 # Runs per sweep (grid points + includes, times seeds): the largest experiment has 144 runs; 10,000
 # runs of the default training (~10 s each on one core) are more than a day of CPU; a larger sweep
 # is a typo (seeds = 1000000000) or an attack, and expanding it would exhaust memory. Split real
@@ -438,58 +436,9 @@ def _check_built_in_keys(spec: SweepSpec) -> None:
                 )
 
 
-def _read_spec_file(path: Path) -> str:
-    """The text of a sweep file: a regular file (never a FIFO or device: reading one could block) of
-    at most MAX_SPEC_BYTES, in UTF-8."""
-    name = _short(str(path), 200)
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise SpecError(
-            f"sweep file {name} does not exist: give a TOML file with [sweep], [fixed] and [grid] "
-            "tables"
-        ) from None
-    except OSError as err:
-        raise SpecError(f"sweep file {name} cannot be read: {err.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise SpecError(
-            f"sweep file {name} is not a regular file (a directory, device, FIFO or socket)"
-        )
-    too_big = SpecError(
-        f"sweep file {name} is larger than MAX_SPEC_BYTES = {MAX_SPEC_BYTES:,} bytes; a sweep file "
-        "lists a grid, not data"
-    )
-    if info.st_size > MAX_SPEC_BYTES:
-        raise too_big
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_SPEC_BYTES + 1)
-    except OSError as err:
-        raise SpecError(f"sweep file {name} cannot be read: {err.strerror}") from None
-    if len(raw) > MAX_SPEC_BYTES:  # it grew since stat
-        raise too_big
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SpecError(f"{name}: not valid TOML: the file is not UTF-8 text") from None
-
-
 def spec_from_toml(path: str | os.PathLike) -> SweepSpec:
-    """Read and validate a sweep TOML file (bounded: module docstring)."""
-    path = Path(path)
-    text = _read_spec_file(path)
-    label = str(path) if len(str(path)) <= 120 else str(path)[:119] + "…"  # for messages
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise SpecError(f"{label}: not valid TOML: {err}") from None
-    except RecursionError:
-        raise SpecError(
-            f"{label}: not readable: arrays or tables nested too deeply (sweep values are flat "
-            "data)"
-        ) from None
-    except ValueError as err:  # e.g. an integer of more than 4300 digits
-        raise SpecError(f"{label}: not readable: {' '.join(str(err).split())[:200]}") from None
+    """Read and validate a sweep TOML file (bounded: spec_file.py)."""
+    data, label = read_sweep_file(path)
     return spec_from_dict(data, source=label)
 
 

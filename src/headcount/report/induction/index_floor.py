@@ -1,5 +1,5 @@
-"""Where the INDEX error floor bites (issue 17, point 2): the claim `induction.index.error_floor`
-and its figure.
+"""Where the INDEX error floor bites (issue 17, point 2): the claim `induction.index.error_floor`,
+measured, checked and described here; its figure is drawn by report.induction.index_floor_figure.
 
 Measure: induction.lower_bound.protocol.check_protocol (exhaustive: every (f, i*), k ≤ 16) with its
 error floor δ* = h⁻¹(1 − b/k) (induction/lower_bound/floor.py) on three kinds of one-layer model at
@@ -43,22 +43,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import matplotlib.pyplot as plt
-
 from headcount.common.errors import InputError
 from headcount.core.certify import Model, emulate, minimal_precision_bits
 from headcount.core.model import OneLayerTable, Transformer, table_from_weights
 from headcount.core.numbers import FLOAT64
 from headcount.induction import task
 from headcount.induction.construction import one_layer_induction
-from headcount.induction.lower_bound.floor import error_floor
-from headcount.induction.lower_bound.protocol import ProtocolCheck, check_protocol
+from headcount.induction.lower_bound.protocol import check_protocol
+from headcount.induction.lower_bound.results import ProtocolCheck
 from headcount.induction.lower_bound.setup import random_index_model
 from headcount.learn.constants import DEFAULT_DB
 from headcount.learn.experiments import experiment_rows, kept_or_retrained
-from headcount.report.claims import PASS, SEED000, ClaimResult, Context, claim, status
+from headcount.report.claims import SEED000, ClaimResult, Context, claim, status
 from headcount.report.experiments import experiment_summary
-from headcount.report.figures import figure
 from headcount.report.induction.lower_bound import index_precision
 
 CLAIM = "induction.index.error_floor"
@@ -431,118 +428,3 @@ def index_error_floor(
         "skipped": skipped,
     }
     return ClaimResult(measured, status(not problems), describe(series, problems), series)
-
-
-# ------------------------------------------------------------------------------------------------
-# Figure
-
-STYLES = {  # kind -> marker, colour, x offset, label
-    "random": ("o", "tab:blue", -0.2, "random models, b ≥ k (floor 0): INDEX error"),
-    "random-short": ("o", "tab:blue", -0.2, "random models, b < k (floor > 0): INDEX error"),
-    "construction": ("^", "tab:green", 0.0, "one-layer construction: INDEX error"),
-    "trained": ("s", "tab:red", 0.3, "trained one-layer models' table forms: INDEX error"),
-}
-LINEAR_BELOW = (
-    0.01  # the y axis is linear below this error and logarithmic above (floors are small)
-)
-
-
-def _style_of(point: FloorPoint) -> str:
-    short = point.kind == "random" and point.check.message_bits < point.check.k
-    return "random-short" if short else point.kind
-
-
-def _floor_lines(ax: plt.Axes, s: FloorSeries) -> None:
-    """δ* against k for the shortest and longest random message at each k, and at the shape's worst
-    case."""
-    h, m, p = s.shape
-    randoms = [q for q in s.points if q.kind == "random"]
-    ks = sorted({q.check.k for q in randoms})
-    bits = {k: [q.check.message_bits for q in randoms if q.check.k == k] for k in ks}
-    shortest = [error_floor(min(bits[k]), k) for k in ks]
-    longest = [error_floor(max(bits[k]), k) for k in ks]
-    ax.fill_between(ks, longest, shortest, color="tab:blue", alpha=0.15, lw=0)
-    label = f"floor δ* = h⁻¹(1 − b/k) at the shortest random message (h={h}, m={m}, p={p})"
-    ax.plot(ks, shortest, ".-", color="tab:blue", lw=2, label=label)
-    ax.plot(ks, longest, ".--", color="tab:blue", lw=1, label="floor at the longest random message")
-    worst = max(q.check.worst_case_message_bits for q in randoms)
-    xs = list(range(1, max(ks) + 1))
-    label = f"floor for every model of this shape (b ≤ {worst} bits, the encoding's worst case)"
-    ax.plot(xs, [error_floor(worst, k) for k in xs], ":", color="gray", lw=1.5, label=label)
-
-
-def _spread(point: FloorPoint, group: list[FloorPoint]) -> float:
-    """A small x offset that separates the points of a group at the same k (centred on 0)."""
-    same = [q for q in group if q.check.k == point.check.k]
-    step = 0.17 if point.kind == "trained" else 0.07  # squares are wider than circles
-    return step * (next(i for i, q in enumerate(same) if q is point) - (len(same) - 1) / 2)
-
-
-@figure("index_error_floor", claim=CLAIM)
-def draw_floor(fig: plt.Figure, result: ClaimResult) -> str:
-    s: FloorSeries = result.series
-    ax = fig.add_subplot(1, 1, 1)
-    if any(q.kind == "random" for q in s.points):
-        _floor_lines(ax, s)
-    for style, (marker, colour, offset, label) in STYLES.items():
-        mine = [q for q in s.points if _style_of(q) == style]
-        xs = [q.check.k + offset + _spread(q, mine) for q in mine]
-        ys = [q.check.floor.index_error for q in mine]
-        fill = colour if style == "random-short" else "none"
-        if mine:
-            ax.plot(xs, ys, marker, color=colour, ms=7, mfc=fill, mew=2, ls="", label=label)
-    ax.set_yscale("symlog", linthresh=LINEAR_BELOW, linscale=0.5)
-    ax.set_ylim(-0.002, 1.5)
-    ax.set_xlabel("INDEX size k (inputs of length 2k+1)")
-    ax.set_ylabel("fraction of (f, i*) pairs wrong")
-    ax.set_title("INDEX: the error floor against k, and measured errors")
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8, framealpha=0.95)
-    return _caption(s, result)
-
-
-def _trained_caption(s: FloorSeries) -> str:
-    trained = trained_summary(list(s.points))
-    if not trained:
-        return (
-            "No trained one-layer model was checked: "
-            + ("; ".join(s.skipped) or "none in the experiment")
-            + "."
-        )
-    bits = ", ".join(str(t["message_bits"]) for t in trained)
-    text = (
-        "Red squares: the table forms (table_from_weights) of the learning lab's trained "
-        "one-layer models "
-        "(induction-depth), checked as table models, quantised to the fixed:p at which the table "
-        "gives its "
-        f"float64 answers on every INDEX input; their messages take {bits} bits"
-    )
-    if all(t["vacuous"] for t in trained):
-        return text + " (b ≫ k), so their floor is 0: vacuous at trainable sizes."
-    return text + "."
-
-
-def _caption(s: FloorSeries, result: ClaimResult) -> str:
-    h, m, p = s.shape
-    bits = sorted({q.check.message_bits for q in s.points if q.kind == "random"})
-    return (
-        "Seed 000's reduction with Fano's inequality: a one-layer model whose protocol message "
-        "has b bits "
-        "errs on at least δ* = h⁻¹(1 − b/k) of the INDEX pairs (less its disagreement rate with "
-        "the "
-        "protocol). "
-        "Blue lines and band: δ* at the shortest and the longest message measured among the "
-        "random models "
-        f"of shape h = {h}, m = {m}, p = {p} at each k (b is measured per model: {bits} bits); "
-        "dotted grey: "
-        "δ* at the encoding's worst-case length for that shape, which every such model obeys. "
-        "Blue circles: "
-        "each random model's exact INDEX error over all 2^k·k pairs (several seeds per k, spread "
-        "slightly in "
-        "k; filled: b < k, so its own floor is positive). The error axis is linear below "
-        f"{LINEAR_BELOW:g} and logarithmic above, so the small floors and the large errors both "
-        "show. "
-        "Green triangles: the one-layer construction (correct: error 0, b ≥ k, floor 0). "
-        + _trained_caption(s)
-        + ("" if result.status == PASS else " The claim FAILED at this run: its detail says where.")
-    )

@@ -17,7 +17,8 @@ from headcount.induction import task
 from headcount.induction.certify import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.lower_bound.protocol import check_protocol
-from headcount.induction.lower_bound.refute import Refutation, refute
+from headcount.induction.lower_bound.refute import refute
+from headcount.induction.lower_bound.results import Refutation
 from headcount.report.claims import SEED000, ClaimResult, Context, claim, status
 from headcount.report.figures import figure
 
