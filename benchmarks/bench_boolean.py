@@ -29,7 +29,7 @@ from typing import Any
 
 from bench_common import best_time, figure, finish_table, log
 from bench_common import machine_info as common_machine_info
-from headcount.boolean.certify import construct_and_certify
+from headcount.boolean.certification import construct_and_certify
 from headcount.boolean.construction import construct
 from headcount.boolean.model import BooleanLayer, Readout, model_values_exact
 from headcount.boolean.task import parse_function

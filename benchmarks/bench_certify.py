@@ -38,7 +38,7 @@ from headcount.core.attention import (
 from headcount.core.certify.evaluate import WORKERS, certified_predict, emulate
 from headcount.core.numbers.precision import FLOAT64, fixed
 from headcount.induction import task
-from headcount.induction.certify import certify_induction, family_sizes
+from headcount.induction.certification import certify_induction, family_sizes
 from headcount.induction.construction import two_layer_induction
 
 S = 64  # alphabet of the throughput inputs and of the end-to-end certificates (the CLI's default)

@@ -40,7 +40,7 @@ from headcount.core.model.transformer import Transformer
 from headcount.core.numbers.precision import FLOAT64, fixed, parse_precision
 from headcount.core.passes.forward import residual_stream
 from headcount.induction import task
-from headcount.induction.certify import certify_induction
+from headcount.induction.certification import certify_induction
 from headcount.induction.construction import two_layer_induction
 
 

@@ -38,11 +38,11 @@ from bench_common import (
 )
 from bench_common import machine_info as common_machine_info
 from headcount.minmax.brute import verify_brute
-from headcount.minmax.certify import certify_minmax
+from headcount.minmax.certification import certify_minmax
 from headcount.minmax.construction import max_head, min_head, sign_code
+from headcount.minmax.exact_verify import verify_exact_one_head
 from headcount.minmax.model import Classifier, TokenHead, random_single_head
 from headcount.minmax.task import count_multisets
-from headcount.minmax.verify import verify_exact_one_head
 
 
 def machine_info(blas_threads: int | None) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import io
 import re
 import tokenize
@@ -245,3 +246,20 @@ def test_each_core_folder_has_a_public_face(folder):
     assert face.__doc__ and len(face.__all__) == len(set(face.__all__))
     missing = [name for name in face.__all__ if not hasattr(face, name)]
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    "package", sorted(n for n, path in MODULES.items() if path.name == "__init__.py")
+)
+def test_no_public_name_hides_a_module(package):
+    """A face's exported name that is also a submodule's would shadow it: `from package import
+    name` then hands back the function, not the module (issue 30 renamed such modules)."""
+    face = importlib.import_module(package)
+    folder = SRC / package.replace(".", "/")
+    if not (folder / "__init__.py").exists():
+        return
+    submodules = {p.stem for p in folder.glob("*.py")} | {
+        p.name for p in folder.iterdir() if (p / "__init__.py").exists()
+    }
+    exported = {n for n in getattr(face, "__all__", ()) if not inspect.ismodule(getattr(face, n))}
+    assert exported & submodules == set()

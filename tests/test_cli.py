@@ -214,7 +214,7 @@ def test_protocol_on_random_and_constructed_models(capsys, tmp_path):
         "protocol",
         "--k",
         "5",
-        "--random-seed",
+        "--random-model",
         "3",
         "--heads",
         "2",
@@ -268,7 +268,7 @@ def test_refute_finds_confirmed_counterexample_and_none_for_construction(capsys,
         "refute",
         "--k",
         "40",
-        "--random-seed",
+        "--random-model",
         "0",
         "--heads",
         "1",
@@ -307,7 +307,7 @@ def test_refute_finds_confirmed_counterexample_and_none_for_construction(capsys,
                 "protocol",
                 "--k",
                 "0",
-                "--random-seed",
+                "--random-model",
                 "1",
                 "--heads",
                 "1",
@@ -318,14 +318,14 @@ def test_refute_finds_confirmed_counterexample_and_none_for_construction(capsys,
             ],
             "--k 0",
         ),
-        (["induction", "refute", "--k", "3", "--heads", "1", "--dim", "2"], "--random-seed"),
+        (["induction", "refute", "--k", "3", "--heads", "1", "--dim", "2"], "--random-model"),
         (
             [
                 "induction",
                 "protocol",
                 "--k",
                 "3",
-                "--random-seed",
+                "--random-model",
                 "1",
                 "--dim",
                 "2",
@@ -340,7 +340,7 @@ def test_refute_finds_confirmed_counterexample_and_none_for_construction(capsys,
                 "protocol",
                 "--k",
                 "3",
-                "--random-seed",
+                "--random-model",
                 "1",
                 "--heads",
                 "1",
@@ -452,7 +452,7 @@ def test_minmax_verify_exact_and_brute_agree_and_confirm(capsys, tmp_path):
         (["minmax", "certify", "--M", "1", "--n", "4", "--heads", "2"], "M ≥ 2"),
         (["minmax", "certify", "--M", "8", "--n", "4", "--heads", "3"], "--heads 3"),
         (["minmax", "certify", "--M", "8", "--n", "4", "--heads", "2", "--code", "gray"], "--code"),
-        (["minmax", "verify", "--M", "8", "--n", "4", "--random-seed", "1"], "--dim"),
+        (["minmax", "verify", "--M", "8", "--n", "4", "--random-model", "1"], "--dim"),
         (
             [
                 "minmax",
@@ -461,7 +461,7 @@ def test_minmax_verify_exact_and_brute_agree_and_confirm(capsys, tmp_path):
                 "8",
                 "--n",
                 "4",
-                "--random-seed",
+                "--random-model",
                 "1",
                 "--dim",
                 "2",
@@ -478,7 +478,7 @@ def test_minmax_verify_exact_and_brute_agree_and_confirm(capsys, tmp_path):
                 "200",
                 "--n",
                 "200",
-                "--random-seed",
+                "--random-model",
                 "1",
                 "--dim",
                 "2",
@@ -576,7 +576,7 @@ def test_boolean_commands(capsys):
         capsys, "boolean", "basis", "--degree", "3", "--heads", "16", "--range", "48", "--optimal"
     )
     assert r["optimal"] and r["range_reached"] >= 48 and r["size"] == 6
-    assert run_json(capsys, "boolean", "stamps", "--summands", "2", "--size", "3")["range"] == 8
+    assert run_json(capsys, "boolean", "stamps", "--degree", "2", "--size", "3")["range"] == 8
 
 
 def test_boolean_construct_out_and_check(capsys, tmp_path):

@@ -153,7 +153,19 @@ def test_a_gpt2_style_model_trained_here_reproduces_its_run(capsys, tmp_path):
         True,
         "gelu_tanh",
     )
-    got = _evaluate(capsys, "--model", str(path), "--hops", "1..2", "--n", "8", "--alphabet", "4")
+    got = _evaluate(
+        capsys,
+        "--model",
+        str(path),
+        "--task",
+        "khop",
+        "--hops",
+        "1..2",
+        "--n",
+        "8",
+        "--alphabet",
+        "4",
+    )
     assert {"gelu", "layernorm"} <= set(got["model"]["extensions"])
     assert [hop["hops"] for hop in got["per_hop"]] == [1, 2]
     for hop in got["per_hop"]:
@@ -168,6 +180,8 @@ def test_markdown_table_without_json(capsys, trained):
         "evaluate",
         "--model",
         str(path),
+        "--task",
+        "khop",
         "--hops",
         "1..2",
         "--n",
@@ -234,7 +248,7 @@ def test_certify_in_the_hop_prefix_layout(capsys, trained):
 )
 def test_evaluate_refuses_bad_options(capsys, trained, args, needles):
     path, _ = trained["khop"]
-    base = {"--model": str(path), "--n": "8", "--alphabet": "4"}
+    base = {"--model": str(path), "--task": "khop", "--n": "8", "--alphabet": "4"}
     base.update(dict(zip(args[::2], args[1::2])))
     argv = [item for pair in base.items() for item in pair]
     refused(capsys, "evaluate", *argv, "--json", needles=needles)
@@ -276,7 +290,7 @@ def test_certify_refuses_bad_layout_options(capsys, args, needles):
 
 
 def test_help_texts_state_the_bounds(capsys):
-    from headcount.induction.certify import CERTIFY_MAX_MULTIPLY_ADDS
+    from headcount.induction.certification import CERTIFY_MAX_MULTIPLY_ADDS
     from headcount.induction.layouts import EVALUATE_MAX_WORK, MAX_HOPS
 
     def help_of(*command: str) -> str:

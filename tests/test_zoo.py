@@ -13,15 +13,15 @@ import pytest
 from flint import fmpq
 
 from headcount import zoo
-from headcount.boolean.certify import check_model
+from headcount.boolean.certification import check_model
 from headcount.boolean.construction import construct, construction_roles
 from headcount.boolean.model_file import load_boolean
 from headcount.boolean.task import parse_function
 from headcount.cli.common import flag
 from headcount.common.errors import InputError
+from headcount.core.model import Transformer
 from headcount.core.model.files import load_model
 from headcount.core.model.table import OneLayerTable
-from headcount.core.model.transformer import Transformer
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.heads import analyze_heads
 from headcount.induction.roles import one_layer_roles, two_layer_roles
@@ -294,7 +294,7 @@ def test_the_library_names_parameters_and_the_caller_spells_the_command(tmp_path
     line in the roles file is spelled by the caller's `spell` (the CLI: its flags), and None without
     one."""
     command = zoo.Command(("minmax", "certify"), (("M", 8), ("random_seed", 0)))
-    assert command.line(flag) == "headcount minmax certify --M 8 --random-seed 0"
+    assert command.line(flag) == "headcount minmax certify --M 8 --random-model 0"
     assert zoo.export("xor-n8", "headcount", tmp_path / "python").certificate["command"] is None
     spelled = zoo.export("xor-n8", "headcount", tmp_path / "cli", spell=flag)
     assert (

@@ -26,7 +26,7 @@ writes it.
 
 A format an entry cannot be written in is refused with the reason (``Kind.tl_refusal``). Adding a
 model is one ``ZooEntry`` (and a ``Kind`` for a new family, as KHOP: the k-hop construction built by
-induction/khop/construction.py, its roles from induction/roles.py).
+induction/multihop/construction.py, its roles from induction/roles.py).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from headcount.boolean.certify import certify_boolean_model
+from headcount.boolean.certification import certify_boolean_model
 from headcount.boolean.construction import Construction, construct, construction_roles
 from headcount.boolean.model_file import save_boolean
 from headcount.boolean.task import parse_function
@@ -47,11 +47,11 @@ from headcount.common.files import atomic_write_bytes
 from headcount.common.jsonable import JsonResult, jsonable
 from headcount.common.validate import check_choice, filling_folder
 from headcount.core.model import OneLayerTable, Transformer, save_model
-from headcount.induction.certify import certify_induction
+from headcount.induction.certification import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
-from headcount.induction.khop.construction import khop_construction
+from headcount.induction.multihop.construction import khop_construction
 from headcount.induction.roles import khop_roles, one_layer_roles, two_layer_roles
-from headcount.minmax.certify import certify_minmax
+from headcount.minmax.certification import certify_minmax
 from headcount.minmax.construction import build_construction, code_dim, two_head_roles
 from headcount.minmax.model import MinMaxModel, save_minmax
 from headcount.minmax.weight_form import minmax_to_transformer

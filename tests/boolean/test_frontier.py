@@ -1,5 +1,5 @@
-"""The exact accuracy frontier (boolean/frontier.py, `headcount boolean frontier`; issue 17, point
-3).
+"""The exact accuracy frontier (boolean/accuracy_frontier.py, `headcount boolean frontier`; issue
+17, point 3).
 
 Rows against an exhaustive search over all 2^(n+1) ±1 patterns for every n ≤ 12 (value and the
 lexicographically first optimal pattern); the Theorem-3 model built for the best pattern reaching
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from flint import fmpq
 
-from headcount.boolean import frontier as bf
-from headcount.boolean.certify import check_model
+from headcount.boolean import accuracy_frontier as bf
+from headcount.boolean.certification import check_model
 from headcount.boolean.model import model_sign_exact
 from headcount.boolean.model_file import load_boolean
 from headcount.boolean.task import parse_function, sign_changes

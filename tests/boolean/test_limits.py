@@ -1,6 +1,6 @@
 """Issue 13, point 2 for the boolean commands: every size has a documented bound checked before any
 work, and a refusal is exit 2 with one line naming the bound and the option (never a hang or a
-memory blow-up). Also the postage-stamp search answers `--summands 3 --size 8` in about a second (it
+memory blow-up). Also the postage-stamp search answers `--degree 3 --size 8` in about a second (it
 ran > 45 s)."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from headcount.boolean import certify, search, threshold
+from headcount.boolean import certification as certify
+from headcount.boolean import search, threshold
 from headcount.boolean import task as functions
-from headcount.boolean.certify import (
+from headcount.boolean.certification import (
     EXACT_WORK_LIMIT,
     check_model,
     construct_and_certify,
@@ -226,7 +227,7 @@ def test_basis_range_beyond_degree_times_heads_and_search_tables(capsys):
 
 def test_stamps_3_8_answers_in_about_a_second(capsys):
     began = time.process_time()  # CPU time: a busy machine slows the clock, not the search
-    code, out, err = run(capsys, "boolean", "stamps", "--summands", "3", "--size", "8", "--json")
+    code, out, err = run(capsys, "boolean", "stamps", "--degree", "3", "--size", "8", "--json")
     assert code == 0, err
     assert (
         out.strip() == '{"range": 93, "basis": [1, 3, 6, 10, 24, 26, 39, 41]}'
@@ -251,7 +252,7 @@ def test_stamps_refuses_beyond_its_table(capsys, summands, size, bound):
         capsys,
         "boolean",
         "stamps",
-        "--summands",
+        "--degree",
         summands,
         "--size",
         size,
@@ -262,7 +263,7 @@ def test_stamps_refuses_beyond_its_table(capsys, summands, size, bound):
 @pytest.mark.parametrize(("summands", "size"), [("0", "3"), ("-1", "3"), ("3", "0"), ("3", "-5")])
 def test_stamps_refuses_non_positive(capsys, summands, size):
     refused(
-        capsys, "boolean", "stamps", "--summands", summands, "--size", size, needles=("positive",)
+        capsys, "boolean", "stamps", "--degree", summands, "--size", size, needles=("positive",)
     )
 
 
@@ -275,7 +276,7 @@ def test_stamps_formulas_and_the_timeout_backstop(capsys, monkeypatch):
     assert err.value.render(lambda name: f"<{name}>").endswith("lower <size> or <summands>")
     monkeypatch.setattr(search.stamps, "__defaults__", (0.0,))
     err = refused(
-        capsys, "boolean", "stamps", "--summands", "3", "--size", "8"
+        capsys, "boolean", "stamps", "--degree", "3", "--size", "8"
     )  # exit 2, not OSError's text
     assert "time limit" in err and "path" not in err
 

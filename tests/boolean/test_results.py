@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from headcount.boolean.certify import (
+from headcount.boolean.certification import (
     ConstructionCertificate,
     ModelCheck,
     check_model,

@@ -8,7 +8,7 @@ import pytest
 from flint import fmpq, fmpq_poly
 
 from headcount.boolean.bases import basis_range, lemma14_basis, representation
-from headcount.boolean.certify import construct_and_certify, dim_bound, format_rational
+from headcount.boolean.certification import construct_and_certify, dim_bound, format_rational
 from headcount.boolean.construction import construct, lemma9_head, lemma11_layer
 from headcount.boolean.lower_bound import check_feasible, find_wrong_input, theorem2_check
 from headcount.boolean.model import (

@@ -1,7 +1,8 @@
 """`headcount export transformer-lens` and `headcount import transformer-lens` on the command line:
 one JSON object on success, files that read back bit-identical, exit 2 with one line for what
 TransformerLens cannot hold or a path that cannot be used. Writing and reading the files needs no
-TransformerLens (the snippet's run is in tests/core/test_transformer_lens.py)."""
+TransformerLens (the snippet's run is in tests/core/test_transformer_lens.py); importing reads
+config.json and model.safetensors alone, whatever the tokenizer files and load.py hold."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def _arrays(model) -> list[np.ndarray]:
     return out
 
 
-def test_export_prints_one_json_object_and_writes_three_files(capsys, tmp_path, construction):
+def test_export_prints_one_json_object_and_writes_five_files(capsys, tmp_path, construction):
     out = tmp_path / "tl"
     code, stdout, err = run(
         capsys,
@@ -45,9 +46,8 @@ def test_export_prints_one_json_object_and_writes_three_files(capsys, tmp_path, 
     assert code == 0, err
     result = json.loads(stdout)
     assert result["out_dir"] == str(out)
-    assert result["files"] == [
-        str(out / n) for n in ("config.json", "model.safetensors", "load.py")
-    ]
+    names = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+    assert result["files"] == [str(out / n) for n in (*names, "load.py")]
     assert (result["heads"], result["padded"], result["exact_round_trip"]) == ([2, 1], True, True)
     cfg = result["config"]
     assert (cfg["n_layers"], cfg["n_heads"], cfg["d_head"], cfg["d_model"]) == (2, 2, 5, 19)
@@ -58,6 +58,10 @@ def test_export_prints_one_json_object_and_writes_three_files(capsys, tmp_path, 
         4,
     )
     assert cfg["architecture"] == "TransformerLensNative" and cfg["normalization_type"] is None
+    assert (cfg["default_prepend_bos"], cfg["tokenizer_prepends_bos"]) == (False, False)
+    assert cfg["headcount_heads_per_layer"] == [2, 1] and cfg["headcount_padded_heads"] == [[1, 1]]
+    vocab = json.loads((out / "tokenizer.json").read_text())["model"]["vocab"]
+    assert vocab == {"0": 0, "1": 1, "2": 2, "<unk>": 3, "<pad>": 4}
     assert result["snippet"] == (out / "load.py").read_text()
     assert "headcount" in json.loads((out / "config.json").read_text())
 
@@ -108,6 +112,16 @@ def test_export_then_import_is_bit_identical(capsys, tmp_path, construction):
     assert a.info == b.info and all(
         x.tobytes() == y.tobytes() for x, y in zip(_arrays(a), _arrays(b))
     )
+    # the tokenizer files and load.py are never read: hostile ones change nothing
+    (out / "tokenizer.json").write_bytes(b"\x80\x04cos\nsystem\n.")
+    (out / "tokenizer_config.json").write_text("[" * 100_000)
+    (out / "load.py").write_text("raise SystemExit('ran')\n")
+    again = tmp_path / "again.safetensors"
+    code, stdout, err = run(
+        capsys, "import", "transformer-lens", str(out), "--out", str(again), "--json"
+    )
+    assert code == 0, err
+    assert json.loads(stdout)["heads"] == [2, 1] and again.read_bytes() == back.read_bytes()
 
 
 def test_a_table_model_is_refused_saying_why(capsys, tmp_path):

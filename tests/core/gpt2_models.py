@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from headcount.core.model.transformer import (
+from headcount.core.model import (
     MLP,
     AttentionHead,
     Layer,

@@ -20,7 +20,7 @@ from flint import arb, ctx, fmpq
 
 from headcount.common.errors import InternalError
 from headcount.core.certify.evaluate import certified_predict
-from headcount.core.model.transformer import (
+from headcount.core.model import (
     MLP,
     AttentionHead,
     Layer,

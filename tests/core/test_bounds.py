@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from headcount.core.attention import attention_bounds
 from headcount.core.certify.evaluate import certified_predict, predict
+from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.symbols import BOTTOM
 from headcount.core.model.table import OneLayerTable, table_from_weights
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.numbers.interval import (
     add_bounds,
     affine_bounds,

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from headcount.core.certify.evaluate import emulate
+from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.symbols import BOTTOM
 from headcount.core.model.table import random_table
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.numbers import expsum
 from headcount.core.numbers.precision import fixed
 from headcount.core.passes.exact_fixed import (

@@ -12,8 +12,8 @@ import pytest
 import headcount.core.passes.forward as forward
 from headcount.core.attention import causal_mask, softmax_values
 from headcount.core.certify.evaluate import check_tokens, predict
+from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.symbols import BOTTOM
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.numbers.precision import EXACT, FLOAT64, Precision, fixed, parse_precision
 from headcount.core.passes.forward import residual_stream, rows_per_chunk
 from headcount.core.passes.table_form import table_residual

@@ -13,9 +13,9 @@ from safetensors.numpy import load_file, save_file
 
 from headcount.common.errors import InputError
 from headcount.core.certify.evaluate import emulate
+from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.files import ModelFileError, load_model, save_model
 from headcount.core.model.symbols import BOTTOM, OTHER, token_text
-from headcount.core.model.transformer import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.vocab import VocabMap, bind_task
 from headcount.core.numbers.precision import FLOAT64, parse_precision
 from headcount.core.passes.forward import residual_stream
@@ -237,7 +237,7 @@ def test_the_table_form_and_the_exact_evaluator_refuse_gpt2_parts():
 
 
 def test_exact_logit_ties_are_decided_by_the_lowest_class_rule():
-    from headcount.core.model.transformer import argmax_bounds
+    from headcount.core.model import argmax_bounds
 
     lmid = np.array([[1.0, 1.0, 0.0], [0.0, 2.0, 2.0], [3.0, 1.0, 3.0], [1.0, 1.0, 0.0]])
     lrad = np.zeros_like(lmid)

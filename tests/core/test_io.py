@@ -17,6 +17,7 @@ import headcount.common.files as files
 import headcount.core.model.files as io
 from headcount.common.errors import InputError
 from headcount.core.certify.evaluate import predict
+from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.files import (
     FORMAT,
     TABLE_FORMAT,
@@ -26,7 +27,6 @@ from headcount.core.model.files import (
     save_model,
 )
 from headcount.core.model.table import OneLayerTable
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.task import all_sequences
 

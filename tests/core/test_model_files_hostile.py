@@ -35,7 +35,7 @@ from headcount.boolean.model_file import MAX_FILE_DEGREE, MAX_FILE_HEADS, load_b
 from headcount.cli import main
 from headcount.common.errors import InputError
 from headcount.core.model.files import ModelFileError, load_model, save_model
-from headcount.induction.certify import certify_induction
+from headcount.induction.certification import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.source import ModelSource
 from headcount.minmax.model import load_minmax, random_single_head, save_minmax

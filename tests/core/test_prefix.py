@@ -14,7 +14,7 @@ from flint import ctx
 
 from headcount.core.certify import evaluate
 from headcount.core.certify.evaluate import certified_predict, emulate
-from headcount.core.model.transformer import Transformer
+from headcount.core.model import Transformer
 from headcount.core.numbers.precision import EXACT, FLOAT64, Precision, fixed
 from headcount.core.passes import bounds
 from headcount.core.passes.forward import residual_stream

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from headcount.core.certify.evaluate import certified_predict, predict
+from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.table import OneLayerTable, table_from_weights
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.numbers.precision import EXACT, FLOAT64, fixed
 from headcount.core.passes.forward import residual_stream
 from headcount.core.passes.table_form import table_residual, table_residual_bounds

@@ -32,9 +32,9 @@ from headcount.core.certify.evaluate import certified_predict, emulate
 from headcount.core.numbers.interval import gamma
 from headcount.core.numbers.precision import FLOAT64, Precision, fixed
 from headcount.induction import task
-from headcount.induction.certify import certify_induction
+from headcount.induction.certification import certify_induction
 from headcount.induction.construction import two_layer_induction
-from headcount.induction.khop.construction import khop_construction
+from headcount.induction.multihop.construction import khop_construction
 from tests.cli_run import refused, run
 from tests.core.test_blocked import assert_holds_exact_softmax, random_qkv
 

@@ -1,8 +1,9 @@
 """TransformerLens in and out (issue 15, interop/transformer_lens_io.py, _state.py and _config.py):
 round trips headcount → TransformerLens → headcount bit-identical (constructions, trained models,
 GPT-2-style and imported GPT-2 models), float64 logits within 1e-12 of headcount's with the same
-argmax, each trap of TL 4.x, refusals, the exported files and their load.py snippet. Skipped without
-the extra."""
+argmax, each trap of TL 4.x, refusals, the exported files and their load.py snippet. TL's own tools
+on exports (issue 30, interop/transformer_lens_tokens.py): the symbols' tokenizer without BOS,
+detect_head finding the construction's heads, padded heads flagged. Skipped without the extra."""
 
 from __future__ import annotations
 
@@ -20,14 +21,13 @@ pytest.importorskip("transformer_lens")
 
 import torch  # noqa: E402
 from transformer_lens.config import TransformerBridgeConfig  # noqa: E402
+from transformer_lens.head_detector import detect_head  # noqa: E402
 from transformer_lens.model_bridge import TransformerBridge  # noqa: E402
 
 from headcount.common.errors import InputError  # noqa: E402
 from headcount.common.files import ModelFileError  # noqa: E402
 from headcount.core.certify.evaluate import attention_patterns, predict  # noqa: E402
-from headcount.core.model.files import load_model  # noqa: E402
-from headcount.core.model.symbols import BOTTOM  # noqa: E402
-from headcount.core.model.transformer import (
+from headcount.core.model import (
     MLP,
     AttentionHead,
     Layer,
@@ -35,6 +35,8 @@ from headcount.core.model.transformer import (
     LinearDecoder,
     Transformer,
 )  # noqa: E402
+from headcount.core.model.files import load_model  # noqa: E402
+from headcount.core.model.symbols import BOTTOM, token_text  # noqa: E402
 from headcount.core.model.vocab import VocabDecoder, bind_task  # noqa: E402
 from headcount.core.passes.forward import residual_stream  # noqa: E402
 from headcount.induction.construction import one_layer_induction, two_layer_induction  # noqa: E402
@@ -47,6 +49,7 @@ from headcount.interop.transformer_lens_io import (  # noqa: E402
     write_transformer_lens,
 )
 from headcount.interop.transformer_lens_state import transformer_lens_parts  # noqa: E402
+from headcount.interop.transformer_lens_tokens import PAD, UNK  # noqa: E402
 from headcount.learn.models.sequence import (  # noqa: E402
     SequenceConfig,
     SequenceModel,
@@ -180,13 +183,13 @@ def test_two_layer_construction_round_trips_bit_identically(n, alphabet):
 def test_khop_construction_round_trips_bit_identically(hops):
     """The pointer-doubling construction: ReLU MLPs in every layer after the first, heads (2, 1, 1,
     …)."""
-    from headcount.induction.khop.construction import khop_construction
+    from headcount.induction.multihop.construction import khop_construction
 
     round_trip(khop_construction(24, 4, hops))
 
 
 def test_variable_hop_construction_round_trips_bit_identically():
-    from headcount.induction.khop.construction import variable_hop_construction
+    from headcount.induction.multihop.construction import variable_hop_construction
 
     round_trip(variable_hop_construction(12, 3, 8))
 
@@ -348,7 +351,8 @@ def test_heads_and_widths_that_differ_are_zero_padded():
     )
 
 
-def test_mixed_heads_mlps_and_biases_are_padded_and_restored(tmp_path):
+def mixed_model() -> Transformer:
+    """Heads 3, 1, 0 by layer, of different widths, with and without biases and MLPs."""
     rng = np.random.default_rng(0)
     d = 6
     r = lambda *s: rng.standard_normal(s)  # noqa: E731
@@ -362,9 +366,11 @@ def test_mixed_heads_mlps_and_biases_are_padded_and_restored(tmp_path):
         Layer((AttentionHead(r(d, 2), r(d, 2), r(d, 2), r(2, d)),)),
         Layer((), MLP(r(d, 2), r(2), r(2, d), r(d))),
     )
-    model = Transformer(
-        r(5, d), r(7, d), layers, LinearDecoder(r(d, 6), r(6)), info={"k": [1, "x"]}
-    )
+    return Transformer(r(5, d), r(7, d), layers, LinearDecoder(r(d, 6), r(6)), info={"k": [1, "x"]})
+
+
+def test_mixed_heads_mlps_and_biases_are_padded_and_restored(tmp_path):
+    model = mixed_model()
     bridge = round_trip(model)
     assert (bridge.cfg.n_heads, bridge.cfg.d_head, bridge.cfg.d_mlp) == (3, 3, 5)
     assert write_transformer_lens(model, tmp_path).padded
@@ -513,13 +519,12 @@ def test_export_files_and_the_snippet_load_the_same_model(tmp_path, make, padded
     model = make()
     result = write_transformer_lens(model, tmp_path / "new" / "tl")
     folder = tmp_path / "new" / "tl"
-    assert sorted(os.listdir(folder)) == ["config.json", "load.py", "model.safetensors"]
-    assert result.files == tuple(
-        str(folder / n) for n in ("config.json", "model.safetensors", "load.py")
-    )
+    names = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
+    assert sorted(os.listdir(folder)) == sorted((*names, "load.py"))
+    assert result.files == tuple(str(folder / n) for n in (*names, "load.py"))
     assert result.exact_round_trip and result.heads == tuple(model.heads_per_layer)
     assert result.padded is padded
-    assert (folder / "load.py").read_text().count("\n") == 3
+    assert (folder / "load.py").read_text().count("\n") == 4
     assert_identical(model, read_transformer_lens(folder))
     bridge = runpy.run_path(str(folder / "load.py"))["bridge"]  # the snippet, run as written
     assert_same_function(model, bridge, tokens_for(model))
@@ -530,7 +535,8 @@ def test_export_files_and_the_snippet_load_the_same_model(tmp_path, make, padded
 
 
 def test_files_need_no_transformer_lens(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "transformer_lens", None)
+    for name in ("transformer_lens", "transformers", "tokenizers"):
+        monkeypatch.setitem(sys.modules, name, None)
     model = sequence_model(2, layers=2, heads=2, dim=8, mlp=True, layernorm=True, activation="gelu")
     write_transformer_lens(model, tmp_path)
     assert_identical(model, read_transformer_lens(tmp_path))
@@ -653,3 +659,115 @@ def test_out_must_be_a_folder(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(InputError, match="not a folder"):
         write_transformer_lens(two_layer_induction(4, 2), tmp_path / "file")
+
+
+# --- TransformerLens's own tools on exports (issue 30)
+# ---------------------------------------------------------------------
+
+
+def exported_bridges(model: Transformer, tmp_path) -> dict:
+    """{"memory": to_transformer_lens(model), "files": the bridge the export's load.py builds}."""
+    write_transformer_lens(model, tmp_path / "tl")
+    files = runpy.run_path(str(tmp_path / "tl" / "load.py"))["bridge"]
+    return {"memory": to_transformer_lens(model), "files": files}
+
+
+def test_the_tokenizer_is_the_symbols_and_no_bos_is_prepended(tmp_path):
+    model = two_layer_induction(8, 3)
+    tokens = tokens_for(model, 3)
+    for where, bridge in exported_bridges(model, tmp_path).items():
+        tok = bridge.tokenizer
+        symbols = {i: tok.convert_ids_to_tokens(i) for i in range(3)}
+        assert symbols == {i: token_text(i) for i in range(3)}, where
+        assert (len(tok), tok.unk_token_id, tok.pad_token_id) == (5, 3, 4)
+        assert (tok.convert_ids_to_tokens(3), tok.convert_ids_to_tokens(4)) == (UNK, PAD)
+        assert not bridge.cfg.default_prepend_bos and not bridge.cfg.tokenizer_prepends_bos
+        assert bridge.to_tokens("0 1 2 0").tolist() == [[0, 1, 2, 0]]  # exactly, no BOS
+        assert bridge.to_str_tokens("2  1\t0") == ["2", "1", "0"]
+        texts = [bridge.to_string(torch.from_numpy(row)) for row in tokens]
+        assert texts == [" ".join(map(token_text, row)) for row in tokens]
+        assert np.array_equal(bridge.to_tokens(texts).numpy(), tokens)
+        with torch.no_grad():  # text runs exactly as the tokens do
+            by_text, cache = bridge.run_with_cache(texts)
+        assert np.array_equal(by_text.numpy(), tl_logits(bridge, tokens))
+        for l, ours in enumerate(attention_patterns(model, tokens)):
+            theirs = cache[f"blocks.{l}.attn.hook_pattern"].numpy()[:, : ours.shape[1]]
+            assert np.abs(theirs - ours).max() <= 1e-12
+        # what is not the symbols never runs: neither mapped to a symbol nor silently shifted
+        assert bridge.to_tokens("0 7 1").tolist() == [[0, 3, 1]]
+        assert bridge.to_tokens("0 1", prepend_bos=True).tolist() == [[4, 0, 1]]
+        for text, bos in (("0 7 1", False), ("0 1", True)):
+            with pytest.raises(IndexError):
+                bridge(bridge.to_tokens(text, prepend_bos=bos))
+
+
+def test_tl_detect_head_finds_the_constructions_heads(tmp_path):
+    """transformer_lens.head_detector.detect_head on the two-layer construction (heads (2, 1): the
+    previous-token head L0H0, the duplicate-token head L0H1, the induction head L1H0; L1H1 is
+    padding) and a repeated random sequence ranks each built head first among the real heads, and
+    the induction head's score is the highest TL's "mul" measure allows: TL divides the attention
+    on its detection pattern by all rows, and rows without an earlier occurrence of their token have
+    no detection cell, so a perfect induction head scores (rows with one) / length (here 10/14), not
+    1. TL's detect_head has no threshold: "highest" is what it can say. It takes text only (a token
+    tensor goes through bridge.to_string)."""
+    model = two_layer_induction(16, 4)
+    half = np.random.default_rng(5).integers(0, 4, 7)
+    tokens = np.concatenate([half, half])  # 14 tokens: detect_head wants fewer than n_ctx = 16
+    earlier = (tokens[:, None] == tokens[None, :]) & np.tri(14, k=-1, dtype=bool)
+    best = earlier.any(axis=1).sum() / 14
+    built = {"previous_token_head": 0, "duplicate_token_head": 1, "induction_head": 2}
+    for where, bridge in exported_bridges(model, tmp_path).items():
+        text = bridge.to_string(torch.from_numpy(tokens))
+        real = {l: list(range(k)) for l, k in enumerate(bridge.cfg.headcount_heads_per_layer)}
+        for name, first in built.items():
+            scores = detect_head(bridge, text, name).numpy()
+            only_real = detect_head(bridge, text, name, heads=real).numpy()
+            assert only_real[1, 1] == -1 and np.array_equal(only_real[:, :1], scores[:, :1])
+            flat = [scores[0, 0], scores[0, 1], scores[1, 0]]  # the real heads, in order
+            assert int(np.argmax(flat)) == first, (where, name, scores)
+        induction = detect_head(bridge, text, "induction_head").numpy()
+        assert abs(induction[1, 0] - best) <= 1e-6 and best == 10 / 14
+        assert induction[1, 0] > induction.flatten()[[0, 1, 3]].max()  # the phantom L1H1 too
+
+
+def test_unequal_heads_per_layer_are_flagged_and_their_padding_is_phantom(tmp_path):
+    """TL holds 3 heads in every layer of a model with heads 3, 1, 0: the 5 padded heads are
+    listed on the config, attend uniformly (zero W_Q, W_K) and write nothing (zero W_V, W_O), and
+    the way back has exactly the true heads."""
+    model = mixed_model()
+    phantoms = [[1, 1], [1, 2], [2, 0], [2, 1], [2, 2]]
+    tokens = tokens_for(model, 4)
+    uniform = np.tri(7) / np.arange(1, 8)[:, None]
+    for where, bridge in exported_bridges(model, tmp_path).items():
+        assert bridge.cfg.n_heads == 3
+        assert bridge.cfg.headcount_heads_per_layer == [3, 1, 0], where
+        assert bridge.cfg.headcount_padded_heads == phantoms
+        with torch.no_grad():
+            _, cache = bridge.run_with_cache(torch.from_numpy(tokens))
+        for l, h in phantoms:
+            pattern = cache[f"blocks.{l}.attn.hook_pattern"][:, h].numpy()
+            assert np.abs(pattern - uniform).max() <= 1e-15
+            assert not cache[f"blocks.{l}.attn.hook_z"][:, :, h].numpy().any()
+        back = from_transformer_lens(bridge)
+        assert back.heads_per_layer == [3, 1, 0]
+        assert_identical(model, back)
+    config = json.loads((tmp_path / "tl" / "config.json").read_text())
+    assert config["headcount_heads_per_layer"] == [3, 1, 0]
+    assert config["headcount_padded_heads"] == phantoms
+    assert_identical(model, read_transformer_lens(tmp_path / "tl"))
+    assert to_transformer_lens(two_layer_induction(8, 3)).cfg.headcount_padded_heads == [[1, 1]]
+    same = to_transformer_lens(gpt2_like(seed=9, readout="hidden")).cfg
+    assert same.headcount_padded_heads == [] and len(set(same.headcount_heads_per_layer)) == 1
+
+
+def test_the_tokenizer_files_are_data_the_reader_never_opens(tmp_path):
+    model = two_layer_induction(8, 3)
+    write_transformer_lens(model, tmp_path)
+    tokenizer = json.loads((tmp_path / "tokenizer.json").read_text())
+    assert tokenizer["model"]["type"] == "WordLevel" and tokenizer["post_processor"] is None
+    assert tokenizer["model"]["vocab"] == {"0": 0, "1": 1, "2": 2, UNK: 3, PAD: 4}
+    settings = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    assert "bos_token" not in settings and settings["model_max_length"] == 8
+    (tmp_path / "tokenizer.json").write_bytes(b"\x80\x04cos\nsystem\n.")  # pickle opcodes
+    (tmp_path / "tokenizer_config.json").write_text("[" * 100_000)
+    assert_identical(model, read_transformer_lens(tmp_path))

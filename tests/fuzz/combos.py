@@ -85,7 +85,7 @@ def combo_cases(fixtures_models: dict[str, str]) -> list[Case]:
             ),
             (
                 "--hops 1..3 beyond the file's hop tokens",
-                ["--model", t, "--hops", "1..3", "--n", "3", "--alphabet", "2"],
+                ["--model", t, "--task", "khop", "--hops", "1..3", "--n", "3", "--alphabet", "2"],
             ),
             (
                 "--alphabet beyond the file's symbols",
@@ -116,12 +116,12 @@ def combo_cases(fixtures_models: dict[str, str]) -> list[Case]:
         ],
         "induction protocol": [
             (
-                "--model and --random-seed",
-                ["--k", "2", "--model", table, "--random-seed", "0", "--precision-bits", "8"],
+                "--model and --random-model",
+                ["--k", "2", "--model", table, "--random-model", "0", "--precision-bits", "8"],
             ),
-            ("neither --model nor --random-seed", ["--k", "2", "--precision-bits", "8"]),
+            ("neither --model nor --random-model", ["--k", "2", "--precision-bits", "8"]),
             (
-                "--heads without --random-seed",
+                "--heads without --random-model",
                 ["--k", "2", "--model", table, "--heads", "3", "--precision-bits", "8"],
             ),
             ("a transformer file", ["--k", "2", "--model", t, "--precision-bits", "8"]),
@@ -132,18 +132,18 @@ def combo_cases(fixtures_models: dict[str, str]) -> list[Case]:
             ),
         ],
         "induction refute": [
-            ("--model and --random-seed", ["--k", "2", "--model", table, "--random-seed", "0"]),
-            ("neither --model nor --random-seed", ["--k", "2"]),
+            ("--model and --random-model", ["--k", "2", "--model", table, "--random-model", "0"]),
+            ("neither --model nor --random-model", ["--k", "2"]),
             ("a minmax file", ["--k", "2", "--model", mm]),
             ("--k 10^5 with a random model", [*_rnd("100000")]),
         ],
         "minmax verify": [
             (
-                "--model and --random-seed",
-                ["--M", "4", "--n", "3", "--model", mm, "--random-seed", "0", "--dim", "2"],
+                "--model and --random-model",
+                ["--M", "4", "--n", "3", "--model", mm, "--random-model", "0", "--dim", "2"],
             ),
-            ("neither --model nor --random-seed", ["--M", "4", "--n", "3"]),
-            ("--random-seed without --dim", ["--M", "4", "--n", "3", "--random-seed", "0"]),
+            ("neither --model nor --random-model", ["--M", "4", "--n", "3"]),
+            ("--random-model without --dim", ["--M", "4", "--n", "3", "--random-model", "0"]),
             ("--M not the file's", ["--M", "9", "--n", "3", "--model", mm]),
             (
                 "brute force at M = 10^6",
@@ -152,7 +152,7 @@ def combo_cases(fixtures_models: dict[str, str]) -> list[Case]:
                     "1000000",
                     "--n",
                     "50",
-                    "--random-seed",
+                    "--random-model",
                     "0",
                     "--dim",
                     "2",
@@ -343,4 +343,4 @@ REFUSE_WORDS += (
 
 
 def _rnd(k: str) -> list[str]:
-    return ["--k", k, "--random-seed", "0", "--heads", "1", "--dim", "2"]
+    return ["--k", k, "--random-model", "0", "--heads", "1", "--dim", "2"]

@@ -48,7 +48,7 @@ class Command:
 
 
 M1 = {"--input": "0 1 0 1"}
-RANDOM_INDEX = {"--k": "2", "--random-seed": "0", "--heads": "1", "--dim": "2"}
+RANDOM_INDEX = {"--k": "2", "--random-model": "0", "--heads": "1", "--dim": "2"}
 # One Boolean run of one training step: a `sweep run` case the CLI accepts trains one such run (no
 # --seeds or --grid value of values.py is valid and more than one run), in a spawned worker that
 # imports torch.
@@ -183,7 +183,7 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
             {
                 "--k": V.INT,
                 "--model": V.READ_PATHS,
-                "--random-seed": V.INT,
+                "--random-model": V.INT,
                 "--heads": V.INT,
                 "--dim": V.INT,
                 "--precision-bits": V.INT,
@@ -198,7 +198,7 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
             {
                 "--k": V.INT,
                 "--model": V.READ_PATHS,
-                "--random-seed": V.INT,
+                "--random-model": V.INT,
                 "--heads": V.INT,
                 "--dim": V.INT,
                 "--precision-bits": V.INT,
@@ -294,12 +294,12 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
         ),
         Command(
             "minmax verify",
-            {"--M": "4", "--n": "3", "--random-seed": "0", "--dim": "2"},
+            {"--M": "4", "--n": "3", "--random-model": "0", "--dim": "2"},
             {
                 "--M": V.INT,
                 "--n": V.INT,
                 "--model": V.READ_PATHS,
-                "--random-seed": V.INT,
+                "--random-model": V.INT,
                 "--dim": V.INT,
                 "--method": _choice("exact-histogram", "brute-force", "Exact"),
             },
@@ -357,8 +357,8 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
         ),
         Command(
             "boolean stamps",
-            {"--summands": "2", "--size": "2"},
-            {"--summands": V.INT, "--size": V.INT},
+            {"--degree": "2", "--size": "2"},
+            {"--degree": V.INT, "--size": V.INT},
         ),
         Command(
             "train induction",

@@ -63,21 +63,21 @@ COMMANDS = [
     ),
     (
         "induction-protocol",
-        "induction protocol --k 6 --random-seed 0 --heads 1 --dim 2 --precision-bits 6",
+        "induction protocol --k 6 --random-model 0 --heads 1 --dim 2 --precision-bits 6",
     ),
     (
         "induction-protocol-two-heads",
-        "induction protocol --k 5 --random-seed 3 --heads 2 --dim 3 --precision-bits 8",
+        "induction protocol --k 5 --random-model 3 --heads 2 --dim 3 --precision-bits 8",
     ),
     (
         "induction-refute",
-        "induction refute --k 12 --random-seed 0 --heads 1 --dim 2 --precision-bits 4",
+        "induction refute --k 12 --random-model 0 --heads 1 --dim 2 --precision-bits 4",
     ),
     ("induction-certify-bad-n", "induction certify --layers 2 --n 0 --alphabet 3"),
     ("minmax-certify", "minmax certify --M 16 --n 8 --heads 2"),
     ("minmax-construct", "minmax construct --M 8 --n 4 --heads 2 --out {tmp}/mm.safetensors"),
-    ("minmax-verify-exact", "minmax verify --M 8 --n 4 --random-seed 0 --dim 2"),
-    ("minmax-verify-brute", "minmax verify --M 6 --n 3 --random-seed 1 --dim 2 --method brute"),
+    ("minmax-verify-exact", "minmax verify --M 8 --n 4 --random-model 0 --dim 2"),
+    ("minmax-verify-brute", "minmax verify --M 6 --n 3 --random-model 1 --dim 2 --method brute"),
     ("minmax-verify-two-heads-refused", "minmax verify --model {tmp}/mm.safetensors --M 8 --n 4"),
     ("minmax-search", "minmax search --M 6 --n 3 --dim 2 --restarts 1 --steps 10"),
     ("boolean-construct", "boolean construct --function xor --n 8 --degree 2 --heads 4"),
@@ -90,7 +90,7 @@ COMMANDS = [
     ("boolean-threshold-degree", "boolean threshold-degree --truth-table 0110100110010110"),
     ("boolean-basis", "boolean basis --degree 2 --heads 4 --range 8"),
     ("boolean-basis-optimal", "boolean basis --degree 2 --heads 4 --range 8 --optimal"),
-    ("boolean-stamps", "boolean stamps --summands 2 --size 4"),
+    ("boolean-stamps", "boolean stamps --degree 2 --size 4"),
     ("usage-error", "induction solve"),
 ]
 

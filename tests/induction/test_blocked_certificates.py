@@ -14,9 +14,9 @@ from headcount.core.attention import current_algorithm, use_algorithm
 from headcount.core.certify.certify import certify_model
 from headcount.core.certify.evaluate import emulate
 from headcount.core.numbers.precision import FLOAT64
-from headcount.induction.certify import certify_induction
+from headcount.induction.certification import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
-from headcount.induction.khop.construction import khop_construction
+from headcount.induction.multihop.construction import khop_construction
 from tests.core.test_gpt2_parts import gpt2_like
 
 

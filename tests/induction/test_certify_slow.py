@@ -3,7 +3,7 @@ slow`."""
 
 import pytest
 
-from headcount.induction.certify import EXHAUSTIVE_LIMIT, certify_induction, exhaustive_cases
+from headcount.induction.certification import EXHAUSTIVE_LIMIT, certify_induction, exhaustive_cases
 from headcount.induction.construction import two_layer_induction
 
 

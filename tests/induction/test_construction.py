@@ -12,7 +12,7 @@ from headcount.core.model.files import load_model
 from headcount.core.model.table import OneLayerTable
 from headcount.core.numbers.precision import EXACT, fixed, parse_precision
 from headcount.induction import task
-from headcount.induction.certify import certify_induction
+from headcount.induction.certification import certify_induction
 from headcount.induction.construction import (
     MAX_TABLE_BYTES,
     TWO_LAYER_DIM,

@@ -20,9 +20,9 @@ import pytest
 
 from headcount.common.errors import InputError
 from headcount.core.certify.evaluate import predict
+from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.files import save_model
 from headcount.core.model.table import table_from_weights
-from headcount.core.model.transformer import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.numbers.precision import fixed
 from headcount.core.passes.exact_fixed import exact_fixed_predict, exact_round_fixed
 from headcount.core.passes.fixed_table import table_at_precision

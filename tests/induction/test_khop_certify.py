@@ -9,8 +9,8 @@ import json
 import pytest
 
 from headcount.common.errors import InputError
-from headcount.induction.certify import certify_induction
-from headcount.induction.khop.families import KHOP_FAMILIES
+from headcount.induction.certification import certify_induction
+from headcount.induction.multihop.families import KHOP_FAMILIES
 from headcount.induction.source import ModelSource
 from tests.cli_run import refused, run
 

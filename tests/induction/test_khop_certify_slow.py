@@ -4,8 +4,8 @@ construction, whose exhaustive runs are in test_certify_slow.py."""
 
 import pytest
 
-from headcount.induction.certify import EXHAUSTIVE_LIMIT, certify_induction, exhaustive_cases
-from headcount.induction.khop.construction import (
+from headcount.induction.certification import EXHAUSTIVE_LIMIT, certify_induction, exhaustive_cases
+from headcount.induction.multihop.construction import (
     khop_construction,
     khop_layers,
     variable_hop_construction,

@@ -1,8 +1,9 @@
-"""The k-hop constructions (induction/khop/construction.py) answer hop_k exactly: exhaustive over
-small Σ^n, random and k-hop-hard inputs at n = 256, the hop-prefix model for every k ≤ 16; depth
-⌈log₂ k⌉ + 2, at most two heads a layer, d_model independent of n and S; the residual state layer by
-layer is what the module docstring says (pointers find^{2^{t−2}}, the partial hop count, ⊥ flags),
-within its error budget; the `construct` options and their refusals; certify runs on both models."""
+"""The k-hop constructions (induction/multihop/construction.py) answer hop_k exactly: exhaustive
+over small Σ^n, random and k-hop-hard inputs at n = 256, the hop-prefix model for every k ≤ 16;
+depth ⌈log₂ k⌉ + 2, at most two heads a layer, d_model independent of n and S; the residual state
+layer by layer is what the module docstring says (pointers find^{2^{t−2}}, the partial hop count, ⊥
+flags), within its error budget; the `construct` options and their refusals; certify runs on both
+models."""
 
 import dataclasses
 import json
@@ -20,9 +21,10 @@ from headcount.core.model.symbols import BOTTOM
 from headcount.core.numbers.precision import EXACT
 from headcount.core.passes.forward import residual_stream
 from headcount.induction import task
-from headcount.induction.certify import certify_induction
+from headcount.induction.certification import certify_induction
 from headcount.induction.construction import digit_base, two_layer_induction
-from headcount.induction.khop.construction import (
+from headcount.induction.layouts import lay_out, layout_targets
+from headcount.induction.multihop.construction import (
     G_HI,
     G_LO,
     H_BOT,
@@ -38,8 +40,7 @@ from headcount.induction.khop.construction import (
     variable_hop_construction,
     write_requested_construction,
 )
-from headcount.induction.khop.families import KHOP_FAMILIES
-from headcount.induction.layouts import lay_out, layout_targets
+from headcount.induction.multihop.families import KHOP_FAMILIES
 from tests.cli_run import refused, run
 
 RANDOM_HOPS = (1, 2, 3, 4, 5, 7, 8, 15, 16)
@@ -50,8 +51,8 @@ def depth(k: int) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# k-hop-hard inputs: certify's families (induction/khop/families.py), all-equal inputs, and the last
-# position's k-th hop falling off the start
+# k-hop-hard inputs: certify's families (induction/multihop/families.py), all-equal inputs, and the
+# last position's k-th hop falling off the start
 # ---------------------------------------------------------------------------------------------
 
 

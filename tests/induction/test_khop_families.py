@@ -1,4 +1,4 @@
-"""The k-hop adversarial families (induction/khop/families.py): each has the chain structure it
+"""The k-hop adversarial families (induction/multihop/families.py): each has the chain structure it
 names, and certify adds them to its sampled input set for hops ≥ 2 only (hop 1 certificates are
 unchanged)."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from headcount.induction import task
-from headcount.induction.certify import family_sizes, induction_inputs
-from headcount.induction.khop.families import KHOP_FAMILIES
+from headcount.induction.certification import family_sizes, induction_inputs
+from headcount.induction.multihop.families import KHOP_FAMILIES
 
 
 def draw(name: str, n: int = 96, alphabet: int = 8, hops: int = 4, batch: int = 64) -> np.ndarray:

@@ -15,12 +15,12 @@ from headcount.common.errors import InputError
 from headcount.common.resources import memory_limit_of
 from headcount.core.certify.certify import IGNORE
 from headcount.core.certify.evaluate import predict
+from headcount.core.model import MLP, AttentionHead, Layer, LayerNorm, Transformer
 from headcount.core.model.symbols import BOTTOM
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LayerNorm, Transformer
 from headcount.core.model.vocab import VocabDecoder, VocabMap
 from headcount.core.numbers.precision import IEEE_DTYPES, fixed
 from headcount.induction import layouts, task
-from headcount.induction.certify import certify_induction
+from headcount.induction.certification import certify_induction
 from headcount.induction.construction import two_layer_induction
 from headcount.induction.layouts import (
     EVAL_SAMPLES,

@@ -16,7 +16,7 @@ from headcount.cli import main
 from headcount.common.errors import InputError
 from headcount.common.resources import memory_limit_of
 from headcount.induction import outputs
-from headcount.induction.certify import CERTIFY_MAX_WORK, certify_induction
+from headcount.induction.certification import CERTIFY_MAX_WORK, certify_induction
 from headcount.induction.construction import (
     MAX_TABLE_BYTES,
     evaluation_bytes,
@@ -31,7 +31,7 @@ from headcount.induction.outputs import MAX_INPUT_TOKENS, PREDICT_MAX_WORK, solv
 from headcount.induction.task import effective_hops, induction_targets, induction_targets_literal
 from tests.cli_run import refused, run
 
-RANDOM = ["--random-seed", "0", "--heads", "1", "--dim", "2"]
+RANDOM = ["--random-model", "0", "--heads", "1", "--dim", "2"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,14 +336,14 @@ def test_index_options_are_checked(capsys, command):
         "error: --seed must be ≥ 0, got -1"
     )
     line = refused(
-        capsys, *base, "--random-seed", "-1", "--heads", "1", "--dim", "2", "--precision-bits", "6"
+        capsys, *base, "--random-model", "-1", "--heads", "1", "--dim", "2", "--precision-bits", "6"
     )
-    assert line == "error: --random-seed must be ≥ 0, got -1"
+    assert line == "error: --random-model must be ≥ 0, got -1"
     for option in ("--heads", "--dim"):
         sizes = {"--heads": "1", "--dim": "2", option: "1000000000"}
         argv = [
             *base,
-            "--random-seed",
+            "--random-model",
             "0",
             *[x for kv in sizes.items() for x in kv],
             "--precision-bits",

@@ -17,8 +17,8 @@ from scipy.special import expit
 
 from headcount.common.errors import InputError
 from headcount.core.certify.evaluate import predict
+from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.table import OneLayerTable, random_table
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.numbers.precision import fixed, round_fixed
 from headcount.core.passes.table_form import table_residual
 from headcount.induction.construction import one_layer_induction, two_layer_induction

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from headcount.core.model import Transformer
 from headcount.core.model.files import save_model
-from headcount.core.model.transformer import Transformer
 from headcount.core.model.vocab import VocabDecoder
 from headcount.induction.outputs import predict_input
 from headcount.induction.source import ModelSource

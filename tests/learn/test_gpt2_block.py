@@ -13,8 +13,7 @@ import torch
 
 from headcount.common.errors import InputError
 from headcount.core.certify.evaluate import certified_predict, emulate
-from headcount.core.model.files import load_model, save_model
-from headcount.core.model.transformer import (
+from headcount.core.model import (
     MLP,
     AttentionHead,
     Layer,
@@ -22,10 +21,11 @@ from headcount.core.model.transformer import (
     LinearDecoder,
     Transformer,
 )
+from headcount.core.model.files import load_model, save_model
 from headcount.core.numbers.precision import FLOAT64, IEEE_DTYPES, Precision, fixed
 from headcount.core.passes.forward import residual_stream
 from headcount.induction import task
-from headcount.induction.certify import certify_induction, induction_inputs
+from headcount.induction.certification import certify_induction, induction_inputs
 from headcount.learn.models import (
     SequenceConfig,
     SequenceModel,

@@ -15,14 +15,14 @@ from headcount.boolean.model import BooleanHead, BooleanLayer, Readout, model_si
 from headcount.boolean.model_file import load_boolean, save_boolean
 from headcount.boolean.task import parse_function
 from headcount.core.certify.evaluate import predict
+from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.files import ModelFileError, load_model, save_model
 from headcount.core.model.symbols import BOTTOM
 from headcount.core.model.table import table_from_weights
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.numbers.precision import fixed
 from headcount.core.passes.forward import residual_stream
 from headcount.induction import task
-from headcount.induction.certify import certify_induction
+from headcount.induction.certification import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.lower_bound.refute import refute
 from headcount.learn.models import (

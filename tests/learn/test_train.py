@@ -21,7 +21,7 @@ from headcount.common.errors import InputError
 from headcount.core.certify.evaluate import predict
 from headcount.core.model.files import load_model
 from headcount.induction import task
-from headcount.induction.certify import certify_induction
+from headcount.induction.certification import certify_induction
 from headcount.induction.lower_bound.refute import refute
 from headcount.induction.metrics import induction_metrics
 from headcount.learn.constants import TASKS

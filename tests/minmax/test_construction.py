@@ -7,7 +7,7 @@ import pytest
 
 from headcount.common.errors import InputError
 from headcount.minmax.brute import verify_brute
-from headcount.minmax.certify import certify_minmax, sufficient_condition
+from headcount.minmax.certification import certify_minmax, sufficient_condition
 from headcount.minmax.construction import (
     beta,
     build_construction,
@@ -17,9 +17,9 @@ from headcount.minmax.construction import (
     sign_code,
     write_construction,
 )
+from headcount.minmax.exact_verify import verify_exact_one_head
 from headcount.minmax.model import TokenHead, TokenLayer, load_minmax
 from headcount.minmax.task import count_multisets
-from headcount.minmax.verify import verify_exact_one_head
 
 
 def test_codes():

@@ -10,12 +10,12 @@ from headcount.cli import main
 from headcount.common.errors import InputError
 from headcount.common.resources import memory_limit_of
 from headcount.minmax.brute import BRUTE_MAX_WORK
-from headcount.minmax.certify import SUFFICIENT_MAX_WORK, certify_minmax
+from headcount.minmax.certification import SUFFICIENT_MAX_WORK, certify_minmax
 from headcount.minmax.construction import CODE_MAX_WORK, build_construction
+from headcount.minmax.exact_verify import EXACT_MAX_TRIPLES, MAX_LIST_N
 from headcount.minmax.search import SEARCH_MAX_WORK, search_single_head, smallest_dimension
 from headcount.minmax.single_head import MAX_VALUE_ENTRIES
 from headcount.minmax.task import MAX_ENUMERATE, MAX_M, MAX_N, count_multisets, estimate_multisets
-from headcount.minmax.verify import EXACT_MAX_TRIPLES, MAX_LIST_N
 from tests.cli_run import refused, run
 
 # ---------------------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ def test_construct_bounds(capsys, tmp_path):
 
 
 def test_verify_bounds(capsys):
-    base = ["minmax", "verify", "--n", "4", "--random-seed", "0"]
+    base = ["minmax", "verify", "--n", "4", "--random-model", "0"]
     line = refused(capsys, *base, "--M", "1000000", "--dim", "2")
     assert line.startswith("error: minmax verify (exact) at --M 1000000 --n 4 needs about")
     line = refused(capsys, *base, "--M", "2000", "--dim", "2")
@@ -147,15 +147,15 @@ def test_verify_bounds(capsys):
         "8",
         "--n",
         "1000000000",
-        "--random-seed",
+        "--random-model",
         "0",
         "--dim",
         "2",
     )
     assert "--n 1000000000 is too large for a printed counterexample (a list of n tokens)" in line
     assert line.endswith(f"allowed up to {MAX_LIST_N}")
-    line = refused(capsys, *base, "--M", "8", "--dim", "2", "--random-seed", "-1")
-    assert line == "error: --random-seed must be an integer ≥ 0, got -1"
+    line = refused(capsys, *base, "--M", "8", "--dim", "2", "--random-model", "-1")
+    assert line == "error: --random-model must be an integer ≥ 0, got -1"
     line = refused(capsys, *base, "--M", "3000", "--dim", "2", "--method", "brute")
     assert (
         "brute force would enumerate about 3.38e+12 inputs (C(n+M−1, n)); allowed up to 2000000"
@@ -169,7 +169,7 @@ def test_verify_bounds(capsys):
         "1900",
         "--n",
         "2",
-        "--random-seed",
+        "--random-model",
         "0",
         "--dim",
         "2",

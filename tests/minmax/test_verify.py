@@ -1,4 +1,4 @@
-"""minmax/verify.py: the exact histogram verifier against brute force over all multisets."""
+"""minmax/exact_verify.py: the exact histogram verifier against brute force over all multisets."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from headcount.core.model.symbols import BOTTOM
 from headcount.minmax.brute import verify_brute
 from headcount.minmax.construction import compact_code, min_head, two_head_layer
+from headcount.minmax.exact_verify import decide_exact, verify_block_layer, verify_exact_one_head
 from headcount.minmax.model import Classifier, TokenHead, TokenLayer
 from headcount.minmax.task import all_multisets, min_max
-from headcount.minmax.verify import decide_exact, verify_block_layer, verify_exact_one_head
 
 
 def _random_head(rng):
@@ -257,7 +257,7 @@ def test_internal_inconsistency_is_an_internal_error(monkeypatch):
     """If the exact re-decision disagrees with the verifier's counterexample, that is a bug:
     InternalError, one line — never an AssertionError traceback and never a verdict."""
     from headcount.common.errors import InternalError
-    from headcount.minmax import verify as verify_mod
+    from headcount.minmax import exact_verify as verify_mod
 
     head, clf = _finding6()
     monkeypatch.setattr(
@@ -270,7 +270,7 @@ def test_internal_inconsistency_is_an_internal_error(monkeypatch):
 
 def test_internal_error_reaches_the_cli_as_one_line_exit_1(monkeypatch, tmp_path, capsys):
     from headcount.cli import main
-    from headcount.minmax import verify as verify_mod
+    from headcount.minmax import exact_verify as verify_mod
     from headcount.minmax.model import MinMaxModel, save_minmax
 
     head, clf = _finding6()
@@ -285,8 +285,8 @@ def test_internal_error_reaches_the_cli_as_one_line_exit_1(monkeypatch, tmp_path
 
 
 def test_verdicts_and_certificates_say_their_scope():
-    from headcount.minmax.certify import certify_minmax
-    from headcount.minmax.verify import scope_of
+    from headcount.minmax.certification import certify_minmax
+    from headcount.minmax.exact_verify import scope_of
 
     head, clf = _finding6()
     verdicts = [verify_exact_one_head(head, clf, "min", 3), verify_brute(head, clf, "max", 3)]

@@ -12,8 +12,8 @@ import pytest
 
 from headcount.common.errors import InputError
 from headcount.core.certify.evaluate import attention_patterns
+from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.files import save_model
-from headcount.core.model.transformer import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.induction.construction import build_construction
 from headcount.induction.heads import analyze_heads
 from headcount.induction.layouts import lay_out, task_characters

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from flint import fmpq
 
-from headcount.boolean import frontier as bf
+from headcount.boolean import accuracy_frontier as bf
 from headcount.learn.summaries import summarize_xor_phase
 from headcount.report.boolean import frontier as claim_module
 from headcount.report.claims import FAIL, PASS, Context

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from headcount.core.certify.certificate import Certificate, Counterexample
-from headcount.induction.certify import InductionCertificate
+from headcount.induction.certification import InductionCertificate
 from headcount.induction.lower_bound.results import ExhaustiveSearch, Refutation, Searched
 from headcount.learn import experiments
 from headcount.report.boolean import claims as boolean_claims
@@ -742,7 +742,7 @@ def test_boolean_frontier(monkeypatch, wrong, reason):
     for the wrong pattern, a D·H left out) are in tests/report/test_boolean_frontier.py."""
     from flint import fmpq
 
-    from headcount.boolean import frontier as bf
+    from headcount.boolean import accuracy_frontier as bf
 
     real = bf.model_accuracy
     if wrong:
@@ -828,7 +828,7 @@ def test_certificate_wording_follows_scope():
 
 
 def test_boolean_certificates_are_exhaustive():
-    from headcount.boolean.certify import certify_boolean_model, construct_and_certify
+    from headcount.boolean.certification import certify_boolean_model, construct_and_certify
 
     r = construct_and_certify("xor", 5, 2, 3, use_search=False).certificate
     assert (r.scope, r.weights_checked, r.certified) == ("exhaustive", 6, True)
@@ -932,7 +932,7 @@ KHOP_MECHANISM_TINY = {"n": 64, "alphabet": 4, "hops": 16, "samples": 64, "draw"
 def khop_mechanism_ctx(tmp_path) -> Context:
     """A Context whose deepest trained k-hop run is cached — the variable-hop construction (n = 16,
     S = 4, K = 4, hop-prefix like the lab's models) as its stand-in: no sweep, no training."""
-    from headcount.induction.khop.construction import variable_hop_construction
+    from headcount.induction.multihop.construction import variable_hop_construction
     from headcount.report.induction.khop_mechanism import CACHE_KIND, EXPERIMENT, TrainedKhop
 
     ctx = Context(scale="quick", results_db=str(tmp_path / "results.sqlite"))
@@ -968,7 +968,7 @@ def khop_mechanism_ctx(tmp_path) -> Context:
 def test_induction_khop_mechanism(tmp_path, monkeypatch, layer, reason):
     """A construction whose pointer head no longer follows its pointer (W_Q = 0: it averages) FAILs;
     the trained model's roles are reported either way."""
-    from headcount.induction.khop.construction import khop_construction
+    from headcount.induction.multihop.construction import khop_construction
     from headcount.report.induction import khop_mechanism
 
     def broken(

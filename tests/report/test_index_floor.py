@@ -19,9 +19,9 @@ import pytest
 
 from headcount.common.errors import InputError
 from headcount.common.jsonable import jsonable
+from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.files import save_model
 from headcount.core.model.table import table_from_weights
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.induction.lower_bound.protocol import check_protocol
 from headcount.learn import experiments
 from headcount.learn.experiments import EXPERIMENTS, experiment_spec, kept_model

@@ -21,9 +21,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from headcount.core.model.transformer import AttentionHead, Layer
-from headcount.induction.khop import construction
-from headcount.induction.khop.families import KHOP_FAMILIES
+from headcount.core.model import AttentionHead, Layer
+from headcount.induction.multihop import construction
+from headcount.induction.multihop.families import KHOP_FAMILIES
 from headcount.learn.summaries import summarize_khop
 from headcount.report.claims import FAIL, PASS, Context
 from headcount.report.figures import FIGURES, save_figure

@@ -19,7 +19,7 @@ import pytest
 
 from headcount.core.model.files import save_model
 from headcount.induction.heads import HeadScore
-from headcount.induction.khop.construction import variable_hop_construction
+from headcount.induction.multihop.construction import variable_hop_construction
 from headcount.learn import experiments
 from headcount.learn.experiments import EXPERIMENTS, experiment_spec, kept_model
 from headcount.learn.store import ResultsStore

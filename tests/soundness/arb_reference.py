@@ -20,7 +20,7 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, fmpq
 
-from headcount.core.model.transformer import LinearDecoder, Transformer
+from headcount.core.model import LinearDecoder, Transformer
 from headcount.core.numbers.precision import Precision
 
 

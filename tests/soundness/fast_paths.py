@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from headcount.core.attention import ATTENTION_BLOCK
-from headcount.core.model.transformer import AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.passes.exact_fixed import exact_fixed_residual
 from headcount.induction.task import all_sequences
 from tests.soundness.palettes import NumpyFill, Shape, build_model, random_case, silence_heads

@@ -22,7 +22,7 @@ from typing import Protocol
 import numpy as np
 from hypothesis import strategies as st
 
-from headcount.core.model.transformer import MLP, AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 
 
 class Fill(Protocol):

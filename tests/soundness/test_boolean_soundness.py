@@ -64,12 +64,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import headcount.boolean.certify as certify_module
+import headcount.boolean.certification as certify_module
 from headcount.boolean.bases import (
     basis_range,
     lemma14_basis,
 )  # case generation only, never the oracle
-from headcount.boolean.certify import certify_boolean_model, construct_and_certify
+from headcount.boolean.certification import certify_boolean_model, construct_and_certify
 from headcount.boolean.construction import construct
 from headcount.boolean.model import BooleanHead, BooleanLayer, Readout, model_values_exact
 from headcount.boolean.model_file import load_boolean, save_boolean

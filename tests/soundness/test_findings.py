@@ -14,9 +14,9 @@ from flint import arb, ctx, fmpq
 from headcount.cli import main
 from headcount.core.attention import weight_error
 from headcount.core.certify.evaluate import certified_predict, emulate, predict
+from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.files import save_model
 from headcount.core.model.symbols import BOTTOM
-from headcount.core.model.transformer import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.numbers.interval import affine_bounds, quantize_bounds
 from headcount.core.numbers.precision import FLOAT64, fixed, round_fixed
 

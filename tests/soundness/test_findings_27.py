@@ -13,13 +13,13 @@ import pytest
 from headcount.core.attention import use_algorithm, use_backend
 from headcount.core.certify.certify import minimal_precision_bits
 from headcount.core.certify.evaluate import certified_predict, emulate
+from headcount.core.model import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.model.files import save_model
-from headcount.core.model.transformer import AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.core.numbers.precision import FLOAT64, fixed
 from headcount.core.passes.exact_fixed import exact_fixed_predict
 from headcount.core.passes.forward import residual_stream
 from headcount.core.passes.head_rounding import exact_head_row, grid_box
-from headcount.induction.certify import certify_induction
+from headcount.induction.certification import certify_induction
 from headcount.induction.construction import ONE, two_layer_induction
 from tests.soundness.test_findings import run_json, tie_embedding_model, underflow_model
 

@@ -25,7 +25,7 @@ import pytest
 from flint import ctx
 
 from headcount.core.certify.evaluate import certified_predict
-from headcount.core.model.transformer import (
+from headcount.core.model import (
     MLP,
     AttentionHead,
     Layer,

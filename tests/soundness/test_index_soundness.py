@@ -36,8 +36,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from headcount.core.certify.evaluate import predict
+from headcount.core.model import LinearDecoder
 from headcount.core.model.table import OneLayerTable
-from headcount.core.model.transformer import LinearDecoder
 from headcount.core.numbers.precision import fixed, round_fixed
 from headcount.induction.lower_bound import error_bounds as lb_exact
 from headcount.induction.lower_bound import protocol as lb_protocol

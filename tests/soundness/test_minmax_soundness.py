@@ -1,10 +1,10 @@
 """Soundness of the min/max verifiers (issue 11, findings 5 and 6): fuzzed tiny layers against an
 independent exact brute force.
 
-The oracle below shares no code with headcount.minmax.verify or headcount.minmax.exact_signs. For a
-layer of heads (scores s^k, values v^k) and a classifier θ it takes every inner product c^k_iω =
-⟨θ_i, v^k_ω⟩ as a Fraction (float64 weights are exact dyadic rationals) and decides, for every
-multiset of [M]^n, the sign of each logit difference ⟨θ_i − θ_j, z⟩ = Σ_k N_k/D_k:
+The oracle below shares no code with headcount.minmax.exact_verify or headcount.minmax.exact_signs.
+For a layer of heads (scores s^k, values v^k) and a classifier θ it takes every inner product
+c^k_iω = ⟨θ_i, v^k_ω⟩ as a Fraction (float64 weights are exact dyadic rationals) and decides, for
+every multiset of [M]^n, the sign of each logit difference ⟨θ_i − θ_j, z⟩ = Σ_k N_k/D_k:
   * its sign is that of the exponential polynomial Σ_k N_k Π_{l≠k} D_l (every D_k > 0), collected by
     exponent in exact rationals; it is zero exactly iff every collected coefficient is zero
     (Lindemann–Weierstrass: e^a for distinct rationals a are linearly independent);
@@ -50,8 +50,8 @@ from hypothesis import strategies as st
 
 from headcount.core.model.symbols import BOTTOM
 from headcount.minmax.brute import verify_brute
+from headcount.minmax.exact_verify import decide_exact, verify_block_layer, verify_exact_one_head
 from headcount.minmax.model import Classifier, TokenHead, TokenLayer
-from headcount.minmax.verify import decide_exact, verify_block_layer, verify_exact_one_head
 
 MAX_ORACLE_PREC = 1 << 15
 FMAX = float(np.finfo(np.float64).max)
@@ -478,8 +478,8 @@ def test_scan_bounds_contain_the_exact_gaps(model, task):
     the bounds themselves; uses float_bounds.py and verify's private scan helpers)."""
     from math import log
 
+    from headcount.minmax import exact_verify as vm
     from headcount.minmax import float_bounds as fb
-    from headcount.minmax import verify as vm
 
     (scores, values), theta, n = model.heads[0], model.theta, model.n
     if task == "max":

@@ -45,7 +45,7 @@ BOOLEAN_FORMAT = "headcount-boolean"
 BOOLEAN_VERSION = 1
 # Bounds on what a file may ask (issue 13), checked before any exact number is built; the message
 # names the bound broken. The work `boolean check` then does is bounded by its own estimate
-# (boolean/certify.py).
+# (boolean/certification.py).
 MAX_FILE_BYTES = 64 << 20  # JSON config: xor at n = H = 1024, D = 1 writes 23 MB of exact rationals
 #: H: `boolean construct` stops near 600 heads (its exact-work bound); room to spare
 MAX_FILE_HEADS = 1024

@@ -7,7 +7,10 @@ own checks, a path or permission problem, a database that cannot be opened or wr
 too deeply or with numbers too large — exits 2 with one line "error: ..." on stderr (what is wrong,
 what is allowed); anything else is a bug: exit 1 with one line asking for a report (the traceback
 only with HEADCOUNT_DEBUG=1). `--max-memory SIZE` is accepted by every command (common.resources:
-the one resource guard).
+the one resource guard). Exit 0 means ran and answered, whatever the verdict; a command that
+certifies, verifies or checks exits 3 instead when given --require-certified and its verdict is not
+certified (common.require_certified). A renamed option keeps its old spelling, hidden, with one line
+"headcount: --old is deprecated; use --new" on stderr (common.renamed).
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from typing import NoReturn
 
 import typer
 
+from headcount import __version__
 from headcount.cli import analyze, boolean, imports, induction, minmax, sweep, train
 from headcount.cli import export as export_cli
 from headcount.cli import zoo as zoo_cli
-from headcount.cli.common import flag, plain_output
+from headcount.cli.common import NOTES, flag, plain_output
 from headcount.cli.evaluate import evaluate
 from headcount.cli.experiment import experiment
 from headcount.cli.reproduce import reproduce
@@ -37,8 +41,30 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Executable theory of what attention can and cannot compute. Every command accepts "
-    "--max-memory SIZE (default: half of this machine's memory) and --json.",
+    "--max-memory SIZE (default: half of this machine's memory) and --json. Exit codes: 0 ran and "
+    "answered, 1 a bug, 2 bad input, 3 not certified (with --require-certified).",
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"headcount {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print headcount's version (the package's, as pip knows it) and exit.",
+    ),
+) -> None:
+    """The options before any command: --version."""
+
+
 app.add_typer(induction.app, name="induction")
 app.add_typer(minmax.app, name="minmax")
 app.add_typer(boolean.app, name="boolean")
@@ -80,8 +106,15 @@ def one_line(text: str, limit: int = 400) -> str:
 
 
 def _exit(code: int, message: str) -> NoReturn:
-    print(one_line(message), file=sys.stderr)
+    notes = _take_notes()  # a deprecated spelling used: said on the error's one line
+    print(one_line(message + "".join(f" ({note})" for note in notes)), file=sys.stderr)
     sys.exit(code)
+
+
+def _take_notes() -> list[str]:
+    notes = list(dict.fromkeys(NOTES))
+    NOTES.clear()
+    return notes
 
 
 def _os_error(err: OSError) -> str:
@@ -102,10 +135,22 @@ def _usage_error(err: typer.TyperException) -> NoReturn:
     _exit(err.exit_code, f"error: {lines[0]} (see --help)")
 
 
+def _answered(code: object) -> None:
+    """The command answered: print the deprecation notes this run collected (one line each, on
+    stderr), then exit with the command's own code when it is not 0. A command's typer.Exit(code)
+    comes back as app's return value (standalone_mode=False): reproduce's 1 (a claim failed),
+    require_certified's 3."""
+    for note in _take_notes():
+        print(note, file=sys.stderr)
+    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+        sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the Typer app inside the one error boundary (module docstring)."""
     args = list(sys.argv[1:] if argv is None else argv)
     plain_output()
+    NOTES.clear()  # main may run many times in one process
     try:
         rest, max_memory = take_max_memory(args)
         with memory_limit_of(
@@ -113,7 +158,8 @@ def main(argv: list[str] | None = None) -> None:
         ):  # this run's limit only (main may run many times in one process)
             # the limit in force, checked for every command (a bad HEADCOUNT_MAX_MEMORY too)
             memory_limit()
-            app(args=rest, standalone_mode=False)
+            code = app(args=rest, standalone_mode=False)
+        _answered(code)
     except InputError as err:  # the library names parameters; the command line shows their flags
         _exit(2, f"error: {err.render(flag)}")
     except UndecidedError as err:
@@ -121,7 +167,8 @@ def main(argv: list[str] | None = None) -> None:
     except typer.TyperException as err:  # usage errors (exit_code 2) and other click-level errors
         _usage_error(err)
     except typer.Exit as err:
-        sys.exit(err.exit_code)
+        _answered(err.exit_code)
+        sys.exit(0)
     except (typer.Abort, KeyboardInterrupt):
         _exit(130, "error: interrupted")
     except (

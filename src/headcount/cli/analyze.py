@@ -10,16 +10,17 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, emit
+from headcount.cli.common import ALPHABET_DEFAULT, N_DEFAULT, TASK_DEFAULT, JsonOpt, emit
 
 app = typer.Typer(no_args_is_help=True, help="What a model's attention heads do.")
 
-# The options both commands share (the same checks: induction/heads.py).
+# The options both commands share (the same checks: induction/heads.py); --task, --n and
+# --alphabet default as in `evaluate` (cli.common).
 ModelFileOpt = typer.Option(
     ..., "--model", help="Model file (constructed, trained, imported; weight or table form)."
 )
 TaskOpt = typer.Option(
-    "induction", "--task", help="induction (uniform characters) or khop (no two adjacent equal)."
+    TASK_DEFAULT, "--task", help="induction (uniform characters) or khop (no two adjacent equal)."
 )
 LayoutOpt = typer.Option(
     None,
@@ -30,7 +31,9 @@ LayoutOpt = typer.Option(
 HopsOpt = typer.Option(
     1, "--hops", help="The hop count whose token leads a hop-prefix input, 1..16."
 )
-AlphabetOpt = typer.Option(4, "--alphabet", help="Alphabet size S ≥ 2 (the model's symbols).")
+AlphabetOpt = typer.Option(
+    ALPHABET_DEFAULT, "--alphabet", help="Alphabet size S ≥ 2 (the model's symbols)."
+)
 SeedOpt = typer.Option(
     0, "--seed", help="Seed of the inputs (≥ 0): numpy's default_rng seeded by (seed, n, alphabet)."
 )
@@ -43,7 +46,7 @@ def analyze_heads(
     layout: str | None = LayoutOpt,
     hops: int = HopsOpt,
     n: int = typer.Option(
-        16, "--n", help="Characters per input, 2..1024 (with hop-prefix n + 1 must fit)."
+        N_DEFAULT, "--n", help="Characters per input, 2..1024 (with hop-prefix n + 1 must fit)."
     ),
     alphabet: int = AlphabetOpt,
     samples: int = typer.Option(
@@ -78,7 +81,9 @@ def analyze_patterns(
     layout: str | None = LayoutOpt,
     hops: int = HopsOpt,
     n: int = typer.Option(
-        16, "--n", help="Characters of the input drawn, 2..32 (with hop-prefix n + 1 must fit)."
+        N_DEFAULT,
+        "--n",
+        help="Characters of the input drawn, 2..32 (with hop-prefix n + 1 must fit).",
     ),
     alphabet: int = AlphabetOpt,
     samples: int = typer.Option(

@@ -2,7 +2,9 @@
 
 Each command parses its options, calls one library function and prints the result; the library
 validates (InputError → `error: …`, exit 2). Imports sit inside the commands to keep the CLI's
-start-up fast.
+start-up fast. construct, check and frontier (with --degree and --heads) take --require-certified:
+exit 3 when the result's `certified` is false. D, the readout degree, is --degree everywhere
+(stamps' old spelling --summands still works, hidden and noted as deprecated).
 """
 
 from __future__ import annotations
@@ -11,7 +13,15 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, emit
+from headcount.cli.common import (
+    JsonOpt,
+    RequireCertifiedOpt,
+    emit,
+    old_spelling,
+    renamed,
+    require_certified,
+)
+from headcount.common.errors import InputError
 
 # The bounds the library enforces, for --help (written out so the CLI starts without importing the
 # library; tests/boolean/test_limits.py checks them against boolean.task.MAX_BITS,
@@ -40,13 +50,16 @@ def boolean_construct(
     out: Path | None = typer.Option(
         None, "--out", help="Also save the model (exact rationals, safetensors + JSON)."
     ),
+    require: bool = RequireCertifiedOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Theorem 3: H heads + a degree-D readout computing a symmetric function, certified exactly on
     every weight t = 0..n (all 2^n inputs); D·H below the threshold degree is refused (Theorem 2).
     Bound: the certificate's exact arithmetic, about n·(D·H)²·log n word operations
-    (boolean.certify.exact_cost), at most 5·10⁹ (5–15 s), and its memory within --max-memory."""
-    from headcount.boolean.certify import construct_and_certify
+    (boolean.certification.exact_cost), at most 5·10⁹ (5–15 s), and its memory within --max-memory.
+
+    Exit 0: ran and answered; with --require-certified, exit 3 when `certified` is false."""
+    from headcount.boolean.certification import construct_and_certify
 
     result = construct_and_certify(
         function, n, degree, heads, out=None if out is None else str(out)
@@ -57,6 +70,7 @@ def boolean_construct(
         f"(bound {result.dim_bound}), certified {cert.certified}, errors {cert.errors}"
     )
     emit(result.to_json(), as_json, human)
+    require_certified(cert.certified, require)
 
 
 @app.command("check")
@@ -70,12 +84,16 @@ def boolean_check(
     n: int | None = typer.Option(
         None, "--n", help=f"Input bits, 1..{MAX_BITS:,} (default: the n recorded in the file)."
     ),
+    require: bool = RequireCertifiedOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Check any Boolean model exactly on all 2^n inputs, with its Theorem-2 polynomial R (deg R ≤
     D·H, sign R = the model): a wrong input when it errs — always, when D·H is below the threshold
-    degree. Bound: the same exact-arithmetic budget as construct (twice over: the values and R)."""
-    from headcount.boolean.certify import check_model
+    degree. Bound: the same exact-arithmetic budget as construct (twice over: the values and R).
+
+    Exit 0: ran and answered (right or wrong); with --require-certified, exit 3 when `certified` is
+    false (the model is wrong on some input)."""
+    from headcount.boolean.certification import check_model
 
     result = check_model(model_file, function, n)
     cert, t2 = result.certificate, result.theorem2
@@ -89,6 +107,7 @@ def boolean_check(
         f"{t2.bound}"
     )
     emit(result.to_json(), as_json, human)
+    require_certified(cert.certified, require)
 
 
 @app.command("threshold-degree")
@@ -163,6 +182,7 @@ def boolean_frontier(
         "--out",
         help="Save the model built for the best pattern (needs --degree and --heads).",
     ),
+    require: bool = RequireCertifiedOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """The exact accuracy frontier below the threshold degree T: for c = 0..T sign changes, the best
@@ -170,12 +190,21 @@ def boolean_frontier(
     heads with a degree-D readout can reach at c = D·H: Theorems 2 and 3), and the first such
     pattern. With --degree and --heads also the Theorem-3 model for the best pattern at c = min(D·H,
     T), its exact accuracy, and `certified` when it equals the frontier. Bounds: about 10⁹ word
-    operations (boolean.frontier.FRONTIER_WORK_LIMIT: xor to n ≈ 2700, majority to n ≈ 2.5·10⁵) and
-    construct's exact-arithmetic budget for the model."""
-    from headcount.boolean.frontier import accuracy_frontier
+    operations (boolean.accuracy_frontier.FRONTIER_WORK_LIMIT: xor to n ≈ 2700, majority to n ≈
+    2.5·10⁵) and construct's exact-arithmetic budget for the model.
 
+    Exit 0: ran and answered; with --require-certified (needs --degree and --heads), exit 3 when the
+    model's `certified` is false."""
+    from headcount.boolean.accuracy_frontier import accuracy_frontier
+
+    if require and (degree is None or heads is None):
+        raise InputError(
+            "--require-certified needs --degree and --heads: without them frontier certifies no "
+            "model"
+        )
     result = accuracy_frontier(function, n, degree, heads, out=None if out is None else str(out))
     emit(result.to_json(), as_json, _frontier_table(result))
+    require_certified(result.model is not None and result.model.certified, require)
 
 
 @app.command("basis")
@@ -201,15 +230,20 @@ def boolean_basis(
 
 @app.command("stamps")
 def boolean_stamps(
-    summands: int = typer.Option(..., "--summands", help="At most D summands."),
+    degree: int | None = typer.Option(
+        None,
+        "--degree",
+        show_default=False,
+        help="D: at most D summands (as in basis; the readout degree). Required.",
+    ),
     size: int = typer.Option(..., "--size", help=f"k positive integers: {STAMPS_TABLE}."),
     as_json: bool = JsonOpt,
+    summands: int | None = old_spelling("--summands", "--degree"),
 ) -> None:
     """The postage-stamp problem: the largest T such that some k positive integers represent every
     0..T with at most D summands, and one set reaching it."""
     from headcount.boolean.search import stamps
 
-    result = stamps(
-        summands, size
-    )  # past its time limit: SearchTimeout, which main() reports (exit 2)
+    D = renamed("--degree", degree, "--summands", summands, required=True)
+    result = stamps(D, size)  # past its time limit: SearchTimeout, which main() reports (exit 2)
     emit(result.to_json(), as_json, f"range {result.range} with {list(result.basis)}")

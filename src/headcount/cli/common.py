@@ -1,4 +1,6 @@
-"""What every command module shares: the --json and --progress options, and printing a result."""
+"""What every command module shares: the --json, --progress and --require-certified options,
+printing a result, exit 3 for a verdict that is not certified, and the hidden deprecated spellings
+of renamed options."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import sys
 from typing import Any
 
 import typer
+
+from headcount.common.errors import InputError
 
 # Text the terminal cannot encode (PYTHONIOENCODING=ascii, a Latin-1 locale): ⊥ and the other
 # symbols headcount prints get ASCII spellings, anything else a \N{…} escape — never a
@@ -26,7 +30,14 @@ ASCII_SPELLINGS = {
 
 # The flag of each library parameter an InputError names (common.errors.param): "--" and the name
 # with hyphens for underscores, except where a command spells it otherwise (listed here).
-FLAGS: dict[str, str] = {}
+FLAGS: dict[str, str] = {
+    "random_seed": "--random-model",  # a seeded random model; --seed seeds a command's inputs
+    "summands": "--degree",  # D of `boolean stamps`, as in `boolean basis`
+}
+
+# Exit codes: 0 ran and answered (whatever the verdict), 1 a bug, 2 bad input, 3 ran and answered
+# but the verdict is not certified — only with --require-certified (require_certified).
+NOT_CERTIFIED = 3
 
 
 def flag(name: str) -> str:
@@ -71,5 +82,51 @@ def emit(result: dict[str, Any], as_json: bool, human: str | None = None) -> Non
         print(human if human is not None else json.dumps(result, indent=2))
 
 
+def require_certified(certified: bool, required: bool) -> None:
+    """After the result is printed: exit 3 (NOT_CERTIFIED) when --require-certified was given and
+    the verdict is not certified; else return (exit 0: ran and answered)."""
+    if required and not certified:
+        raise typer.Exit(NOT_CERTIFIED)
+
+
+# Deprecation notes of this run ("headcount: --old is deprecated; use --new"): main() prints each on
+# one line of stderr once the command has answered, or adds them to its one-line error.
+NOTES: list[str] = []
+
+
+def renamed(new_flag: str, new: Any, old_flag: str, old: Any, required: bool = False) -> Any:
+    """The value of option `new_flag`, given as itself or as its hidden deprecated spelling
+    `old_flag` (then noted, NOTES). Both at once is bad input; so is neither when `required`."""
+    if old is None:
+        if new is None and required:
+            raise InputError(f"Missing option '{new_flag}'. (see --help)")
+        return new
+    if new is not None:
+        raise InputError(
+            f"{old_flag} is the deprecated spelling of {new_flag}: give only {new_flag}"
+        )
+    NOTES.append(f"headcount: {old_flag} is deprecated; use {new_flag}")
+    return old
+
+
+def old_spelling(old_flag: str, new_flag: str) -> Any:
+    """A hidden option: the deprecated spelling `old_flag` of `new_flag` (renamed)."""
+    return typer.Option(None, old_flag, hidden=True, help=f"Deprecated: use {new_flag}.")
+
+
+# The task options `evaluate`, `analyze heads` and `analyze patterns` share, one default each: the
+# induction task (hop count 1, the plain layout: what `induction construct` and `train induction`
+# build by default; khop with --task khop) at `train induction`'s default size, n = 16 characters
+# over S = 4 symbols.
+TASK_DEFAULT = "induction"
+N_DEFAULT = 16
+ALPHABET_DEFAULT = 4
+
 JsonOpt = typer.Option(False, "--json", help="Print one JSON object on stdout.")
 ProgressOpt = typer.Option(False, "--progress", help="Progress bar on stderr.")
+RequireCertifiedOpt = typer.Option(
+    False,
+    "--require-certified",
+    help="Exit 3 when the verdict is not certified (the result is printed all the same); without "
+    "it, exit 0 means ran and answered, whatever the verdict.",
+)

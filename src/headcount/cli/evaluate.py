@@ -2,6 +2,7 @@
 
 Parses the options, calls headcount.induction.layouts.evaluate_file (which checks every value and
 bounds the work and memory before running) and prints its JSON, or a Markdown table without --json.
+--task, --n and --alphabet default as in `analyze heads` (cli.common: induction, 16, 4).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, emit
+from headcount.cli.common import ALPHABET_DEFAULT, N_DEFAULT, TASK_DEFAULT, JsonOpt, emit
 
 
 def evaluate(
@@ -18,10 +19,10 @@ def evaluate(
         ..., "--model", help="Model file (headcount's own or imported)."
     ),
     task: str = typer.Option(
-        "khop",
+        TASK_DEFAULT,
         "--task",
-        help="khop (characters with no two adjacent equal) or induction (hop count 1, uniform "
-        "characters).",
+        help="induction (hop count 1, uniform characters) or khop (characters with no two adjacent "
+        "equal).",
     ),
     layout: str | None = typer.Option(
         None,
@@ -36,12 +37,12 @@ def evaluate(
         help="A hop count K or a range a..b, 1 ≤ a ≤ b ≤ 16; each k is evaluated on its own.",
     ),
     n: int = typer.Option(
-        ...,
+        N_DEFAULT,
         "--n",
         help="Characters per input (≥ 1; with hop-prefix n + 1 must fit the model's context).",
     ),
     alphabet: int = typer.Option(
-        ..., "--alphabet", help="Alphabet size S (≥ 2; the model's symbols)."
+        ALPHABET_DEFAULT, "--alphabet", help="Alphabet size S (≥ 2; the model's symbols)."
     ),
     samples: int = typer.Option(
         2048,

@@ -24,19 +24,21 @@ def export_transformer_lens(
     out: str = typer.Option(
         ...,
         "--out",
-        help="Folder to write (created if missing): config.json, model.safetensors (float64) and "
-        "load.py.",
+        help="Folder to write (created if missing): config.json, model.safetensors (float64), "
+        "tokenizer.json, tokenizer_config.json and load.py.",
     ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Write a model as a TransformerLens 4.x TL-native model: config.json (TransformerBridgeConfig
     fields, and headcount's record of padding and scaling under "headcount"), model.safetensors (the
-    state dict a strict load_state_dict takes) and load.py (three lines:
-    TransformerBridge.boot_native, then the weights, float64; needs headcount[tl] to run, not to
-    write). Heads are zero-padded to one width and count, scores keep their scale exactly (TL's
-    attn_scale, W_Q scaled by a power of two). Table models and non-linear decoders exit 2 saying
-    why. JSON fields: out_dir, files, config (the TL fields), heads (per layer), padded,
-    exact_round_trip, snippet (load.py's text)."""
+    state dict a strict load_state_dict takes), tokenizer.json and tokenizer_config.json (the
+    task's symbols as tokens, no BOS: so to_tokens, run_with_cache and detect_head work) and load.py
+    (four lines: TransformerBridge.boot_native with the tokenizer, then the weights, float64; needs
+    headcount[tl] to run, not to write). Heads are zero-padded to one width and count — the config
+    says which are real (headcount_heads_per_layer, headcount_padded_heads) — and scores keep their
+    scale exactly (TL's attn_scale, W_Q scaled by a power of two). Table models and non-linear
+    decoders exit 2 saying why. JSON fields: out_dir, files, config (the TL fields), heads (per
+    layer), padded, exact_round_trip, snippet (load.py's text)."""
     from headcount.interop.transformer_lens_io import export_transformer_lens as run_export
 
     result = run_export(model_file, out)

@@ -3,8 +3,11 @@
 Each command parses its options, calls one function of headcount.induction (which checks the input
 and raises InputError naming the parameter; headcount.cli's error boundary spells it as the flag),
 and prints the result's to_json() (or a human line built from its fields). Where a command's model
-comes from (--model, or --layers, or --random-seed with --heads and --dim) is an
-induction.source.ModelSource.
+comes from (--model, or --layers, or --random-model with --heads and --dim) is an
+induction.source.ModelSource. --seed always seeds a command's random inputs or search;
+--random-model SEED uses a seeded random model (its old spelling --random-seed still works, hidden
+and noted as deprecated). `certify --require-certified` exits 3 when the certificate's
+`certified` is false.
 
 Every count has a bound or a normalisation, checked before any work and stated in its --help (the
 library holds the constants: induction.outputs, .construction, .certify, .lower_bound.resources;
@@ -19,7 +22,15 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, ProgressOpt, emit
+from headcount.cli.common import (
+    JsonOpt,
+    ProgressOpt,
+    RequireCertifiedOpt,
+    emit,
+    old_spelling,
+    renamed,
+    require_certified,
+)
 
 app = typer.Typer(
     no_args_is_help=True, help="Induction heads (seed 000): solve, construct, predict, certify."
@@ -27,9 +38,14 @@ app = typer.Typer(
 
 ModelOpt = typer.Option(None, "--model", help="Model file.")
 IndexModelOpt = typer.Option(None, "--model", help="One-layer model file (3 tokens: 0, 1, ? = 2).")
-RandomSeedOpt = typer.Option(
-    None, "--random-seed", help="Use a seeded random one-layer table model (seed ≥ 0)."
+RandomModelOpt = typer.Option(
+    None,
+    "--random-model",
+    metavar="SEED",
+    help="Use a seeded random one-layer table model as the model: its seed (≥ 0), with --heads "
+    "and --dim (--seed seeds the inputs, not the model).",
 )
+RandomSeedOpt = old_spelling("--random-seed", "--random-model")
 HeadsOpt = typer.Option(
     None, "--heads", help="Heads of the random model (≥ 1; its tables must fit --max-memory)."
 )
@@ -114,7 +130,7 @@ def induction_construct(
     as_json: bool = JsonOpt,
 ) -> None:
     """Build a construction and write it as a model file."""
-    from headcount.induction.khop.construction import write_requested_construction
+    from headcount.induction.multihop.construction import write_requested_construction
 
     result = write_requested_construction(out, n, alphabet, layers, hops, layout, max_hops)
     human = (
@@ -205,12 +221,16 @@ def induction_certify(
         "runs; cuda "
         "needs --backend torch.",
     ),
+    require: bool = RequireCertifiedOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Check a model on all of Σ^n (when small) or random + adversarial inputs; find its
-    precision."""
+    precision.
+
+    Exit 0: ran and answered (the certificate says `certified` true or false); with
+    --require-certified, exit 3 when `certified` is false."""
     from headcount.core.attention import attention_backend
-    from headcount.induction.certify import certify_induction
+    from headcount.induction.certification import certify_induction
     from headcount.induction.source import ModelSource
 
     source = ModelSource(model_file=model_file, layers=layers)
@@ -223,13 +243,14 @@ def induction_certify(
         f"size {result.size}, exact dtypes {', '.join(cert.dtypes_exact) or 'none'}"
     )
     emit(result.to_json(), as_json, human)
+    require_certified(cert.certified, require)
 
 
 @app.command("protocol")
 def induction_protocol(
     k: int = KOpt,
     model_file: Path | None = IndexModelOpt,
-    random_seed: int | None = RandomSeedOpt,
+    random_model: int | None = RandomModelOpt,
     heads: int | None = HeadsOpt,
     dim: int | None = DimOpt,
     precision_bits: int = typer.Option(..., "--precision-bits", help=f"{PrecisionBitsHelp}."),
@@ -243,13 +264,15 @@ def induction_protocol(
     seed: int = typer.Option(0, "--seed", help=f"Seed for sampled pairs {SeedHelp}."),
     progress: bool = ProgressOpt,
     as_json: bool = JsonOpt,
+    random_seed: int | None = RandomSeedOpt,
 ) -> None:
     """Seed 000's INDEX protocol: Alice's message determines the model's answer (Bob checks every
     pair)."""
     from headcount.induction.lower_bound.protocol import check_protocol
     from headcount.induction.source import ModelSource
 
-    source = ModelSource(model_file=model_file, random_seed=random_seed, heads=heads, dim=dim)
+    random = renamed("--random-model", random_model, "--random-seed", random_seed)
+    source = ModelSource(model_file=model_file, random_seed=random, heads=heads, dim=dim)
     result = check_protocol(source, k, precision_bits, pairs=pairs, seed=seed, progress=progress)
     floor = result.floor
     lo, hi = floor.index_error_interval
@@ -270,7 +293,7 @@ def induction_protocol(
 def induction_refute(
     k: int = KOpt,
     model_file: Path | None = IndexModelOpt,
-    random_seed: int | None = RandomSeedOpt,
+    random_model: int | None = RandomModelOpt,
     heads: int | None = HeadsOpt,
     dim: int | None = DimOpt,
     precision_bits: int = typer.Option(
@@ -278,12 +301,14 @@ def induction_refute(
     ),
     seed: int = typer.Option(0, "--seed", help=f"Seed for the searches {SeedHelp}."),
     as_json: bool = JsonOpt,
+    random_seed: int | None = RandomSeedOpt,
 ) -> None:
     """Find an INDEX input the one-layer model answers wrongly (confirmed by running the model)."""
     from headcount.induction.lower_bound.refute import refute
     from headcount.induction.source import ModelSource
 
-    source = ModelSource(model_file=model_file, random_seed=random_seed, heads=heads, dim=dim)
+    random = renamed("--random-model", random_model, "--random-seed", random_seed)
+    source = ModelSource(model_file=model_file, random_seed=random, heads=heads, dim=dim)
     result = refute(source, k, precision_bits, seed=seed)
     if result.found:
         human = (

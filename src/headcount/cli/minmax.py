@@ -5,7 +5,10 @@ The library checks the input (headcount.minmax raises InputError; main() prints 
 Every count has a bound, checked before any work and stated in its --help (the constants live in
 headcount.minmax: task, construction, verify, certify, search; tests/minmax/test_limits.py keeps the
 texts and the constants together). Memory estimates are refused beyond --max-memory (default: half
-of this machine's memory)."""
+of this machine's memory). With --require-certified, certify exits 3 unless the certificate holds
+(`certified`: errors_min = errors_max = 0) and verify exits 3 unless the head computes both min and
+max (errors_min = errors_max = 0). `verify --random-model SEED` uses a seeded random head (its old
+spelling --random-seed still works, hidden and noted as deprecated)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,15 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, ProgressOpt, emit
+from headcount.cli.common import (
+    JsonOpt,
+    ProgressOpt,
+    RequireCertifiedOpt,
+    emit,
+    old_spelling,
+    renamed,
+    require_certified,
+)
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -50,10 +61,14 @@ def minmax_certify(
         "M ≤ 1024, "
         "else sufficient-condition).",
     ),
+    require: bool = RequireCertifiedOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Build the Appendix-A construction and certify it on all C(n+M−1, n) inputs."""
-    from headcount.minmax.certify import certify_minmax
+    """Build the Appendix-A construction and certify it on all C(n+M−1, n) inputs.
+
+    Exit 0: ran and answered; with --require-certified, exit 3 unless both tasks are certified
+    (errors_min = errors_max = 0; a failed sufficient condition proves nothing: errors null)."""
+    from headcount.minmax.certification import certify_minmax
 
     cert = certify_minmax(M, n, heads, code=code, seed=seed, method=method)
     human = (
@@ -61,6 +76,7 @@ def minmax_certify(
         f"max {cert.errors_max}; margins {cert.margin_min}, {cert.margin_max}"
     )
     emit(cert.to_json(), as_json, human)
+    require_certified(cert.certified, require)
 
 
 @app.command("construct")
@@ -100,8 +116,11 @@ def minmax_verify(
     model_file: Path | None = typer.Option(
         None, "--model", help="A single-head min/max model file."
     ),
-    random_seed: int | None = typer.Option(
-        None, "--random-seed", help=f"Use a seeded random single head {SeedHelp}."
+    random_model: int | None = typer.Option(
+        None,
+        "--random-model",
+        metavar="SEED",
+        help=f"Use a seeded random single head as the model: its seed {SeedHelp}, with --dim.",
     ),
     dim: int | None = typer.Option(
         None, "--dim", help="Value dimension of the random head (≥ 1; M·dim ≤ 2^24 values)."
@@ -112,20 +131,27 @@ def minmax_verify(
         help="exact (histogram linearity) or brute (all multisets; at most 2^31 operations per "
         "task).",
     ),
+    require: bool = RequireCertifiedOpt,
     as_json: bool = JsonOpt,
+    random_seed: int | None = old_spelling("--random-seed", "--random-model"),
 ) -> None:
     """Decide whether one head + two classifiers compute min and max on every input;
-    counterexamples."""
+    counterexamples.
+
+    Exit 0: ran and answered; with --require-certified, exit 3 unless the head is verified for
+    both min and max on every input (errors_min = errors_max = 0)."""
     from headcount.minmax.model import ModelSource
     from headcount.minmax.single_head import verify_single_head
 
-    result = verify_single_head(ModelSource(model_file, random_seed, dim), M, n, method)
+    random = renamed("--random-model", random_model, "--random-seed", random_seed)
+    result = verify_single_head(ModelSource(model_file, random, dim), M, n, method)
     human = "; ".join(
         f"{task}: "
         + ("correct" if (lst := result.counterexample(task)) is None else f"wrong on {list(lst)}")
         for task in ("min", "max")
     )
     emit(result.to_json(), as_json, human)
+    require_certified(result.min.correct and result.max.correct, require)
 
 
 @app.command("search")

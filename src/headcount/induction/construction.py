@@ -10,8 +10,8 @@ the checks that a construction exists for the sizes asked.
 * :func:`check_sizes`, :func:`build_construction`, :func:`write_construction` — the same checks for
   the Python API and the command line (InputError naming the parameter: common.errors.param).
 * the two-layer construction's building blocks (write_codes, nearest_head, copy_values,
-  base_embedding, layer_one_heads), which the k-hop constructions (induction/khop/construction.py)
-  build on.
+  base_embedding, layer_one_heads), which the k-hop constructions
+  (induction/multihop/construction.py) build on.
 
 Two-layer design (spec/induction.md "Upper bound"), with two refinements that keep every quantity
 small: positions and tokens are written as two base-B digits (so squares stay below n instead of
@@ -135,7 +135,7 @@ def two_layer_parameters(n: int, alphabet: int) -> TwoLayerParameters:
 
 
 # ---------------------------------------------------------------------------------------------
-# Building blocks shared with the k-hop constructions (headcount.induction.khop.construction)
+# Building blocks shared with the k-hop constructions (headcount.induction.multihop.construction)
 # ---------------------------------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ Role names are those induction/heads.py gives a head whose attention follows the
 model can be compared with them. Layers, heads and positions p are 0-based; coordinates are the
 residual-stream indices named at the top of induction/construction.py. The k-hop construction's
 roles (its find^{2^t} heads) belong here too, beside its construction
-(induction/khop/construction.py).
+(induction/multihop/construction.py).
 """
 
 from __future__ import annotations
@@ -159,8 +159,10 @@ def khop_roles(n: int, alphabet: int, hops: int) -> dict[str, Any]:
     """The roles khop_construction(n, alphabet, hops) is built with, as JSON (k = 1:
     two_layer_roles): layer 0 as the two-layer construction's, layer 1 the find head, each later
     layer one pointer head that reads the state stored at the position its pointer names
-    (induction/khop/construction.py)."""
-    from headcount.induction.khop import construction as kc  # the construction's own column names
+    (induction/multihop/construction.py)."""
+    from headcount.induction.multihop import (
+        construction as kc,  # the construction's own column names
+    )
 
     if hops == 1:
         return two_layer_roles(n, alphabet)

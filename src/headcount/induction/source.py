@@ -5,16 +5,16 @@ A source is exactly one of
 * a model file (`model_file`): any model headcount reads (core.model.load_model), its shape known
   once read;
 * a construction (`layers`): 1 or 2 (induction heads), or "auto" / the k-hop depth ⌈log₂ k⌉ + 2 —
-  the construction for the task's hop count k (induction/khop/construction.py), at the task's (n,
-  alphabet);
+  the construction for the task's hop count k (induction/multihop/construction.py), at the task's
+  (n, alphabet);
 * a seeded random one-layer table model (`random_seed`, with `heads` and `dim`): the lower-bound
   commands' (INDEX protocol and refute), over the tokens 0, 1, ? at length 2k+1.
 
 The commands that run the task (certify, predict) take a model file or a construction: `check(n,
 alphabet, hops, layout)` checks that the choice is coherent and the construction exists for those
 sizes, and returns its shape before anything is built (the construction's own:
-construction.construction_shape, khop.construction.khop_shape); `load(…)` reads or builds it. The
-INDEX commands take a one-layer model file or a random model:
+construction.construction_shape, multihop.construction.khop_shape); `load(…)` reads or builds it.
+The INDEX commands take a one-layer model file or a random model:
 `lower_bound.setup.load_index_model(source, k)`. Options that only describe another kind of source
 are refused, not ignored. Messages name the parameters (common.errors.param), as the command line
 spells them as its flags.
@@ -34,7 +34,7 @@ from headcount.induction.construction import (
     construction_shape,
     load_model_file,
 )
-from headcount.induction.khop.construction import (
+from headcount.induction.multihop.construction import (
     check_depth,
     check_khop_sizes,
     khop_construction,

@@ -33,6 +33,7 @@ __all__ = [
     "latest_match_far_back",
     "no_adjacent_repeats",
     "repeated_block",
+    "sample",
     "uniform",
 ]
 
@@ -444,3 +445,20 @@ GENERATORS: dict[str, Generator] = {
     "no_adjacent_repeats": no_adjacent_repeats,
     **ADVERSARIAL_FAMILIES,
 }
+
+
+def sample(
+    n: int, alphabet: int, count: int = 1, *, family: str = "uniform", seed: int = 0
+) -> np.ndarray:
+    """`count` inputs of length n over tokens 0..alphabet−1 from one of GENERATORS ("uniform",
+    "no_adjacent_repeats", the adversarial families), drawn by numpy's default_rng(seed):
+    an int64 array [count, n]. InputError for an unknown family or a size out of range."""
+    if family not in GENERATORS:
+        raise InputError(f"family {str(family)[:40]!r} is not one of {', '.join(GENERATORS)}")
+    for name, value, low in (("n", n, 1), ("alphabet", alphabet, 1), ("count", count, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+            raise InputError(f"{name} must be an integer ≥ {low}, got {value!r:.40}")
+    if count * n > 1 << 28:
+        raise InputError(f"count × n = {count * n} tokens is over {1 << 28}: draw fewer")
+    rng = np.random.default_rng(seed)
+    return np.asarray(GENERATORS[family](rng, int(count), int(n), int(alphabet)), dtype=np.int64)

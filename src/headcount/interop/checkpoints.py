@@ -228,6 +228,14 @@ def open_torch(path: str) -> StateDict:
             "containers, "
             f"never code ({one_line(reason, 160)})"
         ) from None
+    return state_dict_of(state, name, path)
+
+
+def state_dict_of(state: Any, name: str, path: str) -> StateDict:
+    """The StateDict of a mapping of names to dense CPU tensors (what torch.load returned, or a live
+    module's state_dict()), `name` in messages; InputError for anything else."""
+    import torch
+
     if not isinstance(state, Mapping):
         raise InputError(
             f"{name} holds a {type(state).__name__}, not a state dict (a dict of tensors)"

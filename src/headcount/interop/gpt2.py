@@ -73,7 +73,14 @@ from headcount.core.model import (
     save_model,
 )
 from headcount.core.model.vocab import READOUTS
-from headcount.interop.checkpoints import MAX_JSON_BYTES, locate, open_state_dict, read_json_file
+from headcount.interop.checkpoints import (
+    MAX_JSON_BYTES,
+    StateDict,
+    locate,
+    open_state_dict,
+    read_json_file,
+    state_dict_of,
+)
 from headcount.interop.gpt2_layout import Layout, Sizes, gpt2_layout, gpt2_sizes
 
 BYTES_PER_WEIGHT = (
@@ -316,36 +323,20 @@ class Gpt2Import(JsonResult):
     dtypes: tuple[str, ...]
 
 
-def import_gpt2(
-    path: str | os.PathLike,
-    out: str | os.PathLike,
-    *,
-    config: str | os.PathLike | None = None,
-    prefix: str | None = None,
-    readout: str | None = None,
-    vocab_map: str | os.PathLike | None = None,
-) -> Gpt2Import:
-    """Read the GPT-2 checkpoint at `path` (module docstring), write it as a headcount model file at
-    `out`."""
-    if readout is not None:
-        check_choice("readout", readout, READOUTS)
-    check_writable(out)
-    mapping = VocabMap() if vocab_map is None else read_vocab_map(vocab_map)
-    weights, config_path = locate(path, config)
-    check_not_read([out], [weights, config_path, vocab_map])
-    check_model_path(weights)
-    if config_path is None:
-        raise InputError(
-            f"{show_path(path)} comes without config.json: pass {param('config')} config.json "
-            "(n_head, the "
-            "number of heads per layer, is not in the weights)"
-        )
-    cfg = gpt2_config(read_json_file(config_path, "config"), f"config {show_path(config_path)}")
-    source = open_state_dict(weights)
-    where = show_path(weights)
+def _read(
+    source: StateDict,
+    cfg: Gpt2Config,
+    cfg_name: str,
+    where: str,
+    prefix: str | None,
+    readout: str | None,
+    mapping: VocabMap,
+) -> tuple[Transformer, Layout, Sizes, str, str]:
+    """The model of a state dict and its config (checked as the module docstring says), with the
+    layout, sizes, lm_head kind and readout it was read with."""
     layout = gpt2_layout(list(source.listed), prefix, where)
     sizes = gpt2_sizes(source.listed, layout, where)
-    check_config_sizes(cfg, sizes, layout.layers, f"config {show_path(config_path)}")
+    check_config_sizes(cfg, sizes, layout.layers, cfg_name)
     check_vocab_map(
         mapping,
         sizes.vocab,
@@ -376,11 +367,74 @@ def import_gpt2(
         )
     info = {
         "imported": "huggingface gpt2",
-        "source": os.path.basename(weights)[:200],
+        "source": os.path.basename(source.path)[:200],
         "activation_function": cfg.activation_function,
         "reorder_and_upcast_attn": cfg.reorder_and_upcast_attn,
     }
     model = build_gpt2(tensors, layout, cfg, readout, mapping, info)
+    return model, layout, sizes, lm_head, readout
+
+
+def _open(
+    path: str | os.PathLike, weights: str, config_path: str | None
+) -> tuple[StateDict, Gpt2Config]:
+    """The checkpoint's state dict (listed, not loaded) and its checked config."""
+    check_model_path(weights)
+    if config_path is None:
+        raise InputError(
+            f"{show_path(path)} comes without config.json: pass {param('config')} config.json "
+            "(n_head, the number of heads per layer, is not in the weights)"
+        )
+    cfg = gpt2_config(read_json_file(config_path, "config"), f"config {show_path(config_path)}")
+    return open_state_dict(weights), cfg
+
+
+def import_gpt2_model(
+    path: str | os.PathLike,
+    *,
+    config: str | os.PathLike | None = None,
+    prefix: str | None = None,
+    readout: str | None = None,
+    vocab_map: VocabMap | None = None,
+) -> Transformer:
+    """The Transformer of the GPT-2 checkpoint at `path` (module docstring), in memory."""
+    if readout is not None:
+        check_choice("readout", readout, READOUTS)
+    weights, config_path = locate(path, config)
+    source, cfg = _open(path, weights, config_path)
+    name = f"config {show_path(config_path)}"
+    mapping = VocabMap() if vocab_map is None else vocab_map
+    return _read(source, cfg, name, show_path(weights), prefix, readout, mapping)[0]
+
+
+def import_gpt2(
+    path: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    config: str | os.PathLike | None = None,
+    prefix: str | None = None,
+    readout: str | None = None,
+    vocab_map: str | os.PathLike | None = None,
+) -> Gpt2Import:
+    """Read the GPT-2 checkpoint at `path` (module docstring), write it as a headcount model file at
+    `out`."""
+    if readout is not None:
+        check_choice("readout", readout, READOUTS)
+    check_writable(out)
+    mapping = VocabMap() if vocab_map is None else read_vocab_map(vocab_map)
+    weights, config_path = locate(path, config)
+    check_not_read([out], [weights, config_path, vocab_map])
+    source, cfg = _open(path, weights, config_path)
+    read = _read(
+        source,
+        cfg,
+        f"config {show_path(config_path)}",
+        show_path(weights),
+        prefix,
+        readout,
+        mapping,
+    )
+    model, layout, sizes, lm_head, readout = read
     try:
         save_model(model, out)
     except OSError as err:
@@ -405,5 +459,26 @@ def import_gpt2(
         layout.prefix,
         layout.ignored,
         mapping.to_json(),
-        tuple(sorted({source.listed[n][1] for n in names})),
+        tuple(sorted({source.listed[n][1] for n in layout.weights()})),
     )
+
+
+def gpt2_from_module(
+    module: Any, *, readout: str | None = None, vocab_map: VocabMap | None = None
+) -> Transformer:
+    """The headcount model of a live transformers GPT-2 model (GPT2Model or GPT2LMHeadModel): its
+    state dict and config read exactly as import_gpt2 reads a checkpoint's (module docstring)."""
+    if readout is not None:
+        check_choice("readout", readout, READOUTS)
+    config, state_dict = getattr(module, "config", None), getattr(module, "state_dict", None)
+    if config is None or not callable(state_dict) or not hasattr(config, "to_json_string"):
+        raise InputError(
+            f"expected a transformers GPT-2 model (with .config and .state_dict()), got "
+            f"{type(module).__name__}"
+        )
+    name = f"the {type(module).__name__}"
+    cfg = gpt2_config(json.loads(config.to_json_string()), f"{name}'s config")
+    state = {k: v.detach().cpu() for k, v in state_dict().items()}
+    source = state_dict_of(state, name, type(module).__name__)
+    mapping = VocabMap() if vocab_map is None else vocab_map
+    return _read(source, cfg, f"{name}'s config", name, None, readout, mapping)[0]

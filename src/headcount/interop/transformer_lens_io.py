@@ -4,24 +4,40 @@ dict loaded with a strict ``load_state_dict``, float64, never processed) and bac
 files. The mapping, the traps of TL 4.x and the record that makes the round trip bit-identical are
 in headcount.interop.transformer_lens_state, which builds and reads the parts in numpy alone.
 
+What TransformerLens's own tools see (issue 30). The bridge carries a tokenizer whose words are the
+task's symbols (token id i ↔ "i"; headcount.interop.transformer_lens_tokens, which also says why no
+BOS is ever prepended), so ``bridge.to_tokens("0 1 2 0")``, ``run_with_cache`` on text and
+``transformer_lens.head_detector.detect_head(bridge, text, "induction_head")`` work unchanged (TL's
+to_tokens, hence detect_head, takes strings only: for a token tensor pass
+``bridge.to_string(tokens)``). TL holds one head count for every layer, so layers with fewer heads
+are zero-padded: the padded heads are phantoms (uniform causal attention, zero output), and
+``bridge.cfg.headcount_heads_per_layer`` (the true counts) and ``bridge.cfg.headcount_padded_heads``
+(the phantom [layer, head] pairs) say so; ``detect_head(…, heads={l: list(range(k)) for l, k in
+enumerate(bridge.cfg.headcount_heads_per_layer)})`` scores the real heads only (TL gives the others
+−1). The phantoms' pattern stays uniform: it is what their zero W_Q and W_K compute, and a pattern
+rewritten by a hook would not survive TL's hook resets nor the files (and all-zero rows would make
+detect_head's "mul" score NaN, which torch.argmax ranks first).
+
 This is the only module that imports transformer_lens, and only inside `to_transformer_lens` and
 `from_transformer_lens`, so ``import headcount…`` never needs the extra (missing: InputError naming
-``pip install 'headcount[tl]'``). Files need no TransformerLens at all:
+``pip install 'headcount[tl]'``). Files need no TransformerLens (nor transformers) at all:
 
-    write_transformer_lens(model, out_dir)   config.json  TL's config fields, and the record under
-                                             the key
-                                                          "headcount"
+    write_transformer_lens(model, out_dir)   config.json  TL's config fields, the head flags, and
+                                                          the record under the key "headcount"
                                                           (TransformerBridgeConfig.from_dict
                                                           ignores keys it does not know)
                                              model.safetensors  the state dict, float64
-                                             load.py      three lines that boot the bridge from the
-                                                          two
-                                                          (``python load.py`` or ``runpy.run_path``
-                                                          leaves it
-                                                          in ``bridge``, with the record on
-                                                          bridge.cfg)
-    read_transformer_lens(folder)            the model back (bounded reading: common.files,
-                                             interop.checkpoints)
+                                             tokenizer.json, tokenizer_config.json  the symbols'
+                                                          tokenizer (JSON data)
+                                             load.py      four lines that boot the bridge from
+                                                          them (``python load.py`` or
+                                                          ``runpy.run_path`` leaves it in
+                                                          ``bridge``, the tokenizer attached, the
+                                                          record and head flags on bridge.cfg)
+    read_transformer_lens(folder)            the model back from config.json and model.safetensors
+                                             alone (bounded reading: common.files,
+                                             interop.checkpoints); the tokenizer files and load.py
+                                             are never read
 
 `export_transformer_lens` (`headcount export transformer-lens`) and `import_transformer_lens`
 (`headcount import transformer-lens`) are the command line's one call each.
@@ -52,19 +68,29 @@ from headcount.core.model import Transformer, load_model, save_model
 from headcount.interop.checkpoints import read_json_file
 from headcount.interop.transformer_lens_config import check_fields, expected_tensors
 from headcount.interop.transformer_lens_state import model_from_parts, transformer_lens_parts
+from headcount.interop.transformer_lens_tokens import (
+    TOKENIZER_CONFIG_FILE,
+    TOKENIZER_FILE,
+    symbol_tokenizer,
+    tokenizer_files,
+)
 
 TL_MISSING = "TransformerLens is not installed: pip install 'headcount[tl]'"
 CONFIG_FILE, WEIGHTS_FILE, SNIPPET_FILE = "config.json", "model.safetensors", "load.py"
+# The files of an export in the order written (load.py last), and the config keys set on bridge.cfg
+FILES = (CONFIG_FILE, WEIGHTS_FILE, TOKENIZER_FILE, TOKENIZER_CONFIG_FILE, SNIPPET_FILE)
+CFG_KEYS = ("headcount", "headcount_heads_per_layer", "headcount_padded_heads")
 SNIPPET = (
     "import json, torch; from pathlib import Path; from safetensors.torch import load_file; "
-    "from transformer_lens.config import TransformerBridgeConfig; from "
-    "transformer_lens.model_bridge import "
-    "TransformerBridge\n"
+    "from transformers import PreTrainedTokenizerFast; "
+    "from transformer_lens.config import TransformerBridgeConfig; "
+    "from transformer_lens.model_bridge import TransformerBridge\n"
     "here = Path(__file__).resolve().parent; config = json.loads((here / "
-    '"config.json").read_text())\n'
+    '"config.json").read_text()); tokenizer = PreTrainedTokenizerFast.from_pretrained(here)\n'
     "bridge = TransformerBridge.boot_native(TransformerBridgeConfig.from_dict(config | "
-    '{"dtype": torch.float64}), dtype=torch.float64); bridge.load_state_dict(load_file(here / '
-    '"model.safetensors"), strict=True); bridge.cfg.headcount = config.get("headcount")\n'
+    '{"dtype": torch.float64}), tokenizer, dtype=torch.float64); bridge.load_state_dict('
+    'load_file(here / "model.safetensors"), strict=True)\n'
+    f"for key in {CFG_KEYS!r}: setattr(bridge.cfg, key, config.get(key))\n"
 )
 
 
@@ -79,8 +105,11 @@ def _tl() -> tuple[Any, Any]:
 
 
 def to_transformer_lens(model: Transformer) -> Any:
-    """A TL-native TransformerBridge computing `model`: float64 weights, never processed, the record
-    on ``bridge.cfg.headcount`` (InputError for what TransformerLens cannot hold, saying why)."""
+    """A TL-native TransformerBridge computing `model`: float64 weights, never processed, the
+    symbols' tokenizer attached (``bridge.to_tokens("0 1 2")`` is [[0, 1, 2]], no BOS), the record
+    on ``bridge.cfg.headcount`` and the head flags on ``bridge.cfg.headcount_heads_per_layer`` /
+    ``headcount_padded_heads`` (module docstring; InputError for what TransformerLens cannot hold,
+    saying why)."""
     TransformerBridge, TransformerBridgeConfig = _tl()
     import torch
 
@@ -88,11 +117,12 @@ def to_transformer_lens(model: Transformer) -> Any:
     model_from_parts(
         config, tensors
     )  # the parts fit together (InputError naming the first that does not)
-    record = config.pop("headcount")
     cfg = TransformerBridgeConfig.from_dict(config | {"dtype": torch.float64})
-    bridge = TransformerBridge.boot_native(cfg, dtype=torch.float64)
+    tokenizer = symbol_tokenizer(config["d_vocab"], config["n_ctx"])
+    bridge = TransformerBridge.boot_native(cfg, tokenizer, dtype=torch.float64)
     bridge.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()}, strict=True)
-    bridge.cfg.headcount = record
+    for key in CFG_KEYS:  # as load.py sets them
+        setattr(bridge.cfg, key, config.get(key))
     return bridge
 
 
@@ -121,11 +151,11 @@ def from_transformer_lens(bridge: Any) -> Transformer:
 
 @dataclass(frozen=True)
 class TransformerLensExport(JsonResult):
-    """The files `write_transformer_lens` wrote: `files` (paths), `config` (TL's config fields,
-    without the record), `heads` (headcount's heads per layer; TL holds config n_heads in each),
-    `padded` (whether any head, width or MLP was zero-padded) and `exact_round_trip` (reading the
-    files back gives every array bit-identical: false only when layers' attention scales are not
-    powers of two apart)."""
+    """The files `write_transformer_lens` wrote: `files` (paths, load.py last), `config` (TL's
+    config fields and the head flags, without the record), `heads` (headcount's heads per layer; TL
+    holds config n_heads in each), `padded` (whether any head, width or MLP was zero-padded) and
+    `exact_round_trip` (reading the files back gives every array bit-identical: false only when
+    layers' attention scales are not powers of two apart)."""
 
     out_dir: str
     files: tuple[str, ...]
@@ -149,7 +179,7 @@ def write_transformer_lens(
     option: str = "out",
 ) -> TransformerLensExport:
     """Write `model` as a TransformerLens export (module docstring) into the folder `out_dir` (made
-    if missing, and removed again if the files cannot be written; the three files are replaced
+    if missing, and removed again if the files cannot be written; each of the five files is replaced
     atomically). `follow` False refuses an `out_dir` that is a symbolic link (a folder named inside
     the user's); `reads`: the files the command reads, which no file written may be; `option` names
     out_dir in messages."""
@@ -162,36 +192,38 @@ def write_transformer_lens(
         for layer, again in zip(model.layers, back.layers)
         for h, g in zip(layer.heads, again.heads)
     )
-    text = json.dumps(jsonable(config), indent=2, ensure_ascii=False) + "\n"
-    check_not_read(
-        [Path(os.fsdecode(out_dir), n) for n in (CONFIG_FILE, WEIGHTS_FILE, SNIPPET_FILE)], reads
-    )
+    texts = {CONFIG_FILE: json.dumps(jsonable(config), indent=2, ensure_ascii=False) + "\n"}
+    for name, obj in tokenizer_files(config["d_vocab"], config["n_ctx"]).items():
+        texts[name] = json.dumps(obj, ensure_ascii=False) + "\n"
+    texts[SNIPPET_FILE] = SNIPPET
+    check_not_read([Path(os.fsdecode(out_dir), n) for n in FILES], reads)
     with filling_folder(out_dir, option, follow) as out:
         atomic_write_safetensors(out / WEIGHTS_FILE, tensors, {"format": "pt"})
-        atomic_write_bytes(
-            out / CONFIG_FILE, lambda tmp: Path(tmp).write_text(text, encoding="utf-8")
-        )
-        atomic_write_bytes(
-            out / SNIPPET_FILE, lambda tmp: Path(tmp).write_text(SNIPPET, encoding="utf-8")
-        )
-    heads = tuple(model.heads_per_layer)
+        for name, text in texts.items():
+            atomic_write_bytes(
+                out / name, lambda tmp, text=text: Path(tmp).write_text(text, encoding="utf-8")
+            )
+    return TransformerLensExport(
+        str(out),
+        tuple(str(out / name) for name in FILES),
+        {k: v for k, v in config.items() if k != "headcount"},
+        tuple(model.heads_per_layer),
+        _padded(model, config),
+        exact,
+        SNIPPET,
+    )
+
+
+def _padded(model: Transformer, config: dict[str, Any]) -> bool:
+    """Whether the export pads any head count, head width or MLP width of `model`."""
     widths = [
         w for layer in model.layers for h in layer.heads for w in (h.W_Q.shape[1], h.W_V.shape[1])
     ]
     mlps = [layer.mlp.W_in.shape[1] if layer.mlp else 0 for layer in model.layers]
-    padded = any(h != config["n_heads"] for h in heads) or any(
+    padded = any(h != config["n_heads"] for h in model.heads_per_layer) or any(
         w != config["d_head"] for w in widths
     )
-    padded = padded or (not config["attn_only"] and any(m != config["d_mlp"] for m in mlps))
-    return TransformerLensExport(
-        str(out),
-        tuple(str(out / name) for name in (CONFIG_FILE, WEIGHTS_FILE, SNIPPET_FILE)),
-        {k: v for k, v in config.items() if k != "headcount"},
-        heads,
-        padded,
-        exact,
-        SNIPPET,
-    )
+    return padded or (not config["attn_only"] and any(m != config["d_mlp"] for m in mlps))
 
 
 def read_transformer_lens(folder: str | os.PathLike) -> Transformer:

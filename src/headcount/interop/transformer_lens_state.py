@@ -27,10 +27,14 @@ W_Q, b_Q are multiplied by a_l = c·s_l — a power of two, hence exact, wheneve
 construction, trained and GPT-2 model; otherwise a_l = c·s_l rounds W_Q once). (2) Weight processing
 folds LayerNorm and casts to float32: never called, and a processed bridge is refused. (3) The
 unembedding bias is a buffer a strict load requires: zeros are written when the model has none. (4)
-TL has one n_heads and one d_head: heads are zero-padded to the widest (Q/K and V alike) and layers
-to the most heads; padded parts are zero, so they add exactly 0 (zero W_V, W_O). Likewise one d_mlp
-(zero hidden units: act(0) = 0) and an MLP in every layer (a zero one where headcount has none)
-unless the model is attention-only.
+TL has one n_heads and one d_head (its native model cannot hold a head count per layer): heads are
+zero-padded to the widest (Q/K and V alike) and layers to the most heads; padded parts are zero, so
+they add exactly 0 (zero W_V, W_O). A padded ("phantom") head has zero W_Q and W_K, so its pattern
+in ``run_with_cache`` is the uniform causal average 1/(i+1), and detect_head scores it like any
+other head: the config says which heads are real (`head_flags`: ``headcount_heads_per_layer``, and
+``headcount_padded_heads`` the phantom [layer, head] pairs, both on ``bridge.cfg``). Likewise one
+d_mlp (zero hidden units: act(0) = 0) and an MLP in every layer (a zero one where headcount has
+none) unless the model is attention-only.
 
 What TL cannot hold is refused with the reason: table models (OneLayerTable), decoders that are not
 a linear unembedding, LayerNorm in some places but not others (TL has one normalization type),
@@ -242,6 +246,15 @@ def _decoder_state(model: Transformer) -> tuple[np.ndarray, np.ndarray, dict[str
     return W_U, np.zeros(W_U.shape[1]) if dec.b_U is None else dec.b_U, entry
 
 
+def head_flags(heads: list[int], n_heads: int) -> dict[str, list]:
+    """The config keys (also set on ``bridge.cfg``) that say which of TL's n_heads heads per layer
+    are headcount's: "headcount_heads_per_layer" (the true count of each layer) and
+    "headcount_padded_heads" (the zero-padded phantom heads, as [layer, head] pairs: head h of layer
+    l for h ≥ that count). Informational: the record, not these, is read back."""
+    padded = [[l, h] for l, count in enumerate(heads) for h in range(count, n_heads)]
+    return {"headcount_heads_per_layer": list(heads), "headcount_padded_heads": padded}
+
+
 def transformer_lens_parts(model: Transformer) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """(TL config fields with the record under "headcount", state dict as float64 arrays) of
     `model`: what the bridge is booted and loaded from, and what the files hold. InputError for what
@@ -290,7 +303,8 @@ def transformer_lens_parts(model: Transformer) -> tuple[dict[str, Any], dict[str
         "default_prepend_bos": False,
         "init_weights": False,
     }
-    config["tokenizer_prepends_bos"] = False
+    config["tokenizer_prepends_bos"] = False  # no BOS: transformer_lens_tokens' docstring
+    config |= head_flags(model.heads_per_layer, H)
     if not attn_only:
         config["d_mlp"] = d_mlp
     record = {

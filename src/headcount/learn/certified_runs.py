@@ -43,8 +43,8 @@ def khop_certificates(
     float64 error and every position proven right at that p), `uncertified_positions`,
     `dtypes_exact`. Scope: sampled. Where the float64 model errs on a sample no precision can be
     certified: the search is skipped there (precision_bits, uncertified_positions and dtypes_exact
-    None, certified False). (induction.certify.certify_induction's input families include repeated
-    symbols, which a k-hop model never saw: every trained model errs there.)"""
+    None, certified False). (induction.certification.certify_induction's input families include
+    repeated symbols, which a k-hop model never saw: every trained model errs there.)"""
     rng = np.random.default_rng([KHOP_CERTIFY_SEED, n, alphabet])
     sigma = itask.no_adjacent_repeats(rng, samples, n, alphabet)
     out = {}

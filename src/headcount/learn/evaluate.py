@@ -26,8 +26,8 @@ from headcount.learn.results import (
     MinMaxMetrics,
     VerifierVerdict,
 )
+from headcount.minmax.exact_verify import decide_exact, verify_exact_one_head
 from headcount.minmax.task import all_multisets, count_multisets
-from headcount.minmax.verify import decide_exact, verify_exact_one_head
 
 EVAL_SEED = 20_240_601  # held-out sets are fixed (independent of the training seed)
 EVAL_SIZE = 2048  # held-out sequences for induction metrics

@@ -138,7 +138,7 @@ class InductionRun(_Record):
 @dataclass(frozen=True)
 class VerifierVerdict(_Record):
     """The exact one-head verifier on a trained head for one task
-    (minmax.verify.verify_exact_one_head)."""
+    (minmax.exact_verify.verify_exact_one_head)."""
 
     correct: bool
     counterexample_exists: bool

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from headcount.boolean.frontier import frontier_row
+from headcount.boolean.accuracy_frontier import frontier_row
 from headcount.boolean.task import parse_function, sign_changes
 from headcount.common.errors import InputError
 from headcount.core.numbers import IEEE_DTYPES

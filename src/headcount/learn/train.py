@@ -39,7 +39,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F_nn
 
-from headcount.boolean.certify import dim_bound
+from headcount.boolean.certification import dim_bound
 from headcount.boolean.model import model_sign_exact
 from headcount.boolean.model_file import save_boolean
 from headcount.boolean.task import parse_function, sign_changes

@@ -16,6 +16,7 @@ from headcount.common.errors import InputError, InternalError, param
 from headcount.common.resources import check_memory, check_work
 from headcount.core.model import BOTTOM
 from headcount.minmax.exact_signs import layer_gap_sign
+from headcount.minmax.exact_verify import Verdict, check_inputs, chunk_rows, decide_lists, hist_dict
 from headcount.minmax.float_bounds import (
     U,
     logit_bounds,
@@ -25,7 +26,6 @@ from headcount.minmax.float_bounds import (
 )
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer, as_layer
 from headcount.minmax.task import all_multisets, estimate_multisets, min_max
-from headcount.minmax.verify import Verdict, check_inputs, chunk_rows, decide_lists, hist_dict
 
 #: verify_brute decides each multiset with about n·M·heads operations: at most this many per task
 #: (~4.5·10⁷ a second, so under a minute); the multisets themselves are held as one [count n] array.

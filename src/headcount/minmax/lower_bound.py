@@ -39,9 +39,9 @@ import numpy as np
 
 from headcount.common.errors import InputError
 from headcount.common.jsonable import JsonResult
+from headcount.minmax.exact_verify import decide_exact, verify_exact_one_head
 from headcount.minmax.model import MinMaxModel, TokenHead, predict
 from headcount.minmax.task import check_sizes, check_task, min_max
-from headcount.minmax.verify import decide_exact, verify_exact_one_head
 
 #: p is reported exactly for float64 values (every finite double is in 2^-1074·Z); above this it is
 #: capped

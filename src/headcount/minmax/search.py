@@ -24,10 +24,10 @@ from headcount.common.jsonable import JsonResult
 from headcount.common.progress import progress_bar
 from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_int
+from headcount.minmax.exact_verify import check_counterexample_resources
 from headcount.minmax.lower_bound import MonotoneRun, OneHeadCheck, one_head_counterexamples
 from headcount.minmax.model import Classifier, MinMaxModel, TokenHead, TokenLayer
 from headcount.minmax.task import check_sizes
-from headcount.minmax.verify import check_counterexample_resources
 
 TASKS = ("min", "max")
 # Resource bounds (issue 13). Each Adam step evaluates the surrogate on every triple (x, y, ω): [M M

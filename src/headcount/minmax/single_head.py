@@ -18,6 +18,13 @@ from headcount.common.errors import InputError, param
 from headcount.common.jsonable import jsonable
 from headcount.common.validate import check_choice
 from headcount.minmax.brute import check_brute_resources, verify_brute
+from headcount.minmax.exact_verify import (
+    Verdict,
+    check_counterexample_resources,
+    check_exact_resources,
+    scope_of,
+    verify_exact_one_head,
+)
 from headcount.minmax.lower_bound import (
     Lemma6Quantities,
     MonotoneRun,
@@ -26,13 +33,6 @@ from headcount.minmax.lower_bound import (
 )
 from headcount.minmax.model import Classifier, MinMaxModel, ModelSource, TokenHead
 from headcount.minmax.task import check_sizes, count_multisets
-from headcount.minmax.verify import (
-    Verdict,
-    check_counterexample_resources,
-    check_exact_resources,
-    scope_of,
-    verify_exact_one_head,
-)
 
 #: `verify_single_head(method="brute")` enumerates at most this many multisets
 BRUTE_MAX_INPUTS = 2_000_000

@@ -20,8 +20,8 @@ Exact: every score, key and value is a stored float64 number copied, or a sum of
 zeros, so q, k, v, the softmax weights and the head outputs are the min/max model's own computation;
 only the summation order of the value and logit sums may differ (one rounding each). The min/max
 classifier answers ⊥ on an exact tie, the weight form the lowest tied class: they agree wherever the
-classifier is not tied, which for a certified model (a positive margin, minmax/certify.py) is every
-list — tests check every list of small sizes and every multiset of the zoo's.
+classifier is not tied, which for a certified model (a positive margin, minmax/certification.py) is
+every list — tests check every list of small sizes and every multiset of the zoo's.
 """
 
 from __future__ import annotations

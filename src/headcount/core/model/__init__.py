@@ -5,9 +5,7 @@ lives in core.passes.
 """
 
 from headcount.core.model.files import load_model, save_model
-from headcount.core.model.symbols import BOTTOM, OTHER, check_tokens, token_text
-from headcount.core.model.table import OneLayerTable, check_plain, random_table, table_from_weights
-from headcount.core.model.transformer import (
+from headcount.core.model.parts import (
     ACTIVATIONS,
     MASKS,
     MLP,
@@ -16,11 +14,13 @@ from headcount.core.model.transformer import (
     Layer,
     LayerNorm,
     LinearDecoder,
-    Transformer,
     argmax_bounds,
     decoder_class,
     register_decoder,
 )
+from headcount.core.model.symbols import BOTTOM, OTHER, check_tokens, token_text
+from headcount.core.model.table import OneLayerTable, check_plain, random_table, table_from_weights
+from headcount.core.model.transformer import Transformer
 from headcount.core.model.vocab import VocabDecoder, VocabMap, bind_task
 
 __all__ = [

@@ -33,17 +33,17 @@ from headcount.common.files import (
     read_config,
     short_repr,
 )
-from headcount.core.model.table import OneLayerTable
-from headcount.core.model.transformer import (
+from headcount.core.model.parts import (
     ACTIVATIONS,
     MASKS,
     MLP,
     AttentionHead,
     Layer,
     LayerNorm,
-    Transformer,
     decoder_class,
 )
+from headcount.core.model.table import OneLayerTable
+from headcount.core.model.transformer import Transformer
 
 VERSION = 1
 SUPPORTED_VERSIONS = (1,)  # the versions of FORMAT and TABLE_FORMAT this headcount reads

@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from headcount.common.errors import InputError
-from headcount.core.model.transformer import MASKS, LinearDecoder, Transformer
+from headcount.core.model.parts import MASKS, LinearDecoder
+from headcount.core.model.transformer import Transformer
 
 
 @dataclass(frozen=True, eq=False)

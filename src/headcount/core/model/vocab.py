@@ -29,13 +29,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from headcount.common.errors import InputError, param
+from headcount.core.model.parts import LinearDecoder, argmax_bounds, register_decoder
 from headcount.core.model.symbols import BOTTOM, OTHER
-from headcount.core.model.transformer import (
-    LinearDecoder,
-    Transformer,
-    argmax_bounds,
-    register_decoder,
-)
+from headcount.core.model.transformer import Transformer
 from headcount.core.numbers import add_bounds, affine_bounds
 
 READOUTS = ("tied", "lm-head", "hidden")

@@ -44,7 +44,6 @@ from fractions import Fraction
 from functools import lru_cache
 
 import flint
-from scipy.stats import beta
 
 from headcount.common.errors import InputError
 from headcount.common.jsonable import JsonResult
@@ -102,6 +101,9 @@ def clopper_pearson(count: int, trials: int, confidence: float = CONFIDENCE) -> 
     trials."""
     trials = check_int("trials", trials, 1)
     count = check_int("count", count, 0, trials)
+    # imported here: scipy.stats takes a second to import, and every command would pay it
+    from scipy.stats import beta
+
     tail = (1.0 - confidence) / 2
     lo = 0.0 if count == 0 else float(beta.ppf(tail, count, trials - count + 1))
     hi = 1.0 if count == trials else float(beta.ppf(1.0 - tail, count + 1, trials - count))

@@ -21,7 +21,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-from headcount.boolean.certify import check_exact_cost
+from headcount.boolean.certification import check_exact_cost
 from headcount.common.errors import InputError, param
 from headcount.common.resources import check_memory, check_work
 from headcount.learn.models.sequence import SequenceConfig

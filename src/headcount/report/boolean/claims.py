@@ -18,7 +18,7 @@ import numpy as np
 from flint import fmpq, fmpq_poly
 
 from headcount.boolean import threshold
-from headcount.boolean.certify import (
+from headcount.boolean.certification import (
     BooleanCertificate,
     certify_boolean_model,
     construct_and_certify,

@@ -1,11 +1,11 @@
 """The claim `boolean.frontier` (issue 17, points 3–5) and its figure: below the threshold degree,
 the Theorem-3 model built for the best sign pattern reaches the exact accuracy frontier.
 
-Measure: for each function at n, the frontier rows c = 0..T (boolean.frontier.frontier_rows: the
-programme over F's runs) and, for every (D, H) of the plan, the model Theorem 3 builds for the best
-pattern at c = min(D·H, T) with its exact accuracy over all 2^n inputs and `certified`
-(build_frontier_model). The plan covers every c = D·H in 1..T with D = 1, H = c, plus D = 2 below T
-(quick); every (D, H) with D·H ≤ T (full).
+Measure: for each function at n, the frontier rows c = 0..T
+(boolean.accuracy_frontier.frontier_rows: the programme over F's runs) and, for every (D, H) of the
+plan, the model Theorem 3 builds for the best pattern at c = min(D·H, T) with its exact accuracy
+over all 2^n inputs and `certified` (build_frontier_model). The plan covers every c = D·H in 1..T
+with D = 1, H = c, plus D = 2 below T (quick); every (D, H) with D·H ≤ T (full).
 
 Check, with computations independent of the code that measured:
 - every row equals an exhaustive search over all 2^(n+1) ±1 patterns (value and the
@@ -32,7 +32,7 @@ import matplotlib.pyplot as plt
 from flint import fmpq
 from matplotlib.lines import Line2D
 
-from headcount.boolean import frontier as bf
+from headcount.boolean import accuracy_frontier as bf
 from headcount.boolean.construction import Construction
 from headcount.boolean.task import parse_function, sign_changes
 from headcount.learn.summaries import XorPhaseSummary

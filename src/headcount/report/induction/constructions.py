@@ -5,8 +5,8 @@ The paper: a one-layer transformer solving induction heads on length-n inputs ne
 Ω(n) (Theorem 1, §3, by a reduction from INDEX), while two layers with O(1) heads, O(1) embedding
 dimension and O(log n) bits suffice when |Σ| ≤ n (§1, citing Bietti et al. 2023 and Sanford et al.
 2024). The constructions (headcount.induction.construction) are certified by
-headcount.induction.certify: "certified" means every checked position is proven at the reported
-precision_bits, "errors" counts float64 mistakes, and the scope says what "checked" covers
+headcount.induction.certification: "certified" means every checked position is proven at the
+reported precision_bits, "errors" counts float64 mistakes, and the scope says what "checked" covers
 ("exhaustive": all of Σ^n; "sampled": seeded random inputs plus the adversarial families), which the
 report always words (certified_wording). Certificates are cached per run under ("induction",
 construction, n, S, samples), so claims sharing a case compute it once.
@@ -20,7 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from headcount.induction.certify import InductionCertificate, certify_induction, exhaustive_cases
+from headcount.induction.certification import (
+    InductionCertificate,
+    certify_induction,
+    exhaustive_cases,
+)
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.report.claims import SEED000, ClaimResult, Context, claim, status
 

@@ -1,12 +1,12 @@
 """The k-hop construction (issue 16, point 4): the claim `induction.khop.construction`, measured,
 checked and described here; its two figures are drawn by report.induction.khop_construction_figures.
 
-Measure: induction.khop.construction.khop_construction(n, S, k) — pointer doubling, built for any k
-— certified by induction.certify.certify_induction at hop count k (sampled: seeded random inputs
-plus every adversarial family, and for k ≥ 2 the k-hop families of induction/khop/families.py;
-dtypes=False), for k = 1..K at one (n, S), and at k ∈ PRECISION_HOPS for a series of n at one
-alphabet. Certificates are cached per run under (CACHE_KIND, n, S, k, samples, seed), so a point
-both parts need is certified once.
+Measure: induction.multihop.construction.khop_construction(n, S, k) — pointer doubling, built for
+any k — certified by induction.certification.certify_induction at hop count k (sampled: seeded
+random inputs plus every adversarial family, and for k ≥ 2 the k-hop families of
+induction/multihop/families.py; dtypes=False), for k = 1..K at one (n, S), and at k ∈
+PRECISION_HOPS for a series of n at one alphabet. Certificates are cached per run under
+(CACHE_KIND, n, S, k, samples, seed), so a point both parts need is certified once.
 
 Check (each a line of the detail when it fails): zero float64 errors, a precision, every position
 proven (InductionCertificate.shortfalls); depth len(model.layers) = ⌈log₂ k⌉ + 2 — the
@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from headcount.common.jsonable import JsonResult
-from headcount.induction.certify import InductionCertificate, certify_induction
-from headcount.induction.khop.construction import khop_construction
-from headcount.induction.khop.families import KHOP_FAMILIES
+from headcount.induction.certification import InductionCertificate, certify_induction
+from headcount.induction.multihop.construction import khop_construction
+from headcount.induction.multihop.families import KHOP_FAMILIES
 from headcount.learn.summaries import KhopSummary
 from headcount.report.claims import SHT2024, ClaimResult, Context, claim, fit_log2, status
 from headcount.report.experiments import experiment_summary

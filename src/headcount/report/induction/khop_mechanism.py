@@ -33,7 +33,7 @@ import matplotlib.pyplot as plt
 
 from headcount.core.certify import Model
 from headcount.induction.heads import HeadScore, analyze_heads
-from headcount.induction.khop.construction import khop_construction
+from headcount.induction.multihop.construction import khop_construction
 from headcount.induction.roles import khop_roles
 from headcount.learn.constants import DEFAULT_DB
 from headcount.learn.experiments import experiment_rows, kept_or_retrained

@@ -14,7 +14,7 @@ from headcount.core.certify import Model, minimal_precision_bits, predict
 from headcount.core.model import random_table
 from headcount.core.numbers import fixed
 from headcount.induction import task
-from headcount.induction.certify import certify_induction
+from headcount.induction.certification import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
 from headcount.induction.lower_bound.protocol import check_protocol
 from headcount.induction.lower_bound.refute import refute

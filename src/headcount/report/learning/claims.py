@@ -23,7 +23,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
-from headcount.boolean.certify import construct_and_certify
+from headcount.boolean.certification import construct_and_certify
 from headcount.common.jsonable import JsonResult
 from headcount.common.probe import machine_info
 from headcount.learn.constants import DEFAULT_DB
@@ -36,7 +36,7 @@ from headcount.learn.summaries import (
     XorPhaseCell,
     XorPhaseSummary,
 )
-from headcount.minmax.certify import certify_minmax
+from headcount.minmax.certification import certify_minmax
 from headcount.report.claims import SEED000, SEED004, ClaimResult, Context, claim, status
 from headcount.report.experiments import experiment_summary
 from headcount.report.figures import cell_text, figure, log2_axis, save_figure

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from headcount.minmax.certify import MinMaxCertificate, certify_minmax
+from headcount.minmax.certification import MinMaxCertificate, certify_minmax
 from headcount.minmax.construction import build_construction
 from headcount.minmax.lower_bound import OneHeadCheck, one_head_counterexamples
 from headcount.minmax.search import DimensionSearch, smallest_dimension

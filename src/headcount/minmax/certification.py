@@ -58,15 +58,15 @@ from headcount.minmax.construction import (
     two_head_layer,
 )
 from headcount.minmax.exact_signs import frac
-from headcount.minmax.model import Classifier, TokenLayer
-from headcount.minmax.task import MAX_ENUMERATE, check_sizes, count_multisets
-from headcount.minmax.verify import (
+from headcount.minmax.exact_verify import (
     Verdict,
     block_head,
     check_exact_resources,
     scope_of,
     verify_exact_one_head,
 )
+from headcount.minmax.model import Classifier, TokenLayer
+from headcount.minmax.task import MAX_ENUMERATE, check_sizes, count_multisets
 
 EXACT_MAX_M = 1024
 METHODS = ("exact-histogram", "sufficient-condition", "brute-force")

@@ -37,7 +37,6 @@ from headcount.induction.construction import (
     evaluation_bytes,
     evaluation_work,
 )
-from headcount.induction.khop.families import KHOP_FAMILIES
 from headcount.induction.layouts import (
     bind_layout,
     check_hops,
@@ -48,6 +47,7 @@ from headcount.induction.layouts import (
     model_work,
     prefix_length,
 )
+from headcount.induction.multihop.families import KHOP_FAMILIES
 from headcount.induction.source import ModelSource
 
 EXHAUSTIVE_LIMIT = 2_000_000
@@ -101,7 +101,7 @@ def family_sizes(
 ) -> list[tuple[str, int]]:
     """The sampled input set: (family, count) — uniform and no-adjacent-repeats share `samples`
     (default default_samples(n)), each adversarial family gets max(2, samples // 8) (INDEX only when
-    S ≥ 3, n ≥ 3; with hops ≥ 2 also the k-hop families of induction/khop/families.py)."""
+    S ≥ 3, n ≥ 3; with hops ≥ 2 also the k-hop families of induction/multihop/families.py)."""
     samples = default_samples(n) if samples is None else samples
     per_family = max(2, samples // 8)
     families: list[tuple[str, int]] = [

@@ -1,6 +1,6 @@
 """Adversarial input families for the k-hop task (issue 16): inputs whose pointer chains are what a
 k-hop model can get wrong. Each generator is (rng, batch, n, S, hops) → [batch n] int64 tokens in
-0..S−1; `certify` adds them to its sampled input set when hops ≥ 2 (induction/certify.py
+0..S−1; `certify` adds them to its sampled input set when hops ≥ 2 (induction/certification.py
 family_sizes).
 
 find(i) = 1 + the latest j < i with σ_j = σ_i (⊥ if none); in a sequence of period P with P distinct

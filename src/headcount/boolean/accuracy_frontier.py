@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 from flint import fmpq, fmpz
 
-from headcount.boolean.certify import check_exact_cost
+from headcount.boolean.certification import check_exact_cost
 from headcount.boolean.construction import Construction, construct
 from headcount.boolean.lower_bound import check_sizes
 from headcount.boolean.model import BooleanLayer, Readout, model_sign_exact
