@@ -15,9 +15,9 @@ START = (
 END = "<!-- /claims -->"
 
 
-def _sentence(text: str, limit: int = 140) -> str:
-    first = re.split(r"(?<=[.:;])\s", text.strip(), maxsplit=1)[0].rstrip(".:;")
-    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
+def _sentence(text: str, limit: int = 160) -> str:
+    first = re.split(r"(?<=\.)\s", text.strip(), maxsplit=1)[0].rstrip(".:;")
+    return first if len(first) <= limit else first[:limit].rsplit(" ", 1)[0].rstrip(",;:(") + " …"
 
 
 def claims_block() -> str:

@@ -29,6 +29,20 @@ def test_every_public_name_exists_and_is_documented(module):
     assert (ROOT / "src" / "headcount" / "py.typed").exists()
 
 
+@pytest.mark.parametrize(
+    "module", [headcount, headcount.induction, headcount.minmax, headcount.boolean]
+)
+def test_every_public_function_is_typed(module):
+    functions = [getattr(module, n) for n in module.__all__]
+    functions = [f for f in functions if inspect.isfunction(f)]
+    functions += [headcount.Transformer.from_weights, headcount.Transformer.weights]
+    for f in functions:
+        sig = inspect.signature(f)
+        untyped = [p for p, q in sig.parameters.items() if q.annotation is inspect.Parameter.empty]
+        assert untyped in ([], ["self"]), f"{f.__qualname__}: {untyped}"
+        assert sig.return_annotation is not inspect.Signature.empty, f.__qualname__
+
+
 def test_version_is_the_package_metadata_version():
     from importlib.metadata import version
 
@@ -241,6 +255,9 @@ def test_from_hf_reads_a_live_model_as_its_checkpoint(tmp_path):
         logits = hf(torch.tensor([tokens])).logits[0].double().numpy()
     ours = headcount.predict(live, tokens, "float64").outputs
     assert list(ours) == [int(i) for i in logits.argmax(-1)]
+    # read as the task (S = 4): ids 0..3 are the symbols, id 4 is ⊥ (the default vocabulary map)
+    labelled = headcount.predict(live, tokens, "float64", alphabet=4)
+    assert list(labelled.outputs) == [headcount.BOTTOM if t == 4 else t for t in ours]
     with pytest.raises(headcount.InputError, match="GPT-2 model"):
         headcount.from_hf(object())
 

@@ -31,6 +31,7 @@ from headcount.core.model import (
     OneLayerTable,
     Transformer,
     VocabMap,
+    bind_task,
     load_model,
     save_model,
 )
@@ -185,18 +186,28 @@ def certify(
 
 
 def predict(
-    model: Model, tokens: Sequence[int] | np.ndarray | str, precision: str = "fixed:12"
+    model: Model,
+    tokens: Sequence[int] | np.ndarray | str,
+    precision: str = "fixed:12",
+    *,
+    alphabet: int | None = None,
 ) -> Prediction:
     """The model's output at every position of one input (tokens 0..alphabet−1, or a string such
     as "3 0 2 3 0"), evaluated in `precision`: "fixed:p" (the seed's rounding at p bits, computed
     exactly), "float16", "bfloat16", "float32", "float64", or "exact" (real arithmetic in float64,
     checked, not proven). Prediction.outputs holds the tokens, with BOTTOM (−1) for ⊥;
-    outputs_text prints them."""
+    outputs_text prints them. A model over its own vocabulary (from_hf, or a vocabulary-map
+    readout) reads and answers its own token ids; with `alphabet` (the task's S) it is read
+    through its vocabulary map, as certify reads it: the input holds the task's tokens
+    0..alphabet−1, and the outputs are the task's tokens, ⊥, or OTHER for an id the task does
+    not use."""
     array = tokens_from_text(tokens) if isinstance(tokens, str) else np.asarray(tokens)
     if array.ndim != 1 or array.size == 0 or not np.issubdtype(array.dtype, np.integer):
         raise InputError("tokens must be a non-empty 1-D sequence of integers")
     if array.min() < 0:
         raise InputError(f"tokens must be ≥ 0, got {int(array.min())}")
+    if alphabet is not None and isinstance(model, Transformer):
+        model = bind_task(model, alphabet)
     return predict_input(array.astype(np.int64), model, precision)
 
 
