@@ -56,7 +56,7 @@ def evaluate(
     seed: int = typer.Option(
         20_240_601,
         "--seed",
-        help="Seed of the inputs (≥ 0), drawn from default_rng([seed, n, alphabet]); the default "
+        help="Seed of the inputs (≥ 0), drawn from default_rng(\\[seed, n, alphabet]); the default "
         "is the "
         "learning lab's held-out seed, so a model trained here reproduces its run's "
         "accuracy_by_hop.",

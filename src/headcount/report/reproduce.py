@@ -5,8 +5,8 @@ reproduce`.
 
 Claims come from the scenario modules in CLAIM_MODULES (a new scenario adds its module there, once).
 They run in registration order; an exception inside a claim becomes a FAIL with the error in its
-detail, never a crash. Progress goes to the `progress` callable (stderr by default), never to
-stdout.
+detail, never a crash. Progress goes to the `progress` callable (stderr by default: one line per
+claim started and finished) or to a progress bar on stderr, never to stdout.
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ from headcount.common.errors import InputError
 from headcount.common.files import show_path
 from headcount.common.jsonable import JsonResult, jsonable
 from headcount.common.probe import machine_info
+from headcount.common.progress import progress_bar
 from headcount.common.validate import check_choice, writable_folder
 from headcount.learn.constants import SCALES
 from headcount.report.boolean import claims as boolean
 from headcount.report.boolean import frontier as boolean_frontier
+from headcount.report.claim_costs import recorded_seconds
 from headcount.report.claim_ids import selected_ids
 from headcount.report.claims import FAIL, PASS, REGISTRY, Claim, ClaimResult, Context
 from headcount.report.induction import (
@@ -129,12 +131,17 @@ class ReproduceSummary(JsonResult):
     figures: tuple[dict[str, Any], ...] = ()
 
 
-def _run_one(claim: Claim, ctx: Context, label: str) -> tuple[ClaimRow, ClaimResult]:
-    ctx.progress(f"{label} {claim.id} ({ctx.scale}) ...")
+def _run_one(
+    claim: Claim, ctx: Context, label: str, lines: Callable[[str], None]
+) -> tuple[ClaimRow, ClaimResult]:
+    """Run one claim; `lines` gets one line when it starts and one when it ends (`label`: [i/N])."""
+    cost = recorded_seconds(claim.id, ctx.scale)
+    lines(f"{label} {claim.id} …" + ("" if cost is None else f" (about {max(cost, 1):.0f} s)"))
     start = time.perf_counter()
     result = run_claim(claim, ctx)
     seconds = time.perf_counter() - start
-    ctx.progress(f"{label} {claim.id}: {result.status} in {seconds:.1f} s — {result.detail}")
+    why = f" — {result.detail}" if result.status != PASS else ""
+    lines(f"{label} {claim.id} … {result.status} {seconds:.0f} s{why}")
     row = ClaimRow(
         claim.id,
         claim.paper,
@@ -149,13 +156,44 @@ def _run_one(claim: Claim, ctx: Context, label: str) -> tuple[ClaimRow, ClaimRes
     return row, result
 
 
+def _run_all(
+    chosen: list[Claim], ctx: Context, progress: Callable[[str], None], bar: bool
+) -> list[tuple[ClaimRow, ClaimResult]]:
+    """Every chosen claim in order. With `bar`, one progress bar on stderr over the claims, each
+    weighted by its recorded cost at this scale (so the bar's ETA is the recorded time left, at
+    this machine's pace), its description the current claim and its latest step (what the claim
+    reports through ctx.progress); without, `progress` gets the claims' start and end lines."""
+    costs = [recorded_seconds(c.id, ctx.scale) for c in chosen]
+    weights = [1.0 if cost is None else max(cost, 0.5) for cost in costs]
+    ran = []
+    with progress_bar(bar, "reproduce", total=round(sum(weights))) as shown:
+        for i, (claim, weight) in enumerate(zip(chosen, weights), 1):
+            label = f"[{i}/{len(chosen)}]"
+            if bar:
+                step = (
+                    lambda line, label=label, claim=claim: shown.update(  # noqa: E731
+                        description=f"{label} {claim.id}: {' '.join(line.split())[:60]}"
+                    )
+                )
+                ctx.progress = step
+                step("")
+                ran.append(_run_one(claim, ctx, label, lambda line: None))
+                shown.update(advance=round(weight))
+            else:
+                ran.append(_run_one(claim, ctx, label, progress))
+    return ran
+
+
 def run_reproduce(
     scale: str = "quick",
     only: str | Iterable[str] | None = None,
     out_dir: str | Path = "headcount-report",
     progress: Callable[[str], None] = print_to_stderr,
+    bar: bool = False,
 ) -> ReproduceSummary:
-    """Run the selected claims at `scale`, write the report into out_dir, return its summary."""
+    """Run the selected claims at `scale`, write the report into out_dir, return its summary.
+    Progress: one line per claim started and finished to `progress` (`[7/22] id … PASS 207 s`),
+    or with `bar` a progress bar on stderr instead (_run_all)."""
     check_choice("scale", scale, SCALES)
     chosen = select_claims(only)
     clock = time.perf_counter()
@@ -165,8 +203,8 @@ def run_reproduce(
         raise InputError(
             f"{show_path(out / RESULTS_DB)} is a symbolic link: reproduce keeps a real file there"
         )
-    ctx = Context(scale=scale, progress=progress, results_db=str(out / RESULTS_DB))
-    ran = [_run_one(claim, ctx, f"[{i}/{len(chosen)}]") for i, claim in enumerate(chosen, 1)]
+    ctx = Context(scale=scale, results_db=str(out / RESULTS_DB))
+    ran = _run_all(chosen, ctx, progress, bar)
     passed = sum(row.status == PASS for row, _ in ran)
     summary = ReproduceSummary(
         claims=tuple(row for row, _ in ran),
@@ -179,7 +217,9 @@ def run_reproduce(
         machine=machine_info(with_date=True),
     )
     figures = render_report(summary.to_json(), {row.id: result for row, result in ran}, out)
-    progress(
-        f"{passed} passed, {summary.failed} failed in {summary.wall_seconds:.1f} s; report in {out}"
-    )
+    if not bar:
+        progress(
+            f"{passed} passed, {summary.failed} failed in {summary.wall_seconds:.1f} s; "
+            f"report in {out}"
+        )
     return dataclasses.replace(summary, figures=tuple(figures))
