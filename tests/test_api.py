@@ -212,6 +212,21 @@ def test_khop_certificate():
     assert cert.certified and cert.hops == 2 and "hops=2" in repr(cert)
 
 
+def test_sample_is_seeded_and_bounded():
+    a = headcount.induction.sample(12, 3, 5, family="latest_match_far_back", seed=7)
+    assert a.shape == (5, 12) and a.dtype == np.int64 and a.max() < 3
+    assert np.array_equal(
+        a, headcount.induction.sample(12, 3, 5, family="latest_match_far_back", seed=7)
+    )
+    for kwargs, message in (
+        ({"family": "nope"}, "family"),
+        ({"count": 0}, "count"),
+        ({"count": 10**12}, "memory"),
+    ):
+        with pytest.raises(headcount.InputError, match=message):
+            headcount.induction.sample(100, 3, **kwargs)
+
+
 def test_predict_takes_text_or_tokens():
     model = headcount.induction.two_layer(6, 3)
     a = headcount.predict(model, "2 0 1 2 0", "fixed:12")

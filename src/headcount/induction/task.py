@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from headcount.common.errors import InputError
+from headcount.common.resources import check_memory
 from headcount.core.model import BOTTOM, token_text
 
 __all__ = [
@@ -447,6 +448,9 @@ GENERATORS: dict[str, Generator] = {
 }
 
 
+SAMPLE_BYTES_PER_TOKEN = 32  # sample's memory estimate: four int64 arrays of the batch's shape
+
+
 def sample(
     n: int, alphabet: int, count: int = 1, *, family: str = "uniform", seed: int = 0
 ) -> np.ndarray:
@@ -458,7 +462,9 @@ def sample(
     for name, value, low in (("n", n, 1), ("alphabet", alphabet, 1), ("count", count, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             raise InputError(f"{name} must be an integer ≥ {low}, got {value!r:.40}")
-    if count * n > 1 << 28:
-        raise InputError(f"count × n = {count * n} tokens is over {1 << 28}: draw fewer")
+    # the generators hold a few int64 arrays of the batch's shape at once
+    check_memory(
+        SAMPLE_BYTES_PER_TOKEN * float(count) * float(n), f"sampling {count} inputs of {n}"
+    )
     rng = np.random.default_rng(seed)
     return np.asarray(GENERATORS[family](rng, int(count), int(n), int(alphabet)), dtype=np.int64)
