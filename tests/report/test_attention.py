@@ -1,6 +1,8 @@
 """Attention-pattern figures (report/views/attention.py, `headcount analyze patterns`): the tokens
-on the axes, one panel per head with its pattern on the first scored input, the causal triangle
-blank, one colour scale, PNG + SVG files, the side-by-side of two models, and the refusals."""
+on the axes (as the command line prints them), one panel per head with its pattern on the first
+scored input, the causal triangle blank, one colour scale, square panels, PNG + SVG + HTML files,
+the side-by-side of two models, and the refusals. The layout's overlaps:
+test_attention_layout.py; the interactive page: test_attention_html.py."""
 
 from __future__ import annotations
 
@@ -19,13 +21,14 @@ from headcount.induction.heads import analyze_heads
 from headcount.induction.layouts import lay_out, task_characters
 from headcount.report.views.attention import (
     MAX_COLUMNS,
-    attention_figure,
+    answer_labels,
     draw_patterns,
     model_patterns,
     panel_title,
-    symbol_label,
     token_labels,
 )
+from headcount.report.views.attention_files import attention_figure
+from headcount.report.views.attention_layout import panel_inches
 from tests.cli_run import refused, run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -44,14 +47,14 @@ def random_model(
     return Transformer(w(vocab, 6), w(n_ctx, 6), tuple(layer() for _ in range(layers)), decoder)
 
 
-def test_tokens_are_letters_numbers_and_the_hop_token():
-    assert [symbol_label(s, 4) for s in range(4)] == ["a", "b", "c", "d"]
-    assert (
-        symbol_label(25, 26) == "z" and symbol_label(26, 27) == "26" and symbol_label(3, 40) == "3"
-    )
-    sigma = np.array([2, 0, 1])
-    assert token_labels(sigma, "plain", 3, 1) == ("c", "a", "b")
-    assert token_labels(sigma, "hop-prefix", 3, 4) == ("k=4", "c", "a", "b")
+def test_tokens_are_numbers_and_the_hop_token_as_the_cli_prints_them():
+    sigma = np.array([2, 0, 1, 11])
+    assert token_labels(sigma, "plain", 12, 1) == ("2", "0", "1", "11")
+    assert token_labels(sigma, "hop-prefix", 12, 4) == ("k=4", "2", "0", "1", "11")
+    # the answers at the query positions: ⊥ as `induction solve` prints it, none at the hop token
+    sigma = np.array([0, 1, 0, 1, 2])
+    assert answer_labels(sigma, "plain", 1) == ("⊥", "⊥", "1", "0", "⊥")
+    assert answer_labels(sigma, "hop-prefix", 2) == ("", "⊥", "⊥", "⊥", "1", "⊥")
 
 
 def test_patterns_are_the_first_scored_input_cropped():
@@ -63,7 +66,8 @@ def test_patterns_are_the_first_scored_input_cropped():
     ]
     assert len(full.patterns) == 3 and full.heads_per_layer == (2, 1) and full.causal
     assert all(np.array_equal(a, b) for a, b in zip(full.patterns, expected))
-    assert full.tokens == tuple("abc"[s] for s in sigma[0])
+    assert full.tokens == tuple(str(s) for s in sigma[0])
+    assert full.answers == answer_labels(sigma[0], "plain", 1)
     assert full.scores == tuple(analyze_heads(model, n=12, alphabet=3, samples=32, seed=5).heads)
     cropped = model_patterns(model, "construction", n=12, alphabet=3, seed=5, samples=32, draw=5)
     assert cropped.tokens == full.tokens[:5] and cropped.scores == full.scores
@@ -96,7 +100,8 @@ def test_one_panel_per_head_blank_triangle_and_one_scale():
         )
         assert im.get_clim() == (0.0, 1.0)
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
-    assert labels == list(patterns.tokens)
+    assert labels == list(patterns.tokens) and all(label.isdigit() for label in labels)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == labels
     plt.close(fig)
 
 
@@ -109,7 +114,15 @@ def test_two_models_side_by_side():
     ylabels = [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()]
     assert ylabels[:2] == ["construction\nquery", "construction\nquery"]
     assert "trained\nquery" in ylabels
-    assert tuple(fig.get_size_inches()) == pytest.approx((3.4 * 3 + 1.2, 3.4 * 2 + 1.0))
+    # square panels of one size: the smallest (8 tokens), widened to fill the footer's 8 inches
+    width, height = fig.get_size_inches()
+    sides = {
+        (round(ax.get_position().width * width, 6), round(ax.get_position().height * height, 6))
+        for ax in fig.axes
+        if ax.images
+    }
+    (side,) = {w for w, _ in sides}
+    assert sides == {(side, side)} and side == pytest.approx(panel_inches(8))
     plt.close(fig)
 
 
@@ -122,7 +135,10 @@ def test_figure_files_and_json(tmp_path):
     assert got["files"] == {
         "png": str(tmp_path / "out/attention.png"),
         "svg": str(tmp_path / "out/attention.svg"),
+        "html": str(tmp_path / "out/attention.html"),
     }
+    page = (tmp_path / "out/attention.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count('<table class="grid"') == 2
     assert (tmp_path / "out/attention.png").read_bytes()[:8] == PNG_MAGIC
     assert (tmp_path / "out/attention.svg").read_text().lstrip().startswith("<?xml")
     sigma = task_characters("khop", 8, 5, 3, 1)[:1]
@@ -166,6 +182,8 @@ def test_cli_writes_the_figure_and_refuses_bad_options(capsys, tmp_path):
     got = json.loads(stdout)
     assert [h["role"] for h in got["heads"]] == ["previous_token", "duplicate_token", "induction"]
     assert (out / "attention.png").stat().st_size > 1000 and (out / "attention.svg").exists()
+    assert got["files"]["html"] == str(out / "attention.html") and (out / "attention.html").exists()
+    assert got["tokens"] == [str(t) for t in got["input"]]
     code, stdout, err = run(capsys, *base, "--n", "8", "--alphabet", "3", "--samples", "16")
     assert code == 0 and stdout.strip().endswith(
         "L0H0 previous_token, L0H1 duplicate_token, L1H0 induction"

@@ -260,13 +260,11 @@ def test_figure_draws_every_kind_and_says_what_each_mark_is(shrunk, tmp_path):
     fig = plt.figure()
     caption = index_floor_figure.draw_floor(fig, r)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels[0].startswith(
-        "floor δ* = h⁻¹(1 − b/k) at the shortest random message (h=1, m=1, p=1)"
-    )
-    assert "random models, b < k (floor > 0): INDEX error" in labels
-    assert "one-layer construction: INDEX error" in labels
-    assert "trained one-layer models' table forms: INDEX error" in labels
-    assert "Blue circles" in caption and "Green triangles" in caption and "Red squares" in caption
+    assert labels[0] == "floor δ*, shortest b among random\nmodels (h=1, m=1, p=1)"
+    assert "random models, b < k (floor > 0)" in labels
+    assert "one-layer construction" in labels
+    assert "trained one-layer models (tables)" in labels
+    assert "Purple circles" in caption and "Blue triangles" in caption and "Red squares" in caption
     assert "Red squares: the table forms (table_from_weights)" in caption
     assert "FAILED" not in caption
     plt.close(fig)

@@ -61,7 +61,7 @@ def test_comparison_labels_error_and_precision(tmp_path):
     # cells in imshow order (row L = 2 first): error % and, where measured, p (— : not certified)
     assert attention == ["0.2", "70.0", "0.0", "50.0"]  # attention-only runs without certificates
     assert gpt2 == ["0.1\np=5", "60.0\n—", "0.0\np=3", "2.0\np=7"]
-    assert "p = the smallest fixed:p" in caption and "Sanford, Hsu, Telgarsky" in caption
+    assert "p = the smallest fixed:p" in caption and "Sanford, Hsu & Telgarsky" in caption
     plt.close(fig)
     fig = plt.figure()
     khop.draw_comparison(

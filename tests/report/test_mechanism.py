@@ -120,7 +120,7 @@ def test_reproduce_draws_the_kept_model_beside_the_construction(tiny, tmp_path):
     (row,) = summary.claims
     assert (row.id, row.status) == (CLAIM, "PASS"), row.detail
     m = row.measured
-    assert (m["n"], m["alphabet"], m["samples"], len(m["input_drawn"])) == (8, 3, 256, 8)
+    assert (m["n"], m["alphabet"], m["samples"], len(m["input_drawn"].split())) == (8, 3, 256, 8)
     assert m["construction"]["roles"] == {
         "0": ["duplicate_token", "previous_token"],
         "1": ["induction"],

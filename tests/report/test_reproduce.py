@@ -14,7 +14,14 @@ import pytest
 
 from headcount.common.jsonable import jsonable
 from headcount.report.claim_ids import CLAIM_IDS
-from headcount.report.claims import ClaimResult, claim, fit_line, fit_log2, unregister
+from headcount.report.claims import (
+    INDUCTION_PAPER,
+    ClaimResult,
+    claim,
+    fit_line,
+    fit_log2,
+    unregister,
+)
 from headcount.report.induction.constructions import exhaustive_cases
 from headcount.report.reproduce import load_claims, run_reproduce, select_claims
 
@@ -32,7 +39,9 @@ def temporary_claims():
     added = []
 
     def add(cid, fn, **kw):
-        claim(cid, paper="test paper", source="§0", statement="a claim made for a test", **kw)(fn)
+        claim(cid, paper=INDUCTION_PAPER, source="§0", statement="a claim made for a test", **kw)(
+            fn
+        )
         added.append(cid)
 
     yield add

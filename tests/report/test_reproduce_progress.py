@@ -15,7 +15,7 @@ import pytest
 
 from headcount.report.claim_costs import RECORDED_SECONDS, recorded_seconds
 from headcount.report.claim_ids import CLAIM_IDS
-from headcount.report.claims import ClaimResult, claim, unregister
+from headcount.report.claims import INDUCTION_PAPER, ClaimResult, claim, unregister
 from headcount.report.reproduce import load_claims, run_reproduce
 
 CHEAP = "induction.two_layer.constant_dim"
@@ -34,7 +34,7 @@ def two_claims():
         return ClaimResult({}, "FAIL", "deliberately wrong")
 
     for cid, fn in zip(ids, (passes, fails)):
-        claim(cid, paper="test paper", source="§0", statement="a claim made for a test")(fn)
+        claim(cid, paper=INDUCTION_PAPER, source="§0", statement="a claim made for a test")(fn)
     yield ids
     for cid in ids:
         unregister(cid)
@@ -79,14 +79,12 @@ def test_lines_without_a_terminal_and_silence_with_quiet(tmp_path):
     assert json.loads(quiet.stdout)["passed"] == 1
 
 
-def test_a_bar_with_an_eta_on_a_terminal(tmp_path):
-    """stderr is a pseudo-terminal (stdout a pipe): rich draws the bar there, with the claim, the
-    claims counted as recorded seconds, and a time remaining."""
+def _on_a_terminal(command: list[str]) -> tuple[str, str]:
+    """Run `command` with stderr a pseudo-terminal (stdout a pipe): (what the terminal showed, its
+    escape sequences removed; stdout)."""
     main, side = pty.openpty()
     env = dict(os.environ, TERM="xterm", COLUMNS="160")
-    proc = subprocess.Popen(
-        _cli("--out", str(tmp_path), "--json"), stdout=subprocess.PIPE, stderr=side, env=env
-    )
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=side, env=env)
     os.close(side)
     chunks = []
     while True:
@@ -101,7 +99,74 @@ def test_a_bar_with_an_eta_on_a_terminal(tmp_path):
     assert proc.wait(timeout=600) == 0
     os.close(main)
     screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode("utf-8", "replace"))
+    return screen, out.decode()
+
+
+def test_a_bar_with_an_eta_on_a_terminal(tmp_path):
+    """stderr is a pseudo-terminal (stdout a pipe): rich draws the bar there, with the claim
+    counter, the time elapsed and the time remaining (no M/N of recorded seconds)."""
+    screen, out = _on_a_terminal(_cli("--out", str(tmp_path), "--json"))
     assert f"[1/1] {CHEAP}" in screen
-    assert re.search(r"\d+:\d\d:\d\d", screen)  # rich's elapsed / remaining columns
+    assert re.search(r"\d+:\d\d:\d\d \d+:\d\d:\d\d", screen)  # elapsed, then remaining
     assert " … PASS " not in screen  # the bar replaces the lines
     assert json.loads(out)["passed"] == 1
+
+
+# A claim that reports counted steps through its context, as the learning, certifying and protocol
+# claims do (library functions take ctx.step as their `progress`), registered in the child process.
+STEPS_CLAIM = """
+import sys, time
+from headcount.common.progress import progress_bar
+from headcount.report.claims import INDUCTION_PAPER, ClaimResult, claim
+from headcount.report.reproduce import load_claims
+
+load_claims()
+
+
+def work():
+    with progress_bar(STEP[0], "test work", 12, unit="run") as bar:
+        for _ in range(12):
+            time.sleep(0.02)
+            bar.update(advance=1)
+    time.sleep(0.5)  # the bar redraws (10 per second) while the last step shows
+
+
+STEP = [None]
+
+
+@claim("test.progress.steps", paper=INDUCTION_PAPER, source="§0", statement="a test claim")
+def steps(ctx):
+    STEP[0] = ctx.step
+    ctx.cached("test-work", work, "test work")
+    return ClaimResult({}, "PASS", "fine")
+
+
+from headcount.cli import main
+
+main(["reproduce", "--only", sys.argv[1] + ",test.progress.steps", "--out", sys.argv[2], "--json"])
+"""
+
+
+def test_the_bar_shows_the_claim_counter_and_its_own_steps(tmp_path):
+    screen, out = _on_a_terminal([sys.executable, "-c", STEPS_CLAIM, CHEAP, str(tmp_path)])
+    assert f"[1/2] {CHEAP}" in screen  # drawn first, however fast the claim
+    assert "[2/2] test.progress.steps" in screen
+    assert "test work: run 12/12" in screen  # the cached stage, then the claim's counted step
+    assert re.search(r"test work: run [1-9]\d*/12", screen)
+    assert json.loads(out)["passed"] == 2
+
+
+def test_step_texts_are_throttled():
+    """A loop updating on every item sends at most ~10 texts a second, plus the first and the
+    last."""
+    from headcount.common.progress import counted, progress_bar
+
+    sent = []
+    with progress_bar(sent.append, "work", 100_000, unit="step") as bar:
+        for _ in range(100_000):
+            bar.update(advance=1)
+    assert sent[0] == "step 0/100000" and sent[-1] == "step 100000/100000"
+    assert len(sent) < 30
+    sent.clear()
+    assert list(counted("abc", sent.append, "letters", unit="letter")) == ["a", "b", "c"]
+    assert sent == ["letter 0/3", "letter 3/3"]

@@ -1,8 +1,8 @@
 """`headcount analyze …`: what a model's heads do (issue 15). `analyze heads` parses its options,
 calls headcount.induction.heads.analyze_heads_file (which checks every value and bounds the work
 before reading the model) and prints the scores; `analyze patterns` calls
-headcount.report.views.attention.attention_figure_file (the same checks, and the output folder's)
-and prints the figure files and each head's role."""
+headcount.report.views.attention_files.attention_figure_file (the same checks, and the output
+folder's) and prints the figure files and each head's role."""
 
 from __future__ import annotations
 
@@ -75,7 +75,10 @@ def analyze_heads(
 def analyze_patterns(
     model_file: Path = ModelFileOpt,
     out: str = typer.Option(
-        ..., "--out", help="Folder for attention.png and attention.svg (made if missing)."
+        ...,
+        "--out",
+        help="Folder for attention.png, attention.svg and attention.html (an interactive page: "
+        "hover a cell for its tokens, positions and weight); made if missing.",
     ),
     task: str = TaskOpt,
     layout: str | None = LayoutOpt,
@@ -94,10 +97,10 @@ def analyze_patterns(
     seed: int = SeedOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Attention heat maps of every head on one input (PNG + SVG), with each head's role and
-    scores."""
-    from headcount.report.views.attention import attention_figure_file
+    """Attention heat maps of every head on one input (PNG, SVG and an interactive HTML page), with
+    each head's role and scores."""
+    from headcount.report.views.attention_files import attention_figure_file
 
     result = attention_figure_file(model_file, out, task, layout, n, alphabet, seed, hops, samples)
     roles = ", ".join(f"L{h.layer}H{h.head} {h.role}" for h in result.heads)
-    emit(result.to_json(), as_json, f"{result.png} and {result.svg}: {roles}")
+    emit(result.to_json(), as_json, f"{result.png}, {result.svg} and {result.html}: {roles}")

@@ -1,6 +1,6 @@
-"""What every command module shares: the --json, --progress and --require-certified options,
-printing a result, exit 3 for a verdict that is not certified, and the hidden deprecated spellings
-of renamed options."""
+"""What every command module shares: the --json, --progress/--no-progress (progress_on: on by
+default when stderr is a terminal) and --require-certified options, printing a result, exit 3 for a
+verdict that is not certified, and the hidden deprecated spellings of renamed options."""
 
 from __future__ import annotations
 
@@ -123,7 +123,20 @@ N_DEFAULT = 16
 ALPHABET_DEFAULT = 4
 
 JsonOpt = typer.Option(False, "--json", help="Print one JSON object on stdout.")
-ProgressOpt = typer.Option(False, "--progress", help="Progress bar on stderr.")
+ProgressOpt = typer.Option(
+    None,
+    "--progress/--no-progress",
+    help="A progress bar on stderr (default: on when stderr is a terminal).",
+    show_default=False,
+)
+
+
+def progress_on(asked: bool | None) -> bool:
+    """Whether a command shows its progress bar: as --progress/--no-progress say, else when stderr
+    is a terminal (so piped runs and tests stay quiet)."""
+    return sys.stderr.isatty() if asked is None else asked
+
+
 RequireCertifiedOpt = typer.Option(
     False,
     "--require-certified",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, ProgressOpt, emit
+from headcount.cli.common import JsonOpt, ProgressOpt, emit, progress_on
 from headcount.learn.constants import DEFAULT_DB
 
 
@@ -23,14 +23,15 @@ def experiment(
     workers: int | None = typer.Option(None, "--workers"),
     backend: str = typer.Option("local", "--backend", help="local or ray."),
     address: str | None = typer.Option(None, "--address"),
-    progress: bool = ProgressOpt,
+    progress: bool | None = ProgressOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Run one learning experiment of the spec (a resumable sweep), then its table and figure."""
     from headcount.report.learning.claims import run_experiment_with_figure
 
+    shown = progress_on(progress)
     report = run_experiment_with_figure(
-        name, scale, db, workers=workers, backend=backend, address=address, progress=progress
+        name, scale, db, workers=workers, backend=backend, address=address, progress=shown
     )
     figure = report.figure
     human = report.result.table + (

@@ -28,6 +28,7 @@ from headcount.cli.common import (
     RequireCertifiedOpt,
     emit,
     old_spelling,
+    progress_on,
     renamed,
     require_certified,
 )
@@ -221,6 +222,7 @@ def induction_certify(
         "runs; cuda "
         "needs --backend torch.",
     ),
+    progress: bool | None = ProgressOpt,
     require: bool = RequireCertifiedOpt,
     as_json: bool = JsonOpt,
 ) -> None:
@@ -235,7 +237,9 @@ def induction_certify(
 
     source = ModelSource(model_file=model_file, layers=layers)
     with attention_backend(backend, device):
-        result = certify_induction(source, n, alphabet, samples, seed, hops, layout=layout)
+        result = certify_induction(
+            source, n, alphabet, samples, seed, hops, layout=layout, progress=progress_on(progress)
+        )
     cert = result.certificate
     human = (
         f"{cert.inputs_checked} inputs ({'exhaustive' if result.exhaustive else 'sampled'}), "
@@ -262,7 +266,7 @@ def induction_protocol(
         "model once: at most 2^32 score entries in all (pairs × heads × n², n = 2k+1).",
     ),
     seed: int = typer.Option(0, "--seed", help=f"Seed for sampled pairs {SeedHelp}."),
-    progress: bool = ProgressOpt,
+    progress: bool | None = ProgressOpt,
     as_json: bool = JsonOpt,
     random_seed: int | None = RandomSeedOpt,
 ) -> None:
@@ -273,7 +277,9 @@ def induction_protocol(
 
     random = renamed("--random-model", random_model, "--random-seed", random_seed)
     source = ModelSource(model_file=model_file, random_seed=random, heads=heads, dim=dim)
-    result = check_protocol(source, k, precision_bits, pairs=pairs, seed=seed, progress=progress)
+    result = check_protocol(
+        source, k, precision_bits, pairs=pairs, seed=seed, progress=progress_on(progress)
+    )
     floor = result.floor
     lo, hi = floor.index_error_interval
     interval = "" if floor.floor_confidence is None else f" [{lo:.4g}, {hi:.4g}] at 99 %"

@@ -22,6 +22,7 @@ from headcount.cli.common import (
     RequireCertifiedOpt,
     emit,
     old_spelling,
+    progress_on,
     renamed,
     require_certified,
 )
@@ -168,7 +169,7 @@ def minmax_search(
         "triple evaluations.",
     ),
     seed: int = typer.Option(0, "--seed", help=f"Seed of the restarts {SeedHelp}."),
-    progress: bool = ProgressOpt,
+    progress: bool | None = ProgressOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Search for ONE head + two classifiers doing both min and max; the smallest d reached, and the
@@ -176,6 +177,6 @@ def minmax_search(
     from headcount.minmax.search import smallest_dimension
 
     result = smallest_dimension(
-        M, n, dim, restarts=restarts, steps=steps, seed=seed, progress=progress
+        M, n, dim, restarts=restarts, steps=steps, seed=seed, progress=progress_on(progress)
     )
     emit(result.to_json(), as_json, f"smallest d found: {result.smallest_d}")

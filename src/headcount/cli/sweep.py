@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, ProgressOpt, emit
+from headcount.cli.common import JsonOpt, ProgressOpt, emit, progress_on
 
 app = typer.Typer(
     no_args_is_help=True, help="Grids of training runs: parallel, resumable, results in SQLite."
@@ -63,7 +63,7 @@ def sweep_run(
     seeds: str | None = typer.Option(
         None, "--seeds", help="Without a file: seeds 0 … 2⁶³−1, e.g. 0,1,2 (runs × seeds ≤ 10,000)."
     ),
-    progress: bool = ProgressOpt,
+    progress: bool | None = ProgressOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Run every run of the sweep not yet done in the database (re-running resumes)."""
@@ -72,7 +72,7 @@ def sweep_run(
 
     sweep = spec_from_options(spec, name=name, task=task, fixed=fixed, grid=grid, seeds=seeds)
     counts = run_sweep(
-        sweep, db, workers=workers, backend=backend, address=address, progress=progress
+        sweep, db, workers=workers, backend=backend, address=address, progress=progress_on(progress)
     )
     human = (
         f"{counts.runs_done_now} runs done now, {counts.runs_done_before} before, "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from headcount.cli.common import JsonOpt, ProgressOpt, emit
+from headcount.cli.common import JsonOpt, ProgressOpt, emit, progress_on
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -67,7 +67,7 @@ def train_induction(
         help="The MLP's activation: relu, gelu (exact erf) or gelu_tanh (GPT-2's).",
     ),
     out: Path | None = OutOpt,
-    progress: bool = ProgressOpt,
+    progress: bool | None = ProgressOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Train a causal attention model on induction heads (or k-hop); accuracy on non-⊥, ⊥ and INDEX
@@ -90,7 +90,7 @@ def train_induction(
         layernorm=layernorm,
         activation=activation,
         out=out,
-        progress=progress,
+        progress=progress_on(progress),
     )
     m = r.metrics
     human = (
@@ -116,7 +116,7 @@ def train_minmax(
     seed: int = SeedOpt,
     lr: float | None = LrOpt,
     out: Path | None = OutOpt,
-    progress: bool = ProgressOpt,
+    progress: bool | None = ProgressOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Train H heads + min and max classifiers; exact accuracy, and the exact one-head verifier for
@@ -133,7 +133,7 @@ def train_minmax(
         seed=seed,
         lr=lr,
         out=out,
-        progress=progress,
+        progress=progress_on(progress),
     )
     m = r.metrics
     human = (
@@ -159,7 +159,7 @@ def train_boolean(
     seed: int = SeedOpt,
     lr: float | None = LrOpt,
     out: Path | None = OutOpt,
-    progress: bool = ProgressOpt,
+    progress: bool | None = ProgressOpt,
     as_json: bool = JsonOpt,
 ) -> None:
     """Train H heads over {0,1} with a degree-D readout; checked on all 2^n inputs, exactly."""
@@ -176,7 +176,7 @@ def train_boolean(
         seed=seed,
         lr=lr,
         out=out,
-        progress=progress,
+        progress=progress_on(progress),
     )
     m = r.metrics
     human = (

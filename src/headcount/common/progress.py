@@ -1,19 +1,34 @@
-"""The one progress bar: a rich bar on stderr when enabled, a no-op otherwise, behind one small
-interface.
+"""The one progress bar: a rich bar on stderr when enabled, a no-op otherwise, or counted steps as
+text for a callable — behind one small interface.
 
 Progress never goes to stdout (a command's JSON output owns it, and sweep workers' callers may too).
 Training shows its loss beside the bar (a field); a sweep shows how many runs failed in the bar's
 description.
 
-    with progress_bar(enabled, "train", total=steps, fields={"loss": "…"}) as bar:
+    with progress_bar(enabled, "train", total=steps, fields={"loss": "…"}, unit="step") as bar:
         bar.update(completed=step + 1, loss=f"{loss:.4f}")
+
+A library function's `progress` argument (Progress) is passed here as `enabled`: False, True (the
+bar), or a callable that gets "step 400/2000" (`unit`, or else the label, and the count) — how
+reproduce shows a claim's own progress (report.claims.Context.step). `counted` walks a sequence the
+same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+# What a library function's `progress` takes: off, a bar on stderr, or a sink for step texts.
+Progress = bool | Callable[[str], None]
+
+# Seconds between two step texts sent to a callable (the first and the last always go): progress
+# then costs nothing measurable, however often a loop updates.
+REPORT_INTERVAL = 0.1
+
+T = TypeVar("T")
 
 
 class ProgressBar:
@@ -22,8 +37,8 @@ class ProgressBar:
     def update(
         self,
         *,
-        advance: int | None = None,
-        completed: int | None = None,
+        advance: float | None = None,
+        completed: float | None = None,
         description: str | None = None,
         **fields: Any,
     ) -> None:
@@ -37,8 +52,8 @@ class _RichBar(ProgressBar):
     def update(
         self,
         *,
-        advance: int | None = None,
-        completed: int | None = None,
+        advance: float | None = None,
+        completed: float | None = None,
         description: str | None = None,
         **fields: Any,
     ) -> None:
@@ -47,19 +62,100 @@ class _RichBar(ProgressBar):
         )
 
 
+class _ReportedBar(ProgressBar):
+    """Counted progress as text for a callable: "{unit} {done}/{total}", throttled
+    (REPORT_INTERVAL)."""
+
+    def __init__(
+        self, report: Callable[[str], None], unit: str, total: float | None, completed: float
+    ):
+        self._report, self._unit, self._total, self._done = report, unit, total, completed
+        self._last = -REPORT_INTERVAL
+        self._send(force=True)
+
+    def update(
+        self,
+        *,
+        advance: float | None = None,
+        completed: float | None = None,
+        description: str | None = None,
+        **fields: Any,
+    ) -> None:
+        if completed is not None:
+            self._done = completed
+        if advance:
+            self._done += advance
+        self._send(force=self._total is not None and self._done >= self._total)
+
+    def _send(self, force: bool) -> None:
+        now = time.monotonic()
+        if force or now - self._last >= REPORT_INTERVAL:
+            self._last = now
+            of = "" if self._total is None else f"/{_count(self._total)}"
+            self._report(f"{self._unit} {_count(self._done)}{of}")
+
+
+def _count(value: float) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.1f}"
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours:d}:{minutes:02d}:{secs:02d}"
+
+
+def _paced_remaining() -> Any:
+    """A rich column for a bar whose units are estimated seconds of work (reproduce's recorded
+    costs): the time left is the units left at the pace so far (units per second up to the last
+    advance; 1 before any), less the time since that advance — it counts down between advances,
+    where rich's own estimate (a 30 s window of advances) has none."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class PacedRemaining(ProgressColumn):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: dict[Any, tuple[float, float]] = {}  # task → (completed, elapsed) then
+
+        def render(self, task: Any) -> Text:
+            if task.total is None:
+                return Text("", style="progress.remaining")
+            elapsed = task.elapsed or 0.0
+            done, at = self.seen.get(task.id, (0.0, 0.0))
+            if task.completed != done:
+                done, at = task.completed, elapsed
+                self.seen[task.id] = (done, at)
+            pace = done / at if done and at > 0 else 1.0
+            left = 0.0 if task.finished else max(0.0, (task.total - done) / pace - (elapsed - at))
+            return Text(_clock(left), style="progress.remaining")
+
+    return PacedRemaining()
+
+
 @contextmanager
 def progress_bar(
-    enabled: bool,
+    enabled: Progress,
     label: str,
-    total: int,
+    total: float | None,
     *,
-    completed: int = 0,
+    completed: float = 0,
     fields: Mapping[str, str] | None = None,
     transient: bool = False,
+    unit: str | None = None,
+    weighted: bool = False,
+    note: str | None = None,
 ) -> Iterator[ProgressBar]:
-    """A bar over `total` items starting at `completed`, labelled `label`, with one "name value"
-    column per entry of `fields` (their initial values); `transient` removes it from the terminal
-    when done. Disabled: a ProgressBar whose update does nothing (rich is not even imported)."""
+    """A bar over `total` items (None: unknown) starting at `completed`, labelled `label`, with one
+    "name value" column per entry of `fields` (their initial values); `transient` removes it from
+    the terminal when done. `weighted`: the units are estimated seconds of work, not a count — no
+    M/N column, and the time left is paced (_paced_remaining). `note`: a last column of free text
+    (its initial value; update(note=…) changes it). Disabled: a ProgressBar whose update does
+    nothing (rich is not even imported). A callable: it gets "{unit or label} {done}/{total}"
+    texts (_ReportedBar) instead of a bar."""
+    if callable(enabled):
+        yield _ReportedBar(enabled, unit or label, total, completed)
+        return
     if not enabled:
         yield ProgressBar()
         return
@@ -74,10 +170,27 @@ def progress_bar(
     )
 
     fields = dict(fields or {})
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
+    columns: list[Any] = [TextColumn("{task.description}"), BarColumn()]
+    columns += [] if weighted else [MofNCompleteColumn()]
     columns += [TextColumn(f"{name} {{task.fields[{name}]}}") for name in fields]
-    columns += [TimeElapsedColumn(), TimeRemainingColumn()]
+    columns += [TimeElapsedColumn(), _paced_remaining() if weighted else TimeRemainingColumn()]
+    if note is not None:
+        columns.append(TextColumn("{task.fields[note]}"))
+        fields["note"] = note
     bar = Progress(*columns, console=Console(stderr=True), transient=transient)
     task = bar.add_task(label, total=total, completed=completed, **fields)
     with bar:
         yield _RichBar(bar, task)
+
+
+def counted(
+    items: Sequence[T], progress: Progress, label: str, unit: str | None = None
+) -> Iterable[T]:
+    """The items of `items`, one by one, with progress_bar's progress over them (a callable gets
+    "{unit} 3/12" once three are done)."""
+    with progress_bar(progress, label, len(items), unit=unit) as bar:
+        for i, item in enumerate(items):
+            if i:
+                bar.update(completed=i)
+            yield item
+        bar.update(completed=len(items))

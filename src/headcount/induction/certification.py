@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from headcount.common.errors import InputError, param
+from headcount.common.progress import Progress
 from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_int
 from headcount.core.certify import Certificate, InputStream, Model, certify_model
@@ -412,6 +413,7 @@ def certify_induction(
     dtypes: bool = True,
     from_file: bool = False,
     layout: str = "plain",
+    progress: Progress = False,
 ) -> InductionCertificate:
     """Certificate of `model` on induction heads (hop `hops`, 1..layouts.MAX_HOPS) at length n over
     `alphabet` tokens, in `layout` (module docstring; the model is bound to the task's tokens
@@ -419,13 +421,18 @@ def certify_induction(
     `layers` 1 or 2, or "auto" / the k-hop depth for `hops` — at (n, alphabet)), read or built after
     plan_certify's checks. dtypes=False skips the IEEE-dtype passes (dtypes_exact is then empty);
     from_file: the model was read from a file (always so for a ModelSource's model file), so its
-    info's "construction" is reported as `file_label`, a label, not a construction."""
+    info's "construction" is reported as `file_label`, a label, not a construction. progress
+    (common.progress): the inputs checked."""
     source = model if isinstance(model, ModelSource) else None
     plan = plan_certify(n, alphabet, samples, seed, hops, layout, exhaustive, source)
     if source is not None:
         model, from_file = source.load(n, alphabet, hops, layout), from_file or source.from_file
     bound = plan.bind(model)
-    cert = certify_model(bound, plan.inputs(), layout_reference(layout, hops), dtypes=dtypes)
+    total, _ = certify_inputs(n, alphabet, samples, plan.exhaustive, hops)
+    reference = layout_reference(layout, hops)
+    cert = certify_model(
+        bound, plan.inputs(), reference, dtypes=dtypes, progress=progress, total=total
+    )
     p = cert.precision_bits
     label = model.info.get("construction")
     label = label[:200] if isinstance(label, str) else None

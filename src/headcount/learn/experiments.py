@@ -48,6 +48,7 @@ from typing import Any
 
 from headcount.common.errors import InputError
 from headcount.common.jsonable import jsonable
+from headcount.common.progress import Progress
 from headcount.common.validate import check_choice
 from headcount.core.model import load_model
 from headcount.learn.constants import DEFAULT_DB, SCALES
@@ -321,7 +322,7 @@ def _models(name: str, db: str | Path) -> Path | None:
 
 
 def ensure_experiment(
-    name: str, scale: str, db: str | Path, workers: int | None = None, progress: bool = False
+    name: str, scale: str, db: str | Path, workers: int | None = None, progress: Progress = False
 ) -> Summary:
     """Run whatever of the experiment's sweep is not yet in `db`, then its summary from the
     database."""
@@ -337,7 +338,7 @@ def run_experiment(
     workers: int | None = None,
     backend: str = "local",
     address: str | None = None,
-    progress: bool = False,
+    progress: Progress = False,
 ) -> ExperimentResult:
     """Run (or resume) the experiment's sweep into `db` (keeping its models beside it, if it keeps
     them), then its summary and table from the database. InputError for an unknown experiment, scale

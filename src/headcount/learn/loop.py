@@ -2,9 +2,9 @@
 
 `fit`: AdamW (betas (0.9, 0.98)), linear warm-up then cosine decay to lr/10 (`lr_at`),
 gradient-norm clipping at 1, a fresh batch per step from the task's `step_loss`, a progress bar on
-stderr only when progress=True. `one_thread` / `single_threaded`: torch on one intra-op thread
-while a task trains (the models are tiny; a fixed thread count also keeps runs bit-for-bit
-reproducible).
+stderr only when progress=True (counted steps for a progress callable: common.progress).
+`one_thread` / `single_threaded`: torch on one intra-op thread while a task trains (the models are
+tiny; a fixed thread count also keeps runs bit-for-bit reproducible).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from headcount.common.progress import progress_bar
+from headcount.common.progress import Progress, progress_bar
 
 
 def lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
@@ -37,16 +37,18 @@ def fit(
     weight_decay: float = 0.0,
     warmup: int | None = None,
     clip: float = 1.0,
-    progress: bool = False,
+    progress: Progress = False,
     label: str = "train",
 ) -> list[float]:
     """Minimise step_loss(step) (a fresh batch per step) over `steps` steps; returns the loss per
-    step. The progress bar (stderr: run_config's callers may own stdout) shows the latest loss."""
+    step. The progress bar (stderr: run_config's callers may own stdout) shows the latest loss; a
+    progress callable gets "step 400/2000" (common.progress)."""
     warmup = max(1, min(100, steps // 10)) if warmup is None else warmup
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
     losses: list[float] = []
     model.train()
-    with progress_bar(progress, label, steps, fields={"loss": "…"}, transient=True) as bar:
+    shown = progress_bar(progress, label, steps, fields={"loss": "…"}, transient=True, unit="step")
+    with shown as bar:
         for step in range(steps):
             for group in opt.param_groups:
                 group["lr"] = lr_at(step, steps, lr, warmup)

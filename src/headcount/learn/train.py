@@ -44,6 +44,7 @@ from headcount.boolean.model import model_sign_exact
 from headcount.boolean.model_file import save_boolean
 from headcount.boolean.task import parse_function, sign_changes
 from headcount.common.errors import InputError, param
+from headcount.common.progress import Progress
 from headcount.common.validate import check_int, check_writable
 from headcount.core.model import BOTTOM, save_model
 from headcount.induction import task as itask
@@ -169,7 +170,7 @@ def train_induction(
     layernorm: bool = False,
     generator: str = "uniform",
     out: str | Path | None = None,
-    progress: bool = False,
+    progress: Progress = False,
     hop_token: bool | None = None,
     weight_decay: float = 0.01,
     activation: str = "relu",
@@ -272,7 +273,7 @@ def train_minmax(
     lr: float = 1e-2,
     seed: int = 0,
     out: str | Path | None = None,
-    progress: bool = False,
+    progress: Progress = False,
 ) -> MinMaxRun:
     """Train a MinMaxNet on lists uniform over [M]^n (cross-entropy of both classifiers);
     evaluate_minmax's metrics. `out`: the exported MinMaxModel (save_minmax)."""
@@ -349,7 +350,7 @@ def train_boolean(
     lr: float = 3e-2,
     seed: int = 0,
     out: str | Path | None = None,
-    progress: bool = False,
+    progress: Progress = False,
 ) -> BooleanRun:
     """Train a BooleanNet on a symmetric function (a name or F:+-…, boolean/task.py) over all 2^n
     inputs (module docstring). dim defaults to Theorem 3's bound min{D, 2·max{1, ⌈log₂ H⌉} + 2}.

@@ -4,7 +4,8 @@ A claim module (e.g. :mod:`headcount.report.induction.constructions`) defines fu
 with :func:`claim`. The decorator records the claim's id, paper, source (theorem or section) and
 statement, plus the per-scale parameters the function is called with::
 
-    @claim("induction.two_layer.constant_dim", paper=SEED000, source="§1", statement="...",
+    @claim("induction.two_layer.constant_dim", paper=INDUCTION_PAPER, source="§1",
+           statement="...", check="...",
            quick={"lengths": [8, 64]}, full={"lengths": [8, 64, 4096]})
     def constant_dim(ctx, lengths):
         ...
@@ -28,18 +29,72 @@ import numpy as np
 
 PASS, FAIL = "PASS", "FAIL"
 
-# Paper names used by the claims (one string per paper, so reports group them consistently).
-SEED000 = (
-    "seed000 Hsu–Telgarsky 2024"  # One-layer transformers fail to solve the induction heads task
+
+@dataclass(frozen=True)
+class Paper:
+    """A paper the claims come from, as the report's references list cites it."""
+
+    key: str  # the anchor of its entry in the report's references (#ref-KEY)
+    cite: str  # how a claim names it: authors (year)
+    authors: str
+    title: str
+    venue: str  # where it appeared, with its arXiv identifier
+    url: str
+
+
+# The papers, one object each, so every claim, figure and report section names a paper the same way.
+# The two 2024 papers of the same authors are told apart as 2024a (February) and 2024b (August).
+KHOP_PAPER = Paper(
+    "sanford2024a",
+    "Sanford, Hsu & Telgarsky (2024a)",
+    "Clayton Sanford, Daniel Hsu and Matus Telgarsky",
+    "Transformers, parallel computation, and logarithmic depth",
+    "Proceedings of the 41st International Conference on Machine Learning (ICML 2024); "
+    "arXiv:2402.09268",
+    "https://arxiv.org/abs/2402.09268",
 )
-SEED004 = "seed004 Hsu–Xu 2026"  # Attention-based representations for multi-task computation
-SHT2024 = "Sanford–Hsu–Telgarsky 2024 (k-hop)"
+INDUCTION_PAPER = Paper(
+    "sanford2024b",
+    "Sanford, Hsu & Telgarsky (2024b)",
+    "Clayton Sanford, Daniel Hsu and Matus Telgarsky",
+    "One-layer transformers fail to solve the induction heads task",
+    "arXiv:2408.14332, 2024",
+    "https://arxiv.org/abs/2408.14332",
+)
+MULTITASK_PAPER = Paper(
+    "hsu2026",
+    "Hsu & Xu (2026)",
+    "Daniel Hsu and Mingyue Xu",
+    "Attention-based representations for multi-task computation",
+    "arXiv:2608.04243, 2026",
+    "https://arxiv.org/abs/2608.04243",
+)
+PAPERS = (INDUCTION_PAPER, KHOP_PAPER, MULTITASK_PAPER)  # the report's sections, in this order
+# cited by the claims' sources and statements, not re-derived
+CITED = (
+    Paper(
+        "bietti2023",
+        "Bietti et al. (2023)",
+        "Alberto Bietti, Vivien Cabannes, Diane Bouchacourt, Hervé Jégou and Léon Bottou",
+        "Birth of a transformer: a memory viewpoint",
+        "Advances in Neural Information Processing Systems 36 (NeurIPS 2023); arXiv:2306.00802",
+        "https://arxiv.org/abs/2306.00802",
+    ),
+    Paper(
+        "radford2019",
+        "Radford et al. (2019)",
+        "Alec Radford, Jeffrey Wu, Rewon Child, David Luan, Dario Amodei and Ilya Sutskever",
+        "Language models are unsupervised multitask learners (GPT-2)",
+        "OpenAI technical report, 2019",
+        "https://openai.com/research/better-language-models",
+    ),
+)
 
 
 @dataclass(frozen=True)
 class Claim:
     id: str
-    paper: str
+    paper: str  # the paper's citation (Paper.cite)
     source: str  # theorem / section of the paper
     statement: str  # what the paper says, in words
     function: Callable[..., ClaimResult]
@@ -47,6 +102,8 @@ class Claim:
         default_factory=dict, compare=False
     )  # scale -> kwargs
     module: str = ""  # the module that registered it (claims are grouped by module)
+    check: str = ""  # the exact test the measurement had to pass (what could have failed)
+    reference: str = ""  # Paper.key of its paper
 
     def params_for(self, scale: str) -> dict[str, Any]:
         return dict(self.params.get(scale, {}))
@@ -72,25 +129,29 @@ REGISTRY: dict[str, Claim] = {}
 def claim(
     id: str,
     *,
-    paper: str,
+    paper: Paper,
     source: str,
     statement: str,
+    check: str = "",
     quick: dict[str, Any] | None = None,
     full: dict[str, Any] | None = None,
 ) -> Callable[[Callable[..., ClaimResult]], Callable[..., ClaimResult]]:
-    """Register the decorated function as claim `id`; it is called as fn(ctx, **params[scale])."""
+    """Register the decorated function as claim `id`; it is called as fn(ctx, **params[scale]).
+    `check` says in one sentence what the measurement had to satisfy for PASS."""
 
     def register(fn: Callable[..., ClaimResult]) -> Callable[..., ClaimResult]:
         if id in REGISTRY:
             raise ValueError(f"claim {id!r} is registered twice")
         REGISTRY[id] = Claim(
             id,
-            paper,
+            paper.cite,
             source,
             statement,
             fn,
             {"quick": dict(quick or {}), "full": dict(full or {})},
             fn.__module__,
+            check,
+            paper.key,
         )
         return fn
 
@@ -107,10 +168,15 @@ def status(ok: bool) -> str:
 
 @dataclass
 class Context:
-    """Shared state of one reproduce run: the scale, a progress sink and a cache of sub-results."""
+    """Shared state of one reproduce run: the scale, progress sinks and a cache of sub-results.
+
+    `progress` gets a claim's stage lines (cached's "    label ..."); `step` gets the counted
+    progress of the work in hand ("run 3/12", "input 5000/20000"): a claim passes it as a library
+    function's `progress` argument (common.progress.Progress), which sends it throttled texts."""
 
     scale: str = "quick"
     progress: Callable[[str], None] = lambda line: None
+    step: Callable[[str], None] = lambda text: None
     results_db: str | None = (
         None  # the report's results database (learning claims write their runs there)
     )

@@ -17,4 +17,6 @@ def experiment_summary(ctx: Context, name: str) -> Summary:
     learning claim shares."""
     db = ctx.results_db or DEFAULT_DB
     key = ("experiment", name, ctx.scale, db)
-    return ctx.cached(key, lambda: ensure_experiment(name, ctx.scale, db), f"{name} sweep")
+    return ctx.cached(
+        key, lambda: ensure_experiment(name, ctx.scale, db, progress=ctx.step), f"{name} sweep"
+    )

@@ -24,7 +24,7 @@ from headcount.common.errors import InputError
 from headcount.common.files import show_path
 from headcount.common.jsonable import JsonResult, jsonable
 from headcount.common.probe import machine_info
-from headcount.common.progress import progress_bar
+from headcount.common.progress import ProgressBar, progress_bar
 from headcount.common.validate import check_choice, writable_folder
 from headcount.learn.constants import SCALES
 from headcount.report.boolean import claims as boolean
@@ -32,6 +32,7 @@ from headcount.report.boolean import frontier as boolean_frontier
 from headcount.report.claim_costs import recorded_seconds
 from headcount.report.claim_ids import selected_ids
 from headcount.report.claims import FAIL, PASS, REGISTRY, Claim, ClaimResult, Context
+from headcount.report.headlines import headline
 from headcount.report.induction import (
     construction_sizes,
     index_floor,
@@ -113,6 +114,9 @@ class ClaimRow:
     detail: str
     seconds: float
     module: str
+    check: str = ""  # the exact test the measurement had to pass
+    reference: str = ""  # the key of its paper in the report's references
+    headline: str = ""  # the summary table's one-line result
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,9 @@ def _run_one(
         result.detail,
         round(seconds, 2),
         claim.module,
+        claim.check,
+        claim.reference,
+        headline(claim.id, result.status, jsonable(result.measured), result.detail),
     )
     return row, result
 
@@ -160,28 +167,45 @@ def _run_all(
     chosen: list[Claim], ctx: Context, progress: Callable[[str], None], bar: bool
 ) -> list[tuple[ClaimRow, ClaimResult]]:
     """Every chosen claim in order. With `bar`, one progress bar on stderr over the claims, each
-    weighted by its recorded cost at this scale (so the bar's ETA is the recorded time left, at
-    this machine's pace), its description the current claim and its latest step (what the claim
-    reports through ctx.progress); without, `progress` gets the claims' start and end lines."""
+    weighted by its recorded cost at this scale (so the bar's fill and its time left follow the
+    recorded time, paced by this machine), reading "[i/N] claim-id" and, last, the claim's own
+    progress (_claim_notes); without, `progress` gets the claims' start and end lines."""
     costs = [recorded_seconds(c.id, ctx.scale) for c in chosen]
     weights = [1.0 if cost is None else max(cost, 0.5) for cost in costs]
     ran = []
-    with progress_bar(bar, "reproduce", total=round(sum(weights))) as shown:
+    first = f"[1/{len(chosen)}] {chosen[0].id}" if chosen else "reproduce"  # its first drawing
+    with progress_bar(bar, first, total=sum(weights), weighted=True, note="") as shown:
         for i, (claim, weight) in enumerate(zip(chosen, weights), 1):
             label = f"[{i}/{len(chosen)}]"
             if bar:
-                step = (
-                    lambda line, label=label, claim=claim: shown.update(  # noqa: E731
-                        description=f"{label} {claim.id}: {' '.join(line.split())[:60]}"
-                    )
-                )
-                ctx.progress = step
-                step("")
+                shown.update(description=f"{label} {claim.id}", note="")
+                ctx.progress, ctx.step = _claim_notes(shown)
                 ran.append(_run_one(claim, ctx, label, lambda line: None))
-                shown.update(advance=round(weight))
+                shown.update(advance=weight)
             else:
                 ran.append(_run_one(claim, ctx, label, progress))
     return ran
+
+
+NOTE_WIDTH = 80  # characters of the bar's last column: the claim's stage and its counted step
+
+
+def _claim_notes(shown: ProgressBar) -> tuple[Callable[[str], None], Callable[[str], None]]:
+    """(ctx.progress, ctx.step) for one claim on the bar: its latest stage line ("khop sweep ..."),
+    then its counted step after it ("khop sweep: run 3/12"), the stage cut to fit NOTE_WIDTH."""
+    stage = [""]
+
+    def line(text: str) -> None:
+        stage[0] = " ".join(text.split())
+        shown.update(note=stage[0][:NOTE_WIDTH])
+
+    def step(text: str) -> None:
+        head = stage[0].removesuffix("...").removesuffix("…").rstrip()
+        room = max(0, NOTE_WIDTH - len(text) - 2)
+        head = head if len(head) <= room else head[: max(0, room - 1)] + "…"
+        shown.update(note=f"{head}: {text}" if head else text)
+
+    return line, step
 
 
 def run_reproduce(

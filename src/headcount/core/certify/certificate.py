@@ -7,7 +7,6 @@ layout, headcount.induction.layouts): such a position is never counted, never wr
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -233,11 +232,6 @@ def _counterexample(
         token_text(target[row, pos]),
         token_text(got[row, pos]),
     )
-
-
-def show_progress(label: str, done: int) -> None:
-    if sys.stderr.isatty():
-        print(f"\r{label}: {done} inputs", end="", file=sys.stderr, flush=True)
 
 
 def rejection(

@@ -33,7 +33,6 @@ the exact evaluator never spends work on it.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from headcount.common.progress import Progress, ProgressBar, progress_bar
 from headcount.core.attention import current_algorithm
 from headcount.core.certify.certificate import (  # noqa: F401 — re-exported: their home before the split
     IGNORE,
@@ -53,7 +53,6 @@ from headcount.core.certify.certificate import (  # noqa: F401 — re-exported: 
     Tally,
     rejection,
     settled,
-    show_progress,
 )
 from headcount.core.certify.evaluate import (
     Model,
@@ -181,7 +180,9 @@ def _float64(model: Model, tokens: np.ndarray) -> np.ndarray:
         return emulate(model, tokens, FLOAT64)
 
 
-def _search_pass(model: Model, inputs: InputStream, reference: Reference, tally: Tally) -> int:
+def _search_pass(
+    model: Model, inputs: InputStream, reference: Reference, tally: Tally, bar: ProgressBar
+) -> int:
     """Passes 1 and 2 of the module docstring; returns the candidate p (MAX_BITS + 1 if none is
     left)."""
     candidate = 1
@@ -189,7 +190,7 @@ def _search_pass(model: Model, inputs: InputStream, reference: Reference, tally:
         target = reference(tokens)
         tally.count(family, tokens, target, _float64(model, tokens))
         candidate = _climb(model, tokens, target, candidate, family, tally)
-        show_progress("float64 + precision search", tally.inputs_checked)
+        bar.update(completed=tally.inputs_checked)
     return candidate
 
 
@@ -263,28 +264,38 @@ def _certify_pass(
 
 
 def certify_model(
-    model: Model, inputs: InputStream, reference: Reference, *, dtypes: bool = True
+    model: Model,
+    inputs: InputStream,
+    reference: Reference,
+    *,
+    dtypes: bool = True,
+    progress: Progress = False,
+    total: int | None = None,
 ) -> Certificate:
     """The certificate of the module docstring, by one streaming pass (_one_pass), or under the
     reference algorithm (core.attention.settings) by the four separate passes; both give the same
-    certificate."""
+    certificate. progress (common.progress): the inputs checked of `total` (None: not known)."""
     tally = Tally()
-    if current_algorithm() == "reference":
-        _reference_passes(model, inputs, reference, tally, dtypes)
-    else:
-        _one_pass(model, inputs, reference, tally, dtypes)
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+    with progress_bar(progress, "certify", total, unit="input") as bar:
+        if current_algorithm() == "reference":
+            _reference_passes(model, inputs, reference, tally, dtypes, bar)
+        else:
+            _one_pass(model, inputs, reference, tally, dtypes, bar)
     return tally.freeze()
 
 
 def _reference_passes(
-    model: Model, inputs: InputStream, reference: Reference, tally: Tally, dtypes: bool
+    model: Model,
+    inputs: InputStream,
+    reference: Reference,
+    tally: Tally,
+    dtypes: bool,
+    bar: ProgressBar,
 ) -> None:
     """The four passes of the module docstring, one after another (the first release's
     algorithm)."""
     clock = time.perf_counter()
-    candidate = _search_pass(model, inputs, reference, tally)
+    candidate = _search_pass(model, inputs, reference, tally, bar)
     tally.seconds["float64_and_search"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
@@ -338,7 +349,12 @@ class _Proof:
 
 
 def _one_pass(
-    model: Model, inputs: InputStream, reference: Reference, tally: Tally, dtypes: bool
+    model: Model,
+    inputs: InputStream,
+    reference: Reference,
+    tally: Tally,
+    dtypes: bool,
+    bar: ProgressBar,
 ) -> None:
     """The four passes' certificate in one pass over the inputs. Each chunk is evaluated in float64
     once (pass 1, and the float64 dtype check), proven at the current candidate p (pass 3, kept
@@ -353,7 +369,7 @@ def _one_pass(
     run = _OnePass(model, inputs, reference, tally, dtypes)
     for index, (family, tokens) in enumerate(inputs()):
         run.chunk(index, family, tokens)
-        show_progress("float64 + proof", tally.inputs_checked)
+        bar.update(completed=tally.inputs_checked)
     run.finish()
 
 

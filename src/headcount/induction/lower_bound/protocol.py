@@ -71,7 +71,7 @@ from typing import Any
 import numpy as np
 
 from headcount.common.errors import InputError
-from headcount.common.progress import progress_bar
+from headcount.common.progress import Progress, progress_bar
 from headcount.common.validate import check_int
 from headcount.core.certify import Model, WorkBudget, certified_predict, fixed_predict
 from headcount.core.numbers import U, fixed
@@ -378,7 +378,7 @@ def check_protocol(
     p: int,
     pairs: int | None = None,
     seed: int = 0,
-    progress: bool = False,
+    progress: Progress = False,
 ) -> ProtocolCheck:
     """Run the protocol on every (f, i*) (all 2^k·k pairs for k ≤ EXHAUSTIVE_K; else `pairs` seeded
     samples, default DEFAULT_SAMPLES) and compare Bob's output with predict(model, σ, fixed:p) at N.
@@ -393,7 +393,7 @@ def check_protocol(
     Bob's only on i*, so each f's message is computed once and reused for all its i*. A weight-form
     model runs as the exact table of its own fixed:p rounding points (setup.as_table: its answers
     are the model's; InputError where no table has them); `model_form` says which form was checked.
-    progress: a bar over the pairs on stderr."""
+    progress: a bar over the pairs on stderr (common.progress)."""
     if isinstance(model, ModelSource):
         model = load_index_model(model, k)
     if pairs is not None:
@@ -405,7 +405,7 @@ def check_protocol(
     chunks, exhaustive = _pair_chunks(st, pairs, seed)
     tally = _Tally(st)
     total = (1 << st.k) * st.k if exhaustive else (pairs or DEFAULT_SAMPLES)
-    with progress_bar(progress, f"protocol k={st.k}: pairs", total=total) as bar:
+    with progress_bar(progress, f"protocol k={st.k}: pairs", total=total, unit="pair") as bar:
         for F, owner, stars in chunks:
             tally.add(F, owner, stars)
             bar.update(advance=len(stars))

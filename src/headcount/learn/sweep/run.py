@@ -34,7 +34,7 @@ from typing import Any
 
 from headcount.common.errors import InputError
 from headcount.common.jsonable import JsonResult
-from headcount.common.progress import progress_bar
+from headcount.common.progress import Progress, progress_bar
 from headcount.common.validate import writable_folder
 from headcount.learn.store import ResultsStore
 from headcount.learn.sweep.errors import SweepError
@@ -105,7 +105,7 @@ def _run_pending(
     scheduler: Scheduler,
     pending: Sequence[RunSpec],
     done_before: int,
-    progress: bool,
+    progress: Progress,
 ) -> tuple[Counter[str], str | None]:
     """Run `pending`, each leased first, recording each as it finishes; the count of each status
     stored by this call (and of "elsewhere": runs skipped because another sweep holds or recorded
@@ -123,7 +123,8 @@ def _run_pending(
             notes.append(f"{counts['elsewhere']} by another sweep")
         return f"sweep {spec.name}" + (f" ({', '.join(notes)})" if notes else "")
 
-    with progress_bar(progress, f"sweep {spec.name}", total, completed=done_before) as bar:
+    shown = progress_bar(progress, f"sweep {spec.name}", total, completed=done_before, unit="run")
+    with shown as bar:
 
         def admit(run: RunSpec) -> bool:
             if store.lease(run.run_id, owner, seen[run.run_id], holder_alive):
@@ -154,7 +155,7 @@ def run_sweep(
     workers: int | None = None,
     backend: str = "local",
     address: str | None = None,
-    progress: bool = False,
+    progress: Progress = False,
     model_dir: str | os.PathLike | None = None,
 ) -> SweepCounts:
     """Run every run of `spec` not yet done in the results DB `db_path` (workers None: one per CPU);

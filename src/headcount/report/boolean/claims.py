@@ -16,6 +16,9 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 from flint import fmpq, fmpq_poly
+from matplotlib.colors import ListedColormap
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from headcount.boolean import threshold
 from headcount.boolean.certification import (
@@ -33,8 +36,8 @@ from headcount.boolean.lower_bound import (
 )
 from headcount.boolean.model import BooleanLayer, Readout
 from headcount.boolean.task import sign_changes
-from headcount.report.claims import SEED004, ClaimResult, Context, claim, status
-from headcount.report.figures import figure
+from headcount.report.claims import MULTITASK_PAPER, ClaimResult, Context, claim, status
+from headcount.report.figures import COLOURS, figure, staircase
 
 
 def xor_values(n: int) -> list[int]:
@@ -216,7 +219,7 @@ def describe_xor(n: int, T: dict, built: int, refused: int, problems: Sequence[s
 
 @claim(
     "boolean.xor.DH_iff",
-    paper=SEED004,
+    paper=MULTITASK_PAPER,
     source="Theorems 2 and 3, Corollary 1",
     statement="H heads with a degree-D polynomial threshold readout compute n-bit XOR iff D·H ≥ "
     "n: the "
@@ -227,6 +230,10 @@ def describe_xor(n: int, T: dict, built: int, refused: int, problems: Sequence[s
     "min{D, 2·max{1, ⌈log₂ H⌉}+2} whose Theorem-2 polynomial R has n ≤ deg R ≤ D·H; every (D, H) "
     "with D·H < n is refused, and the Theorem-3 recipe cut to D·H roots is wrong on a confirmed "
     "input.",
+    check="PASS only if: the threshold degree of n-bit XOR comes out as n; every (D, H) with D·H "
+    "≥ n up to the grid's largest D·H gets an exactly certified construction within the "
+    "stated value dimension and degree; and every (D, H) with D·H < n is refused, with the "
+    "cut-down recipe wrong on an input confirmed by running it.",
     quick={"n": 10, "max_DH": 12},
     full={"n": 12, "max_DH": 12},
 )
@@ -281,13 +288,16 @@ def describe_symmetric(checked: int, max_n: int, problems: Sequence[str]) -> str
 
 @claim(
     "boolean.symmetric.threshold_degree",
-    paper=SEED004,
+    paper=MULTITASK_PAPER,
     source="§5 (threshold degree of symmetric functions)",
     statement="The threshold degree of a symmetric Boolean function equals the number of sign "
     "changes of F "
     "along 0..n: the LP (HiGHS) over monomials agrees on every symmetric function of n bits, with "
     "the upper "
     "bound witnessed by a checked polynomial and the lower bound by an exact dual certificate.",
+    check="PASS only if, for every symmetric function of each n up to the largest n, the LP's "
+    "threshold degree equals the number of sign changes of F, with the upper bound a "
+    "checked polynomial and the lower bound an exact dual certificate.",
     quick={"max_n": 6},
     full={"max_n": 8},
 )
@@ -313,42 +323,36 @@ def draw_xor_phase(fig: plt.Figure, result: ClaimResult) -> str:
         D, H = map(int, key.split(","))
         grid[H - 1, D - 1] = -1 if dim is None else dim
     ax = fig.add_subplot(1, 1, 1)
+    extent = (0.5, top + 0.5, 0.5, top + 0.5)
     refused = np.where(grid == -1, 1.0, np.nan)
-    ax.imshow(
-        refused,
-        origin="lower",
-        extent=(0.5, top + 0.5, 0.5, top + 0.5),
-        cmap="Greys",
-        vmin=0,
-        vmax=2.5,
-        aspect="auto",
-    )
+    grey = ListedColormap([COLOURS["refused"]])
+    ax.imshow(refused, origin="lower", extent=extent, cmap=grey, aspect="auto")
     built = np.where(grid >= 0, grid, np.nan)
     levels = int(np.nanmax(built)) if np.isfinite(built).any() else 1
+    # shades of the construction colour: every coloured cell is a certified construction
+    shades = ListedColormap(plt.get_cmap("Blues")(np.linspace(0.3, 0.9, levels)))
     im = ax.imshow(
-        built,
-        origin="lower",
-        extent=(0.5, top + 0.5, 0.5, top + 0.5),
-        aspect="auto",
-        cmap=plt.get_cmap("viridis", levels),
-        vmin=0.5,
+        built, origin="lower", extent=extent, aspect="auto", cmap=shades, vmin=0.5,
         vmax=levels + 0.5,
-    )
-    fig.colorbar(im, ax=ax, label="value dimension d", ticks=range(1, levels + 1))
-    ds = np.linspace(1, top, 200)
-    ax.plot(ds, n / ds, "r-", lw=2, label=f"D·H = n = {n}")
+    )  # fmt: skip
+    label = "construction: value dimension d"
+    fig.colorbar(im, ax=ax, label=label, ticks=range(1, levels + 1))
+    Ds = list(range(1, top + 1))
+    staircase(ax, Ds, [min(-(-n // D), top + 1) - 0.5 for D in Ds], color=COLOURS["bound"], lw=2.5)
     ax.set_xlim(0.5, top + 0.5)
     ax.set_ylim(0.5, top + 0.5)
     ax.set_xlabel("readout degree D")
-    ax.set_ylabel("heads H")
-    ax.set_title(f"{n}-bit XOR: certified (colour) or refused by Theorem 2 (grey)")
-    ax.legend(loc="upper right")
+    ax.set_ylabel("heads H (one attention layer)")
+    ax.set_title(f"{n}-bit XOR, one layer: certified (blue) or refused by Theorem 2 (grey)")
+    handles = [
+        Patch(color=COLOURS["refused"], label="refused: D·H < n"),
+        Line2D([], [], color=COLOURS["bound"], lw=2.5, label=f"bound D·H = n = {n}"),
+    ]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2)
     return (
-        "Paper (seed 004 Theorems 2, 3): H heads with a degree-D readout compute n-bit XOR iff "
-        "D·H ≥ n. "
-        f"Measured at n = {n}: every cell on or above the red curve D·H = n holds an exactly "
-        "certified "
-        "construction (colour: its value dimension, at most min{D, 2·max{1, ⌈log₂ H⌉}+2}); every "
-        "cell below "
-        "is refused by Theorem 2 (grey)."
+        f"Paper ({MULTITASK_PAPER.cite} Theorems 2, 3): one attention layer with H heads and a "
+        "degree-D readout computes n-bit XOR iff D·H ≥ n. "
+        f"Measured at n = {n}: every cell on or above the black staircase D·H ≥ n holds an "
+        "exactly certified one-layer construction (shade: its value dimension, at most "
+        "min{D, 2·max{1, ⌈log₂ H⌉}+2}); every cell below it is refused by Theorem 2 (grey)."
     )

@@ -38,7 +38,7 @@ from headcount.induction.certification import InductionCertificate, certify_indu
 from headcount.induction.multihop.construction import khop_construction
 from headcount.induction.multihop.families import KHOP_FAMILIES
 from headcount.learn.summaries import KhopSummary
-from headcount.report.claims import SHT2024, ClaimResult, Context, claim, fit_log2, status
+from headcount.report.claims import KHOP_PAPER, ClaimResult, Context, claim, fit_log2, status
 from headcount.report.experiments import experiment_summary
 
 CLAIM = "induction.khop.construction"
@@ -131,7 +131,14 @@ def certified(ctx: Context, n: int, alphabet: int, hops: int, samples: int, seed
         clock = time.perf_counter()
         model = khop_construction(n, alphabet, hops)
         cert = certify_induction(
-            model, n, alphabet, samples=samples, seed=seed, hops=hops, dtypes=False
+            model,
+            n,
+            alphabet,
+            samples=samples,
+            seed=seed,
+            hops=hops,
+            dtypes=False,
+            progress=ctx.step,
         )
         return Certified(hops, cert, time.perf_counter() - clock)
 
@@ -345,8 +352,8 @@ def describe(series: KhopConstructionSeries, problems: list[str]) -> str:
 
 @claim(
     CLAIM,
-    paper=SHT2024,
-    source="k-hop induction heads: ⌊log₂ k⌋ + 2 layers suffice (the upper bound); issue 16",
+    paper=KHOP_PAPER,
+    source="k-hop induction heads: ⌊log₂ k⌋ + 2 layers suffice (the upper bound)",
     statement="Pointer doubling solves k-hop induction heads in logarithmic depth with O(1) "
     "heads, a width "
     "independent of n and S, and O(log n) bits. Measured on the construction for k = 1..16: depth "
@@ -362,7 +369,11 @@ def describe(series: KhopConstructionSeries, problems: list[str]) -> str:
     "Reported beside "
     "it, not asserted: the smallest depth at which trained models reach error < "
     f"{100 * TRAINED_SOLVED:g}% "
-    "at each k (the learning lab's k-hop sweep).",
+    "at each k (the k-hop learning sweep).",
+    check=f"PASS only if, for every k, the depth is ⌈log₂ k⌉ + 2, float64 errors are zero, every "
+    f"checked input is certified, every layer has at most {HEADS_MAX} heads and d_model is "
+    f"the same at every (n, S); and at the fitted k the precision slope c is at most "
+    f"{PRECISION_SLOPE_MAX:g} with every point within {RESIDUAL_MAX:g} bit of the line.",
     quick=QUICK,
     full=FULL,
 )

@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
-from headcount.report.claims import PASS, ClaimResult
-from headcount.report.figures import figure, log2_axis
+from headcount.report.claims import KHOP_PAPER, PASS, ClaimResult
+from headcount.report.figures import COLOURS, figure, log2_axis
 from headcount.report.induction.khop_construction import (
     CLAIM,
     PRECISION_SLOPE_MAX,
@@ -39,19 +39,18 @@ def _draw_trained(ax: plt.Axes, trained: TrainedDepths) -> str:
     if reached:
         ks, Ls = zip(*reached)
         label = f"trained ({trained.experiment}): smallest L with {below}"
-        ax.plot(ks, Ls, "s", color="tab:red", ms=9, mfc="none", mew=2, label=label)
+        ax.plot(ks, Ls, "s", color=COLOURS["trained"], ms=9, mfc="none", mew=2, label=label)
     if missed:
         top = max(trained.layers) + 0.5
         label = f"trained: {below} not reached at any L ≤ {max(trained.layers)}"
-        ax.plot(missed, [top] * len(missed), "^", color="tab:red", ms=9, label=label)
+        ax.plot(missed, [top] * len(missed), "^", color=COLOURS["trained"], ms=9, label=label)
     hops = f"{min(trained.hops)}..{max(trained.hops)}"
     return (
-        f" Red: the learning lab's k-hop sweep ('{trained.experiment}': one model per depth "
-        f"L ∈ {list(trained.layers)}, trained on k = {hops} given as the first token), the "
-        "smallest depth "
-        f"whose error at k is below {100 * trained.threshold:g}% (triangles: no trained depth "
-        "reaches "
-        f"it; k > {max(trained.hops)} not trained)."
+        f" Red: trained L-layer models of the k-hop experiment '{trained.experiment}' (one "
+        f"model per depth L ∈ {list(trained.layers)}, trained on k = {hops} given as the "
+        f"first token), the smallest depth whose error at k is below "
+        f"{100 * trained.threshold:g}% (triangles: no trained depth reaches it; "
+        f"k > {max(trained.hops)} not trained)."
     )
 
 
@@ -61,20 +60,20 @@ def draw_depth(fig: plt.Figure, result: ClaimResult) -> str:
     ax = fig.add_subplot(1, 1, 1)
     xs = np.linspace(1, max(ks), 200)
     law = "paper's experiments: k ≤ 2^(L−2), L = log₂ k + 2"
-    ax.plot(xs, np.log2(xs) + 2, "-", color="gray", alpha=0.8, label=law)
+    ax.plot(xs, np.log2(xs) + 2, "-", color=COLOURS["prediction"], alpha=0.5, label=law)
     theorem = [paper_depth(k) for k in ks]
-    ax.step(ks, theorem, "--", where="mid", color="tab:green", label=THEOREM_LABEL)
+    ax.step(ks, theorem, "--", where="mid", color=COLOURS["prediction"], label=THEOREM_LABEL)
     depth = [p.certificate.layers for p in s.depth]
-    ax.step(ks, depth, "-", where="mid", color="tab:blue", alpha=0.6)
+    ax.step(ks, depth, "-", where="mid", color=COLOURS["construction"], alpha=0.6)
     good = [(p.hops, p.certificate.layers) for p in s.depth if not point_problems(p)]
     bad = [(p.hops, p.certificate.layers) for p in s.depth if point_problems(p)]
     if good:  # a good point has depth ⌈log₂ k⌉ + 2 (point_problems)
-        ax.plot(*zip(*good), "o", color="tab:blue", ms=7, label=CONSTRUCTION_LABEL)
+        ax.plot(*zip(*good), "o", color=COLOURS["construction"], ms=7, label=CONSTRUCTION_LABEL)
     if bad:
         ax.plot(
             *zip(*bad),
             "X",
-            color="black",
+            color=COLOURS["construction"],
             ms=9,
             label="construction: wrong depth, errors or not proven",
         )
@@ -85,20 +84,17 @@ def draw_depth(fig: plt.Figure, result: ClaimResult) -> str:
     ax.set_ylim(0.5, top + 0.5)
     ax.grid(True, alpha=0.3)
     ax.set_xlabel("hops k")
-    ax.set_ylabel("layers L")
-    ax.set_title("k-hop induction heads: depth against k")
-    ax.legend(loc="lower right", fontsize=9)
+    ax.set_ylabel("layers L of the transformer")
+    ax.set_title("k-hop induction heads: layers needed against k")
+    ax.legend(loc="lower right", fontsize=10)
     first = s.depth[0].certificate
     return (
-        "Paper (Sanford, Hsu, Telgarsky 2024): ⌊log₂ k⌋ + 2 layers suffice for k-hop induction "
-        "heads (green, "
-        "dashed), and their trained models solved k up to about 2^(L−2) (grey: L = log₂ k + 2). "
-        "Blue: the "
-        "pointer-doubling construction's depth (⌈log₂ k⌉ + 2 by design), certified with zero "
-        "errors at n = "
-        f"{first.n}, S = {first.alphabet} on the inputs checked (scope: {first.scope}; black "
-        "crosses: a "
-        "point that fails the claim's checks). For whole L, k ≤ 2^(L−2) means "
+        f"Paper ({KHOP_PAPER.cite}): ⌊log₂ k⌋ + 2 layers suffice for k-hop induction heads "
+        "(green, dashed), and their trained models solved k up to about 2^(L−2) (pale green: "
+        "L = log₂ k + 2). Blue: the L-layer pointer-doubling construction's depth (⌈log₂ k⌉ + 2 "
+        f"by design), certified with zero errors at n = {first.n}, S = {first.alphabet} on the "
+        f"inputs checked (scope: {first.scope}; crosses: a point that fails the claim's checks). "
+        "For whole L, k ≤ 2^(L−2) means "
         "L ≥ ⌈log₂ k⌉ + 2: the construction's depth is the experiments' law exactly, and one "
         "layer over the "
         "theorem between powers of two (a layer at most doubles the hops a position knows)."
@@ -112,7 +108,8 @@ def draw_precision(fig: plt.Figure, result: ClaimResult) -> str:
     ax = fig.add_subplot(1, 1, 1)
     ns = sorted({n for f in s.fits for n in f.n})
     xs = np.geomspace(min(ns), max(ns), 100)
-    colors = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown")
+    # shades of the construction colour, light to dark as k grows: every curve is the construction
+    colors = plt.get_cmap("Blues")(np.linspace(0.45, 1.0, max(len(s.fits), 2)))
     handles = []
     for i, (fit, marker, color) in enumerate(zip(s.fits, "os^Dv", colors)):
         shift = 2.0 ** (0.04 * (i - (len(s.fits) - 1) / 2))  # coinciding points stay visible
@@ -132,16 +129,16 @@ def draw_precision(fig: plt.Figure, result: ClaimResult) -> str:
     ax.set_ylim(bottom=0)
     ax.set_xlabel("sequence length n (tokens)")
     ax.set_ylabel("precision p (bits)")
-    ax.set_title(f"k-hop construction: certified precision against n (S = {s.precision_alphabet})")
-    ax.legend(handles=handles, loc="lower right", fontsize=9)
+    layers = "⌈log₂ k⌉ + 2 layers"
+    ax.set_title(f"k-hop construction ({layers}): precision vs n (S = {s.precision_alphabet})")
+    ax.legend(handles=handles, loc="lower right", fontsize=10)
     fits = ", ".join(f"k = {f.hops}: c = {f.c:.2f}" for f in s.fits)
     return (
-        "Issue 16: the pointer-doubling construction should need O(log n) bits. Measured: the "
-        "smallest "
+        f"Paper ({KHOP_PAPER.cite}): transformers of O(log n) bits of precision; the L-layer "
+        "pointer-doubling construction should need only O(log n) bits. Measured: the smallest "
         "fixed:p with zero errors, every position proven on the inputs checked "
         f"(scope: {s.precision_scope}), at each n (markers of different k shifted slightly in n "
-        "where they "
-        "would coincide); lines: least-squares fits "
+        "where they would coincide); lines: least-squares fits "
         f"p = c·log₂ n + c′ ({fits} bits per doubling of n). The claim passes iff "
         f"c ≤ {PRECISION_SLOPE_MAX:g} and every point lies within {RESIDUAL_MAX:g} bit of its line."
         + (FAILED if result.status != PASS else "")

@@ -37,7 +37,7 @@ from headcount.induction.multihop.construction import khop_construction
 from headcount.induction.roles import khop_roles
 from headcount.learn.constants import DEFAULT_DB
 from headcount.learn.experiments import experiment_rows, kept_or_retrained
-from headcount.report.claims import SHT2024, ClaimResult, Context, claim, status
+from headcount.report.claims import KHOP_PAPER, ClaimResult, Context, claim, status
 from headcount.report.experiments import experiment_summary
 from headcount.report.figures import figure
 from headcount.report.induction.mechanism import describe_heads, roles_by_layer
@@ -48,6 +48,7 @@ from headcount.report.views.attention import (
     model_patterns,
     score_items,
 )
+from headcount.report.views.attention_html import patterns_html
 
 CLAIM = "induction.khop.mechanism"
 FIGURE = "induction_khop_mechanism"
@@ -56,7 +57,6 @@ EXPERIMENT = "khop"
 TASK = "khop"
 SEED = 0  # the inputs every model is scored and drawn on: default_rng([SEED, n, alphabet])
 CACHE_KIND = "deepest-khop-model"
-TITLE_INCHES = 0.08  # the figure's title sits this far below its top edge
 
 QUICK = {"n": 128, "alphabet": 4, "hops": 16, "samples": 128, "draw": MAX_DRAW}
 FULL = {
@@ -331,8 +331,8 @@ def _compare_trained(
 
 @claim(
     CLAIM,
-    paper=SHT2024,
-    source="k-hop induction heads: pointer doubling (the upper bound); issue 16, point 5",
+    paper=KHOP_PAPER,
+    source="k-hop induction heads, pointer doubling (the upper bound)",
     statement="analyze heads recovers, layer by layer, the roles the k-hop construction was built "
     "with: "
     "a previous-token and a duplicate-token head in layer 0, the find (induction) head in layer "
@@ -342,9 +342,11 @@ def _compare_trained(
     "for k = 16). "
     "Reported beside it, not asserted: the roles and best find^r scores of the deepest trained "
     "model of "
-    "the learning lab's k-hop experiment, layer by layer against the construction at its n, S and "
+    "the k-hop learning experiment, layer by layer against the construction at its n, S and "
     "K; the "
     "figure shows both on the same characters.",
+    check="PASS only if analyze heads gives every layer of the construction the role it was built"
+    " with (the trained model's roles are reported, not tested).",
     quick=QUICK,
     full=FULL,
 )
@@ -398,70 +400,63 @@ def khop_mechanism(
     return ClaimResult(measured, status(not problems), detail, series)
 
 
-def _title(fig: plt.Figure, text: str) -> None:
-    """The figure's title, TITLE_INCHES below its top edge whatever its height: tight_layout keeps
-    the title's own height free at the top, which a title at the default y = 0.98 overruns in a tall
-    figure."""
-    fig.suptitle(text, y=1 - TITLE_INCHES / fig.get_size_inches()[1], va="top")
+def khop_title(s: KhopMechanism) -> str:
+    if s.run is None:
+        return f"k-hop construction, n = {s.n}, S = {s.alphabet}, k = {s.hops} (no trained model)"
+    run = s.run
+    return (
+        f"k-hop induction, built (left) and trained (right): the same characters, n = {run.n}, "
+        f"S = {run.alphabet}, k = {run.hops}"
+    )
 
 
-@figure(FIGURE, claim=CLAIM)
-def draw_khop_mechanism(fig: plt.Figure, result: ClaimResult) -> str:
-    s: KhopMechanism = result.series
-    panels = [s.construction] + ([s.trained] if s.trained is not None else [])
-    draw_patterns(fig, panels)
+def khop_caption(s: KhopMechanism) -> str:
     shown = len(s.construction.tokens)
     built = roles_text(s.drawn_built)
     measured = roles_text(roles_by_layer(s.construction.scores))
     check = "recovered" if s.recovered else "NOT recovered (the claim FAILED)"
     head = (
-        "Paper (Sanford–Hsu–Telgarsky 2024; issue 16): k-hop induction heads in logarithmic depth "
-        "by pointer "
+        f"Paper ({KHOP_PAPER.cite}): k-hop induction heads in logarithmic depth by pointer "
         "doubling — layer 0 copies the previous token (and a duplicate-token head tests whether "
-        "σ_i is new), "
-        "layer 1 points at find(i), and each later layer l follows the pointer find^{2^(l−2)}, so "
-        "the hops a "
-        "position knows double per layer. "
+        "σ_i is new), layer 1 points at find(i), and each later layer l follows the pointer "
+        "find^{2^(l−2)}, so the hops a position knows double per layer. "
     )
     if s.run is None:
-        _title(
-            fig, f"k-hop construction, n = {s.n}, S = {s.alphabet}, k = {s.hops} (no trained model)"
-        )
         return head + (
             f"The construction khop_construction({s.n}, {s.alphabet}, {s.hops}) on the first "
-            f"{shown} "
-            f"characters of the first of {s.samples} inputs (seed {SEED}, no two adjacent equal); "
-            "built "
-            f"roles by layer: {built}; measured: {measured}. No trained k-hop run was found to "
-            "draw beside "
-            "it."
+            f"{shown} characters of the first of {s.samples} inputs (input seed {SEED}, no two "
+            f"adjacent equal); built roles by layer: {built}; measured: {measured}. No trained "
+            "k-hop run was found to draw beside it."
         )
     run, K = s.run, s.run.hops
-    _title(
-        fig,
-        f"k-hop induction, built (left) and trained (right): the same characters, n = {run.n}, "
-        f"S = {run.alphabet}, k = {K}",
-    )
     trained = roles_text(roles_by_layer(s.trained.scores))
     return head + (
         f"Left: khop_construction({run.n}, {run.alphabet}, {K}) (plain layout: k = {K} is built "
-        "in); "
-        f"built roles by layer: {built}; measured by analyze heads: {measured}. Right: the "
-        "deepest trained "
-        f"model of the learning lab's k-hop experiment (run {run.run_id}, "
-        f"{run.config.get('layers')} layers "
-        f"× {run.config.get('heads')} heads, hop-prefix layout: the hop token k={K} first), "
-        "analyzed at "
-        f"k = {K}; its roles by layer: {trained}. Both on the same characters: the first {shown} "
-        "of the "
-        f"first of {s.samples} inputs (seed {SEED}, no two adjacent equal); row = query, column = "
-        "key, "
-        "tokens on both axes, colour = attention weight (0..1, one scale), blank = keys after the "
-        "query. "
+        f"in); built roles by layer: {built}; measured by analyze heads: {measured}. Right: the "
+        f"deepest trained model of the k-hop learning experiment (run {run.run_id}, "
+        f"{run.config.get('layers')} layers × {run.config.get('heads')} heads, hop-prefix layout: "
+        f"the hop token k={K} first), analyzed at k = {K}; its roles by layer: {trained}. Both on "
+        f"the same characters: the first {shown} of the first of {s.samples} inputs (input seed "
+        f"{SEED}, no two adjacent equal); row = query, column = key, tokens (0..S−1) on both "
+        "axes, colour = attention weight (0..1, one scale), blank = keys after the query. "
         f"Titles: each head's role and its two highest scores over all {s.samples} inputs. The "
-        "claim's "
-        "check is at "
-        f"n = {s.n}, S = {s.alphabet}, k = {s.hops} (every find^(2^t) layer exercised): the built "
-        "roles "
-        f"{check}."
+        f"claim's check is at n = {s.n}, S = {s.alphabet}, k = {s.hops} (every find^(2^t) layer "
+        f"exercised): the built roles {check}."
     )
+
+
+def khop_panels(s: KhopMechanism) -> list[ModelPatterns]:
+    return [s.construction] + ([s.trained] if s.trained is not None else [])
+
+
+def khop_page(result: ClaimResult) -> str:
+    """The figure's panels as an interactive page (report/views/attention_html.py)."""
+    s: KhopMechanism = result.series
+    return patterns_html(khop_panels(s), khop_title(s), khop_caption(s))
+
+
+@figure(FIGURE, claim=CLAIM, html=khop_page)
+def draw_khop_mechanism(fig: plt.Figure, result: ClaimResult) -> str:
+    s: KhopMechanism = result.series
+    draw_patterns(fig, khop_panels(s), khop_title(s))
+    return khop_caption(s)

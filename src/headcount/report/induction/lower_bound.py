@@ -19,8 +19,8 @@ from headcount.induction.construction import one_layer_induction, two_layer_indu
 from headcount.induction.lower_bound.protocol import check_protocol
 from headcount.induction.lower_bound.refute import refute
 from headcount.induction.lower_bound.results import Refutation
-from headcount.report.claims import SEED000, ClaimResult, Context, claim, status
-from headcount.report.figures import figure
+from headcount.report.claims import INDUCTION_PAPER, ClaimResult, Context, claim, status
+from headcount.report.figures import COLOURS, LAYER_STYLE, figure
 
 PROTOCOL_FIELDS = (
     "message_bits",
@@ -44,7 +44,13 @@ def _two_layer_size(ctx: Context, n: int, samples: int) -> int | None:
     cert = ctx.cached(
         ("index-two-layer", n, samples),
         lambda: certify_induction(
-            two_layer_induction(n, 3), n, 3, samples=samples, exhaustive=False, dtypes=False
+            two_layer_induction(n, 3),
+            n,
+            3,
+            samples=samples,
+            exhaustive=False,
+            dtypes=False,
+            progress=ctx.step,
         ),
         f"certify two_layer n={n} S=3 samples={samples} (sampled)",
     )
@@ -98,7 +104,7 @@ def _random_point(seed: int, h: int, m: int, p: int, k: int) -> tuple[dict[str, 
 
 @claim(
     "induction.index.protocol",
-    paper=SEED000,
+    paper=INDUCTION_PAPER,
     source="§3 Theorem 1 and Appendix A (INDEX reduction)",
     statement="For a one-layer transformer at p bits, Alice's message (r̂, ŝ per head, 3p "
     "fractional bits "
@@ -108,6 +114,9 @@ def _random_point(seed: int, h: int, m: int, p: int, k: int) -> tuple[dict[str, 
     "precision, "
     "and random one-layer models (every disagreement lies within Bob's proven error of a rounding "
     "tie).",
+    check="PASS only if Bob's answer equals the model's at position 2k+1 on every (f, i*) for the"
+    " construction, and every disagreement for the random models lies within Bob's proven "
+    "error of a rounding tie.",
     quick={
         "ks": list(range(4, 11)),
         "random": [
@@ -211,7 +220,7 @@ def _clean_search(k: int) -> tuple[dict[str, Any], list[str]]:
 
 @claim(
     "induction.index.refute",
-    paper=SEED000,
+    paper=INDUCTION_PAPER,
     source="§3 Theorem 1 (pigeonhole on Alice's messages)",
     statement="A one-layer model whose message has fewer than k bits must answer some INDEX input "
     "wrongly: "
@@ -221,6 +230,9 @@ def _clean_search(k: int) -> tuple[dict[str, Any], list[str]]:
     "(evidence beyond the theorem); and an exhaustive search of all k·2^k INDEX inputs finds none "
     "for "
     "the correct one-layer construction.",
+    check="PASS only if the refuter returns, for every random model, an input it answers wrongly "
+    "(confirmed by running the model), and the exhaustive search finds no wrong input for "
+    "the construction at any k.",
     quick={
         "random": [(0, 1, 2, 2, 40), (1, 1, 1, 3, 40), (2, 2, 1, 2, 40), (0, 1, 2, 4, 40)],
         "construction_ks": [4, 6, 8],
@@ -274,9 +286,13 @@ def draw_index_bits(fig: plt.Figure, result: ClaimResult) -> str:
     s = result.series or {}
     n, k, bits, two = s["n"], s["k"], s["message_bits"], s["two_layer_size"]
     ax = fig.add_subplot(1, 1, 1)
-    ax.plot(n, bits, "s-", color="tab:red", label="one-layer construction: Alice's message (bits)")
-    ax.plot(n, k, "-", color="black", lw=1.5, label="INDEX lower bound: k bits (n = 2k+1)")
-    ax.plot(n, two, "o-", color="tab:blue", label="two-layer construction: size h·m·p (bits)")
+    colour, style1, style2 = COLOURS["construction"], LAYER_STYLE[1], LAYER_STYLE[2]
+    label = "one-layer construction: Alice's message (bits)"
+    ax.plot(n, bits, color=colour, **style1, label=label)
+    label = "lower bound for ONE-layer models only: k bits (INDEX)"
+    ax.plot(n, k, "-", color=COLOURS["bound"], lw=1.5, label=label)
+    label = "two-layer construction: whole size h·m·p (bits)"
+    ax.plot(n, two, color=colour, **style2, label=label)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length n = 2k+1 (tokens)")
     ax.set_ylabel("bits")
@@ -284,13 +300,11 @@ def draw_index_bits(fig: plt.Figure, result: ClaimResult) -> str:
     ax.grid(True, alpha=0.3)
     ax.legend(loc="center right", fontsize=10, framealpha=0.95)
     return (
-        "Paper (seed 000 §3): Alice's message — r̂ and ŝ per head, 3p fractional bits each — "
-        "determines a "
-        "one-layer model's answer on every INDEX input, so a correct model's message has ≥ k "
-        "bits. Measured: "
-        "the one-layer construction's message at its minimal precision (exact bit count of "
-        "headcount's code, "
-        "Bob reproducing the model on every (f, i*)) stays above k and grows linearly; the "
-        "two-layer "
-        "construction's whole size grows only logarithmically."
+        f"Paper ({INDUCTION_PAPER.cite} §3): Alice's message — r̂ and ŝ per head, 3p fractional "
+        "bits each — determines a one-layer model's answer on every INDEX input, so a correct "
+        "one-layer model's message has ≥ k bits (black line: a bound on one-layer models only). "
+        "Measured: the one-layer construction's message (squares, dashed) at its minimal "
+        "precision (exact bit count of headcount's code, Bob reproducing the model on every "
+        "(f, i*)) stays above k and grows linearly; the two-layer construction's whole size "
+        "(circles, solid), to which the bound does not apply, grows only logarithmically."
     )

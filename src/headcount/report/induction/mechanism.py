@@ -30,7 +30,7 @@ from headcount.induction.construction import two_layer_induction
 from headcount.induction.heads import HeadScore
 from headcount.learn.constants import DEFAULT_DB
 from headcount.learn.experiments import experiment_rows, kept_or_retrained
-from headcount.report.claims import FAIL, SEED000, ClaimResult, Context, claim, status
+from headcount.report.claims import FAIL, INDUCTION_PAPER, ClaimResult, Context, claim, status
 from headcount.report.experiments import experiment_summary
 from headcount.report.figures import figure
 from headcount.report.views.attention import (
@@ -39,6 +39,7 @@ from headcount.report.views.attention import (
     model_patterns,
     score_items,
 )
+from headcount.report.views.attention_html import patterns_html
 
 EXPERIMENT = "induction-depth"
 SEED = 0  # the inputs both models are scored and drawn on: default_rng([SEED, n, alphabet])
@@ -207,8 +208,8 @@ def _circuit_words(missing: list[str], trained: tuple[HeadScore, ...]) -> str:
 
 @claim(
     "induction.heads.mechanism",
-    paper=SEED000,
-    source="§1 (two-layer construction); issue 15",
+    paper=INDUCTION_PAPER,
+    source="§1 (two-layer construction)",
     statement="analyze heads recovers the roles the two-layer construction was built with (layer "
     "0: a "
     "previous-token and a duplicate-token head; layer 1: an induction head) at the n and alphabet "
@@ -216,6 +217,9 @@ def _circuit_words(missing: list[str], trained: tuple[HeadScore, ...]) -> str:
     "best trained two-layer model of the induction-depth experiment; that model's head roles are "
     "reported "
     "beside it, and the figure shows both models' attention on the same input.",
+    check="PASS only if analyze heads gives the construction's layer 0 a previous-token and a "
+    "duplicate-token head and its layer 1 an induction head (the trained model's roles are "
+    "reported, not tested).",
     quick={"samples": 256, "draw": 16},
     full={"samples": 256, "draw": 16},
 )
@@ -236,7 +240,7 @@ def mechanism(ctx: Context, samples: int, draw: int) -> ClaimResult:
         "alphabet": S,
         "samples": samples,
         "seed": SEED,
-        "input_drawn": "".join(built.tokens),
+        "input_drawn": " ".join(built.tokens),
         "construction": {
             "roles": {str(k): list(v) for k, v in roles_by_layer(built.scores).items()},
             "built_roles": {str(k): list(v) for k, v in BUILT_ROLES.items()},
@@ -264,35 +268,40 @@ def mechanism(ctx: Context, samples: int, draw: int) -> ClaimResult:
     return ClaimResult(measured, status(not problems), detail, series)
 
 
-@figure("induction_heads_mechanism", claim="induction.heads.mechanism")
-def draw_mechanism(fig: plt.Figure, result: ClaimResult) -> str:
-    s: Mechanism = result.series
-    draw_patterns(fig, [s.construction, s.trained])
-    fig.suptitle(
+def mechanism_title(s: Mechanism) -> str:
+    return (
         f"Induction heads, built (left) and trained (right): the same input, n = {s.n}, S = "
         f"{s.alphabet}"
     )
+
+
+def mechanism_caption(s: Mechanism) -> str:
     found = (
         "found the same circuit" if s.same_circuit else "did NOT find the construction's circuit"
     )
     shown = len(s.construction.tokens)
     return (
-        "Paper (seed 000 §1): two layers of constant size solve induction heads — a "
-        "previous-token head, "
-        "then an induction head that attends to the position after the latest earlier occurrence "
-        "of the "
-        "current token (the construction adds a duplicate-token head, its ⊥ test). Left: the "
-        "two-layer "
-        "construction; "
-        "right: the best trained two-layer model of the induction-depth experiment (run "
-        f"{s.run.run_id}, "
+        f"Paper ({INDUCTION_PAPER.cite} §1): two layers of constant size solve induction heads — "
+        "a previous-token head, then an induction head that attends to the position after the "
+        "latest earlier occurrence of the current token (the construction adds a duplicate-token "
+        "head, its ⊥ test). Left: the two-layer construction; right: the best trained two-layer "
+        f"model of the induction-depth experiment (run {s.run.run_id}, "
         f"{100 * s.run.accuracy:.2f}% on non-⊥ positions). Both on the same input: the first "
-        f"{shown} "
-        f"characters of the first of {s.samples} inputs (seed {SEED}); row = query, column = key, "
-        "tokens on "
-        "both axes, colour = attention weight (0..1, one scale), blank = keys after the query. "
-        "Titles: each "
-        f"head's role and its two highest scores over all {s.samples} inputs (analyze heads). The "
-        "trained "
-        f"model {found}."
+        f"{shown} characters of the first of {s.samples} inputs (input seed {SEED}); row = query, "
+        "column = key, tokens (0..S−1) on both axes, colour = attention weight (0..1, one scale), "
+        "blank = keys after the query. Titles: each head's role and its two highest scores over "
+        f"all {s.samples} inputs (analyze heads). The trained model {found}."
     )
+
+
+def mechanism_page(result: ClaimResult) -> str:
+    """The figure's panels as an interactive page (report/views/attention_html.py)."""
+    s: Mechanism = result.series
+    return patterns_html([s.construction, s.trained], mechanism_title(s), mechanism_caption(s))
+
+
+@figure("induction_heads_mechanism", claim="induction.heads.mechanism", html=mechanism_page)
+def draw_mechanism(fig: plt.Figure, result: ClaimResult) -> str:
+    s: Mechanism = result.series
+    draw_patterns(fig, [s.construction, s.trained], mechanism_title(s))
+    return mechanism_caption(s)

@@ -22,6 +22,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.lines import Line2D
 
 from headcount.boolean.certification import construct_and_certify
 from headcount.common.jsonable import JsonResult
@@ -37,9 +38,24 @@ from headcount.learn.summaries import (
     XorPhaseSummary,
 )
 from headcount.minmax.certification import certify_minmax
-from headcount.report.claims import SEED000, SEED004, ClaimResult, Context, claim, status
+from headcount.report.claims import (
+    INDUCTION_PAPER,
+    MULTITASK_PAPER,
+    ClaimResult,
+    Context,
+    claim,
+    status,
+)
 from headcount.report.experiments import experiment_summary
-from headcount.report.figures import cell_text, figure, log2_axis, save_figure
+from headcount.report.figures import (
+    COLOURS,
+    LAYER_STYLE,
+    cell_text,
+    figure,
+    log2_axis,
+    save_figure,
+    staircase,
+)
 from headcount.report.learning.khop import KHOP_DRAW
 from headcount.report.render import write_atomic
 
@@ -134,13 +150,15 @@ def _describe_induction_depth(s: InductionDepthSummary) -> str:
 
 @claim(
     "learning.induction.depth",
-    paper=SEED000,
+    paper=INDUCTION_PAPER,
     source="§1, experiments",
     statement="Trained two-layer attention models solve induction heads (the best two-layer model "
     "of the "
     "sweep is ≥ 99% right on non-⊥ positions at every n); one-layer models of the same width, "
     "heads and "
     "alphabet stay below their two-layer counterparts everywhere.",
+    check="PASS only if the best two-layer model is at least 99% right on non-⊥ positions at "
+    "every n, and every one-layer model is below its two-layer counterpart.",
 )
 def induction_depth(ctx: Context) -> ClaimResult:
     s = _summary(ctx, "induction-depth")
@@ -164,7 +182,7 @@ def _describe_minmax_heads(s: MinmaxHeadsSummary) -> str:
 
 @claim(
     "learning.minmax.heads",
-    paper=SEED004,
+    paper=MULTITASK_PAPER,
     source="§3.1, Theorem 1 and Appendix A",
     statement="Some trained two-head model solves min and max together on every input; every "
     "trained single "
@@ -172,6 +190,8 @@ def _describe_minmax_heads(s: MinmaxHeadsSummary) -> str:
     "possible "
     "(at most 200 000 multisets) the verifier's verdicts agree with it on every head compared "
     "(at least one).",
+    check="PASS only if some two-head run solves min and max exactly, and the exact one-head "
+    "verifier agrees with exhaustive evaluation on every head compared.",
 )
 def minmax_heads(ctx: Context) -> ClaimResult:
     s = _summary(ctx, "minmax-heads")
@@ -190,12 +210,14 @@ def _xor_sides(s: XorPhaseSummary) -> tuple[list[XorPhaseCell], list[XorPhaseCel
 
 @claim(
     "learning.xor.phase",
-    paper=SEED004,
+    paper=MULTITASK_PAPER,
     source="Theorems 2 and 3",
     statement="Trained n-bit XOR models never succeed below D·H = n (impossible by Theorem 2); "
     "above it the "
     "Theorem-3 construction is certified in every cell, and the table shows where training gets "
     "there.",
+    check="PASS only if no trained XOR model below D·H = n is right on all inputs, and the "
+    "Theorem-3 construction is certified in every cell at or above it (at least one cell).",
 )
 def xor_phase(ctx: Context) -> ClaimResult:
     s = _summary(ctx, "xor-phase")
@@ -250,18 +272,19 @@ def _accuracy_by_n(cells: list[Any]) -> tuple[list[int], np.ndarray, np.ndarray]
 def draw_induction_depth(fig: plt.Figure, s: InductionDepthSummary) -> str:
     ax = fig.add_subplot(1, 1, 1)
     cells = s.cells
-    colors = {1: "tab:red", 2: "tab:blue", 3: "tab:green"}
     config = lambda c: (c.layers, c.alphabet, c.heads, c.dim)
     for L, S, h, m in sorted({config(c) for c in cells}):
         ns, acc, spread = _accuracy_by_n([c for c in cells if config(c) == (L, S, h, m)])
+        style = LAYER_STYLE.get(L, LAYER_STYLE[3])  # one layer vs two: marker and line
         ax.errorbar(
             ns,
             100 * acc,
             yerr=100 * spread,
-            fmt="o-" if S == min(c.alphabet for c in cells) else "s--",
-            color=colors.get(L, "tab:gray"),
+            fmt=style["marker"] + style["ls"],
+            mfc=COLOURS["trained"] if S == min(c.alphabet for c in cells) else "white",
+            color=COLOURS["trained"],
             capsize=3,
-            label=f"{_plural(L, 'layer')}, {_plural(h, 'head')}, dim {m}, S = {S}",
+            label=f"trained, {_plural(L, 'layer')}, {_plural(h, 'head')}, dim {m}, S = {S}",
         )
     log2_axis(ax, [c.n for c in cells])
     ax.set_xlabel("sequence length n (tokens)")
@@ -270,65 +293,100 @@ def draw_induction_depth(fig: plt.Figure, s: InductionDepthSummary) -> str:
     ax.set_title("Induction heads, trained: one layer vs two layers")
     ax.legend(loc="lower left", fontsize=10)
     return (
-        "Paper (seed 000): a one-layer transformer needs heads·dim·bits = Ω(n) to solve induction "
-        "heads, two "
-        "layers of constant size suffice. Measured: trained models (mean over seeds, bars "
-        "min–max) on "
-        "held-out uniform sequences; the best two-layer model reaches "
+        f"Paper ({INDUCTION_PAPER.cite}): a one-layer transformer needs heads·dim·bits = Ω(n) to "
+        "solve induction heads, two layers of constant size suffice. Measured: trained models "
+        "(mean over seeds, bars min–max; one layer: squares, dashed; two layers: circles, solid"
+        + ("; hollow: a larger alphabet" if len({c.alphabet for c in cells}) > 1 else "")
+        + ") on held-out uniform sequences; the best two-layer model reaches "
         f"{100 * s.two_layer_best_min_accuracy:.2f}% or more at every n, one layer at most "
         f"{100 * s.one_layer_best_accuracy:.1f}%."
     )
 
 
 def _mark_counterexamples(ax: plt.Axes, pts: list[MinmaxHeadsCell]) -> None:
-    """Label single-head points with how many seeds the exact verifier refuted (min or max)."""
+    """Label single-head points with how many seeds the exact verifier refuted (min or max): below
+    and to the right, where the rising curves are not (to the left at the largest d)."""
+    last = max(c.dim for c in pts)
     for c in pts:
         if c.counterexample_min_or_max:
+            right = c.dim != last
             ax.annotate(
-                f"{c.counterexample_min_or_max}/{c.seeds}",
+                f"{c.counterexample_min_or_max} of {c.seeds} refuted",
                 (c.dim, 100 * c.accuracy_both_max),
                 textcoords="offset points",
-                xytext=(0, -16),
-                ha="center",
+                xytext=(6 if right else -6, -8),
+                ha="left" if right else "right",
+                va="top",
                 fontsize=10,
-                color="tab:red",
+                color=COLOURS["trained"],
             )
+
+
+HEAD_STYLE = {1: LAYER_STYLE[1], 2: LAYER_STYLE[2]}  # one head vs two, drawn like one layer vs two
 
 
 @_draws("minmax-heads", "learning_minmax_heads", claim="learning.minmax.heads")
 def draw_minmax(fig: plt.Figure, s: MinmaxHeadsSummary) -> str:
     ax = fig.add_subplot(1, 1, 1)
     cells = s.cells
-    colors = {1: "tab:red", 2: "tab:blue"}
     for key in sorted({(c.heads, c.M, c.n) for c in cells}):
         H, M, n = key
         pts = sorted((c for c in cells if (c.heads, c.M, c.n) == key), key=lambda c: c.dim)
+        style = HEAD_STYLE.get(H, LAYER_STYLE[3])
         ax.plot(
             [c.dim for c in pts],
             [100 * c.accuracy_both_max for c in pts],
-            "o-",
-            color=colors.get(H, "tab:gray"),
-            label=f"{_plural(H, 'head')}, M = {M}, n = {n} (best seed)",
+            color=COLOURS["trained"],
+            **style,
+            label=f"trained, {_plural(H, 'head')}, M = {M}, n = {n} (best seed)",
         )
         if H == 1:
             _mark_counterexamples(ax, pts)
     for M, d in sorted((s.construction_dims or {}).items()):
-        label = f"two-head construction certified, M = {M}: d = {d}"
-        ax.axvline(d, color="tab:blue", ls=":", lw=1.5, label=label)
+        # a point, not a line across the plot: it is exact (100%) at its own d
+        label = f"two-head construction, certified exact, M = {M}: d = {d}"
+        colour = COLOURS["construction"]
+        ax.plot(d, 100, "*", color=colour, mfc="none", mew=1.5, ms=16, ls="", label=label)
     ax.set_xlabel("value dimension d")
     ax.set_ylabel("lists right on both min and max (%)")
-    ax.set_title("Min and max, trained: one head vs two heads")
+    ax.set_title("Min and max, trained one-layer attention: one head vs two heads")
     ax.set_ylim(0, 102)
     ax.legend(loc="lower right", fontsize=10)
     return (
-        "Paper (seed 004 §3.1): one attention head cannot support both min and max with small "
-        "resources; "
-        "two heads can (Appendix A, certified here for the dotted d). Measured: exact accuracy of "
-        "trained "
-        "models on every multiset (weighted to all M^n lists); red labels: trained single heads "
-        "for which "
-        "the exact one-head verifier found a counterexample to min or max, out of the seeds."
+        f"Paper ({MULTITASK_PAPER.cite} §3.1): one attention head cannot support both min and max "
+        "with small resources; two heads can (Appendix A: the two-head construction, certified "
+        "exact here at the d of the blue star). Measured: exact accuracy of trained one-layer "
+        "models (one head: squares, dashed; two heads: circles, solid) on every multiset "
+        "(weighted to all M^n lists); 'a of b refuted' under a single-head point: for a of its "
+        "b seeds the exact one-head verifier found a counterexample to min or max."
     )
+
+
+def _xor_cell_text(c: XorPhaseCell) -> str:
+    """A cell's words: seeds solved, and the seeds' mean accuracy as a share of the best any model
+    of that D·H can reach (the exact frontier; no second line beyond its work bound)."""
+    solved = f"{c.solved} of {c.seeds} solved"
+    share = c.fraction_of_frontier  # None beyond the frontier's work bound, NaN without accuracy
+    return solved if share is None or math.isnan(share) else f"{solved}\n{100 * share:.0f}% of best"
+
+
+def _xor_constructions(ax: plt.Axes, cells: list[Any], Ds: list[int], Hs: list[int]) -> list:
+    """A diamond in the top-right corner of each cell whose Theorem-3 construction is certified (a
+    cross: built but not certified); returns the legend handles of the marks drawn."""
+    handles = []
+    for value, marker, label in (
+        (True, "D", "Theorem-3 construction certified"),
+        (False, "X", "construction NOT certified"),
+    ):
+        mine = [c for c in cells if getattr(c, "construction_certified", None) is value]
+        if not mine:
+            continue
+        xs = [Ds.index(c.degree) + 0.4 for c in mine]
+        ys = [Hs.index(c.heads) + 0.36 for c in mine]
+        colour = COLOURS["construction"]
+        ax.plot(xs, ys, marker, color=colour, mec="white", ms=7, ls="", label=label)
+        handles.append(Line2D([], [], color=colour, marker=marker, ms=7, ls="", label=label))
+    return handles
 
 
 @_draws("xor-phase", "learning_xor_phase", claim="learning.xor.phase")
@@ -341,45 +399,35 @@ def draw_xor_training(fig: plt.Figure, s: XorPhaseSummary) -> str:
     grid = np.full((len(Hs), len(Ds)), np.nan)
     for c in cells:
         grid[Hs.index(c.heads), Ds.index(c.degree)] = c.solved / c.seeds
-    im = ax.imshow(100 * grid, origin="lower", aspect="auto", cmap="Greens", vmin=0, vmax=100)
+    cmap = "Reds"  # the trained colour: every cell is trained models
+    im = ax.imshow(100 * grid, origin="lower", aspect="auto", cmap=cmap, vmin=0, vmax=100)
     for c in cells:
-        mark = (
-            ""
-            if c.construction_certified is None
-            else (" C" if c.construction_certified else " C?")
-        )
-        share = (
-            c.fraction_of_frontier
-        )  # None beyond the frontier's work bound, NaN without an accuracy
-        of_frontier = "" if share is None or math.isnan(share) else f"\n{100 * share:.0f}% of F"
-        text = f"{c.solved}/{c.seeds}{mark}{of_frontier}"
-        cell_text(ax, Ds.index(c.degree), Hs.index(c.heads), text, c.solved / c.seeds > 0.6)
-    # the curve D·H = n in cell coordinates (interpolated along the D axis)
-    ds = np.linspace(Ds[0], Ds[-1], 200)
-    hs = n / ds
-    ok = (hs >= Hs[0]) & (hs <= Hs[-1])
-    x, y = np.interp(ds[ok], Ds, range(len(Ds))), np.interp(hs[ok], Hs, range(len(Hs)))
-    ax.plot(x, y, "r-", lw=2, label=f"D·H = n = {n}")
+        dark = c.solved / c.seeds > 0.6
+        cell_text(ax, Ds.index(c.degree), Hs.index(c.heads), _xor_cell_text(c), dark)
+    handles = _xor_constructions(ax, cells, Ds, Hs)
+    # D·H = n along the cell edges: under the lowest cell of each column with D·H ≥ n
+    edges = [next((i for i, H in enumerate(Hs) if D * H >= n), len(Hs)) - 0.5 for D in Ds]
+    bound = {"color": COLOURS["bound"], "lw": 2.5}
+    staircase(ax, list(range(len(Ds))), edges, **bound)
+    handles.insert(0, Line2D([], [], **bound, label=f"bound D·H = n = {n} (below: impossible)"))
+    ax.set_xlim(-0.5, len(Ds) - 0.5)
+    ax.set_ylim(-0.5, len(Hs) - 0.5)
     ax.set_xticks(range(len(Ds)), [str(d) for d in Ds])
     ax.set_yticks(range(len(Hs)), [str(h) for h in Hs])
     fig.colorbar(im, ax=ax, label="seeds solving all 2^n inputs (%)")
     ax.set_xlabel("readout degree D")
-    ax.set_ylabel("heads H")
-    ax.set_title(
-        f"{n}-bit XOR, trained: (D, H) phase diagram (red: D·H = n = {n})"
-    )  # no legend over a cell
+    ax.set_ylabel("heads H (one attention layer)")
+    ax.set_title(f"{n}-bit XOR, trained one-layer models: which (D, H) training solves")
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2)
     return (
-        "Paper (seed 004 Theorems 2, 3): H heads with a degree-D readout compute n-bit XOR iff "
-        "D·H ≥ n. "
-        f"Measured at n = {n}: cells give seeds whose trained model is exactly right on all 2^n "
-        "inputs; 'C' "
-        "marks cells where the Theorem-3 construction is certified exactly; 'x% of F': the seeds' "
-        "mean "
-        "accuracy on all 2^n inputs as a share of the exact frontier F, the best any model with "
-        "that D·H can "
-        "reach (boolean frontier; 100% from D·H = n). Below the red curve no model can "
-        f"succeed ({s.below_solved} of {s.below_cells} cells did); above it training solved "
-        f"{s.above_solved} of {s.above_cells} cells."
+        f"Paper ({MULTITASK_PAPER.cite} Theorems 2, 3): one attention layer with H heads and a "
+        f"degree-D readout computes n-bit XOR iff D·H ≥ n. Measured at n = {n}: each cell says "
+        "how many seeds trained a model exactly right on all 2^n inputs, and the seeds' mean "
+        "accuracy on all 2^n inputs as a share of the best any model with that D·H can reach "
+        "(the exact accuracy frontier of the boolean frontier claim; 100% from D·H = n); a blue "
+        "diamond marks a cell whose Theorem-3 construction is certified exactly. Below the black "
+        f"staircase D·H = n no model can succeed ({s.below_solved} of {s.below_cells} cells "
+        f"did); above it training solved {s.above_solved} of {s.above_cells} cells."
     )
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from headcount.learn.certified_runs import KHOP_CERTIFY_SAMPLES
 from headcount.learn.experiments import experiment_spec
 from headcount.learn.summaries import KhopSummary
-from headcount.report.claims import SHT2024, ClaimResult, Context, claim, status
+from headcount.report.claims import KHOP_PAPER, ClaimResult, Context, claim, status
 from headcount.report.experiments import experiment_summary
 from headcount.report.figures import cell_text, figure
 
@@ -155,11 +155,13 @@ def _log_bound(s: KhopSummary) -> str:
 
 @claim(
     "learning.khop.depth",
-    paper=SHT2024,
+    paper=KHOP_PAPER,
     source="k-hop induction heads, depth vs k",
     statement="k-hop induction heads needs depth growing with k. Measured on one model per depth "
     "L trained "
     f"on k = 1..K: {THREE_STATEMENTS}.",
+    check=f"PASS only if the three statements hold on the measured error table: "
+    f"{THREE_STATEMENTS}.",
 )
 def khop_depth(ctx: Context) -> ClaimResult:
     s = experiment_summary(ctx, "khop")
@@ -218,8 +220,9 @@ def _comparison(s: KhopComparison) -> str:
 
 @claim(
     "learning.khop.gpt2",
-    paper=SHT2024,
-    source="k-hop induction heads, depth vs k, with the GPT-2 blocks the paper trained",
+    paper=KHOP_PAPER,
+    source="k-hop induction heads, depth vs k, with the GPT-2 blocks (Radford et al. 2019) the "
+    "paper trained",
     statement="GPT-2-style models (pre-LayerNorm, GELU MLP) trained on k-hop show the same "
     "depth–hop "
     "trade-off as attention-only ones. Measured on one model per depth L = 2..5 trained on k = "
@@ -228,6 +231,8 @@ def _comparison(s: KhopComparison) -> str:
     f"certified precision at each k (the smallest fixed:p proven right on {KHOP_CERTIFY_SAMPLES} "
     "sampled "
     "inputs of its training distribution; none where it errs on one or the proof is incomplete).",
+    check=f"PASS only if the three statements hold on the GPT-2 models' error table: "
+    f"{THREE_STATEMENTS}.",
 )
 def khop_gpt2(ctx: Context) -> ClaimResult:
     gpt2 = experiment_summary(ctx, "khop-gpt2")
@@ -260,7 +265,8 @@ def _heatmap(ax: plt.Axes, s: KhopSummary, title: str) -> Any:
     """The error table of `s` as a heat map on ax (each cell labelled by _label); returns the
     image."""
     err = 100 * np.array(s.error, dtype=float)
-    im = ax.imshow(err, origin="lower", aspect="auto", cmap="magma_r", vmin=0, vmax=100)
+    # shades of the trained colour (every cell is a trained model), darker = more errors
+    im = ax.imshow(err, origin="lower", aspect="auto", cmap="Reds", vmin=0, vmax=100)
     measured = s.precision_bits is not None
     for (i, j), e in np.ndenumerate(err):
         p = s.precision_bits[i][j] if measured else None
@@ -268,14 +274,13 @@ def _heatmap(ax: plt.Axes, s: KhopSummary, title: str) -> Any:
     ax.set_xticks(range(len(s.hops)), [str(k) for k in s.hops])
     ax.set_yticks(range(len(s.layers)), [str(L) for L in s.layers])
     ax.set_xlabel("hops k")
-    ax.set_ylabel("layers L")
+    ax.set_ylabel("layers L of the model")
     ax.set_title(title)
     return im
 
 
 PAPER = (
-    "Paper (Sanford, Hsu, Telgarsky 2024): k-hop induction heads is solvable with about log₂ k + "
-    "2 layers "
+    f"Paper ({KHOP_PAPER.cite}): k-hop induction heads is solvable with about log₂ k + 2 layers "
     "and needs depth growing with log k."
 )
 PRECISION_NOTE = (
@@ -299,17 +304,18 @@ def _draw(fig: plt.Figure, s: KhopSummary, title: str, models: str) -> str:
 
 
 def draw_khop(fig: plt.Figure, s: KhopSummary) -> str:
-    return _draw(fig, s, "k-hop induction heads: error of trained models by depth", "one model")
+    title = "k-hop induction heads: error of trained L-layer models"
+    return _draw(fig, s, title, "one trained attention-only model")
 
 
 def draw_khop_gpt2(fig: plt.Figure, s: KhopSummary) -> str:
-    title = "k-hop, GPT-2 blocks (LayerNorm, GELU MLP): error by depth"
-    return _draw(fig, s, title, "one GPT-2-style model (pre-LayerNorm, GELU MLP)")
+    title = "k-hop, trained L-layer GPT-2-style models: error"
+    return _draw(fig, s, title, "one trained GPT-2-style model (pre-LayerNorm, GELU MLP)")
 
 
 def draw_comparison(fig: plt.Figure, s: KhopComparison) -> str:
     """Attention-only (left, when measured) and GPT-2-style (right) heat maps, one colour scale."""
-    panels = [("attention only", s.attention_only), ("GPT-2 blocks (LayerNorm, GELU MLP)", s.gpt2)]
+    panels = [("attention-only layers", s.attention_only), ("GPT-2 blocks", s.gpt2)]
     panels = [
         (title, summary) for title, summary in panels if summary is not None and not summary.empty
     ]
@@ -319,10 +325,11 @@ def draw_comparison(fig: plt.Figure, s: KhopComparison) -> str:
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     images = [_heatmap(ax, summary, title) for ax, (title, summary) in zip(axes, panels)]
     fig.colorbar(images[-1], ax=axes[-1], label="error (%)")
-    fig.suptitle("k-hop induction heads, trained: error by depth and hop count")
+    fig.suptitle("k-hop induction heads, trained L-layer models: error by depth and hop count")
     return (
-        f"{PAPER} Measured: one model per depth L per family, trained on hop counts 1..K given as "
-        "the first "
+        f"{PAPER} Measured: one trained model per depth L per family (attention-only layers; "
+        "GPT-2 blocks: pre-LayerNorm attention and GELU MLP), trained on hop counts 1..K given "
+        "as the first "
         f"token ('no adjacent repeats', alphabet 4; {s.steps_text()}); error at each k on "
         "held-out positions "
         f"with an answer. {PRECISION_NOTE}"

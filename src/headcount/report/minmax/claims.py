@@ -17,7 +17,7 @@ from headcount.minmax.certification import MinMaxCertificate, certify_minmax
 from headcount.minmax.construction import build_construction
 from headcount.minmax.lower_bound import OneHeadCheck, one_head_counterexamples
 from headcount.minmax.search import DimensionSearch, smallest_dimension
-from headcount.report.claims import SEED004, ClaimResult, Context, claim, status
+from headcount.report.claims import MULTITASK_PAPER, ClaimResult, Context, claim, status
 
 
 def stated_dim(M: int, code: str) -> int:
@@ -77,13 +77,15 @@ def describe_two_heads(certs: list[MinMaxCertificate]) -> str:
 
 @claim(
     "minmax.two_heads.certified",
-    paper=SEED004,
+    paper=MULTITASK_PAPER,
     source="§3.1, Appendix A (upper bound)",
     statement="One layer with two heads (value dimension 2·⌈8 ln M⌉ with sign codes, or 2·⌈log₂ "
     "M⌉ with "
     "compact codes, integer values) supports both min and max: both linear classifiers are right "
     "on every "
     "one of the C(n+M−1, n) inputs.",
+    check="PASS only if, at every (M, n, code), both linear classifiers are right on every one of"
+    " the C(n+M−1, n) inputs (an exact certificate).",
     quick={"cases": [(64, 16, "sign"), (1024, 64, "compact"), (4096, 4096, "sign")]},
     full={
         "cases": [
@@ -186,7 +188,7 @@ def describe_one_head(ev: OneHeadEvidence, d_max: int) -> str:
 
 @claim(
     "minmax.one_head.obstructed",
-    paper=SEED004,
+    paper=MULTITASK_PAPER,
     source="§3.1 Theorem 1 (one head cannot do both)",
     statement="A single head cannot support both min and max with small resources: the "
     "construction's min "
@@ -194,6 +196,9 @@ def describe_one_head(ev: OneHeadEvidence, d_max: int) -> str:
     "and a "
     "search over single heads with d ≤ 4 at (M, n) = (64, 16) ends every restart with a confirmed "
     "counterexample, while two heads with d = ⌈log₂ 64⌉ each certify.",
+    check="PASS only if the construction's min head gets max wrong on a confirmed input, every "
+    "restart of the one-head search ends with a confirmed counterexample, and the two-head "
+    "model certifies.",
     quick={"M": 64, "n": 16, "d_max": 4, "restarts": 1, "steps": 30},
     full={"M": 64, "n": 16, "d_max": 4, "restarts": 3, "steps": 200},
 )
