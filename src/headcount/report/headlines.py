@@ -68,9 +68,7 @@ def _large_n(m: Measured) -> str:
 def _constant_dim(m: Measured) -> str:
     (dim,), (heads,) = m["dim_values"], m["heads_values"]
     lo, hi = m["n_range"]
-    return (
-        f"d_model = {dim}, heads per layer {heads} at every n = {lo}..{hi:,} ({m['cases']} cases)"
-    )
+    return f"d_model = {dim}, heads per layer {heads} at n = {lo}..{hi:,} ({m['cases']} cases)"
 
 
 def _precision(m: Measured) -> str:
@@ -83,7 +81,8 @@ def _precision(m: Measured) -> str:
 
 def _one_layer(m: Measured) -> str:
     top = _largest(_points(m))
-    return f"one layer certified up to n = {top['n']} with size {top['size']:,} ≤ {m['size_bound']}"
+    bound = m["size_bound"].removesuffix(" + 0")
+    return f"one layer certified up to n = {top['n']} with size {top['size']:,} ≤ {bound}"
 
 
 def _separation(m: Measured) -> str:

@@ -32,6 +32,8 @@ from headcount.report.outline import (
 from headcount.report.tables import MAX_TABLES, Table, measured_tables
 
 e = html.escape
+# PNG pixels: wider, and at the text column's ~1070 CSS px its 10 pt labels would shrink below 9 px
+WIDE_PIXELS = 1800
 
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; font-size: 15px;
@@ -54,6 +56,7 @@ section.claim { border-top: 1px solid #eee; }
 code { font-size: 0.92em; }
 details pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; font-size: 12px; }
 figure { margin: 1.2em 0; }
+figure.wide { width: calc(100vw - 40px); margin-left: calc(50% - 50vw + 20px); }
 figure img { max-width: 100%; height: auto; border: 1px solid #ddd; }
 figcaption { font-size: 0.95em; color: #333; margin-top: 0.3em; }
 .cost, .machine, .left-out { color: #555; font-size: 0.9em; }
@@ -74,15 +77,24 @@ def _table(table: Table) -> str:
     return f'<table class="measured">{caption}<tr>{head}</tr>{rows}</table>{more}'
 
 
+def png_width(png: bytes) -> int:
+    """The pixel width in a PNG's header (its IHDR chunk, bytes 16..20)."""
+    return int.from_bytes(png[16:20], "big") if png[:8] == b"\x89PNG\r\n\x1a\n" else 0
+
+
 def _figure(f: dict[str, Any], out_dir: Path) -> str:
-    data = base64.b64encode((out_dir / f["png"]).read_bytes()).decode("ascii")
+    png = (out_dir / f["png"]).read_bytes()
+    data = base64.b64encode(png).decode("ascii")
+    # a figure wider than the text column at its 10 pt labels' legible size spans the window
+    wide = ' class="wide"' if png_width(png) > WIDE_PIXELS else ""
     view = (
         f' <a href="{e(f["html"])}">Interactive view</a> (hover for token, position and weight).'
         if f.get("html")
         else ""
     )
     return (
-        f'<figure id="{e(f["id"])}"><img alt="{e(f["id"])}" src="data:image/png;base64,{data}">'
+        f'<figure id="{e(f["id"])}"{wide}>'
+        f'<img alt="{e(f["id"])}" src="data:image/png;base64,{data}">'
         f"<figcaption>{e(f['caption'])}{view}</figcaption></figure>"
     )
 
