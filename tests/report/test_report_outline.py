@@ -117,12 +117,14 @@ def two_papers(tmp_path):
     FIGURES["test_outline_fig"] = FigureSpec(
         "test_outline_fig", ids[0], construction_sizes.draw_precision
     )
+    HEADLINES[ids[0]] = lambda m: f"c = {m['c']} headline"
     try:
         summary = run_reproduce(
             "quick", only="test.outline.*", out_dir=tmp_path, progress=lambda line: None
         )
     finally:
         FIGURES.pop("test_outline_fig")
+        HEADLINES.pop(ids[0])
         for cid in ids:
             unregister(cid)
     return summary, tmp_path
@@ -167,6 +169,7 @@ def test_markdown_report_outline(two_papers):
     good = md[md.index('<a id="claim-test.outline.good">') : md.index("## 2 ")]
     assert "![test_outline_fig](test_outline_fig.png)" in good and "*points*" in good
     assert "| n | p |" in good
+    assert "**Result**: c = 1.5 headline" in good and "synthetic result" in good
     assert not INTERNAL.search(md)
 
 
@@ -177,5 +180,6 @@ def test_summary_json_adds_fields(two_papers):
         assert OLD_FIELDS <= set(row)
         assert row["check"] == "PASS only if." and row["reference"] in {p.key for p in PAPERS}
         assert row["headline"]
+    assert on_disk["claims"][0]["headline"] == "c = 1.5 headline"
     (figure,) = on_disk["figures"]
     assert {"id", "claim", "png", "svg", "caption"} <= set(figure)

@@ -99,6 +99,13 @@ def _figure(f: dict[str, Any], out_dir: Path) -> str:
     )
 
 
+def _account(detail: str, headline: str) -> str:
+    """The claim's whole account, folded under its headline (nothing when the two are the same)."""
+    if detail == headline:
+        return ""
+    return f"<details><summary>The claim's full account</summary><p>{e(detail)}</p></details>"
+
+
 def _entry(entry: Entry, scale: str, out_dir: Path) -> str:
     c = entry.claim
     tables = measured_tables(c["measured"])
@@ -111,7 +118,8 @@ def _entry(entry: Entry, scale: str, out_dir: Path) -> str:
 <span class="status {e(c["status"])}">{e(c["status"])}</span></h3>
 <p><strong>The paper</strong> ({e(c["source"])}): {e(c["statement"])}</p>
 <p><strong>The check</strong>: {e(check_text(c))}</p>
-<p><strong>Result</strong>: {e(c["detail"])}</p>
+<p><strong>Result</strong>: {e(entry.headline)}</p>
+{_account(c["detail"], entry.headline)}
 {shown}
 {"".join(_figure(f, out_dir) for f in entry.figures)}
 <p class="cost">Cost: {e(cost_text(c, scale))}.</p>

@@ -70,9 +70,12 @@ def _md_entry(entry: Entry, scale: str) -> list[str]:
         "",
         f"**The check**: {check_text(c)}",
         "",
-        f"**Result**: {c['detail']}",
+        f"**Result**: {entry.headline}",
         "",
     ]
+    if c["detail"] != entry.headline:  # the claim's whole account, folded under its headline
+        lines += ["<details><summary>The claim's full account</summary>", "", c["detail"], ""]
+        lines += ["</details>", ""]
     tables = measured_tables(c["measured"])
     for table in tables[:MAX_TABLES]:
         lines += _md_table(table)
