@@ -37,8 +37,8 @@ class Table:
 
 
 def cell(value: Any) -> str:
-    """One value as table text: numbers at four significant digits, lists and dicts as compact
-    JSON, None as a dash."""
+    """One value as table text: numbers at four significant digits (also inside a flat list or
+    dict), deeper values as compact JSON, None as a dash."""
     if value is None:
         text = "—"
     elif isinstance(value, bool):
@@ -51,6 +51,8 @@ def cell(value: Any) -> str:
         text = value
     elif isinstance(value, list) and all(map(_scalar, value)):
         text = "[" + ", ".join(cell(v) for v in value) + "]"
+    elif isinstance(value, dict) and all(map(_scalar, value.values())):
+        text = ", ".join(f"{k}: {cell(v)}" for k, v in value.items())
     else:
         text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
     return text if len(text) <= MAX_CELL else text[: MAX_CELL - 1] + "…"
