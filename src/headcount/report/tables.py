@@ -71,10 +71,6 @@ def _inline(value: Any) -> bool:
     return False  # a dict gets a table of its own
 
 
-def _short_list(value: Any) -> bool:
-    return isinstance(value, list) and len(value) <= MAX_INLINE and all(map(_scalar, value))
-
-
 def _records(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
@@ -92,8 +88,8 @@ def _cut(rows: list[tuple[str, ...]], header: tuple[str, ...], caption: str) -> 
     columns_left_out = max(0, len(header) - MAX_COLUMNS)
     header = header[:MAX_COLUMNS]
     rows = [row[:MAX_COLUMNS] for row in rows]
-    return Table(caption, header, tuple(rows[:MAX_ROWS]), max(0, len(rows) - MAX_ROWS),
-                 columns_left_out)  # fmt: skip
+    rows_left_out = max(0, len(rows) - MAX_ROWS)
+    return Table(caption, header, tuple(rows[:MAX_ROWS]), rows_left_out, columns_left_out)
 
 
 def records_table(caption: str, records: list[dict[str, Any]]) -> Table:
@@ -106,9 +102,7 @@ def records_table(caption: str, records: list[dict[str, Any]]) -> Table:
 
 def matrix_table(caption: str, matrix: list[list[Any]], siblings: dict[str, Any]) -> Table:
     """Rows and columns labelled by the sibling lists of matching length (the first found)."""
-    labels = {
-        k: v for k, v in siblings.items() if _short_list(v) or (isinstance(v, list) and _flat(v))
-    }
+    labels = {k: v for k, v in siblings.items() if isinstance(v, list) and _flat(v)}
     row_name, row_labels = _labels(labels, len(matrix), "row")
     col_name, col_labels = _labels(labels, len(matrix[0]), "column", exclude=row_name)
     header = (f"{row_name} \\ {col_name}", *(f"{col_name} = {cell(c)}" for c in col_labels))
