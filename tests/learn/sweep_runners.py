@@ -87,6 +87,27 @@ def threads(config: dict) -> dict:
     return {"torch_threads": torch.get_num_threads(), "omp": os.environ.get("OMP_NUM_THREADS")}
 
 
+def fitting(config: dict) -> dict:
+    """A real training loop (headcount.learn.loop.fit, progress off) on a one-weight model, each
+    step sleeping config["sleep"] seconds; kills its worker half-way when config["crash"]."""
+    import torch
+
+    from headcount.learn.loop import fit
+
+    torch.manual_seed(config["seed"])
+    weight = torch.nn.Linear(1, 1)
+    steps = int(config.get("steps", 30))
+
+    def step_loss(step: int) -> torch.Tensor:
+        time.sleep(float(config.get("sleep", 0.05)))
+        if config.get("crash") and step == steps // 2:
+            os._exit(3)
+        return (weight(torch.ones(1, 1)) ** 2).sum()
+
+    losses = fit(weight, step_loss, steps, 0.01)
+    return {"accuracy": 1.0, "loss": losses[-1]}
+
+
 def sweep_when_ready(spec: dict, db: str, workers: int, barrier, results) -> None:
     """Target of a spawned process in the concurrency tests: wait for the others, run the sweep,
     report its counts (or the error) on the `results` queue."""
@@ -99,5 +120,5 @@ def sweep_when_ready(spec: dict, db: str, workers: int, barrier, results) -> Non
         results.put({"error": f"{type(err).__name__}: {err}"})
 
 
-for _runner in (solve, flaky, crash, refuse_even, not_a_dict, threads):
+for _runner in (solve, flaky, crash, refuse_even, not_a_dict, threads, fitting):
     register_runner(_runner)

@@ -22,9 +22,9 @@ def reproduce(
 ) -> None:
     """Re-derive every claim of the papers and write a report (exit 1 if any claim fails).
     Progress goes to stderr: on a terminal a bar over the claims ("[7/22]", the current claim and
-    its own progress, e.g. "khop sweep: run 3/12"; a time left from each claim's recorded cost at
-    this scale), otherwise one line per claim started and finished ("[7/22] learning.khop.depth …
-    PASS 207 s"); --quiet silences it."""
+    its own progress, e.g. "khop sweep: run 3/12 · step 400/2000"; a time left from each claim's
+    recorded cost at this scale), otherwise one line per claim started and finished ("[7/22]
+    learning.khop.depth … PASS 207 s"); --quiet silences it."""
     from headcount.report.claim_ids import selected_ids
 
     selected_ids(only)  # a bad --only is refused now, before the claims load (seconds)

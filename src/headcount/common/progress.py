@@ -12,6 +12,10 @@ A library function's `progress` argument (Progress) is passed here as `enabled`:
 bar), or a callable that gets "step 400/2000" (`unit`, or else the label, and the count) — how
 reproduce shows a claim's own progress (report.claims.Context.step). `counted` walks a sequence the
 same way.
+
+Training steps across processes: a sweep worker runs its runner inside `steps_reported_to(sink)`,
+and the training loop takes `step_progress(progress)` — its own `progress` when on, else that sink —
+so a run's steps reach the parent's bar although the runner was called without progress.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 # What a library function's `progress` takes: off, a bar on stderr, or a sink for step texts.
@@ -29,6 +34,27 @@ Progress = bool | Callable[[str], None]
 REPORT_INTERVAL = 0.1
 
 T = TypeVar("T")
+
+
+# The sink of the innermost steps_reported_to (None: none): where training steps go when the
+# trainer's own progress is off.
+_STEP_SINK: ContextVar[Callable[[str], None] | None] = ContextVar("step_sink", default=None)
+
+
+@contextmanager
+def steps_reported_to(sink: Callable[[str], None]) -> Iterator[None]:
+    """Within the block, step_progress(False) is `sink` (a sweep worker forwards its run's training
+    steps to the parent this way)."""
+    token = _STEP_SINK.set(sink)
+    try:
+        yield
+    finally:
+        _STEP_SINK.reset(token)
+
+
+def step_progress(progress: Progress) -> Progress:
+    """`progress` when it is on; otherwise the sink of an enclosing steps_reported_to, if any."""
+    return progress or _STEP_SINK.get() or False
 
 
 class ProgressBar:
@@ -63,13 +89,19 @@ class _RichBar(ProgressBar):
 
 
 class _ReportedBar(ProgressBar):
-    """Counted progress as text for a callable: "{unit} {done}/{total}", throttled
-    (REPORT_INTERVAL)."""
+    """Counted progress as text for a callable: "{unit} {done}/{total}", then " · {note}" when the
+    bar has a note (update(note=…)), throttled (REPORT_INTERVAL)."""
 
     def __init__(
-        self, report: Callable[[str], None], unit: str, total: float | None, completed: float
+        self,
+        report: Callable[[str], None],
+        unit: str,
+        total: float | None,
+        completed: float,
+        note: str | None,
     ):
         self._report, self._unit, self._total, self._done = report, unit, total, completed
+        self._note = note or ""
         self._last = -REPORT_INTERVAL
         self._send(force=True)
 
@@ -85,6 +117,8 @@ class _ReportedBar(ProgressBar):
             self._done = completed
         if advance:
             self._done += advance
+        if "note" in fields:
+            self._note = str(fields["note"] or "")
         self._send(force=self._total is not None and self._done >= self._total)
 
     def _send(self, force: bool) -> None:
@@ -92,7 +126,8 @@ class _ReportedBar(ProgressBar):
         if force or now - self._last >= REPORT_INTERVAL:
             self._last = now
             of = "" if self._total is None else f"/{_count(self._total)}"
-            self._report(f"{self._unit} {_count(self._done)}{of}")
+            note = f" · {self._note}" if self._note else ""
+            self._report(f"{self._unit} {_count(self._done)}{of}{note}")
 
 
 def _count(value: float) -> str:
@@ -152,9 +187,9 @@ def progress_bar(
     M/N column, and the time left is paced (_paced_remaining). `note`: a last column of free text
     (its initial value; update(note=…) changes it). Disabled: a ProgressBar whose update does
     nothing (rich is not even imported). A callable: it gets "{unit or label} {done}/{total}"
-    texts (_ReportedBar) instead of a bar."""
+    texts, with " · {note}" after them when there is a note (_ReportedBar), instead of a bar."""
     if callable(enabled):
-        yield _ReportedBar(enabled, unit or label, total, completed)
+        yield _ReportedBar(enabled, unit or label, total, completed, note)
         return
     if not enabled:
         yield ProgressBar()

@@ -2,7 +2,8 @@
 
 `fit`: AdamW (betas (0.9, 0.98)), linear warm-up then cosine decay to lr/10 (`lr_at`),
 gradient-norm clipping at 1, a fresh batch per step from the task's `step_loss`, a progress bar on
-stderr only when progress=True (counted steps for a progress callable: common.progress).
+stderr only when progress=True (counted steps for a progress callable: common.progress; inside a
+sweep worker, with progress off, the steps go to the sweep's parent: common.progress.step_progress).
 `one_thread` / `single_threaded`: torch on one intra-op thread while a task trains (the models are
 tiny; a fixed thread count also keeps runs bit-for-bit reproducible).
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 import torch
 
-from headcount.common.progress import Progress, progress_bar
+from headcount.common.progress import Progress, progress_bar, step_progress
 
 
 def lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
@@ -47,7 +48,9 @@ def fit(
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
     losses: list[float] = []
     model.train()
-    shown = progress_bar(progress, label, steps, fields={"loss": "…"}, transient=True, unit="step")
+    shown = progress_bar(
+        step_progress(progress), label, steps, fields={"loss": "…"}, transient=True, unit="step"
+    )
     with shown as bar:
         for step in range(steps):
             for group in opt.param_groups:

@@ -192,7 +192,8 @@ NOTE_WIDTH = 80  # characters of the bar's last column: the claim's stage and it
 
 def _claim_notes(shown: ProgressBar) -> tuple[Callable[[str], None], Callable[[str], None]]:
     """(ctx.progress, ctx.step) for one claim on the bar: its latest stage line ("khop sweep ..."),
-    then its counted step after it ("khop sweep: run 3/12"), the stage cut to fit NOTE_WIDTH."""
+    then its counted step after it ("khop sweep: run 3/12 · step 400/2000"), the stage cut to fit
+    NOTE_WIDTH."""
     stage = [""]
 
     def line(text: str) -> None:

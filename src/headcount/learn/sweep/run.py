@@ -11,6 +11,9 @@ InputError: an unknown key, a size beyond the trainer's bounds) is recorded 'fai
 the other runs are done run_sweep raises SweepError saying so: the sweep's input is at fault, so the
 command exits 2 instead of reporting a normal summary.
 
+Progress (when on): runs done of the total, and the training steps of the runs in flight as the
+bar's note (schedulers.Scheduler.run's `steps`; local workers only).
+
 Before anything runs: the spec is checked (its runner must be registered: runners.py), the backend
 made, and the database opened for writing — a file that cannot be used or written is an InputError
 before any run trains. Each run is leased in the database just before a worker gets it (leases.py):
@@ -123,8 +126,15 @@ def _run_pending(
             notes.append(f"{counts['elsewhere']} by another sweep")
         return f"sweep {spec.name}" + (f" ({', '.join(notes)})" if notes else "")
 
-    shown = progress_bar(progress, f"sweep {spec.name}", total, completed=done_before, unit="run")
+    training: dict[str, str] = {}  # run id → its latest training-step text, runs in flight
+    shown = progress_bar(
+        progress, f"sweep {spec.name}", total, completed=done_before, unit="run", note=""
+    )
     with shown as bar:
+
+        def steps(run: RunSpec, text: str) -> None:
+            training[run.run_id] = text
+            bar.update(note=_in_flight(training))
 
         def admit(run: RunSpec) -> bool:
             if store.lease(run.run_id, owner, seen[run.run_id], holder_alive):
@@ -134,8 +144,10 @@ def _run_pending(
             return False
 
         try:
-            with closing(scheduler.run(runner, pending, admit)) as finished:
+            forwarded = steps if progress else None
+            with closing(scheduler.run(runner, pending, admit, forwarded)) as finished:
                 for run, outcome in finished:
+                    training.pop(run.run_id, None)
                     if _record(store, spec, run, outcome, owner["token"]):
                         counts[outcome.status] += 1
                         if outcome.refused:
@@ -143,10 +155,18 @@ def _run_pending(
                             refusals.append(outcome.refusal or outcome.error or "")
                     else:
                         counts["elsewhere"] += 1
-                    bar.update(advance=1, description=describe())
+                    bar.update(advance=1, description=describe(), note=_in_flight(training))
         finally:
             store.release_leases(owner["token"])
     return counts, (refusals[0] if refusals else None)
+
+
+def _in_flight(training: Mapping[str, str], shown: int = 2) -> str:
+    """The runs in flight's training steps, for the bar's note: "step 400/2000" for one run,
+    "step 400/2000, step 90/2000 (+3 more)" for several."""
+    texts = list(training.values())
+    more = f" (+{len(texts) - shown} more)" if len(texts) > shown else ""
+    return ", ".join(texts[:shown]) + more
 
 
 def run_sweep(

@@ -1,9 +1,11 @@
-"""Where a sweep's runs execute, behind one small interface: ``Scheduler.run(runner, jobs, admit)``
-yields (run, outcome) pairs as runs finish. Closing the iterator early (an error in the parent)
-stops the workers; only the parent — the caller of `run` — writes the database. `admit(run)` (when
-given) is asked, in the parent, just before a run is handed to a worker: False skips the run (the
-sweep uses it to lease the run in the database, so that concurrent sweeps never train the same run
-twice).
+"""Where a sweep's runs execute, behind one small interface: ``Scheduler.run(runner, jobs, admit,
+steps)`` yields (run, outcome) pairs as runs finish. Closing the iterator early (an error in the
+parent) stops the workers; only the parent — the caller of `run` — writes the database. `admit(run)`
+(when given) is asked, in the parent, just before a run is handed to a worker: False skips the run
+(the sweep uses it to lease the run in the database, so that concurrent sweeps never train the same
+run twice). `steps(run, text)` (when given) gets the training-step texts of the runs in flight
+("step 400/2000"), for a progress bar: the local scheduler forwards them from its workers (a
+queue per pool, polled every STEP_POLL seconds while runs are in flight); Ray does not.
 
 - "local" (`LocalScheduler`): a ProcessPoolExecutor with the "spawn" start method (fork is unsafe
   with torch threads), `workers` processes, at most one run in flight per worker. With more than one
@@ -62,6 +64,9 @@ MAX_WORKERS = 1024
 
 Finished = tuple[RunSpec, RunOutcome]
 Admit = Callable[[RunSpec], bool]
+Steps = Callable[[RunSpec, str], None]
+# Seconds between two reads of the workers' training steps while runs are in flight (steps given).
+STEP_POLL = 0.2
 
 
 class Scheduler(Protocol):
@@ -71,7 +76,11 @@ class Scheduler(Protocol):
     workers: int
 
     def run(
-        self, runner: Runner, jobs: Sequence[RunSpec], admit: Admit | None = None
+        self,
+        runner: Runner,
+        jobs: Sequence[RunSpec],
+        admit: Admit | None = None,
+        steps: Steps | None = None,
     ) -> Iterator[Finished]: ...
 
 
@@ -96,13 +105,16 @@ def _thread_env(limit: bool) -> Iterator[None]:
 @dataclass
 class _Queue:
     """The local scheduler's state: the runner, runs not yet submitted (admitted when submitted),
-    runs suspected of killing their worker (re-run one at a time), runs in flight."""
+    runs suspected of killing their worker (re-run one at a time), runs in flight; the receiver of
+    training steps and the current pool's steps queue (a multiprocessing Queue, or None)."""
 
     runner: Runner
     waiting: deque[RunSpec]
     admit: Admit | None = None
     suspects: deque[RunSpec] = field(default_factory=deque)
     in_flight: dict[Future, RunSpec] = field(default_factory=dict)
+    steps: Steps | None = None
+    messages: Any = None
 
     def busy(self) -> bool:
         return bool(self.waiting or self.suspects or self.in_flight)
@@ -115,13 +127,17 @@ class LocalScheduler:
         self.workers = workers
 
     def run(
-        self, runner: Runner, jobs: Sequence[RunSpec], admit: Admit | None = None
+        self,
+        runner: Runner,
+        jobs: Sequence[RunSpec],
+        admit: Admit | None = None,
+        steps: Steps | None = None,
     ) -> Iterator[Finished]:
         n = min(self.workers, len(jobs))
         limit = n > 1
-        queue = _Queue(runner, deque(jobs), admit)
+        queue = _Queue(runner, deque(jobs), admit, steps=steps)
         with _thread_env(limit):
-            pool = self._pool(n, limit)
+            pool = self._pool(n, limit, queue)
             try:
                 while queue.busy():
                     finished, broken = self._step(pool, queue, n, limit)
@@ -133,18 +149,25 @@ class LocalScheduler:
                         yield broken[0], lost_outcome(WORKER_DIED)
                     else:
                         queue.suspects.extend(broken)
-                    pool = self._pool(n, limit)
+                    pool = self._pool(n, limit, queue)
             except BaseException:  # including the caller closing the iterator early
                 pool.shutdown(wait=False, cancel_futures=True)
+                _close_messages(queue)
                 raise
             pool.shutdown(wait=True)
+            _close_messages(queue)
 
-    def _pool(self, n: int, limit: bool) -> ProcessPoolExecutor:
+    def _pool(self, n: int, limit: bool, queue: _Queue) -> ProcessPoolExecutor:
+        """A new pool, with a new steps queue when steps are wanted (a worker that died may have
+        left the old one unusable)."""
+        context = multiprocessing.get_context("spawn")
+        _close_messages(queue)
+        queue.messages = None if queue.steps is None else context.Queue()
         return ProcessPoolExecutor(
             max_workers=n,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=context,
             initializer=worker_init,
-            initargs=(limit, os.getpid()),
+            initargs=(limit, os.getpid(), queue.messages),
         )
 
     def _submit(self, pool: ProcessPoolExecutor, queue: _Queue, n: int, limit: bool) -> None:
@@ -161,7 +184,8 @@ class LocalScheduler:
             if source is queue.waiting and queue.admit is not None and not queue.admit(run):
                 source.popleft()
                 continue
-            queue.in_flight[pool.submit(execute, queue.runner, run.config, limit)] = run
+            future = pool.submit(execute, queue.runner, run.config, limit, run.run_id)
+            queue.in_flight[future] = run
             source.popleft()
 
     def _step(
@@ -175,7 +199,7 @@ class LocalScheduler:
             self._submit(pool, queue, n, limit)
         except BrokenProcessPool:  # a worker died between runs: rebuild the pool
             return finished, self._drain(queue, finished, broken)
-        done, _ = wait(list(queue.in_flight), return_when=FIRST_COMPLETED)
+        done = _wait(queue)
         for future in done:
             _collect(future, queue.in_flight.pop(future), finished, broken)
         return finished, (self._drain(queue, finished, broken) if broken else None)
@@ -187,6 +211,40 @@ class LocalScheduler:
             _collect(future, run, finished, broken)
         queue.in_flight.clear()
         return broken
+
+
+def _wait(queue: _Queue) -> set[Future]:
+    """The runs in flight that have finished (at least one, unless none is in flight: every run
+    offered was leased elsewhere), forwarding training steps meanwhile."""
+    timeout = None if queue.steps is None else STEP_POLL
+    while queue.in_flight:
+        done, _ = wait(list(queue.in_flight), timeout=timeout, return_when=FIRST_COMPLETED)
+        _forward_steps(queue)
+        if done:
+            return done
+    return set()
+
+
+def _forward_steps(queue: _Queue, most: int = 10_000) -> None:
+    """Hand the steps queue's messages to queue.steps — only those of runs still in flight: a run's
+    last texts may arrive after its outcome."""
+    if queue.messages is None or queue.steps is None:
+        return
+    runs = {run.run_id: run for run in queue.in_flight.values()}
+    for _ in range(most):
+        try:
+            tag, text = queue.messages.get_nowait()
+        except Exception:  # Empty, or a queue a dead worker left unusable: progress only
+            return
+        if tag in runs:
+            queue.steps(runs[tag], text)
+
+
+def _close_messages(queue: _Queue) -> None:
+    if queue.messages is not None:
+        with contextlib.suppress(Exception):
+            queue.messages.close()
+        queue.messages = None
 
 
 def _collect(future: Future, run: RunSpec, finished: list[Finished], broken: list[RunSpec]) -> None:
@@ -271,8 +329,13 @@ class RayScheduler:
             return lost_outcome(one_line(err))
 
     def run(
-        self, runner: Runner, jobs: Sequence[RunSpec], admit: Admit | None = None
+        self,
+        runner: Runner,
+        jobs: Sequence[RunSpec],
+        admit: Admit | None = None,
+        steps: Steps | None = None,
     ) -> Iterator[Finished]:
+        """As Scheduler.run; `steps` is not called (Ray tasks do not forward training steps)."""
         jobs = [run for run in jobs if admit is None or admit(run)]
         if not jobs:
             return

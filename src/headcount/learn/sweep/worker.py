@@ -5,15 +5,21 @@ The runner (runners.Runner: a registry name and a module-level function, receive
 a config dict to metrics (a mapping, or a typed result with to_json()). Metrics are stored as JSON
 with NaN and ±inf kept as floats (common.jsonable, nonfinite="keep"), so a diverged loss stays
 visible in the database.
+
+Training steps: a local worker started with a steps queue (worker_init) runs each run inside
+common.progress.steps_reported_to, so the trainer's step texts ("step 400/2000", throttled) go on
+the queue as (tag, text) for the parent's bar. Progress only: a message that cannot be sent is
+dropped, and the worker never waits for the queue (not even at exit).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +28,7 @@ from typing import Any
 from headcount.common.errors import InputError
 from headcount.common.jsonable import jsonable
 from headcount.common.probe import machine_info
+from headcount.common.progress import steps_reported_to
 from headcount.learn.sweep.runners import Runner
 
 VERSION_KEYS = (
@@ -109,15 +116,40 @@ def _metrics(result: Any, runner: str) -> dict[str, Any]:
     return jsonable(dict(result), nonfinite="keep")
 
 
-def execute(runner: Runner, config: dict[str, Any], limit_threads: bool) -> RunOutcome:
-    """Run one config; never raises (a failure is an outcome with status 'failed')."""
+# This worker process's steps queue (worker_init), or None: training steps are not forwarded.
+_STEPS: Any = None
+
+
+def _forward(tag: str) -> Callable[[str], None]:
+    def send(text: str) -> None:
+        with contextlib.suppress(Exception):  # progress only: never fail or block a run
+            _STEPS.put_nowait((tag, text))
+
+    return send
+
+
+@contextlib.contextmanager
+def _steps_forwarded(tag: str | None) -> Iterator[None]:
+    if _STEPS is None or tag is None:
+        yield
+        return
+    with steps_reported_to(_forward(tag)):
+        yield
+
+
+def execute(
+    runner: Runner, config: dict[str, Any], limit_threads: bool, tag: str | None = None
+) -> RunOutcome:
+    """Run one config; never raises (a failure is an outcome with status 'failed'). `tag` names the
+    run on the steps queue (module docstring)."""
     if limit_threads:
         limit_torch_threads()
     started_at = now()
     t0 = time.perf_counter()
     refusal = None
     try:
-        metrics, status, error = _metrics(runner.fn(dict(config)), runner.name), "done", None
+        with _steps_forwarded(tag):
+            metrics, status, error = _metrics(runner.fn(dict(config)), runner.name), "done", None
     except Exception as err:
         metrics, status, error = None, "failed", one_line(err)
         refusal = one_line(err, marked=True) if isinstance(err, InputError) else None
@@ -135,11 +167,15 @@ def _watch_parent(parent_pid: int) -> None:
             os._exit(1)
 
 
-def worker_init(limit_threads: bool, parent_pid: int) -> None:
+def worker_init(limit_threads: bool, parent_pid: int, steps: Any = None) -> None:
     """Initializer of a local worker process: one torch thread (when asked), exit when the parent
-    dies."""
+    dies, training steps to the `steps` queue (a multiprocessing Queue; None: not forwarded)."""
+    global _STEPS
     if limit_threads:
         limit_torch_threads()
+    if steps is not None:
+        steps.cancel_join_thread()  # exiting never waits for the parent to read progress
+        _STEPS = steps
     threading.Thread(
         target=_watch_parent, args=(parent_pid,), daemon=True, name="headcount-parent-watch"
     ).start()
