@@ -1,6 +1,7 @@
 """The number systems of the formal model and of its proofs: precision modes (fixed:p and the IEEE
 types), midpoint–radius boxes in float64 with outward rounding (Box), exact signs of exponential
-polynomials, and exact integer arithmetic through python-flint. No model, no attention: everything
+polynomials, exact integer arithmetic through python-flint, and rotary position tables as Arb
+enclosures. No model, no attention: everything
 above builds on these.
 """
 
@@ -33,6 +34,7 @@ from headcount.core.numbers.precision import (
     round_bfloat16,
     round_fixed,
 )
+from headcount.core.numbers.rotary import RotaryTable, rotary_table
 
 __all__ = [
     "EXACT",
@@ -45,6 +47,7 @@ __all__ = [
     "U",
     "Box",
     "Precision",
+    "RotaryTable",
     "UndecidedError",
     "add_bounds",
     "affine_bounds",
@@ -63,6 +66,7 @@ __all__ = [
     "parse_precision",
     "quantize_bounds",
     "round_bfloat16",
+    "rotary_table",
     "round_fixed",
     "scale_bounds",
     "sign_exp_poly",
