@@ -82,6 +82,14 @@ def layer_norm(x: list, ln) -> list:
     return [ei * A(w) * inv + A(b) for ei, w, b in zip(e, ln.w, ln.b)]
 
 
+def rms_norm(x: list, w, eps: float, offset: float = 0.0) -> list:
+    """x_i·(offset + w_i)/√(Σx_j²/d + eps), eps, w and offset exact."""
+    d = len(x)
+    squares = ((v * v).nonnegative_part() for v in x)
+    inv = 1 / (sum(squares, arb(0)) / d + A(eps)).sqrt()
+    return [v * (A(offset) + A(wi)) * inv for v, wi in zip(x, w)]
+
+
 def gelu(x: arb, kind: str) -> arb:
     """relu; gelu = x·Φ(x) = ½x·erfc(−x/√2); gelu_tanh = ½x(1 + tanh a) = x/(1 + e^{−2a}) =
     x·e^{2a}/(1 + e^{2a}), a = √(2/π)(x + 0.044715x³) (the same real number, without Arb's

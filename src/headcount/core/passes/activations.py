@@ -1,5 +1,5 @@
 """Rigorous enclosures of the GPT-2 parts: LayerNorm and the two GELUs (used by
-headcount.core.passes.bounds).
+headcount.core.passes.bounds); and RMSNorm (issue 32; not yet a part of the formal model).
 
 Both return intervals [lo, hi] (float64 arrays) that contain the exact real value for every real
 input in the given box; core.passes.bounds turns them into (mid, rad) boxes. The float error model
@@ -146,6 +146,35 @@ def layer_norm_interval(mid: np.ndarray, rad: np.ndarray, ln) -> tuple[np.ndarra
         y_lo = _down(np.where(positive, t_lo, t_hi) * ln.w)
         y_hi = _up(np.where(positive, t_hi, t_lo) * ln.w)
         return _down(y_lo + ln.b), _up(y_hi + ln.b)
+
+
+def rms_norm_interval(
+    mid: np.ndarray, rad: np.ndarray, w: np.ndarray, eps: float, offset: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """[lo, hi] [.. d] containing RMSNorm(x) = x/√(mean x² + eps)·(offset + w) for every real x in
+    the box (mid, rad) [.. d] (issue 32; gemma's offset is 1): LayerNorm's steps without the
+    centring, x·r intersected with [−√d, √d] (x_i² ≤ Σx² = d·mean x²), so the output stays bounded
+    for an unbounded box; (−∞, ∞) only where offset + w is not finite."""
+    d = mid.shape[-1]
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(mid) & np.isfinite(rad)
+        x_lo = np.where(finite, _down(mid - rad), -np.inf)
+        x_hi = np.where(finite, _up(mid + rad), np.inf)
+        r_lo, r_hi = _inverse_std(x_lo, x_hi, eps)
+        t_lo = _down(x_lo * np.where(x_lo >= 0, r_lo, r_hi))  # r ≥ 0: the extreme products
+        t_hi = _up(x_hi * np.where(x_hi >= 0, r_hi, r_lo))
+        bound = _sqrt_bound(d + 1)  # ≥ √d
+        t_lo, t_hi = np.fmax(t_lo, -bound), np.fmin(t_hi, bound)  # a NaN end takes the clamp
+        w = np.asarray(w, dtype=np.float64)
+        g = w + offset
+        back = g - w  # TwoSum: the rounding error of w + offset, exactly (0: g is exact)
+        exact = ((w - (g - back)) + (offset - back) == 0) & np.isfinite(g)
+        g_lo, g_hi = np.where(exact, g, _down(g)), np.where(exact, g, _up(g))
+        products = np.stack([t_lo * g_lo, t_lo * g_hi, t_hi * g_lo, t_hi * g_hi])
+        lo, hi = _down(products.min(axis=0)), _up(products.max(axis=0))
+        zero = (g_lo == 0) & (g_hi == 0)  # a zero weight: exactly 0, whatever x
+        lo, hi = np.where(zero, 0.0, lo), np.where(zero, 0.0, hi)
+        return np.where(np.isnan(lo), -np.inf, lo), np.where(np.isnan(hi), np.inf, hi)
 
 
 # --------------------------------------------------------------------------------------------------
