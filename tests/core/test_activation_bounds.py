@@ -36,7 +36,7 @@ from headcount.core.passes.bounds import activation_bounds, residual_bounds
 from headcount.core.passes.forward import residual_stream
 from tests.soundness import arb_reference as ref
 
-KINDS = ("gelu", "gelu_tanh")
+KINDS = ("gelu", "gelu_tanh", "silu")  # silu: the same shape (issue 32)
 
 
 @pytest.fixture(autouse=True)
@@ -65,6 +65,9 @@ def f_prime(x: arb, kind: str) -> arb:
     """GELU's derivative: Φ(x) + xφ(x), resp. σ(2a) + 2x·σ(2a)(1 − σ(2a))·a'(x)."""
     if kind == "gelu":
         return (-x / arb(2).sqrt()).erfc() / 2 + x * (-(x * x) / 2).exp() / (2 * arb.pi()).sqrt()
+    if kind == "silu":
+        s = 1 / (1 + (-x).exp())
+        return s * (1 + x * (1 - s))
     k, c3 = (2 / arb.pi()).sqrt(), arb(fmpq(44715, 10**6))
     s = 1 / (1 + (-2 * k * (x + c3 * x * x * x)).exp())
     return s + 2 * x * s * (1 - s) * k * (1 + 3 * c3 * x * x)
@@ -82,6 +85,8 @@ def f_inside(x: arb, kind: str, lo: float, hi: float) -> bool:
     upper = bool(value <= A(hi)) or bool(x >= 0 and x <= A(hi)) or bool(x <= 0 and hi >= 0)
     if kind == "gelu":
         gap = x * (x / arb(2).sqrt()).erfc() / 2
+    elif kind == "silu":
+        gap = x / (1 + x.exp())
     else:
         gap = x / (
             1 + (2 * (2 / arb.pi()).sqrt() * (x + arb(fmpq(44715, 10**6)) * x * x * x)).exp()
@@ -125,9 +130,9 @@ def test_gelu_cutoffs(kind):
     assert (
         A(shape.f_neg) <= f_exact(A(shape.x_neg), kind) < 0
     )  # f decreasing and negative below x_neg
-    assert A(X_POS) - f_exact(A(X_POS), kind) <= A(X_POS) * A(
-        2.0**-53
-    )  # and x − f(x) decreases after
+    x_pos = A(shape.x_pos)
+    assert x_pos - f_exact(x_pos, kind) <= x_pos * A(2.0**-53)  # and x − f(x) decreases after
+    assert shape.x_pos == (40.0 if kind == "silu" else X_POS)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -135,7 +140,7 @@ def test_gelu_cutoffs(kind):
 
 
 def _interesting_points(rng: np.random.Generator) -> np.ndarray:
-    s_e, s_t = GELU_SHAPES["gelu"], GELU_SHAPES["gelu_tanh"]
+    s_e, s_t, s_s = GELU_SHAPES["gelu"], GELU_SHAPES["gelu_tanh"], GELU_SHAPES["silu"]
     edges = [
         0.0,
         -0.0,
@@ -169,6 +174,7 @@ def _interesting_points(rng: np.random.Generator) -> np.ndarray:
         37.01,
     ]
     edges += [-s_e.star_lo, -s_e.star_hi, -s_t.star_lo, -s_t.star_hi, 1.7976931348623157e308]
+    edges += [-s_s.star_lo, -s_s.star_hi, 1.2, 1.3, 39.99, 40.01, 549.99, 550.0, 550.01]
     points = np.array(edges + [-e for e in edges])
     return np.concatenate(
         [points, rng.normal(size=60), rng.normal(size=60) * 8, -rng.random(20) * 40]
@@ -194,13 +200,14 @@ def _samples(lo: float, hi: float, rng: np.random.Generator) -> list[arb]:
         return [A(x) for x in pool]
     out = [A(lo), A(hi)]
     out += [A(lo) + (A(hi) - A(lo)) * A(t) for t in rng.random(4)]
-    out += [A(s) for s in (-0.7517915246935645, -0.7524614220710163) if lo <= s <= hi]
+    turns = (-0.7517915246935645, -0.7524614220710163, -1.2784645427610738)
+    out += [A(s) for s in turns if lo <= s <= hi]
     return out
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_gelu_interval_contains_exact_values(kind):
-    rng = np.random.default_rng(7 if kind == "gelu" else 8)
+    rng = np.random.default_rng(KINDS.index(kind) + 7)
     intervals = _intervals(rng)
     lo = np.array([a for a, _ in intervals])
     hi = np.array([b for _, b in intervals])
@@ -238,14 +245,18 @@ def test_gelu_interval_is_tight_on_points(kind):
 @pytest.mark.parametrize("kind", KINDS)
 def test_gelu_minimum_handling(kind):
     shape = GELU_SHAPES[kind]
-    lo, hi = gelu_interval(
-        np.array([-1.0, -0.76, -0.7, -3.0]), np.array([-0.5, -0.74, -0.6, -0.76]), kind
+    # around each kind's turning point t: boxes holding it (two), right of it, left of it
+    t = -0.75 if kind != "silu" else -1.28
+    ends = np.array(
+        [[t - 0.25, t + 0.25], [t - 0.01, t + 0.01], [t + 0.05, t + 0.15], [-3.0, t - 0.01]]
     )
+    lo, hi = gelu_interval(ends[:, 0], ends[:, 1], kind)
     assert lo[0] == lo[1] == shape.min_lb  # the bracket of x* inside: the global minimum's bound
-    assert lo[2] > shape.min_lb + 1e-4 and abs(lo[2] - float(f_exact(A(-0.7), kind).mid())) < 1e-15
-    assert abs(lo[3] - float(f_exact(A(-0.76), kind).mid())) < 1e-15  # decreasing part: f(hi)
-    assert abs(hi[0] - float(f_exact(A(-0.5), kind).mid())) < 1e-15  # the maximum is at an end
-    assert abs(hi[3] - float(f_exact(A(-3.0), kind).mid())) < 1e-15
+    f = lambda x: float(f_exact(A(x), kind).mid())  # noqa: E731
+    assert lo[2] > shape.min_lb + 1e-4 and abs(lo[2] - f(ends[2, 0])) < 1e-15
+    assert abs(lo[3] - f(ends[3, 1])) < 1e-15  # decreasing part: f(hi)
+    assert abs(hi[0] - f(ends[0, 1])) < 1e-15  # the maximum is at an end
+    assert abs(hi[3] - f(ends[3, 0])) < 1e-15
 
 
 @pytest.mark.parametrize("kind", KINDS)

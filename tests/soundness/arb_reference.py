@@ -93,7 +93,7 @@ def rms_norm(x: list, w, eps: float, offset: float = 0.0) -> list:
 def gelu(x: arb, kind: str) -> arb:
     """relu; gelu = x·Φ(x) = ½x·erfc(−x/√2); gelu_tanh = ½x(1 + tanh a) = x/(1 + e^{−2a}) =
     x·e^{2a}/(1 + e^{2a}), a = √(2/π)(x + 0.044715x³) (the same real number, without Arb's
-    cancellation in 1 + tanh a)."""
+    cancellation in 1 + tanh a); silu = x·σ(x), the same with a = x/2."""
     if kind == "relu":
         if x >= 0:
             return x
@@ -102,7 +102,10 @@ def gelu(x: arb, kind: str) -> arb:
         return x.nonnegative_part()
     if kind == "gelu":
         return x * (-x / arb(2).sqrt()).erfc() / 2
-    a = (2 / arb.pi()).sqrt() * (x + arb(fmpq(44715, 10**6)) * x * x * x)
+    if kind == "silu":  # x·σ(x): the formula below with a = x/2
+        a = x / 2
+    else:
+        a = (2 / arb.pi()).sqrt() * (x + arb(fmpq(44715, 10**6)) * x * x * x)
     if a < 0:  # the same real number, with no exp that overflows
         e = (2 * a).exp()
         return x * e / (1 + e)

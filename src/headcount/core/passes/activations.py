@@ -46,6 +46,11 @@ proven error bound:
   2e) (1 − σ(2t) ≤ e^{-2t} ≤ e^{-2â}·e^{2Δa}); the product x·σ̂ adds u and 2^-1075. (1 + tanh a is
   never formed: it cancels catastrophically for a ≪ 0.)
 
+* silu (issue 32; not yet an activation of the formal model's MLP), f(x) = x·σ(x): gelu_tanh's
+  path with â = x/2, exact but for underflow; it has GELU's shape (f' = σ(x)(1 + x·σ(−x)), and
+  |x|·σ(−x) grows as x decreases), turning at x* = −1 − W(1/e), with x_neg = −550 and x_pos = 40
+  (x − f(x) = x/(1 + e^x) < 2^-53·x from there on).
+
 With rel ≥ (1 + library error)(1 + rounding)e^L − 1 and A the absolute terms, |f − f̂| ≤ rel|f| + A,
 so |f − f̂| ≤ (rel|f̂| + A)/(1 − rel) ≤ (rel|f̂| + A)(1 + 2 rel), inflated by MARGIN for its own
 float evaluation.
@@ -181,16 +186,21 @@ def rms_norm_interval(
 # GELU
 
 
+X_POS = 10.0  # f(x) ∈ [x(1 − 2^-53), x] from here on, for both GELUs
+
+
 @dataclass(frozen=True)
 class GeluShape:
-    """Where f = GELU turns, and its cut-offs (module docstring): x* ∈ (star_lo, star_hi), f ≥
-    min_lb everywhere, f(x) ∈ [f_neg, 0] for x ≤ x_neg."""
+    """Where f = GELU (or SiLU) turns, and its cut-offs (module docstring): x* ∈ (star_lo,
+    star_hi), f ≥ min_lb everywhere, f(x) ∈ [f_neg, 0] for x ≤ x_neg, f(x) ∈ [x(1 − 2^-53), x] for
+    x ≥ x_pos."""
 
     star_lo: float
     star_hi: float
     min_lb: float
     x_neg: float
     f_neg: float
+    x_pos: float = X_POS
 
 
 GELU_SHAPES = {
@@ -198,8 +208,10 @@ GELU_SHAPES = {
     "gelu": GeluShape(-0.751791524694, -0.751791524693, -0.1699712074799050, -37.0, -1e-297),
     # x* = −0.7524614220710163…, min f = −0.17004075057125406…
     "gelu_tanh": GeluShape(-0.752461422072, -0.752461422070, -0.1700407505712555, -19.0, -1e-224),
+    # x* = −1 − W(1/e) = −1.2784645427610737…, min f = 1 + x* = −0.2784645427610737…; 40 − f(40) <
+    # 1.7·10^-16; f(−550) = −7.56·10^-237
+    "silu": GeluShape(-1.278464542762, -1.278464542760, -0.2784645427610750, -550.0, -1e-236, 40.0),
 }
-X_POS = 10.0  # f(x) ∈ [x(1 − 2^-53), x] from here on, for both kinds
 # scipy.special.erfc(y) within (ERFC_ULPS + 2·max(y, 0)²)·u relative on [−7.2, 26.3] (checked)
 ERFC_ULPS = 32
 EXP_ULPS = 4  # np.exp within EXP_ULPS·u relative on [−560, 0] (checked; bounds.py assumes the same)
@@ -230,23 +242,39 @@ def _gelu_tanh_value(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return value, rel
 
 
+def _silu_value(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(f̂, rel) for silu at x_neg < x < x_pos: gelu_tanh's σ path with â = x/2, exact unless it
+    underflows (Δa ≤ 2^-1075), so |x| < 550 keeps exp's argument in the checked range."""
+    a = 0.5 * x
+    e = np.exp(-2 * np.abs(a))
+    sigma = np.where(a >= 0, 1 / (1 + e), e / (1 + e))
+    value = x * sigma
+    slope = np.where(a >= 0, np.minimum(2 * e, 1.0), 1.0)
+    rel = 1.01 * (13 * U + 1.01 * 2 * 2.0**-1074 * slope)
+    return value, rel
+
+
+_VALUES = {"gelu": _gelu_erf_value, "gelu_tanh": _gelu_tanh_value, "silu": _silu_value}
+
+
 def _gelu_point(x: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
     """[lo, hi] ∋ f(x) for each real x (float64 array; ±∞ as limits); (−∞, ∞) at NaN."""
     shape = GELU_SHAPES[kind]
-    inside = (x > shape.x_neg) & (x < X_POS)
+    inside = (x > shape.x_neg) & (x < shape.x_pos)
     xs = np.where(inside, x, 0.0)
-    value, rel = (_gelu_erf_value if kind == "gelu" else _gelu_tanh_value)(xs)
+    value, rel = _VALUES[kind](xs)
     err = (rel * np.abs(value) + 2.0**-1070) * (1 + 2 * rel) * (1 + MARGIN)
-    lo = np.where(x >= X_POS, _down(x), np.where(x <= shape.x_neg, shape.f_neg, _down(value - err)))
-    hi = np.where(x >= X_POS, x, np.where(x <= shape.x_neg, 0.0, _up(value + err)))
+    big = x >= shape.x_pos
+    lo = np.where(big, _down(x), np.where(x <= shape.x_neg, shape.f_neg, _down(value - err)))
+    hi = np.where(big, x, np.where(x <= shape.x_neg, 0.0, _up(value + err)))
     nan = np.isnan(x)
     return np.where(nan, -np.inf, lo), np.where(nan, np.inf, hi)
 
 
 def gelu_interval(lo: np.ndarray, hi: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
     """[out_lo, out_hi] ∋ f(x) for every real x in [lo, hi] (float64 arrays, lo ≤ hi; ±∞ allowed), f
-    the activation `kind` ("gelu" or "gelu_tanh"). A NaN end: the upper end is +∞ (an unbounded
-    box)."""
+    the activation `kind` ("gelu", "gelu_tanh", or "silu": the same shape). A NaN end: the upper
+    end is +∞ (an unbounded box)."""
     if kind not in GELU_SHAPES:
         raise ValueError(
             f"no GELU enclosure for activation {kind!r}: use one of {sorted(GELU_SHAPES)}"
