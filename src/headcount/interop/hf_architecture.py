@@ -17,7 +17,9 @@ What each family means (transformers 4.40 … 5.x, old and new config keys):
     gemma     llama's block with RMSNorm weights used as 1 + w, embeddings scaled by √d_model, the
               tanh GELU gate (hidden_activation), tied readout by default
 
-Rotary positions: θ (rope_theta, rotary_emb_base or rope_parameters.rope_theta) must lie in
+Rotary positions: only gpt_neox rotates part of each head; the llama-style families rotate whole
+heads (transformers ignores a partial_rotary_factor there, so one other than 1 is refused as
+ambiguous). θ (rope_theta, rotary_emb_base or rope_parameters.rope_theta) must lie in
 1..MAX_THETA; any rope scaling other than "default" (linear, dynamic, yarn, llama3, …) is refused by
 name, as are configs whose heads do not split d_model evenly where the family requires it, or whose
 num_key_value_heads does not divide num_attention_heads.
@@ -198,6 +200,11 @@ def _rotary(obj: dict, name: str, d_head: int, neox: bool) -> Rotary:
         )
     keys = ("rotary_pct", "partial_rotary_factor") if neox else ("partial_rotary_factor",)
     fraction = _get(params, "partial_rotary_factor", default=_get(obj, *keys))
+    if not neox and fraction not in (None, 1, 1.0):
+        raise InputError(
+            f"{name}: partial_rotary_factor = {one_line(repr(fraction), 40)}, but transformers' "
+            "llama-style models rotate whole heads whatever it says; remove it or set it to 1"
+        )
     fraction = (0.25 if neox else 1.0) if fraction is None else fraction
     if not (isinstance(fraction, (int, float)) and 0 < fraction <= 1):
         raise InputError(
