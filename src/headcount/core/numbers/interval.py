@@ -137,6 +137,18 @@ def add_bounds(a_mid, a_rad, b_mid, b_rad) -> Box:
     return Box(out, inflate(np.where(np.isfinite(out), rad, np.inf)))
 
 
+def mul_bounds(a_mid, a_rad, b_mid, b_rad) -> Box:
+    """Bounds on a·b (entrywise) for a and b in their boxes (a gated MLP's gate times its up
+    projection): |a·b − a_m·b_m| ≤ |a_m|·b_r + a_r·|b_m| + a_r·b_r, plus the rounding of a_m·b_m;
+    a TINY for a product that may underflow. Radius 0 only for two points one of which is 0."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = a_mid * b_mid
+        rad = np.abs(a_mid) * b_rad + a_rad * np.abs(b_mid) + a_rad * b_rad + U * np.abs(out)
+        rad = rad + np.where((a_mid != 0) & (b_mid != 0), TINY, 0.0)
+        rad = rad + np.where((a_rad > 0) | (b_rad > 0), TINY, 0.0)
+    return Box(out, inflate(np.where(np.isfinite(out), rad, np.inf)))
+
+
 def quantize_bounds(mid: np.ndarray, rad: np.ndarray, bits: int) -> Box:
     """Image of the box under fixed:p rounding: round_fixed is exact on floats and monotone, so the
     (outward-rounded) endpoints map to the endpoints; an unbounded box maps into [−2^p, 2^p]."""
