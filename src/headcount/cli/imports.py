@@ -87,6 +87,62 @@ def import_gpt2(
     emit(result.to_json(), as_json, human)
 
 
+@app.command("hf")
+def import_hf(
+    path: str = typer.Argument(
+        ...,
+        help="A folder as save_pretrained writes it (config.json and model.safetensors or "
+        "pytorch_model.bin), or a state-dict file (.safetensors, or .pt/.pth/.bin/.ckpt read only "
+        "with torch.load(weights_only=True)) with --config.",
+        show_default=False,
+    ),
+    config: str | None = typer.Option(
+        None,
+        "--config",
+        help="config.json to use (≤ 1 MiB); needed for a bare state-dict file. Its model_type "
+        "picks the family: gpt2, gpt_neox, llama, mistral, qwen2 or gemma.",
+    ),
+    prefix: str | None = typer.Option(
+        None, "--prefix", help="Key prefix before the token embedding. Default: detected."
+    ),
+    readout: str | None = typer.Option(
+        None,
+        "--readout",
+        help="tied, lm-head or hidden (as for import gpt2). Default: lm-head when the checkpoint "
+        "stores a readout that differs from the embedding, else tied.",
+    ),
+    vocab_map: str | None = typer.Option(
+        None, "--vocab-map", help="JSON file mapping task symbols to token ids (as import gpt2)."
+    ),
+    n_ctx: int | None = typer.Option(
+        None,
+        "--n-ctx",
+        help="Positions of a rotary model (its W_pos is 0). Default: the config's "
+        "max_position_embeddings, at most 4096 and within Mistral's sliding window.",
+    ),
+    out: str = typer.Option(..., "--out", help="Model file to write (safetensors)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Import a Hugging Face checkpoint of GPT-2, GPT-NeoX (Pythia), Llama, Mistral, Qwen2 or
+    Gemma as a headcount model file (docs/families.md lists the parts); any other model_type,
+    rope scaling, a missing, unexpected or mis-shaped tensor or a NaN weight exits 2 naming it.
+    JSON fields: path, source, config, family, layers, heads, kv_heads, d_head, d_model, d_mlp,
+    vocab, n_ctx, norm (layernorm or rmsnorm), rotary ({theta, dims, layout} or null), gated,
+    parallel, activation, readout, lm_head (absent, tied or separate), prefix, ignored_buffers,
+    vocab_map, dtypes, extensions (the formal model's parts in use)."""
+    from headcount.interop.hf import import_hf as run_import
+
+    result = run_import(
+        path, out, config=config, prefix=prefix, readout=readout, vocab_map=vocab_map, n_ctx=n_ctx
+    )
+    human = (
+        f"wrote {out}: {result.family}, {result.layers} layer(s) × {result.heads} heads "
+        f"({result.kv_heads} key/value), d_model {result.d_model}, vocab {result.vocab}, n_ctx "
+        f"{result.n_ctx}, readout {result.readout}"
+    )
+    emit(result.to_json(), as_json, human)
+
+
 @app.command("transformer-lens")
 def import_transformer_lens(
     path: str = typer.Argument(

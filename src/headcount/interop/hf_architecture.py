@@ -33,18 +33,12 @@ from typing import Any
 
 from headcount.common.errors import InputError
 from headcount.common.files import MAX_HEADS_PER_LAYER, check_json_types, one_line
+from headcount.core.model import Rotary
+from headcount.interop.gpt2 import ACTIVATIONS as GPT2_ACTIVATIONS
 
 FAMILIES = ("gpt2", "gpt_neox", "llama", "mistral", "qwen2", "gemma")
 # transformers' activation names → headcount's (core.model.parts.ACTIVATIONS, and silu for gates)
-ACTIVATIONS = {
-    "gelu": "gelu",
-    "gelu_python": "gelu",
-    "gelu_new": "gelu_tanh",
-    "gelu_pytorch_tanh": "gelu_tanh",
-    "relu": "relu",
-    "silu": "silu",
-    "swish": "silu",
-}
+ACTIVATIONS = {**GPT2_ACTIVATIONS, "silu": "silu", "swish": "silu"}
 MAX_THETA = 1e12  # released models use 10^4 … 10^7; beyond this θ is a typo or an attack
 MAX_SIZE = 2**31  # any stated size above this is refused before anything is allocated
 
@@ -86,17 +80,6 @@ CONFIG_TYPES: dict[str, Any] = {
         "partial_rotary_factor": "number",
     },
 }
-
-
-@dataclass(frozen=True)
-class Rotary:
-    """Rotary positions: frequencies θ^(−2i/dims), i < dims/2, applied to the first `dims` entries
-    of each query and key head after projection, at positions 0..n−1. layout "rotate_half" pairs
-    entry i with i + dims/2 (NeoX, Llama); "interleaved" pairs 2i with 2i + 1 (GPT-J)."""
-
-    theta: float
-    dims: int
-    layout: str = "rotate_half"
 
 
 @dataclass(frozen=True)

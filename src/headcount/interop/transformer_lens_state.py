@@ -60,6 +60,7 @@ import numpy as np
 from headcount.common.errors import InputError
 from headcount.core.model import (
     MLP,
+    NOT_IN_WEIGHTS,
     AttentionHead,
     Layer,
     LayerNorm,
@@ -112,6 +113,11 @@ def _check_holdable(model: Any) -> None:
         )
     if model.mask not in TL_DIR:
         raise InputError(f"mask {model.mask!r}: TransformerLens holds {' or '.join(TL_DIR)}")
+    if beyond := sorted(set(model.extensions) & NOT_IN_WEIGHTS):
+        raise InputError(
+            f"the model uses {', '.join(beyond)}: the TransformerLens export holds GPT-2-style "
+            "blocks (LayerNorm, learned positions, plain MLPs) for now"
+        )
     norms = [("ln_final", model.ln_final)]
     for l, layer in enumerate(model.layers):
         norms += [(f"layers[{l}].ln1", layer.ln1)] + (

@@ -14,6 +14,9 @@ from headcount.core.model.parts import (
     Layer,
     LayerNorm,
     LinearDecoder,
+    Norm,
+    RMSNorm,
+    Rotary,
     argmax_bounds,
     decoder_class,
     register_decoder,
@@ -22,18 +25,23 @@ from headcount.core.model.symbols import BOTTOM, OTHER, check_tokens, token_text
 from headcount.core.model.table import OneLayerTable, check_plain, random_table, table_from_weights
 from headcount.core.model.transformer import Transformer
 from headcount.core.model.vocab import VocabDecoder, VocabMap, bind_task
+from headcount.core.model.weights import NOT_IN_WEIGHTS
 
 __all__ = [
     "ACTIVATIONS",
     "BOTTOM",
     "MASKS",
     "MLP",
+    "NOT_IN_WEIGHTS",
     "OTHER",
     "AttentionHead",
     "Decoder",
     "Layer",
     "LayerNorm",
     "LinearDecoder",
+    "Norm",
+    "RMSNorm",
+    "Rotary",
     "OneLayerTable",
     "Transformer",
     "VocabDecoder",

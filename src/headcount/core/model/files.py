@@ -2,9 +2,9 @@
 tensors, the model's JSON config in the safetensors metadata under the key "headcount". Loading
 never executes code (no pickle) and is bounded (headcount.common.files). Tensor names: W_E, W_pos,
 layers.{l}.heads.{h}.{W_Q,W_K,W_V, W_O,b_Q,b_K,b_V}, layers.{l}.{b_O,ln1.w,ln1.b,ln2.w,ln2.b},
-layers.{l}.mlp.{W_in,b_in,W_out,b_out}, ln_final.{w,b}, decoder.{name} (the optional parts only
-where the config's layer entry says so). Writes are atomic (temporary file in the same folder, then
-rename).
+layers.{l}.mlp.{W_in,b_in,W_out,b_out,W_gate}, ln_final.{w,b}, decoder.{name} (the optional parts
+only where the config's layer entry says so; core.model.file_parts has the Llama / NeoX entries).
+Writes are atomic (temporary file in the same folder, then rename).
 """
 
 from __future__ import annotations
@@ -33,13 +33,14 @@ from headcount.common.files import (
     read_config,
     short_repr,
 )
+from headcount.core.model.file_parts import NormSpec, norm_entry, norm_spec, rotary_spec
 from headcount.core.model.parts import (
     ACTIVATIONS,
     MASKS,
     MLP,
     AttentionHead,
     Layer,
-    LayerNorm,
+    Rotary,
     decoder_class,
 )
 from headcount.core.model.table import OneLayerTable
@@ -57,10 +58,6 @@ __all__ = ["FORMAT", "TABLE_FORMAT", "ModelFileError", "load_model", "read_confi
 def _write(tensors: dict[str, np.ndarray], config: dict[str, Any], path: str | os.PathLike) -> None:
     tensors = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}
     atomic_write_safetensors(path, tensors, {"headcount": json.dumps(config)})
-
-
-def _ln_tensors(prefix: str, ln: LayerNorm | None) -> dict[str, np.ndarray]:
-    return {} if ln is None else {f"{prefix}.w": ln.w, f"{prefix}.b": ln.b}
 
 
 def _layer_entry(l: int, layer: Layer, tensors: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -86,6 +83,12 @@ def _layer_entry(l: int, layer: Layer, tensors: dict[str, np.ndarray]) -> dict[s
             tensors[f"layers.{l}.mlp.{name}"] = getattr(layer.mlp, name)
         if layer.mlp.activation != "relu":
             entry["activation"] = layer.mlp.activation
+        if layer.mlp.W_gate is not None:
+            entry["gated"] = True
+            tensors[f"layers.{l}.mlp.W_gate"] = layer.mlp.W_gate
+        if layer.mlp.b_gate is not None:
+            entry["gate_bias"] = True
+            tensors[f"layers.{l}.mlp.b_gate"] = layer.mlp.b_gate
     if biased:
         entry["head_biases"] = True
     if layer.b_O is not None:
@@ -94,10 +97,13 @@ def _layer_entry(l: int, layer: Layer, tensors: dict[str, np.ndarray]) -> dict[s
     for name in ("ln1", "ln2"):
         ln = getattr(layer, name)
         if ln is not None:
-            entry[name] = {"eps": ln.eps}
-            tensors |= _ln_tensors(f"layers.{l}.{name}", ln)
+            entry[name] = norm_entry(f"layers.{l}.{name}", ln, tensors)
     if layer.attn_scale != 1.0:
         entry["attn_scale"] = layer.attn_scale
+    if layer.rotary is not None:
+        entry["rotary"] = layer.rotary.config()
+    if layer.parallel:
+        entry["parallel"] = True
     return entry
 
 
@@ -125,8 +131,7 @@ def save_model(model: Transformer | OneLayerTable, path: str | os.PathLike) -> N
         "layers": layers_cfg,
     }
     if model.ln_final is not None:
-        config["ln_final"] = {"eps": model.ln_final.eps}
-        tensors |= _ln_tensors("ln_final", model.ln_final)
+        config["ln_final"] = norm_entry("ln_final", model.ln_final, tensors)
     config |= {"decoder": decoder_cfg, "info": model.info}
     _write(tensors | decoder_tensors, config, path)
 
@@ -150,35 +155,26 @@ class _LayerSpec:
     activation: str = "relu"
     head_biases: bool = False
     b_O: bool = False
-    ln1: float | None = None
-    ln2: float | None = None
+    ln1: NormSpec | None = None
+    ln2: NormSpec | None = None
     attn_scale: float = 1.0
+    gated: bool = False
+    gate_bias: bool = False
+    parallel: bool = False
+    rotary: Rotary | None = None
 
     def tensor_names(self, l: int) -> list[str]:
         names = [f"layers.{l}.heads.{h}.{t}" for h in range(self.heads) for t in _HEAD_TENSORS]
         if self.head_biases:
             names += [f"layers.{l}.heads.{h}.{t}" for h in range(self.heads) for t in _HEAD_BIASES]
         names += [f"layers.{l}.mlp.{t}" for t in _MLP_TENSORS if self.mlp]
+        names += [f"layers.{l}.mlp.W_gate"] if self.gated else []
+        names += [f"layers.{l}.mlp.b_gate"] if self.gate_bias else []
         names += [f"layers.{l}.b_O"] if self.b_O else []
-        names += [
-            f"layers.{l}.{ln}.{t}"
-            for ln in ("ln1", "ln2")
-            if getattr(self, ln) is not None
-            for t in "wb"
-        ]
+        for ln in ("ln1", "ln2"):
+            if (spec := getattr(self, ln)) is not None:
+                names += spec.tensor_names(f"layers.{l}.{ln}")
         return names
-
-
-def _eps(entry: Any, what: str, path) -> float:
-    """A LayerNorm's eps from its config entry {"eps": positive number}."""
-    eps = entry.get("eps") if isinstance(entry, dict) else None
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (0 < eps < math.inf):
-        raise invalid(
-            path,
-            _MODEL,
-            f'{what} must be an object {{"eps": a positive number}}, got {short_repr(entry)}',
-        )
-    return float(eps)
 
 
 def _layer_spec(l: int, layer: Any, path) -> _LayerSpec:
@@ -188,7 +184,7 @@ def _layer_spec(l: int, layer: Any, path) -> _LayerSpec:
         )
     heads = config_int(layer, "heads", path, _MODEL, 0, MAX_HEADS_PER_LAYER)
     flags = {}
-    for key in ("mlp", "head_biases", "b_O"):
+    for key in ("mlp", "head_biases", "b_O", "gated", "gate_bias", "parallel"):
         flags[key] = layer.get(key, False)
         if not isinstance(flags[key], bool):
             raise invalid(
@@ -211,13 +207,18 @@ def _layer_spec(l: int, layer: Any, path) -> _LayerSpec:
             f"layer {l}: 'attn_scale' must be a finite number, got {short_repr(scale)}",
         )
     lns = {
-        name: _eps(layer[name], f"layer {l}: {name!r}", path) if name in layer else None
+        name: norm_spec(layer[name], f"layer {l}: {name!r}", path) if name in layer else None
         for name in ("ln1", "ln2")
     }
-    if lns["ln2"] is not None and not flags["mlp"]:
+    if flags["gate_bias"] and not flags["gated"]:
+        raise invalid(path, _MODEL, f"layer {l}: 'gate_bias' needs 'gated'")
+    if (lns["ln2"] is not None or flags["gated"]) and not flags["mlp"]:
         raise invalid(
-            path, _MODEL, f"layer {l}: 'ln2' normalises the MLP's input, and the layer has no MLP"
+            path, _MODEL, f"layer {l}: 'ln2' and 'gated' belong to an MLP, and the layer has none"
         )
+    rotary = None
+    if "rotary" in layer:
+        rotary = rotary_spec(layer["rotary"], f"layer {l}: 'rotary'", path)
     return _LayerSpec(
         heads,
         flags["mlp"],
@@ -226,6 +227,10 @@ def _layer_spec(l: int, layer: Any, path) -> _LayerSpec:
         flags["b_O"],
         **lns,
         attn_scale=float(scale),
+        gated=flags["gated"],
+        gate_bias=flags["gate_bias"],
+        parallel=flags["parallel"],
+        rotary=rotary,
     )
 
 
@@ -300,15 +305,19 @@ def _check_decoder(
     ]  # a kind registered in-process
 
 
-def _tensor_names(specs: list[_LayerSpec], ln_final: bool):
+def _tensor_names(specs: list[_LayerSpec], ln_final: NormSpec | None):
     yield from ("W_E", "W_pos")
     for l, spec in enumerate(specs):
         yield from spec.tensor_names(l)
-    yield from (["ln_final.w", "ln_final.b"] if ln_final else [])
+    yield from ([] if ln_final is None else ln_final.tensor_names("ln_final"))
 
 
 def _check_transformer(
-    shapes: TensorShapes, specs: list[_LayerSpec], ln_final: bool, kind: str, dec_config
+    shapes: TensorShapes,
+    specs: list[_LayerSpec],
+    ln_final: NormSpec | None,
+    kind: str,
+    dec_config,
 ) -> None:
     """Every tensor of a weight-form file against the config: W_E [alphabet d_model], W_pos [n_ctx
     d_model], each head's W_Q, W_K [d_model d_head], W_V [d_model d_value], W_O [d_value d_model]
@@ -347,6 +356,10 @@ def _check_transformer(
             shapes.expect(b_in, (d_mlp,), "[d_mlp]")
             shapes.expect(w_out, (d_mlp, d_model), "[d_mlp d_model]")
             shapes.expect(b_out, (d_model,), "[d_model]")
+            if spec.gated:
+                shapes.expect(f"layers.{l}.mlp.W_gate", (d_model, d_mlp), "[d_model d_mlp]")
+            if spec.gate_bias:
+                shapes.expect(f"layers.{l}.mlp.b_gate", (d_mlp,), "[d_mlp]")
     for name in names:
         if name.endswith(("b_O", ".w", ".b")):
             shapes.expect(name, (d_model,), "[d_model]")
@@ -382,16 +395,18 @@ def _build_layer(l: int, spec: _LayerSpec, tensors: dict[str, np.ndarray]) -> La
     mlp = None
     if spec.mlp:
         mlp = MLP(
-            *(tensors[f"layers.{l}.mlp.{t}"] for t in _MLP_TENSORS), activation=spec.activation
+            *(tensors[f"layers.{l}.mlp.{t}"] for t in _MLP_TENSORS),
+            activation=spec.activation,
+            W_gate=tensors[f"layers.{l}.mlp.W_gate"] if spec.gated else None,
+            b_gate=tensors[f"layers.{l}.mlp.b_gate"] if spec.gate_bias else None,
         )
     ln1, ln2 = (
-        None
-        if eps is None
-        else LayerNorm(tensors[f"layers.{l}.{name}.w"], tensors[f"layers.{l}.{name}.b"], eps)
-        for name, eps in (("ln1", spec.ln1), ("ln2", spec.ln2))
+        None if norm is None else norm.build(f"layers.{l}.{name}", tensors)
+        for name, norm in (("ln1", spec.ln1), ("ln2", spec.ln2))
     )
     b_O = tensors[f"layers.{l}.b_O"] if spec.b_O else None
-    return Layer(tuple(head(h) for h in range(spec.heads)), mlp, ln1, ln2, b_O, spec.attn_scale)
+    heads = tuple(head(h) for h in range(spec.heads))
+    return Layer(heads, mlp, ln1, ln2, b_O, spec.attn_scale, spec.rotary, spec.parallel)
 
 
 def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
@@ -412,8 +427,10 @@ def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
         _check_table(shapes, kind, dec_config)
     else:
         specs = _layer_specs(config, path)
-        ln_final = _eps(config["ln_final"], "'ln_final'", path) if "ln_final" in config else None
-        _check_transformer(shapes, specs, ln_final is not None, kind, dec_config)
+        ln_final = (
+            norm_spec(config["ln_final"], "'ln_final'", path) if "ln_final" in config else None
+        )
+        _check_transformer(shapes, specs, ln_final, kind, dec_config)
     tensors = load_tensors(shapes)
     try:
         dec_tensors = {
@@ -424,11 +441,7 @@ def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
             tables = (tensors[name] for name in ("embed", "Q", "K", "V"))
             return OneLayerTable(*tables, decoder, mask, info)
         layers = tuple(_build_layer(l, spec, tensors) for l, spec in enumerate(specs))
-        final = (
-            None
-            if ln_final is None
-            else LayerNorm(tensors["ln_final.w"], tensors["ln_final.b"], ln_final)
-        )
+        final = None if ln_final is None else ln_final.build("ln_final", tensors)
         return Transformer(tensors["W_E"], tensors["W_pos"], layers, decoder, mask, info, final)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as err:
         raise invalid(path, _MODEL, f"{type(err).__name__}: {one_line(err)}") from None

@@ -1,6 +1,6 @@
 """The parts of the weight form (core.model.transformer's docstring states the model): LayerNorm,
-AttentionHead, MLP, Layer, the decoder protocol ψ_out with its linear kind and the registry of
-decoder kinds. Weight names and shapes follow TransformerLens.
+RMSNorm, Rotary, AttentionHead, MLP, Layer, the decoder protocol ψ_out with its linear kind and the
+registry of decoder kinds. Weight names and shapes follow TransformerLens.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ ACTIVATIONS = (
     "relu",
     "gelu",
     "gelu_tanh",
-)  # gelu: x·Φ(x) (exact erf); gelu_tanh: GPT-2's "gelu_new"
+    "silu",
+)  # gelu: x·Φ(x) (exact erf); gelu_tanh: GPT-2's "gelu_new"; silu: x·σ(x) (Llama's gate)
+ROTARY_LAYOUTS = ("rotate_half", "interleaved")
 
 
 def float64_array(a: Any) -> np.ndarray:
@@ -54,6 +56,56 @@ class LayerNorm:
             )
         if not (math.isfinite(self.eps) and self.eps > 0):
             raise ValueError(f"LayerNorm eps must be a positive finite number, got {self.eps!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class RMSNorm:
+    """x / √(mean x² + eps) · (offset + w) over d_model (Llama, Qwen2, Mistral; Gemma's offset is
+    1). A norm without a weight has w = 1, which multiplies exactly."""
+
+    w: np.ndarray  # [d_model]
+    eps: float = 1e-6
+    offset: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "w", float64_array(self.w))
+        object.__setattr__(self, "eps", float(self.eps))
+        object.__setattr__(self, "offset", float(self.offset))
+        if self.w.ndim != 1:
+            raise ValueError(f"RMSNorm w {self.w.shape} must be one [d_model] vector")
+        if not (math.isfinite(self.eps) and self.eps > 0):
+            raise ValueError(f"RMSNorm eps must be a positive finite number, got {self.eps!r}")
+        if self.offset not in (0.0, 1.0):
+            raise ValueError(f"RMSNorm offset must be 0 or 1 (Gemma), got {self.offset!r}")
+
+
+Norm = LayerNorm | RMSNorm
+
+
+@dataclass(frozen=True)
+class Rotary:
+    """Rotary positions (RoFormer; GPT-NeoX, Llama): after projection, the first `dims` entries of
+    each query and key head are rotated in pairs by the angle p·θ^(−2i/dims) of their position p
+    (0..n−1) and frequency i < dims/2. layout "rotate_half" pairs entry i with i + dims/2 (NeoX,
+    Llama), "interleaved" pairs 2i with 2i + 1 (GPT-J); entries past dims pass unchanged."""
+
+    theta: float
+    dims: int
+    layout: str = "rotate_half"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "theta", float(self.theta))
+        if not (math.isfinite(self.theta) and self.theta > 0):
+            raise ValueError(f"rotary theta must be a positive finite number, got {self.theta!r}")
+        if isinstance(self.dims, bool) or not isinstance(self.dims, int) or self.dims < 2:
+            raise ValueError(f"rotary dims must be an even integer ≥ 2, got {self.dims!r}")
+        if self.dims % 2:
+            raise ValueError(f"rotary dims must be even, got {self.dims}")
+        if self.layout not in ROTARY_LAYOUTS:
+            raise ValueError(f"unknown rotary layout {self.layout!r}: use one of {ROTARY_LAYOUTS}")
+
+    def config(self) -> dict[str, Any]:
+        return {"theta": self.theta, "dims": self.dims, "layout": self.layout}
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,17 +146,27 @@ class AttentionHead:
 
 @dataclass(frozen=True, eq=False)
 class MLP:
-    """MLP on the residual: x += act(LN2(x) W_in + b_in) W_out + b_out, act one of ACTIVATIONS."""
+    """MLP on the residual: x += act(LN2(x) W_in + b_in) W_out + b_out, act one of ACTIVATIONS.
+    Gated (W_gate given; SwiGLU, GeGLU): x += (act(LN2(x) W_gate + b_gate) · (LN2(x) W_in + b_in))
+    W_out + b_out, the product entrywise (TransformerLens's GatedMLP, which has no b_gate)."""
 
     W_in: np.ndarray  # [d_model, d_mlp]
     b_in: np.ndarray  # [d_mlp]
     W_out: np.ndarray  # [d_mlp, d_model]
     b_out: np.ndarray  # [d_model]
     activation: str = "relu"
+    W_gate: np.ndarray | None = None  # [d_model, d_mlp]
+    b_gate: np.ndarray | None = None  # [d_mlp] (only with W_gate)
 
     def __post_init__(self) -> None:
         for name in ("W_in", "b_in", "W_out", "b_out"):
             object.__setattr__(self, name, float64_array(getattr(self, name)))
+        object.__setattr__(self, "W_gate", float64_or_none(self.W_gate))
+        object.__setattr__(self, "b_gate", float64_or_none(self.b_gate))
+        if self.b_gate is not None and self.W_gate is None:
+            raise ValueError("b_gate belongs to a gated MLP: W_gate is missing")
+        if self.W_gate is not None and self.W_gate.shape != self.W_in.shape:
+            raise ValueError(f"W_gate {self.W_gate.shape} must have W_in's shape {self.W_in.shape}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {self.activation!r}: use one of {ACTIVATIONS}")
         d_model, d_mlp = self.W_in.shape
@@ -112,22 +174,34 @@ class MLP:
             raise ValueError(f"W_out {self.W_out.shape} does not fit W_in {self.W_in.shape}")
         check_vector("b_in", self.b_in, d_mlp)
         check_vector("b_out", self.b_out, d_model)
+        check_vector("b_gate", self.b_gate, d_mlp)
 
 
 @dataclass(frozen=True, eq=False)
 class Layer:
-    """One block: x += Σ heads(LN1(x)) + b_O, then x += MLP(LN2(x)). Scores are multiplied by
-    attn_scale."""
+    """One block: x += Σ heads(LN1(x)) + b_O, then x += MLP(LN2(x)); parallel (GPT-NeoX): x +=
+    Σ heads(LN1(x)) + b_O + MLP(LN2(x)), both read the same x. Scores are multiplied by
+    attn_scale; with `rotary`, each head's q and k are rotated after projection."""
 
     heads: tuple[AttentionHead, ...]
     mlp: MLP | None = None
-    ln1: LayerNorm | None = None  # before the heads
-    ln2: LayerNorm | None = None  # before the MLP
+    ln1: Norm | None = None  # before the heads
+    ln2: Norm | None = None  # before the MLP
     b_O: np.ndarray | None = None  # [d_model], added once to the heads' sum
     attn_scale: float = 1.0
+    rotary: Rotary | None = None
+    parallel: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "heads", tuple(self.heads))
+        if self.rotary is not None:
+            for head in self.heads:
+                if head.W_Q.shape[1] < self.rotary.dims:
+                    raise ValueError(
+                        f"rotary dims {self.rotary.dims} exceed a head's d_head {head.W_Q.shape[1]}"
+                    )
+        if not isinstance(self.parallel, bool):
+            raise ValueError(f"parallel must be true or false, got {self.parallel!r}")
         object.__setattr__(self, "b_O", float64_or_none(self.b_O))
         object.__setattr__(self, "attn_scale", float(self.attn_scale))
         if not math.isfinite(self.attn_scale):
@@ -137,16 +211,25 @@ class Layer:
 
     def extensions(self) -> set[str]:
         """The GPT-2 parts this layer uses (empty for the seed's plain layer)."""
-        out = set()
-        if self.ln1 is not None or self.ln2 is not None:
-            out.add("layernorm")
+        out = {norm_extension(ln) for ln in (self.ln1, self.ln2) if ln is not None}
         if self.b_O is not None or any(h.has_bias for h in self.heads):
             out.add("attention biases")
         if self.attn_scale != 1.0:
             out.add("attention scale")
         if self.mlp is not None and self.mlp.activation != "relu":
-            out.add("gelu")
+            out.add("silu" if self.mlp.activation == "silu" else "gelu")
+        if self.mlp is not None and self.mlp.W_gate is not None:
+            out.add("gated mlp")
+        if self.rotary is not None:
+            out.add("rotary")
+        if self.parallel:
+            out.add("parallel")
         return out
+
+
+def norm_extension(ln: Norm) -> str:
+    """The extension name of a normalisation part."""
+    return "rmsnorm" if isinstance(ln, RMSNorm) else "layernorm"
 
 
 class Decoder(Protocol):

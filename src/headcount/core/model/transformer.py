@@ -14,6 +14,14 @@ attention scale per layer (1/√d_head in GPT-2; a float64 number, used exactly)
 erf, or the tanh form GPT-2 uses). Queries, keys and values are x W + b of the LayerNorm's output (q
 = LN1(x) W_Q + b_Q).
 
+The Llama / GPT-NeoX block (issue 32) adds, again optional: RMSNorm in place of LayerNorm
+(``RMSNorm``, Gemma's 1 + w included), rotary positions (``Layer.rotary``: q and k of each head
+rotated after projection, at positions 0..n−1; such models have W_pos = 0), gated MLPs
+(``MLP.W_gate``; SiLU or GELU gate), the parallel residual of GPT-NeoX (``Layer.parallel``), and no
+biases. Grouped-query attention is stored as per-head copies of the shared key and value weights:
+the function is the same.
+docs/families.md lists the rounding points of fixed:p for every part.
+
 Weight names and shapes follow TransformerLens (W_E, W_pos, W_Q, W_K, W_V, W_O, W_U, b_Q, …, ln1,
 ln2, ln_final) so weights move between the two. Values are float64 arrays; the model they define is
 the real-arithmetic one, and the precision modes of :mod:`headcount.core.numbers.precision` say
@@ -32,9 +40,10 @@ from headcount.common.errors import InputError
 from headcount.core.model.parts import (
     MASKS,
     Layer,
-    LayerNorm,
+    Norm,
     check_vector,
     float64_array,
+    norm_extension,
 )
 from headcount.core.model.weights import (
     BOTTOM_LAST,
@@ -62,7 +71,7 @@ class Transformer:
     decoder: Any  # a Decoder
     mask: str = "causal"
     info: dict[str, Any] = field(default_factory=dict)
-    ln_final: LayerNorm | None = None  # before the decoder
+    ln_final: Norm | None = None  # before the decoder
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "W_E", float64_array(self.W_E))
@@ -98,7 +107,7 @@ class Transformer:
         exact evaluator, the table form and the INDEX tools need)."""
         out = set().union(*(layer.extensions() for layer in self.layers))
         if self.ln_final is not None:
-            out.add("layernorm")
+            out.add(norm_extension(self.ln_final))
         return sorted(out)
 
     @property

@@ -26,6 +26,8 @@ BOTTOM_LAST = "bottom-last"  # the readout whose last logit is ⊥: W_U [d_model
 _LAYER_KEY = re.compile(r"blocks\.(\d+)\.(attn|ln1|ln2|mlp)\.(\w+)")
 _ATTN = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
 _MLP = ("W_in", "b_in", "W_out", "b_out")
+# the Llama / NeoX parts (issue 32) live in model files; the weights dict does not express them yet
+NOT_IN_WEIGHTS = {"rmsnorm", "rotary", "gated mlp", "parallel", "silu"}
 
 
 def _weights_of(weights: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], int]:
@@ -179,6 +181,12 @@ def transformer_weights(model: Any) -> dict[str, np.ndarray]:
     if model.readout is None:
         raise ValueError(
             f"the model's readout ({model.decoder.kind}) is not a linear unembedding: it has no W_U"
+        )
+    beyond = sorted(set(model.extensions) & NOT_IN_WEIGHTS)
+    if beyond:
+        raise ValueError(
+            f"the weights dict holds GPT-2-style parts; this model uses {', '.join(beyond)}, which "
+            "it does not express (its model file does)"
         )
     out = {"W_E": model.W_E.copy(), "W_pos": model.W_pos.copy()}
     for l, layer in enumerate(model.layers):

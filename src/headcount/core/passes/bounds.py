@@ -40,32 +40,41 @@ from headcount.core.attention import (
     attention_bounds,
     current_algorithm,
 )
-from headcount.core.model import LayerNorm, Transformer
+from headcount.core.model import MLP, LayerNorm, Norm, RMSNorm, Transformer
 from headcount.core.numbers import (
     Precision,
     add_bounds,
     affine_bounds,
     box_from_interval,
+    mul_bounds,
     outward,
     quantize_bounds,
     scale_bounds,
 )
-from headcount.core.passes.activations import gelu_interval, layer_norm_interval
+from headcount.core.passes.activations import (
+    gelu_interval,
+    layer_norm_interval,
+    rms_norm_interval,
+)
+from headcount.core.passes.forward import position_rows, table_for
 from headcount.core.passes.head_rounding import exact_head_row
+from headcount.core.passes.rotary import rotary_bounds
 
 
 def rounding_point_bounds(mid, rad, prec: Precision):
     return quantize_bounds(mid, rad, prec.bits) if prec.kind == "fixed" else (mid, rad)
 
 
-def layer_norm_bounds(mid: np.ndarray, rad: np.ndarray, ln: LayerNorm):
-    """Bounds on LN(x) for x in the box (mid, rad) [.. d_model]
-    (activation_bounds.layer_norm_interval)."""
+def layer_norm_bounds(mid: np.ndarray, rad: np.ndarray, ln: Norm):
+    """Bounds on LN(x) or RMSNorm(x) for x in the box (mid, rad) [.. d_model]
+    (activations.layer_norm_interval, rms_norm_interval)."""
+    if isinstance(ln, RMSNorm):
+        return box_from_interval(*rms_norm_interval(mid, rad, ln.w, ln.eps, ln.offset))
     return box_from_interval(*layer_norm_interval(mid, rad, ln))
 
 
 def activation_bounds(mid: np.ndarray, rad: np.ndarray, kind: str):
-    """Bounds on the MLP activation `kind` (relu, gelu, gelu_tanh) of every x in the box (mid,
+    """Bounds on the MLP activation `kind` (relu, gelu, gelu_tanh, silu) of every x in the box (mid,
     rad)."""
     with np.errstate(invalid="ignore", over="ignore"):
         lo, hi = outward(mid - rad, mid + rad)
@@ -73,6 +82,18 @@ def activation_bounds(mid: np.ndarray, rad: np.ndarray, kind: str):
     if kind == "relu":  # monotone
         return box_from_interval(np.maximum(lo, 0), np.maximum(hi, 0))
     return box_from_interval(*gelu_interval(lo, hi, kind))
+
+
+def mlp_bounds(m, mlp: MLP, prec: Precision):
+    """forward.mlp_output on the box m: the MLP's rounded output box (gate times up projection by
+    mul_bounds where gated)."""
+    hidden = affine_bounds(*m, mlp.W_in, mlp.b_in)
+    if mlp.W_gate is None:
+        hidden = activation_bounds(*hidden, mlp.activation)
+    else:
+        gate = activation_bounds(*affine_bounds(*m, mlp.W_gate, mlp.b_gate), mlp.activation)
+        hidden = mul_bounds(*gate, *hidden)
+    return rounding_point_bounds(*affine_bounds(*hidden, mlp.W_out, mlp.b_out), prec)
 
 
 def normed_bounds(x, ln: LayerNorm | None, prec: Precision):
@@ -129,29 +150,40 @@ def ties_settle(layer, prec: Precision) -> bool:
     return prec.kind == "fixed" and layer.attn_scale == 1.0 and current_algorithm() != "reference"
 
 
-def run_layer_bounds(model: Transformer, x, prec: Precision, head_output):
+def run_layer_bounds(model: Transformer, x, prec: Precision, head_output, positions=None):
     """run_layers (core.passes.forward) on boxes: the layers on the embedded box x = (mid, rad) [..
-    d_model] before ln_final, with each head's rounded output box = head_output(layer index, head
-    index, layer, head, q, k, v) from its q (scaled by the layer's attention scale), k and v
-    boxes."""
+    rows d_model] before ln_final, with each head's rounded output box = head_output(layer index,
+    head index, layer, head, q, k, v) from its q (scaled by the layer's attention scale), k and v
+    boxes; q and k rotated (rotary_bounds) at the rows' `positions` as run_layers takes them."""
+    rows = position_rows(slice(0, x[0].shape[-2]) if positions is None else positions)
     for index, layer in enumerate(model.layers):
         update = (np.zeros_like(x[0]), np.zeros_like(x[1]))
         a = normed_bounds(x, layer.ln1, prec) if layer.heads else x
+        rotary = layer.rotary
+        table = None if rotary is None else table_for(rotary, rows)
         for h, head in enumerate(layer.heads):
-            q = rounding_point_bounds(*affine_bounds(*a, head.W_Q, head.b_Q), prec)
-            k = rounding_point_bounds(*affine_bounds(*a, head.W_K, head.b_K), prec)
+            q = affine_bounds(*a, head.W_Q, head.b_Q)
+            k = affine_bounds(*a, head.W_K, head.b_K)
+            if table is not None:
+                q = rotary_bounds(*q, table, rows, rotary.layout)
+                k = rotary_bounds(*k, table, rows, rotary.layout)
+            q = rounding_point_bounds(*q, prec)
+            k = rounding_point_bounds(*k, prec)
             v = rounding_point_bounds(*affine_bounds(*a, head.W_V, head.b_V), prec)
             if layer.attn_scale != 1.0:
                 q = scale_bounds(*q, layer.attn_scale)
             update = add_bounds(*update, *head_output(index, h, layer, head, q, k, v))
         if layer.b_O is not None:
             update = add_bounds(*update, np.broadcast_to(layer.b_O, update[0].shape), 0.0)
+        if layer.parallel and layer.mlp is not None:
+            update = add_bounds(
+                *update, *mlp_bounds(normed_bounds(x, layer.ln2, prec), layer.mlp, prec)
+            )
+            x = add_bounds(*x, *update)
+            continue
         x = add_bounds(*x, *update)
         if layer.mlp is not None:
-            mlp = layer.mlp
-            hidden = affine_bounds(*normed_bounds(x, layer.ln2, prec), mlp.W_in, mlp.b_in)
-            out = affine_bounds(*activation_bounds(*hidden, mlp.activation), mlp.W_out, mlp.b_out)
-            x = add_bounds(*x, *rounding_point_bounds(*out, prec))
+            x = add_bounds(*x, *mlp_bounds(normed_bounds(x, layer.ln2, prec), layer.mlp, prec))
     return x
 
 

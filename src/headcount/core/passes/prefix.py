@@ -265,7 +265,8 @@ def _float_level(
         return z.reshape(v.shape)  # [blocks rows d_value]
 
     x = embed(model, level.blocks(trie.token[level.i]), level.i, prec)  # [blocks rows d_model]
-    return level.own(normed(run_layers(model, x, prec, attention), model.ln_final, prec))
+    x = run_layers(model, x, prec, attention, level.i)  # every row at position i
+    return level.own(normed(x, model.ln_final, prec))
 
 
 def prefix_residual_stream(
@@ -313,7 +314,7 @@ def _bounds_level(
     return tuple(
         level.own(part)
         for part in normed_bounds(
-            run_layer_bounds(model, x, prec, head_output), model.ln_final, prec
+            run_layer_bounds(model, x, prec, head_output, level.i), model.ln_final, prec
         )
     )
 

@@ -1,0 +1,133 @@
+"""`import hf` (issue 32): random-init transformers models of every shape of test_hf_families,
+saved with save_pretrained, import as headcount models whose float64 residual stream matches
+transformers made float64 throughout to 1e-10 relative and whose outputs equal the argmax of
+transformers' own float32 logits; the live model object imports the same; the model file round
+trip is bit-identical; the rigorous bounds enclose the float64 evaluation."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from headcount.cli import main
+from headcount.common.errors import InputError
+from headcount.core.model import load_model, save_model
+from headcount.core.numbers import EXACT, FLOAT64, fixed
+from headcount.core.passes import residual_bounds, residual_stream
+from headcount.interop.hf import hf_from_module, import_hf, import_hf_model
+from tests.interop.hf_reference import float64_transformers
+from tests.interop.test_hf_families import SHAPES, _model
+
+torch = pytest.importorskip("torch")
+TOKENS = [3, 1, 4, 1, 5, 9, 2, 6]  # n = 8: within mistral's window of 8
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+@pytest.fixture(scope="module", params=SHAPES, ids=[f"{s[0]}-{i}" for i, s in enumerate(SHAPES)])
+def saved(request, tmp_path_factory):
+    family, config_class, model_class, extra, _ = request.param
+    config, model = _model(config_class, model_class, extra)
+    folder = tmp_path_factory.mktemp(family)
+    model.save_pretrained(folder)
+    return family, model.eval(), folder
+
+
+def test_imports_match_transformers(saved, tmp_path):
+    family, model, folder = saved
+    result = import_hf(folder, tmp_path / "m.safetensors")
+    assert result.family == family
+    ours = load_model(tmp_path / "m.safetensors")
+    tokens = np.array([TOKENS])
+    with torch.no_grad():
+        float32 = model(torch.tensor(tokens)).logits[0].numpy()
+        double = model.double()
+        float64_transformers(double)
+        out = double(torch.tensor(tokens), output_hidden_states=True)
+        model.float()
+    final = residual_stream(ours, tokens)[0]  # after the final norm, as hidden_states[-1]
+    assert _relative(final, out.hidden_states[-1][0].numpy()) <= 1e-10
+    logits = final @ ours.decoder.W_U
+    assert _relative(logits, out.logits[0].numpy()) <= 1e-10
+    assert np.array_equal(ours.decoder.decode(final[None])[0], float32.argmax(-1))
+    # the live object reads the same, and the file holds the model bit for bit
+    live = hf_from_module(model.double())
+    model.float()
+    for name in ("W_E", "W_pos"):
+        assert np.array_equal(getattr(live, name), getattr(ours, name))
+    assert np.array_equal(residual_stream(live, tokens), residual_stream(ours, tokens))
+    save_model(ours, tmp_path / "again.safetensors")
+    again = load_model(tmp_path / "again.safetensors")
+    assert np.array_equal(residual_stream(again, tokens), residual_stream(ours, tokens))
+    assert again.extensions == ours.extensions
+
+
+def test_bounds_enclose_the_float_evaluation(saved):
+    family, model, folder = saved
+    ours = import_hf_model(folder)
+    tokens = np.array([TOKENS, TOKENS[::-1]])
+    x = residual_stream(ours, tokens, FLOAT64)
+    mid, rad = residual_bounds(ours, tokens, fixed(52))
+    # fixed:52 rounds at its points by ≤ 2^-53 of unit scale: the float64 run lies within the box
+    # up to that rounding, and the box is tight on these small models
+    assert np.all(np.abs(x - mid) <= rad + 1e-12)
+    assert np.isfinite(rad).all() and float(rad.max()) < 1e-6
+    exact_mid, exact_rad = residual_bounds(ours, tokens, EXACT)
+    assert np.all(np.abs(x - exact_mid) <= exact_rad + 1e-12)
+
+
+def cli(argv: list[str], capsys) -> tuple[int, str, str]:
+    """headcount.cli.main in this process: (exit code, stdout, stderr)."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+        raise SystemExit(0)
+    out, err = capsys.readouterr()
+    return info.value.code, out, err
+
+
+def test_cli_import_hf(saved, tmp_path, capsys):
+    family, _, folder = saved
+    code, out, err = cli(
+        ["import", "hf", str(folder), "--out", str(tmp_path / "m"), "--json"], capsys
+    )
+    assert code == 0, err
+    assert json.loads(out)["family"] == family
+    argv = ["evaluate", "--model", str(tmp_path / "m"), "--n", "6", "--samples", "64", "--json"]
+    code, out, err = cli(argv, capsys)
+    assert code == 0, err
+    assert "error" not in json.loads(out) or json.loads(out)["error"] is not None
+
+
+def test_hostile_checkpoints_exit_2(tmp_path, capsys):
+    from safetensors.numpy import load_file, save_file
+
+    family, config_class, model_class, extra, _ = SHAPES[0]
+    _, model = _model(config_class, model_class, extra)
+    model.save_pretrained(tmp_path / "ok")
+    weights = load_file(str(tmp_path / "ok" / "model.safetensors"))
+    config = json.loads((tmp_path / "ok" / "config.json").read_text())
+    cases = {
+        "nan": ({**weights, "model.norm.weight": np.full(16, np.nan, np.float32)}, config),
+        "missing": ({k: v for k, v in weights.items() if "layers.1.mlp" not in k}, config),
+        "extra": ({**weights, "model.layers.0.self_attn.x": np.zeros(2, np.float32)}, config),
+        "shape": ({**weights, "model.norm.weight": np.zeros(15, np.float32)}, config),
+        "kv": (weights, {**config, "num_key_value_heads": 3}),
+        "theta": (weights, {**config, "rope_parameters": {"rope_theta": 1e300}}),
+        "family": (weights, {**config, "model_type": "falcon"}),
+    }
+    capsys.readouterr()  # save_pretrained's progress bar
+    for name, (tensors, cfg) in cases.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        save_file(tensors, str(folder / "model.safetensors"))
+        (folder / "config.json").write_text(json.dumps(cfg))
+        with pytest.raises(InputError):
+            import_hf_model(folder)
+        code, out, err = cli(["import", "hf", str(folder), "--out", str(folder / "m")], capsys)
+        assert (code, out) == (2, ""), (name, err)
+        assert err.startswith("error: ") and err.count("\n") == 1, (name, err)
+        assert not (folder / "m").exists()
