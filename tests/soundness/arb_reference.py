@@ -9,6 +9,12 @@ v, each head's output after W_O and each MLP output: nearest multiple of 2^-p, t
 to [−2^p, 2^p]. The attention scale multiplies the exact score ⟨q, k⟩; b_O is added once to the
 heads' sum of rounded outputs, unrounded.
 
+The Llama / NeoX parts (issue 32), from their definitions in core/model/parts.py: RMSNorm
+x_i·(offset + w_i)/√(Σx²/d + eps); rotary positions, each pair (a, b) of q and k turned by the angle
+p·θ^(−2i/dims) with Arb's own power, cos and sin (never the table headcount computes), before q
+and k are rounded; gated MLPs act(m W_gate + b_gate)·(m W_in + b_in); the parallel residual, where
+the MLP reads the layer's input and its rounded output joins the heads' sum.
+
 A ball that straddles a rounding tie (only an exact ball on the tie is a tie) raises Undecided; so
 does an argmax the balls do not decide. Callers count those as skipped, never as agreement.
 """
@@ -20,7 +26,7 @@ from fractions import Fraction
 import numpy as np
 from flint import arb, fmpq
 
-from headcount.core.model import LinearDecoder, Transformer
+from headcount.core.model import LinearDecoder, RMSNorm, Transformer
 from headcount.core.numbers.precision import Precision
 
 
@@ -90,6 +96,31 @@ def rms_norm(x: list, w, eps: float, offset: float = 0.0) -> list:
     return [v * (A(offset) + A(wi)) * inv for v, wi in zip(x, w)]
 
 
+def norm(x: list, ln) -> list:
+    """LayerNorm or RMSNorm of one row."""
+    if isinstance(ln, RMSNorm):
+        return rms_norm(x, ln.w, ln.eps, ln.offset)
+    return layer_norm(x, ln)
+
+
+def rotate(rows: list, rotary) -> list:
+    """Each row i of q or k [pos][d_head] turned at position i (module docstring)."""
+    half = rotary.dims // 2
+    if rotary.layout == "rotate_half":
+        pairs = [(j, j + half) for j in range(half)]
+    else:
+        pairs = [(2 * j, 2 * j + 1) for j in range(half)]
+    out = []
+    for p, row in enumerate(rows):
+        row = list(row)
+        for j, (a, b) in enumerate(pairs):
+            angle = p * A(rotary.theta) ** arb(fmpq(-2 * j, rotary.dims))
+            c, s = angle.cos(), angle.sin()
+            row[a], row[b] = rows[p][a] * c - rows[p][b] * s, rows[p][b] * c + rows[p][a] * s
+        out.append(row)
+    return out
+
+
 def gelu(x: arb, kind: str) -> arb:
     """relu; gelu = x·Φ(x) = ½x·erfc(−x/√2); gelu_tanh = ½x(1 + tanh a) = x/(1 + e^{−2a}) =
     x·e^{2a}/(1 + e^{2a}), a = √(2/π)(x + 0.044715x³) (the same real number, without Arb's
@@ -137,35 +168,42 @@ def residual(model: Transformer, seq, prec: Precision) -> list:
     keys_of = (lambda i: range(i + 1)) if model.mask == "causal" else (lambda i: range(n))
     W_E, W_pos = amat(model.W_E), amat(model.W_pos)
     x = [[rp(W_E[t][c] + W_pos[i][c]) for c in range(d)] for i, t in enumerate(seq)]
-    normed = lambda rows, ln: (
-        rows if ln is None else [[rp(u) for u in layer_norm(r, ln)] for r in rows]
-    )  # noqa: E731
+    normed = lambda rows, ln: rows if ln is None else [[rp(u) for u in norm(r, ln)] for r in rows]  # noqa: E731
+    turned = lambda rows, layer: rows if layer.rotary is None else rotate(rows, layer.rotary)  # noqa: E731
+    rounded = lambda rows: [[rp(u) for u in r] for r in rows]  # noqa: E731
+    bias = lambda b: None if b is None else amat(b)  # noqa: E731
     for layer in model.layers:
         a = normed(x, layer.ln1)
         update = [[arb(0)] * d for _ in range(n)]
         for head in layer.heads:
-            bias = lambda b: None if b is None else amat(b)  # noqa: E731
-            q = [[rp(u) for u in vecmat(r, amat(head.W_Q), bias(head.b_Q))] for r in a]
-            k = [[rp(u) for u in vecmat(r, amat(head.W_K), bias(head.b_K))] for r in a]
+            q = rounded(turned([vecmat(r, amat(head.W_Q), bias(head.b_Q)) for r in a], layer))
+            k = rounded(turned([vecmat(r, amat(head.W_K), bias(head.b_K)) for r in a], layer))
             v = [[rp(u) for u in vecmat(r, amat(head.W_V), bias(head.b_V))] for r in a]
             z = _attention(q, k, v, layer.attn_scale, keys_of)
             WO = amat(head.W_O)
             update = [[u + rp(o) for u, o in zip(ui, vecmat(zi, WO))] for ui, zi in zip(update, z)]
         if layer.b_O is not None:
             update = [[u + A(b) for u, b in zip(ui, layer.b_O)] for ui in update]
+        if layer.mlp is not None and layer.parallel:
+            outs = [_mlp(m, layer.mlp, rp) for m in normed(x, layer.ln2)]
+            update = [[u + o for u, o in zip(ui, oi)] for ui, oi in zip(update, outs)]
         x = [[p + u for p, u in zip(xi, ui)] for xi, ui in zip(x, update)]
-        if layer.mlp is not None:
-            mlp = layer.mlp
-            W_in, b_in, W_out, b_out = (
-                amat(mlp.W_in),
-                amat(mlp.b_in),
-                amat(mlp.W_out),
-                amat(mlp.b_out),
-            )
+        if layer.mlp is not None and not layer.parallel:
             for i, m in enumerate(normed(x, layer.ln2)):
-                hidden = [gelu(h, mlp.activation) for h in vecmat(m, W_in, b_in)]
-                x[i] = [p + rp(o) for p, o in zip(x[i], vecmat(hidden, W_out, b_out))]
+                x[i] = [p + o for p, o in zip(x[i], _mlp(m, layer.mlp, rp))]
     return normed(x, model.ln_final)
+
+
+def _mlp(m: list, mlp, rp) -> list:
+    """The MLP's rounded output on one normalised row (gated where the MLP has W_gate)."""
+    hidden = vecmat(m, amat(mlp.W_in), amat(mlp.b_in))
+    if mlp.W_gate is None:
+        hidden = [gelu(h, mlp.activation) for h in hidden]
+    else:
+        b_gate = None if mlp.b_gate is None else amat(mlp.b_gate)
+        gate = [gelu(g, mlp.activation) for g in vecmat(m, amat(mlp.W_gate), b_gate)]
+        hidden = [g * h for g, h in zip(gate, hidden)]
+    return [rp(o) for o in vecmat(hidden, amat(mlp.W_out), amat(mlp.b_out))]
 
 
 def decode(model: Transformer, x: list) -> list[int | None]:

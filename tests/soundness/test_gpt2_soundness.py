@@ -182,9 +182,9 @@ class Counts:
     mismatches: int = 0
     examples: list[str] = field(default_factory=list)
 
-    def line(self, label: str) -> str:
+    def line(self, label: str, kind: str = "gpt2") -> str:
         return (
-            f"gpt2 soundness {label}: models {self.models}, positions {self.positions}, "
+            f"{kind} soundness {label}: models {self.models}, positions {self.positions}, "
             f"proven {self.proven}, checked {self.checked}, skipped {self.skipped}, "
             f"mismatches {self.mismatches}"
         )
@@ -240,12 +240,15 @@ def check_model(model: Transformer, prec: Precision, counts: Counts) -> None:
 def describe(model: Transformer) -> str:
     """Every weight with repr floats (they round-trip), to rebuild a counterexample."""
     parts = [f"mask={model.mask} W_E={model.W_E.tolist()} W_pos={model.W_pos.tolist()}"]
-    norm = lambda ln: None if ln is None else (ln.w.tolist(), ln.b.tolist(), ln.eps)  # noqa: E731
     plain = lambda a: None if a is None else a.tolist()  # noqa: E731
+    norm = lambda ln: (  # noqa: E731
+        None if ln is None else (type(ln).__name__, ln.w.tolist(), plain(getattr(ln, "b", None)),
+                                 ln.eps, getattr(ln, "offset", 0.0))
+    )  # fmt: skip
     for i, layer in enumerate(model.layers):
         parts.append(
             f"L{i} ln1={norm(layer.ln1)} ln2={norm(layer.ln2)} b_O={plain(layer.b_O)} "
-            f"scale={layer.attn_scale!r}"
+            f"scale={layer.attn_scale!r} rotary={layer.rotary} parallel={layer.parallel}"
         )
         for h, head in enumerate(layer.heads):
             parts.append(
@@ -257,7 +260,8 @@ def describe(model: Transformer) -> str:
             m = layer.mlp
             parts.append(
                 f"L{i} MLP {m.activation} W_in={m.W_in.tolist()} b_in={m.b_in.tolist()} "
-                f"W_out={m.W_out.tolist()} b_out={m.b_out.tolist()}"
+                f"W_out={m.W_out.tolist()} b_out={m.b_out.tolist()} W_gate={plain(m.W_gate)} "
+                f"b_gate={plain(m.b_gate)}"
             )
     dec = model.decoder
     parts.append(

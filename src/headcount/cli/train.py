@@ -52,19 +52,32 @@ def train_induction(
     steps: int | None = StepsOpt,
     seed: int = SeedOpt,
     lr: float | None = LrOpt,
-    positional: str = typer.Option(
-        "learned", "--positional", help="learned, sinusoidal or circle."
+    positional: str | None = typer.Option(
+        None,
+        "--positional",
+        help="learned, sinusoidal or circle (arch gpt2; default learned); rotary for llama / neox.",
     ),
-    mlp: bool = typer.Option(False, "--mlp", help="An MLP in every block."),
-    layernorm: bool = typer.Option(
-        False,
-        "--layernorm",
-        help="Pre-LayerNorm before the heads and the MLP, and a final one (GPT-2's).",
+    mlp: bool | None = typer.Option(
+        None, "--mlp/--no-mlp", help="An MLP in every block (default: off for gpt2, on otherwise)."
     ),
-    activation: str = typer.Option(
-        "relu",
+    layernorm: bool | None = typer.Option(
+        None,
+        "--layernorm/--no-layernorm",
+        help="The family's norm before the heads, the MLP and the decoder: LayerNorm (gpt2, "
+        "neox) or RMSNorm (llama). Default: off for gpt2, on otherwise.",
+    ),
+    activation: str | None = typer.Option(
+        None,
         "--activation",
-        help="The MLP's activation: relu, gelu (exact erf) or gelu_tanh (GPT-2's).",
+        help="The MLP's activation (llama: its gate's): relu, gelu (exact erf), gelu_tanh "
+        "(GPT-2's) or silu. Default: relu for gpt2, silu for llama, gelu for neox.",
+    ),
+    arch: str = typer.Option(
+        "gpt2",
+        "--arch",
+        help="Block family: gpt2 (learned positions, pre-LayerNorm, plain MLP), llama (RMSNorm, "
+        "rotary positions, gated SiLU MLP) or neox (LayerNorm, rotary on a quarter of each head, "
+        "parallel attention and MLP).",
     ),
     out: Path | None = OutOpt,
     progress: bool | None = ProgressOpt,
@@ -89,6 +102,7 @@ def train_induction(
         mlp=mlp,
         layernorm=layernorm,
         activation=activation,
+        arch=arch,
         out=out,
         progress=progress_on(progress),
     )

@@ -21,8 +21,9 @@ import numpy as np
 from headcount.common.jsonable import jsonable
 
 _FLAT = ("loss", "metrics")  # nested results whose keys go straight into the run's JSON
-# left out when None (activation: None for relu, so runs stored before it read the same)
-_OPTIONAL = ("accuracy_by_hop", "adversarial", "verifier_min", "verifier_max", "activation")
+# left out when None (activation: None for relu, arch: None for gpt2, so runs stored before they
+# existed read the same)
+_OPTIONAL = ("accuracy_by_hop", "adversarial", "verifier_min", "verifier_max", "activation", "arch")
 
 
 class _Record:
@@ -129,6 +130,7 @@ class InductionRun(_Record):
     model_path: str | None
     train_seconds: float
     wall_seconds: float
+    arch: str | None = None  # the block family (learn.models.blocks), when not gpt2
 
 
 # --------------------------------------------------------------------------------------------------

@@ -52,6 +52,7 @@ from headcount.learn import evaluate as ev
 from headcount.learn.evaluate import evaluate_induction, evaluate_minmax
 from headcount.learn.loop import fit, single_threaded
 from headcount.learn.models import (
+    ARCHS,
     BooleanNet,
     MinMaxNet,
     SequenceConfig,
@@ -73,7 +74,7 @@ from headcount.minmax.model import save_minmax
 from headcount.minmax.task import check_sizes
 
 IGNORE = -100  # cross-entropy ignore_index: the hop token's position has no target
-TRAINABLE_POSITIONAL = ("learned", "sinusoidal", "circle")
+TRAINABLE_POSITIONAL = ("learned", "sinusoidal", "circle", "rotary")
 
 # Defaults measured on a shared 2-core CPU (one thread): layers=2, heads=1, dim=32, n=16, alphabet=4
 # is at ≥ 0.99 non-⊥ accuracy after ~200 steps (~2 s); with 2000 steps (~10 s) seeds 0–9 all end ≥
@@ -165,20 +166,27 @@ def train_induction(
     batch: int = 64,
     lr: float = INDUCTION_LR,
     seed: int = 0,
-    positional: str = "learned",
-    mlp: bool = False,
-    layernorm: bool = False,
+    positional: str | None = None,
+    mlp: bool | None = None,
+    layernorm: bool | None = None,
     generator: str = "uniform",
     out: str | Path | None = None,
     progress: Progress = False,
     hop_token: bool | None = None,
     weight_decay: float = 0.01,
-    activation: str = "relu",
+    activation: str | None = None,
+    arch: str = "gpt2",
 ) -> InductionRun:
     """Train a SequenceModel (dim = d_model) on induction heads (hops = 1) or k-hop (hop_token,
     default on when hops > 1; see the module docstring); evaluate_induction's metrics plus the run's
-    facts. mlp, layernorm and activation ("relu", "gelu", "gelu_tanh": the MLP's) give GPT-2's
-    block. `out`: the exported core model file (core io; LayerNorm and GELU included)."""
+    facts. arch picks the block family (learn.models.blocks): "gpt2" (positional default learned;
+    mlp, layernorm and activation — relu, gelu, gelu_tanh, silu — off / off / relu by default give
+    the seed's block, on / on / gelu GPT-2's), "llama" or "neox" (rotary positions; mlp and the
+    norm on unless turned off; activation silu for llama's gate, gelu for neox). `out`: the
+    exported core model file (core io; every part included)."""
+    positional, mlp, layernorm, activation = _block_settings(
+        arch, positional, mlp, layernorm, activation
+    )
     began = time.perf_counter()
     _check_counts(
         layers=(layers, 1),
@@ -203,6 +211,7 @@ def train_induction(
         mlp=mlp,
         layernorm=layernorm,
         activation=activation,
+        arch=arch,
     )
     family = 0 if hop_token or hops != 1 else ev.FAMILY_SIZE * len(itask.ADVERSARIAL_FAMILIES)
     cost = costs.sequence_cost(cfg, batch, ev.EVAL_SIZE, hops if hop_token else 1, family)
@@ -256,7 +265,24 @@ def train_induction(
         model_path=None if path is None else str(path),
         train_seconds=train_seconds,
         wall_seconds=time.perf_counter() - began,
+        arch=None if arch == "gpt2" else arch,
     )
+
+
+def _block_settings(
+    arch: str, positional, mlp, layernorm, activation
+) -> tuple[str, bool, bool, str]:
+    """(positional, mlp, layernorm, activation) of a block family with the caller's choices."""
+    if arch not in ARCHS:
+        raise InputError(f"unknown arch {str(arch)[:40]!r}: use one of {', '.join(ARCHS)}")
+    if arch == "gpt2":
+        return positional or "learned", bool(mlp), bool(layernorm), activation or "relu"
+    if positional not in (None, "rotary"):
+        raise InputError(
+            f"{param('positional')} {positional}: arch {arch} has rotary positions in its heads"
+        )
+    default = "silu" if arch == "llama" else "gelu"
+    return "rotary", mlp is not False, layernorm is not False, activation or default
 
 
 # ------------------------------------------------------------ Min / max

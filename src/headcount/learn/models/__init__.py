@@ -19,6 +19,7 @@ All modules run in float32 (training) and float64 (`.double()`, used for exact c
 name is importable from this package.
 """
 
+from headcount.learn.models.blocks import ARCHS, Attention, Block, FeedForward
 from headcount.learn.models.boolean import (
     BooleanNet,
     boolean_net_from_model,
@@ -28,9 +29,6 @@ from headcount.learn.models.boolean import (
 from headcount.learn.models.minmax import MinMaxNet, minmax_net_from_model, minmax_net_to_model
 from headcount.learn.models.sequence import (
     POSITIONAL,
-    Attention,
-    Block,
-    FeedForward,
     SequenceConfig,
     SequenceModel,
     positional_table,
@@ -40,6 +38,7 @@ from headcount.learn.models.sequence import (
 from headcount.learn.models.table import TableModel, table_model_to_table
 
 __all__ = [
+    "ARCHS",
     "POSITIONAL",
     "Attention",
     "Block",

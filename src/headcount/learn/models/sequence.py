@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F_nn
 from torch import nn
 
 from headcount.common.errors import InputError, param
@@ -31,15 +30,19 @@ from headcount.common.validate import check_int
 from headcount.core.model import (
     ACTIVATIONS,
     MLP,
+    NOT_IN_WEIGHTS,
     AttentionHead,
     Layer,
     LayerNorm,
     LinearDecoder,
+    RMSNorm,
     Transformer,
 )
+from headcount.learn.models.blocks import ARCHS, Attention, Block, norm_module
+from headcount.learn.models.blocks import RMSNorm as TorchRMSNorm
 from headcount.learn.models.tokens import as_tokens, to_numpy
 
-POSITIONAL = ("learned", "sinusoidal", "circle", "fixed")
+POSITIONAL = ("learned", "sinusoidal", "circle", "fixed", "rotary")
 
 
 @dataclass(frozen=True)
@@ -52,9 +55,10 @@ class SequenceConfig:
     constant norm √dim, the expected norm of an initial W_E row, so neither swamps the other),
     "fixed" (a frozen W_pos buffer, filled when a construction is loaded). d_head defaults to dim //
     heads; d_mlp to 4·dim. activation: the MLP's, one of core.model.transformer.ACTIVATIONS ("gelu"
-    exact erf, "gelu_tanh" GPT-2's form). `stored()` is the dict run files keep: asdict without keys
-    that have their default and were added later (activation), so configs stored before it existed
-    read the same."""
+    exact erf, "gelu_tanh" GPT-2's form, "silu"). arch: the block family (learn.models.blocks):
+    "gpt2", or "llama" / "neox", which need positional "rotary" (no W_pos: rotary positions in the
+    heads). `stored()` is the dict run files keep: asdict without keys that have their default and
+    were added later (activation, arch), so configs stored before they existed read the same."""
 
     vocab: int
     alphabet: int
@@ -68,6 +72,7 @@ class SequenceConfig:
     layernorm: bool = False
     d_mlp: int | None = None
     activation: str = "relu"
+    arch: str = "gpt2"
 
     def __post_init__(self) -> None:
         for name, low in (
@@ -97,6 +102,13 @@ class SequenceConfig:
             raise InputError(
                 f"activation {self.activation!r} is the MLP's: it needs mlp ({param('mlp')})"
             )
+        if self.arch not in ARCHS:
+            raise InputError(f"unknown arch {self.arch!r}: use one of {', '.join(ARCHS)}")
+        if (self.arch == "gpt2") == (self.positional == "rotary"):
+            raise InputError(
+                f"positional 'rotary' goes with arch llama or neox and only with them; got arch "
+                f"{self.arch!r}, positional {self.positional!r}"
+            )
 
     def stored(self) -> dict[str, Any]:
         """asdict(self) without the later-added keys that have their default (see the class
@@ -104,6 +116,8 @@ class SequenceConfig:
         out = asdict(self)
         if out["activation"] == "relu":
             del out["activation"]
+        if out["arch"] == "gpt2":
+            del out["arch"]
         return out
 
 
@@ -126,79 +140,6 @@ def positional_table(kind: str, n_ctx: int, dim: int) -> torch.Tensor:
     return table.float()
 
 
-class Attention(nn.Module):
-    """One layer's heads: Σ_h softmax(causal ⟨x W_Q, x W_K⟩) (x W_V) W_O."""
-
-    def __init__(self, cfg: SequenceConfig):
-        super().__init__()
-        h, d, e = cfg.heads, cfg.dim, cfg.d_head
-        # Unit-variance residual entries give unit-variance q, k; the 1/√d_head on W_Q makes the
-        # scores ⟨q, k⟩ unit-variance too, as the usual 1/√d_head in forward would.
-        self.W_Q = nn.Parameter(
-            torch.randn(h, d, e) / math.sqrt(d) / math.sqrt(e)
-        )  # [heads d_model d_head]
-        self.W_K = nn.Parameter(torch.randn(h, d, e) / math.sqrt(d))  # [heads d_model d_head]
-        self.W_V = nn.Parameter(torch.randn(h, d, e) / math.sqrt(d))  # [heads d_model d_head]
-        self.W_O = nn.Parameter(torch.randn(h, e, d) / math.sqrt(e * h))  # [heads d_head d_model]
-
-    def forward(self, x: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        q = torch.einsum("bpd,hde->bhpe", x, self.W_Q)  # [batch heads pos d_head]
-        k = torch.einsum("bpd,hde->bhpe", x, self.W_K)
-        v = torch.einsum("bpd,hde->bhpe", x, self.W_V)
-        scores = (q @ k.transpose(-1, -2)).masked_fill(
-            ~allowed, float("-inf")
-        )  # [batch heads query key]
-        pattern = torch.softmax(scores, dim=-1)
-        out = torch.einsum("bhpe,hed->bpd", pattern @ v, self.W_O)  # [batch pos d_model]
-        return out, pattern
-
-
-def activate(h: torch.Tensor, kind: str) -> torch.Tensor:
-    """The MLP activation `kind` (core.model.transformer.ACTIVATIONS): relu, gelu = x·Φ(x),
-    gelu_tanh (GPT-2's)."""
-    if kind == "relu":
-        return torch.relu(h)
-    return F_nn.gelu(h, approximate="tanh" if kind == "gelu_tanh" else "none")
-
-
-class FeedForward(nn.Module):
-    """MLP with biases, as core.model.transformer.MLP: act(x W_in + b_in) W_out + b_out,
-    act = cfg.activation."""
-
-    def __init__(self, cfg: SequenceConfig):
-        super().__init__()
-        self.activation = cfg.activation
-        d, m = cfg.dim, cfg.d_mlp
-        self.W_in = nn.Parameter(torch.randn(d, m) * math.sqrt(2.0 / d))  # [d_model d_mlp]
-        self.b_in = nn.Parameter(torch.zeros(m))  # [d_mlp]
-        self.W_out = nn.Parameter(
-            torch.randn(m, d) / math.sqrt(m * 2 * cfg.layers)
-        )  # [d_mlp d_model]
-        self.b_out = nn.Parameter(torch.zeros(d))  # [d_model]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return activate(x @ self.W_in + self.b_in, self.activation) @ self.W_out + self.b_out
-
-
-class Block(nn.Module):
-    """x += attn(LN(x)); x += mlp(LN(x)) — pre-LN when layernorm, else the identity in place of
-    LN."""
-
-    def __init__(self, cfg: SequenceConfig):
-        super().__init__()
-        self.attn = Attention(cfg)
-        self.mlp = FeedForward(cfg) if cfg.mlp else None
-        self.ln_attn = nn.LayerNorm(cfg.dim) if cfg.layernorm else nn.Identity()
-        self.ln_mlp = nn.LayerNorm(cfg.dim) if cfg.layernorm and cfg.mlp else nn.Identity()
-
-    def forward(self, x: torch.Tensor, allowed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        update, pattern = self.attn(self.ln_attn(x), allowed)
-        x = x + update
-        if self.mlp is not None:
-            x = x + self.mlp(self.ln_mlp(x))
-        return x, pattern
-
-
 class SequenceModel(nn.Module):
     """Token + positional embedding, `layers` causal attention blocks, linear decoder over alphabet
     + 1 classes (the last is ⊥). forward(tokens [batch pos]) -> logits [batch pos alphabet+1]."""
@@ -210,16 +151,16 @@ class SequenceModel(nn.Module):
         self.W_E = nn.Parameter(torch.randn(cfg.vocab, d))  # [vocab d_model]
         if cfg.positional == "learned":
             self.W_pos = nn.Parameter(torch.randn(cfg.n_ctx, d))  # [n_ctx d_model]
-        elif cfg.positional == "fixed":
+        elif cfg.positional in ("fixed", "rotary"):
             self.register_buffer(
                 "W_pos", torch.zeros(cfg.n_ctx, d)
-            )  # [n_ctx d_model], filled by a loader
+            )  # [n_ctx d_model], filled by a loader (rotary: stays 0)
         else:
             self.register_buffer(
                 "W_pos", positional_table(cfg.positional, cfg.n_ctx, d)
             )  # [n_ctx d_model]
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
-        self.ln_final = nn.LayerNorm(d) if cfg.layernorm else nn.Identity()
+        self.ln_final = norm_module(cfg)
         self.W_U = nn.Parameter(
             torch.randn(d, cfg.alphabet + 1) / math.sqrt(d)
         )  # [d_model alphabet+1]
@@ -263,6 +204,11 @@ def _check_loadable(t: Transformer) -> None:
     if not t.layers:
         raise InputError(
             "a model with no layers cannot be loaded into a SequenceModel (layers ≥ 1)"
+        )
+    if beyond := sorted(set(t.extensions) & NOT_IN_WEIGHTS):
+        raise InputError(
+            f"the model uses {', '.join(beyond)}: models of the llama / neox blocks are trained "
+            f"from scratch ({param('arch')}), not loaded into a SequenceModel"
         )
     for l, layer in enumerate(t.layers):
         if layer.b_O is not None or any(h.has_bias for h in layer.heads):
@@ -400,18 +346,21 @@ def _keep(used: np.ndarray) -> np.ndarray:
 
 
 def _export_head(a: Attention, h: int) -> AttentionHead | None:
-    """Head h without its all-zero d_head coordinates; None when the whole head is zero."""
+    """Head h without its all-zero d_head coordinates (q and k keep all of theirs under a rotation,
+    which mixes them); None when the whole head is zero."""
     W_Q, W_K, W_V, W_O = (to_numpy(w[h]) for w in (a.W_Q, a.W_K, a.W_V, a.W_O))
     if not (W_Q.any() or W_K.any() or W_V.any() or W_O.any()):
         return None
-    qk = _keep(W_Q.any(axis=0) | W_K.any(axis=0))  # [d_head]
+    qk = _keep(W_Q.any(axis=0) | W_K.any(axis=0) | (a.rotary is not None))  # [d_head]
     vo = _keep(W_V.any(axis=0) | W_O.any(axis=1))  # [d_head]
     return AttentionHead(W_Q[:, qk], W_K[:, qk], W_V[:, vo], W_O[vo])
 
 
-def _export_layernorm(ln: nn.Module) -> LayerNorm | None:
-    """The core LayerNorm of an nn.LayerNorm (None for the nn.Identity of a model without
-    LayerNorm)."""
+def _export_layernorm(ln: nn.Module) -> LayerNorm | RMSNorm | None:
+    """The core LayerNorm or RMSNorm of an nn.LayerNorm or blocks.RMSNorm (None for the
+    nn.Identity of a model without normalisation)."""
+    if isinstance(ln, TorchRMSNorm):
+        return RMSNorm(to_numpy(ln.weight), float(ln.eps))
     if not isinstance(ln, nn.LayerNorm):
         return None
     return LayerNorm(to_numpy(ln.weight), to_numpy(ln.bias), float(ln.eps))
@@ -419,18 +368,21 @@ def _export_layernorm(ln: nn.Module) -> LayerNorm | None:
 
 def _export_layer(block: Block, cfg: SequenceConfig) -> Layer:
     heads = [head for h in range(cfg.heads) if (head := _export_head(block.attn, h)) is not None]
-    if not heads:  # an all-zero layer still needs one head: keep a zero one of width 1
-        zero = np.zeros((cfg.dim, 1))
-        heads.append(AttentionHead(zero, zero, zero, zero.T))
+    rotary = block.attn.rotary
+    if not heads:  # an all-zero layer still needs one head: keep a zero one (rotary's width)
+        zero = np.zeros((cfg.dim, 1 if rotary is None else cfg.d_head))
+        heads.append(AttentionHead(zero, zero, zero[:, :1], zero[:, :1].T))
     mlp = None
     if block.mlp is not None:
         parts = [to_numpy(getattr(block.mlp, name)) for name in ("W_in", "b_in", "W_out", "b_out")]
+        gate = None if block.mlp.W_gate is None else to_numpy(block.mlp.W_gate)
         if any(p.any() for p in parts):
-            mlp = MLP(*parts, activation=cfg.activation)
+            mlp = MLP(*parts, activation=cfg.activation, W_gate=gate)
     ln2 = (
         _export_layernorm(block.ln_mlp) if mlp is not None else None
     )  # no MLP: nothing to normalise
-    return Layer(tuple(heads), mlp, ln1=_export_layernorm(block.ln_attn), ln2=ln2)
+    ln1 = _export_layernorm(block.ln_attn)
+    return Layer(tuple(heads), mlp, ln1, ln2, rotary=rotary, parallel=block.parallel and bool(mlp))
 
 
 def sequence_model_to_transformer(
