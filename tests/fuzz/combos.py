@@ -302,6 +302,24 @@ def import_combo_cases(models: dict[str, str], gpt2: dict[str, str]) -> list[Cas
     ]
 
 
+def hf_import_cases(folders: dict[str, str]) -> list[Case]:
+    """`import hf` with the hostile Llama checkpoints of tests.interop.hf_checkpoints (absurd θ,
+    key/value heads not dividing the heads, missing, extra or mis-shaped tensors, NaN weights, an
+    unknown family, absurd layer counts): each refused in one line."""
+    return [
+        Case(
+            "import",
+            "import hf",
+            "combo",
+            label,
+            ("import", "hf", path, "--out", "h.safetensors", "--json", "--max-memory", MAX_MEMORY),
+            kind="combo",
+            valid_ok=False,
+        )
+        for label, path in folders.items()
+    ]
+
+
 EV = [
     "--n",
     "4",

@@ -91,10 +91,13 @@ def _choice(*extra: str) -> Values:
     return V.STR + [(label(v), v) for v in extra]
 
 
-def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None) -> list[Command]:
+def commands(
+    boolean_model: str, results_db: str | None, gpt2: str | None = None, hf: str | None = None
+) -> list[Command]:
     """The command table; `boolean_model` is the valid file `boolean check` starts from,
     `results_db` a database with runs of experiment "e" (`sweep table`), `gpt2` a GPT-2 checkpoint
-    folder (`import gpt2`; None: that command is left out)."""
+    folder (`import gpt2`; None: that command is left out), `hf` a Llama checkpoint folder
+    (`import hf`; likewise)."""
     return [
         Command(
             "induction solve",
@@ -382,6 +385,7 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
                 "--lr": V.FLOAT,
                 "--positional": _choice("Learned", "circle ", "rotary"),
                 "--activation": _choice("GELU", "gelu ", "swish"),
+                "--arch": _choice("Llama", "neox ", "bert", "llama"),
                 "--out": V.WRITE_PATHS,
             },
         ),
@@ -475,14 +479,32 @@ def commands(boolean_model: str, results_db: str | None, gpt2: str | None = None
             {"#path": _tl_export(boolean_model), "--out": "t.safetensors"},
             {"#path": V.READ_PATHS, "--out": V.WRITE_PATHS},
         ),
-    ] + _import_commands(gpt2)
+    ] + _import_commands(gpt2, hf)
 
 
-def _import_commands(gpt2: str | None) -> list[Command]:
-    """`import gpt2` from a valid checkpoint folder (config.json + model.safetensors)."""
+def _import_commands(gpt2: str | None, hf: str | None = None) -> list[Command]:
+    """`import gpt2` and `import hf` from valid checkpoint folders (config.json +
+    model.safetensors)."""
+    out = []
+    if hf is not None:
+        out.append(
+            Command(
+                "import hf",
+                {"#path": hf, "--out": "h.safetensors"},
+                {
+                    "#path": V.READ_PATHS,
+                    "--config": V.READ_PATHS,
+                    "--prefix": V.STR,
+                    "--readout": _choice("Tied", "lm_head", "hidden ", "lm-head"),
+                    "--vocab-map": V.READ_PATHS,
+                    "--n-ctx": V.INT,
+                    "--out": V.WRITE_PATHS,
+                },
+            )
+        )
     if gpt2 is None:
-        return []
-    return [
+        return out
+    return out + [
         Command(
             "import gpt2",
             {"#path": gpt2, "--out": "g.safetensors"},
@@ -529,12 +551,13 @@ def option_cases(
     sample: int | None = None,
     seed: int = 13,
     gpt2: str | None = None,
+    hf: str | None = None,
 ) -> list[Case]:
     """Every (command, option, value) — or `sample` values per (command, option) — as cases (`import
     gpt2` only with a `gpt2` checkpoint folder)."""
     rng = random.Random(seed)
     cases = []
-    for cmd in commands(boolean_model, results_db, gpt2):
+    for cmd in commands(boolean_model, results_db, gpt2, hf):
         for option, vals in cmd.options.items():
             vals = list({value: (lab, value) for lab, value in vals}.values())  # each value once
             chosen = vals if sample is None else rng.sample(vals, min(sample, len(vals)))

@@ -42,6 +42,25 @@ def _models(fixtures) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
+def hf_files(fuzz_fixtures) -> dict[str, str]:
+    """Llama checkpoints for `import hf` (under the fuzz root, readable by `nobody`): "folder" a
+    valid one, the rest hostile (tests.interop.hf_checkpoints.hostile_hf_folders)."""
+    from tests.interop.hf_checkpoints import (
+        hostile_hf_folders,
+        llama_config,
+        llama_state,
+        write_hf_folder,
+    )
+
+    root = fuzz_fixtures.root / "hf"
+    folder = write_hf_folder(root / "ok", llama_state(llama_config()), llama_config())
+    hostile = hostile_hf_folders(root / "hostile")
+    for path in root.rglob("*"):
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return {"folder": str(folder)} | {label: str(path) for label, path in hostile.items()}
+
+
+@pytest.fixture(scope="session")
 def gpt2_files(fuzz_fixtures) -> dict[str, str]:
     """GPT-2 checkpoints for `import gpt2` (under the fuzz root, readable by `nobody`): a valid
     folder, a bare state dict, configs, a vocabulary map beyond the vocabulary, payloads that create
@@ -243,18 +262,22 @@ def _assert_clean(cases: list[Case], title: str) -> None:
         pytest.fail(report.describe(), pytrace=False)
 
 
-def test_quick_fuzz_subset(fuzz_fixtures, gpt2_files):
+def test_quick_fuzz_subset(fuzz_fixtures, gpt2_files, hf_files):
     """Every (command, option) with QUICK_VALUES seeded values, every combination, a sample of the
     --max-memory values and QUICK_FILES files (models, databases, sweep files), and QUICK_GPT2_FILES
     model files given to `import gpt2`."""
     rng = random.Random(13)
     cases = options.option_cases(
-        *_bases(fuzz_fixtures), sample=QUICK_VALUES, gpt2=gpt2_files["folder"]
+        *_bases(fuzz_fixtures),
+        sample=QUICK_VALUES,
+        gpt2=gpt2_files["folder"],
+        hf=hf_files["folder"],
     )
     cases += combos.combo_cases(_models(fuzz_fixtures))
     cases += rng.sample(options.max_memory_cases(), 6)
     cases += rng.sample(_files(fuzz_fixtures), QUICK_FILES)
     cases += combos.import_combo_cases(_models(fuzz_fixtures), gpt2_files)
+    cases += combos.hf_import_cases({k: v for k, v in hf_files.items() if k != "folder"})
     gpt2_cases = _gpt2_file_cases(fuzz_fixtures, gpt2_files)
     cases += rng.sample(gpt2_cases, QUICK_GPT2_FILES)
     cases += [
@@ -264,11 +287,14 @@ def test_quick_fuzz_subset(fuzz_fixtures, gpt2_files):
 
 
 @pytest.mark.slow
-def test_full_fuzz_options(fuzz_fixtures, gpt2_files):
+def test_full_fuzz_options(fuzz_fixtures, gpt2_files, hf_files):
     """Every option of every command × every hostile value of its kind (≥ 1,500 cases)."""
-    cases = options.option_cases(*_bases(fuzz_fixtures), gpt2=gpt2_files["folder"])
+    cases = options.option_cases(
+        *_bases(fuzz_fixtures), gpt2=gpt2_files["folder"], hf=hf_files["folder"]
+    )
     cases += combos.combo_cases(_models(fuzz_fixtures)) + options.max_memory_cases()
     cases += combos.import_combo_cases(_models(fuzz_fixtures), gpt2_files)
+    cases += combos.hf_import_cases({k: v for k, v in hf_files.items() if k != "folder"})
     assert len(cases) >= 1500
     _assert_clean(cases, "options")
 

@@ -17,6 +17,7 @@ from headcount.core.model import load_model, save_model
 from headcount.core.numbers import EXACT, FLOAT64, fixed
 from headcount.core.passes import residual_bounds, residual_stream
 from headcount.interop.hf import hf_from_module, import_hf, import_hf_model
+from tests.interop.hf_checkpoints import hostile_hf_folders
 from tests.interop.hf_reference import float64_transformers
 from tests.interop.test_hf_families import SHAPES, _model
 
@@ -103,28 +104,7 @@ def test_cli_import_hf(saved, tmp_path, capsys):
 
 
 def test_hostile_checkpoints_exit_2(tmp_path, capsys):
-    from safetensors.numpy import load_file, save_file
-
-    family, config_class, model_class, extra, _ = SHAPES[0]
-    _, model = _model(config_class, model_class, extra)
-    model.save_pretrained(tmp_path / "ok")
-    weights = load_file(str(tmp_path / "ok" / "model.safetensors"))
-    config = json.loads((tmp_path / "ok" / "config.json").read_text())
-    cases = {
-        "nan": ({**weights, "model.norm.weight": np.full(16, np.nan, np.float32)}, config),
-        "missing": ({k: v for k, v in weights.items() if "layers.1.mlp" not in k}, config),
-        "extra": ({**weights, "model.layers.0.self_attn.x": np.zeros(2, np.float32)}, config),
-        "shape": ({**weights, "model.norm.weight": np.zeros(15, np.float32)}, config),
-        "kv": (weights, {**config, "num_key_value_heads": 3}),
-        "theta": (weights, {**config, "rope_parameters": {"rope_theta": 1e300}}),
-        "family": (weights, {**config, "model_type": "falcon"}),
-    }
-    capsys.readouterr()  # save_pretrained's progress bar
-    for name, (tensors, cfg) in cases.items():
-        folder = tmp_path / name
-        folder.mkdir()
-        save_file(tensors, str(folder / "model.safetensors"))
-        (folder / "config.json").write_text(json.dumps(cfg))
+    for name, folder in hostile_hf_folders(tmp_path).items():
         with pytest.raises(InputError):
             import_hf_model(folder)
         code, out, err = cli(["import", "hf", str(folder), "--out", str(folder / "m")], capsys)

@@ -49,6 +49,7 @@ from headcount.core.model import (
     save_model,
 )
 from headcount.core.model.vocab import READOUTS
+from headcount.core.numbers.rotary import MAX_ENTRIES
 from headcount.interop import gpt2
 from headcount.interop.checkpoints import (
     StateDict,
@@ -137,12 +138,15 @@ def n_ctx_of(arch: Architecture, n_ctx: int | None) -> int:
     """The positions the formal model covers (module docstring)."""
     stated = arch.n_ctx if arch.n_ctx is not None else N_CTX_CAP
     top = min(stated, arch.window) if arch.window is not None else stated
+    if arch.rotary is not None:  # the rotary table's n_ctx · dims/2 entries are bounded
+        top = min(top, max(1, MAX_ENTRIES // (arch.rotary.dims // 2)))
     if n_ctx is None:
         return min(top, N_CTX_CAP)
     if isinstance(n_ctx, bool) or not isinstance(n_ctx, int) or not 1 <= n_ctx <= top:
         raise InputError(
             f"{param('n_ctx')} must be an integer in 1..{top} (the config's positions"
-            f"{', within its sliding window' if arch.window is not None else ''}), got {n_ctx!r}"
+            f"{', within its sliding window' if arch.window is not None else ''}), got "
+            f"{str(n_ctx)[:40]}"
         )
     return n_ctx
 

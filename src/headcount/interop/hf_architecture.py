@@ -34,6 +34,7 @@ from typing import Any
 from headcount.common.errors import InputError
 from headcount.common.files import MAX_HEADS_PER_LAYER, check_json_types, one_line
 from headcount.core.model import Rotary
+from headcount.core.model.files import MAX_LAYERS
 from headcount.interop.gpt2 import ACTIVATIONS as GPT2_ACTIVATIONS
 
 FAMILIES = ("gpt2", "gpt_neox", "llama", "mistral", "qwen2", "gemma")
@@ -119,13 +120,15 @@ def _get(obj: dict, *keys: str, default: Any = None) -> Any:
     return next((obj[k] for k in keys if obj.get(k) is not None), default)
 
 
-def _size(obj: dict, name: str, *keys: str, default: int | None = None, low: int = 1) -> int:
+def _size(
+    obj: dict, name: str, *keys: str, default: int | None = None, low: int = 1, high: int = MAX_SIZE
+) -> int:
     value = _get(obj, *keys, default=default)
     if value is None:
         raise InputError(f"{name} has no {keys[0]}: the family's config must state it")
-    if type(value) is not int or not low <= value <= MAX_SIZE:
+    if type(value) is not int or not low <= value <= high:
         raise InputError(
-            f"{name}: {keys[0]} must be an integer in {low}..{MAX_SIZE:,}, got "
+            f"{name}: {keys[0]} must be an integer in {low}..{high:,}, got "
             f"{one_line(repr(value), 40)}"
         )
     return value
@@ -268,7 +271,7 @@ def architecture(obj: Any, name: str) -> Architecture:
     attention_bias = _flag(obj, "attention_bias", bias_default)
     return Architecture(
         family=family,
-        layers=_size(obj, name, "num_hidden_layers"),
+        layers=_size(obj, name, "num_hidden_layers", high=MAX_LAYERS),
         d_model=d_model,
         heads=heads,
         kv_heads=kv_heads,

@@ -171,6 +171,12 @@ def hf_layout(
     """The checked layout of a checkpoint whose tensors are `listed` (name → shape): InputError,
     one line, naming missing, unexpected or mis-shaped tensors (module docstring)."""
     names = list(listed)
+    per_layer = len(_neox_layer(arch) if arch.family == "gpt_neox" else _llama_layer(arch))
+    if arch.layers * per_layer > len(names):  # before a dict of every expected name is built
+        raise InputError(
+            f"{where} holds {len(names):,} tensors; the {arch.layers:,} layers its config states "
+            f"need at least {arch.layers * per_layer:,}"
+        )
     prefix = find_prefix(names, arch, where) if prefix is None else prefix
     _, _, readouts, inner = _TOP[_group(arch)]
     outer = prefix[: -len(inner)] if prefix.endswith(inner) else prefix
