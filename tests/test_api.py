@@ -273,8 +273,29 @@ def test_from_hf_reads_a_live_model_as_its_checkpoint(tmp_path):
     # read as the task (S = 4): ids 0..3 are the symbols, id 4 is ⊥ (the default vocabulary map)
     labelled = headcount.predict(live, tokens, "float64", alphabet=4)
     assert list(labelled.outputs) == [headcount.BOTTOM if t == 4 else t for t in ours]
-    with pytest.raises(headcount.InputError, match="GPT-2 model"):
+    with pytest.raises(headcount.InputError, match="transformers model"):
         headcount.from_hf(object())
+
+
+def test_from_hf_reads_a_live_llama_as_its_checkpoint(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=6, hidden_size=8, intermediate_size=12, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16,
+    )  # fmt: skip
+    hf = transformers.LlamaForCausalLM(config).eval()
+    live = headcount.from_hf(hf, n_ctx=8)
+    hf.save_pretrained(tmp_path / "ckpt")
+    saved = headcount.from_hf(tmp_path / "ckpt", n_ctx=8)
+    assert live.n_ctx == saved.n_ctx == 8 and {"rotary", "rmsnorm"} <= set(live.extensions)
+    tokens = [0, 1, 2, 0, 1, 5]
+    with torch.no_grad():
+        logits = hf(torch.tensor([tokens])).logits[0].numpy()
+    for model in (live, saved):
+        assert list(headcount.predict(model, tokens, "float64").outputs) == list(logits.argmax(-1))
 
 
 def test_the_smoke_script_runs_in_process():

@@ -11,7 +11,8 @@ the package is internal and may move (docs/api.md lists the contract):
                                              scope, counterexamples, rejected, to_json()
     predict(model, tokens, precision)        outputs in a precision mode ("fixed:p", "float64", …)
     analyze_heads(model, task, n=…, …)       head scores and roles
-    from_hf(model_or_path)                   a transformers GPT-2 (object or checkpoint) as a model
+    from_hf(model_or_path)                   a transformers GPT-2 / NeoX / Llama / Mistral / Qwen2 /
+                                             Gemma (object or checkpoint) as a model
     to_transformer_lens(model)               a TransformerLens TransformerBridge (the [tl] extra)
     from_transformer_lens(bridge)            and back, bit-identically
     induction, minmax, boolean               the scenarios: constructions, solvers, lower bounds

@@ -40,7 +40,7 @@ from headcount.induction.heads import HeadAnalysis
 from headcount.induction.heads import analyze_heads as _analyze_heads
 from headcount.induction.layouts import bind_layout
 from headcount.induction.outputs import Prediction, predict_input, solve, tokens_from_text
-from headcount.interop.gpt2 import gpt2_from_module, import_gpt2_model
+from headcount.interop.hf import hf_from_module, import_hf_model
 from headcount.minmax.model import MINMAX_FORMAT, MinMaxModel, load_minmax, save_minmax
 
 Model = Transformer | OneLayerTable
@@ -233,13 +233,19 @@ def from_hf(
     readout: str | None = None,
     vocab_map: dict[str, Any] | None = None,
     config: str | os.PathLike | None = None,
+    n_ctx: int | None = None,
 ) -> Transformer:
-    """A Hugging Face GPT-2 as a Transformer: a live `transformers` GPT2Model / GPT2LMHeadModel,
-    or a checkpoint (a save_pretrained folder or a state-dict file, read bounded and without
-    running code). readout: "lm-head", "tied" or "hidden" (default: lm-head when the model has
-    its own lm_head, else tied); vocab_map: which model ids are the task's symbols and ⊥
-    ({"symbols": […], "none": id}; default token s ↦ s, ⊥ ↦ S)."""
+    """A Hugging Face model as a Transformer: a live `transformers` model or a checkpoint (a
+    save_pretrained folder or a state-dict file, read bounded and without running code) of GPT-2,
+    GPT-NeoX (Pythia), Llama, Mistral, Qwen2 or Gemma (docs/families.md: every part and what is
+    proven about it; another model_type is an InputError naming it). readout: "lm-head", "tied"
+    or "hidden" (default: lm-head when the model has its own readout, else tied); vocab_map: which
+    model ids are the task's symbols and ⊥ ({"symbols": […], "none": id}; default token s ↦ s, ⊥
+    ↦ S); n_ctx: the positions of a rotary model (default: its max_position_embeddings, at most
+    4096)."""
     mapping = VocabMap.from_json(vocab_map)
     if isinstance(model_or_path, (str, os.PathLike)):
-        return import_gpt2_model(model_or_path, config=config, readout=readout, vocab_map=mapping)
-    return gpt2_from_module(model_or_path, readout=readout, vocab_map=mapping)
+        return import_hf_model(
+            model_or_path, config=config, readout=readout, vocab_map=mapping, n_ctx=n_ctx
+        )
+    return hf_from_module(model_or_path, readout=readout, vocab_map=mapping, n_ctx=n_ctx)
