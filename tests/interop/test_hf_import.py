@@ -111,3 +111,28 @@ def test_hostile_checkpoints_exit_2(tmp_path, capsys):
         assert (code, out) == (2, ""), (name, err)
         assert err.startswith("error: ") and err.count("\n") == 1, (name, err)
         assert not (folder / "m").exists()
+
+
+@pytest.mark.parametrize("index", [0, 3], ids=["llama", "gpt_neox"])
+def test_imported_models_run_through_the_commands(index, tmp_path, capsys):
+    """evaluate, analyze heads and patterns, and induction certify --model on an imported model:
+    one JSON object each; the random-init model is wrong, so the certificate is not certified."""
+    _, config_class, model_class, extra, _ = SHAPES[index]
+    _, model = _model(config_class, model_class, extra)
+    model.save_pretrained(tmp_path / "ckpt")
+    m = str(tmp_path / "m.safetensors")
+    assert cli(["import", "hf", str(tmp_path / "ckpt"), "--out", m, "--json"], capsys)[0] == 0
+    sizes = ["--n", "8", "--alphabet", "3", "--samples", "16", "--json"]
+    code, out, err = cli(["analyze", "heads", "--model", m, *sizes], capsys)
+    assert code == 0, err
+    heads = json.loads(out)["heads"]
+    assert len(heads) == extra["num_hidden_layers"] * extra["num_attention_heads"]
+    assert all(0 <= h[score] <= 1 for h in heads for score in ("previous_token", "induction"))
+    code, out, err = cli(
+        ["analyze", "patterns", "--model", m, "--out", str(tmp_path / "p"), *sizes], capsys
+    )
+    assert code == 0 and (tmp_path / "p" / "attention.png").exists(), err
+    code, out, err = cli(["induction", "certify", "--model", m, *sizes], capsys)
+    assert code == 0, err
+    cert = json.loads(out)
+    assert cert["certified"] is False and cert["errors"] > 0
