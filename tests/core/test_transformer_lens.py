@@ -461,17 +461,34 @@ def test_what_transformer_lens_cannot_hold_is_refused_saying_why(case, tmp_path)
 @pytest.mark.parametrize(
     ("fields", "needle"),
     [
-        ({"normalization_type": "RMS"}, "normalization_type"),
-        ({"positional_embedding_type": "rotary"}, "positional_embedding_type"),
-        ({"gated_mlp": True, "act_fn": "silu"}, "gated_mlp"),
+        ({"normalization_type": "RMS"}, "final_rms"),  # RMS blocks, a LayerNorm at the end
+        ({"normalization_type": "LNPre"}, "normalization_type"),
         ({"attn_scores_soft_cap": 30.0}, "soft cap"),
-        ({"n_key_value_heads": 2}, "n_key_value_heads"),
-        ({"act_fn": "silu"}, "act_fn"),
+        ({"act_fn": "solu"}, "act_fn"),
     ],
 )
 def test_tl_features_headcount_lacks_are_refused_by_name(fields, needle):
     with pytest.raises(InputError, match=needle):
         from_transformer_lens(foreign_bridge(**fields))
+
+
+def test_a_foreign_llama_style_bridge_reads_as_the_function_it_computes():
+    """RMSNorm, TL's interleaved rotary on part of each head, a gated SiLU MLP and grouped-query
+    heads (issue 32): read without a record, the model computes the bridge's logits (TL runs RMSNorm
+    and its rotary tables in float32: 1e-5 relative)."""
+    bridge = foreign_bridge(
+        normalization_type="RMS", final_rms=True, positional_embedding_type="rotary",
+        rotary_dim=2, rotary_base=500.0, gated_mlp=True, act_fn="silu", n_key_value_heads=2,
+    )  # fmt: skip
+    model = from_transformer_lens(bridge)
+    assert {"rmsnorm", "rotary", "gated mlp", "silu"} <= set(model.extensions)
+    assert model.layers[0].rotary.layout == "interleaved"
+    tokens = np.array([[0, 3, 6, 1, 2, 5]])
+    with torch.no_grad():
+        theirs = bridge(torch.from_numpy(tokens)).numpy()
+    dec = model.decoder
+    ours = residual_stream(model, tokens) @ dec.W_U + (0 if dec.b_U is None else dec.b_U)
+    assert np.abs(ours - theirs).max() <= 1e-5 * np.abs(theirs).max()
 
 
 def test_a_missing_extra_is_an_input_error(monkeypatch):

@@ -36,8 +36,10 @@ def export_transformer_lens(
     (four lines: TransformerBridge.boot_native with the tokenizer, then the weights, float64; needs
     headcount[tl] to run, not to write). Heads are zero-padded to one width and count — the config
     says which are real (headcount_heads_per_layer, headcount_padded_heads) — and scores keep their
-    scale exactly (TL's attn_scale, W_Q scaled by a power of two). Table models and non-linear
-    decoders exit 2 saying why. JSON fields: out_dir, files, config (the TL fields), heads (per
+    scale exactly (TL's attn_scale, W_Q scaled by a power of two). RMSNorm, rotary positions, gated
+    MLPs and grouped key/value heads go as TL's own (docs/families.md). Table models, non-linear
+    decoders, NeoX's parallel residual, Gemma's 1 + w and gated MLPs with biases exit 2 saying
+    why. JSON fields: out_dir, files, config (the TL fields), heads (per
     layer), padded, exact_round_trip, snippet (load.py's text)."""
     from headcount.interop.transformer_lens_io import export_transformer_lens as run_export
 

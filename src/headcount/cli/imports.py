@@ -157,9 +157,10 @@ def import_transformer_lens(
 ) -> None:
     """Read a TransformerLens export back as a headcount model file: bit-identical to the exported
     model when config.json holds headcount's record, else the plain reading (padded heads kept,
-    attn_scale = 1/TL's scale, an lm-head vocab decoder). Unsupported TL features (RMS norm, rotary,
-    gated MLP, soft caps) exit 2 naming them. JSON fields: path, source, record, layers, heads,
-    d_model, vocab, n_ctx, decoder, extensions."""
+    attn_scale = 1/TL's scale, an lm-head vocab decoder). RMSNorm, rotary positions, gated MLPs and
+    grouped key/value heads are read (docs/families.md); what headcount does not have (soft caps,
+    rope scaling, param-free norms, other activations) exits 2 naming it. JSON fields: path,
+    source, record, layers, heads, d_model, vocab, n_ctx, decoder, extensions."""
     from headcount.interop.transformer_lens_io import import_transformer_lens as run_import
 
     result = run_import(path, out)

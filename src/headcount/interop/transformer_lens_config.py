@@ -15,11 +15,12 @@ from typing import Any
 
 from headcount.common.errors import InputError
 from headcount.common.files import MAX_HEADS_PER_LAYER, check_json_types, short_repr
+from headcount.core.model import Rotary
 from headcount.core.model.files import MAX_LAYERS
 from headcount.core.model.vocab import READOUTS
 
 RECORD_FORMAT, RECORD_VERSION = "headcount-transformer-lens", 1
-TL_ACT = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new"}
+TL_ACT = {"relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_new", "silu": "silu"}
 TL_DIR = {"causal": "causal", "full": "bidirectional"}
 BIASES = ("b_Q", "b_K", "b_V")
 # The JSON types of the TL config's and the record's fields read (common.files.check_json_types),
@@ -39,6 +40,7 @@ RECORD_TYPES = {
     "version": "integer",
     "info": "object",
     "decoder": _DECODER_TYPES,
+    "rotary_layout": "string?",
 }
 RECORD_TYPES["layers"] = [_LAYER_TYPES | {"mlp": "integer?"}]
 MAX_WIDTH = (
@@ -64,6 +66,10 @@ class TLFields:
     eps: float
     scale: float  # TL divides scores by it
     mask: str
+    rms: bool = False  # the norms are RMSNorms (interop.transformer_lens_blocks)
+    rotary: Rotary | None = None  # TL's own (interleaved) layout
+    gated: bool = False
+    kv_heads: int = 0  # key/value heads (0: n_heads)
 
 
 @dataclass(frozen=True)
@@ -109,20 +115,13 @@ class _Config:
 
 def _refuse_unread(config: _Config) -> None:
     """Refuse by name what the TL-native model does differently from headcount's model: another
-    architecture or positional embedding, gated MLPs or RMS norm, grouped key/value heads, soft
-    caps."""
+    architecture or positional embedding, rope scaling, soft caps (RMSNorm, rotary positions, gated
+    MLPs and grouped key/value heads are read: interop.transformer_lens_blocks)."""
     get, fail = config.get, config.fail
     config.text("architecture", None, {None: 0, "transformerlensnative": 0})
-    config.text("positional_embedding_type", "standard", {"standard": 0})
-    if name := next((n for n in ("gated_mlp", "final_rms") if get(n, False) is not False), None):
-        raise fail(
-            f"{name} = {short_repr(get(name, False))}: headcount's model has neither gated MLPs "
-            "nor RMS"
-        )
-    if get("n_key_value_heads", None) not in (None, get("n_heads", -1)):
-        raise fail(
-            "grouped key/value heads (n_key_value_heads < n_heads) have no headcount counterpart"
-        )
+    config.text("positional_embedding_type", "standard", {"standard": 0, "rotary": 0})
+    if get("rope_scaling", None) is not None:
+        raise fail(f"rope_scaling = {short_repr(get('rope_scaling', None))}: not read (plain RoPE)")
     for cap in ("attn_scores_soft_cap", "output_logits_soft_cap"):
         if not isinstance(value := get(cap, -1.0), int | float) or value > 0:
             raise fail(
@@ -144,7 +143,10 @@ def _fields(get, fail) -> TLFields:
     d_vocab_out = config.integer("d_vocab_out", -1, MAX_WIDTH, -1)
     d_mlp = get("d_mlp", None)
     d_mlp = 4 * d_model if d_mlp in (None, 0) else config.integer("d_mlp", 1, MAX_WIDTH)
-    ln = config.text("normalization_type", "LN", {None: False, "ln": True})
+    norm = config.text("normalization_type", "LN", {None: None, "ln": "ln", "rms": "rms"})
+    ln = norm is not None
+    if config.flag("final_rms", False) != (norm == "rms"):
+        raise fail("final_rms must be true exactly when normalization_type is RMS")
     eps = config.number("eps", 1e-5, positive=True)
     use_scale, scale = (
         config.flag("use_attn_scale", True),
@@ -169,26 +171,61 @@ def _fields(get, fail) -> TLFields:
         float(eps),
         float(scale) if use_scale and scale > 0 else math.sqrt(d_head),
         config.text("attention_dir", "causal", {v: k for k, v in TL_DIR.items()}),
+        norm == "rms",
+        _rotary(config, d_head),
+        config.flag("gated_mlp", False),
+        _kv_heads(config),
     )
+
+
+def _rotary(config: _Config, d_head: int) -> Rotary | None:
+    """TL's rotary part (interleaved pairs), or None for learned positions."""
+    if config.get("positional_embedding_type", "standard").lower() != "rotary":
+        return None
+    dims = (
+        d_head
+        if config.get("rotary_dim", None) is None
+        else config.integer("rotary_dim", 2, d_head)
+    )
+    base = config.number("rotary_base", 10000.0, positive=True)
+    if dims % 2:
+        raise config.fail(f"rotary_dim must be even, got {dims}")
+    return Rotary(float(base), dims, "interleaved")
+
+
+def _kv_heads(config: _Config) -> int:
+    heads = config.get("n_heads", 1)
+    if config.get("n_key_value_heads", None) is None:
+        return 0
+    kv = config.integer("n_key_value_heads", 1, MAX_HEADS_PER_LAYER)
+    if type(heads) is int and heads % kv:
+        raise config.fail(f"n_key_value_heads = {kv} does not divide n_heads = {heads}")
+    return kv
 
 
 def expected_tensors(f: TLFields) -> dict[str, tuple[int, ...]]:
     """name → shape of every tensor of a TL-native state dict with these fields."""
     d, HD = f.d_model, f.n_heads * f.d_head
-    out = {"embed.weight": (f.d_vocab, d), "pos_embed.weight": (f.n_ctx, d)}
+    KD = (f.kv_heads or f.n_heads) * f.d_head
+    out = {"embed.weight": (f.d_vocab, d)}
+    out |= {} if f.rotary else {"pos_embed.weight": (f.n_ctx, d)}
     norms = ["ln_final"] if f.ln else []
     for l in range(f.n_layers):
         p = f"blocks.{l}."
-        out |= {f"{p}attn.{n}.weight": (HD, d) for n in "qkv"} | {
-            f"{p}attn.{n}.bias": (HD,) for n in "qkv"
-        }
+        widths = {"q": HD, "k": KD, "v": KD}
+        out |= {f"{p}attn.{n}.weight": (w, d) for n, w in widths.items()}
+        out |= {f"{p}attn.{n}.bias": (w,) for n, w in widths.items()}
         out |= {f"{p}attn.o.weight": (d, HD), f"{p}attn.o.bias": (d,)}
         if f.ln:
             norms += [f"{p}ln1"] if f.attn_only else [f"{p}ln1", f"{p}ln2"]
-        if not f.attn_only:
+        if not f.attn_only and f.gated:
+            out |= {f"{p}mlp.{n}.weight": (f.d_mlp, d) for n in ("gate", "in")}
+            out[f"{p}mlp.out.weight"] = (d, f.d_mlp)
+        elif not f.attn_only:
             out |= {f"{p}mlp.in.weight": (f.d_mlp, d), f"{p}mlp.in.bias": (f.d_mlp,)}
             out |= {f"{p}mlp.out.weight": (d, f.d_mlp), f"{p}mlp.out.bias": (d,)}
-    out |= {f"{n}.{part}": (d,) for n in norms for part in ("weight", "bias")}
+    parts = ("weight",) if f.rms else ("weight", "bias")
+    out |= {f"{n}.{part}": (d,) for n in norms for part in parts}
     return out | {"unembed.weight": (f.d_vocab_out, d), "unembed.bias": (f.d_vocab_out,)}
 
 

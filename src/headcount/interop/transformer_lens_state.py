@@ -38,7 +38,9 @@ none) unless the model is attention-only.
 
 What TL cannot hold is refused with the reason: table models (OneLayerTable), decoders that are not
 a linear unembedding, LayerNorm in some places but not others (TL has one normalization type),
-different LayerNorm eps or MLP activations by layer, an attention scale of 0.
+different LayerNorm eps or MLP activations by layer, an attention scale of 0. The Llama-family
+parts (RMSNorm, rotary, gated MLPs, grouped key/value heads) and what of them TL cannot hold are in
+interop.transformer_lens_blocks.
 
 The record: what undoes padding and scaling — each head's widths and biases, each layer's b_O, MLP
 width, attention scale and factor a_l, the decoder kind (readout, vocabulary map, b_U), `info` — is
@@ -52,6 +54,7 @@ d_vocab_out ids.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -60,16 +63,17 @@ import numpy as np
 from headcount.common.errors import InputError
 from headcount.core.model import (
     MLP,
-    NOT_IN_WEIGHTS,
     AttentionHead,
     Layer,
     LayerNorm,
     LinearDecoder,
     OneLayerTable,
+    RMSNorm,
     Transformer,
     VocabDecoder,
     VocabMap,
 )
+from headcount.interop.transformer_lens_blocks import blocks_of, export_blocks, import_blocks
 from headcount.interop.transformer_lens_config import (  # noqa: F401 — the *_TYPES are re-exported
     BIASES,
     RECORD_FORMAT,
@@ -113,11 +117,6 @@ def _check_holdable(model: Any) -> None:
         )
     if model.mask not in TL_DIR:
         raise InputError(f"mask {model.mask!r}: TransformerLens holds {' or '.join(TL_DIR)}")
-    if beyond := sorted(set(model.extensions) & NOT_IN_WEIGHTS):
-        raise InputError(
-            f"the model uses {', '.join(beyond)}: the TransformerLens export holds GPT-2-style "
-            "blocks (LayerNorm, learned positions, plain MLPs) for now"
-        )
     norms = [("ln_final", model.ln_final)]
     for l, layer in enumerate(model.layers):
         norms += [(f"layers[{l}].ln1", layer.ln1)] + (
@@ -215,10 +214,11 @@ def _layer_state(
         f"{p}attn.o.weight": o,
         f"{p}attn.o.bias": np.zeros(d) if layer.b_O is None else layer.b_O,
     }
-    if ln:
-        out |= {f"{p}ln1.weight": layer.ln1.w, f"{p}ln1.bias": layer.ln1.b}
+    if ln:  # an RMSNorm's zero bias is dropped again by transformer_lens_blocks
+        out |= {f"{p}ln1.weight": layer.ln1.w, f"{p}ln1.bias": getattr(layer.ln1, "b", np.zeros(d))}
         ln2 = layer.ln2 if layer.mlp else LayerNorm(np.ones(d), np.zeros(d))
-        out |= {f"{p}ln2.weight": ln2.w, f"{p}ln2.bias": ln2.b} if not attn_only else {}
+        if not attn_only:
+            out |= {f"{p}ln2.weight": ln2.w, f"{p}ln2.bias": getattr(ln2, "b", np.zeros(d))}
     if not attn_only:
         m, k = layer.mlp, layer.mlp.W_in.shape[1] if layer.mlp else 0
         w_in, b_in, w_out = np.zeros((d_mlp, d)), np.zeros(d_mlp), np.zeros((d, d_mlp))
@@ -266,6 +266,7 @@ def transformer_lens_parts(model: Transformer) -> tuple[dict[str, Any], dict[str
     `model`: what the bridge is booted and loaded from, and what the files hold. InputError for what
     TL cannot hold."""
     _check_holdable(model)
+    blocks = blocks_of(model)
     c, factors = _scales(model)
     H, D, d_mlp = _widths(model)
     ln = model.ln_final is not None
@@ -279,8 +280,10 @@ def transformer_lens_parts(model: Transformer) -> tuple[dict[str, Any], dict[str
         tensors |= state
         layers.append(entry)
     if ln:
-        tensors |= {"ln_final.weight": model.ln_final.w, "ln_final.bias": model.ln_final.b}
+        tensors["ln_final.weight"] = model.ln_final.w
+        tensors["ln_final.bias"] = getattr(model.ln_final, "b", np.zeros(d))
     tensors |= {"unembed.weight": W_U.T, "unembed.bias": b_U}
+    export_blocks(tensors, blocks, model, D, d_mlp)
     acts = {layer.mlp.activation for layer in model.layers if layer.mlp}
     config = {
         "architecture": "TransformerLensNative",
@@ -310,6 +313,7 @@ def transformer_lens_parts(model: Transformer) -> tuple[dict[str, Any], dict[str
         "init_weights": False,
     }
     config["tokenizer_prepends_bos"] = False  # no BOS: transformer_lens_tokens' docstring
+    config |= blocks.config(H)
     config |= head_flags(model.heads_per_layer, H)
     if not attn_only:
         config["d_mlp"] = d_mlp
@@ -319,6 +323,8 @@ def transformer_lens_parts(model: Transformer) -> tuple[dict[str, Any], dict[str
         "layers": layers,
         "decoder": decoder,
     }
+    if blocks.rotary is not None:
+        record["rotary_layout"] = blocks.rotary.layout
     tensors = {k: np.ascontiguousarray(v, dtype=np.float64) for k, v in tensors.items()}
     return config | {"headcount": record | {"info": model.info}}, tensors
 
@@ -371,12 +377,14 @@ def _read_layer(l: int, f: TLFields, t: dict, entry: dict | None, dropped: list)
     if entry is not None and not entry["b_O"]:
         dropped.append((f"{p}attn.o.bias", b_O))
     keep_b_O = entry["b_O"] if entry else b_O.any()
-    ln1 = LayerNorm(t[f"{p}ln1.weight"], t[f"{p}ln1.bias"], f.eps) if f.ln else None
+    ln1 = _norm(f, t, f"{p}ln1")
     mlp = ln2 = None
     k = None if f.attn_only else entry["mlp"] if entry else f.d_mlp
     if not f.attn_only:
-        w_in, b_in, w_out = t[f"{p}mlp.in.weight"], t[f"{p}mlp.in.bias"], t[f"{p}mlp.out.weight"]
-        b_out, k0 = t[f"{p}mlp.out.bias"], k or 0
+        w_in, w_out = t[f"{p}mlp.in.weight"], t[f"{p}mlp.out.weight"]
+        b_in = t.get(f"{p}mlp.in.bias", np.zeros(w_in.shape[0]))
+        b_out, k0 = t.get(f"{p}mlp.out.bias", np.zeros(w_out.shape[0])), k or 0
+        gate = t.get(f"{p}mlp.gate.weight")
         dropped += [
             (f"{p}mlp.in", w_in[k0:]),
             (f"{p}mlp.in.bias", b_in[k0:]),
@@ -385,10 +393,21 @@ def _read_layer(l: int, f: TLFields, t: dict, entry: dict | None, dropped: list)
         if k is None:
             dropped.append((f"{p}mlp.out.bias", b_out))
         else:
-            mlp = MLP(w_in[:k].T, b_in[:k], w_out[:, :k].T, b_out, f.activation)
-            ln2 = LayerNorm(t[f"{p}ln2.weight"], t[f"{p}ln2.bias"], f.eps) if f.ln else None
+            W_gate = None if gate is None else gate[:k].T
+            mlp = MLP(w_in[:k].T, b_in[:k], w_out[:, :k].T, b_out, f.activation, W_gate)
+            ln2 = _norm(f, t, f"{p}ln2")
+        if gate is not None:
+            dropped.append((f"{p}mlp.gate", gate[k0:]))
     scale = entry["attn_scale"] if entry else 1.0 / f.scale
-    return Layer(heads, mlp, ln1, ln2, b_O if keep_b_O else None, scale)
+    return Layer(heads, mlp, ln1, ln2, b_O if keep_b_O else None, scale, f.rotary)
+
+
+def _norm(f: TLFields, t: dict, name: str) -> LayerNorm | RMSNorm | None:
+    if not f.ln:
+        return None
+    if f.rms:
+        return RMSNorm(t[f"{name}.weight"], f.eps)
+    return LayerNorm(t[f"{name}.weight"], t[f"{name}.bias"], f.eps)
 
 
 def _read_decoder(
@@ -433,9 +452,10 @@ def _build(f: TLFields, t: dict[str, np.ndarray], rec: dict | None, fail) -> Tra
             "the export?): drop the record (bridge.cfg.headcount, or the 'headcount' key) to read "
             "it plainly"
         )
-    ln_final = LayerNorm(t["ln_final.weight"], t["ln_final.bias"], f.eps) if f.ln else None
+    ln_final = _norm(f, t, "ln_final")
     info = rec.get("info", {}) if rec else {}
-    W_E, W_pos = t["embed.weight"], t["pos_embed.weight"]
+    W_E = t["embed.weight"]
+    W_pos = np.zeros((f.n_ctx, f.d_model)) if f.rotary else t["pos_embed.weight"]
     return Transformer(W_E, W_pos, tuple(layers), decoder, f.mask, info, ln_final)
 
 
@@ -457,4 +477,8 @@ def model_from_parts(
             f"state dict entry {bad[0]!r} does not fit the config ({len(want)} TL-native tensors "
             "expected)"
         )
-    return _build(f, tensors, check_record(config.get("headcount"), f, fail), fail)
+    record = check_record(config.get("headcount"), f, fail)
+    if f.rotary is not None and record and record.get("rotary_layout") == "rotate_half":
+        f = dataclasses.replace(f, rotary=dataclasses.replace(f.rotary, layout="rotate_half"))
+    tensors = import_blocks(tensors, f.kv_heads or f.n_heads, f.n_heads, f.d_head, f.rotary)
+    return _build(f, tensors, record, fail)
