@@ -11,7 +11,6 @@ import json
 import numpy as np
 import pytest
 
-from headcount.cli import main
 from headcount.common.errors import InputError
 from headcount.core.model import load_model, save_model
 from headcount.core.numbers import EXACT, FLOAT64, fixed
@@ -20,6 +19,7 @@ from headcount.interop.hf import hf_from_module, import_hf, import_hf_model
 from tests.interop.hf_checkpoints import hostile_hf_folders
 from tests.interop.hf_reference import float64_transformers
 from tests.interop.test_hf_families import SHAPES, _model
+from tests.learn.test_sweep_hostile import cli
 
 torch = pytest.importorskip("torch")
 TOKENS = [3, 1, 4, 1, 5, 9, 2, 6]  # n = 8: within mistral's window of 8
@@ -79,15 +79,6 @@ def test_bounds_enclose_the_float_evaluation(saved):
     assert np.isfinite(rad).all() and float(rad.max()) < 1e-6
     exact_mid, exact_rad = residual_bounds(ours, tokens, EXACT)
     assert np.all(np.abs(x - exact_mid) <= exact_rad + 1e-12)
-
-
-def cli(argv: list[str], capsys) -> tuple[int, str, str]:
-    """headcount.cli.main in this process: (exit code, stdout, stderr)."""
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return info.value.code, out, err
 
 
 def test_cli_import_hf(saved, tmp_path, capsys):

@@ -271,16 +271,22 @@ def describe(model: Transformer) -> str:
     return "\n  ".join(parts)
 
 
-def run_family(family: Family, seed: int, models: int) -> Counts:
+def run_cases(make, family, seed: int, models: int) -> Counts:
+    """`models` cases make(rng, family) → (model, p), each certified at fixed:p and exact and
+    checked against the reference."""
     rng = np.random.default_rng(seed)
     counts = Counts()
     with np.errstate(all="ignore"):
         for _ in range(models):
-            model, bits = random_gpt2_case(rng, family)
+            model, bits = make(rng, family)
             counts.models += 1
             for prec in (fixed(bits), EXACT):
                 check_model(model, prec, counts)
     return counts
+
+
+def run_family(family: Family, seed: int, models: int) -> Counts:
+    return run_cases(random_gpt2_case, family, seed, models)
 
 
 def family_seed(family: Family) -> int:

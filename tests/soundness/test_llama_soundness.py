@@ -34,9 +34,8 @@ from headcount.core.model import (
     Rotary,
     Transformer,
 )
-from headcount.core.numbers.precision import EXACT, fixed
 from tests.soundness.palettes import NumpyFill
-from tests.soundness.test_gpt2_soundness import EPS, SCALES, Counts, check_model, gelu_edges
+from tests.soundness.test_gpt2_soundness import EPS, SCALES, Counts, gelu_edges, run_cases
 
 SLOW_MODELS = int(os.environ.get("HEADCOUNT_LLAMA_SOUNDNESS_MODELS", "10000"))
 FAST_MODELS = 10
@@ -158,15 +157,7 @@ def random_llama_case(rng: np.random.Generator, family: Family) -> tuple[Transfo
 
 
 def run_family(family: Family, seed: int, models: int) -> Counts:
-    rng = np.random.default_rng(seed)
-    counts = Counts()
-    with np.errstate(all="ignore"):
-        for _ in range(models):
-            model, bits = random_llama_case(rng, family)
-            counts.models += 1
-            for prec in (fixed(bits), EXACT):
-                check_model(model, prec, counts)
-    return counts
+    return run_cases(random_llama_case, family, seed, models)
 
 
 def family_seed(family: Family) -> int:
