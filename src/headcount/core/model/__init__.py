@@ -25,14 +25,14 @@ from headcount.core.model.symbols import BOTTOM, OTHER, check_tokens, token_text
 from headcount.core.model.table import OneLayerTable, check_plain, random_table, table_from_weights
 from headcount.core.model.transformer import Transformer
 from headcount.core.model.vocab import VocabDecoder, VocabMap, bind_task
-from headcount.core.model.weights import NOT_IN_WEIGHTS
+from headcount.core.model.weights import BEYOND_GPT2
 
 __all__ = [
     "ACTIVATIONS",
     "BOTTOM",
     "MASKS",
     "MLP",
-    "NOT_IN_WEIGHTS",
+    "BEYOND_GPT2",
     "OTHER",
     "AttentionHead",
     "Decoder",

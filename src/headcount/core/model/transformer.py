@@ -41,6 +41,7 @@ from headcount.core.model.parts import (
     MASKS,
     Layer,
     Norm,
+    Rotary,
     check_vector,
     float64_array,
     norm_extension,
@@ -142,6 +143,9 @@ class Transformer:
         activation: str = "relu",
         ln_eps: float = 1e-5,
         info: Mapping[str, Any] | None = None,
+        rotary: Rotary | Mapping[str, Any] | None = None,
+        parallel: bool = False,
+        norm_offset: float = 0.0,
     ) -> Transformer:
         """A model from a dict of arrays under TransformerLens's names and shapes.
 
@@ -151,9 +155,10 @@ class Transformer:
             blocks.{l}.attn.W_Q, W_K [n_heads, d_model, d_head]
             blocks.{l}.attn.W_V [n_heads, d_model, d_head]   W_O [n_heads, d_head, d_model]
             blocks.{l}.attn.b_Q, b_K, b_V [n_heads, d_head]  b_O [d_model]      (optional)
-            blocks.{l}.ln1.w, .b / ln2.w, .b [d_model]  ln_final.w, .b [d_model] (optional)
+            blocks.{l}.ln1.w, .b / ln2.w, .b [d_model]  ln_final.w, .b [d_model] (optional;
+                a norm with w and no b is an RMSNorm, as TransformerLens's RMS norms)
             blocks.{l}.mlp.W_in [d_model, d_mlp]  b_in [d_mlp]  W_out [d_mlp, d_model]
-                b_out [d_model]                                                  (optional)
+                b_out [d_model]  W_gate [d_model, d_mlp]  b_gate [d_mlp]         (optional)
             W_U [d_model, d_vocab_out]   b_U [d_vocab_out]                       (b_U optional)
 
         Layers are numbered 0..L−1 and may have different head counts. `readout` says which logit
@@ -162,11 +167,22 @@ class Transformer:
         token 0, …]} over any number of columns (missing keys: token s ↦ s, ⊥ ↦ d_vocab). Ties go
         to the lowest logit. `attn_scale` multiplies every score (one number, or one per layer;
         1/√d_head is GPT-2's); `activation` is the MLPs' (relu, gelu or gelu_tanh); `ln_eps` every
-        LayerNorm's. InputError (a ValueError) names the first key that does not fit.
+        LayerNorm's. The Llama / NeoX parts (docs/families.md): `rotary` rotates every layer's q
+        and k (a core.model.Rotary or {"theta", "dims", "layout"}; such models have W_pos = 0),
+        `parallel` gives every layer NeoX's parallel residual, `norm_offset` 1 makes the RMSNorms
+        scale by 1 + w (Gemma); a gated MLP is one with W_gate. InputError (a ValueError) names the
+        first key or option that does not fit.
         `Transformer.from_weights(m.weights(), **m.weight_options())` rebuilds `m` exactly.
         """
         W_E, W_pos, layers, decoder, ln_final = parts_from_weights(
-            weights, readout=readout, attn_scale=attn_scale, activation=activation, ln_eps=ln_eps
+            weights,
+            readout=readout,
+            attn_scale=attn_scale,
+            activation=activation,
+            ln_eps=ln_eps,
+            rotary=rotary,
+            parallel=parallel,
+            norm_offset=norm_offset,
         )
         try:
             return cls(W_E, W_pos, layers, decoder, mask, dict(info or {}), ln_final)
@@ -185,7 +201,8 @@ class Transformer:
 
     def weight_options(self) -> dict[str, Any]:
         """The keyword arguments of from_weights that, with weights(), rebuild this model exactly:
-        readout, mask, attn_scale, activation, ln_eps and info."""
+        readout, mask, attn_scale, activation, ln_eps and info, and rotary, parallel and
+        norm_offset where the model has those parts. ValueError where a part differs by layer."""
         return transformer_options(self)
 
     @property

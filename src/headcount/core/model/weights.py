@@ -19,6 +19,8 @@ from headcount.core.model.parts import (
     Layer,
     LayerNorm,
     LinearDecoder,
+    RMSNorm,
+    Rotary,
     decoder_class,
 )
 
@@ -26,8 +28,9 @@ BOTTOM_LAST = "bottom-last"  # the readout whose last logit is ⊥: W_U [d_model
 _LAYER_KEY = re.compile(r"blocks\.(\d+)\.(attn|ln1|ln2|mlp)\.(\w+)")
 _ATTN = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
 _MLP = ("W_in", "b_in", "W_out", "b_out")
-# the Llama / NeoX parts (issue 32) live in model files; the weights dict does not express them yet
-NOT_IN_WEIGHTS = {"rmsnorm", "rotary", "gated mlp", "parallel", "silu"}
+_GATE = ("W_gate", "b_gate")
+# the parts of the Llama / NeoX blocks (issue 32), beyond GPT-2's
+BEYOND_GPT2 = {"rmsnorm", "rotary", "gated mlp", "parallel", "silu"}
 
 
 def _weights_of(weights: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], int]:
@@ -39,13 +42,13 @@ def _weights_of(weights: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], int]
         known = key in ("W_E", "W_pos", "W_U", "b_U", "ln_final.w", "ln_final.b") or (
             match is not None
             and match[3]
-            in {"attn": _ATTN, "ln1": ("w", "b"), "ln2": ("w", "b"), "mlp": _MLP}[match[2]]
+            in {"attn": _ATTN, "ln1": ("w", "b"), "ln2": ("w", "b"), "mlp": _MLP + _GATE}[match[2]]
         )
         if not known:
             raise InputError(
                 f"weights: unknown key {str(key)[:80]!r}; keys are W_E, W_pos, W_U, b_U, "
                 "ln_final.w|b and blocks.{l}.attn.W_Q|W_K|W_V|W_O|b_Q|b_K|b_V|b_O, "
-                "blocks.{l}.ln1|ln2.w|b, blocks.{l}.mlp.W_in|b_in|W_out|b_out"
+                "blocks.{l}.ln1|ln2.w|b, blocks.{l}.mlp.W_in|b_in|W_out|b_out|W_gate|b_gate"
             )
         try:
             array = np.array(value, dtype=np.float64)  # a copy: the model never shares the caller's
@@ -72,7 +75,14 @@ def _stacked(arrays: dict[str, np.ndarray], key: str, ndim: int, heads: int | No
     return value
 
 
-def _layer_of(arrays: dict, l: int, scale: float, activation: str, ln_eps: float) -> Layer:
+def _norm(w: np.ndarray | None, b: np.ndarray | None, eps: float, offset: float):
+    """LayerNorm with a bias, RMSNorm without one (TransformerLens's RMS norms have only w)."""
+    if w is None:
+        return None
+    return RMSNorm(w, eps, offset) if b is None else LayerNorm(w, b, eps)
+
+
+def _layer_of(arrays: dict, l: int, scale: float, activation: str, options: dict) -> Layer:
     """Block l of the weights dict (TransformerLens's names and shapes)."""
     get = lambda part: arrays.get(f"blocks.{l}.{part}")  # noqa: E731
     W_Q = _stacked(arrays, f"blocks.{l}.attn.W_Q", 3, None)
@@ -94,17 +104,16 @@ def _layer_of(arrays: dict, l: int, scale: float, activation: str, ln_eps: float
             )
             for h in range(n)
         )
-        ln = {
-            k: None if get(f"{k}.w") is None else LayerNorm(get(f"{k}.w"), get(f"{k}.b"), ln_eps)
-            for k in ("ln1", "ln2")
-        }
+        eps, offset = options["ln_eps"], options["norm_offset"]
+        ln = {k: _norm(get(f"{k}.w"), get(f"{k}.b"), eps, offset) for k in ("ln1", "ln2")}
         mlp = None
         if get("mlp.W_in") is not None:
             W_in, W_out = get("mlp.W_in"), get("mlp.W_out")
             b_in = get("mlp.b_in") if get("mlp.b_in") is not None else np.zeros(W_in.shape[-1])
             b_out = get("mlp.b_out") if get("mlp.b_out") is not None else np.zeros(W_in.shape[0])
-            mlp = MLP(W_in, b_in, W_out, b_out, activation)
-        return Layer(heads, mlp, ln["ln1"], ln["ln2"], get("attn.b_O"), scale)
+            mlp = MLP(W_in, b_in, W_out, b_out, activation, get("mlp.W_gate"), get("mlp.b_gate"))
+        b_O, rotary, parallel = get("attn.b_O"), options["rotary"], options["parallel"]
+        return Layer(heads, mlp, ln["ln1"], ln["ln2"], b_O, scale, rotary, parallel)
     except (ValueError, TypeError, AttributeError, IndexError) as err:
         raise InputError(f"weights: block {l}: {err}") from None
 
@@ -116,9 +125,13 @@ def parts_from_weights(
     attn_scale: float | Sequence[float] = 1.0,
     activation: str = "relu",
     ln_eps: float = 1e-5,
-) -> tuple[np.ndarray, np.ndarray, tuple[Layer, ...], Any, LayerNorm | None]:
+    rotary: Rotary | Mapping[str, Any] | None = None,
+    parallel: bool = False,
+    norm_offset: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray, tuple[Layer, ...], Any, LayerNorm | RMSNorm | None]:
     """(W_E, W_pos, layers, decoder, ln_final) of a weights dict (Transformer.from_weights's
     docstring says what it holds); InputError naming the first key that does not fit."""
+    options = _block_options(ln_eps, rotary, parallel, norm_offset)
     arrays, L = _weights_of(weights)
     scales = [attn_scale] * L if isinstance(attn_scale, (int, float)) else list(attn_scale)
     if len(scales) != L:
@@ -129,7 +142,7 @@ def parts_from_weights(
     if b_U is None:
         b_U = np.zeros(W_U.shape[-1])
     try:
-        layers = [_layer_of(arrays, l, float(scales[l]), activation, ln_eps) for l in range(L)]
+        layers = [_layer_of(arrays, l, float(scales[l]), activation, options) for l in range(L)]
         if readout == BOTTOM_LAST:
             if W_U.ndim != 2 or W_U.shape[1] != arrays["W_E"].shape[0] + 1:
                 raise InputError(
@@ -146,9 +159,7 @@ def parts_from_weights(
                 f"readout must be {BOTTOM_LAST!r} or a vocabulary map such as "
                 f"{{'none': id of the ⊥ logit}}, got {str(readout)[:60]!r}"
             )
-        ln_final = None
-        if "ln_final.w" in arrays:
-            ln_final = LayerNorm(arrays["ln_final.w"], arrays.get("ln_final.b"), ln_eps)
+        ln_final = _norm(arrays.get("ln_final.w"), arrays.get("ln_final.b"), ln_eps, norm_offset)
         return arrays["W_E"], arrays["W_pos"], tuple(layers), decoder, ln_final
     except (ValueError, TypeError, AttributeError) as err:
         if isinstance(err, InputError):
@@ -156,9 +167,27 @@ def parts_from_weights(
         raise InputError(f"weights: {err}") from None
 
 
+def _block_options(ln_eps: float, rotary: Any, parallel: Any, norm_offset: Any) -> dict[str, Any]:
+    """from_weights's options for the Llama / NeoX parts, checked (InputError)."""
+    if not isinstance(parallel, bool):
+        raise InputError(f"parallel must be true or false, got {str(parallel)[:40]}")
+    if norm_offset not in (0, 1) or isinstance(norm_offset, bool):
+        raise InputError(f"norm_offset must be 0 or 1 (Gemma), got {str(norm_offset)[:40]}")
+    if isinstance(rotary, Mapping):
+        try:
+            rotary = Rotary(**rotary)
+        except (TypeError, ValueError) as err:
+            raise InputError(f"rotary: {err} (keys: theta, dims, layout)") from None
+    if rotary is not None and not isinstance(rotary, Rotary):
+        raise InputError("rotary must be a Rotary, a {theta, dims, layout} map or None")
+    return {"ln_eps": ln_eps, "rotary": rotary, "parallel": parallel, "norm_offset": norm_offset}
+
+
 def _uniform(values: set, what: str, default: Any) -> Any:
     if len(values) > 1:
-        raise ValueError(f"the model's {what} differ by part ({sorted(values)}): no one option")
+        raise ValueError(
+            f"the model's {what} differ by part ({sorted(map(str, values))}): no one option"
+        )
     return next(iter(values), default)
 
 
@@ -182,12 +211,6 @@ def transformer_weights(model: Any) -> dict[str, np.ndarray]:
         raise ValueError(
             f"the model's readout ({model.decoder.kind}) is not a linear unembedding: it has no W_U"
         )
-    beyond = sorted(set(model.extensions) & NOT_IN_WEIGHTS)
-    if beyond:
-        raise ValueError(
-            f"the weights dict holds GPT-2-style parts; this model uses {', '.join(beyond)}, which "
-            "it does not express (its model file does)"
-        )
     out = {"W_E": model.W_E.copy(), "W_pos": model.W_pos.copy()}
     for l, layer in enumerate(model.layers):
         heads, pre = layer.heads, f"blocks.{l}."
@@ -207,13 +230,12 @@ def transformer_weights(model: Any) -> dict[str, np.ndarray]:
         if layer.b_O is not None:
             out[pre + "attn.b_O"] = layer.b_O.copy()
         for k in ("ln1", "ln2"):
-            if (ln := getattr(layer, k)) is not None:
-                out[pre + k + ".w"], out[pre + k + ".b"] = ln.w.copy(), ln.b.copy()
+            out |= _norm_weights(pre + k, getattr(layer, k))
         if layer.mlp is not None:
-            for k in _MLP:
-                out[pre + "mlp." + k] = getattr(layer.mlp, k).copy()
-    if model.ln_final is not None:
-        out["ln_final.w"], out["ln_final.b"] = model.ln_final.w.copy(), model.ln_final.b.copy()
+            for k in _MLP + _GATE:
+                if (value := getattr(layer.mlp, k)) is not None:
+                    out[pre + "mlp." + k] = value.copy()
+    out |= _norm_weights("ln_final", model.ln_final)
     dec = model.decoder
     out["W_U"] = np.eye(model.d_model) if dec.W_U is None else dec.W_U.copy()  # "hidden": x itself
     if dec.b_U is not None:
@@ -221,12 +243,19 @@ def transformer_weights(model: Any) -> dict[str, np.ndarray]:
     return out
 
 
+def _norm_weights(name: str, ln: LayerNorm | RMSNorm | None) -> dict[str, np.ndarray]:
+    if ln is None:
+        return {}
+    out = {name + ".w": ln.w.copy()}
+    return out if isinstance(ln, RMSNorm) else out | {name + ".b": ln.b.copy()}
+
+
 def transformer_options(model: Any) -> dict[str, Any]:
     """Transformer.weight_options (its docstring) of `model`, a Transformer."""
     lns = [model.ln_final] + [ln for layer in model.layers for ln in (layer.ln1, layer.ln2)]
     mlps = [layer.mlp for layer in model.layers if layer.mlp is not None]
     scales = [layer.attn_scale for layer in model.layers]
-    return {
+    out = {
         "readout": model.readout,
         "mask": model.mask,
         "attn_scale": scales[0] if len(set(scales)) == 1 else scales,
@@ -234,3 +263,13 @@ def transformer_options(model: Any) -> dict[str, Any]:
         "ln_eps": _uniform({ln.eps for ln in lns if ln is not None}, "LayerNorm eps", 1e-5),
         "info": dict(model.info),
     }
+    # the Llama / NeoX options only where a model has the part (a GPT-2 model's are unchanged)
+    rotary = _uniform({layer.rotary for layer in model.layers}, "rotary parts", None)
+    if rotary is not None:
+        out["rotary"] = rotary.config()
+    if parallel := _uniform({layer.parallel for layer in model.layers}, "residuals", False):
+        out["parallel"] = parallel
+    offsets = {ln.offset for ln in lns if isinstance(ln, RMSNorm)}
+    if offset := _uniform(offsets, "RMSNorm offsets", 0.0):
+        out["norm_offset"] = offset
+    return out

@@ -29,8 +29,8 @@ from headcount.common.errors import InputError, param
 from headcount.common.validate import check_int
 from headcount.core.model import (
     ACTIVATIONS,
+    BEYOND_GPT2,
     MLP,
-    NOT_IN_WEIGHTS,
     AttentionHead,
     Layer,
     LayerNorm,
@@ -205,7 +205,7 @@ def _check_loadable(t: Transformer) -> None:
         raise InputError(
             "a model with no layers cannot be loaded into a SequenceModel (layers ≥ 1)"
         )
-    if beyond := sorted(set(t.extensions) & NOT_IN_WEIGHTS):
+    if beyond := sorted(set(t.extensions) & BEYOND_GPT2):
         raise InputError(
             f"the model uses {', '.join(beyond)}: models of the llama / neox blocks are trained "
             f"from scratch ({param('arch')}), not loaded into a SequenceModel"
