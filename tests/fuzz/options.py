@@ -477,7 +477,7 @@ def commands(
         Command(
             "import transformer-lens",
             {"#path": _tl_export(boolean_model), "--out": "t.safetensors"},
-            {"#path": V.READ_PATHS, "--out": V.WRITE_PATHS},
+            {"#path": V.READ_PATHS, "--config": V.READ_PATHS, "--out": V.WRITE_PATHS},
         ),
     ] + _import_commands(gpt2, hf)
 

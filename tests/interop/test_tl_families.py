@@ -109,3 +109,76 @@ def test_what_transformer_lens_cannot_hold_is_refused():
         model_from_parts(scaled, tensors)
     with pytest.raises(InputError, match="does not divide"):
         model_from_parts(config | {"n_key_value_heads": 3}, tensors)
+
+
+def _hooked(model, kv_heads: int) -> tuple[dict, dict]:
+    """A HookedTransformer (TransformerLens 2/3) state dict and config of an imported llama-style
+    model, written from its weights dict: property names, grouped K/V as attn._W_K / _W_V, the
+    buffers HookedTransformer saves, and every attention bias (zeros)."""
+    w = model.weights()
+    H, d, dh = w["blocks.0.attn.W_Q"].shape
+    group = H // kv_heads
+    state = {
+        "embed.W_E": w["W_E"],
+        "unembed.W_U": w["W_U"],
+        "unembed.b_U": np.zeros(w["W_U"].shape[1]),
+    }
+    state["ln_final.w"] = w["ln_final.w"]
+    for l in range(len(model.layers)):
+        p = f"blocks.{l}."
+        for k in ("ln1.w", "ln2.w", "mlp.W_in", "mlp.b_in", "mlp.W_out", "mlp.b_out", "mlp.W_gate"):
+            state[p + k] = w[p + k]
+        state[p + "attn.W_Q"], state[p + "attn.W_O"] = w[p + "attn.W_Q"], w[p + "attn.W_O"]
+        state[p + "attn.b_Q"] = w.get(p + "attn.b_Q", np.zeros((H, dh)))
+        state[p + "attn.b_O"] = w.get(p + "attn.b_O", np.zeros(d))
+        for k in ("K", "V"):
+            state[p + f"attn._W_{k}"] = w[p + f"attn.W_{k}"][::group]
+            state[p + f"attn._b_{k}"] = w.get(p + f"attn.b_{k}", np.zeros((H, dh)))[::group]
+        state[p + "attn.mask"] = np.tril(np.ones((8, 8)))
+        state[p + "attn.IGNORE"] = np.array(-1e5)
+        state[p + "attn.rotary_sin"] = state[p + "attn.rotary_cos"] = np.zeros((8, dh))
+    config = {
+        "n_layers": len(model.layers), "d_model": d, "d_head": dh, "n_heads": H, "n_ctx": 8,
+        "d_vocab": w["W_E"].shape[0], "d_mlp": w["blocks.0.mlp.W_in"].shape[1], "act_fn": "silu",
+        "normalization_type": "RMS", "final_rms": True, "positional_embedding_type": "rotary",
+        "rotary_dim": model.layers[0].rotary.dims, "rotary_base": model.layers[0].rotary.theta,
+        "rotary_adjacent_pairs": False, "gated_mlp": True, "n_key_value_heads": kv_heads,
+        "eps": model.ln_final.eps, "use_attn_scale": True, "attn_scale": dh**0.5,
+    }  # fmt: skip
+    return state, config
+
+
+@pytest.mark.parametrize(("index", "kv_heads"), [(0, 2), (2, 4)], ids=["gqa", "mha"])
+def test_hooked_transformer_state_dicts_read_as_their_model(index, kv_heads, tmp_path):
+    import json
+
+    from headcount.core.model import load_model
+    from headcount.interop.transformer_lens_io import read_hooked_transformer
+
+    model = _imported(index)
+    state, config = _hooked(model, kv_heads)
+    torch.save(
+        {k: torch.from_numpy(np.asarray(v, dtype=np.float64)) for k, v in state.items()},
+        tmp_path / "m.pt",
+    )
+    (tmp_path / "cfg.json").write_text(json.dumps(config))
+    read = read_hooked_transformer(tmp_path / "m.pt", tmp_path / "cfg.json")
+    _same_function(model, read, TOKENS, 1e-12)
+    assert read.extensions == model.extensions
+    import_transformer_lens(tmp_path / "m.pt", tmp_path / "h.safetensors", tmp_path / "cfg.json")
+    _same_function(model, load_model(tmp_path / "h.safetensors"), TOKENS, 1e-12)
+    hostile = {
+        "shortformer": config | {"positional_embedding_type": "shortformer"},
+        "solu": config | {"act_fn": "solu_ln"},
+        "kv 3": config | {"n_key_value_heads": 3},
+        "no heads": {k: v for k, v in config.items() if k != "n_heads"},
+        "scaling": config | {"use_NTK_by_parts_rope": True},
+        "LNPre mix": config | {"normalization_type": "weird"},
+    }
+    for label, bad in hostile.items():
+        (tmp_path / "bad.json").write_text(json.dumps(bad))
+        with pytest.raises(InputError) as info:
+            read_hooked_transformer(tmp_path / "m.pt", tmp_path / "bad.json")
+        assert "\n" not in str(info.value), label
+    with pytest.raises(InputError, match="config"):
+        import_transformer_lens(tmp_path / "m.pt", tmp_path / "x.safetensors")

@@ -149,8 +149,15 @@ def import_transformer_lens(
         ...,
         help="A folder `headcount export transformer-lens` writes (config.json, "
         "model.safetensors), or any "
-        "TL-native model saved the same way.",
+        "TL-native model saved the same way; or a HookedTransformer state dict (TransformerLens 2 "
+        "and 3: .pt/.pth/.bin read with weights_only=True, or .safetensors) with --config.",
         show_default=False,
+    ),
+    config: str | None = typer.Option(
+        None,
+        "--config",
+        help="The HookedTransformerConfig of a state dict, as JSON (≤ 1 MiB; e.g. "
+        "json.dump(model.cfg.to_dict(), f)).",
     ),
     out: str = typer.Option(..., "--out", help="Model file to write (safetensors)."),
     as_json: bool = JsonOpt,
@@ -163,7 +170,7 @@ def import_transformer_lens(
     source, record, layers, heads, d_model, vocab, n_ctx, decoder, extensions."""
     from headcount.interop.transformer_lens_io import import_transformer_lens as run_import
 
-    result = run_import(path, out)
+    result = run_import(path, out, config)
     human = (
         f"wrote {out}: {result.layers} layer(s), heads {list(result.heads)}, decoder "
         f"{result.decoder}"

@@ -41,6 +41,17 @@ This is the only module that imports transformer_lens, and only inside `to_trans
 
 `export_transformer_lens` (`headcount export transformer-lens`) and `import_transformer_lens`
 (`headcount import transformer-lens`) are the command line's one call each.
+
+HookedTransformer state dicts (TransformerLens 2 and 3; issue 32): `read_hooked_transformer` reads
+one (a .pt / .pth / .bin saved with torch.save, read only with weights_only=True, or .safetensors)
+with its HookedTransformerConfig as JSON. Its property names are the weights dict's
+(Transformer.from_weights) once embed.W_E, pos_embed.W_pos, unembed.W_U / b_U lose their module
+name; grouped key/value heads (attn._W_K, _W_V, _b_K, _b_V) give each head its group's copy; the
+buffers HookedTransformer saves (attn.mask, IGNORE, rotary_sin, rotary_cos) are skipped. The config
+gives the rest: scores divided by attn_scale (√d_head by default) when use_attn_scale; LN, RMS and
+their parameter-free Pre forms (w = 1); rotary positions rotate_half, or interleaved with
+rotary_adjacent_pairs; gated_mlp; parallel_attn_mlp; final_rms. Shortformer positions, rope
+scaling, soft caps, QK norms, experts and other activations are refused by name.
 """
 
 from __future__ import annotations
@@ -55,18 +66,22 @@ import numpy as np
 
 from headcount.common.errors import InputError, param
 from headcount.common.files import (
+    MAX_HEADS_PER_LAYER,
     ModelFileError,
     TensorShapes,
     atomic_write_bytes,
     atomic_write_safetensors,
+    check_json_types,
     load_tensors,
     show_path,
 )
 from headcount.common.jsonable import JsonResult, jsonable
+from headcount.common.resources import check_memory
 from headcount.common.validate import check_not_read, check_writable, filling_folder
-from headcount.core.model import Transformer, load_model, save_model
-from headcount.interop.checkpoints import read_json_file
-from headcount.interop.transformer_lens_config import check_fields, expected_tensors
+from headcount.core.model import Rotary, Transformer, load_model, save_model
+from headcount.core.model.files import MAX_LAYERS
+from headcount.interop.checkpoints import locate, open_state_dict, read_json_file
+from headcount.interop.transformer_lens_config import MAX_WIDTH, check_fields, expected_tensors
 from headcount.interop.transformer_lens_state import model_from_parts, transformer_lens_parts
 from headcount.interop.transformer_lens_tokens import (
     TOKENIZER_CONFIG_FILE,
@@ -287,15 +302,24 @@ class TransformerLensImport(JsonResult):
 
 
 def import_transformer_lens(
-    folder: str | os.PathLike, out: str | os.PathLike
+    folder: str | os.PathLike, out: str | os.PathLike, config: str | os.PathLike | None = None
 ) -> TransformerLensImport:
-    """`headcount import transformer-lens`: a TransformerLens export folder as a headcount model
-    file."""
+    """`headcount import transformer-lens`: a TransformerLens export folder, or a HookedTransformer
+    state dict with its `config` (module docstring), as a headcount model file."""
     check_writable(out)
-    check_not_read(
-        [out], [os.path.join(os.fsdecode(folder), n) for n in (CONFIG_FILE, WEIGHTS_FILE)]
-    )
-    model, record = _read_export(folder)
+    if config is not None or os.path.isfile(os.fsdecode(folder)):
+        if config is None:
+            raise InputError(
+                f"{show_path(os.fsdecode(folder))} is a state dict: pass {param('config')} with "
+                "its HookedTransformerConfig as JSON"
+            )
+        check_not_read([out], [os.fsdecode(folder), os.fsdecode(config)])
+        model, record = read_hooked_transformer(folder, config), False
+    else:
+        check_not_read(
+            [out], [os.path.join(os.fsdecode(folder), n) for n in (CONFIG_FILE, WEIGHTS_FILE)]
+        )
+        model, record = _read_export(folder)
     save_model(model, out)
     return TransformerLensImport(
         str(out),
@@ -309,3 +333,137 @@ def import_transformer_lens(
         model.decoder.kind,
         tuple(model.extensions),
     )
+
+
+# --- HookedTransformer state dicts (module docstring)
+# ---------------------------------------------------------------
+
+HOOKED_TYPES = dict.fromkeys(
+    ("n_layers", "d_model", "n_ctx", "d_head", "n_heads", "d_vocab", "d_mlp"), "integer?"
+)
+HOOKED_TYPES |= dict.fromkeys(
+    ("act_fn", "normalization_type", "positional_embedding_type", "attention_dir"), "string?"
+)
+HOOKED_TYPES |= dict.fromkeys(("eps", "attn_scale", "rotary_base"), "number?")
+HOOKED_TYPES |= dict.fromkeys(("rotary_dim", "n_key_value_heads", "d_vocab_out"), "integer?")
+HOOKED_TYPES |= dict.fromkeys(
+    ("use_attn_scale", "rotary_adjacent_pairs", "gated_mlp", "parallel_attn_mlp", "final_rms"),
+    "boolean?",
+)
+HOOKED_ACT = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "silu": "silu"}
+HOOKED_ACT |= {"gelu_pytorch_tanh": "gelu_tanh", "swish": "silu"}
+HOOKED_BUFFERS = (".attn.mask", ".attn.IGNORE", ".attn.rotary_sin", ".attn.rotary_cos")
+HOOKED_REFUSED = (
+    "use_NTK_by_parts_rope",
+    "use_qk_norm",
+    "num_experts",
+    "use_local_attn",
+    "attn_scores_soft_cap",
+    "output_logits_soft_cap",
+    "rotary_scaling",
+)
+
+
+def _hooked_sizes(cfg: dict[str, Any], where: str) -> dict[str, int]:
+    """The sizes a HookedTransformerConfig states, each an integer in range (InputError)."""
+    out = {}
+    for key, low, high in (
+        ("n_layers", 1, MAX_LAYERS),
+        ("d_model", 1, MAX_WIDTH),
+        ("d_head", 1, MAX_WIDTH),
+        ("n_heads", 1, MAX_HEADS_PER_LAYER),
+        ("n_ctx", 1, 1 << 16),
+    ):
+        value = cfg.get(key)
+        if type(value) is not int or not low <= value <= high:
+            raise InputError(
+                f"{where}: {key} must be an integer in {low}..{high}, got {str(value)[:40]}"
+            )
+        out[key] = value
+    kv = cfg.get("n_key_value_heads") or out["n_heads"]
+    if type(kv) is not int or kv < 1 or out["n_heads"] % kv:
+        raise InputError(f"{where}: n_key_value_heads = {str(kv)[:40]} does not divide n_heads")
+    return out | {"kv_heads": kv}
+
+
+def _hooked_options(cfg: dict[str, Any], where: str) -> dict[str, Any]:
+    """from_weights's options of a HookedTransformerConfig (module docstring)."""
+    check_json_types(cfg, HOOKED_TYPES, where)
+    for key in HOOKED_REFUSED:
+        value = cfg.get(key)
+        if value not in (None, False, 0, -1, -1.0):
+            raise InputError(f"{where}: {key} = {str(value)[:40]} is not read (no counterpart)")
+    positional = cfg.get("positional_embedding_type") or "standard"
+    if positional not in ("standard", "rotary"):
+        raise InputError(f"{where}: positional_embedding_type {positional[:40]!r} is not read")
+    act = cfg.get("act_fn") or "relu"
+    if act not in HOOKED_ACT:
+        raise InputError(f"{where}: act_fn {act[:40]!r} is not read: {', '.join(HOOKED_ACT)}")
+    d_head = _hooked_sizes(cfg, where)["d_head"]
+    scale = cfg.get("attn_scale") or d_head**0.5
+    rotary = None
+    if positional == "rotary":
+        layout = "interleaved" if cfg.get("rotary_adjacent_pairs") else "rotate_half"
+        try:
+            rotary = Rotary(
+                float(cfg.get("rotary_base") or 10000.0), cfg.get("rotary_dim") or d_head, layout
+            )
+        except ValueError as err:
+            raise InputError(f"{where}: {err}") from None
+    return {
+        "readout": {},
+        "mask": "full" if cfg.get("attention_dir") == "bidirectional" else "causal",
+        "attn_scale": 1.0 / scale if cfg.get("use_attn_scale", True) else 1.0,
+        "activation": HOOKED_ACT[act],
+        "ln_eps": float(cfg.get("eps") or 1e-5),
+        "rotary": rotary,
+        "parallel": bool(cfg.get("parallel_attn_mlp")),
+        "info": {"imported": "transformer_lens HookedTransformer"},
+    }
+
+
+def _hooked_weights(tensors: dict[str, np.ndarray], cfg: dict, where: str) -> dict[str, Any]:
+    """The weights dict of a HookedTransformer state dict (module docstring)."""
+    sizes = _hooked_sizes(cfg, where)
+    out: dict[str, Any] = {}
+    renames = {"embed.W_E": "W_E", "pos_embed.W_pos": "W_pos", "unembed.W_U": "W_U"}
+    renames["unembed.b_U"] = "b_U"
+    group = sizes["n_heads"] // sizes["kv_heads"]
+    for name, value in tensors.items():
+        if name.endswith(HOOKED_BUFFERS):
+            continue
+        if ".attn.b_" in name or ".attn._b_" in name:  # HookedTransformer always has them
+            if not value.any():  # an all-zero bias adds exactly 0: read as none, as TL's
+                continue
+        if ".attn._" in name:  # grouped key/value heads: each head's own copy
+            name, value = name.replace(".attn._", ".attn."), np.repeat(value, group, axis=0)
+        out[renames.get(name, name)] = value
+    if "W_pos" not in out and cfg.get("positional_embedding_type") == "rotary":
+        out["W_pos"] = np.zeros((sizes["n_ctx"], sizes["d_model"]))
+    norm = cfg.get("normalization_type")
+    if norm in ("LNPre", "RMSPre"):  # parameter-free: w = 1 (and b = 0)
+        parts = ("ln1",) if cfg.get("attn_only") else ("ln1", "ln2")
+        layers = range(sizes["n_layers"])
+        names = ["ln_final"] + [f"blocks.{l}.{n}" for l in layers for n in parts]
+        for n in names:
+            out[n + ".w"] = np.ones(sizes["d_model"])
+            if norm == "LNPre":
+                out[n + ".b"] = np.zeros(sizes["d_model"])
+    elif norm not in ("LN", "RMS", None):
+        raise InputError(f"{where}: normalization_type {str(norm)[:40]!r} is not read")
+    return out
+
+
+def read_hooked_transformer(path: str | os.PathLike, config: str | os.PathLike) -> Transformer:
+    """The model of a HookedTransformer state dict and its config (module docstring)."""
+    weights, _ = locate(path, None)
+    cfg = read_json_file(config, "config")
+    where = f"HookedTransformer config {show_path(os.fsdecode(config))}"
+    if not isinstance(cfg, dict):
+        raise InputError(f"{where} must hold a JSON object")
+    options = _hooked_options(cfg, where)
+    source = open_state_dict(weights)
+    elements = sum(int(np.prod(shape)) for shape, _ in source.listed.values())
+    check_memory(64 * elements, f"reading {show_path(weights)}")
+    tensors = source.load(list(source.listed))
+    return Transformer.from_weights(_hooked_weights(tensors, cfg, where), **options)
