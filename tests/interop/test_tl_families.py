@@ -182,3 +182,82 @@ def test_hooked_transformer_state_dicts_read_as_their_model(index, kv_heads, tmp
         assert "\n" not in str(info.value), label
     with pytest.raises(InputError, match="config"):
         import_transformer_lens(tmp_path / "m.pt", tmp_path / "x.safetensors")
+
+
+def _tl_attn_only_shortformer(state: dict, cfg: dict, tokens: np.ndarray) -> np.ndarray:
+    """HookedTransformer's logits for an attention-only shortformer model, in NumPy: the residual
+    starts at W_E, and each layer's q and k read ln1(x) + W_pos."""
+
+    def ln(x, w, b):
+        c = x - x.mean(-1, keepdims=True)
+        return c / np.sqrt((c * c).mean(-1, keepdims=True) + cfg["eps"]) * w + b
+
+    n = tokens.shape[1]
+    x, pos = state["embed.W_E"][tokens], state["pos_embed.W_pos"][:n]
+    for l in range(cfg["n_layers"]):
+        p = f"blocks.{l}."
+        a = ln(x, state[p + "ln1.w"], state[p + "ln1.b"])
+        q = (
+            np.einsum("bnd,hde->bhne", a + pos, state[p + "attn.W_Q"])
+            + state[p + "attn.b_Q"][:, None]
+        )
+        k = (
+            np.einsum("bnd,hde->bhne", a + pos, state[p + "attn.W_K"])
+            + state[p + "attn.b_K"][:, None]
+        )
+        v = np.einsum("bnd,hde->bhne", a, state[p + "attn.W_V"]) + state[p + "attn.b_V"][:, None]
+        s = q @ k.transpose(0, 1, 3, 2) / cfg["attn_scale"]
+        s = np.where(np.tril(np.ones((n, n), dtype=bool)), s, -np.inf)
+        pattern = np.exp(s - s.max(-1, keepdims=True))
+        z = (pattern / pattern.sum(-1, keepdims=True)) @ v
+        x = x + np.einsum("bhne,hed->bnd", z, state[p + "attn.W_O"]) + state[p + "attn.b_O"]
+    x = ln(x, state["ln_final.w"], state["ln_final.b"])
+    return x @ state["unembed.W_U"] + state["unembed.b_U"]
+
+
+def test_attention_only_shortformer_state_dicts_read_as_transformer_lens_computes(tmp_path):
+    """The toy models induction heads were found in (TransformerLens's attn-only models): LN,
+    attention only, shortformer positions. Read from a HookedTransformer state dict, the model
+    computes what HookedTransformer computes; TL's native model has no shortformer, so it is not
+    exported there."""
+    import json
+
+    from headcount.interop.transformer_lens_io import read_hooked_transformer
+
+    rng = np.random.default_rng(7)
+    L, H, d, dh, n_ctx, vocab = 2, 2, 8, 4, 8, 6
+    g = lambda *shape: rng.standard_normal(shape)  # noqa: E731
+    state = {"embed.W_E": g(vocab, d), "pos_embed.W_pos": g(n_ctx, d), "unembed.W_U": g(d, vocab)}
+    state |= {"unembed.b_U": g(vocab), "ln_final.w": 1 + 0.1 * g(d), "ln_final.b": g(d)}
+    for l in range(L):
+        p = f"blocks.{l}."
+        state |= {p + "ln1.w": 1 + 0.1 * g(d), p + "ln1.b": g(d), p + "attn.b_O": g(d)}
+        state |= {p + f"attn.W_{k}": g(H, d, dh) for k in "QKV"} | {p + "attn.W_O": g(H, dh, d)}
+        state |= {p + f"attn.b_{k}": g(H, dh) for k in "QKV"}
+        state |= {p + "attn.mask": np.tril(np.ones((n_ctx, n_ctx))), p + "attn.IGNORE": g(1)}
+    cfg = {
+        "n_layers": L, "d_model": d, "d_head": dh, "n_heads": H, "n_ctx": n_ctx, "d_vocab": vocab,
+        "attn_only": True, "normalization_type": "LN", "positional_embedding_type": "shortformer",
+        "eps": 1e-5, "attn_scale": dh**0.5, "act_fn": "gelu_new",
+    }  # fmt: skip
+    torch.save({k: torch.from_numpy(v) for k, v in state.items()}, tmp_path / "m.pt")
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    model = read_hooked_transformer(tmp_path / "m.pt", tmp_path / "cfg.json")
+    assert "shortformer" in model.extensions and model.positions == "qk"
+    tokens = rng.integers(0, vocab, size=(3, n_ctx))
+    theirs = _tl_attn_only_shortformer(state, cfg, tokens)
+    _same = _logits(model, tokens)
+    assert np.abs(_same - theirs).max() <= 1e-12 * np.abs(theirs).max()
+    with pytest.raises(InputError, match="shortformer"):
+        transformer_lens_parts(model)
+    weights, options = model.weights(), model.weight_options()
+    from headcount.core.model import Transformer
+
+    again = Transformer.from_weights(weights, **options)
+    assert np.array_equal(residual_stream(again, tokens), residual_stream(model, tokens))
+    from headcount.core.model import load_model
+
+    save_model(model, tmp_path / "s.safetensors")
+    loaded = load_model(tmp_path / "s.safetensors")
+    assert loaded.positions == "qk"
+    assert np.array_equal(residual_stream(loaded, tokens), residual_stream(model, tokens))

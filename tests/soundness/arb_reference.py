@@ -13,7 +13,8 @@ The Llama / NeoX parts (issue 32), from their definitions in core/model/parts.py
 x_i·(offset + w_i)/√(Σx²/d + eps); rotary positions, each pair (a, b) of q and k turned by the angle
 p·θ^(−2i/dims) with Arb's own power, cos and sin (never the table headcount computes), before q
 and k are rounded; gated MLPs act(m W_gate + b_gate)·(m W_in + b_in); the parallel residual, where
-the MLP reads the layer's input and its rounded output joins the heads' sum.
+the MLP reads the layer's input and its rounded output joins the heads' sum; shortformer positions,
+W_pos[i] added to the normalised input of q and k only (the embedding is W_E[σ_i] alone).
 
 A ball that straddles a rounding tie (only an exact ball on the tie is a tie) raises Undecided; so
 does an argmax the balls do not decide. Callers count those as skipped, never as agreement.
@@ -167,17 +168,22 @@ def residual(model: Transformer, seq, prec: Precision) -> list:
     n, d = len(seq), model.d_model
     keys_of = (lambda i: range(i + 1)) if model.mask == "causal" else (lambda i: range(n))
     W_E, W_pos = amat(model.W_E), amat(model.W_pos)
-    x = [[rp(W_E[t][c] + W_pos[i][c]) for c in range(d)] for i, t in enumerate(seq)]
+    shortformer = model.positions == "qk"  # W_pos joins the q and k inputs only, after ln1
+    x = [
+        [rp(W_E[t][c] + (0 if shortformer else W_pos[i][c])) for c in range(d)]
+        for i, t in enumerate(seq)
+    ]
     normed = lambda rows, ln: rows if ln is None else [[rp(u) for u in norm(r, ln)] for r in rows]  # noqa: E731
     turned = lambda rows, layer: rows if layer.rotary is None else rotate(rows, layer.rotary)  # noqa: E731
     rounded = lambda rows: [[rp(u) for u in r] for r in rows]  # noqa: E731
     bias = lambda b: None if b is None else amat(b)  # noqa: E731
     for layer in model.layers:
         a = normed(x, layer.ln1)
+        qk = [[u + p for u, p in zip(r, W_pos[i])] for i, r in enumerate(a)] if shortformer else a
         update = [[arb(0)] * d for _ in range(n)]
         for head in layer.heads:
-            q = rounded(turned([vecmat(r, amat(head.W_Q), bias(head.b_Q)) for r in a], layer))
-            k = rounded(turned([vecmat(r, amat(head.W_K), bias(head.b_K)) for r in a], layer))
+            q = rounded(turned([vecmat(r, amat(head.W_Q), bias(head.b_Q)) for r in qk], layer))
+            k = rounded(turned([vecmat(r, amat(head.W_K), bias(head.b_K)) for r in qk], layer))
             v = [[rp(u) for u in vecmat(r, amat(head.W_V), bias(head.b_V))] for r in a]
             z = _attention(q, k, v, layer.attn_scale, keys_of)
             WO = amat(head.W_O)

@@ -8,8 +8,9 @@ Families, one per part and one with all of them: RMSNorm (ε-scale variances, ep
 astronomically large, both layouts, partial rotation), gated MLPs (SiLU / GELU gates whose arguments
 sit on the enclosures' turning points and cut-offs, with and without a gate bias), grouped-query
 attention (heads sharing one key/value head's arrays, rotated), GPT-NeoX's parallel residual with
-LayerNorm and partial rotary. Models are tiny (n = 2–3, every input of Σ^n) with the palettes'
-adversarial weights. Undecided reference positions are skipped and counted, never agreement.
+LayerNorm and partial rotary, shortformer positions (W_pos in q and k only). Models are tiny (n =
+2–3, every input of Σ^n) with the palettes' adversarial weights. Undecided reference positions are
+skipped and counted, never agreement.
 
 Default run: a small seeded set per family. The slow set (`-m slow`) runs
 HEADCOUNT_LLAMA_SOUNDNESS_MODELS models per family (default 10,000) and prints its counts.
@@ -52,6 +53,7 @@ class Family:
     mlp: str  # "gated" | "plain" | "none"
     gqa: bool = False
     parallel: bool = False
+    shortformer: bool = False
 
 
 FAMILIES = [
@@ -61,6 +63,7 @@ FAMILIES = [
     Family("gqa", 2, "rms", True, "none", gqa=True),
     Family("neox-parallel", 2, "ln", True, "plain", parallel=True),
     Family("llama", 2, "rms", True, "gated", gqa=True),
+    Family("shortformer", 2, "ln", False, "none", shortformer=True),
 ]
 FAMILY_IDS = [f.name for f in FAMILIES]
 
@@ -146,6 +149,7 @@ def random_llama_case(rng: np.random.Generator, family: Family) -> tuple[Transfo
         )
     W_E = fill((alphabet, d), fill.mode("embed"))
     W_pos = np.zeros((n, d)) if family.rotary else fill((n, d), fill.mode("embed"))
+    positions = "qk" if family.shortformer and rng.random() < 0.9 else "residual"
     if rng.random() < 0.15:  # ε-scale rows: every embedding tiny, variances near eps
         W_E = W_E * 2.0**-520
     classes = alphabet + 1
@@ -153,7 +157,10 @@ def random_llama_case(rng: np.random.Generator, family: Family) -> tuple[Transfo
     decoder = LinearDecoder(fill((d, classes), m_u), fill((classes,), m_u))
     mask = "causal" if rng.random() < 0.7 else "full"
     final = _norm(rng, fill, d, family.norm)
-    return Transformer(W_E, W_pos, tuple(layers), decoder, mask, ln_final=final), bits
+    model = Transformer(
+        W_E, W_pos, tuple(layers), decoder, mask, ln_final=final, positions=positions
+    )
+    return model, bits
 
 
 def run_family(family: Family, seed: int, models: int) -> Counts:
@@ -177,7 +184,15 @@ def test_families_reach_the_llama_parts():
     for family in FAMILIES:
         for _ in range(20):
             seen |= set(random_llama_case(rng, family)[0].extensions)
-    assert {"rmsnorm", "rotary", "gated mlp", "parallel", "silu", "layernorm"} <= seen
+    assert {
+        "rmsnorm",
+        "rotary",
+        "gated mlp",
+        "parallel",
+        "silu",
+        "layernorm",
+        "shortformer",
+    } <= seen
 
 
 @pytest.mark.slow

@@ -130,6 +130,8 @@ def blocks_of(model: Transformer) -> Blocks:
     """The Llama-family parts of `model` as TL holds them; InputError for what it cannot hold."""
     if any(layer.parallel for layer in model.layers):
         raise _refuse("GPT-NeoX's parallel residual (TL's native blocks are sequential)")
+    if model.positions == "qk":
+        raise _refuse("shortformer positions (TL's native model has standard or rotary ones)")
     return Blocks(_norm_kind(model), _rotary(model), _gated(model), _group(model))
 
 

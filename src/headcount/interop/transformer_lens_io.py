@@ -50,8 +50,9 @@ name; grouped key/value heads (attn._W_K, _W_V, _b_K, _b_V) give each head its g
 buffers HookedTransformer saves (attn.mask, IGNORE, rotary_sin, rotary_cos) are skipped. The config
 gives the rest: scores divided by attn_scale (√d_head by default) when use_attn_scale; LN, RMS and
 their parameter-free Pre forms (w = 1); rotary positions rotate_half, or interleaved with
-rotary_adjacent_pairs; gated_mlp; parallel_attn_mlp; final_rms. Shortformer positions, rope
-scaling, soft caps, QK norms, experts and other activations are refused by name.
+rotary_adjacent_pairs; shortformer positions (W_pos added to the q and k inputs after ln1, as
+HookedTransformer adds them); gated_mlp; parallel_attn_mlp; final_rms. Rope scaling, soft caps, QK
+norms, experts and other activations are refused by name.
 """
 
 from __future__ import annotations
@@ -394,7 +395,7 @@ def _hooked_options(cfg: dict[str, Any], where: str) -> dict[str, Any]:
         if value not in (None, False, 0, -1, -1.0):
             raise InputError(f"{where}: {key} = {str(value)[:40]} is not read (no counterpart)")
     positional = cfg.get("positional_embedding_type") or "standard"
-    if positional not in ("standard", "rotary"):
+    if positional not in ("standard", "rotary", "shortformer"):
         raise InputError(f"{where}: positional_embedding_type {positional[:40]!r} is not read")
     act = cfg.get("act_fn") or "relu"
     if act not in HOOKED_ACT:
@@ -418,6 +419,7 @@ def _hooked_options(cfg: dict[str, Any], where: str) -> dict[str, Any]:
         "ln_eps": float(cfg.get("eps") or 1e-5),
         "rotary": rotary,
         "parallel": bool(cfg.get("parallel_attn_mlp")),
+        "positions": "qk" if positional == "shortformer" else "residual",
         "info": {"imported": "transformer_lens HookedTransformer"},
     }
 

@@ -9,6 +9,7 @@ appears only where a model has it:
     "gated": true        the MLP's tensor layers.{l}.mlp.W_gate [d_model d_mlp]
     "gate_bias": true    and layers.{l}.mlp.b_gate [d_mlp]
     "parallel": true     attention and MLP read the same residual (GPT-NeoX)
+    top level "positions": "qk"   shortformer positions (core.model.Transformer.positions)
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from headcount.core.model.parts import (
     ACTIVATIONS,
     MASKS,
     MLP,
+    POSITIONS,
     AttentionHead,
     Layer,
     Rotary,
@@ -132,6 +133,8 @@ def save_model(model: Transformer | OneLayerTable, path: str | os.PathLike) -> N
     }
     if model.ln_final is not None:
         config["ln_final"] = norm_entry("ln_final", model.ln_final, tensors)
+    if model.positions != "residual":
+        config["positions"] = model.positions
     config |= {"decoder": decoder_cfg, "info": model.info}
     _write(tensors | decoder_tensors, config, path)
 
@@ -420,6 +423,13 @@ def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
     mask = config.get("mask")
     if mask not in MASKS:
         raise invalid(path, _MODEL, f"'mask' must be one of {list(MASKS)}, got {short_repr(mask)}")
+    positions = config.get("positions", "residual")
+    if positions not in POSITIONS:
+        raise invalid(
+            path,
+            _MODEL,
+            f"'positions' must be one of {list(POSITIONS)}, got {short_repr(positions)}",
+        )
     info = config_info(config, path, _MODEL)
     kind, dec_config = _decoder_config(config, path)
     shapes = TensorShapes(path, _MODEL)
@@ -442,6 +452,7 @@ def load_model(path: str | os.PathLike) -> Transformer | OneLayerTable:
             return OneLayerTable(*tables, decoder, mask, info)
         layers = tuple(_build_layer(l, spec, tensors) for l, spec in enumerate(specs))
         final = None if ln_final is None else ln_final.build("ln_final", tensors)
-        return Transformer(tensors["W_E"], tensors["W_pos"], layers, decoder, mask, info, final)
+        W_E, W_pos = tensors["W_E"], tensors["W_pos"]
+        return Transformer(W_E, W_pos, layers, decoder, mask, info, final, positions)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as err:
         raise invalid(path, _MODEL, f"{type(err).__name__}: {one_line(err)}") from None

@@ -22,6 +22,7 @@ ACTIVATIONS = (
     "silu",
 )  # gelu: x·Φ(x) (exact erf); gelu_tanh: GPT-2's "gelu_new"; silu: x·σ(x) (Llama's gate)
 ROTARY_LAYOUTS = ("rotate_half", "interleaved")
+POSITIONS = ("residual", "qk")  # where W_pos enters (core.model.Transformer.positions)
 
 
 def float64_array(a: Any) -> np.ndarray:

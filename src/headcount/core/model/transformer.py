@@ -39,6 +39,7 @@ import numpy as np
 from headcount.common.errors import InputError
 from headcount.core.model.parts import (
     MASKS,
+    POSITIONS,
     Layer,
     Norm,
     Rotary,
@@ -73,6 +74,10 @@ class Transformer:
     mask: str = "causal"
     info: dict[str, Any] = field(default_factory=dict)
     ln_final: Norm | None = None  # before the decoder
+    # "residual": W_pos is added to the embedding; "qk" (shortformer, TransformerLens's toy
+    # models): the residual starts at W_E[σ_i] and W_pos[i] is added to every layer's normalised
+    # input of q and k only (LN1(x) + W_pos[i]), never to v or the MLPs
+    positions: str = "residual"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "W_E", float64_array(self.W_E))
@@ -80,6 +85,8 @@ class Transformer:
         object.__setattr__(self, "layers", tuple(self.layers))
         if self.mask not in MASKS:
             raise ValueError(f"unknown mask {self.mask!r}: use one of {MASKS}")
+        if self.positions not in POSITIONS:
+            raise ValueError(f"unknown positions {self.positions!r}: use one of {POSITIONS}")
         d = self.d_model
         if self.W_pos.shape[1] != d:
             raise ValueError(f"W_pos has width {self.W_pos.shape[1]}, W_E has {d}")
@@ -109,6 +116,8 @@ class Transformer:
         out = set().union(*(layer.extensions() for layer in self.layers))
         if self.ln_final is not None:
             out.add(norm_extension(self.ln_final))
+        if self.positions == "qk":
+            out.add("shortformer")
         return sorted(out)
 
     @property
@@ -146,6 +155,7 @@ class Transformer:
         rotary: Rotary | Mapping[str, Any] | None = None,
         parallel: bool = False,
         norm_offset: float = 0.0,
+        positions: str = "residual",
     ) -> Transformer:
         """A model from a dict of arrays under TransformerLens's names and shapes.
 
@@ -170,8 +180,9 @@ class Transformer:
         LayerNorm's. The Llama / NeoX parts (docs/families.md): `rotary` rotates every layer's q
         and k (a core.model.Rotary or {"theta", "dims", "layout"}; such models have W_pos = 0),
         `parallel` gives every layer NeoX's parallel residual, `norm_offset` 1 makes the RMSNorms
-        scale by 1 + w (Gemma); a gated MLP is one with W_gate. InputError (a ValueError) names the
-        first key or option that does not fit.
+        scale by 1 + w (Gemma), `positions` "qk" adds W_pos to the q and k inputs only
+        (shortformer); a gated MLP is one with W_gate. InputError (a ValueError) names the first key
+        or option that does not fit.
         `Transformer.from_weights(m.weights(), **m.weight_options())` rebuilds `m` exactly.
         """
         W_E, W_pos, layers, decoder, ln_final = parts_from_weights(
@@ -185,7 +196,7 @@ class Transformer:
             norm_offset=norm_offset,
         )
         try:
-            return cls(W_E, W_pos, layers, decoder, mask, dict(info or {}), ln_final)
+            return cls(W_E, W_pos, layers, decoder, mask, dict(info or {}), ln_final, positions)
         except ValueError as err:
             raise InputError(f"weights: {err}") from None
 
@@ -201,8 +212,8 @@ class Transformer:
 
     def weight_options(self) -> dict[str, Any]:
         """The keyword arguments of from_weights that, with weights(), rebuild this model exactly:
-        readout, mask, attn_scale, activation, ln_eps and info, and rotary, parallel and
-        norm_offset where the model has those parts. ValueError where a part differs by layer."""
+        readout, mask, attn_scale, activation, ln_eps and info, and rotary, parallel, norm_offset
+        and positions where the model has those parts. ValueError where a part differs by layer."""
         return transformer_options(self)
 
     @property

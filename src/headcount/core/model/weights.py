@@ -30,7 +30,7 @@ _ATTN = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O")
 _MLP = ("W_in", "b_in", "W_out", "b_out")
 _GATE = ("W_gate", "b_gate")
 # the parts of the Llama / NeoX blocks (issue 32), beyond GPT-2's
-BEYOND_GPT2 = {"rmsnorm", "rotary", "gated mlp", "parallel", "silu"}
+BEYOND_GPT2 = {"rmsnorm", "rotary", "gated mlp", "parallel", "silu", "shortformer"}
 
 
 def _weights_of(weights: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], int]:
@@ -272,4 +272,6 @@ def transformer_options(model: Any) -> dict[str, Any]:
     offsets = {ln.offset for ln in lns if isinstance(ln, RMSNorm)}
     if offset := _uniform(offsets, "RMSNorm offsets", 0.0):
         out["norm_offset"] = offset
+    if model.positions != "residual":
+        out["positions"] = model.positions
     return out

@@ -137,7 +137,11 @@ def settle_ties(out, q, k, v, W_O: np.ndarray, bits: int, mask: str):
 
 
 def embed_bounds(model: Transformer, tokens: np.ndarray, positions, prec: Precision):
-    """The embedding box W_E[σ_i] + W_pos[i] at its rounding point (positions as forward.embed)."""
+    """The embedding box W_E[σ_i] + W_pos[i] (W_E[σ_i] alone with shortformer positions) at its
+    rounding point (positions as forward.embed)."""
+    if model.positions == "qk":
+        E = model.W_E[tokens]
+        return rounding_point_bounds(E, np.zeros_like(E), prec)
     return rounding_point_bounds(
         *add_bounds(model.W_E[tokens], 0.0, model.W_pos[positions], 0.0), prec
     )
@@ -159,11 +163,12 @@ def run_layer_bounds(model: Transformer, x, prec: Precision, head_output, positi
     for index, layer in enumerate(model.layers):
         update = (np.zeros_like(x[0]), np.zeros_like(x[1]))
         a = normed_bounds(x, layer.ln1, prec) if layer.heads else x
+        qk_in = a if model.positions != "qk" else add_bounds(*a, model.W_pos[rows], 0.0)
         rotary = layer.rotary
         table = None if rotary is None else table_for(rotary, rows)
         for h, head in enumerate(layer.heads):
-            q = affine_bounds(*a, head.W_Q, head.b_Q)
-            k = affine_bounds(*a, head.W_K, head.b_K)
+            q = affine_bounds(*qk_in, head.W_Q, head.b_Q)
+            k = affine_bounds(*qk_in, head.W_K, head.b_K)
             if table is not None:
                 q = rotary_bounds(*q, table, rows, rotary.layout)
                 k = rotary_bounds(*k, table, rows, rotary.layout)

@@ -150,6 +150,8 @@ def embed(model: Transformer, tokens: np.ndarray, positions, prec: Precision) ->
     level)."""
     dt = prec.compute_dtype
     w = lambda a: prec.after_op(a.astype(dt))  # noqa: E731 — weights stored in the mode's type
+    if model.positions == "qk":  # shortformer: positions enter q and k only (run_layers)
+        return prec.at_rounding_point(w(model.W_E[tokens]))
     return prec.at_rounding_point(prec.after_op(w(model.W_E[tokens]) + w(model.W_pos[positions])))
 
 
@@ -175,11 +177,12 @@ def run_layers(
     rows = position_rows(slice(0, x.shape[-2]) if positions is None else positions)
     for index, layer in enumerate(model.layers):
         a = normed(x, layer.ln1, prec)  # [.. d_model]
+        qk_in = a if model.positions != "qk" else prec.after_op(a + w(model.W_pos[rows]))
         rotation = None if layer.rotary is None else (layer.rotary, rows)
         update = np.zeros_like(x)
         for h, head in enumerate(layer.heads):
-            q = _project(a, head.W_Q, head.b_Q, prec, rotation)  # [.. d_head]
-            k = _project(a, head.W_K, head.b_K, prec, rotation)  # [.. d_head]
+            q = _project(qk_in, head.W_Q, head.b_Q, prec, rotation)  # [.. d_head]
+            k = _project(qk_in, head.W_K, head.b_K, prec, rotation)  # [.. d_head]
             v = _project(a, head.W_V, head.b_V, prec)  # [.. d_value]
             z = attention(index, h, layer, q, k, v)  # [.. d_value]
             update = prec.after_op(update + prec.at_rounding_point(prec.after_op(z @ w(head.W_O))))
