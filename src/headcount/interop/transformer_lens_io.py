@@ -311,8 +311,8 @@ def import_transformer_lens(
     if config is not None or os.path.isfile(os.fsdecode(folder)):
         if config is None:
             raise InputError(
-                f"{show_path(os.fsdecode(folder))} is a state dict: pass {param('config')} with "
-                "its HookedTransformerConfig as JSON"
+                f"{show_path(os.fsdecode(folder))} is not a folder (a TransformerLens export is "
+                f"one); a HookedTransformer state dict needs {param('config')} with its config"
             )
         check_not_read([out], [os.fsdecode(folder), os.fsdecode(config)])
         model, record = read_hooked_transformer(folder, config), False
