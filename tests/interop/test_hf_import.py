@@ -146,3 +146,15 @@ def test_the_weights_dict_rebuilds_every_family(saved):
     assert all(np.array_equal(again.weights()[k], v) for k, v in weights.items())
     with pytest.raises(InputError, match="rotary"):
         Transformer.from_weights(weights, **options | {"rotary": {"theta": -1.0, "dims": 2}})
+
+
+def test_gpt2_goes_through_the_gpt2_reader(tmp_path):
+    from tests.core.gpt2_checkpoints import config, state_dict, write_folder
+
+    folder = write_folder(tmp_path / "g", state_dict(), config())
+    result = import_hf(folder, tmp_path / "m.safetensors")
+    model = load_model(tmp_path / "m.safetensors")
+    assert result.family == "gpt2" and list(result.extensions) == model.extensions
+    assert result.rotary is None and result.norm == "layernorm" and model.n_ctx == result.n_ctx
+    relu = write_folder(tmp_path / "r", state_dict(), config(activation_function="relu"))
+    assert "gelu" not in import_hf(relu, tmp_path / "r.safetensors").extensions

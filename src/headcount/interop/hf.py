@@ -352,8 +352,17 @@ def _from_gpt2(done: gpt2.Gpt2Import) -> HfImport:
         done.path, done.source, done.config, "gpt2", done.layers, heads, heads, done.d_head,
         done.d_model, done.d_mlp, done.vocab, done.n_ctx, "layernorm", None, False, False,
         done.activation, done.readout, done.lm_head, done.prefix, done.ignored_buffers,
-        done.vocab_map, done.dtypes, ("attention biases", "attention scale", "gelu", "layernorm"),
+        done.vocab_map, done.dtypes, _gpt2_extensions(done),
     )  # fmt: skip
+
+
+def _gpt2_extensions(done: gpt2.Gpt2Import) -> tuple[str, ...]:
+    """The parts a GPT-2 import's model uses (Transformer.extensions), from its import record:
+    LayerNorm and biases always (interop.gpt2 reads them), a scale ≠ 1, a GELU."""
+    parts = {"attention biases", "layernorm"}
+    parts |= {"attention scale"} if any(s != 1.0 for s in done.attn_scale) else set()
+    parts |= {"gelu"} if done.activation != "relu" else set()
+    return tuple(sorted(parts))
 
 
 def hf_from_module(
