@@ -160,10 +160,11 @@ def run_layer_bounds(model: Transformer, x, prec: Precision, head_output, positi
     head index, layer, head, q, k, v) from its q (scaled by the layer's attention scale), k and v
     boxes; q and k rotated (rotary_bounds) at the rows' `positions` as run_layers takes them."""
     rows = position_rows(slice(0, x[0].shape[-2]) if positions is None else positions)
+    pos = model.W_pos[rows] if model.positions == "qk" else None  # shortformer: q, k inputs
     for index, layer in enumerate(model.layers):
         update = (np.zeros_like(x[0]), np.zeros_like(x[1]))
         a = normed_bounds(x, layer.ln1, prec) if layer.heads else x
-        qk_in = a if model.positions != "qk" else add_bounds(*a, model.W_pos[rows], 0.0)
+        qk_in = a if pos is None else add_bounds(*a, pos, 0.0)
         rotary = layer.rotary
         table = None if rotary is None else table_for(rotary, rows)
         for h, head in enumerate(layer.heads):

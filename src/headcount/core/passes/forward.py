@@ -15,6 +15,7 @@ from scipy import special
 from headcount.core.attention import attend
 from headcount.core.model import MLP, Layer, LayerNorm, Norm, RMSNorm, Rotary, Transformer
 from headcount.core.numbers import FLOAT64, Precision, RotaryTable, rotary_table
+from headcount.core.passes.rotary import rotary_pairs
 
 CHUNK_BYTES = 64 * 2**20
 
@@ -96,11 +97,7 @@ def rotate(q: np.ndarray, rotary: Rotary, positions: np.ndarray, prec: Precision
     rounded to the mode's type; cos and sin are the Arb-evaluated table's midpoints, the same
     numbers the bound passes enclose."""
     table = table_for(rotary, positions)
-    half = rotary.dims // 2
-    if rotary.layout == "rotate_half":
-        first, second = np.arange(half), np.arange(half, rotary.dims)
-    else:
-        first, second = np.arange(0, rotary.dims, 2), np.arange(1, rotary.dims, 2)
+    first, second = rotary_pairs(rotary.dims, rotary.layout)
     dt, r = q.dtype.type, prec.after_op
     c, s = (r(t.mid[positions].astype(dt)) for t in (table.cos, table.sin))  # [rows half]
     a, b = q[..., first], q[..., second]
@@ -175,9 +172,10 @@ def run_layers(
     dt = prec.compute_dtype
     w = lambda a: prec.after_op(a.astype(dt))  # noqa: E731 — weights stored in the mode's type
     rows = position_rows(slice(0, x.shape[-2]) if positions is None else positions)
+    pos = w(model.W_pos[rows]) if model.positions == "qk" else None  # shortformer: q, k inputs
     for index, layer in enumerate(model.layers):
         a = normed(x, layer.ln1, prec)  # [.. d_model]
-        qk_in = a if model.positions != "qk" else prec.after_op(a + w(model.W_pos[rows]))
+        qk_in = a if pos is None else prec.after_op(a + pos)
         rotation = None if layer.rotary is None else (layer.rotary, rows)
         update = np.zeros_like(x)
         for h, head in enumerate(layer.heads):

@@ -21,7 +21,8 @@ from headcount.core.numbers import TINY, Box, RotaryTable, gamma, inflate
 LAYOUTS = ("rotate_half", "interleaved")
 
 
-def _pairs(dims: int, layout: str) -> tuple[np.ndarray, np.ndarray]:
+def rotary_pairs(dims: int, layout: str) -> tuple[np.ndarray, np.ndarray]:
+    """(first, second): the entries of each rotated pair of a layout (the module docstring)."""
     if layout == "rotate_half":
         first = np.arange(dims // 2)
         return first, first + dims // 2
@@ -46,7 +47,7 @@ def rotary_bounds(
     """The box of the rotated x for every x in (mid, rad) [.. n d_head], row j at position
     positions[j] (module docstring); ValueError for a layout not in LAYOUTS, a rotary part wider
     than the head, or a position outside the table."""
-    first, second = _pairs(table.dims, layout)
+    first, second = rotary_pairs(table.dims, layout)
     positions = np.asarray(positions)
     if table.dims > mid.shape[-1]:
         raise ValueError(f"the rotary part ({table.dims}) is wider than the head ({mid.shape[-1]})")
