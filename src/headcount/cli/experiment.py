@@ -16,7 +16,8 @@ from headcount.learn.constants import DEFAULT_DB
 
 def experiment(
     name: str = typer.Argument(
-        ..., help="induction-depth, khop, khop-gpt2, minmax-heads or xor-phase."
+        ...,
+        help="induction-depth, khop, khop-gpt2, khop-llama, khop-neox, minmax-heads or xor-phase.",
     ),
     scale: str = typer.Option("quick", "--scale", help="quick or full."),
     db: Path = typer.Option(Path(DEFAULT_DB), "--db", help="Results database."),

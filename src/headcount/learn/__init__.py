@@ -13,8 +13,8 @@
                       in training
     store_schema.py   what makes a file a results database: its tables, the checks on opening
     sweep/            grids of runs: spec, schedulers (local workers or Ray), run, tables
-    experiments.py    the five experiments (spec/learning.md; k-hop also with GPT-2 blocks): specs,
-                      summaries
+    experiments.py    the five experiments (spec/learning.md; k-hop also with GPT-2, Llama and
+                      NeoX blocks): specs, summaries
     certified_runs.py the k-hop runner that certifies what it trained (a built-in sweep runner)
     summaries.py      each experiment's typed summary, read from the database only (figures and
                       claims are report/learning/claims.py's)

@@ -1,21 +1,17 @@
-"""The five learning experiments of spec/learning.md: each one sweep, its table, and a summary read
-back from the database.
+"""The learning experiments of spec/learning.md (and issue 32's block families): each one sweep, its
+table, and a summary read back from the database.
 
     run_experiment("xor-phase", scale="quick", db=DEFAULT_DB) -> ExperimentResult
 
-| experiment      | sweep (quick scale; `full` grows it)                           | compared with
-                  |
-|-----------------|----------------------------------------------------------------|-----------------|
-| induction-depth | layers {1, 2} × n {16, 32}, 1 head, dim 32, alphabet 4          | the INDEX
-bound |
-| khop            | layers {2, 3, 4}, trained on 1..4 hops (no adjacent repeats)    | depth ≈ log₂ k
-                  |
-| khop-gpt2       | the same, GPT-2 blocks (LayerNorm, GELU MLP), layers {2..5}     | depth ≈ log₂ k
-|
-| minmax-heads    | heads {1, 2} × dim {1, 2, 3, 4, 6}, M = 8, n = 4, 2 seeds       | exact verifier
-|
-| xor-phase       | D, H ∈ {1, 2, 4, 8}, n = 8, 2 seeds                             | D·H = n (Thm
-2) |
+| experiment      | sweep (quick scale; `full` grows it)                        | compared with  |
+|-----------------|-------------------------------------------------------------|----------------|
+| induction-depth | layers {1, 2} × n {16, 32}, 1 head, dim 32, alphabet 4       | the INDEX bound|
+| khop            | layers {2, 3, 4}, trained on 1..4 hops (no adjacent repeats) | depth ≈ log₂ k |
+| khop-gpt2       | the same, GPT-2 blocks (LayerNorm, GELU MLP), layers {2..5}  | depth ≈ log₂ k |
+| khop-llama      | the same, Llama blocks (RMSNorm, rotary, SwiGLU), {2..5}     | depth ≈ log₂ k |
+| khop-neox       | the same, GPT-NeoX blocks (parallel, rotary), {2..5}         | depth ≈ log₂ k |
+| minmax-heads    | heads {1, 2} × dim {1, 2, 3, 4, 6}, M = 8, n = 4, 2 seeds    | exact verifier |
+| xor-phase       | D, H ∈ {1, 2, 4, 8}, n = 8, 2 seeds                          | D·H = n (Thm 2)|
 
 Each experiment is a sweep spec (`experiment_spec`) run by `headcount.learn.sweep.run_sweep` —
 resumable, parallel, one row per run in the results database — then its summarizer (summaries.py:
@@ -33,7 +29,7 @@ report can load the best two-layer model and the deepest k-hop model and read th
 (report/induction/mechanism.py, report/induction/khop_mechanism.py); the run ids, and so the rows,
 are unchanged (a kept run's `model_path` names its file).
 
-The two k-hop experiments run with the built-in runner KHOP_RUNNER (learn/certified_runs.py:
+The k-hop experiments run with the built-in runner KHOP_RUNNER (learn/certified_runs.py:
 run_khop_certified): the training run, then its exported model certified at every hop count
 (`khop_certificates`: sampled inputs in the training layout, the smallest fixed:p with a proof, the
 IEEE dtypes that stay exact), stored with the run's metrics as `certificates_by_hop`.
@@ -76,6 +72,10 @@ GPT2_BLOCK = {
     "layernorm": True,
     "activation": "gelu",
 }  # the k-hop paper's blocks (GPT2Model)
+# learn/models/blocks.py's families, each with its own norm, MLP and positions (train_induction)
+LLAMA_BLOCK = {"arch": "llama"}
+NEOX_BLOCK = {"arch": "neox"}
+KHOP_QUICK = {"n": 16, "alphabet": 4, "heads": 2, "dim": 32, "hops": 4}  # khop's quick width
 # the k-hop experiments' full scale; lr 1e-3: at 3e-3 the attention-only L = 4, 5 models diverged (L
 # = 5: 65 % error at k = 1)
 KHOP_FULL = {"n": 32, "alphabet": 4, "heads": 2, "dim": 64, "hops": 8, "steps": 4000, "lr": 1e-3}
@@ -127,6 +127,29 @@ class ExperimentResult:
         }
 
 
+def _khop_blocks(name: str, block: dict[str, Any], blocks: str) -> Experiment:
+    """A k-hop experiment with one block family at khop's width (heads, dim) and depths 2..5: the
+    learning lab's comparison of families (learning.khop.gpt2, learning.khop.families)."""
+    return Experiment(
+        name,
+        "khop",
+        f"k-hop induction, {blocks}: error by depth L and hop count k",
+        {
+            # khop's settings with the family's block; 1000 steps keep the quick report's budget
+            # (four models, ~65 s of one core in all for GPT-2; Llama and NeoX about as much)
+            "quick": {
+                "fixed": {**KHOP_QUICK, "steps": 1000, **block},
+                "grid": {"layers": [2, 3, 4, 5]},
+                "seeds": [0],
+            },
+            "full": {"fixed": KHOP_FULL | block, "grid": {"layers": [2, 3, 4, 5]}, "seeds": [0, 1]},
+        },
+        summarize_khop,
+        ("accuracy_by_hop", "accuracy_bottom", "train_seconds"),
+        KHOP_RUNNER,
+    )
+
+
 EXPERIMENTS: dict[str, Experiment] = {
     e.name: e
     for e in (
@@ -161,7 +184,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             "k-hop induction: error by depth L and hop count k",
             {
                 "quick": {
-                    "fixed": {"n": 16, "alphabet": 4, "heads": 2, "dim": 32, "hops": 4},
+                    "fixed": KHOP_QUICK,
                     "grid": {"layers": [2, 3, 4]},
                     "seeds": [0],
                 },
@@ -172,36 +195,10 @@ EXPERIMENTS: dict[str, Experiment] = {
             KHOP_RUNNER,
             keeps_models=True,
         ),
-        Experiment(
-            "khop-gpt2",
-            "khop",
-            "k-hop induction, GPT-2 blocks (pre-LayerNorm, GELU MLP): error by depth L and hop "
-            "count k",
-            {
-                # khop's settings with the k-hop paper's GPT-2 block; 1000 steps keep the quick
-                # report's budget (four models, ~65 s of one core in all)
-                "quick": {
-                    "fixed": {
-                        "n": 16,
-                        "alphabet": 4,
-                        "heads": 2,
-                        "dim": 32,
-                        "hops": 4,
-                        "steps": 1000,
-                        **GPT2_BLOCK,
-                    },
-                    "grid": {"layers": [2, 3, 4, 5]},
-                    "seeds": [0],
-                },
-                "full": {
-                    "fixed": KHOP_FULL | GPT2_BLOCK,
-                    "grid": {"layers": [2, 3, 4, 5]},
-                    "seeds": [0, 1],
-                },
-            },
-            summarize_khop,
-            ("accuracy_by_hop", "accuracy_bottom", "train_seconds"),
-            KHOP_RUNNER,
+        _khop_blocks("khop-gpt2", GPT2_BLOCK, "GPT-2 blocks (pre-LayerNorm, GELU MLP)"),
+        _khop_blocks("khop-llama", LLAMA_BLOCK, "Llama blocks (RMSNorm, rotary, SwiGLU MLP)"),
+        _khop_blocks(
+            "khop-neox", NEOX_BLOCK, "GPT-NeoX blocks (parallel attention and MLP, rotary)"
         ),
         Experiment(
             "minmax-heads",

@@ -9,31 +9,33 @@ claim by claim) weighs one second and says nothing about its time.
 
 from __future__ import annotations
 
-# measured by `headcount reproduce` (quick) on 2 idle cores, 2026-12-02: claims[].seconds
+# measured by `headcount reproduce` (quick) on 2 idle cores, 2026-12-03: claims[].seconds
+# (learning.khop.families measured alone after the other 22, its GPT-2 runs already in the database)
 RECORDED_SECONDS: dict[str, dict[str, float]] = {
     "quick": {
-        "boolean.xor.DH_iff": 5.08,
-        "boolean.symmetric.threshold_degree": 3.53,
-        "boolean.frontier": 115.04,
-        "induction.two_layer.exhaustive": 2.81,
-        "induction.two_layer.large_n": 12.76,
+        "boolean.xor.DH_iff": 3.3,
+        "boolean.symmetric.threshold_degree": 2.12,
+        "boolean.frontier": 63.37,
+        "induction.two_layer.exhaustive": 1.41,
+        "induction.two_layer.large_n": 6.24,
         "induction.two_layer.constant_dim": 0.01,
-        "induction.two_layer.precision_log_n": 3.04,
-        "induction.one_layer.n_log_n": 4.39,
-        "induction.separation": 2.82,
-        "induction.index.protocol": 11.02,
-        "induction.index.refute": 2.01,
-        "induction.index.error_floor": 71.72,
-        "induction.khop.construction": 131.98,
-        "induction.heads.mechanism": 0.05,
-        "induction.khop.mechanism": 2.16,
+        "induction.two_layer.precision_log_n": 1.64,
+        "induction.one_layer.n_log_n": 2.53,
+        "induction.separation": 1.52,
+        "induction.index.protocol": 5.59,
+        "induction.index.refute": 0.98,
+        "induction.index.error_floor": 31.71,
+        "induction.khop.construction": 56.04,
+        "induction.heads.mechanism": 0.02,
+        "induction.khop.mechanism": 0.74,
         "learning.khop.depth": 0.01,
-        "learning.khop.gpt2": 103.48,
+        "learning.khop.gpt2": 49.97,
         "learning.induction.depth": 0.01,
-        "learning.minmax.heads": 45.57,
+        "learning.minmax.heads": 27.42,
         "learning.xor.phase": 0.01,
-        "minmax.two_heads.certified": 7.92,
-        "minmax.one_head.obstructed": 3.58,
+        "minmax.two_heads.certified": 3.84,
+        "minmax.one_head.obstructed": 2.32,
+        "learning.khop.families": 119.5,
     },
 }
 

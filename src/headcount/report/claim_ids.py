@@ -15,6 +15,7 @@ CLAIM_IDS = (
     "boolean.symmetric.threshold_degree",
     "learning.khop.depth",
     "learning.khop.gpt2",
+    "learning.khop.families",
     "boolean.frontier",
     "induction.index.protocol",
     "induction.index.refute",

@@ -161,6 +161,17 @@ def _khop_gpt2(m: Measured) -> str:
     return "GPT-2 blocks: " + _depth_rows(m["gpt2"])
 
 
+def _khop_families(m: Measured) -> str:
+    def depth(family: Measured) -> str:
+        last = family["min_depth"][-1]
+        return "none" if last is None else f"L = {last}"
+
+    k = next(iter(m.values()))["summary"]["hops"][-1]
+    return f"smallest depth at k = {k}: " + ", ".join(
+        f"{name} {depth(family)}" for name, family in m.items()
+    )
+
+
 def _induction_depth(m: Measured) -> str:
     return (
         f"two layers ≥ {_percent(m['two_layer_best_min_accuracy'])} at every n; one layer at "
@@ -213,6 +224,7 @@ HEADLINES: dict[str, Callable[[Measured], str]] = {
     "induction.khop.mechanism": _khop_mechanism,
     "learning.khop.depth": _khop_depth,
     "learning.khop.gpt2": _khop_gpt2,
+    "learning.khop.families": _khop_families,
     "learning.induction.depth": _induction_depth,
     "learning.minmax.heads": _minmax_heads,
     "learning.xor.phase": _xor_phase,

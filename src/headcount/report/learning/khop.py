@@ -1,11 +1,13 @@
 """k-hop claims and figures (Sanford, Hsu & Telgarsky 2024): what depth trained models need as the
-hop count grows — attention-only models, and GPT-2-style models (pre-LayerNorm, GELU MLP) as the
-paper trained — and the precision each trained model needs at each hop count.
+hop count grows — attention-only models, GPT-2-style models (pre-LayerNorm, GELU MLP) as the paper
+trained, and the block families studied today (Llama, GPT-NeoX) at the same width — and the
+precision each trained model needs at each hop count.
 
-Measure: the experiments "khop" and "khop-gpt2" (learn/experiments.py: one model per depth L trained
-on hop counts 1..K, the hop count as the first token; each run's exported model certified at every k
-on sampled inputs of its training distribution), read back from Context.results_db. Check: the
-depth–hop trade-off (_khop_problems), the same three statements for both model families. Precision
+Measure: the experiments "khop", "khop-gpt2", "khop-llama" and "khop-neox" (learn/experiments.py:
+one model per depth L trained on hop counts 1..K, the hop count as the first token; each run's
+exported model certified at every k on sampled inputs of its training distribution), read back from
+Context.results_db. Check: the depth–hop trade-off (_khop_problems), the same three statements for
+every model family. Precision
 is reported, never asserted: a certificate needs the model right on every sample, and the rigorous
 bounds decide how small a p they can prove. Describe: one line.
 
@@ -246,6 +248,90 @@ def khop_gpt2(ctx: Context) -> ClaimResult:
     return ClaimResult(series.to_json(), status(not problems), detail, series)
 
 
+# the block families of learning.khop.families: experiment, name in the report, its block
+FAMILIES = (
+    ("khop-gpt2", "GPT-2", "pre-LayerNorm, GELU MLP"),
+    ("khop-llama", "Llama", "RMSNorm, rotary positions, SwiGLU MLP"),
+    ("khop-neox", "GPT-NeoX", "parallel attention and MLP, rotary positions, LayerNorm, GELU MLP"),
+)
+FAMILY_BLOCKS = "; ".join(f"{name}: {block}" for _, name, block in FAMILIES)
+
+
+@dataclass(frozen=True)
+class KhopFamilies:
+    """The series of learning.khop.families: each block family's summary and its experiment's
+    training steps (None: the trainer's default), in FAMILIES order."""
+
+    families: tuple[str, ...]  # the report's names (GPT-2, Llama, GPT-NeoX)
+    summaries: tuple[KhopSummary, ...]
+    steps: tuple[int | None, ...]
+
+    def min_depths(self) -> list[list[float]]:
+        """Per family, the smallest depth with error ≤ KHOP_SOLVED at each hop count (inf: none)."""
+        return [khop_min_depths(s.layers, s.error) if not s.empty else [] for s in self.summaries]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            name: {
+                "summary": s.to_json(),
+                "steps": steps,
+                "min_depth": [None if L == math.inf else L for L in need],
+            }
+            for name, s, steps, need in zip(
+                self.families, self.summaries, self.steps, self.min_depths()
+            )
+        }
+
+
+def _families_depths(s: KhopFamilies) -> str:
+    """The smallest depth per k side by side, one column per family (reported, not asserted)."""
+    if len({tuple(f.hops) for f in s.summaries}) != 1:
+        return "families not comparable (other hop counts)"
+    need = s.min_depths()
+    cells = ", ".join(
+        f"k={k}: " + "/".join("none" if d[j] == math.inf else str(d[j]) for d in need)
+        for j, k in enumerate(s.summaries[0].hops)
+    )
+    return (
+        f"smallest depth with error ≤ {100 * KHOP_SOLVED:g}% by k ({'/'.join(s.families)}): {cells}"
+    )
+
+
+@claim(
+    "learning.khop.families",
+    paper=KHOP_PAPER,
+    source="k-hop induction heads, depth vs k, by block family: the GPT-2 blocks the paper "
+    "trained, Llama (Touvron et al. 2023) and GPT-NeoX (Black et al. 2022) blocks",
+    statement="The depth–hop trade-off holds for every block family at equal width (the same "
+    f"heads, d_model, data and steps; {FAMILY_BLOCKS}). Measured on one model per family and "
+    f"depth L = 2..5 trained on k = 1..K, for each family: {THREE_STATEMENTS}. Reported beside "
+    "it: the smallest depth with error ≤ 5% at each k, family by family, and each model's "
+    "certified precision at each k.",
+    check=f"PASS only if, for each of GPT-2, Llama and GPT-NeoX, the three statements hold on its "
+    f"models' error table: {THREE_STATEMENTS}.",
+)
+def khop_families(ctx: Context) -> ClaimResult:
+    names, summaries = [], []
+    for experiment, name, _ in FAMILIES:
+        names.append(name)
+        summaries.append(experiment_summary(ctx, experiment))
+    steps = tuple(_steps(experiment, ctx.scale) for experiment, _, _ in FAMILIES)
+    series = KhopFamilies(tuple(names), tuple(summaries), steps)
+    problems = {
+        name: _khop_problems(s.layers, s.hops, s.error) for name, s in zip(names, summaries)
+    }
+    parts = [f"{name}: {_describe_khop(s, problems[name])}" for name, s in zip(names, summaries)]
+    if not any(problems.values()):
+        parts.append(_families_depths(series))
+    parts += [f"{name}: {_precision_text(s)}" for name, s in zip(names, summaries)]
+    parts.append(
+        "training steps: "
+        + ", ".join(f"{name} {'default' if n is None else n}" for name, n in zip(names, steps))
+    )
+    passed = not any(problems.values())
+    return ClaimResult(series.to_json(), status(passed), "; ".join(parts), series)
+
+
 # ------------------------------------------------------------------------------------------------
 # Figures: heat maps of the error by (L, k), each cell with its certified precision
 
@@ -313,19 +399,26 @@ def draw_khop_gpt2(fig: plt.Figure, s: KhopSummary) -> str:
     return _draw(fig, s, title, "one trained GPT-2-style model (pre-LayerNorm, GELU MLP)")
 
 
+def _panels(fig: plt.Figure, panels: list[tuple[str, KhopSummary | None]], title: str) -> bool:
+    """One heat map per measured summary, side by side on one colour scale (False: none
+    measured)."""
+    measured = [(name, s) for name, s in panels if s is not None and not s.empty]
+    if not measured:
+        fig.text(0.5, 0.5, "no k-hop runs in the results database", ha="center", va="center")
+        return False
+    axes = fig.subplots(1, len(measured), squeeze=False)[0]
+    images = [_heatmap(ax, summary, name) for ax, (name, summary) in zip(axes, measured)]
+    fig.colorbar(images[-1], ax=axes[-1], label="error (%)")
+    fig.suptitle(title)
+    return True
+
+
 def draw_comparison(fig: plt.Figure, s: KhopComparison) -> str:
     """Attention-only (left, when measured) and GPT-2-style (right) heat maps, one colour scale."""
     panels = [("attention-only layers", s.attention_only), ("GPT-2 blocks", s.gpt2)]
-    panels = [
-        (title, summary) for title, summary in panels if summary is not None and not summary.empty
-    ]
-    if not panels:
-        fig.text(0.5, 0.5, "no k-hop runs in the results database", ha="center", va="center")
+    title = "k-hop induction heads, trained L-layer models: error by depth and hop count"
+    if not _panels(fig, panels, title):
         return "No k-hop runs were measured."
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
-    images = [_heatmap(ax, summary, title) for ax, (title, summary) in zip(axes, panels)]
-    fig.colorbar(images[-1], ax=axes[-1], label="error (%)")
-    fig.suptitle("k-hop induction heads, trained L-layer models: error by depth and hop count")
     return (
         f"{PAPER} Measured: one trained model per depth L per family (attention-only layers; "
         "GPT-2 blocks: pre-LayerNorm attention and GELU MLP), trained on hop counts 1..K given "
@@ -336,11 +429,42 @@ def draw_comparison(fig: plt.Figure, s: KhopComparison) -> str:
     )
 
 
+def draw_families(fig: plt.Figure, s: KhopFamilies) -> str:
+    """One heat map per block family (GPT-2, Llama, GPT-NeoX), one colour scale."""
+    panels = [(f"{name} blocks", summary) for name, summary in zip(s.families, s.summaries)]
+    title = "k-hop induction heads by block family at equal width: error by depth and hop count"
+    if not _panels(fig, list(panels), title):
+        return "No k-hop runs were measured."
+    steps = ", ".join(
+        f"{name} {'default' if n is None else n}" for name, n in zip(s.families, s.steps)
+    )
+    return (
+        f"{PAPER} Measured: one trained model per depth L per block family ({FAMILY_BLOCKS}) at "
+        "the same heads and width, trained on hop counts 1..K given as the first token ('no "
+        f"adjacent repeats', alphabet 4; training steps: {steps}); error at each k on held-out "
+        f"positions with an answer. {PRECISION_NOTE}"
+    )
+
+
+def _draw_family(name: str, block: str) -> Callable[[plt.Figure, KhopSummary], str]:
+    """The `headcount experiment` drawing of one block family's k-hop experiment."""
+
+    def draw(fig: plt.Figure, s: KhopSummary) -> str:
+        title = f"k-hop, trained L-layer {name}-style models: error"
+        return _draw(fig, s, title, f"one trained {name}-style model ({block})")
+
+    return draw
+
+
 KHOP_DRAW["khop"] = draw_khop
 KHOP_DRAW["khop-gpt2"] = draw_khop_gpt2
+KHOP_DRAW.update({e: _draw_family(name, block) for e, name, block in FAMILIES[1:]})
 figure("learning_khop_heatmap", claim="learning.khop.depth")(
     lambda fig, result: draw_khop(fig, result.series)
 )
 figure("learning_khop_gpt2", claim="learning.khop.gpt2")(
     lambda fig, result: draw_comparison(fig, result.series)
+)
+figure("learning_khop_families", claim="learning.khop.families")(
+    lambda fig, result: draw_families(fig, result.series)
 )
