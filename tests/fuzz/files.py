@@ -61,6 +61,7 @@ TARGETS = (
     Target("table", "induction protocol", ("--k", "2", "--precision-bits", "8")),
     Target("table", "induction refute", ("--k", "2", "--precision-bits", "4")),
     Target("minmax", "minmax verify", ("--M", "4", "--n", "3")),
+    Target("minmax", "minmax lower-bound", ("--n", "9")),
     Target("boolean", "boolean check", ("--function", "xor")),
 )
 BASE_ARGV = {

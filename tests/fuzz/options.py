@@ -69,6 +69,12 @@ def _transformer(boolean_model: str) -> str:
     return str(Path(boolean_model).with_name("transformer.safetensors"))
 
 
+def _minmax(boolean_model: str) -> str:
+    """The one-head min/max construction (M = 4, n = 3) the fixtures write beside the Boolean
+    model."""
+    return str(Path(boolean_model).with_name("minmax.safetensors"))
+
+
 def _tl_export(boolean_model: str) -> str:
     """That construction as a TransformerLens export folder (`export transformer-lens`, made by
     Fixtures)."""
@@ -307,6 +313,11 @@ def commands(
                 "--method": _choice("exact-histogram", "brute-force", "Exact"),
             },
             alone={"--model": {"--M": "4", "--n": "3"}},
+        ),
+        Command(
+            "minmax lower-bound",
+            {"--model": _minmax(boolean_model), "--n": "9"},
+            {"--model": V.READ_PATHS, "--n": V.INT, "--bits": V.INT},
         ),
         Command(
             "minmax search",

@@ -1,5 +1,5 @@
-"""`headcount minmax …`: certify, construct, verify, search (each: options → one library call →
-print).
+"""`headcount minmax …`: certify, construct, verify, search, lower-bound (each: options → one
+library call → print).
 
 The library checks the input (headcount.minmax raises InputError; main() prints it and exits 2).
 Every count has a bound, checked before any work and stated in its --help (the constants live in
@@ -180,3 +180,43 @@ def minmax_search(
         M, n, dim, restarts=restarts, steps=steps, seed=seed, progress=progress_on(progress)
     )
     emit(result.to_json(), as_json, f"smallest d found: {result.smallest_d}")
+
+
+@app.command("lower-bound")
+def minmax_lower_bound(
+    model_file: Path = typer.Option(..., "--model", help="A single-head min/max model file."),
+    n: int | None = typer.Option(
+        None,
+        "--n",
+        help=f"{NOpt}; a wrong input is printed, so n ≤ 1,000,000. Default: the model's info n. "
+        "N = min{⌊1+√(M−1)⌋, ⌊(n−1)/2⌋}.",
+    ),
+    bits: int | None = typer.Option(
+        None,
+        "--bits",
+        help="Value precision p (values in 2^-p·Z^d; 0..1074); default: the values' exact bits.",
+    ),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Theorem 1 (seed 004) as a chain of checked objects for one head: the monotone run, the
+    duals of Lemmas 3/5 (exact), Lemma 6's process with Facts 1–2, and the inequality proven —
+    or the input the head gets wrong. The chain's work is bounded: N²·d ≤ 2^20 exact products.
+
+    Exit 0: the chain ran (its verdict is in the output); exit 3 if it broke (a check the
+    mathematics guarantees failed)."""
+    from headcount.minmax.model import load_minmax
+    from headcount.minmax.theorem1 import theorem1_chain
+
+    result = theorem1_chain(load_minmax(model_file), n, bits)
+    lines = [f"N = {result.N}, d = {result.d}, p = {result.p}: {result.verdict}"]
+    for c in result.chains:
+        line = f"{c.task}: {c.outcome}"
+        if c.conclusion is not None:
+            k = c.conclusion
+            line += f" (R·log₂ L = {k.lhs_bits:.4g} vs Σ N_r·log₂((n−1)/r) = {k.rhs_bits:.4g})"
+        elif c.duals is not None and c.duals.wrong is not None:
+            line += f" on {list(c.duals.wrong.input)}"
+        lines.append(line)
+    emit(result.to_json(), as_json, "\n".join(lines))
+    if result.verdict == "broken":
+        raise typer.Exit(3)

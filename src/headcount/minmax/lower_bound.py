@@ -137,7 +137,7 @@ def longest_monotone_run(weights: np.ndarray | TokenHead) -> MonotoneRun:
 # Lemma 6
 
 
-def _value_bits(values: np.ndarray) -> int:
+def exact_value_bits(values: np.ndarray) -> int:
     """Smallest p ≥ 0 with every value in 2^-p·Z (exact for float64; at most P_CAP)."""
     p = 0
     for v in np.unique(values.ravel()).tolist():
@@ -205,7 +205,7 @@ def lemma6_quantities(
     check_sizes(head.M, n)
     M, d = head.M, head.dim
     N = lemma_n(M, n)
-    p = _value_bits(head.values) if value_bits is None else int(value_bits)
+    p = exact_value_bits(head.values) if value_bits is None else int(value_bits)
     if value_norm is None:
         ell, log_ell = _value_norm(head.values)
     else:

@@ -34,6 +34,7 @@ CLAIM_IDS = (
     "learning.xor.phase",
     "minmax.two_heads.certified",
     "minmax.one_head.obstructed",
+    "minmax.theorem1.chain",
 )
 
 

