@@ -348,6 +348,18 @@ def commands(
             {"--model": V.READ_PATHS, "--function": V.FUNCTION, "--n": V.INT},
         ),
         Command(
+            "boolean minimal",
+            {"--function": "xor", "--n": "4", "--degree": "2", "--heads": "2"},
+            {
+                "--function": V.FUNCTION,
+                "--n": V.INT,
+                "--degree": V.INT,
+                "--heads": V.INT,
+                "--grid": V.GRID,
+                "--out": V.WRITE_PATHS,
+            },
+        ),
+        Command(
             "boolean threshold-degree",
             {"--function": "xor", "--n": "4"},
             {"--function": V.FUNCTION, "--n": V.INT, "--truth-table": V.TRUTH_TABLE},

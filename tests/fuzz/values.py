@@ -68,6 +68,9 @@ FUNCTION = STR + _pairs(
     ]
     + ["threshold:", "xor:1", "majority:", "threshold:" + "9" * 5000, "F:" + "+" * 1000]
 )
+GRID = STR + _pairs(  # boolean minimal --grid: denominators c > −1, at most 32, bounded digits
+    ["-1,1", "1/0", "1e9", "2," * 40, "10000000/3", "-3/4", "1,,2", "0x10", "½", "1/2/3"]
+)
 TOKENS = _pairs(
     ["", " ", ",", "0 1 x", "-1", "0 -0", "1.5", str(2**63), str(2**64), "9" * 5000, "nan", "٣ ٣"]
     + [

@@ -247,3 +247,37 @@ def boolean_stamps(
     D = renamed("--degree", degree, "--summands", summands, required=True)
     result = stamps(D, size)  # past its time limit: SearchTimeout, which main() reports (exit 2)
     emit(result.to_json(), as_json, f"range {result.range} with {list(result.basis)}")
+
+
+@app.command("minimal")
+def boolean_minimal(
+    function: str = typer.Option(
+        ..., "--function", help="xor, and, or, majority, threshold:k, exact:k, mod:m, or F:+-…"
+    ),
+    n: int = typer.Option(..., "--n", help="Number of input bits, 1..64."),
+    degree: int = typer.Option(..., "--degree", help="Readout degree D, 1..64."),
+    heads: int = typer.Option(..., "--heads", help="Heads H, 1..64."),
+    grid: str | None = typer.Option(
+        None,
+        "--grid",
+        help="The head denominators c searched, comma-separated rationals > −1 (≤ 32); default "
+        "−1/2, 1/2, 1..max(4, H+2).",
+    ),
+    out: Path | None = typer.Option(None, "--out", help="Save the d = 1 model found."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Does value dimension d = 1 suffice? Searches every set of H denominators from the grid and
+    every readout root walk (an LP each, HiGHS): a model found is certified exactly on all 2^n
+    inputs; otherwise every member gets an exact infeasibility certificate (Gordan), so d = 1 is
+    refuted within that family. Bound: at most 200,000 (denominator set, walk) systems."""
+    from headcount.boolean.minimal import minimal_dimension_one, parse_grid
+
+    chosen = None if grid is None else parse_grid(grid)
+    result = minimal_dimension_one(
+        function, n, degree, heads, chosen, out=None if out is None else str(out)
+    )
+    human = (
+        f"{function} on {n} bits, D={degree}, H={heads}: {result.verdict} "
+        f"({result.members} systems in the family)"
+    )
+    emit(result.to_json(), as_json, human)

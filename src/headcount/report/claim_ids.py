@@ -17,6 +17,7 @@ CLAIM_IDS = (
     "learning.khop.gpt2",
     "learning.khop.families",
     "boolean.frontier",
+    "boolean.minimal_dimension",
     "induction.index.protocol",
     "induction.index.refute",
     "induction.index.error_floor",

@@ -206,6 +206,16 @@ def _one_head(m: Measured) -> str:
     )
 
 
+def _minimal_dimension(m: Measured) -> str:
+    cells = m["cells"]
+    found = [c for c in cells if c["verdict"] == "d = 1 found"]
+    beyond = sum(c["construction_d"] > 1 for c in found)
+    return (
+        f"d = 1 certified in {len(found)} of {len(cells)} cells ({beyond} where the construction "
+        f"uses d ≥ 2); {len(cells) - len(found)} refuted within the family"
+    )
+
+
 def _theorem1(m: Measured) -> str:
     rows = m["heads"]
     outcomes = [row[t]["outcome"] for row in rows for t in ("min", "max")]
@@ -219,6 +229,7 @@ HEADLINES: dict[str, Callable[[Measured], str]] = {
     "boolean.xor.DH_iff": _xor,
     "boolean.symmetric.threshold_degree": _symmetric,
     "boolean.frontier": _frontier,
+    "boolean.minimal_dimension": _minimal_dimension,
     "induction.two_layer.exhaustive": _exhaustive,
     "induction.two_layer.large_n": _large_n,
     "induction.two_layer.constant_dim": _constant_dim,

@@ -29,6 +29,7 @@ from headcount.common.validate import check_choice, writable_folder
 from headcount.learn.constants import SCALES
 from headcount.report.boolean import claims as boolean
 from headcount.report.boolean import frontier as boolean_frontier
+from headcount.report.boolean import minimal as boolean_minimal
 from headcount.report.claim_costs import recorded_seconds
 from headcount.report.claim_ids import selected_ids
 from headcount.report.claims import FAIL, PASS, REGISTRY, Claim, ClaimResult, Context
@@ -61,6 +62,7 @@ CLAIM_MODULES = (
     minmax_theorem1,
     boolean,
     boolean_frontier,
+    boolean_minimal,
     learning,
     khop,
     khop_construction,

@@ -1,0 +1,451 @@
+"""Exact minimal models for symmetric Boolean functions: does value dimension d = 1 suffice for H
+heads with a degree-D readout? Found models are certified exactly on all 2^n inputs; "none" is
+backed by an exact infeasibility certificate for every member of a stated finite family.
+
+    value_dimension_one(F, D, H, grid=default_grid(H)) -> DimensionOne
+
+**Every d = 1 model.** A head outputs a + b/(n + c·t) with c = w_1/w_0 − 1 > −1 (Lemma 9, read
+backwards), so H heads give z(t) = a + Σ_h b_h/(n + c_h·t). A readout of degree ≤ D has the sign
+of γ·Π_{j=1..D} (z − ρ_j) on the values z(t), with γ = ±1 and real roots ρ_j (complex roots do not
+change signs; missing roots can be put above every z(t)). With m(t) = #{j : ρ_j < z(t)}, the
+model is right at t iff γ·(−1)^(D − m(t)) = F(t).
+
+**The walks.** z(t) − ρ is (P(t) − ρ·Q(t))/Q(t) with Q = Π_h (n + c_h·t) > 0 on [0, n] and P of
+degree ≤ H, so z crosses each level at most H times on [0, n]. F changes sign T times; each change
+needs an odd step of m, every other step is even, and Σ|Δm| ≤ D·H. For D·H < T + 2 (the map's
+D·H = T and T + 1) parity forces Σ|Δm| = T: m moves by ±1 exactly at the sign changes of F and
+stays put elsewhere, and crosses each level at most H times. `walks` lists every such m; for other
+D·H it lists only these ±1 walks, and the family says so.
+
+**The family.** For fixed denominators c = (c_1..c_H) and a walk m the conditions are a system of
+strict linear inequalities in (a, b_1..b_H, ρ_1..ρ_D):
+
+    σ_{t,j}·(a + Σ_h b_h/(n + c_h·t) − ρ_j) > 0,   σ_{t,j} = +1 if j ≤ m(t) else −1.
+
+HiGHS decides each system. A feasible one is rounded to rationals and the model (Lemma 9 heads,
+readout γ·Π(z − ρ_j)) certified exactly on t = 0..n. An infeasible one gets Gordan's certificate,
+made exact: y ≥ 0, y ≠ 0 with Σ_k y_k·row_k = 0 in rationals (the rows of the HiGHS solution's
+support, solved and checked in python-flint). The family searched is: every set of H distinct
+denominators from `grid` (repeated c's merge into fewer heads, so they are covered), and every
+walk. "None in the family" means every member has its certificate; it says nothing beyond it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import flint
+import numpy as np
+from scipy.optimize import linprog
+
+from headcount.boolean.certification import BooleanCertificate, certify_boolean_model
+from headcount.boolean.construction import lemma9_head
+from headcount.boolean.model import BooleanLayer, Readout
+from headcount.boolean.model_file import save_boolean
+from headcount.boolean.task import check_values, function_and_label, sign_changes
+from headcount.common.errors import InputError, param
+from headcount.common.validate import check_int
+
+MAX_MEMBERS = 200_000  # (denominator set, walk) systems one search may decide
+MAX_WALKS = 20_000  # walks held at once (each a tuple of n + 1 levels)
+
+
+def default_grid(H: int) -> tuple[Fraction, ...]:
+    """The denominators searched by default: −1/2, 1/2 and 1..max(4, H + 2) — a pole beyond n,
+    and poles at −n/c before 0 — so H distinct values always exist."""
+    return (Fraction(-1, 2), Fraction(1, 2), *(Fraction(c) for c in range(1, max(4, H + 2) + 1)))
+
+
+def walks(F: Sequence[int], D: int, H: int) -> Iterator[tuple[int, ...]]:
+    """Every m(0..n) ∈ {0..D}^(n+1) that moves by ±1 exactly where F changes sign, stays put
+    elsewhere and crosses each level j (between m = j−1 and j) at most H times."""
+    changes = [t for t in range(1, len(F)) if F[t] != F[t - 1]]
+
+    def extend(m: list[int], k: int, crossed: list[int]) -> Iterator[tuple[int, ...]]:
+        if k == len(changes):
+            yield tuple(_expand(m, changes, len(F)))
+            return
+        for step in (-1, 1):
+            nxt = m[-1] + step
+            level = max(m[-1], nxt)  # crossing between m and m ± 1 is level max(m, m ± 1)
+            if 0 <= nxt <= D and crossed[level] < H:
+                crossed[level] += 1
+                yield from extend(m + [nxt], k + 1, crossed)
+                crossed[level] -= 1
+
+    for start in range(D + 1):
+        yield from extend([start], 0, [0] * (D + 1))
+
+
+def _expand(levels: list[int], changes: list[int], length: int) -> list[int]:
+    """The walk per t from its value after each change."""
+    out, k = [], 0
+    for t in range(length):
+        if k < len(changes) and t == changes[k]:
+            k += 1
+        out.append(levels[k])
+    return out
+
+
+def _rows(n: int, c: Sequence[Fraction], m: Sequence[int], D: int) -> list[list[Fraction]]:
+    """The strict system's rows over (a, b_1..b_H, ρ_1..ρ_D): σ·(1, 1/(n + c_h·t)…, −e_j)."""
+    rows = []
+    for t, level in enumerate(m):
+        head = [Fraction(1)] + [1 / (n + ch * t) for ch in c]
+        for j in range(1, D + 1):
+            sigma = 1 if j <= level else -1
+            row = head + [Fraction(-1 if k == j else 0) for k in range(1, D + 1)]
+            rows.append([sigma * x for x in row])
+    return rows
+
+
+@dataclass(frozen=True)
+class Refutation:
+    """Gordan's certificate for one member: y ≥ 0 (rationals, on the rows listed) with
+    Σ y_k·row_k = 0."""
+
+    denominators: tuple[Fraction, ...]
+    walk: tuple[int, ...]
+    support: tuple[int, ...]  # row indices (t·D + j − 1)
+    y: tuple[Fraction, ...]
+
+
+@dataclass(frozen=True)
+class Found:
+    """A d = 1 model: its denominators, walk, a, b, roots, γ, and its exact certificate."""
+
+    denominators: tuple[Fraction, ...]
+    walk: tuple[int, ...]
+    a: Fraction
+    b: tuple[Fraction, ...]
+    roots: tuple[Fraction, ...]
+    gamma: int
+    layer: BooleanLayer
+    readout: Readout
+    certificate: BooleanCertificate
+
+
+def _float_matrix(rows: list[list[Fraction]]) -> np.ndarray:
+    return np.array([[float(x) for x in r] for r in rows])
+
+
+def _float_rows(n: int, c: Sequence[Fraction], m: Sequence[int], D: int) -> np.ndarray:
+    """_rows in float64, built without fractions (the search's fast path; exact rows are built
+    only for a member's certificate or model)."""
+    t = np.arange(len(m), dtype=float)[:, None]
+    head = np.hstack([np.ones((len(m), 1)), 1.0 / (n + np.array([float(x) for x in c]) * t)])
+    j = np.arange(1, D + 1)
+    sigma = np.where(j[None, :] <= np.asarray(m)[:, None], 1.0, -1.0)  # [t, j]
+    A = np.concatenate([np.repeat(head, D, axis=0), -np.tile(np.eye(D), (len(m), 1))], axis=1)
+    return A * sigma.reshape(-1, 1)
+
+
+def _feasible(A: np.ndarray) -> np.ndarray | None:
+    """x with A x ≥ 1 (HiGHS), or None when the system is infeasible."""
+    res = linprog(
+        np.zeros(A.shape[1]), A_ub=-A, b_ub=-np.ones(A.shape[0]), bounds=(None, None),
+        method="highs",
+    )  # fmt: skip
+    return res.x if res.status == 0 else None
+
+
+def gordan_certificate(
+    rows: list[list[Fraction]],
+) -> tuple[tuple[int, ...], tuple[Fraction, ...]] | None:
+    """An exact y ≥ 0, Σ y = 1, with Σ_k y_k·row_k = 0: HiGHS finds a support, python-flint solves
+    it exactly. None when the system is feasible or no support tried gives an exact certificate."""
+    A = _float_matrix(rows)
+    k, width = A.shape
+    res = linprog(
+        np.zeros(k),
+        A_eq=np.vstack([A.T, np.ones((1, k))]),
+        b_eq=np.concatenate([np.zeros(width), [1.0]]),
+        bounds=(0, None),
+        method="highs",
+    )
+    if res.status != 0:
+        return None
+    for cut in (1e-12, 1e-9, 1e-7, 1e-5):
+        support = tuple(int(i) for i in np.flatnonzero(res.x > cut))
+        y = _exact_on_support(rows, support) if support else None
+        if y is not None:
+            return support, y
+    return exact_gordan(rows)  # HiGHS's support did not solve exactly: exact simplex
+
+
+def exact_gordan(rows: list[list[Fraction]]) -> tuple[tuple[int, ...], tuple[Fraction, ...]] | None:
+    """Phase 1 of the simplex method in exact rationals (Bland's rule, so it terminates): y ≥ 0
+    with Σ_k y_k·row_k = 0 and Σ y = 1, or None when there is none."""
+    k, width = len(rows), len(rows[0])
+    m = width + 1  # equations: Σ y_k row_k[i] = 0 (i < width), Σ y_k = 1
+    T = [[rows[j][i] for j in range(k)] + [Fraction(int(r == i)) for r in range(m)] + [Fraction(0)]
+         for i in range(width)]  # fmt: skip
+    T.append([Fraction(1)] * k + [Fraction(int(r == width)) for r in range(m)] + [Fraction(1)])
+    basis = [k + i for i in range(m)]  # the artificials
+    cost = [-sum(T[i][j] for i in range(m)) for j in range(k)] + [Fraction(0)] * m
+    cost.append(-sum(T[i][-1] for i in range(m)))
+    while True:
+        enter = next((j for j in range(k + m) if cost[j] < 0), None)
+        if enter is None:
+            break
+        ratios = [(T[i][-1] / T[i][enter], basis[i], i) for i in range(m) if T[i][enter] > 0]
+        _, _, leave = min(ratios)  # Bland: smallest ratio, then smallest basic index
+        _pivot(T, cost, leave, enter)
+        basis[leave] = enter
+    if cost[-1] != 0:
+        return None  # the artificials cannot all leave: no certificate
+    y = {basis[i]: T[i][-1] for i in range(m) if basis[i] < k and T[i][-1] != 0}
+    support = tuple(sorted(y))
+    return support, tuple(y[j] for j in support)
+
+
+def _pivot(T: list[list[Fraction]], cost: list[Fraction], r: int, c: int) -> None:
+    p = T[r][c]
+    T[r] = [x / p for x in T[r]]
+    for i, row in enumerate(T):
+        if i != r and row[c] != 0:
+            f = row[c]
+            T[i] = [a - f * b for a, b in zip(row, T[r])]
+    f = cost[c]
+    cost[:] = [a - f * b for a, b in zip(cost, T[r])]
+
+
+def _exact_on_support(rows, support) -> tuple[Fraction, ...] | None:
+    """Solve Σ_{k∈S} y_k·row_k = 0, Σ y_k = 1 exactly; the y if it is ≥ 0 and checks out."""
+    width = len(rows[0])
+    M = flint.fmpq_mat(width + 1, len(support))
+    for col, k in enumerate(support):
+        for i in range(width):
+            x = rows[k][i]
+            M[i, col] = flint.fmpq(x.numerator, x.denominator)
+        M[width, col] = 1
+    rhs = flint.fmpq_mat(width + 1, 1)
+    rhs[width, 0] = 1
+    try:
+        sol = M.solve(rhs) if M.nrows() == M.ncols() else _least(M, rhs)
+    except (ZeroDivisionError, ValueError):
+        return None
+    if sol is None or M * sol != rhs:
+        return None
+    y = tuple(Fraction(int(sol[i, 0].p), int(sol[i, 0].q)) for i in range(len(support)))
+    return y if all(v >= 0 for v in y) else None
+
+
+def _least(M: flint.fmpq_mat, rhs: flint.fmpq_mat) -> flint.fmpq_mat | None:
+    """An exact solution of an over- or under-determined consistent system (via its RREF)."""
+    aug = flint.fmpq_mat(M.nrows(), M.ncols() + 1)
+    for i in range(M.nrows()):
+        for j in range(M.ncols()):
+            aug[i, j] = M[i, j]
+        aug[i, M.ncols()] = rhs[i, 0]
+    R, rank = aug.rref()
+    sol = flint.fmpq_mat(M.ncols(), 1)
+    for i in range(rank):
+        lead = next(j for j in range(M.ncols() + 1) if R[i, j] != 0)
+        if lead == M.ncols():
+            return None  # inconsistent
+        sol[lead, 0] = R[i, M.ncols()]  # free variables set to 0
+    return sol
+
+
+def check_gordan(rows: list[list[Fraction]], support, y) -> bool:
+    """The certificate holds exactly: y ≥ 0, Σ y > 0 and Σ_k y_k·row_k = 0."""
+    if not y or any(v < 0 for v in y) or sum(y) <= 0:
+        return False
+    width = len(rows[0])
+    return all(sum(v * rows[k][i] for v, k in zip(y, support)) == 0 for i in range(width))
+
+
+def _rational(x: np.ndarray, rows: list[list[Fraction]]) -> tuple[Fraction, ...] | None:
+    """x rounded to rationals that still satisfy every strict row exactly (None: none tried
+    does)."""
+    for limit in (1 << 20, 1 << 40, None):
+        q = tuple(
+            Fraction(float(v)) if limit is None else Fraction(float(v)).limit_denominator(limit)
+            for v in x
+        )
+        if all(sum(r * v for r, v in zip(row, q)) > 0 for row in rows):
+            return q
+    return None
+
+
+def _model(n: int, c, x: tuple[Fraction, ...], D: int, gamma: int) -> tuple[BooleanLayer, Readout]:
+    """The d = 1 model of a solution: Lemma 9 heads a/H + b_h/(n + c_h·t), readout γ·Π(z − ρ_j)."""
+    H = len(c)
+    a, b, roots = x[0], x[1 : H + 1], x[H + 1 :]
+    heads = [lemma9_head([a / H], [bh], ch, n) for bh, ch in zip(b, c)]
+    poly = flint.fmpq_poly([gamma])
+    for r in roots:
+        poly *= flint.fmpq_poly([-flint.fmpq(r.numerator, r.denominator), 1])
+    terms = {(k,): poly[k] for k in range(poly.degree() + 1)}
+    return BooleanLayer(tuple(heads)), Readout(terms, degree=D, dim=1)
+
+
+@dataclass(frozen=True)
+class DimensionOne:
+    """value_dimension_one's answer: `found` (a certified d = 1 model), or every member of the
+    family refuted (`refutations`, each with its exact certificate), or `undecided` members (a
+    feasible system whose rounding failed the exact check: neither found nor refuted)."""
+
+    F: tuple[int, ...]
+    D: int
+    H: int
+    T: int
+    grid: tuple[Fraction, ...]
+    members: int  # (denominator set, walk) systems in the family
+    walk_count: int
+    found: Found | None
+    refutations: tuple[Refutation, ...]
+    undecided: int
+
+    @property
+    def verdict(self) -> str:
+        if self.found is not None:
+            return "d = 1 found"
+        return "d = 1 refuted in the family" if not self.undecided else "undecided"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "n": len(self.F) - 1,
+            "D": self.D,
+            "H": self.H,
+            "T": self.T,
+            "family": {
+                "denominators": [str(c) for c in self.grid],
+                "sets": f"every {min(self.H, len(self.grid))} distinct values of the grid",
+                "walks": "±1 at each sign change of F, each level crossed ≤ H times",
+                "members": self.members,
+                "walk_count": self.walk_count,
+            },
+            "verdict": self.verdict,
+            "undecided": self.undecided,
+        }
+        if self.found is not None:
+            f = self.found
+            out["found"] = {
+                "denominators": [str(c) for c in f.denominators],
+                "walk": list(f.walk),
+                "a": str(f.a),
+                "b": [str(v) for v in f.b],
+                "roots": [str(v) for v in f.roots],
+                "gamma": f.gamma,
+                "certificate": f.certificate.to_json(),
+            }
+        out["refutations"] = [
+            {
+                "denominators": [str(c) for c in r.denominators],
+                "walk": list(r.walk),
+                "support": list(r.support),
+                "y": [str(v) for v in r.y],
+            }
+            for r in self.refutations
+        ]
+        return out
+
+
+def _member(F, n, c, m, D) -> tuple[Found | None, Refutation | None]:
+    """Decide one (denominators, walk) system: a certified model, a certificate, or neither."""
+    x = _feasible(_float_rows(n, c, m, D))
+    rows = _rows(n, c, m, D)
+    if x is None:
+        cert = gordan_certificate(rows)
+        if cert is None or not check_gordan(rows, *cert):
+            return None, None
+        return None, Refutation(tuple(c), m, *cert)
+    q = _rational(x, rows)
+    if q is None:
+        return None, None
+    gamma = F[0] * (-1) ** (D - m[0])
+    layer, readout = _model(n, c, q, D, gamma)
+    cert = certify_boolean_model(layer, readout, F)
+    if not cert.certified:
+        return None, None
+    H = len(c)
+    return Found(tuple(c), m, q[0], q[1 : H + 1], q[H + 1 :], gamma, layer, readout, cert), None
+
+
+def value_dimension_one(
+    F: Sequence[int], D: int, H: int, grid: Sequence[Fraction] | None = None
+) -> DimensionOne:
+    """Search the family (module docstring) for an exact d = 1 model of F with H heads and a
+    degree-D readout; stop at the first certified one, else refute every member exactly."""
+    F = check_values(F)
+    n, T = len(F) - 1, sign_changes(F)
+    grid = tuple(sorted({Fraction(c) for c in (default_grid(H) if grid is None else grid)}))
+    if any(c <= -1 for c in grid) or not grid:
+        raise InputError("every denominator c of the grid must be > −1 (a head has c = w₁/w₀ − 1)")
+    if D * H < T:
+        raise InputError(f"D·H = {D * H} < T = {T}: no model exists at any d (Theorem 2)")
+    all_walks = list(itertools.islice(walks(F, D, H), MAX_WALKS + 1))
+    size = min(H, len(grid))
+    members = len(all_walks) * math.comb(len(grid), size)  # counted before any set is listed
+    if len(all_walks) > MAX_WALKS:
+        raise InputError(
+            f"the readout has more than {MAX_WALKS:,} root walks at n = {n}, D = {D}, H = {H}; "
+            f"allowed up to {MAX_WALKS:,}: use a smaller n, D or H"
+        )
+    if members > MAX_MEMBERS:
+        raise InputError(
+            f"the family has {members:,} (denominator set, walk) systems; allowed up to "
+            f"{MAX_MEMBERS:,}: use a smaller grid, D or H"
+        )
+    refutations, undecided = [], 0
+    for c in itertools.combinations(grid, size):
+        for m in all_walks:
+            found, refuted = _member(F, n, c, m, D)
+            if found is not None:
+                return DimensionOne(F, D, H, T, grid, members, len(all_walks), found, (), 0)
+            if refuted is None:
+                undecided += 1
+            else:
+                refutations.append(refuted)
+    return DimensionOne(
+        F, D, H, T, grid, members, len(all_walks), None, tuple(refutations), undecided
+    )
+
+
+MAX_MINIMAL_N = 64  # bits of the search's functions (its systems have (n + 1)·D rows)
+MAX_GRID = 32
+
+
+def parse_grid(text: str) -> tuple[Fraction, ...]:
+    """ "c1,c2,…" (rationals p or p/q, each > −1, at most MAX_GRID) as the search's denominators."""
+    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    if not parts or len(parts) > MAX_GRID:
+        raise InputError(f"{param('grid')} needs 1..{MAX_GRID} comma-separated rationals")
+    try:
+        grid = tuple(Fraction(p) for p in parts)
+    except (ValueError, ZeroDivisionError):
+        raise InputError(
+            f"{param('grid')} {text[:60]!r}: write rationals p or p/q separated by commas"
+        ) from None
+    if any(c <= -1 or max(abs(c.numerator), c.denominator) > 10**6 for c in grid):
+        raise InputError(f"{param('grid')}: every c must be > −1 with |p|, q ≤ 10^6")
+    return grid
+
+
+def minimal_dimension_one(
+    function: str | Sequence[int],
+    n: int,
+    D: int,
+    H: int,
+    grid: Sequence[Fraction] | None = None,
+    out: str | os.PathLike | None = None,
+) -> DimensionOne:
+    """value_dimension_one for a function by name (or its values F) on n bits; the found model is
+    saved to `out` when given (nothing is written otherwise)."""
+    check_int("n", n, low=1, high=MAX_MINIMAL_N)
+    check_int("degree", D, low=1, high=MAX_MINIMAL_N)
+    check_int("heads", H, low=1, high=MAX_MINIMAL_N)
+    F, label = function_and_label(function, n)
+    result = value_dimension_one(F, D, H, grid)
+    if out is not None and result.found is not None:
+        info = {"function": label, "n": n, "route": "minimal d = 1"}
+        save_boolean(result.found.layer, result.found.readout, out, info)
+    return result

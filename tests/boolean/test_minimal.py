@@ -1,0 +1,161 @@
+"""boolean minimal (headcount.boolean.minimal): d = 1 models found and certified on all 2^n inputs,
+refutations whose every certificate re-checks exactly, the walk enumeration against brute force,
+the exact Gordan fallback against the HiGHS fast path, and bad input refused in one line."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from headcount.boolean.certification import check_model
+from headcount.boolean.minimal import (
+    _float_matrix,
+    _float_rows,
+    _rows,
+    check_gordan,
+    exact_gordan,
+    gordan_certificate,
+    minimal_dimension_one,
+    value_dimension_one,
+    walks,
+)
+from headcount.boolean.model import layer_output_exact
+from headcount.boolean.task import sign_changes, symmetric_values
+from headcount.common.errors import InputError
+
+
+def sign(x) -> int:
+    return (x > 0) - (x < 0)
+
+
+def rebuilt_rows(n, c, m, D):
+    """The strict rows from the docstring's formula, written again here."""
+    out = []
+    for t in range(n + 1):
+        for j in range(1, D + 1):
+            s = 1 if j <= m[t] else -1
+            z = [Fraction(1)] + [Fraction(1) / (n + ch * t) for ch in c]
+            out.append(
+                [s * v for v in z] + [Fraction(-s if k == j else 0) for k in range(1, D + 1)]
+            )
+    return out
+
+
+@pytest.mark.parametrize(
+    "n, D, H", [(6, 2, 3), (6, 3, 2), (8, 2, 4), (8, 4, 2), (9, 3, 3), (10, 2, 5)]
+)
+def test_dimension_one_xor_at_DH_equal_n_is_found_and_exact(tmp_path, n, D, H):
+    path = tmp_path / "m.safetensors"
+    r = minimal_dimension_one("xor", n, D, H, out=str(path))
+    assert r.verdict == "d = 1 found" and D * H == n == r.T
+    f = r.found
+    assert f.layer.dim == 1 and f.readout.dim == 1 and f.readout.degree == D
+    F = symmetric_values("xor", n)
+    assert all(
+        sign(f.readout(layer_output_exact(f.layer, n, t))) == F[t] for t in range(n + 1)
+    )  # the direct formula, every weight: all 2^n inputs
+    checked = check_model(path, "xor", n)  # the saved file, read back and checked
+    t2 = checked.theorem2
+    assert checked.certificate.certified and t2.degree_ok and t2.signs_match and t2.bound == n
+    # the model's own walk is one of the enumerated walks
+    z = [
+        Fraction(int(v.p), int(v.q))
+        for v in (layer_output_exact(f.layer, n, t)[0] for t in range(n + 1))
+    ]
+    own = tuple(sum(1 for rho in f.roots if rho < v) for v in z)
+    assert own == f.walk and own in set(walks(F, D, H))
+
+
+def test_refutation_certificates_all_recheck():
+    r = value_dimension_one(symmetric_values("xor", 12), 4, 3)
+    assert r.verdict == "d = 1 refuted in the family" and r.undecided == 0
+    assert len(r.refutations) == r.members == r.walk_count * 35  # C(7, 3) denominator sets
+    for ref in r.refutations:
+        rows = rebuilt_rows(12, ref.denominators, ref.walk, 4)
+        total = [
+            sum(y * rows[k][i] for y, k in zip(ref.y, ref.support)) for i in range(len(rows[0]))
+        ]
+        assert all(y >= 0 for y in ref.y) and sum(ref.y) > 0 and not any(total)
+    record = json.loads(json.dumps(r.to_json()))
+    assert record["family"]["members"] == r.members and len(record["refutations"]) == r.members
+
+
+@pytest.mark.parametrize("name, n, D, H", [("xor", 5, 2, 3), ("mod:3", 7, 2, 2), ("xor", 6, 3, 2)])
+def test_walks_match_brute_force(name, n, D, H):
+    F = symmetric_values(name, n)
+    changes = {t for t in range(1, n + 1) if F[t] != F[t - 1]}
+    brute = set()
+    for m in itertools.product(range(D + 1), repeat=n + 1):
+        steps = [m[t] - m[t - 1] for t in range(1, n + 1)]
+        if any((abs(s) != 1) if t in changes else s for t, s in zip(range(1, n + 1), steps)):
+            continue
+        crossed = [0] * (D + 1)
+        for t in range(1, n + 1):
+            if m[t] != m[t - 1]:
+                crossed[max(m[t], m[t - 1])] += 1
+        if max(crossed) <= H:
+            brute.add(m)
+    assert set(walks(F, D, H)) == brute and len(list(walks(F, D, H))) == len(brute)
+
+
+def test_float_rows_are_the_exact_rows_rounded():
+    """The search's float rows only guide HiGHS (every verdict is then checked exactly): they are
+    the exact rows to within a few ulps."""
+    c = (Fraction(-1, 2), Fraction(3), Fraction(7, 3))
+    m = (0, 1, 2, 1, 1, 0)
+    fast, exact = _float_rows(5, c, m, 2), _float_matrix(_rows(5, c, m, 2))
+    assert np.allclose(fast, exact, rtol=4e-16, atol=0) and fast.shape == exact.shape
+    assert _rows(5, c, m, 2) == rebuilt_rows(5, c, m, 2)
+
+
+def hostile_systems():
+    """Infeasible strict systems built to trouble a support read off floats: duplicated rows,
+    a row and its negation, near-parallel rows, zero rows, tiny and huge scales."""
+    rng = np.random.default_rng(7)
+    out = []
+    for _ in range(12):
+        width = int(rng.integers(2, 5))
+        base = [[Fraction(int(v)) for v in rng.integers(-5, 6, size=width)] for _ in range(3)]
+        rows = base + [[-v for v in base[0]]]  # r and −r: 0 is in their hull
+        rows += [list(base[1]) for _ in range(3)]  # duplicates: degenerate vertices
+        rows += [[v * Fraction(1, 10**9) for v in base[2]], [v * 10**9 for v in base[2]]]
+        rows += [[Fraction(0)] * width]  # a zero row is its own certificate
+        out.append(rows)
+    return out
+
+
+@pytest.mark.parametrize("rows", hostile_systems())
+def test_gordan_fast_path_against_the_exact_simplex(rows):
+    fast, exact = gordan_certificate(rows), exact_gordan(rows)
+    assert fast is not None and exact is not None
+    assert check_gordan(rows, *fast) and check_gordan(rows, *exact)
+
+
+def test_exact_simplex_says_none_for_a_feasible_system():
+    rows = [[Fraction(1), Fraction(0)], [Fraction(0), Fraction(1)], [Fraction(1), Fraction(1)]]
+    assert exact_gordan(rows) is None and gordan_certificate(rows) is None
+
+
+def test_a_falsified_certificate_fails_its_check():
+    r = value_dimension_one(symmetric_values("xor", 12), 4, 3)
+    ref = r.refutations[0]
+    rows = _rows(12, ref.denominators, ref.walk, 4)
+    assert check_gordan(rows, ref.support, ref.y)
+    bad = (ref.y[0] * 2,) + ref.y[1:]
+    assert not check_gordan(rows, ref.support, bad)
+
+
+def test_bad_input_is_refused():
+    with pytest.raises(InputError, match="Theorem 2"):
+        value_dimension_one(symmetric_values("xor", 8), 1, 3)
+    with pytest.raises(InputError, match="> −1"):
+        value_dimension_one(symmetric_values("xor", 4), 2, 2, grid=[Fraction(-1), Fraction(1)])
+    with pytest.raises(InputError, match="allowed up to 200,000"):
+        value_dimension_one(symmetric_values("xor", 40), 4, 10)
+    with pytest.raises(InputError, match="n must be ≤ 64"):
+        minimal_dimension_one("xor", 65, 1, 65)
+    assert sign_changes(symmetric_values("xor", 12)) == 12
