@@ -154,8 +154,11 @@ def test_bad_input_is_refused():
         value_dimension_one(symmetric_values("xor", 8), 1, 3)
     with pytest.raises(InputError, match="> −1"):
         value_dimension_one(symmetric_values("xor", 4), 2, 2, grid=[Fraction(-1), Fraction(1)])
-    with pytest.raises(InputError, match="allowed up to 200,000"):
+    with pytest.raises(InputError, match="root walks .* allowed up to 20,000"):
         value_dimension_one(symmetric_values("xor", 40), 4, 10)
+    with pytest.raises(InputError, match="systems; allowed up to 200,000"):
+        grid = [Fraction(k) for k in range(1, 33)]
+        value_dimension_one(symmetric_values("xor", 16), 2, 8, grid=grid)
     with pytest.raises(InputError, match="n must be ≤ 64"):
         minimal_dimension_one("xor", 65, 1, 65)
     assert sign_changes(symmetric_values("xor", 12)) == 12
