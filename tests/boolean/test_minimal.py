@@ -13,12 +13,8 @@ import pytest
 
 from headcount.boolean.certification import check_model
 from headcount.boolean.minimal import (
-    _float_matrix,
     _float_rows,
     _rows,
-    check_gordan,
-    exact_gordan,
-    gordan_certificate,
     minimal_dimension_one,
     value_dimension_one,
     walks,
@@ -26,6 +22,10 @@ from headcount.boolean.minimal import (
 from headcount.boolean.model import layer_output_exact
 from headcount.boolean.task import sign_changes, symmetric_values
 from headcount.common.errors import InputError
+from headcount.core.numbers.gordan import (
+    check_gordan,
+    float_matrix,
+)
 
 
 def sign(x) -> int:
@@ -107,37 +107,9 @@ def test_float_rows_are_the_exact_rows_rounded():
     the exact rows to within a few ulps."""
     c = (Fraction(-1, 2), Fraction(3), Fraction(7, 3))
     m = (0, 1, 2, 1, 1, 0)
-    fast, exact = _float_rows(5, c, m, 2), _float_matrix(_rows(5, c, m, 2))
+    fast, exact = _float_rows(5, c, m, 2), float_matrix(_rows(5, c, m, 2))
     assert np.allclose(fast, exact, rtol=4e-16, atol=0) and fast.shape == exact.shape
     assert _rows(5, c, m, 2) == rebuilt_rows(5, c, m, 2)
-
-
-def hostile_systems():
-    """Infeasible strict systems built to trouble a support read off floats: duplicated rows,
-    a row and its negation, near-parallel rows, zero rows, tiny and huge scales."""
-    rng = np.random.default_rng(7)
-    out = []
-    for _ in range(12):
-        width = int(rng.integers(2, 5))
-        base = [[Fraction(int(v)) for v in rng.integers(-5, 6, size=width)] for _ in range(3)]
-        rows = base + [[-v for v in base[0]]]  # r and −r: 0 is in their hull
-        rows += [list(base[1]) for _ in range(3)]  # duplicates: degenerate vertices
-        rows += [[v * Fraction(1, 10**9) for v in base[2]], [v * 10**9 for v in base[2]]]
-        rows += [[Fraction(0)] * width]  # a zero row is its own certificate
-        out.append(rows)
-    return out
-
-
-@pytest.mark.parametrize("rows", hostile_systems())
-def test_gordan_fast_path_against_the_exact_simplex(rows):
-    fast, exact = gordan_certificate(rows), exact_gordan(rows)
-    assert fast is not None and exact is not None
-    assert check_gordan(rows, *fast) and check_gordan(rows, *exact)
-
-
-def test_exact_simplex_says_none_for_a_feasible_system():
-    rows = [[Fraction(1), Fraction(0)], [Fraction(0), Fraction(1)], [Fraction(1), Fraction(1)]]
-    assert exact_gordan(rows) is None and gordan_certificate(rows) is None
 
 
 def test_a_falsified_certificate_fails_its_check():

@@ -1,12 +1,19 @@
 """The number systems of the formal model and of its proofs: precision modes (fixed:p and the IEEE
 types), midpoint–radius boxes in float64 with outward rounding (Box), exact signs of exponential
-polynomials, exact integer arithmetic through python-flint, and rotary position tables as Arb
-enclosures. No model, no attention: everything
-above builds on these.
+polynomials, exact integer arithmetic through python-flint, rotary position tables as Arb
+enclosures, and exact infeasibility certificates for strict linear systems (Gordan). No model, no
+attention: everything above builds on these.
 """
 
 from headcount.core.numbers.arb import FLINT_LOCK, dyadic, fmpz_mat, int_array, int_matmul
 from headcount.core.numbers.expsum import MAX_PREC, UndecidedError, as_fmpq, sign_exp_poly
+from headcount.core.numbers.gordan import (
+    check_gordan,
+    exact_gordan,
+    float_matrix,
+    gordan_certificate,
+    strict_solution,
+)
 from headcount.core.numbers.interval import (
     SAFETY,
     TINY,
@@ -51,6 +58,11 @@ __all__ = [
     "RotaryTable",
     "UndecidedError",
     "add_bounds",
+    "check_gordan",
+    "exact_gordan",
+    "float_matrix",
+    "gordan_certificate",
+    "strict_solution",
     "affine_bounds",
     "as_fmpq",
     "box_from_interval",
