@@ -320,6 +320,11 @@ def commands(
             {"--model": V.READ_PATHS, "--n": V.INT, "--bits": V.INT},
         ),
         Command(
+            "minmax minimal",
+            {"--M": "3", "--n": "3", "--d-max": "1", "--K-max": "1"},
+            {"--M": V.INT, "--n": V.INT, "--d-max": V.INT, "--K-max": V.INT},
+        ),
+        Command(
             "minmax search",
             {"--M": "4", "--n": "3", "--dim": "1", "--restarts": "1", "--steps": "5"},
             {

@@ -1,5 +1,5 @@
-"""`headcount minmax …`: certify, construct, verify, search, lower-bound (each: options → one
-library call → print).
+"""`headcount minmax …`: certify, construct, verify, search, lower-bound, minimal (each: options →
+one library call → print).
 
 The library checks the input (headcount.minmax raises InputError; main() prints it and exits 2).
 Every count has a bound, checked before any work and stated in its --help (the constants live in
@@ -220,3 +220,24 @@ def minmax_lower_bound(
     emit(result.to_json(), as_json, "\n".join(lines))
     if result.verdict == "broken":
         raise typer.Exit(3)
+
+
+@app.command("minimal")
+def minmax_minimal(
+    M: int = typer.Option(..., "--M", help="Tokens 1..M, 2 ≤ M ≤ 6 (the family grows as M!)."),
+    n: int = typer.Option(..., "--n", help=f"{NOpt}."),
+    d_max: int = typer.Option(2, "--d-max", help="Largest value dimension d searched (1..4)."),
+    K_max: int = typer.Option(2, "--K-max", help="Largest value bound K searched (1..4)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """The smallest (d, K) at which ONE head with integer values in {−K..K}^d supports both min and
+    max, by exhaustive search over a stated family (attention α = β^r for every ranking r, β ∈ {2,
+    2n}; values up to coordinate symmetries): a head found is verified exactly; every member of a
+    smaller (d, K) is refuted by an exact certificate. Theorem 1's chain runs on the head found. A
+    (d, K) with more than 100,000 members is not searched (reported, and the search stops)."""
+    from headcount.minmax.theorem1.minimal import minimal_resources
+
+    result = minimal_resources(M, n, d_max, K_max)
+    record = result.to_json()
+    cells = ", ".join(f"d={c['d']} K={c['K']}: {c['verdict']}" for c in record["cells"])
+    emit(record, as_json, f"M = {M}, n = {n}: {cells}")

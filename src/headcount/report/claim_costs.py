@@ -11,7 +11,7 @@ from __future__ import annotations
 
 # measured by `headcount reproduce` (quick) on 2 idle cores, 2026-12-03: claims[].seconds
 # (learning.khop.families measured alone after the other 22, its GPT-2 runs already in the database;
-# minmax.theorem1.chain and boolean.minimal_dimension alone)
+# minmax.theorem1.chain, boolean.minimal_dimension and minmax.minimal_resources alone)
 RECORDED_SECONDS: dict[str, dict[str, float]] = {
     "quick": {
         "boolean.xor.DH_iff": 3.3,
@@ -39,6 +39,7 @@ RECORDED_SECONDS: dict[str, dict[str, float]] = {
         "learning.khop.families": 119.5,
         "minmax.theorem1.chain": 12.12,
         "boolean.minimal_dimension": 9.52,
+        "minmax.minimal_resources": 4.7,
     },
 }
 

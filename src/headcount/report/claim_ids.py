@@ -36,6 +36,7 @@ CLAIM_IDS = (
     "minmax.two_heads.certified",
     "minmax.one_head.obstructed",
     "minmax.theorem1.chain",
+    "minmax.minimal_resources",
 )
 
 

@@ -216,6 +216,11 @@ def _minimal_dimension(m: Measured) -> str:
     )
 
 
+def _minimal_resources(m: Measured) -> str:
+    found = [c for c in m["cases"] if c["d"] is not None]
+    return "; ".join(f"M = {c['M']}, n = {c['n']}: d = {c['d']}, K = {c['K']}" for c in found)
+
+
 def _theorem1(m: Measured) -> str:
     rows = m["heads"]
     outcomes = [row[t]["outcome"] for row in rows for t in ("min", "max")]
@@ -251,6 +256,7 @@ HEADLINES: dict[str, Callable[[Measured], str]] = {
     "minmax.two_heads.certified": _two_heads,
     "minmax.one_head.obstructed": _one_head,
     "minmax.theorem1.chain": _theorem1,
+    "minmax.minimal_resources": _minimal_resources,
 }
 
 

@@ -48,6 +48,7 @@ from headcount.report.induction import lower_bound as induction_lower_bound
 from headcount.report.learning import claims as learning
 from headcount.report.learning import khop
 from headcount.report.minmax import claims as minmax
+from headcount.report.minmax import minimal as minmax_minimal
 from headcount.report.minmax import theorem1 as minmax_theorem1
 from headcount.report.render import print_to_stderr, render_report
 
@@ -60,6 +61,7 @@ CLAIM_MODULES = (
     index_floor_figure,
     minmax,
     minmax_theorem1,
+    minmax_minimal,
     boolean,
     boolean_frontier,
     boolean_minimal,
