@@ -13,7 +13,10 @@ import pytest
 
 from headcount.boolean.certification import check_model
 from headcount.boolean.minimal import (
+    _basis,
     _float_rows,
+    _member,
+    _Rows,
     _rows,
     minimal_dimension_one,
     value_dimension_one,
@@ -107,9 +110,40 @@ def test_float_rows_are_the_exact_rows_rounded():
     the exact rows to within a few ulps."""
     c = (Fraction(-1, 2), Fraction(3), Fraction(7, 3))
     m = (0, 1, 2, 1, 1, 0)
-    fast, exact = _float_rows(5, c, m, 2), float_matrix(_rows(5, c, m, 2))
+    basis = _basis(5, c)
+    fast, exact = _float_rows(basis.K_float, m, 2), float_matrix(_Rows(basis.K, m, 2))
     assert np.allclose(fast, exact, rtol=4e-16, atol=0) and fast.shape == exact.shape
-    assert _rows(5, c, m, 2) == rebuilt_rows(5, c, m, 2)
+    assert list(_rows(5, c, m, 2)) == rebuilt_rows(5, c, m, 2)
+
+
+@pytest.mark.parametrize("n, H", [(5, 3), (9, 4), (12, 12), (12, 13)])
+def test_basis_spans_the_head_rows_exactly(n, H):
+    """Every original head row is its K-row times M_S (so a (v, ρ) solution or certificate is one
+    in (a, b, ρ)); K is the identity at its nodes."""
+    c = [Fraction(-1, 2), *(Fraction(h) for h in range(1, H))]
+    basis = _basis(n, c)
+    r = len(basis.K[0])
+    assert r == min(n + 1, H + 1)
+    for t in range(n + 1):
+        original = [Fraction(1)] + [1 / (n + ch * t) for ch in c]
+        spanned = [
+            sum(basis.K[t][i] * Fraction(int(basis.M_S[i, h].p), int(basis.M_S[i, h].q))
+                for i in range(r))
+            for h in range(H + 1)
+        ]  # fmt: skip
+        assert spanned == original
+    assert sorted(row for row in basis.K if sum(x != 0 for x in row) == 1 and 1 in row) == sorted(
+        tuple(Fraction(int(i == k)) for i in range(r)) for k in range(r)
+    )
+
+
+@pytest.mark.parametrize("n", [11, 14])
+def test_ill_conditioned_cells_are_decided(n):
+    """D = 1, H = n: the 1/(n + c·t) columns have condition numbers ~10¹⁷ (HiGHS called every
+    member infeasible and no certificate existed: the cell was undecided). In the basis's
+    coordinates a model is found and certified exactly."""
+    r = value_dimension_one(symmetric_values("xor", n), 1, n)
+    assert r.verdict == "d = 1 found" and r.found.certificate.certified
 
 
 def test_a_falsified_certificate_fails_its_check():
@@ -134,3 +168,18 @@ def test_bad_input_is_refused():
     with pytest.raises(InputError, match="n must be ≤ 64"):
         minimal_dimension_one("xor", 65, 1, 65)
     assert sign_changes(symmetric_values("xor", 12)) == 12
+
+
+def test_mirrored_walks_are_decided_like_their_mirror():
+    """The search decides a walk's mirror D − m once and carries the certificate over (rows
+    (t, j) ↦ (t, D + 1 − j)); deciding the mirrored walk directly agrees, and both re-check."""
+    r = value_dimension_one(symmetric_values("mod:3", 12), 2, 4)
+    assert r.verdict == "d = 1 refuted in the family"
+    walk_set = {ref.walk for ref in r.refutations}
+    pairs = [ref for ref in r.refutations if tuple(2 - x for x in ref.walk) in walk_set]
+    assert pairs
+    for ref in pairs[:6]:
+        basis = _basis(12, ref.denominators)
+        _, direct = _member(symmetric_values("mod:3", 12), 12, ref.denominators, basis, ref.walk, 2)
+        assert direct is not None
+        assert check_gordan(rebuilt_rows(12, ref.denominators, ref.walk, 2), ref.support, ref.y)

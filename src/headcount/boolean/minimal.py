@@ -50,7 +50,12 @@ from headcount.boolean.model_file import save_boolean
 from headcount.boolean.task import check_values, function_and_label, sign_changes
 from headcount.common.errors import InputError, param
 from headcount.common.validate import check_int
-from headcount.core.numbers import check_gordan, gordan_certificate, strict_solution
+from headcount.core.numbers import (
+    check_gordan,
+    gordan_certificate,
+    solve_rational,
+    strict_solution,
+)
 
 MAX_MEMBERS = 200_000  # (denominator set, walk) systems one search may decide
 MAX_WALKS = 20_000  # walks held at once (each a tuple of n + 1 levels)
@@ -93,16 +98,85 @@ def _expand(levels: list[int], changes: list[int], length: int) -> list[int]:
     return out
 
 
-def _rows(n: int, c: Sequence[Fraction], m: Sequence[int], D: int) -> list[list[Fraction]]:
+def _rows(n: int, c: Sequence[Fraction], m: Sequence[int], D: int) -> _Rows:
     """The strict system's rows over (a, b_1..b_H, ρ_1..ρ_D): σ·(1, 1/(n + c_h·t)…, −e_j)."""
-    rows = []
-    for t, level in enumerate(m):
-        head = [Fraction(1)] + [1 / (n + ch * t) for ch in c]
-        for j in range(1, D + 1):
-            sigma = 1 if j <= level else -1
-            row = head + [Fraction(-1 if k == j else 0) for k in range(1, D + 1)]
-            rows.append([sigma * x for x in row])
-    return rows
+    return _Rows(_heads(n, c), m, D)
+
+
+def _heads(n: int, c: Sequence[Fraction]) -> tuple[tuple[Fraction, ...], ...]:
+    """(1, 1/(n + c_h·t)…) for t = 0..n: the heads' part of each row."""
+    return tuple((Fraction(1), *(1 / (n + ch * t) for ch in c)) for t in range(n + 1))
+
+
+class _Rows(Sequence):
+    """Rows σ_{t,j}·(heads[t], −e_j), row t·D + j − 1 for t = 0..n, j = 1..D (σ = +1 iff
+    j ≤ m(t)), each built exactly when read: a certificate reads only its support's."""
+
+    def __init__(self, heads: Sequence[Sequence[Fraction]], m: Sequence[int], D: int):
+        self.heads, self.m, self.D = heads, m, D
+
+    def __len__(self) -> int:
+        return len(self.m) * self.D
+
+    def __getitem__(self, k):  # type: ignore[override]
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(len(self)))]
+        if not 0 <= k < len(self):
+            raise IndexError(k)
+        t, j = divmod(k, self.D)
+        sigma = 1 if j < self.m[t] else -1
+        row = [*self.heads[t], *(Fraction(-1 if i == j else 0) for i in range(self.D))]
+        return [x if sigma == 1 else -x for x in row]
+
+
+def _mirror(m: Sequence[int], D: int) -> tuple[int, ...]:
+    """The walk of (−a, −b, −ρ reversed): z ↦ −z swaps "above root j" and "below root D+1−j"."""
+    return tuple(D - level for level in m)
+
+
+def _spread(n: int) -> list[int]:
+    """t = 0..n ordered farthest point first (0, n, n/2, …): interpolation nodes spread out."""
+    order = [0, n] if n else [0]
+    while len(order) < n + 1:
+        order.append(max(range(n + 1), key=lambda t: (min(abs(t - s) for s in order), -t)))
+    return order
+
+
+@dataclass(frozen=True)
+class _Basis:
+    """The values z(0..n) of a + Σ_h b_h/(n + c_h·t), a space of dimension r, parametrised by
+    its values v at r nodes: z(t) = K[t]·v. The 1/(n + c_h·t) columns are nearly collinear
+    (condition numbers 10¹¹–10¹⁸ by n = 8–14, where HiGHS calls feasible systems infeasible);
+    K is the exact RREF of their span, well conditioned. A solution or certificate in (v, ρ) is
+    one in (a, b, ρ): each original row is the K-row times the fixed matrix diag(M_S, I)."""
+
+    K: tuple[tuple[Fraction, ...], ...]  # [n + 1, r]
+    heads: tuple[tuple[Fraction, ...], ...]  # [n + 1, H + 1] the original (1, 1/(n + c_h·t)…)
+    M_S: flint.fmpq_mat  # [r, H + 1] the original head rows at the nodes
+    K_float: np.ndarray  # [n + 1, r]
+
+
+def _basis(n: int, c: Sequence[Fraction]) -> _Basis:
+    order = _spread(n)
+    MT = flint.fmpq_mat(len(c) + 1, n + 1)  # [H + 1, n + 1] columns in `order`
+    for col, t in enumerate(order):
+        MT[0, col] = 1
+        for h, ch in enumerate(c):
+            MT[h + 1, col] = 1 / (n + flint.fmpq(ch.numerator, ch.denominator) * t)
+    R, r = MT.rref()
+    K = [[Fraction(0)] * r for _ in range(n + 1)]
+    nodes = []
+    for i in range(r):
+        lead = next(col for col in range(n + 1) if R[i, col] != 0)
+        nodes.append(order[lead])
+        for col, t in enumerate(order):
+            K[t][i] = Fraction(int(R[i, col].p), int(R[i, col].q))
+    M_S = flint.fmpq_mat(r, len(c) + 1)
+    for i, t in enumerate(nodes):
+        for h in range(len(c) + 1):
+            M_S[i, h] = MT[h, order.index(t)]
+    K_float = np.array([[float(x) for x in row] for row in K])
+    return _Basis(tuple(tuple(row) for row in K), _heads(n, c), M_S, K_float)
 
 
 @dataclass(frozen=True)
@@ -131,14 +205,12 @@ class Found:
     certificate: BooleanCertificate
 
 
-def _float_rows(n: int, c: Sequence[Fraction], m: Sequence[int], D: int) -> np.ndarray:
-    """_rows in float64, built without fractions (the search's fast path; exact rows are built
-    only for a member's certificate or model)."""
-    t = np.arange(len(m), dtype=float)[:, None]
-    head = np.hstack([np.ones((len(m), 1)), 1.0 / (n + np.array([float(x) for x in c]) * t)])
+def _float_rows(heads: np.ndarray, m: Sequence[int], D: int) -> np.ndarray:
+    """_Rows in float64, built without fractions (the search's fast path; every verdict is
+    then checked in exact rows)."""
     j = np.arange(1, D + 1)
     sigma = np.where(j[None, :] <= np.asarray(m)[:, None], 1.0, -1.0)  # [t, j]
-    A = np.concatenate([np.repeat(head, D, axis=0), -np.tile(np.eye(D), (len(m), 1))], axis=1)
+    A = np.concatenate([np.repeat(heads, D, axis=0), -np.tile(np.eye(D), (len(m), 1))], axis=1)
     return A * sigma.reshape(-1, 1)
 
 
@@ -229,25 +301,48 @@ class DimensionOne:
         return out
 
 
-def _member(F, n, c, m, D) -> tuple[Found | None, Refutation | None]:
-    """Decide one (denominators, walk) system: a certified model, a certificate, or neither."""
-    x = strict_solution(_float_rows(n, c, m, D))
-    rows = _rows(n, c, m, D)
-    if x is None:
-        cert = gordan_certificate(rows)
-        if cert is None or not check_gordan(rows, *cert):
+def _member(F, n, c, basis: _Basis, m, D) -> tuple[Found | None, Refutation | None]:
+    """Decide one (denominators, walk) system in the basis's coordinates (v, ρ): a certificate
+    (checked on the original rows), a certified model, or neither. Gordan's LP runs first:
+    most members of a search are infeasible."""
+    A = _float_rows(basis.K_float, m, D)
+    rows = _Rows(basis.K, m, D)
+    cert = gordan_certificate(rows, A)
+    if cert is not None:
+        if not check_gordan(_Rows(basis.heads, m, D), *cert):
             return None, None
         return None, Refutation(tuple(c), m, *cert)
-    q = _rational(x, rows)
-    if q is None:
+    x = strict_solution(A)
+    q = None if x is None else _rational(x, rows)
+    r = len(basis.K[0])
+    ab = None if q is None else solve_rational(basis.M_S, _column(q[:r]))
+    if ab is None:
         return None, None
+    a_b = [Fraction(int(ab[i, 0].p), int(ab[i, 0].q)) for i in range(ab.nrows())]
     gamma = F[0] * (-1) ** (D - m[0])
-    layer, readout = _model(n, c, q, D, gamma)
+    layer, readout = _model(n, c, (*a_b, *q[r:]), D, gamma)
     cert = certify_boolean_model(layer, readout, F)
     if not cert.certified:
         return None, None
-    H = len(c)
-    return Found(tuple(c), m, q[0], q[1 : H + 1], q[H + 1 :], gamma, layer, readout, cert), None
+    return Found(tuple(c), m, a_b[0], tuple(a_b[1:]), q[r:], gamma, layer, readout, cert), None
+
+
+def _mirrored(ref: Refutation, basis: _Basis, D: int) -> Refutation | None:
+    """The certificate of walk m carried to walk D − m (row (t, j) ↦ (t, D + 1 − j), same y),
+    checked exactly on the mirrored walk's original rows."""
+    pairs = sorted(((k // D) * D + D - 1 - k % D, y) for k, y in zip(ref.support, ref.y))
+    support, y = tuple(k for k, _ in pairs), tuple(v for _, v in pairs)
+    walk = _mirror(ref.walk, D)
+    if not check_gordan(_Rows(basis.heads, walk, D), support, y):
+        return None
+    return Refutation(ref.denominators, walk, support, y)
+
+
+def _column(values: Sequence[Fraction]) -> flint.fmpq_mat:
+    col = flint.fmpq_mat(len(values), 1)
+    for i, v in enumerate(values):
+        col[i, 0] = flint.fmpq(v.numerator, v.denominator)
+    return col
 
 
 def value_dimension_one(
@@ -277,8 +372,15 @@ def value_dimension_one(
         )
     refutations, undecided = [], 0
     for c in itertools.combinations(grid, size):
-        for m in all_walks:
-            found, refuted = _member(F, n, c, m, D)
+        basis = _basis(n, c)
+        decided: dict[tuple[int, ...], Refutation] = {}
+        for m in sorted(all_walks):  # a walk's mirror, when smaller, was decided before it
+            if _mirror(m, D) in decided:
+                found, refuted = None, _mirrored(decided[_mirror(m, D)], basis, D)
+            else:
+                found, refuted = _member(F, n, c, basis, m, D)
+                if refuted is not None:
+                    decided[m] = refuted
             if found is not None:
                 return DimensionOne(F, D, H, T, grid, members, len(all_walks), found, (), 0)
             if refuted is None:

@@ -12,6 +12,7 @@ from headcount.core.numbers.gordan import (
     exact_gordan,
     float_matrix,
     gordan_certificate,
+    solve_rational,
     strict_solution,
 )
 from headcount.core.numbers.interval import (
@@ -62,6 +63,7 @@ __all__ = [
     "exact_gordan",
     "float_matrix",
     "gordan_certificate",
+    "solve_rational",
     "strict_solution",
     "affine_bounds",
     "as_fmpq",

@@ -31,11 +31,12 @@ def strict_solution(A: np.ndarray) -> np.ndarray | None:
 
 
 def gordan_certificate(
-    rows: list[list[Fraction]],
+    rows: Sequence[Sequence[Fraction]], A: np.ndarray | None = None
 ) -> tuple[tuple[int, ...], tuple[Fraction, ...]] | None:
     """An exact y ≥ 0, Σ y = 1, with Σ_k y_k·row_k = 0: HiGHS finds a support, python-flint solves
-    it exactly. None when the system is feasible or no support tried gives an exact certificate."""
-    A = float_matrix(rows)
+    it exactly. None when the system is feasible or no support tried gives an exact certificate.
+    `A` is the rows in float64 when the caller has it (only the support's exact rows are read)."""
+    A = float_matrix(rows) if A is None else A
     k, width = A.shape
     res = linprog(
         np.zeros(k),
@@ -57,6 +58,7 @@ def gordan_certificate(
 def exact_gordan(rows: list[list[Fraction]]) -> tuple[tuple[int, ...], tuple[Fraction, ...]] | None:
     """Phase 1 of the simplex method in exact rationals (Bland's rule, so it terminates): y ≥ 0
     with Σ_k y_k·row_k = 0 and Σ y = 1, or None when there is none."""
+    rows = [list(r) for r in rows]
     k, width = len(rows), len(rows[0])
     m = width + 1  # equations: Σ y_k row_k[i] = 0 (i < width), Σ y_k = 1
     T = [[rows[j][i] for j in range(k)] + [Fraction(int(r == i)) for r in range(m)] + [Fraction(0)]
@@ -96,14 +98,15 @@ def _exact_on_support(rows, support) -> tuple[Fraction, ...] | None:
     width = len(rows[0])
     M = flint.fmpq_mat(width + 1, len(support))
     for col, k in enumerate(support):
+        row = rows[k]
         for i in range(width):
-            x = rows[k][i]
+            x = row[i]
             M[i, col] = flint.fmpq(x.numerator, x.denominator)
         M[width, col] = 1
     rhs = flint.fmpq_mat(width + 1, 1)
     rhs[width, 0] = 1
     try:
-        sol = M.solve(rhs) if M.nrows() == M.ncols() else _least(M, rhs)
+        sol = M.solve(rhs) if M.nrows() == M.ncols() else solve_rational(M, rhs)
     except (ZeroDivisionError, ValueError):
         return None
     if sol is None or M * sol != rhs:
@@ -112,8 +115,9 @@ def _exact_on_support(rows, support) -> tuple[Fraction, ...] | None:
     return y if all(v >= 0 for v in y) else None
 
 
-def _least(M: flint.fmpq_mat, rhs: flint.fmpq_mat) -> flint.fmpq_mat | None:
-    """An exact solution of an over- or under-determined consistent system (via its RREF)."""
+def solve_rational(M: flint.fmpq_mat, rhs: flint.fmpq_mat) -> flint.fmpq_mat | None:
+    """An exact solution of M·x = rhs, any shape (via the RREF; free variables 0), or None when
+    the system is inconsistent."""
     aug = flint.fmpq_mat(M.nrows(), M.ncols() + 1)
     for i in range(M.nrows()):
         for j in range(M.ncols()):
@@ -131,7 +135,10 @@ def _least(M: flint.fmpq_mat, rhs: flint.fmpq_mat) -> flint.fmpq_mat | None:
 
 def check_gordan(rows: list[list[Fraction]], support, y) -> bool:
     """The certificate holds exactly: y ≥ 0, Σ y > 0 and Σ_k y_k·row_k = 0."""
-    if not y or any(v < 0 for v in y) or sum(y) <= 0:
+    if not y or len(y) != len(support) or any(v < 0 for v in y) or sum(y) <= 0:
         return False
+    if any(not 0 <= k < len(rows) for k in support):
+        return False
+    picked = [rows[k] for k in support]
     width = len(rows[0])
-    return all(sum(v * rows[k][i] for v, k in zip(y, support)) == 0 for i in range(width))
+    return all(sum(v * row[i] for v, row in zip(y, picked)) == 0 for i in range(width))
