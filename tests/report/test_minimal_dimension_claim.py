@@ -76,3 +76,17 @@ def test_an_undecided_cell_fails(monkeypatch):
     monkeypatch.setattr(claim_module, "value_dimension_one", tampered(undecided))
     r = run("boolean.minimal_dimension", **SMALL)
     assert r.status == FAIL and "1 undecided" in r.detail
+
+
+def test_a_family_over_the_limit_is_searched_on_the_stated_smaller_grid():
+    """xor, n = 17, D = 2, H = 9: the default grid's family has 200,200 systems (over 200,000);
+    the map searches −1/2, 1/2, 1..9 instead and says so in the cell."""
+    from headcount.boolean.task import symmetric_values
+
+    F = symmetric_values("xor", 17)
+    assert [str(g) for g in claim_module.grid_for(F, 2, 9)] == [
+        "-1/2",
+        "1/2",
+        *map(str, range(1, 10)),
+    ]
+    assert len(claim_module.grid_for(symmetric_values("xor", 12), 4, 3)) == 7  # the default

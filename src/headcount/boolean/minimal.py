@@ -67,6 +67,16 @@ def default_grid(H: int) -> tuple[Fraction, ...]:
     return (Fraction(-1, 2), Fraction(1, 2), *(Fraction(c) for c in range(1, max(4, H + 2) + 1)))
 
 
+def family_size(walk_count: int, grid_size: int, H: int) -> int:
+    """(denominator set, walk) systems in the family: every min(H, |grid|) grid values × walks."""
+    return walk_count * math.comb(grid_size, min(H, grid_size))
+
+
+def count_walks(F: Sequence[int], D: int, H: int) -> int:
+    """How many walks there are, up to MAX_WALKS + 1 (counting stops there)."""
+    return sum(1 for _ in itertools.islice(walks(F, D, H), MAX_WALKS + 1))
+
+
 def walks(F: Sequence[int], D: int, H: int) -> Iterator[tuple[int, ...]]:
     """Every m(0..n) ∈ {0..D}^(n+1) that moves by ±1 exactly where F changes sign, stays put
     elsewhere and crosses each level j (between m = j−1 and j) at most H times."""
@@ -359,7 +369,7 @@ def value_dimension_one(
         raise InputError(f"D·H = {D * H} < T = {T}: no model exists at any d (Theorem 2)")
     all_walks = list(itertools.islice(walks(F, D, H), MAX_WALKS + 1))
     size = min(H, len(grid))
-    members = len(all_walks) * math.comb(len(grid), size)  # counted before any set is listed
+    members = family_size(len(all_walks), len(grid), H)  # counted before any set is listed
     if len(all_walks) > MAX_WALKS:
         raise InputError(
             f"the readout has more than {MAX_WALKS:,} root walks at n = {n}, D = {D}, H = {H}; "

@@ -19,7 +19,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from headcount.boolean.construction import construct
-from headcount.boolean.minimal import DimensionOne, value_dimension_one
+from headcount.boolean.minimal import (
+    MAX_MEMBERS,
+    DimensionOne,
+    count_walks,
+    default_grid,
+    family_size,
+    value_dimension_one,
+)
 from headcount.boolean.model import layer_output_exact
 from headcount.boolean.task import sign_changes, symmetric_values
 from headcount.report.claims import MULTITASK_PAPER, ClaimResult, Context, claim, status
@@ -47,6 +54,7 @@ class Cell:
             "T": self.T,
             "verdict": self.result.verdict,
             "members": self.result.members,
+            "grid": [str(g) for g in self.result.grid],
             "construction_d": self.construction_d,
         }
 
@@ -61,11 +69,20 @@ def cells(functions: list[str], max_n: int, extra: list[tuple[str, int, int, int
     return out + [tuple(e) for e in extra]
 
 
+def grid_for(F, D: int, H: int) -> tuple[Fraction, ...]:
+    """The default grid, or −1/2, 1/2, 1..H (H + 2 values) where the default family would exceed
+    MAX_MEMBERS systems (at n ≤ 20: xor at (D, H) = (2, 9), (2, 10), (3, 7))."""
+    grid = default_grid(H)
+    if family_size(count_walks(F, D, H), len(grid), H) > MAX_MEMBERS:
+        return grid[: H + 2]
+    return grid
+
+
 def measure(functions: list[str], max_n: int, extra) -> list[Cell]:
     measured = []
     for name, n, D, H in cells(functions, max_n, extra):
         F = symmetric_values(name, n)
-        result = value_dimension_one(F, D, H)
+        result = value_dimension_one(F, D, H, grid_for(F, D, H))
         built = construct(F, n, D, H, use_search=False)
         measured.append(Cell(name, n, D, H, sign_changes(F), result, built.dim))
     return measured
@@ -89,18 +106,15 @@ def _sign(x) -> int:
     return (x > 0) - (x < 0)
 
 
-def _rows(n: int, c, m, D: int) -> list[list[Fraction]]:
-    """The strict system's rows rebuilt here (not the search's code)."""
-    rows = []
-    for t in range(n + 1):
-        for j in range(1, D + 1):
-            s = 1 if j <= m[t] else -1
-            rows.append(
-                [Fraction(s)]
-                + [s / (n + ch * t) for ch in c]
-                + [Fraction(-s if k == j else 0) for k in range(1, D + 1)]
-            )
-    return rows
+def _row(n: int, c, m, D: int, k: int) -> list[Fraction]:
+    """Row k = t·D + j − 1 of the strict system, rebuilt here (not the search's code)."""
+    t, j = divmod(k, D)
+    s = 1 if j < m[t] else -1
+    return (
+        [Fraction(s)]
+        + [s / (n + ch * t) for ch in c]
+        + [Fraction(-s if i == j else 0) for i in range(D)]
+    )
 
 
 def _refutation_problems(c: Cell) -> list[str]:
@@ -112,10 +126,11 @@ def _refutation_problems(c: Cell) -> list[str]:
             f"{r.members} systems ({r.undecided} undecided)"
         )
     for ref in r.refutations:
-        rows = _rows(c.n, ref.denominators, ref.walk, c.D)
-        total = [
-            sum(y * rows[k][i] for y, k in zip(ref.y, ref.support)) for i in range(len(rows[0]))
-        ]
+        if not ref.support or any(not 0 <= k < (c.n + 1) * c.D for k in ref.support):
+            out.append(f"{c.function} n={c.n} D={c.D} H={c.H}: a certificate names no row")
+            break
+        rows = [_row(c.n, ref.denominators, ref.walk, c.D, k) for k in ref.support]
+        total = [sum(y * row[i] for y, row in zip(ref.y, rows)) for i in range(len(rows[0]))]
         if any(y < 0 for y in ref.y) or sum(ref.y) <= 0 or any(total):
             out.append(f"{c.function} n={c.n} D={c.D} H={c.H}: a certificate fails")
             break
@@ -150,14 +165,15 @@ def _describe(cells_: list[Cell]) -> str:
     statement="Exact minimal models at small sizes: for xor, majority and mod:3 on n bits "
     "and every (D, H) with D·H = T or T + 1, either a value-dimension-1 model (H heads, a "
     "degree-D readout) exists and is certified on all 2^n inputs, or none exists within the "
-    "stated family (head denominators from the grid −1/2, 1/2, 1..max(4, H+2); every readout "
-    "root walk), each member refuted by an exact Gordan certificate. Reported beside each "
-    "cell: the Theorem-3 construction's d.",
+    "stated family (head denominators from the grid −1/2, 1/2, 1..max(4, H+2), or −1/2, 1/2, "
+    f"1..H where that family exceeds {MAX_MEMBERS:,} systems, each cell stating its grid; "
+    "every readout root walk), each member refuted by an exact Gordan certificate. Reported "
+    "beside each cell: the Theorem-3 construction's d.",
     check="PASS only if every cell is decided, every found model is right on every t = 0..n by "
     "the direct exact formula, and every certificate of every refuted cell checks out exactly "
     "(y ≥ 0, Σ y > 0, Σ y·row = 0 on rows rebuilt independently).",
     quick={"functions": list(FUNCTIONS), "max_n": 10, "extra": [("xor", 12, 4, 3)]},
-    full={"functions": list(FUNCTIONS), "max_n": 14, "extra": [("xor", 16, 4, 4)]},
+    full={"functions": list(FUNCTIONS), "max_n": 20, "extra": []},
 )
 def minimal_dimension(ctx: Context, functions, max_n: int, extra) -> ClaimResult:
     measured_cells = measure(list(functions), max_n, extra)
