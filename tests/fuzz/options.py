@@ -322,7 +322,13 @@ def commands(
         Command(
             "minmax minimal",
             {"--M": "3", "--n": "3", "--d-max": "1", "--K-max": "1"},
-            {"--M": V.INT, "--n": V.INT, "--d-max": V.INT, "--K-max": V.INT},
+            {
+                "--M": V.INT,
+                "--n": V.INT,
+                "--d-max": V.INT,
+                "--K-max": V.INT,
+                "--db": V.READ_PATHS + V.WRITE_PATHS,
+            },
         ),
         Command(
             "minmax search",
@@ -362,6 +368,7 @@ def commands(
                 "--heads": V.INT,
                 "--grid": V.GRID,
                 "--out": V.WRITE_PATHS,
+                "--db": V.READ_PATHS + V.WRITE_PATHS,
             },
         ),
         Command(

@@ -264,20 +264,22 @@ def boolean_minimal(
         "−1/2, 1/2, 1..max(4, H+2).",
     ),
     out: Path | None = typer.Option(None, "--out", help="Save the d = 1 model found."),
+    db: Path | None = typer.Option(
+        None, "--db", help="Results database: the answer is read from it when stored, else stored."
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """Does value dimension d = 1 suffice? Searches every set of H denominators from the grid and
     every readout root walk (an LP each, HiGHS): a model found is certified exactly on all 2^n
     inputs; otherwise every member gets an exact infeasibility certificate (Gordan), so d = 1 is
     refuted within that family. Bound: at most 200,000 (denominator set, walk) systems."""
-    from headcount.boolean.minimal import minimal_dimension_one, parse_grid
+    from headcount.boolean.minimal import parse_grid
+    from headcount.learn.search_cache import boolean_minimal
 
     chosen = None if grid is None else parse_grid(grid)
-    result = minimal_dimension_one(
-        function, n, degree, heads, chosen, out=None if out is None else str(out)
-    )
+    record, cached = boolean_minimal(function, n, degree, heads, chosen, out=out, db=db)
     human = (
-        f"{function} on {n} bits, D={degree}, H={heads}: {result.verdict} "
-        f"({result.members} systems in the family)"
+        f"{function} on {n} bits, D={degree}, H={heads}: {record['verdict']} "
+        f"({record['family']['members']} systems in the family)" + (" — cached" if cached else "")
     )
-    emit(result.to_json(), as_json, human)
+    emit(record, as_json, human)

@@ -228,6 +228,9 @@ def minmax_minimal(
     n: int = typer.Option(..., "--n", help=f"{NOpt}."),
     d_max: int = typer.Option(2, "--d-max", help="Largest value dimension d searched (1..4)."),
     K_max: int = typer.Option(2, "--K-max", help="Largest value bound K searched (1..4)."),
+    db: Path | None = typer.Option(
+        None, "--db", help="Results database: the answer is read from it when stored, else stored."
+    ),
     as_json: bool = JsonOpt,
 ) -> None:
     """The smallest (d, K) at which ONE head with integer values in {−K..K}^d supports both min and
@@ -235,9 +238,8 @@ def minmax_minimal(
     2n}; values up to coordinate symmetries): a head found is verified exactly; every member of a
     smaller (d, K) is refuted by an exact certificate. Theorem 1's chain runs on the head found. A
     (d, K) with more than 100,000 members is not searched (reported, and the search stops)."""
-    from headcount.minmax.theorem1.minimal import minimal_resources
+    from headcount.learn.search_cache import minmax_minimal
 
-    result = minimal_resources(M, n, d_max, K_max)
-    record = result.to_json()
+    record, cached = minmax_minimal(M, n, d_max, K_max, db=db)
     cells = ", ".join(f"d={c['d']} K={c['K']}: {c['verdict']}" for c in record["cells"])
-    emit(record, as_json, f"M = {M}, n = {n}: {cells}")
+    emit(record, as_json, f"M = {M}, n = {n}: {cells}" + (" — cached" if cached else ""))

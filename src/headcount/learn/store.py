@@ -107,14 +107,19 @@ class ResultsStore:
         return found if run_ids is None else {r: found[r] for r in set(run_ids) if r in found}
 
     def rows(
-        self, experiment: str | None = None, sweep: str | None = None, status: str | None = None
+        self,
+        experiment: str | None = None,
+        sweep: str | None = None,
+        status: str | None = None,
+        run_id: str | None = None,
     ) -> list[dict[str, Any]]:
         """Stored runs as dicts (config, metrics, versions decoded from JSON), in the order they
         finished.
 
         Filters combine; status None means both 'done' and 'failed'."""
         where, args = [], []
-        for column, value in (("experiment", experiment), ("sweep", sweep), ("status", status)):
+        filters = (("experiment", experiment), ("sweep", sweep), ("status", status))
+        for column, value in (*filters, ("run_id", run_id)):
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)

@@ -52,13 +52,12 @@ def gordan_certificate(
         y = _exact_on_support(rows, support) if support else None
         if y is not None:
             return support, y
-    return exact_gordan(rows)  # HiGHS's support did not solve exactly: exact simplex
+    return exact_gordan([list(r) for r in rows])  # HiGHS's support was not exact: exact simplex
 
 
 def exact_gordan(rows: list[list[Fraction]]) -> tuple[tuple[int, ...], tuple[Fraction, ...]] | None:
     """Phase 1 of the simplex method in exact rationals (Bland's rule, so it terminates): y ≥ 0
     with Σ_k y_k·row_k = 0 and Σ y = 1, or None when there is none."""
-    rows = [list(r) for r in rows]
     k, width = len(rows), len(rows[0])
     m = width + 1  # equations: Σ y_k row_k[i] = 0 (i < width), Σ y_k = 1
     T = [[rows[j][i] for j in range(k)] + [Fraction(int(r == i)) for r in range(m)] + [Fraction(0)]
