@@ -216,6 +216,11 @@ def commands(
             alone={"--model": {"--k": "2", "--precision-bits": "4"}},
         ),
         Command(
+            "induction minimal",
+            {"--n": "3", "--alphabet": "2"},
+            {"--n": V.INT, "--alphabet": V.INT},
+        ),
+        Command(
             "evaluate",
             {**EVALUATE, "--model": _transformer(boolean_model)},
             {

@@ -327,3 +327,27 @@ def induction_refute(
             f"nothing found ({result.method}); searched: {json.dumps(result.searched.to_json())}"
         )
     emit(result.to_json(), as_json, human)
+
+
+@app.command("minimal")
+def induction_minimal(
+    n: int = typer.Option(..., "--n", help="Sequence length, 1..16."),
+    alphabet: int = typer.Option(..., "--alphabet", help="Alphabet size S, 2..16 (S^n ≤ 200,000)."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """The smallest h·m·p at which a one-layer model of a stated family (one head, uniform causal
+    attention, the packed readout: value width m = 1..n) solves induction heads, certified
+    exhaustively; every smaller member gets an input it answers wrongly (certify's proven
+    rejection, and refute's INDEX input where INDEX embeds), beside the INDEX bound (n−1)/(2C)."""
+    from headcount.induction.lower_bound.minimal import minimal_one_layer
+
+    result = minimal_one_layer(n, alphabet)
+    record = result.to_json()
+    best = record["minimal"]
+    human = f"n = {n}, S = {alphabet}: {result.verdict}" + (
+        ""
+        if best is None
+        else f"; smallest h·m·p = {best['size']} (m = {best['slots']}, p = "
+        f"{best['precision_bits']}), {len(record['refuted'])} smaller members refuted"
+    )
+    emit(record, as_json, human)

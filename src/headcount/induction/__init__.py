@@ -18,7 +18,8 @@ Modules:
                   (PositionMetrics, induction_metrics)
     construction  two_layer_induction, one_layer_induction, their shapes (ModelShape), the size
                   checks and resource estimates, and writing a construction to a model file
-    readout       ψ_out of the one-layer construction (the decoder kind "induction_readout")
+    readout       ψ_out of the one-layer models (decoder kinds "induction_readout" and
+                  "packed_induction_readout")
     source        ModelSource: where a command's model comes from (a model file, a construction, or
                   a seeded random one-layer model), its shape before it is built, and loading it
     certification which inputs (exhaustive or sampled + adversarial), the certify plan (the request

@@ -15,6 +15,8 @@ Modules (import from them: `from headcount.induction.lower_bound.refute import r
                   it
     refute        the refuter (collision, exhaustive, guided random + local search), one
                   search-state class
+    minimal       the smallest h·m·p of a stated one-layer family (packed readout), certified
+                  exhaustively, every smaller member refuted, beside the INDEX bound
     results       the typed results: ProtocolCheck (check_protocol) and Refutation with what each
                   search method covered (refute)
 
