@@ -286,6 +286,9 @@ def finding1_model() -> Transformer:
 def describe(model: Transformer, bits: int) -> str:
     """Every weight with repr floats (which round-trip exactly), to rebuild a counterexample by
     hand."""
+    if not hasattr(model, "W_E"):  # a table model (the packed readout's soundness family)
+        tables = " ".join(f"{name}={getattr(model, name).tolist()}" for name in ("Q", "K", "V"))
+        return f"fixed:{bits} {type(model).__name__} decoder={model.decoder.config()} {tables}"
     parts = [
         f"fixed:{bits} mask={model.mask}",
         f"W_E={model.W_E.tolist()}",
