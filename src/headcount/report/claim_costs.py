@@ -11,7 +11,8 @@ from __future__ import annotations
 
 # measured by `headcount reproduce` (quick) on 2 idle cores, 2026-12-03: claims[].seconds
 # (learning.khop.families measured alone after the other 22, its GPT-2 runs already in the database;
-# minmax.theorem1.chain, boolean.minimal_dimension and minmax.minimal_resources alone)
+# minmax.theorem1.chain, boolean.minimal_dimension, minmax.minimal_resources and
+# induction.one_layer.minimal alone; boolean.minimal_dimension re-measured after its 4× speed-up)
 RECORDED_SECONDS: dict[str, dict[str, float]] = {
     "quick": {
         "boolean.xor.DH_iff": 3.3,
@@ -38,7 +39,8 @@ RECORDED_SECONDS: dict[str, dict[str, float]] = {
         "minmax.one_head.obstructed": 2.32,
         "learning.khop.families": 119.5,
         "minmax.theorem1.chain": 12.12,
-        "boolean.minimal_dimension": 9.52,
+        "boolean.minimal_dimension": 1.68,
+        "induction.one_layer.minimal": 2.6,
         "minmax.minimal_resources": 4.7,
     },
 }

@@ -26,6 +26,7 @@ CLAIM_IDS = (
     "induction.two_layer.constant_dim",
     "induction.two_layer.precision_log_n",
     "induction.one_layer.n_log_n",
+    "induction.one_layer.minimal",
     "induction.separation",
     "induction.khop.construction",
     "induction.heads.mechanism",

@@ -221,6 +221,12 @@ def _minimal_resources(m: Measured) -> str:
     return "; ".join(f"M = {c['M']}, n = {c['n']}: d = {c['d']}, K = {c['K']}" for c in found)
 
 
+def _one_layer_minimal(m: Measured) -> str:
+    return "; ".join(
+        f"n = {c['n']}, S = {c['S']}: h·m·p = {c['size']}" for c in m["cases"] if c["size"]
+    )
+
+
 def _theorem1(m: Measured) -> str:
     rows = m["heads"]
     outcomes = [row[t]["outcome"] for row in rows for t in ("min", "max")]
@@ -240,6 +246,7 @@ HEADLINES: dict[str, Callable[[Measured], str]] = {
     "induction.two_layer.constant_dim": _constant_dim,
     "induction.two_layer.precision_log_n": _precision,
     "induction.one_layer.n_log_n": _one_layer,
+    "induction.one_layer.minimal": _one_layer_minimal,
     "induction.separation": _separation,
     "induction.index.protocol": _protocol,
     "induction.index.refute": _refute,

@@ -45,6 +45,7 @@ from headcount.report.induction import (
 )
 from headcount.report.induction import constructions as induction
 from headcount.report.induction import lower_bound as induction_lower_bound
+from headcount.report.induction import minimal as induction_minimal
 from headcount.report.learning import claims as learning
 from headcount.report.learning import khop
 from headcount.report.minmax import claims as minmax
@@ -59,6 +60,7 @@ CLAIM_MODULES = (
     induction_lower_bound,
     index_floor,
     index_floor_figure,
+    induction_minimal,
     minmax,
     minmax_theorem1,
     minmax_minimal,
