@@ -90,3 +90,11 @@ def test_a_family_over_the_limit_is_searched_on_the_stated_smaller_grid():
         *map(str, range(1, 10)),
     ]
     assert len(claim_module.grid_for(symmetric_values("xor", 12), 4, 3)) == 7  # the default
+
+
+def test_each_cell_states_its_grid():
+    r = run("boolean.minimal_dimension", functions=["xor"], max_n=3, extra=[])
+    assert {c["grid"] for c in r.measured["cells"]} <= {
+        f"−1/2, 1/2, 1..{N}" for N in range(4, 8)
+    }  # max(4, H + 2) for H ≤ 4
+    assert claim_module.grid_text([1, 3]) == "1, 3"

@@ -54,7 +54,7 @@ class Cell:
             "T": self.T,
             "verdict": self.result.verdict,
             "members": self.result.members,
-            "grid": [str(g) for g in self.result.grid],
+            "grid": grid_text(self.result.grid),
             "construction_d": self.construction_d,
         }
 
@@ -67,6 +67,15 @@ def cells(functions: list[str], max_n: int, extra: list[tuple[str, int, int, int
             T = sign_changes(symmetric_values(name, n))
             out += [(name, n, D, P // D) for P in (T, T + 1) for D in range(1, P + 1) if P % D == 0]
     return out + [tuple(e) for e in extra]
+
+
+def grid_text(grid) -> str:
+    """The grid as written in the statement: "−1/2, 1/2, 1..N" when it is that, else listed."""
+    listed = [str(g) for g in grid]
+    tail = [str(c) for c in range(1, len(grid) - 1)]
+    if len(grid) >= 3 and listed == ["-1/2", "1/2", *tail]:
+        return f"−1/2, 1/2, 1..{len(grid) - 2}"
+    return ", ".join(listed)
 
 
 def grid_for(F, D: int, H: int) -> tuple[Fraction, ...]:
