@@ -222,6 +222,13 @@ def induction_certify(
         "runs; cuda "
         "needs --backend torch.",
     ),
+    checkpoint: Path | None = typer.Option(
+        None,
+        "--checkpoint",
+        help="SQLite file: the run's state is stored after every chunk of inputs, and a run "
+        "restarted with the same file and arguments resumes there (another model or other "
+        "arguments: refused).",
+    ),
     progress: bool | None = ProgressOpt,
     require: bool = RequireCertifiedOpt,
     as_json: bool = JsonOpt,
@@ -238,8 +245,9 @@ def induction_certify(
     source = ModelSource(model_file=model_file, layers=layers)
     with attention_backend(backend, device):
         result = certify_induction(
-            source, n, alphabet, samples, seed, hops, layout=layout, progress=progress_on(progress)
-        )
+            source, n, alphabet, samples, seed, hops, layout=layout,
+            progress=progress_on(progress), checkpoint=checkpoint,
+        )  # fmt: skip
     cert = result.certificate
     human = (
         f"{cert.inputs_checked} inputs ({'exhaustive' if result.exhaustive else 'sampled'}), "

@@ -20,6 +20,7 @@ certify_induction runs the plan on a model or on a ModelSource.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,9 @@ from headcount.common.errors import InputError, param
 from headcount.common.progress import Progress
 from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_int
-from headcount.core.certify import Certificate, InputStream, Model, certify_model
+from headcount.core.attention import current_algorithm
+from headcount.core.certify import Certificate, Checkpoint, InputStream, Model, certify_model
+from headcount.core.model import model_digest
 from headcount.induction import task
 from headcount.induction.construction import (
     ModelShape,
@@ -414,6 +417,7 @@ def certify_induction(
     from_file: bool = False,
     layout: str = "plain",
     progress: Progress = False,
+    checkpoint: str | os.PathLike | None = None,
 ) -> InductionCertificate:
     """Certificate of `model` on induction heads (hop `hops`, 1..layouts.MAX_HOPS) at length n over
     `alphabet` tokens, in `layout` (module docstring; the model is bound to the task's tokens
@@ -422,7 +426,9 @@ def certify_induction(
     plan_certify's checks. dtypes=False skips the IEEE-dtype passes (dtypes_exact is then empty);
     from_file: the model was read from a file (always so for a ModelSource's model file), so its
     info's "construction" is reported as `file_label`, a label, not a construction. progress
-    (common.progress): the inputs checked."""
+    (common.progress): the inputs checked. checkpoint: an SQLite file the run stores its state in
+    after every chunk and resumes from (core.certify.checkpoint); it is refused when written for
+    another model or other arguments."""
     source = model if isinstance(model, ModelSource) else None
     plan = plan_certify(n, alphabet, samples, seed, hops, layout, exhaustive, source)
     if source is not None:
@@ -430,9 +436,31 @@ def certify_induction(
     bound = plan.bind(model)
     total, _ = certify_inputs(n, alphabet, samples, plan.exhaustive, hops)
     reference = layout_reference(layout, hops)
-    cert = certify_model(
-        bound, plan.inputs(), reference, dtypes=dtypes, progress=progress, total=total
-    )
+    saved = None
+    if checkpoint is not None:
+        identity = {
+            "task": "induction",
+            "model": model_digest(model),
+            "n": n,
+            "alphabet": alphabet,
+            "samples": samples,
+            "seed": seed,
+            "hops": hops,
+            "layout": layout,
+            "exhaustive": plan.exhaustive,
+            "dtypes": dtypes,
+            "algorithm": current_algorithm(),
+            "chunks": [EXHAUSTIVE_CHUNK, SAMPLE_CHUNK],
+        }
+        saved = Checkpoint(checkpoint, identity)
+    try:
+        cert = certify_model(
+            bound, plan.inputs(), reference, dtypes=dtypes, progress=progress, total=total,
+            checkpoint=saved,
+        )  # fmt: skip
+    finally:
+        if saved is not None:
+            saved.close()
     p = cert.precision_bits
     label = model.info.get("construction")
     label = label[:200] if isinstance(label, str) else None

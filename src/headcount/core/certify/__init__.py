@@ -1,7 +1,8 @@
 """Running a model against a task's reference and certifying what it does: evaluate (any model on a
 token batch: emulated, exact or proven outputs, chunked and threaded), certificate (what a
 certificate reports), certify (certify_model: the float, rigorous and exact passes over a streamed
-input set, and the smallest precision that is proven right).
+input set, and the smallest precision that is proven right), checkpoint (a certificate's state after
+every chunk, so a killed run resumes).
 """
 
 from headcount.core.certify.certificate import Certificate, Counterexample, Rejection
@@ -13,6 +14,7 @@ from headcount.core.certify.certify import (
     confirmed_error,
     minimal_precision_bits,
 )
+from headcount.core.certify.checkpoint import Checkpoint
 from headcount.core.certify.evaluate import (
     WORKERS,
     Model,
@@ -31,6 +33,7 @@ __all__ = [
     "IGNORE",
     "WORKERS",
     "Certificate",
+    "Checkpoint",
     "Counterexample",
     "InputStream",
     "Model",

@@ -37,9 +37,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from headcount.common.errors import InputError
 from headcount.common.progress import Progress, ProgressBar, progress_bar
 from headcount.core.attention import current_algorithm
 from headcount.core.certify.certificate import (  # noqa: F401 — re-exported: their home before the split
@@ -54,6 +56,7 @@ from headcount.core.certify.certificate import (  # noqa: F401 — re-exported: 
     rejection,
     settled,
 )
+from headcount.core.certify.checkpoint import Checkpoint, pass_state, restore_pass
 from headcount.core.certify.evaluate import (
     Model,
     WorkBudget,
@@ -271,16 +274,21 @@ def certify_model(
     dtypes: bool = True,
     progress: Progress = False,
     total: int | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> Certificate:
     """The certificate of the module docstring, by one streaming pass (_one_pass), or under the
     reference algorithm (core.attention.settings) by the four separate passes; both give the same
-    certificate. progress (common.progress): the inputs checked of `total` (None: not known)."""
+    certificate. progress (common.progress): the inputs checked of `total` (None: not known).
+    checkpoint (core.certify.checkpoint): the streaming pass's state is stored after every chunk,
+    and a run resumes after the last chunk stored."""
     tally = Tally()
     with progress_bar(progress, "certify", total, unit="input") as bar:
         if current_algorithm() == "reference":
+            if checkpoint is not None:
+                raise InputError("a checkpoint needs the streaming pass, not the reference one")
             _reference_passes(model, inputs, reference, tally, dtypes, bar)
         else:
-            _one_pass(model, inputs, reference, tally, dtypes, bar)
+            _one_pass(model, inputs, reference, tally, dtypes, bar, checkpoint)
     return tally.freeze()
 
 
@@ -355,6 +363,7 @@ def _one_pass(
     tally: Tally,
     dtypes: bool,
     bar: ProgressBar,
+    checkpoint: Checkpoint | None = None,
 ) -> None:
     """The four passes' certificate in one pass over the inputs. Each chunk is evaluated in float64
     once (pass 1, and the float64 dtype check), proven at the current candidate p (pass 3, kept
@@ -367,8 +376,15 @@ def _one_pass(
     it was rejected, pass 3 goes on from p + 1 as it would. The other dtypes are checked chunk by
     chunk until their first error."""
     run = _OnePass(model, inputs, reference, tally, dtypes)
+    saved = None if checkpoint is None else checkpoint.last()
+    if saved is not None:
+        run.restore(saved[1])
+    done = -1 if saved is None else saved[0]  # chunks 0..done are in the restored state
     for index, (family, tokens) in enumerate(inputs()):
-        run.chunk(index, family, tokens)
+        if index > done:
+            run.chunk(index, family, tokens)
+            if checkpoint is not None:
+                checkpoint.save(index, run.state())
         bar.update(completed=tally.inputs_checked)
     run.finish()
 
@@ -415,6 +431,19 @@ class _OnePass:
                 proven_right = self.proof.add(self.model, family, tokens, target)
         if not proven_right:
             self._search(index, family, tokens, target)
+
+    def state(self) -> dict[str, Any]:
+        """Everything carried between chunks, as JSON (core.certify.checkpoint)."""
+        p = self.proof
+        proof = (p.p, p.budget.remaining, p.uncertified, p.exact, p.rejection)
+        return pass_state(self.tally, self.candidate, proof, self.exact_in, self.seconds)
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Put a state() back (a checkpoint's), so the next chunk goes on from it."""
+        self.candidate, proof, self.exact_in = restore_pass(state, self.tally, self.exact_in)
+        p, budget, uncertified, exact, rejected = proof
+        self.proof = _Proof(p, WorkBudget(budget), uncertified, exact, rejected)
+        self.seconds.update(state["seconds"])
 
     def _check_dtypes(self, tokens: np.ndarray, target: np.ndarray) -> None:
         """Each other dtype without an error so far is emulated on the chunk; an error settles

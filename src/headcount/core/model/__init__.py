@@ -4,7 +4,7 @@ and the model file format. It depends on core.numbers and core.attention only: a
 lives in core.passes.
 """
 
-from headcount.core.model.files import load_model, save_model
+from headcount.core.model.files import load_model, model_digest, save_model
 from headcount.core.model.parts import (
     ACTIVATIONS,
     MASKS,
@@ -52,6 +52,7 @@ __all__ = [
     "check_tokens",
     "decoder_class",
     "load_model",
+    "model_digest",
     "random_table",
     "register_decoder",
     "save_model",

@@ -9,6 +9,7 @@ Writes are atomic (temporary file in the same folder, then rename).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -110,6 +111,13 @@ def _layer_entry(l: int, layer: Layer, tensors: dict[str, np.ndarray]) -> dict[s
 
 def save_model(model: Transformer | OneLayerTable, path: str | os.PathLike) -> None:
     """Write a weight-form or table-form model to one safetensors file (atomic)."""
+    _write(*model_parts(model), path)
+
+
+def model_parts(
+    model: Transformer | OneLayerTable,
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """(tensors, config): what save_model writes."""
     decoder_cfg = {"kind": model.decoder.kind, "config": model.decoder.config()}
     decoder_tensors = {f"decoder.{k}": v for k, v in model.decoder.tensors().items()}
     if isinstance(model, OneLayerTable):
@@ -121,8 +129,7 @@ def save_model(model: Transformer | OneLayerTable, path: str | os.PathLike) -> N
         }
         config["info"] = model.info
         tables = {"embed": model.embed, "Q": model.Q, "K": model.K, "V": model.V}
-        _write(tables | decoder_tensors, config, path)
-        return
+        return tables | decoder_tensors, config
     tensors: dict[str, np.ndarray] = {"W_E": model.W_E, "W_pos": model.W_pos}
     layers_cfg = [_layer_entry(l, layer, tensors) for l, layer in enumerate(model.layers)]
     config: dict[str, Any] = {
@@ -136,7 +143,20 @@ def save_model(model: Transformer | OneLayerTable, path: str | os.PathLike) -> N
     if model.positions != "residual":
         config["positions"] = model.positions
     config |= {"decoder": decoder_cfg, "info": model.info}
-    _write(tensors | decoder_tensors, config, path)
+    return tensors | decoder_tensors, config
+
+
+def model_digest(model: Transformer | OneLayerTable) -> str:
+    """sha256 of what save_model would write (the config but its "info", each tensor's name,
+    shape and float64 bytes): equal for a model and its file read back, different for any other
+    weight."""
+    tensors, config = model_parts(model)
+    h = hashlib.sha256(json.dumps({**config, "info": None}, sort_keys=True).encode())
+    for name in sorted(tensors):
+        array = np.ascontiguousarray(tensors[name], dtype=np.float64)
+        h.update(f"{name}{array.shape}".encode())
+        h.update(array.tobytes())
+    return h.hexdigest()
 
 
 # --- loading weight-form and table-form models
