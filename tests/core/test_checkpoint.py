@@ -105,8 +105,12 @@ def test_another_identity_or_a_damaged_file_is_refused(tmp_path):
     with pytest.raises(InputError, match="not a checkpoint file"):
         Checkpoint(text, {})
     assert text.read_text() == "not a database"
-    with pytest.raises(InputError, match="is a folder"):
+    with pytest.raises(InputError, match="is a directory"):
         Checkpoint(tmp_path, {})
+    (tmp_path / "link").symlink_to(tmp_path / "missing")
+    with pytest.raises(InputError, match="symbolic link to a missing file"):
+        Checkpoint(tmp_path / "link", {})
+    assert not (tmp_path / "missing").exists()
 
 
 def test_the_induction_command_resumes_and_refuses(tmp_path, capsys):

@@ -169,6 +169,7 @@ def commands(
                 "--layout": _choice("Plain", "hop_prefix", "hop-prefix"),
                 "--backend": _choice("Torch", "torch ", "jax", "numpy", "torch"),
                 "--device": _choice("CUDA", "gpu", "cuda:0", "cpu", "auto", "cuda"),
+                "--checkpoint": V.READ_PATHS + V.WRITE_PATHS,
             },
             alone={
                 "--model": {"--n": "4", "--alphabet": "2"},

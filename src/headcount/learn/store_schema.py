@@ -42,19 +42,17 @@ writers wait for each other instead of failing. WAL needs a local disk.
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from headcount.common.errors import InputError
+from headcount.common.files import existing_sqlite
 
 APP = "headcount-results"
 SCHEMA_VERSION = 1
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -103,40 +101,11 @@ def shown(path: Path) -> str:
 
 
 def _existing_database(path: Path) -> bool:
-    """True for a non-empty regular file that starts like an SQLite file, False for a missing or
-    empty one (a new database); ResultsDBError for anything else. Never opens anything but a regular
-    file."""
-    name = shown(path)
+    """common.files.existing_sqlite for a results database (ResultsDBError, its own wording)."""
     try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        if os.path.islink(path):
-            raise ResultsDBError(
-                f"results database {name} is a symbolic link to a missing file; give a file name"
-            ) from None
-        return False
-    except OSError as err:  # a name too long, a parent that is a file, a folder we may not enter
-        raise ResultsDBError(f"results database {name} cannot be used: {err.strerror}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ResultsDBError(f"results database {name} is a directory, not a file")
-    if not stat.S_ISREG(info.st_mode):
-        raise ResultsDBError(
-            f"results database {name} is not a regular file (a device, FIFO or socket); give a "
-            "file name"
-        )
-    if info.st_size == 0:
-        return False
-    try:
-        with open(path, "rb") as f:
-            head = f.read(len(_SQLITE_MAGIC))
-    except OSError as err:
-        raise ResultsDBError(f"results database {name} cannot be read: {err.strerror}") from None
-    if head != _SQLITE_MAGIC:
-        raise ResultsDBError(
-            f"{name} is not a headcount results database "
-            "(not an SQLite file); give a new file name or an existing results DB"
-        )
-    return True
+        return existing_sqlite(path, "results database", "a headcount results database")
+    except InputError as err:
+        raise ResultsDBError(str(err)) from None
 
 
 _SQLITE_HINTS = (  # (words in SQLite's message, what it means for the user)

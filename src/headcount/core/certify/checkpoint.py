@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from headcount.common.errors import InputError
-from headcount.common.files import show_path
+from headcount.common.files import existing_sqlite, show_path
 from headcount.core.certify.certificate import Counterexample, Rejection, Tally
 
 _SCHEMA = (
@@ -44,12 +44,7 @@ class Checkpoint:
         self.path = Path(path)
         self.identity = json.dumps(identity, sort_keys=True)
         shown = show_path(self.path)
-        if self.path.is_dir():
-            raise InputError(f"checkpoint {shown} is a folder; give a file path")
-        if self.path.exists() and self.path.stat().st_size > 0:
-            with self.path.open("rb") as f:
-                if f.read(16) != b"SQLite format 3\x00":
-                    raise InputError(f"checkpoint {shown} is not a checkpoint file (not SQLite)")
+        existing_sqlite(self.path, "checkpoint", "a checkpoint file")  # refuses links, FIFOs, …
         try:
             self._conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
             self._check_or_create(shown)
