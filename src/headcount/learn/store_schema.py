@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from headcount.common.errors import InputError
-from headcount.common.files import existing_sqlite
+from headcount.common.sqlite_files import existing_sqlite
 
 APP = "headcount-results"
 SCHEMA_VERSION = 1

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from headcount.common.errors import InputError
-from headcount.common.files import existing_sqlite, show_path
+from headcount.common.files import show_path
+from headcount.common.sqlite_files import existing_sqlite
 from headcount.core.certify.certificate import Counterexample, Rejection, Tally
 
 _SCHEMA = (
