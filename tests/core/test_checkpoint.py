@@ -128,3 +128,35 @@ def test_the_induction_command_resumes_and_refuses(tmp_path, capsys):
     assert strip(first[1]) == strip(again[1])
     other = [*args[:7], "4", "--json", "--checkpoint", path]
     refused(capsys, *other, needles=("another model or other arguments",))
+
+
+def test_a_sampled_induction_certificate_resumes_to_the_same_one(tmp_path, monkeypatch):
+    """Sampled inputs are drawn in stream order from one seed: the chunks before the stored one are
+    drawn again (not evaluated), so the resumed run sees the same inputs."""
+    from headcount.core.certify import checkpoint as module
+    from headcount.induction.certification import certify_induction
+    from headcount.induction.construction import two_layer_induction
+
+    def run(path=None):
+        result = certify_induction(
+            two_layer_induction(12, 4), 12, 4, samples=1500, seed=5, dtypes=False,
+            checkpoint=path,
+        )  # fmt: skip
+        record = result.to_json()
+        record.pop("seconds")
+        return record
+
+    whole = run()
+    path = tmp_path / "s.sqlite"
+    real = module.Checkpoint.save
+
+    def dying(self, index, state):
+        real(self, index, state)
+        if index == 4:
+            raise Stop
+
+    monkeypatch.setattr(module.Checkpoint, "save", dying)
+    with pytest.raises(Stop):
+        run(path)
+    monkeypatch.setattr(module.Checkpoint, "save", real)
+    assert stored(path) == 5 and run(path) == whole
