@@ -25,11 +25,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def stored(path) -> int:
+    """Chunks finished in the file (its one state is the one after chunk idx)."""
     try:
         with sqlite3.connect(path) as conn:
-            return conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+            rows = conn.execute("SELECT idx FROM chunks").fetchall()
     except sqlite3.Error:
         return 0
+    assert len(rows) <= 1, "the file keeps one state"
+    return rows[0][0] + 1 if rows else 0
 
 
 class Stop(Exception):

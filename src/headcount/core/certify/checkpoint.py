@@ -97,12 +97,16 @@ class Checkpoint:
         return hashlib.sha256(f"{self.identity}\n{index}\n{state}".encode()).hexdigest()
 
     def save(self, index: int, state: dict[str, Any]) -> None:
-        """Store the state after chunk `index` (one transaction)."""
+        """Store the state after chunk `index` in place of the one before it (one
+        transaction)."""
         self._conn.execute("BEGIN IMMEDIATE")
         text = json.dumps(state)
         self._conn.execute(
             "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)", (index, text, self._sha(index, text))
         )
+        # the state after chunk `index` holds everything before it: only the last one is kept, so
+        # the file stays one state long (rejections of long inputs make states large)
+        self._conn.execute("DELETE FROM chunks WHERE idx < ?", (index,))
         self._conn.execute("COMMIT")
 
     def close(self) -> None:
