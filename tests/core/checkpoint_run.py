@@ -1,7 +1,8 @@
-"""A certificate run with a checkpoint, for tests/core/test_checkpoint.py: small chunks (and a pause
-per chunk, so a test can kill it between and inside chunks), printed as JSON without its seconds.
+"""A certificate run with a checkpoint, for tests/core/test_checkpoint.py: small chunks, printed as
+JSON without its seconds. With BLOCK_AT the stream stops before that chunk and waits until the run
+is killed: a test kills it inside or after the chunk before, whatever the machine's speed.
 
-    python -m tests.core.checkpoint_run FILE MODEL [PAUSE]     MODEL: right | wrong
+    python -m tests.core.checkpoint_run FILE MODEL [BLOCK_AT]     MODEL: right | wrong
 """
 
 from __future__ import annotations
@@ -29,22 +30,22 @@ def model_named(name: str):
     return type(packed)(packed.embed, packed.Q, packed.K, packed.V, wrong, "causal", {})
 
 
-def stream(pause: float):
+def stream(block_at: int | None):
     def chunks():
         tokens = all_sequences(N, S)
-        for start in range(0, len(tokens), CHUNK):
-            if pause:
-                time.sleep(pause)
+        for index, start in enumerate(range(0, len(tokens), CHUNK)):
+            while block_at is not None and index >= block_at:
+                time.sleep(0.05)  # until killed
             yield "exhaustive", tokens[start : start + CHUNK]
 
     return chunks
 
 
-def certificate(model_name: str, path: str | None, pause: float = 0.0) -> dict:
+def certificate(model_name: str, path: str | None, block_at: int | None = None) -> dict:
     saved = None if path is None else Checkpoint(path, {"test": model_name})
     try:
         cert = certify_model(
-            model_named(model_name), stream(pause), induction_targets, checkpoint=saved
+            model_named(model_name), stream(block_at), induction_targets, checkpoint=saved
         )
     finally:
         if saved is not None:
@@ -57,4 +58,4 @@ def certificate(model_name: str, path: str | None, pause: float = 0.0) -> dict:
 if __name__ == "__main__":
     np.seterr(all="ignore")
     file, name = sys.argv[1], sys.argv[2]
-    print(json.dumps(certificate(name, file, float(sys.argv[3]) if len(sys.argv) > 3 else 0.0)))
+    print(json.dumps(certificate(name, file, int(sys.argv[3]) if len(sys.argv) > 3 else None)))

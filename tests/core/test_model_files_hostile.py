@@ -37,6 +37,7 @@ from headcount.common.errors import InputError
 from headcount.core.model.files import ModelFileError, load_model, save_model
 from headcount.induction.certification import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
+from headcount.induction.lower_bound.minimal import packed_one_layer_induction
 from headcount.induction.source import ModelSource
 from headcount.minmax.model import load_minmax, random_single_head, save_minmax
 
@@ -60,6 +61,8 @@ def _base(kind: str, tmp_path: Path) -> tuple[dict[str, np.ndarray], dict]:
         save_model(two_layer_induction(4, 2), path)
     elif kind == "table":
         save_model(one_layer_induction(4, 2), path)
+    elif kind == "packed":
+        save_model(packed_one_layer_induction(4, 2, 2, 0), path)
     elif kind == "minmax":
         save_minmax(random_single_head(np.random.default_rng(0), 6, 3), path)
     else:
@@ -70,7 +73,13 @@ def _base(kind: str, tmp_path: Path) -> tuple[dict[str, np.ndarray], dict]:
     return _read(path)
 
 
-LOADERS = {"two": load_model, "table": load_model, "minmax": load_minmax, "boolean": load_boolean}
+LOADERS = {
+    "two": load_model,
+    "table": load_model,
+    "packed": load_model,
+    "minmax": load_minmax,
+    "boolean": load_boolean,
+}
 
 
 def _edited(kind: str, edit):
@@ -287,6 +296,11 @@ CASES = {
     "decoder-config-a-list": _edited("two", _set(["decoder", "config"], [1])),
     "readout-n-ctx-lie": _edited("table", _set(["decoder", "config", "n_ctx"], 3)),
     "readout-n-ctx-string": _edited("table", _set(["decoder", "config", "n_ctx"], "4")),
+    "packed-n-ctx-lie": _edited("packed", _set(["decoder", "config", "n_ctx"], 3)),
+    "packed-slots-lie": _edited("packed", _set(["decoder", "config", "slots"], 3)),
+    "packed-slots-string": _edited("packed", _set(["decoder", "config", "slots"], "2")),
+    "packed-base-10^9": _edited("packed", _set(["decoder", "config", "base"], 10**9)),
+    "packed-offset-7": _edited("packed", _set(["decoder", "config", "offset"], 7)),
     # --- huge counts without the tensors ---
     "80000-heads": _edited("two", _set(["layers", 0, "heads"], 80_000)),
     "1000-heads": _edited("two", _set(["layers", 0, "heads"], 1000)),
@@ -424,6 +438,10 @@ def test_there_are_at_least_60_cases():
         ),
         ("minmax-M-lie", "tensor 'classifier_min.theta' has shape [6, 3], expected [7, 3] = [M d]"),
         ("readout-n-ctx-lie", "induction_readout"),
+        ("packed-n-ctx-lie", "reads n_ctx = 3 positions from d_model = slots = 2"),
+        ("packed-slots-lie", "d_model = slots = 3; the model has n_ctx = 4, d_model = 2"),
+        ("packed-base-10^9", "base must be ≤ 65536"),
+        ("packed-offset-7", "offset must be ≤ 1"),
     ],
 )
 def test_messages_name_the_limit_or_the_tensor(tmp_path, name, fragment):

@@ -323,6 +323,15 @@ def _check_decoder(
                 f"the model has n_ctx = {n_ctx}, d_model = {d_model}"
             )
         return []
+    if kind == "packed_induction_readout":
+        readout_n = config_int(config, "n_ctx", shapes.path, _MODEL, 1, n_ctx)
+        slots = config_int(config, "slots", shapes.path, _MODEL, 1, n_ctx)
+        if readout_n != n_ctx or d_model != slots:
+            raise shapes.error(
+                f"the packed_induction_readout decoder reads n_ctx = {readout_n} positions from "
+                f"d_model = slots = {slots}; the model has n_ctx = {n_ctx}, d_model = {d_model}"
+            )
+        return []
     return [
         name for name in shapes.listed if name.startswith("decoder.")
     ]  # a kind registered in-process
