@@ -64,6 +64,7 @@ def test_float_pass_leaves_out_only_keys_of_negligible_weight():
     assert float_work() == {
         "rows": 4,
         "rows_redone": 0,
+        "pruned_rows": 0,
     }  # nothing added back: |v| is alike everywhere
     dense = softmax_values(scores.copy(), v, FLOAT64)
     assert np.max(np.abs(sparse - dense)) <= 2 * np.finfo(float).eps * np.abs(v).max()

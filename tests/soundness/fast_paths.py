@@ -19,7 +19,7 @@ backend, and which reference the shortcut answers to:
   score block): q and k at fixed:p (p = 20..60) with Σ|q|·max|k| just under and just over 2^39 and
   2^40, and scores near 2^53 and 2^58, where the far cut next to the top score rounds by more than
   1.
-* ``sparse-far`` (softmax_bound.sparse_block: far keys bounded as a group, never exponentiated): one
+* ``sparse-far`` (blocked_bound.sparse_block: far keys bounded as a group, never exponentiated): one
   kept key and many keys just beyond the far cut, values at the clip 2^p (p = 28..60), so the far
   group's weight times the values is far above the 2^-p grid.
 * ``prefix-sharing`` (core.passes.prefix: each distinct prefix evaluated once): every input of Σ^6

@@ -12,9 +12,10 @@ implementation here and nowhere else, from the two settings of core.attention.se
 
 Modules: blocks (masks, query blocks, cut constants), floats (NumPy float kernels), softmax_bound
 (the rigorous bound, written once for NumPy arrays and torch tensors, over array_ops' few
-primitives), rigorous (its NumPy face and NumPy's libm check), torch_backend (the torch float
-kernel, the bound on a device, torch's platform checks), settings, counters (work counters of the
-shortcuts).
+primitives) and blocked_bound (the same in query blocks), pruning (certified key pruning: the
+keys a block need not score, issue 34), rigorous (its NumPy face and NumPy's libm check),
+torch_backend (the torch float kernel, the bound on a device, torch's platform checks), settings,
+counters (work counters of the shortcuts).
 """
 
 from __future__ import annotations

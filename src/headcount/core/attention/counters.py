@@ -34,7 +34,7 @@ class Counters:
                 self._counts[key] = 0
 
 
-# the blocked rigorous softmax bound (core.attention.softmax_bound.blocked_bound, on NumPy and
+# the blocked rigorous softmax bound (core.attention.blocked_bound.blocked_bound, on NumPy and
 # torch): visible (query, key) pairs bounded, scores computed, keys exponentiated, blocks bounded
 # densely or sparsely, and heads whose scores were shown tame from q and k (no scan of the score
 # blocks) or were scanned
@@ -44,12 +44,13 @@ ATTENTION = Counters(
     "exponentiated",
     "dense_blocks",
     "sparse_blocks",
+    "pruned_blocks",
     "tame_heads",
     "scanned_heads",
 )
 # the blocked float pass (core.attention.floats._sparse_softmax_values, and its torch twin): query
 # rows summed over the keys of non-negligible weight, and those whose left-out keys were added back
-FLOAT = Counters("rows", "rows_redone")
+FLOAT = Counters("rows", "rows_redone", "pruned_rows")
 # tie settling in the bounds (core.passes.bounds.settle_ties): head-output rows rounded exactly, and
 # grid values among them that float64 cannot hold (kept as boxes of radius > 0)
 TIES = Counters("rows_settled", "values_inexact")

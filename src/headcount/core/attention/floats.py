@@ -20,6 +20,8 @@ from headcount.core.attention.blocks import (
     query_blocks,
 )
 from headcount.core.attention.counters import FLOAT
+from headcount.core.attention.pruning import CellSums, key_groups, pruned_scores
+from headcount.core.attention.settings import pruning_enabled
 from headcount.core.numbers import Precision
 
 
@@ -46,7 +48,15 @@ def blocked_attend(
         v.dtype == np.float64 and v.ndim == 3
     ):  # max_j |v_j| over keys 0..j, per batch [batch key d_value]
         v_max = np.maximum.accumulate(np.abs(v), axis=-2)
+    groups = _float_groups(q, k, v, causal, prec, scale)
+    if groups is not None:
+        sums = [CellSums(g, [v[b], np.abs(v[b])]) for b, g in enumerate(groups)]
     for start, stop, keys in query_blocks(n, causal, keys=k.shape[-2]):
+        if groups is not None:
+            pruned = _pruned_softmax_values(q, k, v, v_max, groups, sums, start, stop)
+            if pruned is not None:
+                out[:, start:stop] = pruned
+                continue
         scores = prec.after_op(q[..., start:stop, :] @ kT[..., :keys])  # [batch block keys]
         if scale != 1.0:
             scores = prec.after_op(scores * scores.dtype.type(scale))
@@ -59,6 +69,88 @@ def blocked_attend(
             sparse = softmax_values(scores, v[..., :keys, :], prec)
         out[..., start:stop, :] = sparse
     return out
+
+
+def _float_groups(q, k, v, causal: bool, prec: Precision, scale: float) -> list | None:
+    """The key groups (core.attention.pruning) of each batch element when the float pass prunes:
+    float64, score scale 1, the causal mask, [batch pos d] arrays, finite values and tame scores
+    (Σ_d |q_d|·max_j |k_jd| < 2^39: every |score| < 2^40); else None."""
+    if not (
+        causal
+        and prec.kind == "float64"
+        and scale == 1.0
+        and q.ndim == 3
+        and v.dtype == np.float64
+        and pruning_enabled()
+        and np.isfinite(v).all()
+    ):
+        return None
+    with np.errstate(invalid="ignore", over="ignore"):
+        if not np.all(np.abs(q) @ np.abs(k).max(axis=-2)[..., None] < 2.0**39):
+            return None
+    groups = [key_groups(k[b]) for b in range(k.shape[0])]
+    return None if any(g is None for g in groups) else groups
+
+
+def _pruned_softmax_values(q, k, v, v_max, groups: list, sums: list, start: int, stop: int):
+    """_sparse_softmax_values of the causal query block start..stop−1 with its keys pruned
+    (core.attention.pruning.pruned_scores), or None where the block is scored in full. Pruned first
+    at the negligible cut: a pruned key's weight is below 2^-NEGLIGIBLE_BITS / keys of the top's,
+    so it is left out as there; then, for the rows whose left-out keys must be added back, again at
+    exp's underflow: a key pruned there has exponential 0 in float64 and adds nothing. A cell of
+    identical keys adds its weight times its multiplicity and times its values' sum (`sums`:
+    pruning.CellSums of v and |v|)."""
+    block = stop - start
+    visible = (start + 1 + stop) * block // 2
+    out = np.empty((q.shape[0], block, v.shape[-1]))
+    for b in range(q.shape[0]):
+        cut = np.full(block, negligible_cut(stop))
+        scored = pruned_scores(q[b, start:stop], k[b], groups[b], start, cut, visible)
+        if scored is None:
+            return None
+        cell_sums = sums[b].upto(scored.w0)
+        total, summed, mass = _sums(scored, v[b], cell_sums, block, cut, np.inf)
+        left_out = v_max[b, stop - 1] * 2.0**-NEGLIGIBLE_BITS  # [d_value]
+        redo = np.flatnonzero((left_out > LEFT_OUT_SHARE * mass).any(axis=-1))
+        if len(redo):  # add back the left-out keys above underflow, on those rows only
+            floor = np.full(len(redo), EXP_UNDERFLOW - 1)
+            scored = pruned_scores(q[b, start + redo], k[b], groups[b], start, floor, np.inf, redo)
+            back = _sums(scored, v[b], cell_sums, len(redo), floor + 1, negligible_cut(stop))
+            total[redo] += back[0]
+            summed[redo] += back[1]
+        out[b] = summed / total[:, None]
+        _count_float(rows=block, rows_redone=len(redo), pruned_rows=block)
+    return out
+
+
+def _sums(scored, v, cell_sums, rows: int, floor: np.ndarray, below: float):
+    """(Σ w, Σ w·v, Σ w·|v|) per row over the entries of `scored` (pruning.Scored) whose shifted
+    score s − top lies in [floor, below) (float64's exponentials; a cell counts its multiplicity
+    and its values' sums)."""
+    top = scored.window.max(axis=1)
+    for row, score in ((scored.row, scored.score), (scored.cell_row, scored.cell_score)):
+        if len(row):  # sorted by row
+            first = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+            top[row[first]] = np.maximum(top[row[first]], np.maximum.reduceat(score, first))
+    w_row, w_col = np.nonzero(scored.window > -np.inf)
+    row = np.concatenate([w_row, scored.row])
+    key = np.concatenate([w_col + scored.w0, scored.key])
+    shifted = np.concatenate([scored.window[w_row, w_col], scored.score]) - top[row]
+    keep = (shifted >= floor[row]) & (shifted < below)
+    row, key, weights = row[keep], key[keep], exp_shifted(shifted[keep])
+    total = np.bincount(row, weights=weights, minlength=rows)
+    values = np.take(v, key, axis=0) * weights[:, None]
+    summed = _bincount_columns(row, values, rows)
+    mass = _bincount_columns(row, np.abs(values, out=values), rows)
+    c_shift = scored.cell_score - top[scored.cell_row]
+    c_keep = (c_shift >= floor[scored.cell_row]) & (c_shift < below)
+    if c_keep.any():
+        c_row, cell = scored.cell_row[c_keep], scored.cell[c_keep]
+        w = exp_shifted(c_shift[c_keep])
+        total += np.bincount(c_row, weights=w * scored.cell_mult[c_keep], minlength=rows)
+        summed += _bincount_columns(c_row, cell_sums[0][cell] * w[:, None], rows)
+        mass += _bincount_columns(c_row, cell_sums[1][cell] * w[:, None], rows)
+    return total, summed, mass
 
 
 def _bincount_columns(row: np.ndarray, values: np.ndarray, rows: int) -> np.ndarray:

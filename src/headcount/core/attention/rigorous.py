@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from headcount.core.attention.blocked_bound import blocked_bound
 from headcount.core.attention.counters import ATTENTION
 from headcount.core.attention.softmax_bound import (
     FAR,
@@ -23,7 +24,6 @@ from headcount.core.attention.softmax_bound import (
     LIBM_ULPS,
     RHO_CAP,
     arb_precision,
-    blocked_bound,
     check_values,
     dense_bound,
     libm_points,
@@ -82,7 +82,7 @@ def dense_attention_bounds(q, k, v, allowed: np.ndarray):
 
 def blocked_attention_bounds(q, k, v, mask: str):
     """Bounds (mid, rad) [batch query d_value] on softmax(q kᵀ) v for q, k, v given as (mid, rad)
-    pairs of NumPy arrays [batch pos d], `mask` "causal" or "full": softmax_bound.blocked_bound, the
+    pairs of NumPy arrays [batch pos d], `mask` "causal" or "full": blocked_bound.blocked_bound, the
     bound of dense_attention_bounds computed per query block."""
     check_libm()
     return blocked_bound((q, k, v), (q, k, v), mask)

@@ -66,3 +66,23 @@ def use_backend(name: str, device: str = "cpu") -> Iterator[None]:
         yield
     finally:
         _backend.reset(token)
+
+
+_pruning = contextvars.ContextVar("headcount_pruning", default=True)
+
+
+def pruning_enabled() -> bool:
+    """Whether the blocked passes prune keys by their groups' bounds (core.attention.pruning; on by
+    default). Off: every visible key is scored, as before issue 34 (benchmarks and the soundness
+    suite compare the two)."""
+    return _pruning.get()
+
+
+@contextlib.contextmanager
+def use_pruning(on: bool) -> Iterator[None]:
+    """Run the block with key pruning on or off."""
+    token = _pruning.set(bool(on))
+    try:
+        yield
+    finally:
+        _pruning.reset(token)

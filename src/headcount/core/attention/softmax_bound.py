@@ -10,10 +10,8 @@ checks torch's libm there).
 
 * ``dense_bound`` — the reference algorithm (the first release's): one [batch query key] array per
   quantity, the masked keys included.
-* ``blocked_bound`` — the same bound computed in query blocks (core.attention.blocks.query_blocks:
-  only the keys a block can see), with the near keys of each query gathered sparsely
-  (``sparse_block``) and the far keys accounted for as a group, never exponentiated; a block where
-  that declines is bounded densely.
+* core.attention.blocked_bound — the same bound computed in query blocks, built on weight_error,
+  query_slack and the constants here.
 
 The decisions that need the whole head (the query slack, whether the scores are tame or exact, which
 terms have a radius) are taken on the NumPy arrays the caller holds (`host`), the arithmetic on
@@ -27,12 +25,9 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
-from array_api_compat import device as device_of
 
 from headcount.common.errors import InternalError
 from headcount.core.attention.array_ops import array_ops
-from headcount.core.attention.blocks import query_blocks
-from headcount.core.attention.counters import ATTENTION
 from headcount.core.numbers import SAFETY, TINY, U, exact_dot, gamma
 
 FAR = (
@@ -131,7 +126,7 @@ def inflate_radius(rad: Array) -> Array:
     return ops.fill_where_(rad, xp.isnan(rad), math.inf)
 
 
-def weight_error(alpha: Array, rho: Array, theta) -> tuple[Array, Array]:
+def weight_error(alpha: Array, rho: Array, theta, mult: Array | None = None) -> tuple[Array, Array]:
     """(e, unbounded): e_j ≥ |α_j − α̂_j| for every α_j = ᾱ_j e^{η_j} / Σ_k ᾱ_k e^{η_k} with |η_k| ≤
     ρ_k, where ᾱ is a probability vector with |ᾱ_j/α̂_j − 1| ≤ θ (α̂ the float weights, [.. key]; θ
     broadcasts against [.. 1]); unbounded marks rows where R⁻ < 1/2 (no useful bound). Consumes
@@ -142,16 +137,21 @@ def weight_error(alpha: Array, rho: Array, theta) -> tuple[Array, Array]:
     numerators are sums of non-negative terms: each float step errs by a small relative amount,
     bounded explicitly: B^± from α̂ instead of ᾱ (θ), expm1 and the product (5u), the sum (γ_n),
     then three steps (γ_8). Finally |α_j − α̂_j| ≤ |α_j − ᾱ_j| + |ᾱ_j − α̂_j| ≤ α̂_j (κ_j + θ)/(1 −
-    θ)."""
+    θ).
+
+    `mult` [.. key], when given: column j stands for mult_j keys of equal weight and error (a cell
+    of identical keys), so the sums B^± weigh it mult_j times (one more rounded product per
+    term)."""
     ops = array_ops(alpha)
     xp = ops.xp
     keys = alpha.shape[-1]
     grow = xp.expm1(rho)
     rho *= -1.0
     shrink = ops.expm1_(rho)
-    rel = 2 * (theta + gamma(keys + 6))
-    b_plus = xp.sum(alpha * grow, axis=-1, keepdims=True) * (1 + rel)
-    b_minus = xp.sum(alpha * shrink, axis=-1, keepdims=True) * (
+    rel = 2 * (theta + gamma(keys + (6 if mult is None else 7)))
+    weights = alpha if mult is None else alpha * mult
+    b_plus = xp.sum(weights * grow, axis=-1, keepdims=True) * (1 + rel)
+    b_minus = xp.sum(weights * shrink, axis=-1, keepdims=True) * (
         1 + rel
     )  # ≤ 0, now at least as negative
     unbounded = (1 + b_minus)[..., 0] < 0.5
@@ -260,202 +260,3 @@ def scores_tame(qm, km) -> bool:
     arrays; NaN or ±inf in q or k fails the test. Saves a scan of every score block."""
     with np.errstate(invalid="ignore", over="ignore"):
         return bool(np.all(np.abs(qm) @ np.abs(km).max(axis=-2)[..., None] < 2.0**39))
-
-
-class Head(NamedTuple):
-    """What the sparse blocks of one head [batch pos d] read, on the arrays' device."""
-
-    q: tuple  # (mid, rad) [batch query d]
-    k: tuple  # (mid, rad) [batch key d]
-    # (mid, rad) [batch·key + 1, d_value]: v flattened over the batch, then a row of zeros
-    values: tuple
-    # (rad None where v has none)
-    v_max: Array  # [batch d_value] max_j |v_j| + rad(v_j)
-    terms: Terms
-    tame: bool  # scores_tame holds for the head
-
-
-def blocked_bound(host, box, mask: str):
-    """Bounds (mid, rad) [.. query d_value] on softmax(q kᵀ) v for q, k, v given as (mid, rad) pairs
-    [.. pos d] — `host` NumPy arrays, `box` the same values as arrays of the kind to compute with —
-    and `mask` "causal" or "full": the bound of dense_bound, computed per query block
-    (blocks.query_blocks).
-
-    In a block, the float scores and their maximum are computed as there. Which keys are near needs
-    ρ_j, but a cheap per-query bound decides most keys without it: every ρ_j ≤ u(1 + 2·SAFETY)|ŝ_j|
-    + R, with R the query's terms of ρ with every |k_j| and rad(k_j) replaced by their maximum over
-    the keys (and a relative slack for the rounding of both sums: query_slack). So a key with ŝ_j <
-    FAR_BLOCKED − 2 − R has ŝ_j + ρ_j < FAR_BLOCKED − 1: it is far, and is counted without computing
-    ρ_j or its exponential. The remaining candidates get the exact ρ_j and the near test of the
-    dense bound (with the cut FAR_BLOCKED); their weights are gathered into [row, m] arrays (m the
-    most near keys of a row, padded with weight 0 and value 0) and bounded by the same weight_error
-    and value sums, with the rounding factors of m-term sums. The normalisation θ is the dense
-    bound's (its visible key count). The far keys of a row weigh less than e^(FAR_BLOCKED + ρ_top)
-    each against its top key (ŝ = 0, its exponent error at most the row's largest ρ, capped at
-    RHO_CAP as larger rows are unbounded anyway), an absolute term 2·max|v| each. A block falls back
-    to dense_bound on its visible keys when a score is not finite or above 2^40, R is not finite or
-    above RHO_CAP, or more than SPARSE_SHARE of its keys are candidates (flat heads)."""
-    (qm, qr), (km, kr), (vm, vr) = host
-    (tqm, tqr), (tkm, tkr), (tvm, tvr) = box
-    ops = array_ops(tqm)
-    xp = ops.xp
-    causal = mask == "causal"
-    n, keys_total, heads = qm.shape[-2], km.shape[-2], math.prod(qm.shape[:-2])
-    slack = query_slack(qm, qr, km, kr)  # [.. query]: R of the docstring
-    terms = terms_of(qm, qr, km, kr, vr)
-    tame = scores_tame(qm, km)
-    ATTENTION.add(**{"tame_heads" if tame else "scanned_heads": 1})
-    head = None
-    if qm.ndim == 3:  # sparse blocks gather over the [batch pos] rows of 3-d arrays only
-        zero = xp.zeros((1, vm.shape[-1]), dtype=xp.float64, device=device_of(tvm))
-
-        def padded(a):  # [batch·key + 1, d_value]
-            return xp.concat([xp.reshape(a, (-1, vm.shape[-1])), zero])
-
-        values = (padded(tvm), padded(tvr) if terms.v_rad else None)
-        v_max = ops.asarray((np.abs(vm) + vr).max(axis=-2), tvm)
-        head = Head((tqm, tqr), (tkm, tkr), values, v_max, terms, tame)
-    shape = qm.shape[:-1] + vm.shape[-1:]
-    z_mid = xp.empty(shape, dtype=xp.float64, device=device_of(tqm))  # [.. query d_value]
-    z_rad = xp.empty_like(z_mid)
-    kmT = xp.matrix_transpose(tkm)
-    with ops.quiet():
-        for start, stop, keys in query_blocks(n, causal, keys=keys_total):
-            rows = slice(start, stop)
-            visible = (
-                ((start + 1 + stop) * (stop - start)) // 2 if causal else (stop - start) * keys
-            ) * heads
-            s_hat = tqm[..., rows, :] @ kmT[..., :keys]  # [.. block key]
-            block = None
-            if head is not None and np.all(slack[..., rows] <= RHO_CAP):
-                block = sparse_block(
-                    s_hat, head, ops.asarray(slack[..., rows], s_hat), start, causal, visible
-                )
-            if block is None:
-                block = dense_block(host, box, rows, keys, causal)
-                ATTENTION.add(dense_blocks=1, exponentiated=visible, computed=visible)
-            ATTENTION.add(score_entries=visible)
-            z_mid[..., rows, :], z_rad[..., rows, :] = block
-    return z_mid, z_rad
-
-
-def dense_block(host, box, rows: slice, keys: int, causal: bool):
-    """dense_bound for the queries `rows` of blocked_bound's boxes over the keys 0..keys−1 they
-    see."""
-    (qm, qr), (km, kr), (_, vr) = host
-    (tqm, tqr), (tkm, tkr), (tvm, tvr) = box
-    xp, device = array_ops(tqm).xp, device_of(tqm)
-    allowed = xp.ones((rows.stop - rows.start, keys), dtype=xp.bool, device=device)
-    if causal:  # key j ≤ query i
-        allowed = (
-            xp.arange(keys, device=device)[None, :]
-            <= xp.arange(rows.start, rows.stop, device=device)[:, None]
-        )
-    return dense_bound(
-        (tqm[..., rows, :], tqr[..., rows, :]),
-        (tkm[..., :keys, :], tkr[..., :keys, :]),
-        (tvm[..., :keys, :], tvr[..., :keys, :]),
-        allowed,
-        terms_of(
-            qm[..., rows, :],
-            qr[..., rows, :],
-            km[..., :keys, :],
-            kr[..., :keys, :],
-            vr[..., :keys, :],
-        ),
-    )
-
-
-def sparse_block(s_hat: Array, head: Head, slack: Array, start: int, causal: bool, visible: int):
-    """blocked_bound for one query block from its float scores s_hat [batch block key] (consumed),
-    or None where the block must be bounded densely (blocked_bound's docstring); `slack` [batch
-    block] is R, all ≤ RHO_CAP, `visible` the block's visible (query, key) pairs."""
-    ops = array_ops(s_hat)
-    xp = ops.xp
-    (qm, qr), (km, kr) = head.q, head.k
-    # NaN or ±inf anywhere shows in the min or the max; |s| < 2^40 keeps top + cut within 10⁻³ of
-    # exact
-    if not (
-        head.tame or (abs(float(xp.min(s_hat))) < 2.0**40 and abs(float(xp.max(s_hat))) < 2.0**40)
-    ):
-        return None
-    batch, block, keys = s_hat.shape
-    if causal:
-        ops.mask_diagonal(s_hat, start, start + block)
-    top = xp.max(s_hat, axis=-1, keepdims=True)  # [batch block 1]
-    # fl(s − top) ≥ cut implies s ≥ top + cut − 1 as floats (the sum's rounding is ≪ 1 below 2^40)
-    candidate = s_hat >= top + (FAR_BLOCKED - 3 - slack)[..., None]
-    if int(xp.count_nonzero(candidate)) > SPARSE_SHARE * visible:
-        return None
-    flat = ops.flat_nonzero(candidate)  # in row order
-    row, key = flat // keys, flat % keys  # row = the flattened (batch, query) index
-    s_c = ops.take_rows(xp.reshape(s_hat, (-1,)), flat) - ops.take_rows(xp.reshape(top, (-1,)), row)
-    rho = xp.abs(s_c) * U  # ρ_j exactly as the dense bound computes it, from ŝ = fl(s − top)
-    terms = head.terms
-    if (
-        terms.inexact or terms.k_rad or terms.q_rad
-    ):  # the other terms need each candidate's q and k rows
-        d = qm.shape[-1]
-        k_flat = (row // block) * km.shape[-2] + key
-        q_abs = xp.abs(
-            ops.take_rows(xp.reshape(qm[:, start : start + block], (-1, d)), row)
-        )  # [cand. d]
-        k_abs = xp.abs(ops.take_rows(xp.reshape(km, (-1, d)), k_flat))
-        if terms.inexact:
-            rho += gamma(d + 1) * ops.row_dots(q_abs, k_abs)
-        if terms.k_rad:
-            k_rad = ops.take_rows(xp.reshape(kr, (-1, d)), k_flat)
-            rho += ops.row_dots(q_abs, k_rad)
-            k_abs += k_rad
-        if terms.q_rad:
-            q_rad = ops.take_rows(xp.reshape(qr[:, start : start + block], (-1, d)), row)
-            rho += ops.row_dots(q_rad, k_abs)
-    rho *= 1 + SAFETY
-    rho += 4.5 * U + 2.0**-1000
-    near = s_c + rho >= FAR_BLOCKED - 1
-    if not bool(xp.all(near)):
-        row, key, s_c, rho = row[near], key[near], s_c[near], rho[near]
-    rows, device = batch * block, device_of(s_hat)
-    counts = ops.bincount(row, rows)
-    width = max(1, int(xp.max(counts)))
-    slot = xp.arange(row.shape[0], device=device) - ops.take_rows(
-        xp.cumulative_sum(counts) - counts, row
-    )
-    s_pad = xp.full((rows, width), -math.inf, dtype=xp.float64, device=device)
-    rho_pad = xp.zeros((rows, width), dtype=xp.float64, device=device)
-    n_values = head.values[0].shape[0] - 1  # padding slots read the row of zeros after the values
-    value_row = xp.full((rows, width), n_values, dtype=xp.int64, device=device)
-    ops.scatter_(s_pad, (row, slot), s_c)
-    ops.scatter_(rho_pad, (row, slot), rho)
-    ops.scatter_(value_row, (row, slot), (row // block) * (n_values // batch) + key)
-    bad = xp.zeros(rows, dtype=xp.bool, device=device)
-    ops.scatter_(bad, row[rho > RHO_CAP], True)
-    # a far key's weight against the top key's (ŝ = 0, exponent error ≤ the row's largest ρ): e^(F +
-    # ρ)
-    far_weight = xp.exp(FAR_BLOCKED + xp.minimum(xp.max(rho_pad, axis=-1), RHO_CAP)) * (
-        1 + 2.0**-40
-    )
-    alpha = xp.exp(s_pad)
-    alpha /= xp.sum(alpha, axis=-1, keepdims=True)  # α̂ [row m]
-    seen = (
-        xp.arange(start + 1, start + block + 1, device=device)
-        if causal
-        else xp.full(block, keys, device=device)
-    )
-    seen = xp.tile(xp.astype(seen, xp.float64), (batch,))  # [row]: the keys each row sees
-    kappa, too_wide = weight_error(alpha, rho_pad, gamma(seen[:, None] + 2))  # θ: the dense bound's
-    bad |= too_wide
-    v_near = ops.take_rows(head.values[0], value_row)  # [row m d_value]
-    abs_v = xp.abs(v_near)
-    mid = ops.weighted_rows(alpha, v_near)
-    rad = ops.weighted_rows(kappa, abs_v) + gamma(width + 2) * ops.weighted_rows(alpha, abs_v)
-    rad += 3 * width * TINY
-    if terms.v_rad:
-        rad += ops.weighted_rows(alpha + kappa, ops.take_rows(head.values[1], value_row))
-    far = seen - xp.astype(counts, xp.float64)  # [row]
-    batch_of_row = xp.arange(rows, device=device) // block
-    rad += (far * far_weight)[:, None] * 2 * ops.take_rows(head.v_max, batch_of_row)
-    ops.fill_where_(rad, bad[:, None], math.inf)
-    ATTENTION.add(sparse_blocks=1, computed=batch * block * keys, exponentiated=row.shape[0])
-    shape = (batch, block, head.values[0].shape[-1])
-    return xp.reshape(mid, shape), xp.reshape(inflate_radius(rad), shape)

@@ -28,6 +28,7 @@ import numpy as np
 from headcount.common.errors import InputError, InternalError, param
 from headcount.common.validate import check_choice
 from headcount.core.attention.array_ops import torch_ops
+from headcount.core.attention.blocked_bound import blocked_bound
 from headcount.core.attention.blocks import (
     EXP_UNDERFLOW,
     LEFT_OUT_SHARE,
@@ -42,7 +43,6 @@ from headcount.core.attention.settings import BACKENDS, DEVICES, use_backend
 from headcount.core.attention.softmax_bound import (
     LIBM_ULPS,
     arb_precision,
-    blocked_bound,
     check_values,
     libm_points,
 )
@@ -198,7 +198,7 @@ def _softmax_values(
 def torch_attention_bounds(q, k, v, mask: str, device: str = "cpu"):
     """rigorous.blocked_attention_bounds on current_backend()'s device: bounds (mid, rad) [batch
     query d_value] on softmax(q kᵀ) v for q, k, v given as (mid, rad) pairs of NumPy arrays [batch
-    pos d], `mask` "causal" or "full". The same code (softmax_bound.blocked_bound) on float64
+    pos d], `mask` "causal" or "full". The same code (blocked_bound.blocked_bound) on float64
     tensors: the same blocks sparse or dense, the same near keys, the same work counts."""
     device = _device(device)
     check_torch_libm(device)
