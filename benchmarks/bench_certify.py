@@ -2,6 +2,7 @@
 """Certify-at-scale benchmark: the blocked evaluation algorithm against the reference (issue 18).
 
     python benchmarks/bench_certify.py [--quick] [--json] [--max-gb G]
+    python benchmarks/bench_certify.py --pruning [--quick] [--json] [--e2e]   (bench_pruning.py)
 
 Figures (benchmarks/README.md explains each): rigorous-pass and float64-pass positions/s at n =
 1024, 4096, 16384 (blocked vs reference, vs plain torch float64 and torch SDPA; FLOP/s against the
@@ -523,6 +524,11 @@ def report(results: dict[str, Any], figures: list[dict[str, Any]], as_json: bool
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--pruning" in argv:  # issue 34's figures: bench_pruning.py
+        import bench_pruning
+
+        return bench_pruning.main([a for a in argv if a != "--pruning"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--quick", action="store_true", help="smaller run (< 90 s), used by the smoke test"

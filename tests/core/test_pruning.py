@@ -94,7 +94,7 @@ def _listed_one_by_one(monkeypatch):
 
 # seeds whose keys have radii (the weights' error term dominates: a cell's multiplicity shows there)
 # and seeds without (the float sums' γ terms dominate, counted differently for a cell)
-@pytest.mark.parametrize("seed", [0, 3, 4, 5, 9, 6, 10])
+@pytest.mark.parametrize("seed", [2, 3, 5, 9, 16, 0, 6])
 def test_a_cell_is_bounded_as_its_keys_one_by_one(seed, monkeypatch):
     head = cells(np.random.default_rng(seed))
     with np.errstate(all="ignore"):
@@ -125,8 +125,8 @@ def _inputs(n: int, alphabet: int) -> np.ndarray:
 
 
 def test_pruned_passes_give_the_full_passes_answers_on_the_construction():
-    n, alphabet = 2048, 16
-    model, tokens = two_layer_induction(n, alphabet), _inputs(2048, 16)
+    n, alphabet = 4096, 16
+    model, tokens = two_layer_induction(n, alphabet), _inputs(n, alphabet)
     runs = {}
     for on in (False, True):
         reset_attention_work()
@@ -143,12 +143,12 @@ def test_pruned_passes_give_the_full_passes_answers_on_the_construction():
     assert proven0.all() and np.array_equal(proven0, proven1) and np.array_equal(out0, out1)
     assert np.array_equal(float0, float1)
     assert work0["pruned_blocks"] == 0 and work1["pruned_blocks"] > 0
-    assert work1["computed"] < 0.6 * work0["computed"]  # n = 2048: the window is a quarter
+    assert work1["computed"] < 0.75 * work0["computed"]  # pruned from 2048 keys on
     assert fwork1["pruned_rows"] > 0
 
 
 def test_pruning_is_off_for_the_reference_and_short_heads():
-    assert pruning.WINDOW >= 1 and MIN_KEYS > pruning.WINDOW
+    assert MIN_KEYS > pruning.PRUNE_FROM > pruning.WINDOW
     head = cells(np.random.default_rng(0))
     short = tuple((a[0][:, : MIN_KEYS - 1], a[1][:, : MIN_KEYS - 1]) for a in head[:3])
     reset_attention_work()

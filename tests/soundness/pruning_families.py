@@ -35,7 +35,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from headcount.core.attention.pruning import MIN_KEYS, WINDOW, key_groups, pruned_scores
+from headcount.core.attention.pruning import (
+    MIN_KEYS,
+    PRUNE_FROM,
+    WINDOW,
+    key_groups,
+    pruned_scores,
+)
 from headcount.core.numbers.interval import gamma
 
 
@@ -166,7 +172,7 @@ def check_lemma(head: Head, stride: int = 3) -> dict:
     if groups is None:
         return counts
     n, d = km.shape
-    for start in range(WINDOW + 1, n, stride * WINDOW // 2):
+    for start in range(PRUNE_FROM, n, stride * WINDOW // 2):
         block = min(WINDOW, n - start)
         q = qm[start : start + block]
         cut = np.full(block, head.cut)
@@ -180,13 +186,25 @@ def check_lemma(head: Head, stride: int = 3) -> dict:
         top = scored.window.max(axis=1)
         np.maximum.at(top, scored.row, scored.score)
         np.maximum.at(top, scored.cell_row, scored.cell_score)
-        for r, mult, cell in zip(scored.cell_row, scored.cell_mult, scored.cell):
-            members = np.flatnonzero(groups.cell_of[:w0] == cell)
-            assert len(members) == mult, "a cell's multiplicity is not its count before w0"
-            rows = np.concatenate([km, head.k[1][0]], 1)[members]
-            assert (rows == rows[0]).all(), "a cell lists keys that are not identical"
-            listed[r, members] = True
-            counts["cells"] += 1
+        if len(scored.cell):
+            cell_of = groups.cell_of[:w0]
+            count = np.bincount(cell_of, minlength=len(groups.cell_same))
+            assert (count[scored.cell] == scored.cell_mult).all(), (
+                "a cell's multiplicity is not its count before w0"
+            )
+            rows = np.concatenate([km, head.k[1][0]], 1)[:w0]
+            by_cell = np.argsort(cell_of, kind="stable")
+            first = np.searchsorted(cell_of[by_cell], np.arange(len(count)))
+            lead = rows[by_cell[np.minimum(first, w0 - 1)]][cell_of]  # each key's cell's first key
+            same = np.all(rows == lead, axis=1)
+            assert same[np.isin(cell_of, scored.cell)].all(), "a cell lists keys that differ"
+            members = by_cell[
+                np.repeat(first[scored.cell], scored.cell_mult)
+                + np.arange(int(scored.cell_mult.sum()))
+                - np.repeat(np.cumsum(scored.cell_mult) - scored.cell_mult, scored.cell_mult)
+            ]
+            listed[np.repeat(scored.cell_row, scored.cell_mult), members] = True
+            counts["cells"] += len(scored.cell)
         counts["listed"] += int(listed.sum())
         pruned_r, pruned_k = np.nonzero(~listed)
         counts["pruned"] += len(pruned_r)
@@ -234,7 +252,7 @@ def check_contains(head: Head, rows: int = 12, seed: int = 0) -> dict:
         for a in (head.q, head.k, head.v)
     ]
     side = np.sign(head.k[0][0] @ rng.standard_normal(head.k[0][0].shape[1]))  # [key]
-    chosen = rng.choice(np.arange(WINDOW + 1, n), size=min(rows, n - WINDOW - 1), replace=False)
+    chosen = rng.choice(np.arange(PRUNE_FROM, n), size=min(rows, n - PRUNE_FROM), replace=False)
     old = ctx.prec
     ctx.prec = 200
     try:

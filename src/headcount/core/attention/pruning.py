@@ -16,11 +16,12 @@ the members' own min and max), and V, the rest, bounded in one of two ways:
 
 with E_F(q) = Σ_{c∈F} max(q_c lo_c, q_c hi_c) over the group's F box.
 
-For each block of queries, the keys within WINDOW before it and its own (visible) keys are scored as
-today. A row's lower bound L on its top score is the largest score computed for it (the window's
-keys, and for ``box`` groups each stretch's latest key). A group, stretch or member whose bound B
-satisfies B < L + cut − 1 is never scored: every key in it has a score below the row's top + cut − 1
-(the caller's cut: the far cut of the rigorous pass, exp's underflow for the float pass). The rest
+For each block of queries from PRUNE_FROM on, the keys within WINDOW before it and its own (visible)
+keys are scored as before. A row's lower bound L on its top score is the largest score computed for
+it (the window's keys, and for ``box`` groups each stretch's latest key). A group, stretch or member
+whose bound B satisfies B < L + cut − 1 is never scored: every key in it has a score below the row's
+top + cut − 1 (the caller's cut: the far cut of the rigorous pass, the negligible cut or exp's
+underflow for the float pass). The rest
 are scored and returned as (row, key, score) entries.
 
 Why B bounds every member's score and its float value. For a member j, the exact q·k_j ≤ E, where E
@@ -47,7 +48,10 @@ from headcount.core.attention.blocks import ATTENTION_BLOCK
 from headcount.core.numbers import gamma
 
 WINDOW = ATTENTION_BLOCK  # keys this close before a query block are always scored
-MIN_KEYS = 4 * ATTENTION_BLOCK  # shorter heads are scored in full (too little to gain)
+# blocks starting earlier are scored in full: below ~2000 keys, scoring them all costs less than
+# bounding the groups (benchmarks/bench_pruning.py measured the crossover between 2048 and 4096)
+PRUNE_FROM = 8 * ATTENTION_BLOCK
+MIN_KEYS = PRUNE_FROM + WINDOW  # shorter heads are scored in full
 GRID_BITS = 24  # F is grouped on its values rounded to 2^-24 of each coordinate's magnitude
 CODES_LIMIT = 8  # a coordinate is grouped on when it changes (or takes values) ≤ n/8 times
 
@@ -224,7 +228,7 @@ def pruned_scores(
     docstring)."""
     rows, d = q.shape
     w0 = start - WINDOW
-    if w0 <= 0:
+    if start < PRUNE_FROM:
         return None
     if offsets is None:
         window = q @ k[w0 : start + rows].T  # [block window+block]
