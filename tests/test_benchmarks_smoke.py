@@ -59,3 +59,23 @@ def test_bench_certify_quick_json():
     assert len(statuses) == 5 and statuses[1] == statuses[4] == "n/a (not measured)"
     assert {statuses[0], statuses[2], statuses[3]} <= {"PASS", "FAIL"}
     assert "GPU figures:" in done.stderr
+
+
+@pytest.mark.slow
+def test_bench_certify_pruning_quick_json():
+    """bench_certify.py --pruning --quick --e2e (bench_pruning.py): pruned and full passes and
+    certificates identical, the exponent fitted over three lengths."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_certify.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--pruning", "--quick", "--json", "--e2e"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["mode"] == "quick" and result["identical"] is True
+    assert [r["n"] for r in result["passes"]] == [4096]
+    assert result["passes"][0]["pruned"]["attention_work"]["pruned_blocks"] > 0
+    assert [p["n"] for p in result["scaling"]["points"]] == [4096, 8192, 16384]
+    assert result["end_to_end"]["identical"] is True and result["end_to_end"]["inputs"] > 0
