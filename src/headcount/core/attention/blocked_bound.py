@@ -231,12 +231,7 @@ def _pruned_candidates(scored, cut: np.ndarray, cell_sums: list, vm: np.ndarray,
     pruning.Scored): the window's keys, the surviving keys and the surviving cells whose score is
     at least the row's top + cut, sorted by row (candidate_bound's `values`: a cell's sums from
     cell_sums, A and R rounded up for their float sums)."""
-    top = scored.window.max(axis=1)  # [block]: the row's largest score, over the window ...
-    for rows, scores in ((scored.row, scored.score), (scored.cell_row, scored.cell_score)):
-        if len(rows):  # ... and the surviving keys and cells (sorted by row)
-            first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-            at = rows[first]
-            top[at] = np.maximum(top[at], np.maximum.reduceat(scores, first))
+    top = scored.top()  # [block]
     w_row, w_col = np.nonzero(scored.window >= (top + cut)[:, None])
     m_keep = scored.score >= top[scored.row] + cut[scored.row]
     c_keep = scored.cell_score >= top[scored.cell_row] + cut[scored.cell_row]

@@ -127,11 +127,7 @@ def _sums(scored, v, cell_sums, rows: int, floor: np.ndarray, below: float):
     """(Σ w, Σ w·v, Σ w·|v|) per row over the entries of `scored` (pruning.Scored) whose shifted
     score s − top lies in [floor, below) (float64's exponentials; a cell counts its multiplicity
     and its values' sums)."""
-    top = scored.window.max(axis=1)
-    for row, score in ((scored.row, scored.score), (scored.cell_row, scored.cell_score)):
-        if len(row):  # sorted by row
-            first = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
-            top[row[first]] = np.maximum(top[row[first]], np.maximum.reduceat(score, first))
+    top = scored.top()
     w_row, w_col = np.nonzero(scored.window > -np.inf)
     row = np.concatenate([w_row, scored.row])
     key = np.concatenate([w_col + scored.w0, scored.key])

@@ -270,6 +270,16 @@ class Scored(NamedTuple):
     cell_mult: np.ndarray  # how many of its keys are before w0,
     cell: np.ndarray  # and the cell (CellSums holds its keys' value sums)
 
+    def top(self) -> np.ndarray:
+        """[rows] each row's largest score computed: over the window, its surviving keys and its
+        surviving cells."""
+        top = self.window.max(axis=1)
+        for row, score in ((self.row, self.score), (self.cell_row, self.cell_score)):
+            if len(row):  # sorted by row
+                first = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+                top[row[first]] = np.maximum(top[row[first]], np.maximum.reduceat(score, first))
+        return top
+
 
 class CellSums:
     """Per cell of a "set" grouping, running sums of per-key columns (values, their magnitudes,
