@@ -426,7 +426,7 @@ def test_fast_path_family_many_models(family):
 def test_a_rejection_reports_the_same_witness_under_either_algorithm():
     """score-tame model 5798 (found by the slow set): at p = 5 the blocked bounds prove position 5
     wrong while the reference's leave it open and prove position 20 wrong; the witness is the first
-    position where the exact model errs (certify._prove_chunk decides the open ones before it), so
+    position where the exact model errs (certify.prove_chunk decides the open ones before it), so
     both report position 5."""
     counts = Counts()
     case = FAMILIES["score-tame"](np.random.default_rng([list(FAMILIES).index("score-tame"), 5798]))

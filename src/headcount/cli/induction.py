@@ -229,6 +229,21 @@ def induction_certify(
         "restarted with the same file and arguments resumes there (another model or other "
         "arguments: refused).",
     ),
+    executor: str = typer.Option(
+        "local",
+        "--executor",
+        help="local (this process) or ray: the chunks of inputs spread over a Ray cluster, with "
+        "the certificate one process gives (--backend names the attention kernels).",
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", help="CPUs of the local Ray cluster --executor ray starts (default: all)."
+    ),
+    address: str | None = typer.Option(
+        None,
+        "--address",
+        help="A running Ray cluster for --executor ray: host:port of its head, auto, or "
+        "ray://host:port.",
+    ),
     progress: bool | None = ProgressOpt,
     require: bool = RequireCertifiedOpt,
     as_json: bool = JsonOpt,
@@ -246,7 +261,8 @@ def induction_certify(
     with attention_backend(backend, device):
         result = certify_induction(
             source, n, alphabet, samples, seed, hops, layout=layout,
-            progress=progress_on(progress), checkpoint=checkpoint,
+            progress=progress_on(progress), checkpoint=checkpoint, executor=executor,
+            workers=workers, address=address,
         )  # fmt: skip
     cert = result.certificate
     human = (

@@ -32,7 +32,16 @@ from headcount.common.progress import Progress
 from headcount.common.resources import check_memory, check_work
 from headcount.common.validate import check_int
 from headcount.core.attention import current_algorithm
-from headcount.core.certify import Certificate, Checkpoint, InputStream, Model, certify_model
+from headcount.core.certify import (
+    Certificate,
+    Checkpoint,
+    InputStream,
+    Model,
+    certify_model,
+    certify_spread,
+    check_spread,
+    make_executor,
+)
 from headcount.core.model import model_digest
 from headcount.induction import task
 from headcount.induction.construction import (
@@ -121,6 +130,25 @@ def family_sizes(
     return families
 
 
+@dataclass(frozen=True)
+class AllSequences:
+    """Σ^n in chunks of EXHAUSTIVE_CHUNK, in index order; chunks(start, stop) makes those chunks
+    alone (core.certify.distributed.RangedInputs: a worker starts at its own)."""
+
+    n: int
+    alphabet: int
+
+    def __call__(self) -> Iterator[tuple[str, np.ndarray]]:
+        return self.chunks(0, -(-task.count_sequences(self.n, self.alphabet) // EXHAUSTIVE_CHUNK))
+
+    def chunks(self, start: int, stop: int) -> Iterator[tuple[str, np.ndarray]]:
+        total = task.count_sequences(self.n, self.alphabet)
+        for first in range(start * EXHAUSTIVE_CHUNK, min(total, stop * EXHAUSTIVE_CHUNK),
+                           EXHAUSTIVE_CHUNK):  # fmt: skip
+            last = min(total, first + EXHAUSTIVE_CHUNK)
+            yield "exhaustive", task.all_sequences(self.n, self.alphabet, first, last)
+
+
 def induction_inputs(
     n: int,
     alphabet: int,
@@ -133,16 +161,7 @@ def induction_inputs(
     if exhaustive is None:
         exhaustive = exhaustive_size(n, alphabet)
     if exhaustive:
-        total = task.count_sequences(n, alphabet)
-
-        def stream() -> Iterator[tuple[str, np.ndarray]]:
-            for start in range(0, total, EXHAUSTIVE_CHUNK):
-                yield (
-                    "exhaustive",
-                    task.all_sequences(n, alphabet, start, min(total, start + EXHAUSTIVE_CHUNK)),
-                )
-
-        return stream, True
+        return AllSequences(n, alphabet), True
 
     families = family_sizes(n, alphabet, samples, hops)
     chunk = SAMPLE_CHUNK
@@ -405,6 +424,24 @@ def plan_certify(
     return plan
 
 
+def _identity(model: Model, plan: CertifyPlan, dtypes: bool) -> dict[str, Any]:
+    """What a checkpoint file is written for (the executor is not in it: the same certificate)."""
+    return {
+        "task": "induction",
+        "model": model_digest(model),
+        "n": plan.n,
+        "alphabet": plan.alphabet,
+        "samples": plan.samples,
+        "seed": plan.seed,
+        "hops": plan.hops,
+        "layout": plan.layout,
+        "exhaustive": plan.exhaustive,
+        "dtypes": dtypes,
+        "algorithm": current_algorithm(),
+        "chunks": [EXHAUSTIVE_CHUNK, SAMPLE_CHUNK],
+    }
+
+
 def certify_induction(
     model: Model | ModelSource,
     n: int,
@@ -418,6 +455,9 @@ def certify_induction(
     layout: str = "plain",
     progress: Progress = False,
     checkpoint: str | os.PathLike | None = None,
+    executor: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
 ) -> InductionCertificate:
     """Certificate of `model` on induction heads (hop `hops`, 1..layouts.MAX_HOPS) at length n over
     `alphabet` tokens, in `layout` (module docstring; the model is bound to the task's tokens
@@ -428,7 +468,12 @@ def certify_induction(
     info's "construction" is reported as `file_label`, a label, not a construction. progress
     (common.progress): the inputs checked. checkpoint: an SQLite file the run stores its state in
     after every chunk and resumes from (core.certify.checkpoint); it is refused when written for
-    another model or other arguments."""
+    another model or other arguments. executor: "local" (this process) or "ray": the chunks spread
+    over a Ray cluster — a local one of `workers` CPUs, or the one at `address` — with the same
+    certificate (core.certify.distributed)."""
+    spread = make_executor(executor, workers, address)
+    if spread is not None:
+        check_spread(current_algorithm())
     source = model if isinstance(model, ModelSource) else None
     plan = plan_certify(n, alphabet, samples, seed, hops, layout, exhaustive, source)
     if source is not None:
@@ -438,26 +483,18 @@ def certify_induction(
     reference = layout_reference(layout, hops)
     saved = None
     if checkpoint is not None:
-        identity = {
-            "task": "induction",
-            "model": model_digest(model),
-            "n": n,
-            "alphabet": alphabet,
-            "samples": samples,
-            "seed": seed,
-            "hops": hops,
-            "layout": layout,
-            "exhaustive": plan.exhaustive,
-            "dtypes": dtypes,
-            "algorithm": current_algorithm(),
-            "chunks": [EXHAUSTIVE_CHUNK, SAMPLE_CHUNK],
-        }
-        saved = Checkpoint(checkpoint, identity)
+        saved = Checkpoint(checkpoint, _identity(model, plan, dtypes))
     try:
-        cert = certify_model(
-            bound, plan.inputs(), reference, dtypes=dtypes, progress=progress, total=total,
-            checkpoint=saved,
-        )  # fmt: skip
+        if spread is None:
+            cert = certify_model(
+                bound, plan.inputs(), reference, dtypes=dtypes, progress=progress, total=total,
+                checkpoint=saved,
+            )  # fmt: skip
+        else:
+            cert, _ = certify_spread(
+                bound, plan.inputs(), reference, spread, dtypes=dtypes, progress=progress,
+                total=total, checkpoint=saved,
+            )  # fmt: skip
     finally:
         if saved is not None:
             saved.close()

@@ -2,7 +2,9 @@
 token batch: emulated, exact or proven outputs, chunked and threaded), certificate (what a
 certificate reports), certify (certify_model: the float, rigorous and exact passes over a streamed
 input set, and the smallest precision that is proven right), checkpoint (a certificate's state after
-every chunk, so a killed run resumes).
+every chunk, so a killed run resumes), distributed (the streaming pass's chunks computed by workers,
+replayed in stream order: the one process's certificate), cluster (where they run: this process,
+or Ray).
 """
 
 from headcount.core.certify.certificate import Certificate, Counterexample, Rejection
@@ -15,6 +17,13 @@ from headcount.core.certify.certify import (
     minimal_precision_bits,
 )
 from headcount.core.certify.checkpoint import Checkpoint
+from headcount.core.certify.cluster import EXECUTORS, RayExecutor, make_executor, same_certificate
+from headcount.core.certify.distributed import (
+    InProcess,
+    SpreadStats,
+    certify_spread,
+    check_spread,
+)
 from headcount.core.certify.evaluate import (
     WORKERS,
     Model,
@@ -30,10 +39,14 @@ from headcount.core.certify.evaluate import (
 )
 
 __all__ = [
+    "EXECUTORS",
     "IGNORE",
     "WORKERS",
     "Certificate",
     "Checkpoint",
+    "InProcess",
+    "RayExecutor",
+    "SpreadStats",
     "Counterexample",
     "InputStream",
     "Model",
@@ -43,12 +56,16 @@ __all__ = [
     "attention_patterns",
     "certified_predict",
     "certify_model",
+    "certify_spread",
+    "check_spread",
     "chunk_rows",
     "confirmed_error",
     "emulate",
     "fixed_predict",
+    "make_executor",
     "minimal_precision_bits",
     "output_classes",
     "predict",
     "prefix_parts",
+    "same_certificate",
 ]

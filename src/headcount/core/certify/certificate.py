@@ -188,6 +188,18 @@ class Tally:
         if self.first_counterexample is None and wrong.any():
             self.first_counterexample = _counterexample(tokens, target, got, family)
 
+    def add(self, other: Tally) -> None:
+        """Pass 1's counts of `other`, a tally of the chunks streamed after this one's (its first
+        counterexample counts only when this one has none); the same as counting its chunks here."""
+        for name in ("inputs_checked", "positions_checked", "bottom_positions", "errors"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.errors_bottom += other.errors_bottom
+        self.errors_token += other.errors_token
+        for family, count in other.families.items():
+            self.families[family] = self.families.get(family, 0) + count
+        if self.first_counterexample is None:
+            self.first_counterexample = other.first_counterexample
+
     def freeze(self) -> Certificate:
         return Certificate(
             inputs_checked=self.inputs_checked,

@@ -176,7 +176,7 @@ def minimal_precision_bits(
     return None
 
 
-def _float64(model: Model, tokens: np.ndarray) -> np.ndarray:
+def float64_outputs(model: Model, tokens: np.ndarray) -> np.ndarray:
     """Pass 1's float64 outputs: overflow and NaN are that type's behaviour (they count as errors
     where they change an output), not warnings."""
     with np.errstate(all="ignore"):
@@ -191,13 +191,13 @@ def _search_pass(
     candidate = 1
     for family, tokens in inputs():
         target = reference(tokens)
-        tally.count(family, tokens, target, _float64(model, tokens))
-        candidate = _climb(model, tokens, target, candidate, family, tally)
+        tally.count(family, tokens, target, float64_outputs(model, tokens))
+        candidate = climb(model, tokens, target, candidate, family, tally)
         bar.update(completed=tally.inputs_checked)
     return candidate
 
 
-def _climb(
+def climb(
     model: Model, tokens: np.ndarray, target: np.ndarray, p: int, family: str, tally: Tally
 ) -> int:
     """Pass 2 on one chunk: the candidate p rises while an error is confirmed at it (each one
@@ -208,7 +208,7 @@ def _climb(
     return p
 
 
-def _prove_chunk(
+def prove_chunk(
     model: Model, tokens: np.ndarray, target: np.ndarray, p: int, budget: WorkBudget
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """(got, proven, exact) on one chunk at p: the rigorous bounds, then the exact evaluator on the
@@ -255,7 +255,7 @@ def _certify_pass(
     budget = WorkBudget()
     for family, tokens in inputs():
         target = reference(tokens)
-        got, proven, settled = _prove_chunk(model, tokens, target, p, budget)
+        got, proven, settled = prove_chunk(model, tokens, target, p, budget)
         exact += settled
         wrong = proven & (got != target)
         if wrong.any():
@@ -329,7 +329,7 @@ def _exact_in(model: Model, inputs: InputStream, reference: Reference, prec: Pre
 
 
 @dataclass
-class _Proof:
+class Proof:
     """Pass 3 at p, run chunk by chunk alongside the search: the chunks proven so far are a prefix
     of the stream, with one budget for the exact evaluator spent in stream order, as pass 3 spends
     it."""
@@ -346,7 +346,7 @@ class _Proof:
         """Prove one more chunk; True when every position of it is proven right."""
         if self.rejection is not None:  # p is settled already; later chunks need no proof at p
             return False
-        got, proven, exact = _prove_chunk(model, tokens, target, self.p, self.budget)
+        got, proven, exact = prove_chunk(model, tokens, target, self.p, self.budget)
         wrong = proven & (got != target)
         if wrong.any():
             self.rejection = rejection(self.p, tokens, target, got, wrong, family)
@@ -367,7 +367,7 @@ def _one_pass(
 ) -> None:
     """The four passes' certificate in one pass over the inputs. Each chunk is evaluated in float64
     once (pass 1, and the float64 dtype check), proven at the current candidate p (pass 3, kept
-    chunk by chunk in a _Proof), and searched for a confirmed error at p (pass 2) only where that
+    chunk by chunk in a Proof), and searched for a confirmed error at p (pass 2) only where that
     proof leaves a position open or wrong: a chunk proven right at p has no input on which the exact
     fixed:p model is wrong, so confirmed_error could find nothing there (the proofs are sound). The
     first chunk is searched first, as the candidate usually climbs there. When the candidate rises
@@ -375,7 +375,7 @@ def _one_pass(
     spent in the order pass 3 spends it. At the end the proof at the final candidate is pass 3's; if
     it was rejected, pass 3 goes on from p + 1 as it would. The other dtypes are checked chunk by
     chunk until their first error."""
-    run = _OnePass(model, inputs, reference, tally, dtypes)
+    run = OnePass(model, inputs, reference, tally, dtypes)
     saved = None if checkpoint is None else checkpoint.last()
     if saved is not None:
         run.restore(saved[1])
@@ -390,7 +390,7 @@ def _one_pass(
 
 
 @dataclass
-class _OnePass:
+class OnePass:
     """_one_pass's state between chunks: the candidate p and its proof so far, each other dtype's
     verdict (None: no error yet), and the seconds each part took."""
 
@@ -400,7 +400,7 @@ class _OnePass:
     tally: Tally
     dtypes: bool
     candidate: int = 1
-    proof: _Proof = field(default_factory=lambda: _Proof(1))
+    proof: Proof = field(default_factory=lambda: Proof(1))
     exact_in: dict[str, bool | None] = field(init=False)
     seconds: dict[str, float] = field(init=False)
 
@@ -412,7 +412,7 @@ class _OnePass:
         self.exact_in = dict.fromkeys(others) if self.dtypes else {}
 
     @contextmanager
-    def _timed(self, part: str) -> Iterator[None]:
+    def timed(self, part: str) -> Iterator[None]:
         clock = time.perf_counter()
         yield
         self.seconds[part] += time.perf_counter() - clock
@@ -420,14 +420,14 @@ class _OnePass:
     def chunk(self, index: int, family: str, tokens: np.ndarray) -> None:
         """Chunk `index` of the stream: float64 (pass 1), the other dtypes, then the proof at the
         candidate (pass 3) and, where it leaves a position open or wrong, the search (pass 2)."""
-        with self._timed("float64_and_search"):
+        with self.timed("float64_and_search"):
             target = self.reference(tokens)
-            self.tally.count(family, tokens, target, _float64(self.model, tokens))
-        with self._timed("dtypes" if self.dtypes else "float64_and_search"):
+            self.tally.count(family, tokens, target, float64_outputs(self.model, tokens))
+        with self.timed("dtypes" if self.dtypes else "float64_and_search"):
             self._check_dtypes(tokens, target)
         proven_right = False
         if index > 0 and self.candidate <= MAX_BITS:
-            with self._timed("certify_at_precision_bits"):
+            with self.timed("certify_at_precision_bits"):
                 proven_right = self.proof.add(self.model, family, tokens, target)
         if not proven_right:
             self._search(index, family, tokens, target)
@@ -442,7 +442,7 @@ class _OnePass:
         """Put a state() back (a checkpoint's), so the next chunk goes on from it."""
         self.candidate, proof, self.exact_in = restore_pass(state, self.tally, self.exact_in)
         p, budget, uncertified, exact, rejected = proof
-        self.proof = _Proof(p, WorkBudget(budget), uncertified, exact, rejected)
+        self.proof = Proof(p, WorkBudget(budget), uncertified, exact, rejected)
         self.seconds.update(state["seconds"])
 
     def _check_dtypes(self, tokens: np.ndarray, target: np.ndarray) -> None:
@@ -458,12 +458,12 @@ class _OnePass:
     def _search(self, index: int, family: str, tokens: np.ndarray, target: np.ndarray) -> None:
         """Pass 2 on chunk `index`; when the candidate rises (or on the first chunk) the proof
         starts over at the new p with chunks 0..index, in stream order."""
-        with self._timed("float64_and_search"):
+        with self.timed("float64_and_search"):
             before = self.candidate
-            self.candidate = _climb(self.model, tokens, target, before, family, self.tally)
-        with self._timed("certify_at_precision_bits"):
+            self.candidate = climb(self.model, tokens, target, before, family, self.tally)
+        with self.timed("certify_at_precision_bits"):
             if (self.candidate != before or index == 0) and self.candidate <= MAX_BITS:
-                self.proof = _Proof(self.candidate)
+                self.proof = Proof(self.candidate)
                 for _, (earlier_family, earlier) in zip(range(index), self.inputs()):
                     self.proof.add(self.model, earlier_family, earlier, self.reference(earlier))
                 self.proof.add(self.model, family, tokens, target)
@@ -471,7 +471,7 @@ class _OnePass:
     def finish(self) -> None:
         """Pass 3's fields from the proof at the final candidate (or pass 3 from p + 1 when it was
         rejected), the dtypes found exact, and the seconds."""
-        with self._timed("certify_at_precision_bits"):
+        with self.timed("certify_at_precision_bits"):
             if self.candidate <= MAX_BITS:
                 self._settle_candidate()
         if self.dtypes:

@@ -224,14 +224,18 @@ EXACT_WORK_LIMIT = (
 
 @dataclass
 class WorkBudget:
-    """How much exact evaluation is still allowed, in score entries; None: no limit."""
+    """How much exact evaluation is still allowed, in score entries; None: no limit. `refused`:
+    whether a take did not fit (distributed certification uses a chunk's result only when it did
+    not spend differently from the stream's budget: core.certify.distributed)."""
 
     remaining: int | None = EXACT_WORK_LIMIT
+    refused: bool = False
 
     def take(self, cost: int) -> bool:
         if self.remaining is None:
             return True
         if cost > self.remaining:
+            self.refused = True
             return False
         self.remaining -= cost
         return True

@@ -12,11 +12,10 @@
                     it is alive
     schedulers.py   where runs execute, behind one interface (Scheduler.run): local spawned
                     workers, or Ray
-    ray_connect.py  reaching a Ray cluster: the address checked, ray.init bounded, one-line errors
     worker.py       what runs in a worker: the runner on one config, an outcome
     table.py        one experiment's runs aggregated over seeds: Markdown, CSV or JSON
     errors.py       SweepError, SpecError, BackendUnavailableError (all InputErrors: the user can
-                    fix them)
+                    fix them); reaching a Ray cluster is headcount.common.ray_connect
 
 The database itself is `headcount.learn.store`. Everything a caller needs is importable from here.
 """

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 from headcount.common.errors import InputError
-
-RAY_MISSING = "backend 'ray' needs the optional extra: pip install 'headcount[ray]'"
+from headcount.common.ray_connect import (  # noqa: F401 — re-exported: shared with certification
+    RAY_MISSING,
+    BackendUnavailableError,
+    RayAddressError,
+)
 
 
 class SweepError(InputError):
@@ -14,13 +17,3 @@ class SweepError(InputError):
 
 class SpecError(SweepError):
     """A sweep spec (TOML file, dict, or the command line's options) that is not valid."""
-
-
-class BackendUnavailableError(SweepError):
-    """The requested backend is not installed (e.g. Ray without the extra)."""
-
-
-class RayAddressError(SweepError):
-    """A Ray address that is not one, or no Ray cluster this process can connect to there
-    (unreachable, not Ray, refusing its token): the message names the parameter `address` (or
-    RAY_ADDRESS, where it came from there) and says what to fix."""

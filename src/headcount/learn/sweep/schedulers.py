@@ -33,7 +33,6 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -42,9 +41,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from headcount.common.errors import InputError, param
+from headcount.common.ray_connect import (
+    ADDRESS,
+    check_ray_address,
+    connect_ray,
+    import_ray,
+    raylet_messages_dropped,
+)
 from headcount.common.validate import check_choice, check_int
-from headcount.learn.sweep.errors import RAY_MISSING, BackendUnavailableError
-from headcount.learn.sweep.ray_connect import ADDRESS, check_ray_address, connect_ray
 from headcount.learn.sweep.runners import Runner
 from headcount.learn.sweep.spec import RunSpec
 from headcount.learn.sweep.worker import (
@@ -262,38 +266,6 @@ def _collect(future: Future, run: RunSpec, finished: list[Finished], broken: lis
 # Ray
 
 
-@contextlib.contextmanager
-def _raylet_messages_dropped() -> Iterator[None]:
-    """While the sweep runs, the messages Ray's raylet pushes to the driver (e.g. "A worker died …
-    the task will be retried", many lines on stdout, which would break a command's JSON output) are
-    dropped: a run that fails records why in the database. Ray prints them from a thread through the
-    module's print_to_stdstream."""
-    module = sys.modules.get("ray._private.worker")
-    original = getattr(module, "print_to_stdstream", None)
-    if original is None:  # another Ray version: its messages stay
-        yield
-        return
-
-    def print_unless_raylet(data: dict, *args: Any, **kwargs: Any) -> None:
-        if data.get("pid") != "raylet":
-            original(data, *args, **kwargs)
-
-    module.print_to_stdstream = print_unless_raylet
-    try:
-        yield
-    finally:
-        module.print_to_stdstream = original
-
-
-def import_ray() -> Any:
-    """The ray module, or BackendUnavailableError saying how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise BackendUnavailableError(RAY_MISSING) from None
-    return ray
-
-
 class RayScheduler:
     """One Ray task per run (see the module docstring). Ray is imported when the scheduler is made,
     so a missing extra is an error before anything runs."""
@@ -342,7 +314,7 @@ class RayScheduler:
         started = self._init()  # on failure the caller releases the leases (run.py)
         refs: dict[Any, RunSpec] = {}
         try:
-            with _raylet_messages_dropped():
+            with raylet_messages_dropped():
                 task = self.ray.remote(num_cpus=1, max_retries=1)(execute)
                 refs = {task.remote(runner, run.config, True): run for run in jobs}
                 while refs:

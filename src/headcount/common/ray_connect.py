@@ -1,5 +1,7 @@
-"""Reaching a Ray cluster for the "ray" scheduler (schedulers.py): the address's form, a TCP
-pre-check before the database is touched, and ray.init's connection bounded, each failure one line.
+"""Reaching a Ray cluster (the sweeps' "ray" scheduler, learn.sweep.schedulers, and distributed
+certification, core.certify.distributed): Ray imported with a one-line error when the extra is
+missing, the address's form, a TCP pre-check before anything is touched, and ray.init's connection
+bounded, each failure one line.
 
 The Ray address (the parameter `address`) is one of: ``host:port``, the head's GCS port (host a
 name, an IPv4 literal or a bracketed IPv6 literal such as ``[::1]:6379``; port 1..65535), ``auto``
@@ -30,8 +32,52 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from headcount.common.errors import param
-from headcount.learn.sweep.errors import RayAddressError
+from headcount.common.errors import InputError, param
+
+RAY_MISSING = "backend 'ray' needs the optional extra: pip install 'headcount[ray]'"
+
+
+class BackendUnavailableError(InputError):
+    """The requested backend is not installed (e.g. Ray without the extra)."""
+
+
+class RayAddressError(InputError):
+    """A Ray address that is not one, or no Ray cluster this process can connect to there
+    (unreachable, not Ray, refusing its token): the message names the parameter `address` (or
+    RAY_ADDRESS, where it came from there) and says what to fix."""
+
+
+def import_ray() -> Any:
+    """The ray module, or BackendUnavailableError saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise BackendUnavailableError(RAY_MISSING) from None
+    return ray
+
+
+@contextlib.contextmanager
+def raylet_messages_dropped() -> Iterator[None]:
+    """While Ray runs tasks, the messages its raylet pushes to the driver (e.g. "A worker died …
+    the task will be retried", many lines on stdout, which would break a command's JSON output) are
+    dropped: a lost task is retried, or its failure reported, by the caller. Ray prints them from a
+    thread through the module's print_to_stdstream."""
+    module = sys.modules.get("ray._private.worker")
+    original = getattr(module, "print_to_stdstream", None)
+    if original is None:  # another Ray version: its messages stay
+        yield
+        return
+
+    def print_unless_raylet(data: dict, *args: Any, **kwargs: Any) -> None:
+        if data.get("pid") != "raylet":
+            original(data, *args, **kwargs)
+
+    module.print_to_stdstream = print_unless_raylet
+    try:
+        yield
+    finally:
+        module.print_to_stdstream = original
+
 
 _HOST_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"  # underscores: container names
 _HOST_NAME = re.compile(rf"(?=.{{1,253}}$){_HOST_LABEL}(?:\.{_HOST_LABEL})*\.?")
