@@ -3,6 +3,8 @@
 
     python benchmarks/bench_certify.py [--quick] [--json] [--max-gb G]
     python benchmarks/bench_certify.py --pruning [--quick] [--json] [--e2e]   (bench_pruning.py)
+    python benchmarks/bench_certify.py --ray [--quick] [--json] [--workers W] [--no-kill]
+                                                                           (bench_spread.py)
 
 Figures (benchmarks/README.md explains each): rigorous-pass and float64-pass positions/s at n =
 1024, 4096, 16384 (blocked vs reference, vs plain torch float64 and torch SDPA; FLOP/s against the
@@ -529,6 +531,10 @@ def main(argv: list[str] | None = None) -> int:
         import bench_pruning
 
         return bench_pruning.main([a for a in argv if a != "--pruning"])
+    if "--ray" in argv:  # issue 34's exhaustive certificate on a Ray cluster: bench_spread.py
+        import bench_spread
+
+        return bench_spread.main([a for a in argv if a != "--ray"])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--quick", action="store_true", help="smaller run (< 90 s), used by the smoke test"

@@ -31,8 +31,8 @@ from headcount.core.certify import (
 )
 from headcount.core.certify.evaluate import EXACT_WORK_LIMIT
 from headcount.core.passes.exact_fixed import exact_fixed_predict
-from headcount.induction.certification import AllSequences
-from headcount.induction.task import all_sequences, induction_targets
+from headcount.induction.certification import EXHAUSTIVE_CHUNK
+from headcount.induction.task import AllSequences, all_sequences, induction_targets
 from tests.cli_run import refused
 from tests.core.checkpoint_run import N, S, model_named
 from tests.ray_head import BACKSTOP_S, REPO, driver_env, ray_head_started
@@ -134,7 +134,7 @@ def test_the_reference_algorithm_is_refused_for_a_spread_certificate():
 
 
 def test_all_sequences_chunks_are_the_stream_s():
-    stream = AllSequences(9, 4)  # 262144 sequences: 8 chunks
+    stream = AllSequences(9, 4, EXHAUSTIVE_CHUNK)  # 262144 sequences: 8 chunks
     whole = list(stream())
     assert len(whole) == 8
     for start, stop in [(0, 1), (3, 5), (7, 8), (6, 20), (8, 9)]:

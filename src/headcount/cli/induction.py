@@ -236,7 +236,7 @@ def induction_certify(
         "the certificate one process gives (--backend names the attention kernels).",
     ),
     workers: int | None = typer.Option(
-        None, "--workers", help="CPUs of the local Ray cluster --executor ray starts (default: all)."
+        None, "--workers", help="CPUs of the local Ray cluster --executor ray starts (default all)."
     ),
     address: str | None = typer.Option(
         None,

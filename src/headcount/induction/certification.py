@@ -130,25 +130,6 @@ def family_sizes(
     return families
 
 
-@dataclass(frozen=True)
-class AllSequences:
-    """Σ^n in chunks of EXHAUSTIVE_CHUNK, in index order; chunks(start, stop) makes those chunks
-    alone (core.certify.distributed.RangedInputs: a worker starts at its own)."""
-
-    n: int
-    alphabet: int
-
-    def __call__(self) -> Iterator[tuple[str, np.ndarray]]:
-        return self.chunks(0, -(-task.count_sequences(self.n, self.alphabet) // EXHAUSTIVE_CHUNK))
-
-    def chunks(self, start: int, stop: int) -> Iterator[tuple[str, np.ndarray]]:
-        total = task.count_sequences(self.n, self.alphabet)
-        for first in range(start * EXHAUSTIVE_CHUNK, min(total, stop * EXHAUSTIVE_CHUNK),
-                           EXHAUSTIVE_CHUNK):  # fmt: skip
-            last = min(total, first + EXHAUSTIVE_CHUNK)
-            yield "exhaustive", task.all_sequences(self.n, self.alphabet, first, last)
-
-
 def induction_inputs(
     n: int,
     alphabet: int,
@@ -161,7 +142,7 @@ def induction_inputs(
     if exhaustive is None:
         exhaustive = exhaustive_size(n, alphabet)
     if exhaustive:
-        return AllSequences(n, alphabet), True
+        return task.AllSequences(n, alphabet, EXHAUSTIVE_CHUNK), True
 
     families = family_sizes(n, alphabet, samples, hops)
     chunk = SAMPLE_CHUNK
@@ -426,20 +407,13 @@ def plan_certify(
 
 def _identity(model: Model, plan: CertifyPlan, dtypes: bool) -> dict[str, Any]:
     """What a checkpoint file is written for (the executor is not in it: the same certificate)."""
+    fields = ("n", "alphabet", "samples", "seed", "hops", "layout", "exhaustive")
     return {
-        "task": "induction",
-        "model": model_digest(model),
-        "n": plan.n,
-        "alphabet": plan.alphabet,
-        "samples": plan.samples,
-        "seed": plan.seed,
-        "hops": plan.hops,
-        "layout": plan.layout,
-        "exhaustive": plan.exhaustive,
-        "dtypes": dtypes,
-        "algorithm": current_algorithm(),
+        "task": "induction", "model": model_digest(model),
+        **{name: getattr(plan, name) for name in fields},
+        "dtypes": dtypes, "algorithm": current_algorithm(),
         "chunks": [EXHAUSTIVE_CHUNK, SAMPLE_CHUNK],
-    }
+    }  # fmt: skip
 
 
 def certify_induction(

@@ -8,7 +8,8 @@ hop_k(σ)_i = σ_{find^k(i)}; hop_1 is the plain task.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -468,3 +469,23 @@ def sample(
     )
     rng = np.random.default_rng(seed)
     return np.asarray(GENERATORS[family](rng, int(count), int(n), int(alphabet)), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class AllSequences:
+    """Σ^n (all_sequences' order) as a re-playable stream of ("exhaustive", tokens) chunks of
+    `chunk` rows; chunks(start, stop) makes those chunks alone (a worker of a spread certificate
+    starts at its own: core.certify.distributed.RangedInputs)."""
+
+    n: int
+    alphabet: int
+    chunk: int
+
+    def __call__(self) -> Iterator[tuple[str, np.ndarray]]:
+        return self.chunks(0, -(-count_sequences(self.n, self.alphabet) // self.chunk))
+
+    def chunks(self, start: int, stop: int) -> Iterator[tuple[str, np.ndarray]]:
+        total = count_sequences(self.n, self.alphabet)
+        for first in range(start * self.chunk, min(total, stop * self.chunk), self.chunk):
+            last = min(total, first + self.chunk)
+            yield "exhaustive", all_sequences(self.n, self.alphabet, first, last)

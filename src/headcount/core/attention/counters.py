@@ -52,5 +52,6 @@ ATTENTION = Counters(
 # rows summed over the keys of non-negligible weight, and those whose left-out keys were added back
 FLOAT = Counters("rows", "rows_redone", "pruned_rows")
 # tie settling in the bounds (core.passes.bounds.settle_ties): head-output rows rounded exactly, and
-# grid values among them that float64 cannot hold (kept as boxes of radius > 0)
-TIES = Counters("rows_settled", "values_inexact")
+# grid values among them that float64 cannot hold (kept as boxes of radius > 0), and rows whose far
+# keys were bounded as one ball (core.passes.head_rounding._far_keys_ball)
+TIES = Counters("rows_settled", "values_inexact", "far_balls")

@@ -5,7 +5,7 @@ failure one line) — as tasks of one CPU each.
 
 A task whose worker dies is retried by Ray (RAY_RETRIES), then submitted again here (RESUBMITS);
 a task that raises passes its error on (e.g. an InputError, exit 2). Ray's raylet messages ("a
-worker died, the task will be retried") are dropped while the tasks run, so `--json` output stays
+worker died, the task will be retried") are dropped while the tasks run, so JSON output stays
 one object.
 """
 
@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from typing import Any
 
-from headcount.common.errors import InputError, param
+from headcount.common.errors import InputError, InternalError, param
 from headcount.common.ray_connect import (
     ADDRESS,
     check_ray_address,
@@ -45,6 +46,8 @@ class RayExecutor:
         self._messages: contextlib.ExitStack | None = None
 
     def start(self, job: Job) -> None:
+        # the errors of tasks cancelled or left behind are not this run's: Ray would print each
+        os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
         if not self.ray.is_initialized():
             kwargs: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
             if self.address is None:
@@ -70,8 +73,7 @@ class RayExecutor:
                 self.tasks += 1
                 return out
             except exceptions.RayTaskError as err:  # the task raised: its error, not a lost worker
-                cause = getattr(err, "cause", None)
-                raise (cause if isinstance(cause, Exception) else err) from None
+                raise _task_failure(err, exceptions) from None
             except exceptions.RayError as err:  # its worker (or node) died, after Ray's retries
                 if handle[2] >= RESUBMITS:
                     raise InputError(
@@ -92,6 +94,22 @@ class RayExecutor:
         if self.started:
             self.ray.shutdown()
             self.started = False
+
+
+def _task_failure(err: Exception, exceptions: Any) -> Exception:
+    """What a task's own failure is here: its InputError as it was raised; a job the workers could
+    not load (another headcount there) as an InputError; anything else an InternalError, each one
+    line."""
+    cause = getattr(err, "cause", None)
+    if isinstance(cause, InputError):
+        return cause
+    first = (str(cause or err).strip().splitlines() or [""])[0][:300]
+    if isinstance(cause, exceptions.RaySystemError) or "could not be computed" in str(err):
+        return InputError(
+            f"the Ray workers could not load this certificate's task ({first}): they must run "
+            "this headcount version"
+        )
+    return InternalError(f"a certificate task failed on the Ray cluster: {first}")
 
 
 def make_executor(executor: str, workers: int | None, address: str | None) -> RayExecutor | None:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import flint
 import numpy as np
 
+from headcount.core.attention import TIES
 from headcount.core.numbers import (
     MAX_PREC,
     UndecidedError,
@@ -40,7 +41,12 @@ class _HeadRounder:
     ints."""
 
     def __init__(
-        self, shifted: list[list[tuple[int, int]]], us: np.ndarray, den_factor: int, bits: int
+        self,
+        shifted: list[list[tuple[int, int]]],
+        us: np.ndarray,
+        den_factor: int,
+        bits: int,
+        far: tuple[flint.arb, list[flint.arb]] | None = None,
     ):
         self.shifted = shifted  # per query row: [(key j, D_ij)] over the visible keys
         self.us = us  # [keys d] ints
@@ -48,6 +54,9 @@ class _HeadRounder:
         self.bits = bits
         self.score_den = 1 << (2 * bits)
         self.bound = 1 << (2 * bits)
+        # one row's far keys, left out of `shifted`: balls holding their Σ e^{D/2^2p} and, per
+        # coordinate, their Σ e^{D/2^2p}·us (_far_keys_ball)
+        self.far = far
 
     def _weight(self, d: int, cache: dict) -> flint.arb:
         if d == 0:
@@ -68,9 +77,12 @@ class _HeadRounder:
             for j, d in row:
                 weights[r, j] = self._weight(d, cache)
                 den += weights[r, j]
+            if self.far is not None:
+                den += self.far[0]
             dens.append(den * self.den_factor)
         numer = weights * flint.arb_mat(fmpz_mat(self.us)) if width else None
-        return [[numer[r, c] / dens[r] for c in range(width)] for r in range(rows)]
+        far = self.far[1] if self.far is not None else [flint.arb(0)] * width
+        return [[(numer[r, c] + far[c]) / dens[r] for c in range(width)] for r in range(rows)]
 
     def ball(self, r: int, c: int, prec: int) -> flint.arb:
         """w for one entry at `prec` bits (the retry path)."""
@@ -205,15 +217,80 @@ def _float_up(d: int) -> float:
     return r if int(r) >= d else math.nextafter(r, math.inf)
 
 
-def exact_head_row(
+FAR_FROM = 1024  # keys: from here exact_head_row tries bounding the far keys as one ball first
+FAR_MARGIN_BITS = 30  # the far keys move w (units 2^-(p+1)) by at most 2^-30
+
+
+def _far_split(q_row: np.ndarray, k: np.ndarray, v: np.ndarray, W_O: np.ndarray, bits: int):
+    """(near key indices, T, far Σ|v_j W_O| bound [d_model]) where every key left out scores at
+    least T below the top exactly, or None (no key is that far, or a float is not finite).
+
+    Why it is sound: q and k are on the 2^-p grid, so each float64 score q·k_j is within
+    γ_d·Σ|q||k_j| ≤ E of the exact one (any summation order, FMA included), E taken with a factor 2
+    over the bound; a key whose float score is below the top float score − T − 2E is at least T
+    below the exact top. Σ_far |v_j W_O| is bounded by float sums of non-negative terms (relative
+    error ≤ γ_(keys+d) < 2^-20) scaled up by 1 + 2^-20."""
+    keys, d = k.shape
+    with np.errstate(all="ignore"):
+        approx, mag = k @ q_row, np.abs(k) @ np.abs(q_row)
+        abs_u = np.abs(v) @ np.abs(W_O)  # [keys d_model]
+    if not (np.isfinite(approx).all() and np.isfinite(mag).all() and np.isfinite(abs_u).all()):
+        return None
+    E = (d + 2) * 2.0**-52 * float(mag.max())
+    # the far keys may move y by 2·keys·e^{-T}·max|u|: w = y·2^(p+1) by at most 2^-FAR_MARGIN_BITS
+    spread = 2.0 * keys * float(abs_u.max()) * 2.0 ** (bits + 1) + 1.0
+    T = math.log(spread) + FAR_MARGIN_BITS * math.log(2) + 1.0
+    far = approx < float(approx.max()) - T - 2 * E
+    if not far.any() or not math.isfinite(T):
+        return None
+    with np.errstate(all="ignore"):
+        far_u = (np.abs(v[far]).sum(axis=0) @ np.abs(W_O)) * (1 + 2.0**-20)
+    if not np.isfinite(far_u).all():
+        return None
+    return np.flatnonzero(~far), T, int(far.sum()), far_u
+
+
+def _far_keys_ball(
     q_row: np.ndarray, k: np.ndarray, v: np.ndarray, W_O: np.ndarray, bits: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The fixed:p head output round(softmax(q kᵀ) v W_O) of ONE query from exact inputs, as a box
-    (mid, rad) [d_model] (grid_box: radius 0 only where the grid value is a float64 number — with p
-    ≥ 27 it may need up to 2p+1 bits): q_row [d_head], k [keys d_head] and v [keys d_value] on the
-    2^-p grid (the rounded projections), W_O any float64 matrix, score scale 1. What the bounds call
-    when one head output's box straddles a rounding tie (bounds.settle_ties): O(keys · d) exact
-    work, not a pass."""
+) -> np.ndarray | None:
+    """exact_head_row's rounded row [d_model] from the near keys exactly and the far ones
+    (_far_split) as balls: their weights Σ e^{s_j − top} ∈ [0, far·e^{-T}], their numerators
+    within e^{-T}·Σ_far |u_j|. None when a coordinate's ball is not inside one grid cell (a
+    near-tie): the caller then takes every key exactly."""
+    split = _far_split(q_row, k, v, W_O, bits)
+    if split is None:
+        return None
+    near, T, far_count, far_u = split
+    scores, us, den_factor = _exact_parts(q_row, k[near], v[near], W_O, bits)
+    top = max(int(s) for s in scores)
+    old = flint.ctx.prec
+    try:
+        flint.ctx.prec = 2 * bits + EXTRA_PREC
+        tail = flint.arb(-T).exp()
+        far_den = flint.arb(0).union(flint.arb(far_count) * tail)
+        unit = flint.arb(2) ** (bits + 1) * den_factor  # us = u·2^(p+1)·den_factor
+        far_num = []
+        for bound in far_u.tolist():
+            x = tail * flint.arb(bound) * unit
+            far_num.append(x.union(-x))
+        rounder = _HeadRounder(
+            [[(j, int(s) - top) for j, s in enumerate(scores)]], us, den_factor, bits,
+            (far_den, far_num),
+        )  # fmt: skip
+        row = []
+        for w in rounder.balls(2 * bits + EXTRA_PREC)[0]:
+            where, value = rounder._locate(w)
+            if where != "grid":
+                return None
+            row.append(value)
+    finally:
+        flint.ctx.prec = old
+    return np.clip(int_array(row, (len(row),)), -rounder.bound, rounder.bound)
+
+
+def _exact_parts(q_row: np.ndarray, k: np.ndarray, v: np.ndarray, W_O: np.ndarray, bits: int):
+    """(exact scores [keys] in units 2^-2p, us [keys d_model] ints, den_factor) of
+    _HeadRounder for one query row over the keys k, v (on the 2^-p grid)."""
     scale = float(2.0**bits)
     q_ints, k_ints, v_ints = (
         int_array([int(x) for x in (a * scale).ravel().tolist()], a.shape) for a in (q_row, k, v)
@@ -223,11 +300,29 @@ def exact_head_row(
         if q_ints.size
         else int_array([0] * len(k), (len(k),))
     )
-    top = max(int(s) for s in scores)
     w_o, e_o = dyadic(W_O)
     u = int_matmul(v_ints, fmpz_mat(w_o))  # value ints / 2^(p + e_O)
     shift = bits + 1 - (bits + e_o)
     us, den_factor = (u << shift, 1) if shift >= 0 else (u, 1 << -shift)
+    return scores, us, den_factor
+
+
+def exact_head_row(
+    q_row: np.ndarray, k: np.ndarray, v: np.ndarray, W_O: np.ndarray, bits: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed:p head output round(softmax(q kᵀ) v W_O) of ONE query from exact inputs, as a box
+    (mid, rad) [d_model] (grid_box: radius 0 only where the grid value is a float64 number — with p
+    ≥ 27 it may need up to 2p+1 bits): q_row [d_head], k [keys d_head] and v [keys d_value] on the
+    2^-p grid (the rounded projections), W_O any float64 matrix, score scale 1. What the bounds call
+    when one head output's box straddles a rounding tie (bounds.settle_ties): O(keys · d) exact
+    work, not a pass. From FAR_FROM keys on, the keys far below the top are first bounded as one
+    ball (_far_keys_ball: exact work on the near keys only); every key is taken exactly where that
+    ball leaves a coordinate near a tie."""
+    if len(k) >= FAR_FROM and (row := _far_keys_ball(q_row, k, v, W_O, bits)) is not None:
+        TIES.add(far_balls=1)
+        return grid_box(row, bits)
+    scores, us, den_factor = _exact_parts(q_row, k, v, W_O, bits)
+    top = max(int(s) for s in scores)
     old = flint.ctx.prec
     try:
         row = _HeadRounder(
