@@ -11,7 +11,7 @@ one process, the runs interleaved:
 1. rigorous-pass and float64-pass positions/s at n = 4096, 16384, 65536 (`--quick`: 4096) on two
    random sequences and the all-zeros one (every key alike), with the share of visible (query, key)
    pairs scored and whether both give the same outputs (and the same proven positions);
-2. the scaling of the pruned passes' time in n: one random sequence at n = 2^12 … 2^17 (`--quick`:
+2. the scaling of the pruned passes' time in n: one random sequence at n = 2^12 … 2^18 (`--quick`:
    2^12 … 2^14), certified_predict at fixed:(log₂ n + 1) and the float64 pass, the exponent a
    least-squares fit of log time on log n;
 3. with `--e2e`: the full-scale certificate, certify_induction(two_layer_induction(65536, 256),
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     results["passes"] = [passes(n) for n in ([4096] if args.quick else [4096, 16384, 65536])]
     for r in results["passes"]:
         figures += _pass_figures(r)
-    results["scaling"] = s = scaling([12, 13, 14] if args.quick else list(range(12, 18)))
+    results["scaling"] = s = scaling([12, 13, 14] if args.quick else list(range(12, 19)))
     name = (
         f"time exponent in n with pruning, rigorous + float64 pass, one sequence, n = "
         f"{s['points'][0]['n']}..{s['points'][-1]['n']} (rigorous {s['exponent_rigorous']:.3g}, "

@@ -95,6 +95,7 @@ def run(n: int, workers: int, kill: bool) -> dict[str, Any]:
         "ray_seconds": ray_s,
         "identical": same_certificate(local, spread),
         "certified": local.certified,
+        "precision_bits": local.precision_bits,
         "killed_workers": len(killed),
         "tasks": stats.tasks,
         "coordinator_fallbacks": stats.fallbacks,
