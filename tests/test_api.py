@@ -177,6 +177,16 @@ def test_certify_returns_the_typed_certificate():
     }
 
 
+def test_certify_on_a_ray_cluster_is_the_local_certificate():
+    pytest.importorskip("ray")
+    model = headcount.induction.two_layer(8, 4)  # 65,536 inputs: two chunks, one a Ray task
+    local = headcount.certify(model, n=8, alphabet=4).to_json()
+    spread = headcount.certify(model, n=8, alphabet=4, executor="ray", workers=1).to_json()
+    assert {k: v for k, v in spread.items() if k != "seconds"} == {
+        k: v for k, v in local.items() if k != "seconds"
+    }
+
+
 def test_certify_of_a_broken_model_confirms_its_counterexample():
     w = headcount.induction.two_layer(6, 3).weights()
     w["blocks.1.attn.W_O"] = -w["blocks.1.attn.W_O"]
@@ -195,6 +205,8 @@ def test_certify_of_a_broken_model_confirms_its_counterexample():
         ({"task": "sorting"}, "not one of"),
         ({"task": "induction", "hops": 2}, "task='khop'"),
         ({"n": 100}, "n ≤ 6"),
+        ({"executor": "slurm"}, "use local or ray"),
+        ({"workers": 2}, "for the Ray executor"),
     ],
 )
 def test_certify_refuses_bad_requests(kwargs, message):

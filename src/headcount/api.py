@@ -144,6 +144,9 @@ def certify(
     samples: int | None = None,
     seed: int = 0,
     layout: str = "plain",
+    executor: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
 ) -> Certificate:
     """Certify `model` on `task` at length n over tokens 0..alphabet−1.
 
@@ -152,8 +155,11 @@ def certify(
     drawn with `seed` plus every adversarial family (scope "sampled"). layout: "plain", or
     "hop-prefix" (the hop-count token first, as the k-hop paper's models read it). The model is
     evaluated in exact fixed:p arithmetic: the smallest p with no error is searched for and every
-    output at that p is proven by rigorous interval bounds or the exact evaluator. InputError for
-    a request out of range or beyond the memory and work bounds."""
+    output at that p is proven by rigorous interval bounds or the exact evaluator. executor:
+    "local" (this process) or "ray" — the inputs' chunks computed on a Ray cluster (a local one
+    of `workers` CPUs, or the one at `address`; the extra headcount[ray]) and merged into the
+    certificate this process would give. InputError for a request out of range or beyond the
+    memory and work bounds."""
     if task not in TASKS:
         raise InputError(f"task {str(task)[:40]!r} is not one of {', '.join(TASKS)}")
     if task == "induction" and hops != 1:
@@ -164,8 +170,9 @@ def certify(
             "(min/max and Boolean models: headcount.minmax, headcount.boolean)"
         )
     details = certify_induction(
-        model, n, alphabet, samples=samples, seed=seed, hops=hops, layout=layout
-    )
+        model, n, alphabet, samples=samples, seed=seed, hops=hops, layout=layout,
+        executor=executor, workers=workers, address=address,
+    )  # fmt: skip
     c = details.certificate
     return Certificate(
         task=task,

@@ -144,7 +144,16 @@ def _dtype_errs(
     return errs
 
 
-def _proved(index, p, family, tokens, target, model, tally, errs) -> ChunkResult:  # noqa: ANN001
+def _proved(
+    index: int,
+    p: int,
+    family: str,
+    tokens: np.ndarray,
+    target: np.ndarray,
+    model: Model,
+    tally: Tally | None,
+    errs: dict[str, bool | None] | None,
+) -> ChunkResult:
     """The proof at p with a fresh budget, and the climb from p where the proof leaves a position
     open or wrong (Proof.add and OnePass._search on one chunk)."""
     if p > MAX_BITS:
