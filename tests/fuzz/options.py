@@ -170,6 +170,11 @@ def commands(
                 "--backend": _choice("Torch", "torch ", "jax", "numpy", "torch"),
                 "--device": _choice("CUDA", "gpu", "cuda:0", "cpu", "auto", "cuda"),
                 "--checkpoint": V.READ_PATHS + V.WRITE_PATHS,
+                # the Ray executor itself is left out (it starts a cluster): its near misses, and
+                # the Ray-only options without it, are refused before any work
+                "--executor": _choice("Ray", "ray ", "slurm", "local"),
+                "--workers": V.INT,
+                "--address": V.STR,
             },
             alone={
                 "--model": {"--n": "4", "--alphabet": "2"},
