@@ -380,7 +380,6 @@ def certify_spread(
                     if checkpoint is not None:
                         checkpoint.save(index, run.state())
                 bar.update(completed=tally.inputs_checked)
-            speculation.close()
             run.finish()
     finally:
         speculation.close()
