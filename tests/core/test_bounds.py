@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 
 from headcount.core.attention import attention_bounds
 from headcount.core.certify.evaluate import certified_predict, predict
-from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
+from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer, parts
 from headcount.core.model.symbols import BOTTOM
 from headcount.core.model.table import OneLayerTable, table_from_weights
+from headcount.core.model.vocab import VocabDecoder
 from headcount.core.numbers.interval import (
     add_bounds,
     affine_bounds,
@@ -706,3 +707,29 @@ def test_linear_decoder_decided_means_every_point_decodes_the_same():
     for b in np.flatnonzero(decided[:, 0]):
         points = mid[b, 0] + corners * rad[b, 0]
         assert (dec.decode(points[:, None, :])[:, 0] == pred[b, 0]).all()
+
+
+@pytest.mark.parametrize("shape", [(2, 7), (1, 1), (0, 5), (3, 0)])
+def test_decoders_decide_in_row_blocks_as_on_the_whole(shape, monkeypatch):
+    """Decoders make their logits a block of positions at a time (parts.in_row_blocks): with blocks
+    of 3 rows the answers equal those of one pass over the whole [batch pos classes] array."""
+    rng = np.random.default_rng(sum(shape))
+    d, classes = 4, 6
+    W_U, b_U = rng.standard_normal((d, classes)), rng.standard_normal(classes)
+    mid = rng.standard_normal(shape + (d,))
+    rad = np.abs(rng.standard_normal(shape + (d,))) * rng.choice(
+        [0.0, 1e-3, 1.0], size=shape + (1,)
+    )
+    whole = parts.argmax_bounds(*affine_bounds(mid, rad, W_U, b_U))
+    blocked = parts.in_row_blocks(
+        lambda m, r: parts.argmax_bounds(*affine_bounds(m, r, W_U, b_U)), mid, rad, rows=3
+    )
+    assert all(np.array_equal(a, b) for a, b in zip(whole, blocked, strict=True))
+    assert blocked[0].shape == shape
+    monkeypatch.setattr(parts, "LOGIT_ROWS", 3)
+    for decoder in (LinearDecoder(W_U, b_U), VocabDecoder(W_U, b_U, "lm-head")):
+        cls = np.argmax(mid @ W_U + b_U, axis=-1)
+        expected = np.where(cls == classes - 1, BOTTOM, cls) if decoder.kind == "linear" else cls
+        assert np.array_equal(decoder.decode(mid), expected)
+        got, decided = decoder.decode_bounds(mid, rad)
+        assert np.array_equal(got, expected) and np.array_equal(decided, whole[1])

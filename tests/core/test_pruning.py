@@ -55,6 +55,17 @@ def test_groupings_of_the_construction_heads():
     assert induction.kind == "box" and induction.monotone and induction.groups == alphabet
 
 
+def test_group_ids_are_the_ranks_of_the_rows():
+    """pruning._ids ranks rows column by column; it must give np.unique's ids over whole rows."""
+    rng = np.random.default_rng(34)
+    for _ in range(200):
+        n, width = int(rng.integers(1, 2000)), int(rng.integers(1, 5))
+        spread = [int(rng.choice([1, 2, 50, 2**24])) for _ in range(width)]
+        codes = [rng.integers(-s, s + 1, n) for s in spread]
+        rows = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+        assert np.array_equal(pruning._ids(codes), rows)
+
+
 def test_keys_without_structure_are_not_grouped():
     rng = np.random.default_rng(1)
     assert key_groups(rng.standard_normal((MIN_KEYS + 5, 3))) is None
@@ -145,6 +156,23 @@ def test_pruned_passes_give_the_full_passes_answers_on_the_construction():
     assert work0["pruned_blocks"] == 0 and work1["pruned_blocks"] > 0
     assert work1["computed"] < 0.75 * work0["computed"]  # pruned from 2048 keys on
     assert fwork1["pruned_rows"] > 0
+
+
+@pytest.mark.parametrize("alphabet, bits", [(64, 10), (256, 9), (256, 16)])
+def test_pruned_fixed_emulation_gives_the_full_answers(alphabet, bits):
+    """The fixed:p emulation prunes too (its attention is float64 arithmetic). At these sizes some
+    query blocks keep no scored key, only cells of identical keys: their sums start from empty
+    bincounts (once an integer array that the cells' float weights could not be added to)."""
+    n = 4096
+    model = two_layer_induction(n, alphabet)
+    tokens = np.concatenate([_inputs(n, alphabet), np.random.default_rng(1).integers(0, 3, (1, n))])
+    outs = {}
+    for on in (False, True):
+        reset_float_work()
+        with use_pruning(on), np.errstate(all="ignore"):
+            outs[on] = emulate(model, tokens, fixed(bits))
+        assert (float_work()["pruned_rows"] > 0) == on
+    assert np.array_equal(outs[False], outs[True])
 
 
 def test_pruning_is_off_for_the_reference_and_short_heads():

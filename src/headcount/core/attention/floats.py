@@ -73,11 +73,13 @@ def blocked_attend(
 
 def _float_groups(q, k, v, causal: bool, prec: Precision, scale: float) -> list | None:
     """The key groups (core.attention.pruning) of each batch element when the float pass prunes:
-    float64, score scale 1, the causal mask, [batch pos d] arrays, finite values and tame scores
-    (Σ_d |q_d|·max_j |k_jd| < 2^39: every |score| < 2^40); else None."""
+    attention in float64 (the float64 mode, and fixed:p and exact, whose rounding points lie outside
+    attention: between them they are float64 arithmetic, core.numbers.precision), score scale 1,
+    the causal mask, [batch pos d] arrays, finite values and tame scores (Σ_d |q_d|·max_j |k_jd| <
+    2^39: every |score| < 2^40); else None."""
     if not (
         causal
-        and prec.kind == "float64"
+        and prec.kind in ("float64", "fixed", "exact")
         and scale == 1.0
         and q.ndim == 3
         and v.dtype == np.float64
@@ -128,13 +130,16 @@ def _sums(scored, v, cell_sums, rows: int, floor: np.ndarray, below: float):
     score s − top lies in [floor, below) (float64's exponentials; a cell counts its multiplicity
     and its values' sums)."""
     top = scored.top()
-    w_row, w_col = np.nonzero(scored.window > -np.inf)
-    row = np.concatenate([w_row, scored.row])
-    key = np.concatenate([w_col + scored.w0, scored.key])
-    shifted = np.concatenate([scored.window[w_row, w_col], scored.score]) - top[row]
-    keep = (shifted >= floor[row]) & (shifted < below)
-    row, key, weights = row[keep], key[keep], exp_shifted(shifted[keep])
-    total = np.bincount(row, weights=weights, minlength=rows)
+    # the window's entries in range are picked on the dense block (most lie below the cut), then
+    # the listed keys'; entries stay in (window row-major, listed) order: the sums' order
+    window = scored.window - top[:, None]  # [rows keys−w0]; −inf where hidden
+    w_row, w_col = np.nonzero((window >= floor[:, None]) & (window < below))
+    listed = scored.score - top[scored.row]
+    keep = (listed >= floor[scored.row]) & (listed < below)
+    row = np.concatenate([w_row, scored.row[keep]])
+    key = np.concatenate([w_col + scored.w0, scored.key[keep]])
+    weights = exp_shifted(np.concatenate([window[w_row, w_col], listed[keep]]))
+    total = _row_sums(row, weights, rows)
     values = np.take(v, key, axis=0) * weights[:, None]
     summed = _bincount_columns(row, values, rows)
     mass = _bincount_columns(row, np.abs(values, out=values), rows)
@@ -143,17 +148,24 @@ def _sums(scored, v, cell_sums, rows: int, floor: np.ndarray, below: float):
     if c_keep.any():
         c_row, cell = scored.cell_row[c_keep], scored.cell[c_keep]
         w = exp_shifted(c_shift[c_keep])
-        total += np.bincount(c_row, weights=w * scored.cell_mult[c_keep], minlength=rows)
+        total += _row_sums(c_row, w * scored.cell_mult[c_keep], rows)
         summed += _bincount_columns(c_row, cell_sums[0][cell] * w[:, None], rows)
         mass += _bincount_columns(c_row, cell_sums[1][cell] * w[:, None], rows)
     return total, summed, mass
 
 
+def _row_sums(row: np.ndarray, weights: np.ndarray, rows: int) -> np.ndarray:
+    """Σ of weights [entries] per row index [entries] -> [rows] float64 (bincount gives integer
+    zeros when no entry is left: a block whose kept weights all sit in cells)."""
+    return np.bincount(row, weights=weights, minlength=rows).astype(np.float64, copy=False)
+
+
 def _bincount_columns(row: np.ndarray, values: np.ndarray, rows: int) -> np.ndarray:
-    """Σ of values [entries d] per row index [entries] -> [rows d]."""
-    return np.stack(
-        [np.bincount(row, weights=values[:, c], minlength=rows) for c in range(values.shape[1])], -1
-    )
+    """Σ of values [entries d] per row index [entries] -> [rows d], in one bincount over (row,
+    column) bins: each bin adds its entries in their order, as a bincount per column would."""
+    d = values.shape[1]
+    bins = (row[:, None] * d + np.arange(d)).reshape(-1)
+    return _row_sums(bins, values.reshape(-1), rows * d).reshape(rows, d)
 
 
 def _sparse_softmax_values(
@@ -184,7 +196,7 @@ def _sparse_softmax_values(
     rows = batch * block
     row, key = np.divmod(flat, keys)
     weights = exp_shifted(scores.reshape(-1)[flat] - top.reshape(-1)[row])
-    total = np.bincount(row, weights=weights, minlength=rows)  # [row]
+    total = _row_sums(row, weights, rows)  # [row]
     key += (row // block) * v.shape[-2]  # the key's row in v flattened over the batch
     values = np.take(v.reshape(-1, v.shape[-1]), key, axis=0) * weights[:, None]  # [kept d_value]
     summed = _bincount_columns(row, values, rows)  # [row d_value]
@@ -197,7 +209,7 @@ def _sparse_softmax_values(
         r, k = np.divmod(back, keys)
         w = exp_shifted(shifted.reshape(-1)[back])
         k += (redo[r] // block) * v.shape[-2]
-        total[redo] += np.bincount(r, weights=w, minlength=len(redo))
+        total[redo] += _row_sums(r, w, len(redo))
         summed[redo] += _bincount_columns(
             r, np.take(v.reshape(-1, v.shape[-1]), k, axis=0) * w[:, None], len(redo)
         )

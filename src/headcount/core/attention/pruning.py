@@ -92,7 +92,14 @@ def _ids(codes: list[np.ndarray]) -> np.ndarray:
     """Dense ids 0..G−1 of the rows of the stacked codes (in the order of the rows' values)."""
     if not codes:
         return np.zeros(0, dtype=np.int64)
-    return np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)[1].reshape(-1)
+    # column by column: the ids so far and the next column's rank, ranked together. Each rank keeps
+    # the order, so the ids are those of the rows sorted lexicographically (np.unique over axis 0,
+    # without its slow sort of whole rows); every pair fits int64 (ids, ranks < n < 2^31)
+    ids = np.zeros(len(codes[0]), dtype=np.int64)
+    for column in codes:
+        rank = np.unique(column, return_inverse=True)[1].reshape(-1)
+        ids = np.unique(ids * (int(rank.max()) + 1) + rank, return_inverse=True)[1].reshape(-1)
+    return ids
 
 
 def _outward_box(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -253,6 +253,22 @@ class Decoder(Protocol):
     def config(self) -> dict[str, Any]: ...
 
 
+LOGIT_ROWS = 512  # positions per block of logits: a [rows classes] block stays in cache
+
+
+def in_row_blocks(fn, *arrays: np.ndarray, rows: int | None = None) -> tuple[np.ndarray, ...]:
+    """fn applied to blocks of `rows` (default LOGIT_ROWS) positions of arrays [.. d] (one shape),
+    its outputs [..] joined: a decoder's [positions classes] logits (with their radius and
+    endpoints) are made one block at a time, so a large vocabulary over a long sequence is never
+    materialized and each elementwise pass runs in cache. fn's answer for a row must hold whichever
+    rows share its block (a bound may be tighter on some blocks: affine_bounds's exact case)."""
+    rows = rows or LOGIT_ROWS
+    lead, d = arrays[0].shape[:-1], arrays[0].shape[-1]
+    flat = [a.reshape(-1, d) for a in arrays]
+    blocks = [fn(*(a[i : i + rows] for a in flat)) for i in range(0, max(len(flat[0]), 1), rows)]
+    return tuple(np.concatenate(out).reshape(lead) for out in zip(*blocks, strict=True))
+
+
 def argmax_bounds(lmid: np.ndarray, lrad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(argmax of the midpoint logits, decided) [..]: decided where, for all logits in the box lmid
     ± lrad [.. classes], that class c is the argmax with ties to the lowest class: its lower end is
@@ -293,11 +309,14 @@ class LinearDecoder:
         return np.where(cls == self.alphabet, BOTTOM, cls).astype(np.int64)
 
     def decode(self, x: np.ndarray) -> np.ndarray:
-        logits = x @ self.W_U.astype(x.dtype) + self.b_U.astype(x.dtype)
-        return self._classes_to_tokens(np.argmax(logits, axis=-1))
+        W_U, b_U = self.W_U.astype(x.dtype), self.b_U.astype(x.dtype)
+        (cls,) = in_row_blocks(lambda y: (np.argmax(y @ W_U + b_U, axis=-1),), x)
+        return self._classes_to_tokens(cls)
 
     def decode_bounds(self, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        cls, decided = argmax_bounds(*affine_bounds(mid, rad, self.W_U, self.b_U))
+        cls, decided = in_row_blocks(
+            lambda m, r: argmax_bounds(*affine_bounds(m, r, self.W_U, self.b_U)), mid, rad
+        )
         return self._classes_to_tokens(cls), decided
 
     def tensors(self) -> dict[str, np.ndarray]:
