@@ -184,7 +184,7 @@ def test_certify_one_layer_sampled(capsys):
             "does not exist",
         ),
         (["induction", "solve", "--input", "0 -1"], "negative"),
-        (["induction", "solve", "--input", "0 1", "--hops", "0"], "hops"),
+        (["induction", "solve", "--input", "0 1", "--hops", "-1"], "hops"),
         (["reproduce", "--scale", "huge"], "quick or full"),
         (["induction", "certify", "--layers", "1", "--n", "4096", "--alphabet", "64"], "GiB"),
     ],

@@ -220,7 +220,8 @@ def test_certify_in_the_hop_prefix_layout(capsys, trained):
 @pytest.mark.parametrize(
     "args, needles",
     [
-        (["--hops", "0..3"], ("--hops 0..3 is out of range", "1 ≤ a ≤ b ≤ 16")),
+        (["--hops", "0..17"], ("--hops 0..17 is out of range", "0 ≤ a ≤ b ≤ 16")),
+        (["--hops", "0..3"], ("hop count 0 has no token in headcount's own layout",)),
         (["--hops", "17"], ("--hops 17 is out of range",)),
         (["--hops", "x"], ("is not a hop count",)),
         (
@@ -300,7 +301,7 @@ def test_help_texts_state_the_bounds(capsys):
 
     evaluate = help_of("evaluate")
     assert EVALUATE_MAX_WORK == 2**41 and "2^41 multiply-adds" in evaluate
-    assert MAX_HOPS == 16 and "1 ≤ a ≤ b ≤ 16" in evaluate and "(≥ 0)" in evaluate
+    assert MAX_HOPS == 16 and "0 ≤ a ≤ b ≤ 16" in evaluate and "(≥ 0)" in evaluate
     certify = help_of("induction", "certify")
     assert CERTIFY_MAX_MULTIPLY_ADDS == 2**41 and "2^41 multiply-adds per pass" in certify
     assert "1 ≤ k ≤ 16" in certify and "hop-prefix" in certify

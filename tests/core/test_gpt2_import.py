@@ -318,7 +318,7 @@ def test_prefix_buffers_and_vocab_map_are_reported_and_stored(tmp_path):
         ]
         state[f"_orig_mod.transformer.h.{l}.attn.masked_bias"] = np.array(-1e4, np.float32)
     save_file(state, str(tmp_path / "sd.safetensors"))
-    vocab_map = {"symbols": [3, 4, 5], "hops": [9], "none": 10}
+    vocab_map = {"symbols": [3, 4, 5], "hops": {"1": 9}, "none": 10}
     result = import_gpt2(
         tmp_path / "sd.safetensors",
         tmp_path / "m.safetensors",

@@ -71,7 +71,7 @@ def test_plain_models_have_no_extensions_and_each_part_is_named():
 @pytest.mark.parametrize("readout", ["tied", "lm-head", "hidden"])
 def test_files_round_trip_every_part(tmp_path, readout):
     vmap = (
-        {"symbols": [3, 5, 7], "hops": [9, 10], "none": 11}
+        {"symbols": [3, 5, 7], "hops": [9, 10], "hops_from": 1, "none": 11}
         if readout != "hidden"
         else {"symbols": [1, 2]}
     )
@@ -167,7 +167,9 @@ def test_vocabulary_map_identity_and_explicit():
     identity = VocabMap.from_json(None)
     assert identity.input_ids(3, 2).tolist() == [0, 1, 2, 3, 4]
     assert identity.output_labels(3, 6).tolist() == [0, 1, 2, BOTTOM, OTHER, OTHER]
-    explicit = VocabMap.from_json({"symbols": [10, 11, 12, 13], "hops": [20, 21, 22], "none": 0})
+    explicit = VocabMap.from_json(
+        {"symbols": [10, 11, 12, 13], "hops": {"1": 20, "2": 21, "3": 22}, "none": 0}
+    )
     assert explicit.input_ids(3, 2).tolist() == [10, 11, 12, 20, 21]
     labels = explicit.output_labels(3, 25)
     assert labels[[10, 11, 12, 13, 0, 20]].tolist() == [0, 1, 2, OTHER, BOTTOM, OTHER]
@@ -182,7 +184,7 @@ def test_vocabulary_map_identity_and_explicit():
         ({"symbols": [0, -1]}, "token id 0 ≤ id < 2^31"),
         ({"symbols": [0, True]}, "token id"),
         ({"symbols": "abc"}, "must be a list"),
-        ({"symbols": [1, 2], "hops": [2]}, "distinct"),
+        ({"symbols": [1, 2], "hops": {"1": 2}}, "distinct"),
         ({"symbols": [1, 2], "none": 2}, "also a symbol's id"),
     ],
 )
@@ -193,7 +195,8 @@ def test_bad_vocabulary_maps_are_refused(obj, message):
 
 
 def test_bind_task_gathers_embedding_rows_and_labels_outputs():
-    model = gpt2_like(6, vocab=30, vmap={"symbols": [7, 8, 9], "hops": [20, 21], "none": 29})
+    vmap = {"symbols": [7, 8, 9], "hops": [20, 21], "hops_from": 1, "none": 29}
+    model = gpt2_like(6, vocab=30, vmap=vmap)
     bound = bind_task(model, 3, 2)
     assert bound.alphabet == 5 and np.array_equal(bound.W_E, model.W_E[[7, 8, 9, 20, 21]])
     tokens = np.random.default_rng(0).integers(0, 5, (32, model.n_ctx))
@@ -204,7 +207,7 @@ def test_bind_task_gathers_embedding_rows_and_labels_outputs():
     with pytest.raises(InputError, match="has 3 symbols; alphabet 4 needs 4") as refused:
         bind_task(model, 4, 0)
     assert refused.value.param == "alphabet"
-    with pytest.raises(InputError, match="hop tokens"):
+    with pytest.raises(InputError, match="no token for hop count 3; it names hop counts 1..2"):
         bind_task(model, 3, 3)
     with pytest.raises(InputError, match="reads 12 ids"):
         bind_task(gpt2_like(6, vmap={"symbols": [0, 1, 40]}), 3, 0)

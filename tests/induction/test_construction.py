@@ -287,8 +287,9 @@ def test_solve_and_predict_input():
         "hops": 2,
         "outputs": ["⊥", "⊥", "⊥", "2", "1"],
     }
-    with pytest.raises(InputError, match="hops 0 must be ≥ 1") as refused:
-        solve(np.array([0, 1]), 0)
+    assert solve(np.array([0, 1, 0]), 0).outputs_text == ["0", "1", "0"]  # hop 0: the input
+    with pytest.raises(InputError, match="hops -1 must be ≥ 0") as refused:
+        solve(np.array([0, 1]), -1)
     assert refused.value.param == "hops"
     two = ModelSource(layers=2)
     got = predict_input(np.array([3, 0, 2, 3]), two, "fixed:12", alphabet=4)

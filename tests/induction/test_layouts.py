@@ -61,7 +61,9 @@ def imported(
     W_U, b_U = np.zeros((model.d_model, vocab)), np.full(vocab, -1e12)
     W_U[:, symbols], b_U[symbols] = model.decoder.W_U[:, :alphabet], model.decoder.b_U[:alphabet]
     W_U[:, none], b_U[none] = model.decoder.W_U[:, -1], model.decoder.b_U[-1]
-    vmap = VocabMap.from_json({"symbols": symbols.tolist(), "hops": hop_ids.tolist(), "none": none})
+    vmap = VocabMap.from_json(
+        {"symbols": symbols.tolist(), "hops": hop_ids.tolist(), "hops_from": 1, "none": none}
+    )
     return dataclasses.replace(model, W_E=W_E, decoder=VocabDecoder(W_U, b_U, "lm-head", vmap))
 
 
@@ -86,7 +88,7 @@ def gpt2_style(seed: int = 0, d: int = 8, vocab: int = 9, n_ctx: int = 7) -> Tra
     )
     layer = Layer(heads, mlp, ln(), ln(), rng.standard_normal(d), 0.5)
     W_E = rng.standard_normal((vocab, d))
-    vmap = VocabMap.from_json({"symbols": [4, 5, 6], "hops": [1, 2, 3], "none": 8})
+    vmap = VocabMap.from_json({"symbols": [4, 5, 6], "hops": [1, 2, 3], "hops_from": 1, "none": 8})
     decoder = VocabDecoder(W_E.T.copy(), None, "tied", vmap)
     return Transformer(W_E, rng.standard_normal((n_ctx, d)), (layer,), decoder, ln_final=ln())
 
@@ -108,16 +110,23 @@ def test_constants_agree_with_the_learning_lab_and_the_cli():
 
 @pytest.mark.parametrize(
     "text, hops",
-    [("3", (3,)), ("1..4", (1, 2, 3, 4)), (" 2..2 ", (2,)), ("16", (16,)), ("1 .. 16", None)],
+    [
+        ("3", (3,)),
+        ("1..4", (1, 2, 3, 4)),
+        (" 2..2 ", (2,)),
+        ("16", (16,)),
+        ("1 .. 16", tuple(range(1, 17))),
+        ("0", (0,)),
+        ("0..16", tuple(range(17))),
+    ],
 )
 def test_parse_hops(text, hops):
-    assert parse_hops(text) == (hops or tuple(range(1, 17)))
+    assert parse_hops(text) == hops
 
 
 @pytest.mark.parametrize(
     "text",
     [
-        "0",
         "17",
         "3..1",
         "1..17",
@@ -134,7 +143,7 @@ def test_parse_hops(text, hops):
     ],
 )
 def test_parse_hops_refuses_with_the_allowed_forms(text):
-    with pytest.raises(InputError, match=r"give K or a range a\.\.b with 1 ≤ a ≤ b ≤ 16"):
+    with pytest.raises(InputError, match=r"give K or a range a\.\.b with 0 ≤ a ≤ b ≤ 16"):
         parse_hops(text)
 
 
@@ -279,7 +288,10 @@ def test_gpt2_style_model_evaluates():
         (dict(n=0), "n must be ≥ 1"),
         (dict(alphabet=1), "alphabet must be ≥ 2"),
         (dict(alphabet=4), "the vocabulary map has 3 symbols; alphabet 4 needs 4"),
-        (dict(hops=(1, 2, 3, 4)), "the vocabulary map has 3 hop tokens; hop counts 1..4 need 4"),
+        (
+            dict(hops=(1, 2, 3, 4)),
+            "the vocabulary map has no token for hop count 4; it names hop counts 1..3",
+        ),
         (dict(samples=0), "samples must be ≥ 1"),
         (dict(seed=-1), "seed must be ≥ 0"),
         (dict(precision="fixed:61"), "fixed:p needs an integer p in 1..60"),

@@ -86,8 +86,8 @@ def test_solve_hops_1e9_answers_like_hops_n_on_200k_tokens(capsys):
     want = induction_targets(tokens, len(tokens))
     got = solve(tokens, 10**9)
     assert got.hops == 10**9 and np.array_equal(got.outputs, want)
-    short = refused(capsys, "induction", "solve", "--input", "1 2", "--hops", "0")
-    assert short == "error: --hops 0 must be ≥ 1"
+    short = refused(capsys, "induction", "solve", "--input", "1 2", "--hops", "-1")
+    assert short == "error: --hops -1 must be ≥ 0"
 
 
 # ---------------------------------------------------------------------------------------------

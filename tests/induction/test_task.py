@@ -116,7 +116,8 @@ def test_empty_and_invalid_inputs():
     with pytest.raises(ValueError):
         induction_targets(np.array([0, -1, 2]))
     with pytest.raises(ValueError):
-        induction_targets(np.array([0, 1]), hops=0)
+        induction_targets(np.array([0, 1]), hops=-1)
+    assert induction_targets(np.array([0, 1]), hops=0).tolist() == [0, 1]  # hop 0: the input
     with pytest.raises(ValueError):
         induction_targets(np.array([0.5, 1.0]))
 

@@ -34,7 +34,9 @@ def evaluate(
     hops: str = typer.Option(
         "1",
         "--hops",
-        help="A hop count K or a range a..b, 1 ≤ a ≤ b ≤ 16; each k is evaluated on its own.",
+        help="A hop count K or a range a..b, 0 ≤ a ≤ b ≤ 16; each k is evaluated on its own "
+        "(hop 0: the answer is the character itself; its hop token must be named by the model's "
+        "vocabulary map).",
     ),
     n: int = typer.Option(
         N_DEFAULT,

@@ -51,13 +51,11 @@ def import_gpt2(
     vocab_map: str | None = typer.Option(
         None,
         "--vocab-map",
-        help='JSON file (≤ 1 MiB) such as {"symbols": [5, 9, 2], "hops": [30, 31], "none": 0, '
-        '"blank": 1}: '
-        "the model token ids of the task's symbols 0, 1, …, of hop counts 1, 2, …, of the ⊥ "
-        "answer and of "
-        "a filler, stored in the model file (every key optional; default: symbol s ↦ s, hop k ↦ "
-        "S+k−1, "
-        "none ↦ S). Ids must lie in the vocabulary.",
+        help='JSON file (≤ 1 MiB) such as {"symbols": [5, 9, 2], "hops": {"0": 29, "1": 30}, '
+        '"none": 0, "blank": 1}: the model token ids of the task\'s symbols 0, 1, …, of hop counts '
+        "0, 1, …, of the ⊥ answer and of a filler, stored in the model file (every key optional; "
+        'default: symbol s ↦ s, hop k ≥ 1 ↦ S+k−1, none ↦ S). A "hops" list needs "hops_from": 0 '
+        "or 1 (the count of its first id). Ids must lie in the vocabulary.",
     ),
     out: str = typer.Option(..., "--out", help="Model file to write (safetensors)."),
     as_json: bool = JsonOpt,

@@ -74,9 +74,8 @@ def induction_solve(
     hops: int = typer.Option(
         1,
         "--hops",
-        help="k of the k-hop task (1 = induction heads); any k ≥ 1: hops beyond the input's "
-        "length n "
-        "answer like hops = n, at once.",
+        help="k of the k-hop task (1 = induction heads, 0 = the input itself); any k ≥ 0: hops "
+        "beyond the input's length n answer like hops = n, at once.",
     ),
     as_json: bool = JsonOpt,
 ) -> None:

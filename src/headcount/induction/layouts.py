@@ -6,17 +6,19 @@ Layouts:
 * ``plain``: the characters σ ∈ Σ^n only; the label at position i is hop_k(σ)_i, ⊥ where it does not
   exist; one fixed k.
 * ``hop-prefix`` (the k-hop paper's public code): position 0 holds the hop-count token — task token
-  S + k − 1, core.model.vocab's layout, which an imported model's vocabulary map turns into its own
-  id — and positions 1..n the characters; the label at position i ≥ 1 is hop_k of the characters at
+  S + k − 1 for k ≥ 1 and S + K for hop count 0 (K the highest hop count bound), core.model.vocab's
+  layout, which an imported model's vocabulary map turns into its own id — and positions 1..n the
+  characters; the label at position i ≥ 1 is hop_k of the characters at
   index i − 1 (computed on the characters only), ⊥ where it does not exist; position 0 is not scored
   (its label is core.certify.certify's IGNORE). Positions that results report (counterexamples,
   rejections) count the hop token: 1-based over the whole input, as certify prints them.
 
 Tasks: ``khop`` draws the characters with no two adjacent equal (task.no_adjacent_repeats: the k-hop
-paper's inputs and the learning lab's khop runs) and takes hop counts 1..MAX_HOPS; ``induction`` is
-k = 1 with uniform characters (task.uniform: the lab's induction runs), in the plain layout unless
-layout "hop-prefix" asks for the hop token of k = 1 first (the characters stay uniform: the task,
-not the layout, chooses them).
+paper's inputs and the learning lab's khop runs) and takes hop counts 0..MAX_HOPS (hop_0(σ)_i = σ_i,
+the k-hop paper's hop-0 task; its token exists only in a vocabulary map that names it);
+``induction`` is k = 1 with uniform characters (task.uniform: the lab's induction runs), in the
+plain layout unless layout "hop-prefix" asks for the hop token of k = 1 first (the characters stay
+uniform: the task, not the layout, chooses them).
 
 Reproducing a training run: σ is drawn once — `samples` rows from np.random.default_rng([seed, n,
 alphabet]) — and shared by every k, as learn.evaluate.evaluate_induction draws its held-out set;
@@ -60,7 +62,8 @@ LAYOUTS = ("plain", "hop-prefix")
 TASKS = ("khop", "induction")
 GENERATORS = {"khop": "no_adjacent_repeats", "induction": "uniform"}
 DEFAULT_LAYOUT = {"khop": "hop-prefix", "induction": "plain"}
-# Hop counts 1..16: the range of the k-hop paper's experiments (issue 14 asks for hop counts 1..16).
+# Hop counts 0..16: the range of the k-hop paper's experiments (its training draws k from 0..16;
+# hop count 0 is issue 35's, 1..16 issue 14's).
 # Each k of the hop-prefix layout needs its own hop token in the model's vocabulary, and evaluate
 # runs one pass per k.
 MAX_HOPS = 16
@@ -85,26 +88,27 @@ _HOPS_TEXT = re.compile(r"\s*([0-9]{1,6})\s*(?:\.\.\s*([0-9]{1,6})\s*)?")
 
 
 def parse_hops(text: str) -> tuple[int, ...]:
-    """The `hops` text "K" or a range "a..b" as the hop counts it names, each 1..MAX_HOPS
+    """The `hops` text "K" or a range "a..b" as the hop counts it names, each 0..MAX_HOPS
     (InputError otherwise)."""
     match = _HOPS_TEXT.fullmatch(str(text))
     hops_ = param("hops")
     allowed = (
-        f"give K or a range a..b with 1 ≤ a ≤ b ≤ {MAX_HOPS}, e.g. {hops_} 3 or {hops_} "
-        f"1..{MAX_HOPS}"
+        f"give K or a range a..b with 0 ≤ a ≤ b ≤ {MAX_HOPS}, e.g. {hops_} 3 or {hops_} "
+        f"0..{MAX_HOPS}"
     )
     if match is None:
         raise InputError(f"{hops_} {str(text)[:40]!r} is not a hop count: {allowed}")
     low = int(match.group(1))
     high = low if match.group(2) is None else int(match.group(2))
-    if not 1 <= low <= high <= MAX_HOPS:
+    if not 0 <= low <= high <= MAX_HOPS:
         raise InputError(f"{hops_} {str(text).strip()[:40]} is out of range: {allowed}")
     return tuple(range(low, high + 1))
 
 
-def check_hops(hops: int) -> int:
-    """One hop count k, 1 ≤ k ≤ MAX_HOPS (InputError otherwise)."""
-    return check_int("hops", hops, 1, MAX_HOPS)
+def check_hops(hops: int, lowest: int = 1) -> int:
+    """One hop count k, lowest ≤ k ≤ MAX_HOPS (InputError otherwise); evaluate takes hop count 0,
+    the constructions and certificates k ≥ 1."""
+    return check_int("hops", hops, lowest, MAX_HOPS)
 
 
 def check_layout(layout: str) -> str:
@@ -124,18 +128,19 @@ def task_characters(task_name: str, samples: int, n: int, alphabet: int, seed: i
     return task.GENERATORS[GENERATORS[task_name]](rng, samples, n, alphabet)
 
 
-def hop_token(alphabet: int, hops: int) -> int:
-    """The task token of hop count k: S + k − 1 (core.model.vocab's layout; the learning lab's hop
-    token)."""
-    return alphabet + hops - 1
+def hop_token(alphabet: int, hops: int, bound: int = 0) -> int:
+    """The task token of hop count k: S + k − 1 for k ≥ 1 (core.model.vocab's layout; the learning
+    lab's hop token), S + `bound` for hop count 0 (after the hop counts 1..bound a model is bound
+    to: core.model.vocab.bind_task)."""
+    return alphabet + (hops - 1 if hops else bound)
 
 
-def lay_out(sigma: np.ndarray, layout: str, alphabet: int, hops: int) -> np.ndarray:
-    """The model's input [batch n(+1)] for characters σ [batch n]: σ itself, or the hop token
-    first."""
+def lay_out(sigma: np.ndarray, layout: str, alphabet: int, hops: int, bound: int = 0) -> np.ndarray:
+    """The model's input [batch n(+1)] for characters σ [batch n]: σ itself, or the hop token first
+    (hop_token with `bound`)."""
     if not prefix_length(layout):
         return sigma
-    first = np.full((len(sigma), 1), hop_token(alphabet, hops), dtype=np.int64)
+    first = np.full((len(sigma), 1), hop_token(alphabet, hops, bound), dtype=np.int64)
     return np.concatenate([first, sigma], axis=1)
 
 
@@ -165,10 +170,12 @@ def layout_stream(stream: InputStream, layout: str, alphabet: int, hops: int) ->
     return laid_out
 
 
-def bind_layout(model: Model, layout: str, n: int, alphabet: int, hops: int) -> Model:
+def bind_layout(
+    model: Model, layout: str, n: int, alphabet: int, hops: int, zero: bool = False
+) -> Model:
     """`model` bound to the task's tokens (core.model.vocab.bind_task: symbols 0..S−1 and, for
-    hop-prefix, hop tokens S..S+k−1), after checking its context holds the laid-out input (n + 1
-    tokens for hop-prefix)."""
+    hop-prefix, hop tokens S..S+k−1, and hop count 0's at S + k with `zero`), after checking its
+    context holds the laid-out input (n + 1 tokens for hop-prefix)."""
     length = n + prefix_length(layout)
     if length > model.n_ctx:
         what = f"n + 1 = {length} (the hop token and n characters)" if length > n else f"n = {n}"
@@ -177,7 +184,7 @@ def bind_layout(model: Model, layout: str, n: int, alphabet: int, hops: int) -> 
             f"{param('layout')} "
             f"{layout} needs {what}"
         )
-    return bind_task(model, alphabet, hops if length > n else 0)
+    return bind_task(model, alphabet, hops if length > n else 0, zero and length > n)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,12 +352,19 @@ def _outputs(
 
 
 def hop_error(
-    model: Model, sigma: np.ndarray, layout: str, alphabet: int, hops: int, prec: Precision
+    model: Model,
+    sigma: np.ndarray,
+    layout: str,
+    alphabet: int,
+    hops: int,
+    prec: Precision,
+    bound: int = 0,
 ) -> HopError:
-    """The (bound) model's HopError on characters σ at hop count `hops`."""
+    """The (bound: hop counts 1..`bound`, and 0 after them) model's HopError on characters σ at hop
+    count `hops`."""
     skip = prefix_length(layout)
     target = task.induction_targets(sigma, hops)
-    got, decided = _outputs(model, lay_out(sigma, layout, alphabet, hops), prec, skip)
+    got, decided = _outputs(model, lay_out(sigma, layout, alphabet, hops, bound), prec, skip)
     got, decided = got[:, skip:], decided[:, skip:]
     wrong, none = got != target, target == BOTTOM
     return HopError(
@@ -377,7 +391,7 @@ def _check_request(
             f"{task_} induction is hop count 1: use {task_} khop for other {param('hops')}"
         )
     for k in hops:
-        check_hops(k)
+        check_hops(k, lowest=0)
     check_int("n", n, 1)
     check_int("alphabet", alphabet, 2)
     return layout
@@ -400,7 +414,8 @@ def evaluate_model(
     check_int("samples", samples, 1)
     check_int("seed", seed, 0)
     prec = parse_precision(precision)
-    bound = bind_layout(model, layout, n, alphabet, max(hops) if prefix_length(layout) else 0)
+    top = max(hops) if prefix_length(layout) else 0
+    bound = bind_layout(model, layout, n, alphabet, top, zero=0 in hops)
     length = n + prefix_length(layout)
     n_, samples_, hops_ = param("n"), param("samples"), param("hops")
     what = f"evaluate at {n_} {n} {samples_} {samples} {hops_} {hops[0]}..{hops[-1]}"
@@ -414,7 +429,7 @@ def evaluate_model(
     )
     check_memory(evaluation_memory(bound, length, samples), what)
     sigma = task_characters(task_name, samples, n, alphabet, seed)
-    per_hop = tuple(hop_error(bound, sigma, layout, alphabet, k, prec) for k in hops)
+    per_hop = tuple(hop_error(bound, sigma, layout, alphabet, k, prec, top) for k in hops)
     return Evaluation(
         task_name, layout, n, alphabet, samples, seed, prec.name, model_facts(model), per_hop
     )

@@ -115,12 +115,13 @@ def tokens_from_text(text: str) -> np.ndarray:
 
 
 def solve(tokens: np.ndarray, hops: int = 1) -> Solution:
-    """The reference answer on one input (1-D tokens). Any hops ≥ 1: beyond the input's length it
-    answers like hops = n (task.effective_hops), at once."""
+    """The reference answer on one input (1-D tokens). Any hops ≥ 0 (0: the input itself, the
+    k-hop paper's hop-0 task); beyond the input's length it answers like hops = n
+    (task.effective_hops), at once."""
     if isinstance(hops, bool) or not isinstance(hops, (int, np.integer)):
         raise InputError(f"{param('hops')} must be an integer, got {hops!r}")
-    if hops < 1:
-        raise InputError(f"{param('hops')} {hops} must be ≥ 1")
+    if hops < 0:
+        raise InputError(f"{param('hops')} {hops} must be ≥ 0")
     check_memory(
         SOLVE_BYTES_PER_TOKEN * float(np.size(tokens)),
         f"induction solve on {np.size(tokens)} tokens",

@@ -154,10 +154,12 @@ def _hop_positions(find_t: np.ndarray, hops: int) -> np.ndarray:
 
 
 def induction_targets(tokens, hops: int = 1) -> np.ndarray:
-    """hop_k answers (k = hops ≥ 1, see effective_hops) as int64, BOTTOM where ⊥; (batch, n) or
-    (n,)."""
-    hops = _check_hops(hops)
+    """hop_k answers (k = hops ≥ 0, see effective_hops; hop_0(X)_i = X_i) as int64, BOTTOM where ⊥;
+    (batch, n) or (n,)."""
+    hops = _check_hops(hops, lowest=0)
     arr, was_1d = _as_token_batch(tokens)
+    if hops == 0:
+        return (arr[0] if was_1d else arr).astype(np.int64, copy=True)
     batch, n = arr.shape
     tokens_t, find_t = _find_plus_one_t(arr)
     if arr.size == 0:
@@ -173,7 +175,7 @@ def induction_targets(tokens, hops: int = 1) -> np.ndarray:
 
 def induction_targets_literal(seq: Sequence[int], hops: int = 1) -> list[int]:
     """Definition-literal hop_k for one sequence (quadratic; for testing the fast solver)."""
-    hops = _check_hops(hops)
+    hops = _check_hops(hops, lowest=0)
     seq = [int(t) for t in seq]
 
     def find(i: int) -> int | None:
@@ -193,13 +195,14 @@ def induction_targets_literal(seq: Sequence[int], hops: int = 1) -> list[int]:
     return out
 
 
-def _check_hops(hops: int) -> int:
+def _check_hops(hops: int, lowest: int = 1) -> int:
     try:
-        ok = not isinstance(hops, bool) and int(hops) == hops and hops >= 1
+        ok = not isinstance(hops, bool) and int(hops) == hops and hops >= lowest
     except (TypeError, ValueError, OverflowError):  # None, NaN, ±inf, strings
         ok = False
     if not ok:
-        raise InputError(f"hops must be a positive integer, got {hops!r}")
+        what = "a positive integer" if lowest == 1 else f"an integer ≥ {lowest}"
+        raise InputError(f"hops must be {what}, got {hops!r}")
     return int(hops)
 
 

@@ -119,8 +119,8 @@ GPT2_CONFIG_TYPES = {
 
 
 def read_vocab_map(path: str | os.PathLike) -> VocabMap:
-    """A vocabulary map file (import_gpt2's `vocab_map`): JSON {"symbols", "hops", "none", "blank"}
-    (core.model.vocab.VocabMap)."""
+    """A vocabulary map file (import_gpt2's `vocab_map`): JSON {"symbols", "hops" (with "hops_from"
+    for a list), "none", "blank"} (core.model.vocab.VocabMap)."""
     vocab_map = VocabMap.from_json(read_json_file(path, param("vocab_map")))
     if (
         len(json.dumps(vocab_map.to_json())) > MAX_JSON_BYTES // 2
@@ -232,7 +232,7 @@ def check_vocab_map(vocab_map: VocabMap, vocab: int, classes: int, readout: str)
     (symbols, none) are ids the readout scores."""
     inputs = [
         *(vocab_map.symbols or ()),
-        *(vocab_map.hops or ()),
+        *vocab_map.hop_ids,
         *[vocab_map.blank] * (vocab_map.blank is not None),
     ]
     if bad := [i for i in inputs if i >= vocab]:

@@ -6,16 +6,24 @@ hidden state itself ("hidden": research code that trains GPT2Model with a cross-
 hidden state). The vocabulary map says which model ids the task's tokens are (JSON, stored in the
 model file):
 
-    {"symbols": [id of symbol 0, id of symbol 1, …], "hops": [id of hop count 1, 2, …], "none": id,
-     "blank": id}
+    {"symbols": [id of symbol 0, id of symbol 1, …], "hops": {"0": id of hop count 0, "1": id, …},
+     "none": id, "blank": id}
 
 Every key is optional; a missing one takes headcount's own layout (the identity map): symbol s ↦ s,
-hop count k ↦ S + k − 1 (the learning lab's hop token), "none" (the output ⊥) ↦ S. "blank" is
-accepted and kept for layouts with a filler token; no layout headcount generates uses it yet.
+hop count k ≥ 1 ↦ S + k − 1 (the learning lab's hop token), "none" (the output ⊥) ↦ S; hop count 0
+(hop_0(X)_i = X_i) has no token there, only one a map names. "blank" is accepted and kept for
+layouts with a filler token; no layout headcount generates uses it yet.
+
+"hops" names each hop count's id. A list of ids is accepted only with "hops_from": 0 or 1, the hop
+count of its first entry: the k-hop paper's vocabulary lists hop counts 0, 1, …, and maps written
+for headcount before hop count 0 existed list 1, 2, …, so a bare list is refused rather than read
+one way (a wrong guess shifts every hop token by one, and nothing downstream would notice). The
+file form written back is always the object.
 
 ``bind_task`` turns such a model into one over the task's tokens: its W_E keeps the rows of the
-task's input tokens (symbols 0..S−1, then hop tokens S..S+K−1: a row gather, exact) and its decoder
-maps each output id to the task's label (the symbol, ⊥, or OTHER for an id the task does not use).
+task's input tokens (symbols 0..S−1, then hop tokens S..S+K−1 for hop counts 1..K, then hop count
+0's at S + K when asked for: a row gather, exact) and its decoder maps each output id to the task's
+label (the symbol, ⊥, or OTHER for an id the task does not use).
 Everything downstream — evaluation in every precision mode, the rigorous bounds, certificates — then
 runs unchanged.
 """
@@ -23,13 +31,19 @@ runs unchanged.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from headcount.common.errors import InputError, param
-from headcount.core.model.parts import LinearDecoder, argmax_bounds, register_decoder
+from headcount.core.model.parts import (
+    LinearDecoder,
+    argmax_bounds,
+    in_row_blocks,
+    register_decoder,
+)
 from headcount.core.model.symbols import BOTTOM, OTHER
 from headcount.core.model.transformer import Transformer
 from headcount.core.numbers import add_bounds, affine_bounds
@@ -56,16 +70,71 @@ def _ids(value: Any, what: str) -> tuple[int, ...]:
     return tuple(_id(v, f"each of {what!r}") for v in value)
 
 
+AMBIGUOUS_HOPS = (
+    "vocabulary map: a 'hops' list is ambiguous: the k-hop paper's vocabulary lists hop counts 0, "
+    '1, 2, …, headcount\'s earlier maps 1, 2, …; say which with "hops_from": 0 or "hops_from": '
+    '1, or give an object {"0": id, "1": id, …}'
+)
+_HOP_COUNT = re.compile(r"0|[1-9][0-9]{0,5}")
+
+
+def _hop_ids(value: Any, start: Any) -> tuple[tuple[int, int], ...]:
+    """(hop count, id) pairs, by count, of the JSON "hops" (an object, or a list with "hops_from"
+    `start`; None: absent)."""
+    if isinstance(value, dict):
+        if start is not None:
+            raise InputError(
+                "vocabulary map: 'hops_from' goes with a 'hops' list; an object names each hop "
+                "count itself"
+            )
+        if len(value) > MAX_VOCAB_MAP_IDS:
+            raise InputError(f"vocabulary map: 'hops' names more than {MAX_VOCAB_MAP_IDS} counts")
+        bad = [key for key in value if not _HOP_COUNT.fullmatch(key)]
+        if bad:
+            raise InputError(
+                f'vocabulary map: \'hops\' keys are hop counts written "0", "1", …; got '
+                f"{str(bad[0])[:20]!r}"
+            )
+        return tuple(sorted((int(k), _id(v, f"'hops' {k!r}")) for k, v in value.items()))
+    if not isinstance(value, list):
+        raise InputError(
+            'vocabulary map: \'hops\' must be an object {"0": id, "1": id, …} or a list with '
+            "'hops_from'"
+        )
+    if start is None:
+        raise InputError(AMBIGUOUS_HOPS)
+    if isinstance(start, bool) or not isinstance(start, int) or start not in (0, 1):
+        raise InputError(f"vocabulary map: 'hops_from' must be 0 or 1, got {str(start)[:20]!r}")
+    return tuple(enumerate(_ids(value, "hops"), start=int(start)))
+
+
+def _ranges(counts: list[int]) -> str:
+    """Hop counts as runs: [0, 1, 2, 5] -> "0..2, 5" ("none" when empty)."""
+    runs: list[list[int]] = []
+    for k in counts:
+        if runs and k == runs[-1][1] + 1:
+            runs[-1][1] = k
+        else:
+            runs.append([k, k])
+    text = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs[:8])
+    return (text + (", …" if len(runs) > 8 else "")) or "none"
+
+
 @dataclass(frozen=True)
 class VocabMap:
     """Model token ids of the task's tokens (module docstring); None: headcount's own layout."""
 
     symbols: tuple[int, ...] | None = None
-    hops: tuple[int, ...] | None = None
+    hops: tuple[tuple[int, int], ...] | None = None  # (hop count, id), by count
     none: int | None = None
     blank: int | None = None
 
-    KEYS: ClassVar[tuple[str, ...]] = ("symbols", "hops", "none", "blank")
+    KEYS: ClassVar[tuple[str, ...]] = ("symbols", "hops", "hops_from", "none", "blank")
+
+    @property
+    def hop_ids(self) -> tuple[int, ...]:
+        """The ids the map gives hop tokens (every count it names)."""
+        return tuple(token for _, token in self.hops or ())
 
     @classmethod
     def from_json(cls, obj: Any) -> VocabMap:
@@ -79,15 +148,19 @@ class VocabMap:
             raise InputError(
                 f"vocabulary map: unknown keys {unknown[:5]}; allowed: {list(cls.KEYS)}"
             )
+        if "hops_from" in obj and "hops" not in obj:
+            raise InputError(
+                "vocabulary map: 'hops_from' says where a 'hops' list starts; no 'hops'"
+            )
         out = cls(
             _ids(obj["symbols"], "symbols") if "symbols" in obj else None,
-            _ids(obj["hops"], "hops") if "hops" in obj else None,
+            _hop_ids(obj["hops"], obj.get("hops_from")) if "hops" in obj else None,
             _id(obj["none"], "'none'") if "none" in obj else None,
             _id(obj["blank"], "'blank'") if "blank" in obj else None,
         )
         inputs = (
             list(out.symbols or ())
-            + list(out.hops or ())
+            + list(out.hop_ids)
             + ([out.blank] if out.blank is not None else [])
         )
         if len(set(inputs)) != len(inputs):
@@ -97,29 +170,43 @@ class VocabMap:
         return out
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON form; "hops" always as the object {"k": id}."""
         out: dict[str, Any] = {}
-        for key in self.KEYS:
+        for key in ("symbols", "hops", "none", "blank"):
             value = getattr(self, key)
-            if value is not None:
+            if key == "hops" and value is not None:
+                out[key] = {str(k): token for k, token in value}
+            elif value is not None:
                 out[key] = list(value) if isinstance(value, tuple) else value
         return out
 
-    def input_ids(self, alphabet: int, hops: int) -> np.ndarray:
-        """Model ids of the task's input tokens: symbols 0..S−1, then hop tokens 1..hops (InputError
-        when the map has too few)."""
+    def input_ids(self, alphabet: int, hops: int, zero: bool = False) -> np.ndarray:
+        """Model ids of the task's input tokens: symbols 0..S−1, then hop tokens of hop counts
+        1..hops, then (`zero`) hop count 0's (InputError naming what the map lacks)."""
         symbols = tuple(range(alphabet)) if self.symbols is None else self.symbols
         if len(symbols) < alphabet:
             raise InputError(
                 f"the vocabulary map has {len(symbols)} symbols; {param('alphabet')} {alphabet} "
                 f"needs {alphabet}"
             )
-        hop_ids = tuple(range(alphabet, alphabet + hops)) if self.hops is None else self.hops
-        if len(hop_ids) < hops:
+        counts = list(range(1, hops + 1)) + [0] * zero
+        if self.hops is None:
+            if zero:
+                raise InputError(
+                    "hop count 0 has no token in headcount's own layout (hop count k ≥ 1 is token "
+                    'S + k − 1): the model needs a vocabulary map that names it, "hops": '
+                    '{"0": id, …}'
+                )
+            ids = symbols[:alphabet] + tuple(alphabet + k - 1 for k in counts)
+            return np.array(ids, dtype=np.int64)
+        named = dict(self.hops)
+        missing = [k for k in counts if k not in named]
+        if missing:
             raise InputError(
-                f"the vocabulary map has {len(hop_ids)} hop tokens; hop counts 1..{hops} need "
-                f"{hops}"
+                f"the vocabulary map has no token for hop count {missing[0]}; it names hop counts "
+                f"{_ranges(sorted(named))}"
             )
-        return np.array(symbols[:alphabet] + hop_ids[:hops], dtype=np.int64)
+        return np.array(symbols[:alphabet] + tuple(named[k] for k in counts), dtype=np.int64)
 
     def output_labels(self, alphabet: int, classes: int) -> np.ndarray:
         """[classes] the task label of each output id: s for symbol s's id, BOTTOM for 'none', else
@@ -172,14 +259,18 @@ class VocabDecoder:
         return logits if self.b_U is None else logits + self.b_U.astype(x.dtype)
 
     def decode(self, x: np.ndarray) -> np.ndarray:
-        return self._labelled(np.argmax(self._logits(x), axis=-1))
+        (cls,) = in_row_blocks(lambda y: (np.argmax(self._logits(y), axis=-1),), x)
+        return self._labelled(cls)
 
-    def decode_bounds(self, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _decide(self, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.W_U is None:
             lmid, lrad = (mid, rad) if self.b_U is None else add_bounds(mid, rad, self.b_U, 0.0)
         else:
             lmid, lrad = affine_bounds(mid, rad, self.W_U, self.b_U)
-        cls, decided = argmax_bounds(lmid, lrad)
+        return argmax_bounds(lmid, lrad)
+
+    def decode_bounds(self, mid: np.ndarray, rad: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        cls, decided = in_row_blocks(self._decide, mid, rad)
         return self._labelled(cls), decided
 
     def tensors(self) -> dict[str, np.ndarray]:
@@ -200,12 +291,15 @@ class VocabDecoder:
         )
 
 
-def bind_task(model: Transformer, alphabet: int, hops: int = 0) -> Transformer:
-    """`model` as a model over the task's tokens (module docstring): symbols 0..alphabet−1 and, when
-    hops ≥ 1, hop tokens alphabet..alphabet+hops−1. A model with a "vocab" decoder gets the gathered
-    W_E and the output labels; any other model already speaks the task's tokens and is checked to
-    have them."""
+def bind_task(model: Transformer, alphabet: int, hops: int = 0, zero: bool = False) -> Transformer:
+    """`model` as a model over the task's tokens (module docstring): symbols 0..alphabet−1, when
+    hops ≥ 1 the tokens of hop counts 1..hops at alphabet..alphabet+hops−1 and, with `zero`, hop
+    count 0's at alphabet+hops. A model with a "vocab" decoder gets the gathered W_E and the output
+    labels; any other model already speaks the task's tokens (headcount's own layout, which has no
+    hop-0 token) and is checked to have them."""
     if not isinstance(model, Transformer) or not isinstance(model.decoder, VocabDecoder):
+        if zero:
+            VocabMap().input_ids(alphabet, hops, zero)  # refused: no hop-0 token of its own
         needed = alphabet + hops
         if model.alphabet < needed:
             what = f"{alphabet} symbols" + (f" and {hops} hop tokens" if hops else "")
@@ -217,7 +311,7 @@ def bind_task(model: Transformer, alphabet: int, hops: int = 0) -> Transformer:
             )
         return model
     decoder = model.decoder
-    ids = decoder.vocab_map.input_ids(alphabet, hops)
+    ids = decoder.vocab_map.input_ids(alphabet, hops, zero)
     if ids.max(initial=0) >= model.alphabet:
         raise InputError(
             f"the vocabulary map names token id {int(ids.max())}; the model reads "
@@ -228,7 +322,7 @@ def bind_task(model: Transformer, alphabet: int, hops: int = 0) -> Transformer:
         raise InputError("no symbol of the vocabulary map is an output id of the model's readout")
     info = model.info | {
         "vocab_map": decoder.vocab_map.to_json(),
-        "bound_to": {"alphabet": alphabet, "hops": hops},
+        "bound_to": {"alphabet": alphabet, "hops": hops} | ({"hop_zero": True} if zero else {}),
     }
     return dataclasses.replace(
         model, W_E=model.W_E[ids], decoder=dataclasses.replace(decoder, labels=labels), info=info
