@@ -134,3 +134,45 @@ def test_a_bare_hops_list_is_refused_at_import(tmp_path, capsys):
     )  # fmt: skip
     assert "--vocab-map" in line or "vocabulary map" in line
     assert not out.exists()
+
+
+def test_train_hop_zero_and_evaluate_reproduces_its_accuracy(tmp_path, capsys):
+    """`train induction --hops 2 --hop-zero`: hop counts 0..2 are drawn, hop 0's token is S + 2;
+    `evaluate --hops 0..2` on the written model gives the run's own accuracy_by_hop, hop 0 too."""
+    path = tmp_path / "k.safetensors"
+    argv = ["--layers", "2", "--dim", "16", "--n", "8", "--alphabet", "4", "--hops", "2"]
+    code, out, err = run(
+        capsys, "train", "induction", *argv, "--hop-zero", "--steps", "150", "--lr", "0.01",
+        "--out", str(path), "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    trained = json.loads(out)
+    assert trained["hop_zero"] is True and trained["task"] == "khop"
+    assert sorted(trained["accuracy_by_hop"]) == ["0", "1", "2"]
+    model = load_model(path)
+    assert model.alphabet == 4 + 2 + 1 and model.info["hop_zero_token"] == 6
+    code, out, err = run(
+        capsys, "evaluate", "--model", str(path), "--task", "khop", "--n", "8", "--alphabet", "4",
+        "--hops", "0..2", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    per_hop = {h["hops"]: h for h in json.loads(out)["per_hop"]}
+    for k, accuracy in trained["accuracy_by_hop"].items():
+        assert per_hop[int(k)]["error"] == 1 - accuracy  # the same inputs, the same float
+    assert 0 < per_hop[1]["error"] < 1  # partly trained: the comparison is not trivial
+    # hop 1 alone binds the same tokens; a hop count past the trained ones would read hop 0's token
+    refused(
+        capsys, "evaluate", "--model", str(path), "--task", "khop", "--n", "8", "--alphabet", "4",
+        "--hops", "3", needles=("hop counts 1..2 (and 0); hop count 3 needs more",),
+    )  # fmt: skip
+    bad = layouts.bind_layout(model, "hop-prefix", 8, 4, 1, zero=True)
+    assert np.array_equal(bad.W_E, model.W_E[[0, 1, 2, 3, 4, 6]])  # hop 0 after hop 1's token
+
+
+def test_hop_zero_needs_the_hop_token(capsys):
+    from headcount.learn.train import train_induction
+
+    with pytest.raises(InputError, match="needs the hop token"):
+        train_induction(hops=1, hop_zero=True, hop_token=False, steps=0)
+    with pytest.raises(InputError, match="must be true or false"):
+        train_induction(hops=2, hop_zero="yes", steps=0)

@@ -318,7 +318,7 @@ def test_figures_draw_every_series(tiny, tmp_path):
     fig = plt.figure()
     caption = kf.draw_depth(fig, result)
     assert _legend(fig) == [
-        "paper's experiments: k ≤ 2^(L−2), L = log₂ k + 2",
+        "k = 2^(L−2), L = log₂ k + 2",
         kf.THEOREM_LABEL,
         kf.CONSTRUCTION_LABEL,
         "trained (khop): smallest L with error < 1%",

@@ -79,6 +79,12 @@ def train_induction(
         "rotary positions, gated SiLU MLP) or neox (LayerNorm, rotary on a quarter of each head, "
         "parallel attention and MLP).",
     ),
+    hop_zero: bool = typer.Option(
+        False,
+        "--hop-zero",
+        help="k-hop: also hop count 0 (the answer is the character itself, the k-hop paper's hop-0 "
+        "task), drawn with 1..k; its hop token is S + k, after the others (implies the hop token).",
+    ),
     out: Path | None = OutOpt,
     progress: bool | None = ProgressOpt,
     as_json: bool = JsonOpt,
@@ -103,6 +109,7 @@ def train_induction(
         layernorm=layernorm,
         activation=activation,
         arch=arch,
+        hop_zero=hop_zero,
         out=out,
         progress=progress_on(progress),
     )

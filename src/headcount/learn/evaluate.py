@@ -84,15 +84,22 @@ def heldout_sequences(
     return itask.GENERATORS[generator](heldout_rng(n, alphabet), size, n, alphabet)
 
 
+def hop_token_id(alphabet: int, hops: int, k):
+    """The lab's hop token of hop count k (int or array) in a model trained on 1..hops: S + k − 1,
+    and S + hops for hop count 0 (after the others; induction.layouts.hop_token agrees)."""
+    return np.where(np.asarray(k) == 0, alphabet + hops, alphabet + np.asarray(k) - 1)
+
+
 def _at_hop(
-    model64: SequenceModel, sigma: np.ndarray, alphabet: int, k: int, hop_token: bool
+    model64: SequenceModel, sigma: np.ndarray, alphabet: int, k: int, hop_token: bool, hops: int
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], PositionMetrics]:
-    """(inputs, targets, patterns, induction_metrics) of the model at hop count k (with the hop
-    token alphabet + k − 1 first when hop_token)."""
+    """(inputs, targets, patterns, induction_metrics) of the model at hop count k (with its hop
+    token first when hop_token)."""
     target = itask.induction_targets(sigma, k)
     inputs = sigma
     if hop_token:
-        inputs = np.concatenate([np.full((len(sigma), 1), alphabet + k - 1), sigma], axis=1)
+        first = np.full((len(sigma), 1), hop_token_id(alphabet, hops, k))
+        inputs = np.concatenate([first, sigma], axis=1)
     pred, patterns = sequence_predict(model64, inputs)
     return inputs, target, patterns, induction_metrics(pred[:, int(hop_token) :], target)
 
@@ -140,12 +147,14 @@ def evaluate_induction(
     hop_token: bool = False,
     generator: str = "uniform",
     eval_size: int = EVAL_SIZE,
+    hop_zero: bool = False,
 ) -> InductionMetrics:
     """Exact task metrics of `model` (run in float64) on fixed held-out sets (seeded by EVAL_SEED, n
     and alphabet):
 
     accuracy / accuracy_bottom: non-⊥ / ⊥ positions of `eval_size` sequences from `generator` (with
-    a hop token: at k = hops; accuracy_by_hop gives every k); eval_loss: their cross-entropy;
+    a hop token: at k = hops; accuracy_by_hop gives every k, from 0 with hop_zero); eval_loss: their
+    cross-entropy;
     accuracy_index: the INDEX family (index_family_for_length) at the query position,
     accuracy_index_all: at all its non-⊥ positions; adversarial: non-⊥ and ⊥ accuracy on each other
     adversarial family (these three for hops = 1 without a hop token only); head_scores: head_scores
@@ -157,8 +166,8 @@ def evaluate_induction(
         rng, eval_size, n, alphabet
     )  # the same set as heldout_sequences
     by_hop: dict[str, float] = {}
-    for k in range(1, hops + 1) if hop_token else [hops]:
-        inputs, target, patterns, metrics = _at_hop(model64, sigma, alphabet, k, hop_token)
+    for k in range(0 if hop_zero else 1, hops + 1) if hop_token else [hops]:
+        inputs, target, patterns, metrics = _at_hop(model64, sigma, alphabet, k, hop_token, hops)
         by_hop[str(k)] = metrics.accuracy
     # the last k is `hops`: its metrics, loss and patterns are the ones reported
     adversarial, index, index_all = None, None, None

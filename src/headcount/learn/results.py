@@ -23,7 +23,15 @@ from headcount.common.jsonable import jsonable
 _FLAT = ("loss", "metrics")  # nested results whose keys go straight into the run's JSON
 # left out when None (activation: None for relu, arch: None for gpt2, so runs stored before they
 # existed read the same)
-_OPTIONAL = ("accuracy_by_hop", "adversarial", "verifier_min", "verifier_max", "activation", "arch")
+_OPTIONAL = (
+    "accuracy_by_hop",
+    "adversarial",
+    "verifier_min",
+    "verifier_max",
+    "activation",
+    "arch",
+    "hop_zero",
+)
 
 
 class _Record:
@@ -131,6 +139,7 @@ class InductionRun(_Record):
     train_seconds: float
     wall_seconds: float
     arch: str | None = None  # the block family (learn.models.blocks), when not gpt2
+    hop_zero: bool | None = None  # True when hop count 0 was trained (its token S + hops)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -115,21 +115,22 @@ def induction_batch(
     hops: int,
     hop_token: bool,
     generator: str,
+    hop_zero: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(inputs, class targets) [batch n(+1)]: σ from `generator`, targets hop_k(σ) with ⊥ ↦ class
-    alphabet; with hop_token, a first token alphabet + k − 1 with k uniform in 1..hops per row, its
-    target IGNORE."""
+    alphabet; with hop_token, a first token (hop_token_id) with k uniform in 1..hops per row
+    (0..hops with hop_zero), its target IGNORE."""
     sigma = itask.GENERATORS[generator](rng, batch, n, alphabet)
     if not hop_token:
         target = itask.induction_targets(sigma, hops)
         return sigma, np.where(target == BOTTOM, alphabet, target)
-    ks = rng.integers(1, hops + 1, size=batch)
+    ks = rng.integers(0 if hop_zero else 1, hops + 1, size=batch)
     target = np.empty_like(sigma)
     for k in np.unique(ks):
         rows = ks == k
         target[rows] = itask.induction_targets(sigma[rows], int(k))
     target = np.where(target == BOTTOM, alphabet, target)
-    inputs = np.concatenate([(alphabet + ks - 1)[:, None], sigma], axis=1)
+    inputs = np.concatenate([ev.hop_token_id(alphabet, hops, ks)[:, None], sigma], axis=1)
     return inputs, np.concatenate([np.full((batch, 1), IGNORE), target], axis=1)
 
 
@@ -176,14 +177,17 @@ def train_induction(
     weight_decay: float = 0.01,
     activation: str | None = None,
     arch: str = "gpt2",
+    hop_zero: bool = False,
 ) -> InductionRun:
     """Train a SequenceModel (dim = d_model) on induction heads (hops = 1) or k-hop (hop_token,
     default on when hops > 1; see the module docstring); evaluate_induction's metrics plus the run's
     facts. arch picks the block family (learn.models.blocks): "gpt2" (positional default learned;
     mlp, layernorm and activation — relu, gelu, gelu_tanh, silu — off / off / relu by default give
     the seed's block, on / on / gelu GPT-2's), "llama" or "neox" (rotary positions; mlp and the
-    norm on unless turned off; activation silu for llama's gate, gelu for neox). `out`: the
-    exported core model file (core io; every part included)."""
+    norm on unless turned off; activation silu for llama's gate, gelu for neox). hop_zero: hop
+    count 0 (the answer is the character itself) is drawn with 1..hops, its hop token S + hops
+    (after the others; the hop token is then on). `out`: the exported core model file (core io;
+    every part included; a hop-0 token is named in its info, "hop_zero_token")."""
     positional, mlp, layernorm, activation = _block_settings(
         arch, positional, mlp, layernorm, activation
     )
@@ -199,9 +203,13 @@ def train_induction(
     )
     lr = costs.check_run_settings(steps, seed, lr)
     _check_induction(n, alphabet, hops, generator, positional)
-    hop_token = hops > 1 if hop_token is None else bool(hop_token)
+    if not isinstance(hop_zero, bool):
+        raise InputError(f"{param('hop_zero')} must be true or false, got {str(hop_zero)[:40]!r}")
+    hop_token = hops > 1 or hop_zero if hop_token is None else bool(hop_token)
+    if hop_zero and not hop_token:
+        raise InputError(f"{param('hop_zero')} needs the hop token (task khop): it names hop 0")
     cfg = SequenceConfig(
-        vocab=alphabet + (hops if hop_token else 0),
+        vocab=alphabet + (hops + hop_zero if hop_token else 0),
         alphabet=alphabet,
         n_ctx=n + int(hop_token),
         layers=layers,
@@ -214,7 +222,8 @@ def train_induction(
         arch=arch,
     )
     family = 0 if hop_token or hops != 1 else ev.FAMILY_SIZE * len(itask.ADVERSARIAL_FAMILIES)
-    cost = costs.sequence_cost(cfg, batch, ev.EVAL_SIZE, hops if hop_token else 1, family)
+    evaluations = hops + hop_zero if hop_token else 1
+    cost = costs.sequence_cost(cfg, batch, ev.EVAL_SIZE, evaluations, family)
     costs.check_cost(
         cost, steps, f"train induction (layers {layers}, dim {dim}, n {n}, alphabet {alphabet})"
     )
@@ -224,7 +233,9 @@ def train_induction(
     rng = np.random.default_rng(seed)
 
     def step_loss(step: int) -> torch.Tensor:
-        inputs, target = induction_batch(rng, batch, n, alphabet, hops, hop_token, generator)
+        inputs, target = induction_batch(
+            rng, batch, n, alphabet, hops, hop_token, generator, hop_zero
+        )
         logits = model(torch.from_numpy(inputs))
         return F_nn.cross_entropy(
             logits.reshape(-1, alphabet + 1),
@@ -237,10 +248,12 @@ def train_induction(
         model, step_loss, steps, lr, weight_decay=weight_decay, progress=progress, label=label
     )
     train_seconds = time.perf_counter() - began
-    metrics = evaluate_induction(model, n, alphabet, hops, hop_token, generator)
+    metrics = evaluate_induction(model, n, alphabet, hops, hop_token, generator, hop_zero=hop_zero)
     task = "khop" if hop_token else "induction"
     if path is not None:
         info = dict(task=task, n=n, alphabet=alphabet, hops=hops, hop_token=hop_token, seed=seed)
+        if hop_zero:
+            info["hop_zero_token"] = int(ev.hop_token_id(alphabet, hops, 0))
         save_model(sequence_model_to_transformer(model, info), path)
     return InductionRun(
         task=task,
@@ -266,6 +279,7 @@ def train_induction(
         train_seconds=train_seconds,
         wall_seconds=time.perf_counter() - began,
         arch=None if arch == "gpt2" else arch,
+        hop_zero=hop_zero or None,
     )
 
 
@@ -469,13 +483,14 @@ def run_config(config: dict[str, Any]) -> TrainResult:
 
 def train(task: str, **settings: Any) -> TrainResult:
     """What `headcount train TASK` runs: run_config with keyword settings. task "induction" trains
-    k-hop (run_config's "khop") when hops ≠ 1; settings that are None take the task's defaults;
+    k-hop (run_config's "khop") when hops ≠ 1 or hop_zero; settings that are None take the task's
+    defaults;
     paths become strings (as a sweep config holds them)."""
     config = {
         k: (str(v) if isinstance(v, os.PathLike) else v)
         for k, v in settings.items()
         if v is not None
     }
-    if task == "induction" and config.get("hops", 1) != 1:
+    if task == "induction" and (config.get("hops", 1) != 1 or config.get("hop_zero") is True):
         task = "khop"
     return run_config({"task": task, **config})

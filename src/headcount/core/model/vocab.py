@@ -11,8 +11,9 @@ model file):
 
 Every key is optional; a missing one takes headcount's own layout (the identity map): symbol s ↦ s,
 hop count k ≥ 1 ↦ S + k − 1 (the learning lab's hop token), "none" (the output ⊥) ↦ S; hop count 0
-(hop_0(X)_i = X_i) has no token there, only one a map names. "blank" is accepted and kept for
-layouts with a filler token; no layout headcount generates uses it yet.
+(hop_0(X)_i = X_i) has a token only where a map names one or the learning lab trained one (S + K
+after its K hop tokens, named in the model file's info as "hop_zero_token"). "blank" is accepted
+and kept for layouts with a filler token; no layout headcount generates uses it yet.
 
 "hops" names each hop count's id. A list of ids is accepted only with "hops_from": 0 or 1, the hop
 count of its first entry: the k-hop paper's vocabulary lists hop counts 0, 1, …, and maps written
@@ -295,21 +296,9 @@ def bind_task(model: Transformer, alphabet: int, hops: int = 0, zero: bool = Fal
     """`model` as a model over the task's tokens (module docstring): symbols 0..alphabet−1, when
     hops ≥ 1 the tokens of hop counts 1..hops at alphabet..alphabet+hops−1 and, with `zero`, hop
     count 0's at alphabet+hops. A model with a "vocab" decoder gets the gathered W_E and the output
-    labels; any other model already speaks the task's tokens (headcount's own layout, which has no
-    hop-0 token) and is checked to have them."""
+    labels; any other model speaks headcount's own layout (_bind_own)."""
     if not isinstance(model, Transformer) or not isinstance(model.decoder, VocabDecoder):
-        if zero:
-            VocabMap().input_ids(alphabet, hops, zero)  # refused: no hop-0 token of its own
-        needed = alphabet + hops
-        if model.alphabet < needed:
-            what = f"{alphabet} symbols" + (f" and {hops} hop tokens" if hops else "")
-            raise InputError(f"the model reads {model.alphabet} input tokens; {what} need {needed}")
-        if isinstance(model.decoder, LinearDecoder) and model.decoder.alphabet < alphabet:
-            raise InputError(
-                f"the model's decoder has {model.decoder.alphabet} symbol classes; "
-                f"{param('alphabet')} {alphabet} needs them all"
-            )
-        return model
+        return _bind_own(model, alphabet, hops, zero)
     decoder = model.decoder
     ids = decoder.vocab_map.input_ids(alphabet, hops, zero)
     if ids.max(initial=0) >= model.alphabet:
@@ -327,3 +316,39 @@ def bind_task(model: Transformer, alphabet: int, hops: int = 0, zero: bool = Fal
     return dataclasses.replace(
         model, W_E=model.W_E[ids], decoder=dataclasses.replace(decoder, labels=labels), info=info
     )
+
+
+def _bind_own(model, alphabet: int, hops: int, zero: bool):
+    """bind_task of a model in headcount's own layout: checked to read the task's tokens, and
+    returned as it is, or, with `zero`, with W_E's hop-0 row moved to alphabet+hops. Only a model
+    the learning lab trained on hop count 0 has that row: its info names it ("hop_zero_token",
+    S + K after its K hop tokens), and then hop counts above K are refused (their token would be
+    hop 0's)."""
+    info = getattr(model, "info", None) or {}
+    token = info.get("hop_zero_token")
+    if token is not None and (
+        isinstance(token, bool)
+        or not isinstance(token, int)
+        or not alphabet <= token < model.alphabet
+    ):
+        raise InputError(f"the model file's hop_zero_token {str(token)[:20]!r} is not a hop token")
+    if token is not None and alphabet + hops > token:
+        raise InputError(
+            f"the model has hop tokens for hop counts 1..{token - alphabet} (and 0); hop count "
+            f"{hops} needs more"
+        )
+    if zero and token is None:
+        VocabMap().input_ids(alphabet, hops, zero)  # refused: no hop-0 token of its own
+    needed = alphabet + hops
+    if model.alphabet < needed:
+        what = f"{alphabet} symbols" + (f" and {hops} hop tokens" if hops else "")
+        raise InputError(f"the model reads {model.alphabet} input tokens; {what} need {needed}")
+    if isinstance(model.decoder, LinearDecoder) and model.decoder.alphabet < alphabet:
+        raise InputError(
+            f"the model's decoder has {model.decoder.alphabet} symbol classes; "
+            f"{param('alphabet')} {alphabet} needs them all"
+        )
+    if not zero:
+        return model
+    rows = np.r_[np.arange(needed), token]
+    return dataclasses.replace(model, W_E=model.W_E[rows])

@@ -143,7 +143,7 @@ def _precision_text(s: KhopSummary) -> str:
 
 def _log_bound(s: KhopSummary) -> str:
     """The smallest trained depth reaching ≤ KHOP_SOLVED next to the construction's ⌈log₂ k⌉ + 2
-    (the paper's law k ≤ 2^(L−2); induction/multihop/construction.py)."""
+    (k ≤ 2^(L−2) by design; induction/multihop/construction.py)."""
     need = khop_min_depths(s.layers, s.error)
     return "smallest depth vs the construction's ⌈log₂ k⌉+2 (reported, not asserted): " + ", ".join(
         f"k={k}: {'none' if L == math.inf else L} vs {(k - 1).bit_length() + 2}"
