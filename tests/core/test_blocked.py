@@ -282,3 +282,37 @@ def test_hidden_keys_are_absent_even_with_infinite_values():
     with np.errstate(all="ignore"):
         for out in (attend(q, k, v, "causal", FLOAT64), dense_attend(q, k, v, "causal", FLOAT64)):
             assert np.isfinite(out[:, :-1]).all() and np.isinf(out[:, -1]).any()
+
+
+def test_the_normalisation_counts_the_near_keys_only():
+    """θ (softmax_bound.near_theta) is γ over a row's near keys, not every key it sees: with one
+    near key among 4096 and values of 2^30, γ_4098·|v| would be ≈ 5·10⁻⁴; the bound's radius is the
+    few roundings of one near key. The reference (dense) and the blocked bounds agree on it."""
+    n = 4096
+    pos = np.arange(n, dtype=np.float64)
+    q = np.stack([np.full(n, 38400.0), np.ones(n)], axis=1)[None]  # 38400·j − 600·j²: peak j = 32
+    k = np.stack([pos, -600.0 * pos**2], axis=1)[None]  # every other key ≥ 600 below: far
+    v = np.full((1, n, 1), 2.0**30)
+    zero = np.zeros_like
+    for algorithm in ("reference", "blocked"):
+        with use_algorithm(algorithm), np.errstate(all="ignore"):
+            mid, rad = attention_bounds((q, zero(q)), (k, zero(k)), (v, zero(v)), "causal")
+        assert np.all(mid[0, 40:, 0] == 2.0**30), algorithm
+        assert rad[0, -1, 0] < 1e-5, (algorithm, rad[0, -1, 0])  # was γ_4098·2^30 ≈ 4.9·10⁻⁴
+
+
+def test_a_float_sum_with_zeros_errs_as_the_sum_of_its_non_zero_terms():
+    """near_theta's premise: NumPy's sum of non-negative terms, m of them non-zero among many exact
+    zeros, is within γ_{m−1} of the exact sum (adding an exact zero rounds nothing)."""
+    from fractions import Fraction
+
+    from headcount.core.numbers import gamma
+
+    rng = np.random.default_rng(35)
+    for _ in range(200):
+        n, m = int(rng.integers(2, 5000)), int(rng.integers(1, 9))
+        x = np.zeros(n)
+        x[rng.choice(n, m, replace=False)] = rng.random(m) * 2.0 ** rng.integers(-60, 60, m)
+        exact = sum((Fraction(float(t)) for t in x), Fraction(0))
+        error = abs(Fraction(float(x.sum())) - exact)
+        assert error <= Fraction(gamma(max(m - 1, 0))) * exact

@@ -27,6 +27,7 @@ from headcount.core.attention.softmax_bound import (
     Terms,
     dense_bound,
     inflate_radius,
+    near_theta,
     query_slack,
     scores_tame,
     terms_of,
@@ -63,11 +64,12 @@ def blocked_bound(host, box, mask: str):
     dense bound (with the cut FAR_BLOCKED); their weights are gathered into [row, m] arrays (m the
     most near keys of a row, padded with weight 0 and value 0) and bounded by the same weight_error
     and value sums, with the rounding factors of m-term sums. The normalisation θ is the dense
-    bound's (its visible key count). The far keys of a row weigh less than e^(FAR_BLOCKED + ρ_top)
-    each against its top key (ŝ = 0, its exponent error at most the row's largest ρ, capped at
-    RHO_CAP as larger rows are unbounded anyway), an absolute term 2·max|v| each. A block falls back
-    to dense_bound on its visible keys when a score is not finite or above 2^40, R is not finite or
-    above RHO_CAP, or more than SPARSE_SHARE of its keys are candidates (flat heads).
+    bound's, near_theta of the row's near keys (the padding adds exact zeros). The far keys of a
+    row weigh less than e^(FAR_BLOCKED + ρ_top) each against its top key (ŝ = 0, its exponent
+    error at most the row's largest ρ, capped at RHO_CAP as larger rows are unbounded anyway), an
+    absolute term 2·max|v| each. A block falls back to dense_bound on its visible keys when a score
+    is not finite or above 2^40, R is not finite or above RHO_CAP, or more than SPARSE_SHARE of its
+    keys are candidates (flat heads).
 
     Causal tame heads of NumPy arrays whose keys have structure (core.attention.pruning) are pruned
     first (pruned_block): only the keys that can be candidates are scored, and a cell of identical
@@ -320,22 +322,21 @@ def candidate_bound(
         else xp.full(block, keys, device=device)
     )
     seen = xp.tile(xp.astype(seen, xp.float64), (batch,))  # [row]: the keys each row sees
-    theta = gamma(seen[:, None] + 2)  # the dense bound's
     alpha = xp.exp(s_pad)
     if values is None:
         v_near, abs_v, v_rad = _gathered_values(head, row, slot, key, (rows, width), block, batch)
         alpha /= xp.sum(alpha, axis=-1, keepdims=True)  # α̂ [row m]
-        kappa, too_wide = weight_error(alpha, rho_pad, theta)
+        members = xp.astype(counts, xp.float64)
+        kappa, too_wide = weight_error(alpha, rho_pad, near_theta(members[:, None]))
         summed = 0  # the float sums' own terms beyond width + 2
-        members = counts
     else:
         mult = np.zeros((rows, width))
         mult[row, slot] = values[0]
         v_near, abs_v, v_rad = (_padded(a, row, slot, (rows, width)) for a in values[1:])
         alpha /= xp.sum(alpha * mult, axis=-1, keepdims=True)  # α̂ [row m]: per key
-        kappa, too_wide = weight_error(alpha, rho_pad, theta, mult)
-        summed = int(values[0].max())  # P's own sum of up to that many terms
         members = mult.sum(axis=-1)
+        kappa, too_wide = weight_error(alpha, rho_pad, near_theta(members[:, None]), mult)
+        summed = int(values[0].max())  # P's own sum of up to that many terms
     bad |= too_wide
     mid = ops.weighted_rows(alpha, v_near)
     rad = ops.weighted_rows(kappa, abs_v)

@@ -126,6 +126,18 @@ def inflate_radius(rad: Array) -> Array:
     return ops.fill_where_(rad, xp.isnan(rad), math.inf)
 
 
+def near_theta(near):
+    """θ ≥ |ᾱ_j/α̂_j − 1| for α̂_j = fl(ŵ_j / fl(Σ_k ŵ_k)) with ŵ_k = 0 (exactly) outside the row's
+    `near` keys (their count, multiplicity-weighted: [.. 1] float). The sum's terms are
+    non-negative, so a partial sum is 0 only where all its terms are: an addition with such a
+    partial sum is exact, and on any summation tree a term meets at most near − 1 roundings (its
+    siblings along the path are disjoint subtrees, each holding a non-zero term), whatever order
+    NumPy or torch adds in; one more for the division, one for a cell's product ŵ·mult: γ_{near+2}.
+    Not the visible key count: at n = 2^18 that γ_n alone moved a head output by half a grid step
+    of fixed:19 (benchmarks/README.md, "Key pruning")."""
+    return gamma(near + 2)
+
+
 def weight_error(alpha: Array, rho: Array, theta, mult: Array | None = None) -> tuple[Array, Array]:
     """(e, unbounded): e_j ≥ |α_j − α̂_j| for every α_j = ᾱ_j e^{η_j} / Σ_k ᾱ_k e^{η_k} with |η_k| ≤
     ρ_k, where ᾱ is a probability vector with |ᾱ_j/α̂_j − 1| ≤ θ (α̂ the float weights, [.. key]; θ
@@ -181,7 +193,8 @@ def dense_bound(q, k, v, allowed: Array, terms: Terms):
     n·e^FAR against the largest key's e^-ρ, so they move z by at most FAR_WEIGHT·n·2·max|v| (an
     absolute term). The other keys are *near*: ŵ_j = exp(ŝ_j) is a normal float there and the true
     weights are w_j = ŵ_j·e^{η_j}, |η_j| ≤ ρ_j. With ᾱ the exact normalisation of ŵ over the near
-    keys, the computed α̂_j = fl(ŵ_j / Σŵ) is within θ = γ_{n+2} of ᾱ_j, and weight_error bounds
+    keys, the computed α̂_j = fl(ŵ_j / Σŵ) is within θ = γ_{m+2} of ᾱ_j (m the row's near keys: the
+    far and masked ones add exact zeros to the sum, near_theta), and weight_error bounds
     |α_j − α̂_j|. Rows where an assumption fails (a non-finite score, a near key with ρ_j > RHO_CAP,
     R⁻ < 1/2) get radius +inf.
 
@@ -191,10 +204,6 @@ def dense_bound(q, k, v, allowed: Array, terms: Terms):
     xp = ops.xp
     (qm, qr), (km, kr), (vm, vr) = q, k, v
     kmT, krT = xp.matrix_transpose(km), xp.matrix_transpose(kr)
-    keys = xp.astype(
-        xp.count_nonzero(allowed, axis=-1, keepdims=True), xp.float64
-    )  # [query 1]: keys seen
-    theta = gamma(keys + 2)  # [query 1]: α̂ against ᾱ (the sum's and the division's rounding)
     with ops.quiet():
         s_hat = ops.fill_where_(qm @ kmT, ~allowed, -math.inf)  # [.. query key]
         top = xp.max(s_hat, axis=-1, keepdims=True)  # [.. query 1]
@@ -223,14 +232,17 @@ def dense_bound(q, k, v, allowed: Array, terms: Terms):
             ops.fill_where_(s_hat, ~near, -math.inf)
         )  # ŵ: ŝ_j ≥ FAR − 1 − RHO_CAP, a normal float
         alpha /= xp.sum(alpha, axis=-1, keepdims=True)  # α̂ [.. query key]
+        # θ [.. query 1]: α̂ against ᾱ (the sum's and the division's rounding) over the near keys
+        n_near = xp.astype(xp.count_nonzero(near, axis=-1, keepdims=True), xp.float64)
         kappa, too_wide = weight_error(
-            alpha, rho, theta
+            alpha, rho, near_theta(n_near)
         )  # α̂_j κ_j; far and masked keys have α̂_j = 0
         bad |= too_wide
         z_mid = alpha @ vm
         n = vm.shape[-2]
         abs_v = xp.abs(vm)
-        z_rad = kappa @ abs_v + gamma(n + 2) * (alpha @ abs_v) + 3 * n * TINY
+        # the value sums have a non-zero term for near keys only (near_theta's argument)
+        z_rad = kappa @ abs_v + gamma(n_near + 2) * (alpha @ abs_v) + 3 * n * TINY
         if terms.v_rad:
             z_rad += (alpha + kappa) @ vr
         v_max = xp.max(abs_v + vr, axis=-2, keepdims=True)  # [.. 1 d]
