@@ -26,11 +26,15 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from bench_common import figure, finish_table, load_average, log, machine_info, numpy_blas_threads
-from headcount.core.certify import RayExecutor, certify_spread, same_certificate
+from headcount.core.certify import (
+    RayExecutor,
+    certify_spread,
+    same_certificate,
+    task_worker_pids,
+)
 from headcount.induction.certification import certify_induction, plan_certify
 from headcount.induction.construction import two_layer_induction
 from headcount.induction.layouts import layout_reference
@@ -38,24 +42,11 @@ from headcount.induction.layouts import layout_reference
 S = 4
 
 
-def _task_pids() -> list[int]:
-    """Ray worker processes running a certificate task (Ray titles them by the task)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "cmdline").read_bytes().startswith(b"ray::chunk_results"):
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
-
-
 def _killer(after_s: float, killed: list[int], stop: threading.Event) -> None:
     """SIGKILL the first worker seen running a task once `after_s` seconds have passed."""
     stop.wait(after_s)
     while not stop.is_set():
-        pids = _task_pids()
+        pids = task_worker_pids()
         if pids:
             os.kill(pids[0], signal.SIGKILL)
             killed.append(pids[0])

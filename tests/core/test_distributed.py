@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,6 +27,7 @@ from headcount.core.certify import (
     certify_model,
     certify_spread,
     same_certificate,
+    task_worker_pids,
 )
 from headcount.core.certify.evaluate import EXACT_WORK_LIMIT
 from headcount.core.passes.exact_fixed import exact_fixed_predict
@@ -173,22 +173,9 @@ def ray_head() -> Iterator[tuple[str, str]]:
         yield head
 
 
-def _task_pids() -> list[int]:
-    """Ray worker processes running a certificate task (Ray titles them by the task)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if (entry / "cmdline").read_bytes().startswith(b"ray::chunk_results"):
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
-
-
 def _kill_first_task(killed: list, stop: threading.Event) -> None:
     while not stop.is_set():
-        pids = _task_pids()
+        pids = task_worker_pids()
         if pids:
             os.kill(pids[0], signal.SIGKILL)
             killed.append(pids[0])

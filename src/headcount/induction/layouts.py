@@ -128,11 +128,14 @@ def task_characters(task_name: str, samples: int, n: int, alphabet: int, seed: i
     return task.GENERATORS[GENERATORS[task_name]](rng, samples, n, alphabet)
 
 
-def hop_token(alphabet: int, hops: int, bound: int = 0) -> int:
-    """The task token of hop count k: S + k − 1 for k ≥ 1 (core.model.vocab's layout; the learning
-    lab's hop token), S + `bound` for hop count 0 (after the hop counts 1..bound a model is bound
-    to: core.model.vocab.bind_task)."""
-    return alphabet + (hops - 1 if hops else bound)
+def hop_token(alphabet: int, hops, bound: int = 0):
+    """The task token of hop count k (an int, or an array of them): S + k − 1 for k ≥ 1
+    (core.model.vocab's layout; the learning lab's hop token), S + `bound` for hop count 0 (after
+    the hop counts 1..bound a model is bound to: core.model.vocab.bind_task; a lab model trained on
+    1..K has it at S + K)."""
+    k = np.asarray(hops)
+    token = alphabet + np.where(k == 0, bound, k - 1)
+    return int(token) if token.ndim == 0 else token
 
 
 def lay_out(sigma: np.ndarray, layout: str, alphabet: int, hops: int, bound: int = 0) -> np.ndarray:

@@ -15,6 +15,7 @@ import torch.nn.functional as F_nn
 from scipy.special import gammaln
 
 from headcount.core.model import BOTTOM
+from headcount.induction import layouts
 from headcount.induction import task as itask
 from headcount.induction.heads import score_heads
 from headcount.induction.metrics import PositionMetrics, induction_metrics
@@ -84,12 +85,6 @@ def heldout_sequences(
     return itask.GENERATORS[generator](heldout_rng(n, alphabet), size, n, alphabet)
 
 
-def hop_token_id(alphabet: int, hops: int, k):
-    """The lab's hop token of hop count k (int or array) in a model trained on 1..hops: S + k − 1,
-    and S + hops for hop count 0 (after the others; induction.layouts.hop_token agrees)."""
-    return np.where(np.asarray(k) == 0, alphabet + hops, alphabet + np.asarray(k) - 1)
-
-
 def _at_hop(
     model64: SequenceModel, sigma: np.ndarray, alphabet: int, k: int, hop_token: bool, hops: int
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], PositionMetrics]:
@@ -98,7 +93,7 @@ def _at_hop(
     target = itask.induction_targets(sigma, k)
     inputs = sigma
     if hop_token:
-        first = np.full((len(sigma), 1), hop_token_id(alphabet, hops, k))
+        first = np.full((len(sigma), 1), layouts.hop_token(alphabet, k, hops))
         inputs = np.concatenate([first, sigma], axis=1)
     pred, patterns = sequence_predict(model64, inputs)
     return inputs, target, patterns, induction_metrics(pred[:, int(hop_token) :], target)

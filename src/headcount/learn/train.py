@@ -47,6 +47,7 @@ from headcount.common.errors import InputError, param
 from headcount.common.progress import Progress
 from headcount.common.validate import check_int, check_writable
 from headcount.core.model import BOTTOM, save_model
+from headcount.induction import layouts
 from headcount.induction import task as itask
 from headcount.learn import evaluate as ev
 from headcount.learn.evaluate import evaluate_induction, evaluate_minmax
@@ -118,7 +119,7 @@ def induction_batch(
     hop_zero: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(inputs, class targets) [batch n(+1)]: σ from `generator`, targets hop_k(σ) with ⊥ ↦ class
-    alphabet; with hop_token, a first token (hop_token_id) with k uniform in 1..hops per row
+    alphabet; with hop_token, a first token (layouts.hop_token) with k uniform in 1..hops per row
     (0..hops with hop_zero), its target IGNORE."""
     sigma = itask.GENERATORS[generator](rng, batch, n, alphabet)
     if not hop_token:
@@ -130,7 +131,7 @@ def induction_batch(
         rows = ks == k
         target[rows] = itask.induction_targets(sigma[rows], int(k))
     target = np.where(target == BOTTOM, alphabet, target)
-    inputs = np.concatenate([ev.hop_token_id(alphabet, hops, ks)[:, None], sigma], axis=1)
+    inputs = np.concatenate([layouts.hop_token(alphabet, ks, hops)[:, None], sigma], axis=1)
     return inputs, np.concatenate([np.full((batch, 1), IGNORE), target], axis=1)
 
 
@@ -253,7 +254,7 @@ def train_induction(
     if path is not None:
         info = dict(task=task, n=n, alphabet=alphabet, hops=hops, hop_token=hop_token, seed=seed)
         if hop_zero:
-            info["hop_zero_token"] = int(ev.hop_token_id(alphabet, hops, 0))
+            info["hop_zero_token"] = layouts.hop_token(alphabet, 0, hops)
         save_model(sequence_model_to_transformer(model, info), path)
     return InductionRun(
         task=task,

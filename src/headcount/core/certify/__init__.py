@@ -17,7 +17,13 @@ from headcount.core.certify.certify import (
     minimal_precision_bits,
 )
 from headcount.core.certify.checkpoint import Checkpoint
-from headcount.core.certify.cluster import EXECUTORS, RayExecutor, make_executor, same_certificate
+from headcount.core.certify.cluster import (
+    EXECUTORS,
+    RayExecutor,
+    make_executor,
+    same_certificate,
+    task_worker_pids,
+)
 from headcount.core.certify.distributed import (
     InProcess,
     SpreadStats,
@@ -68,4 +74,5 @@ __all__ = [
     "predict",
     "prefix_parts",
     "same_certificate",
+    "task_worker_pids",
 ]

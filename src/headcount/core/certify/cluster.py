@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 from headcount.common.errors import InputError, InternalError, param
@@ -125,6 +126,23 @@ def make_executor(executor: str, workers: int | None, address: str | None) -> Ra
             raise InputError(f"{given} is for the Ray executor: it needs {param('executor')} ray")
         return None
     return RayExecutor(workers, address)
+
+
+def task_worker_pids() -> list[int]:
+    """Local processes running a certificate task now, found by the title Ray gives them
+    ("ray::chunk_results", from the task's function name; Linux /proc, an empty list elsewhere):
+    what the tests and benchmarks/bench_spread.py SIGKILL to show a lost worker is survived."""
+    title = f"ray::{chunk_results.__name__}".encode()
+    proc = Path("/proc")
+    pids = []
+    for entry in proc.iterdir() if proc.is_dir() else ():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().startswith(title):
+                    pids.append(int(entry.name))
+            except OSError:  # the process ended meanwhile
+                continue
+    return pids
 
 
 def same_certificate(a: Certificate, b: Certificate) -> bool:
