@@ -301,6 +301,21 @@ def _gpt2_parts() -> dict[str, Variant]:
             ["decoder"],
             {"kind": "vocab", "config": {"readout": "tied", "vocab_map": {"symbols": [0, 0]}}},
         ),
+        # issue 35: "hops" as {"k": id}, or a list only with "hops_from" 0 | 1
+        **{
+            f"decoder vocab map hops {what}": _set(
+                ["decoder"], {"kind": "vocab", "config": {"readout": "tied", "vocab_map": vmap}}
+            )
+            for what, vmap in {
+                "a bare list": {"hops": [1, 2]},
+                "from a string": {"hops": [1], "hops_from": "0"},
+                "from 2": {"hops": [1], "hops_from": 2},
+                "from without hops": {"hops_from": 0},
+                "object key 01": {"hops": {"01": 1}},
+                "object id a list": {"hops": {"0": [1]}},
+                "object 100k keys": {"hops": {str(k): k for k in range(100_000)}},
+            }.items()
+        },
     }
     return v
 

@@ -196,3 +196,20 @@ def test_cli_writes_the_figure_and_refuses_bad_options(capsys, tmp_path):
     refused(
         capsys, "analyze", "patterns", "--model", missing, "--out", str(out), needles=("missing",)
     )
+
+
+def test_an_overflowing_model_draws_blank_cells_not_a_crash(capsys, tmp_path):
+    """Weights of 1e308 overflow the float64 pass: the weights are NaN (float64's answer), which the
+    PNG paints blank and the HTML leaves blank — no warning, no internal error (a fuzz finding)."""
+    import dataclasses
+
+    model = build_construction(2, 8, 3)
+    path = tmp_path / "big.safetensors"
+    save_model(dataclasses.replace(model, W_E=np.full_like(model.W_E, 1e308)), path)
+    code, _, err = run(
+        capsys, "analyze", "patterns", "--model", str(path), "--n", "8", "--alphabet", "3",
+        "--out", str(tmp_path / "fig"), "--json",
+    )  # fmt: skip
+    assert code == 0 and "Warning" not in err and "internal error" not in err, err
+    html = next((tmp_path / "fig").glob("*.html")).read_text(encoding="utf-8")
+    assert "data-w=nan" in html

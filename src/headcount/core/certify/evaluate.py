@@ -162,11 +162,13 @@ def attention_patterns(
     per_chunk = []
     for part in _chunks(model, tokens, shrink=max(1, sum(model.heads_per_layer))):
         layers: list[list[np.ndarray]] = []
-        if isinstance(model, OneLayerTable):
-            layers.append([])
-            table_residual(model, part, prec, layers[0])
-        else:
-            residual_stream(model, part, prec, layers)
+        # overflow and NaN are the mode's behaviour (they show in the weights), not warnings
+        with np.errstate(all="ignore"):
+            if isinstance(model, OneLayerTable):
+                layers.append([])
+                table_residual(model, part, prec, layers[0])
+            else:
+                residual_stream(model, part, prec, layers)
         empty = np.zeros((len(part), 0, part.shape[1], part.shape[1]))  # a layer without heads
         per_chunk.append([np.stack(heads, axis=1) if heads else empty for heads in layers])
     return [np.concatenate([chunk[l] for chunk in per_chunk]) for l in range(len(model.layers))]

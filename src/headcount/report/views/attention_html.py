@@ -101,6 +101,11 @@ def grid_table(model: ModelPatterns, index: int, head: str, used: set[int]) -> s
         keys = q + 1 if model.causal else len(tokens)  # later keys: blank, as in the PNG
         cells = []
         for k in range(keys):
+            if not np.isfinite(
+                A[q, k]
+            ):  # an overflowed model's NaN: blank, as matplotlib paints it
+                cells.append(f"<td data-w={A[q, k]}></td>")
+                continue
             c = colour_index(A[q, k])
             used.add(c)
             cells.append(f"<td class=c{c} data-w={A[q, k]:.{WEIGHT_DIGITS}f}></td>")
