@@ -185,6 +185,68 @@ def test_weight_error_bounds_every_weight_on_its_own(seed):
         ctx.prec = old
 
 
+def _worst_errors(alpha: np.ndarray, rho: np.ndarray, mult: np.ndarray) -> list[float]:
+    """Per column of (α̂, ρ, mult) — a column stands for mult identical keys, each its own η — the
+    largest |α_j − α̂_j| over |η| ≤ ρ with ᾱ the exact normalisation of α̂ (Arb, upper bounds), and
+    the θ of that normalisation."""
+    expanded = np.repeat(np.arange(len(alpha)), mult.astype(int))
+    exact = [fmpq(*float(alpha[c]).as_integer_ratio()) for c in expanded]
+    total = sum(exact, fmpq(0))
+    alpha_bar = [arb(a / total) for a in exact]
+    arb_rho = [arb(float(rho[c])) for c in expanded]
+    worst = []
+    for column in range(len(alpha)):
+        j = int(np.flatnonzero(expanded == column)[0])
+        high, low = _exact_extremes(alpha_bar, arb_rho, j)
+        worst.append(max(float(abs(e - float(alpha[column])).upper()) for e in (high, low)))
+    theta = max(
+        float(abs(ab / arb(float(alpha[c])) - 1).upper()) if alpha[c] else 0.0
+        for ab, c in zip(alpha_bar, expanded)
+    )
+    return worst + [theta]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_weight_error_holds_for_cells_and_dominant_keys(seed):
+    """The same check with cells of identical keys (`mult`, core.attention.pruning) and rows where
+    one key holds nearly all the weight with a ρ as large as the others' (weight_error's pairwise
+    bound λ_j, whose factor 1 − ᾱ_j must not be rounded below its true value)."""
+    rng = np.random.default_rng(100 + seed)
+    keys = int(rng.integers(1, 6))
+    gaps = rng.choice([0.0, 1e-3, 3.0, 30.0, 60.0], size=keys) * rng.random(keys)
+    gaps[0] = 0.0
+    gaps[1:] += [0.0, 25.0, 60.0][seed % 3]  # key 0 dominant by e^-25 or e^-60 from seed % 3 = 1
+    mult = rng.integers(1, 4, size=keys).astype(float) if seed % 2 else np.ones(keys)
+    weights = np.exp(-gaps)
+    alpha = weights / (weights * mult).sum()
+    scale = [1e-15, 1e-9, 1e-4, 0.3][seed % 4]
+    rho = scale * rng.random(keys) + rng.choice([0.0, scale], size=keys)
+    old = ctx.prec
+    ctx.prec = 300
+    try:
+        *worst, theta = _worst_errors(alpha, rho, mult)
+        err, unbounded = weight_error(
+            alpha[None, :].copy(), rho[None, :].copy(), theta * (1 + 1e-6), mult[None, :]
+        )
+    finally:
+        ctx.prec = old
+    assert not unbounded.any()
+    for j in range(keys):
+        assert worst[j] <= err[0, j], (j, worst[j], err[0, j])
+
+
+def test_a_dominant_key_has_nearly_exact_weight_whatever_its_own_rho():
+    """One key against the rest at e^-30 with ρ = 10⁻⁴ everywhere: the first release's bound gave
+    its weight an error ≈ 2ρ; the pairwise bound gives about (1 − α)·2ρ (the n = 2^20 two-layer
+    construction's layer-2 rows: one near key, scores rounded to 10⁻⁴)."""
+    alpha = np.array([1.0, np.exp(-30.0), np.exp(-31.0)])
+    alpha /= alpha.sum()
+    rho = np.full(3, 1e-4)
+    err, _ = weight_error(alpha[None, :].copy(), rho[None, :].copy(), 4 * 2.0**-53)
+    assert err[0, 0] < 1e-15
+    assert err[0, 1] <= 2.1e-4 * alpha[1]  # a small key's weight still errs by ≈ 2ρ
+
+
 # ---- finding 4: fixed:p is the seed's semantics, not its float64 emulation
 # --------------------------
 

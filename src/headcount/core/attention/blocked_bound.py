@@ -63,8 +63,9 @@ def blocked_bound(host, box, mask: str):
     ρ_j or its exponential. The remaining candidates get the exact ρ_j and the near test of the
     dense bound (with the cut FAR_BLOCKED); their weights are gathered into [row, m] arrays (m the
     most near keys of a row, padded with weight 0 and value 0) and bounded by the same weight_error
-    and value sums, with the rounding factors of m-term sums. The normalisation θ is the dense
-    bound's, near_theta of the row's near keys (the padding adds exact zeros). The far keys of a
+    and value sums, with the rounding factors of sums over the row's candidates (the padding adds
+    exact zeros: near_theta's argument). The normalisation θ is the dense bound's, near_theta of
+    the row's near keys. The far keys of a
     row weigh less than e^(FAR_BLOCKED + ρ_top) each against its top key (ŝ = 0, its exponent
     error at most the row's largest ρ, capped at RHO_CAP as larger rows are unbounded anyway), an
     absolute term 2·max|v| each. A block falls back to dense_bound on its visible keys when a score
@@ -328,7 +329,7 @@ def candidate_bound(
         alpha /= xp.sum(alpha, axis=-1, keepdims=True)  # α̂ [row m]
         members = xp.astype(counts, xp.float64)
         kappa, too_wide = weight_error(alpha, rho_pad, near_theta(members[:, None]))
-        summed = 0  # the float sums' own terms beyond width + 2
+        summed = 0  # the float sums' own terms beyond the row's candidates + 2
     else:
         mult = np.zeros((rows, width))
         mult[row, slot] = values[0]
@@ -340,7 +341,9 @@ def candidate_bound(
     bad |= too_wide
     mid = ops.weighted_rows(alpha, v_near)
     rad = ops.weighted_rows(kappa, abs_v)
-    rad += gamma(width + 2 + summed) * ops.weighted_rows(alpha, abs_v)
+    # the value sums have a non-zero term for the row's candidates only (near_theta's argument)
+    terms_in_row = xp.astype(counts, xp.float64)[:, None] + (2 + summed)
+    rad += gamma(terms_in_row) * ops.weighted_rows(alpha, abs_v)
     rad += 3 * width * TINY
     if v_rad is not None:
         rad += ops.weighted_rows(alpha + kappa, v_rad)

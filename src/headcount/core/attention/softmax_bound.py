@@ -144,16 +144,26 @@ def weight_error(alpha: Array, rho: Array, theta, mult: Array | None = None) -> 
     broadcasts against [.. 1]); unbounded marks rows where R⁻ < 1/2 (no useful bound). Consumes
     `rho` (overwritten).
 
-    α_j/ᾱ_j ∈ [e^{-ρ_j}/R⁺, e^{ρ_j}/R⁻] with R^± = 1 + B^±, B^± = Σ_k ᾱ_k expm1(±ρ_k) (as Σ ᾱ = 1),
-    so |α_j/ᾱ_j − 1| ≤ κ_j = max((expm1(ρ_j) − B⁻)/(1 + B⁻), (B⁺ − expm1(−ρ_j))/(1 + B⁺)). Both
-    numerators are sums of non-negative terms: each float step errs by a small relative amount,
-    bounded explicitly: B^± from α̂ instead of ᾱ (θ), expm1 and the product (5u), the sum (γ_n),
-    then three steps (γ_8). Finally |α_j − α̂_j| ≤ |α_j − ᾱ_j| + |ᾱ_j − α̂_j| ≤ α̂_j (κ_j + θ)/(1 −
-    θ).
+    Two bounds on |α_j/ᾱ_j − 1|, the smaller taken (both hold):
+
+    * κ_j (the first release's): α_j/ᾱ_j ∈ [e^{-ρ_j}/R⁺, e^{ρ_j}/R⁻] with R^± = 1 + B^±, B^± =
+      Σ_k ᾱ_k expm1(±ρ_k) (as Σ ᾱ = 1), so κ_j = max((expm1(ρ_j) − B⁻)/(1 + B⁻), (B⁺ −
+      expm1(−ρ_j))/(1 + B⁺)).
+    * λ_j (key j against the others, pairwise_error): α_j/ᾱ_j = 1/(1 + C_j), C_j = Σ_{k≠j} ᾱ_k
+      expm1(η_k − η_j), and |η_k − η_j| ≤ ρ_k + ρ_j. κ_j lets η_j in R vary apart from the η_j
+      above it; λ_j does not, so it carries a factor 1 − ᾱ_j: a key holding nearly all the weight
+      has nearly exact weight however large its own ρ_j (at n = 2^20 the layer-2 scores of the
+      two-layer construction err by 10⁻⁴ from the dot product's rounding, and κ_j moved the
+      copied digits by 0.006).
+
+    The numerators are sums of non-negative terms: each float step errs by a small relative
+    amount, bounded explicitly: B^± from α̂ instead of ᾱ (θ), expm1 and the product (5u), the sum
+    (γ_n), then three steps (γ_8). Finally |α_j − α̂_j| ≤ |α_j − ᾱ_j| + |ᾱ_j − α̂_j| ≤ α̂_j (κ_j +
+    θ)/(1 − θ).
 
     `mult` [.. key], when given: column j stands for mult_j keys of equal weight and error (a cell
     of identical keys), so the sums B^± weigh it mult_j times (one more rounded product per
-    term)."""
+    term); C_j leaves out one key of the cell."""
     ops = array_ops(alpha)
     xp = ops.xp
     keys = alpha.shape[-1]
@@ -167,6 +177,7 @@ def weight_error(alpha: Array, rho: Array, theta, mult: Array | None = None) -> 
         1 + rel
     )  # ≤ 0, now at least as negative
     unbounded = (1 + b_minus)[..., 0] < 0.5
+    pairwise = pairwise_error(alpha, grow, shrink, (b_plus, b_minus), theta, rel)
     upper = grow
     upper -= b_minus
     upper /= 1 + b_minus  # e^{ρ_j}/R⁻ − 1
@@ -176,10 +187,46 @@ def weight_error(alpha: Array, rho: Array, theta, mult: Array | None = None) -> 
     lower /= 1 + b_plus  # 1 − e^{-ρ_j}/R⁺
     kappa = ops.maximum_(upper, lower)
     kappa *= 1 + gamma(8)
+    kappa = xp.minimum(kappa, pairwise)
     kappa += theta
     kappa /= 1 - theta
     kappa *= (1 + SAFETY) * alpha
     return kappa, unbounded
+
+
+def pairwise_error(alpha: Array, grow: Array, shrink: Array, b: tuple, theta, rel) -> Array:
+    """λ_j ≥ |α_j/ᾱ_j − 1| of weight_error's docstring, from α̂ = `alpha`, grow = expm1(ρ), shrink =
+    expm1(−ρ) (floats, within 4 ulp) and b = (B⁺, B⁻) rounded outward with the relative slack
+    `rel` (≥ 2θ + 12u).
+
+    C_j ∈ [C⁻_j, C⁺_j], C^±_j = Σ_{k≠j} ᾱ_k expm1(±(ρ_k + ρ_j)) = e^{±ρ_j} X^±_j + expm1(±ρ_j)(1 −
+    ᾱ_j), X^±_j = B^± − ᾱ_j expm1(±ρ_j) (expm1(a + b) = e^b expm1(a) + expm1(b), and Σ_{k≠j} ᾱ_k =
+    1 − ᾱ_j). So α_j/ᾱ_j − 1 = −C_j/(1 + C_j) lies in [−C⁺/(1 + C⁺), −C⁻/(1 + C⁻)], and λ_j =
+    max(C⁺_j, |C⁻_j|/(1 − |C⁻_j|)) (+inf where 1 − |C⁻_j| ≤ 0). Roundings: ᾱ_j expm1(±ρ_j) is
+    taken at least α̂_j|expm1(±ρ_j)|(1 − rel) (θ, 4 ulp, the product); 1 − ᾱ_j ≤ fl(1 − α̂_j) +
+    fl(θ α̂_j), each within u (α̂_j ≤ 1: the float sum of non-negative terms is no smaller than
+    one of them); e^{-ρ_j} ≤ 1; expm1's 4 ulp (8u) and each further step of non-negative terms
+    (≤ 6) are covered by γ_16, underflow by 4·2^-1074, the division by γ_3 (and its denominator
+    rounded down by the same)."""
+    ops = array_ops(alpha)
+    xp = ops.xp
+    b_plus, b_minus = b
+    one_minus = (1 - alpha) + alpha * theta
+    one_minus *= 1 + 4 * U
+    one_minus += TINY  # 1 − ᾱ_j, rounded up (θ·α̂ may underflow)
+    x_plus = b_plus - alpha * grow * (1 - rel)
+    c_plus = (1 + grow) * xp.clip(x_plus, min=0.0) + grow * one_minus  # C⁺, up to γ_16
+    c_plus *= 1 + gamma(16)
+    c_plus += 4 * TINY  # products that underflowed
+    x_minus = alpha * shrink * (1 - rel) - b_minus  # |X⁻|: shrink, b_minus ≤ 0
+    c_minus = xp.clip(x_minus, min=0.0) - shrink * one_minus  # |C⁻|, up to γ_16
+    c_minus *= 1 + gamma(16)
+    c_minus += 4 * TINY
+    denominator = (1 - c_minus) * (1 - gamma(3))
+    with ops.quiet():
+        ratio = c_minus / denominator * (1 + gamma(3))
+    ratio = ops.fill_where_(ratio, denominator <= 0, math.inf)
+    return ops.maximum_(ratio, c_plus)
 
 
 def dense_bound(q, k, v, allowed: Array, terms: Terms):
