@@ -164,6 +164,7 @@ def commands(
                 "--n": V.INT,
                 "--alphabet": V.INT,
                 "--samples": V.INT,
+                "--max-work": V.FLOAT,
                 "--seed": V.INT,
                 "--hops": V.INT,
                 "--layout": _choice("Plain", "hop_prefix", "hop-prefix"),

@@ -5,6 +5,7 @@ from the estimates."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
@@ -16,7 +17,7 @@ from headcount.cli import main
 from headcount.common.errors import InputError
 from headcount.common.resources import memory_limit_of
 from headcount.induction import outputs
-from headcount.induction.certification import CERTIFY_MAX_WORK, certify_induction
+from headcount.induction.certification import CERTIFY_MAX_WORK, certify_induction, plan_certify
 from headcount.induction.construction import (
     MAX_TABLE_BYTES,
     evaluation_bytes,
@@ -28,6 +29,7 @@ from headcount.induction.lower_bound.refute import refute
 from headcount.induction.lower_bound.resources import PROTOCOL_MAX_WORK, REFUTE_MAX_WORK
 from headcount.induction.lower_bound.setup import MAX_PRECISION_BITS
 from headcount.induction.outputs import MAX_INPUT_TOKENS, PREDICT_MAX_WORK, solve, tokens_from_text
+from headcount.induction.source import ModelSource
 from headcount.induction.task import effective_hops, induction_targets, induction_targets_literal
 from tests.cli_run import refused, run
 
@@ -267,8 +269,30 @@ def test_certify_n_1e6_is_refused_with_the_memory_estimate(capsys):
 def test_certify_samples_are_bounded_by_the_work(capsys):
     line = refused(capsys, "induction", "certify", "--layers", "2", "--n", "30", "--alphabet", "3",
                    "--samples", "1000000000")  # fmt: skip
-    assert f"allowed up to {CERTIFY_MAX_WORK:.3g} (lower --samples or --n)" in line
+    assert (
+        f"allowed up to {CERTIFY_MAX_WORK:.3g} (lower --samples or --n, or raise --max-work)"
+        in (line)
+    )
     assert "score entries per pass" in line
+
+
+def test_certify_work_limit_is_raised_by_max_work(capsys):
+    """--max-work raises the score-entry limit and the multiply-add limit with it: the request
+    refused above is planned (and only planned: plan_certify builds nothing) under a larger one;
+    a limit that is not a number ≥ 1 is refused with one line."""
+    request = dict(n=30, alphabet=3, samples=10**9, source=ModelSource(layers="2"))
+    with pytest.raises(InputError, match="score entries per pass"):
+        plan_certify(**request)
+    plan = plan_certify(**request, max_work=2.0**50)
+    assert plan.max_work == 2.0**50
+    with pytest.raises(InputError, match="allowed up to 1"):
+        plan_certify(**(request | {"samples": 1}), max_work=1)
+    for bad in (0, -1.0, math.nan, math.inf, True, "1e9"):
+        with pytest.raises(InputError, match="max_work must be a number of score entries ≥ 1, got"):
+            plan_certify(**request, max_work=bad)
+    argv = ["induction", "certify", "--layers", "2", "--n", "4", "--alphabet", "2"]
+    line = refused(capsys, *argv, "--max-work", "nan")
+    assert line == "error: --max-work must be a number of score entries ≥ 1, got nan"
 
 
 def test_certify_seed_and_samples_checked(capsys):

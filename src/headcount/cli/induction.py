@@ -184,7 +184,8 @@ def induction_certify(
     n: int = typer.Option(
         ...,
         "--n",
-        help="Sequence length (≥ 1; the evaluation, ~200·n² bytes, must fit --max-memory).",
+        help="Sequence length (≥ 1; the evaluation, in query blocks of the whole length, must "
+        "fit --max-memory).",
     ),
     alphabet: int = typer.Option(..., "--alphabet", help="Alphabet size S (≥ 2)."),
     samples: int | None = typer.Option(
@@ -193,7 +194,15 @@ def induction_certify(
         help="Random sequences when not exhaustive (≥ 1). All inputs together (samples plus the "
         "adversarial families) may take at most 2^38 score entries per pass (inputs × heads × n²) "
         "and "
-        "2^41 multiply-adds per pass (inputs × the model's weights and scores per input).",
+        "2^41 multiply-adds per pass (inputs × the model's weights and scores per input); "
+        "--max-work raises both.",
+    ),
+    max_work: float | None = typer.Option(
+        None,
+        "--max-work",
+        help="Score entries per pass the request may take (≥ 1; default 2^38 ≈ 2.7e11, and the "
+        "multiply-add limit scales with it). The counts are the dense ones: the constructions' "
+        "pruned passes score far fewer pairs (n = 2^20, S = 1024 needs about 2^46 here).",
     ),
     seed: int = typer.Option(0, "--seed", help=f"Seed for the random inputs {SeedHelp}."),
     hops: int = typer.Option(
@@ -261,7 +270,7 @@ def induction_certify(
         result = certify_induction(
             source, n, alphabet, samples, seed, hops, layout=layout,
             progress=progress_on(progress), checkpoint=checkpoint, executor=executor,
-            workers=workers, address=address,
+            workers=workers, address=address, max_work=max_work,
         )  # fmt: skip
     cert = result.certificate
     human = (

@@ -4,6 +4,7 @@ line that says what is wrong and what is allowed (the CLI prints it and exits 2)
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 from collections.abc import Iterable, Iterator
@@ -24,6 +25,16 @@ def check_int(name: str, value: Any, low: int | None = None, high: int | None = 
     if high is not None and value > high:
         raise InputError(f"{param(name)} must be ≤ {high}, got {value}")
     return int(value)
+
+
+def check_number(name: str, value: Any, low: float, what: str = "a number") -> float:
+    """`value` as a float if it is a finite real number (not a bool) ≥ low; InputError naming
+    `what` it must be otherwise."""
+    real = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+    if not (real and math.isfinite(value) and value >= low):
+        shown = value if real else repr(value)[:40]
+        raise InputError(f"{param(name)} must be {what} ≥ {low:g}, got {shown}")
+    return float(value)
 
 
 def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:

@@ -30,7 +30,7 @@ import numpy as np
 from headcount.common.errors import InputError, param
 from headcount.common.progress import Progress
 from headcount.common.resources import check_memory, check_work
-from headcount.common.validate import check_int
+from headcount.common.validate import check_int, check_number
 from headcount.core.attention import current_algorithm
 from headcount.core.certify import (
     Certificate,
@@ -66,15 +66,13 @@ from headcount.induction.source import ModelSource
 EXHAUSTIVE_LIMIT = 2_000_000
 EXHAUSTIVE_CHUNK = 1 << 15
 SAMPLE_CHUNK = 256  # sampled inputs are generated and checked this many at a time
-# induction certify: at most this many score entries per pass over its inputs
-# (construction.evaluation_work: inputs × (heads · n² + a fixed cost per input)); samples, n and the
-# model's heads set it. Why this bound: a certificate evaluates its inputs about three times
-# (float64, the proof at p, float32; the other dtypes and the precision search stop early), and the
-# blocked passes (core.attention.settings) do the causal half at about 10⁸ entries of n² a second on
-# 2 cores at n = 65536, so the limit is about an hour; the largest certificate the report asks for
-# takes 1.5·10¹¹ (n = 65536, S = 256, 12 inputs: the full-scale induction.two_layer.large_n), the
-# slow tests 1.3·10⁹ (all of Σ^20 over 2 tokens).
+# induction certify: at most this many score entries per pass over its inputs (evaluation_work:
+# inputs × (heads · n² + a fixed cost per input)), by default: about an hour of the blocked passes
+# on 2 cores (a certificate evaluates its inputs about three times); the largest the report asks
+# for by default is 1.5·10¹¹ (n = 65536, S = 256, 12 inputs). max_work (plan_certify) raises it.
 CERTIFY_MAX_WORK = 2**38
+WORK = "a number of score entries"
+LOWER_OR_RAISE = f"{param('samples')} or {param('n')}, or raise {param('max_work')}"
 # ... and at most this many multiply-adds per pass (inputs × layouts.model_work): what bounds wide
 # models, whose weights and readout (an imported model's vocabulary) cost more per position than
 # their scores. The passes run 10⁹–10¹⁰ multiply-adds a second here, a pass in minutes at the limit.
@@ -274,10 +272,11 @@ def check_certify_resources(
     exhaustive: bool | None = None,
     prefix: int = 0,
     hops: int = 1,
+    max_work: float = CERTIFY_MAX_WORK,
 ) -> None:
-    """certify's bounds, from the sizes alone: CERTIFY_MAX_WORK score entries per pass, and the
-    memory of evaluating the model (construction.evaluation_bytes) plus one chunk of inputs within
-    the guard's limit (`prefix`: tokens before the n characters, the hop token of the hop-prefix
+    """certify's bounds, from the sizes alone: `max_work` score entries per pass, and the memory
+    of evaluating the model (construction.evaluation_bytes) plus one chunk of inputs within the
+    guard's limit (`prefix`: tokens before the n characters, the hop token of the hop-prefix
     layout)."""
     inputs, rows = certify_inputs(n, alphabet, samples, exhaustive, hops)
     length = n + prefix
@@ -288,10 +287,10 @@ def check_certify_resources(
     check_memory(evaluation_bytes(length, d_model) + chunk, what)
     check_work(
         evaluation_work(inputs, heads, length),
-        CERTIFY_MAX_WORK,
+        max_work,
         f"{what} on {inputs} inputs ({heads} heads)",
         "score entries per pass (inputs × heads × n²)",
-        f"{param('samples')} or {param('n')}",
+        LOWER_OR_RAISE,
     )
 
 
@@ -303,20 +302,21 @@ def check_model_resources(
     exhaustive: bool | None = None,
     prefix: int = 0,
     hops: int = 1,
+    max_work: float = CERTIFY_MAX_WORK,
 ) -> None:
     """The bounds that depend on the (bound) model beyond its heads and width:
-    CERTIFY_MAX_MULTIPLY_ADDS per pass, and the memory of the pass with its output logits (an
-    imported model's whole vocabulary)."""
+    CERTIFY_MAX_MULTIPLY_ADDS per pass (scaled as `max_work` scales CERTIFY_MAX_WORK), and the
+    memory of the pass with its output logits (an imported model's whole vocabulary)."""
     inputs, rows = certify_inputs(n, alphabet, samples, exhaustive, hops)
     length = n + prefix
     what = _what(n, alphabet)
     check_memory(evaluation_memory(model, length, rows), what)
     check_work(
         float(inputs) * model_work(model, length),
-        CERTIFY_MAX_MULTIPLY_ADDS,
+        CERTIFY_MAX_MULTIPLY_ADDS * (max_work / CERTIFY_MAX_WORK),
         f"{what} on {inputs} inputs",
         "multiply-adds per pass (inputs × the model's work per input)",
-        f"{param('samples')} or {param('n')}",
+        LOWER_OR_RAISE,
     )
 
 
@@ -335,6 +335,7 @@ class CertifyPlan:
     layout: str
     exhaustive: bool
     shape: ModelShape | None = None
+    max_work: float = CERTIFY_MAX_WORK  # score entries per pass the request may take
 
     @property
     def prefix(self) -> int:
@@ -352,6 +353,7 @@ class CertifyPlan:
             self.exhaustive,
             self.prefix,
             self.hops,
+            self.max_work,
         )
 
     def bind(self, model: Model) -> Model:
@@ -367,9 +369,8 @@ class CertifyPlan:
         bound = bind_layout(model, self.layout, n, alphabet, self.hops)
         if ModelShape.of(bound) != self.shape:
             self.check_shape(ModelShape.of(bound))
-        check_model_resources(
-            bound, n, alphabet, self.samples, self.exhaustive, self.prefix, self.hops
-        )
+        args = (self.samples, self.exhaustive, self.prefix, self.hops, self.max_work)
+        check_model_resources(bound, n, alphabet, *args)
         return bound
 
     def inputs(self) -> InputStream:
@@ -391,15 +392,19 @@ def plan_certify(
     layout: str = "plain",
     exhaustive: bool | None = None,
     source: ModelSource | None = None,
+    max_work: float | None = None,
 ) -> CertifyPlan:
     """certify's plan: the request checked (check_request), the input set chosen (exhaustive when
     exhaustive_size, unless `exhaustive` says), and, for a `source` whose shape is known before it
     is built (a construction: ModelSource.check, which also checks that it exists at these sizes),
-    the resource bounds of that shape — all before anything is built or read."""
+    the resource bounds of that shape — all before anything is built or read. `max_work`: the
+    score entries per pass allowed (default CERTIFY_MAX_WORK; the multiply-adds limit scales with
+    it): the dense count, which the pruned passes of the constructions stay far below."""
     check_request(n, alphabet, samples, seed, hops, layout)
+    limit = CERTIFY_MAX_WORK if max_work is None else check_number("max_work", max_work, 1, WORK)
     shape = None if source is None else source.check(n, alphabet, hops, layout)
     chosen = exhaustive_size(n, alphabet) if exhaustive is None else bool(exhaustive)
-    plan = CertifyPlan(n, alphabet, samples, seed, hops, layout, chosen, shape)
+    plan = CertifyPlan(n, alphabet, samples, seed, hops, layout, chosen, shape, limit)
     if shape is not None:
         plan.check_shape(shape)
     return plan
@@ -432,6 +437,7 @@ def certify_induction(
     executor: str = "local",
     workers: int | None = None,
     address: str | None = None,
+    max_work: float | None = None,
 ) -> InductionCertificate:
     """Certificate of `model` on induction heads (hop `hops`, 1..layouts.MAX_HOPS) at length n over
     `alphabet` tokens, in `layout` (module docstring; the model is bound to the task's tokens
@@ -444,12 +450,13 @@ def certify_induction(
     after every chunk and resumes from (core.certify.checkpoint); it is refused when written for
     another model or other arguments. executor: "local" (this process) or "ray": the chunks spread
     over a Ray cluster — a local one of `workers` CPUs, or the one at `address` — with the same
-    certificate (core.certify.distributed)."""
+    certificate (core.certify.distributed). max_work: the score entries per pass the request may
+    take (plan_certify; default CERTIFY_MAX_WORK)."""
     spread = make_executor(executor, workers, address)
     if spread is not None:
         check_spread(current_algorithm())
     source = model if isinstance(model, ModelSource) else None
-    plan = plan_certify(n, alphabet, samples, seed, hops, layout, exhaustive, source)
+    plan = plan_certify(n, alphabet, samples, seed, hops, layout, exhaustive, source, max_work)
     if source is not None:
         model, from_file = source.load(n, alphabet, hops, layout), from_file or source.from_file
     bound = plan.bind(model)

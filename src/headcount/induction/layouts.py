@@ -51,6 +51,7 @@ from headcount.core.certify import (
     chunk_rows,
     emulate,
     fixed_predict,
+    logit_bytes,
     output_classes,
 )
 from headcount.core.model import BOTTOM, bind_task, load_model
@@ -218,8 +219,7 @@ def evaluation_memory(model: Model, length: int, inputs: int) -> float:
     """Bytes of evaluating `inputs` inputs of `length` tokens: core's chunked pass
     (evaluation_bytes), each worker's chunk of output logits (an imported model's vocabulary can
     dominate) and the input arrays."""
-    rows = chunk_rows(model, length)
-    logits = 2.0 * WORKERS * rows * float(length) * output_classes(model) * 8
+    logits = WORKERS * logit_bytes(model, chunk_rows(model, length), length)
     return (
         evaluation_bytes(length, model.d_model)
         + logits

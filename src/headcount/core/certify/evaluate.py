@@ -27,7 +27,14 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from headcount.core.attention import chunk_threads_help, current_algorithm
-from headcount.core.model import OneLayerTable, Transformer, check_tokens
+from headcount.core.model import (
+    LOGIT_ROWS,
+    LinearDecoder,
+    OneLayerTable,
+    Transformer,
+    VocabDecoder,
+    check_tokens,
+)
 from headcount.core.numbers import FLOAT64, Precision, fixed
 from headcount.core.passes import (
     PrefixTrie,
@@ -53,6 +60,17 @@ def output_classes(model: Model) -> int:
         return int(decoder.classes(model.d_model))
     W_U = getattr(decoder, "W_U", None)
     return int(W_U.shape[1]) if W_U is not None else model.d_model
+
+
+def logit_bytes(model: Model, rows: int, n: int) -> float:
+    """Bytes one worker's decoder holds while it decodes `rows` sequences of length n: LOGIT_ROWS
+    positions of logits at a time (with their radius and endpoints) for the decoders that work in
+    row blocks (core.model.parts.in_row_blocks), the whole [rows n classes] mid and radius for the
+    others."""
+    classes = float(output_classes(model))
+    if isinstance(model.decoder, (LinearDecoder, VocabDecoder)):
+        return 8.0 * min(float(rows) * n, LOGIT_ROWS) * classes * 8
+    return 2.0 * rows * float(n) * classes * 8
 
 
 def chunk_rows(model: Model, n: int) -> int:

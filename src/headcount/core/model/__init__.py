@@ -7,6 +7,7 @@ lives in core.passes.
 from headcount.core.model.files import load_model, model_digest, save_model
 from headcount.core.model.parts import (
     ACTIVATIONS,
+    LOGIT_ROWS,
     MASKS,
     MLP,
     AttentionHead,
@@ -28,6 +29,7 @@ from headcount.core.model.vocab import VocabDecoder, VocabMap, bind_task
 from headcount.core.model.weights import BEYOND_GPT2
 
 __all__ = [
+    "LOGIT_ROWS",
     "ACTIVATIONS",
     "BOTTOM",
     "MASKS",
