@@ -21,6 +21,7 @@ from headcount.core.attention import (
     reset_float_work,
     softmax_values,
     use_algorithm,
+    weight_error,
 )
 from headcount.core.attention.floats import _sparse_softmax_values, _visible_sum
 from headcount.core.certify.evaluate import certified_predict
@@ -316,3 +317,34 @@ def test_a_float_sum_with_zeros_errs_as_the_sum_of_its_non_zero_terms():
         exact = sum((Fraction(float(t)) for t in x), Fraction(0))
         error = abs(Fraction(float(x.sum())) - exact)
         assert error <= Fraction(gamma(max(m - 1, 0))) * exact
+
+
+@pytest.mark.parametrize("shape", [(7,), (1, 9), (3, 5, 6), (2, 4, 3, 5)])
+def test_weight_error_in_row_blocks_equals_one_pass(monkeypatch, shape):
+    """weight_error works on blocks of query rows (softmax_bound.WEIGHT_BLOCK entries): blocks of
+    one row give the bits of one pass over everything, with θ a float or per row [.. query 1],
+    and cells (mult) or none."""
+    from headcount.core.attention import softmax_bound
+
+    rng = np.random.default_rng(len(shape))
+    weights = np.exp(-30 * rng.random(shape))
+    mult = rng.integers(1, 4, size=shape).astype(float)
+    for cells in (None, mult):
+        alpha = weights / (weights * (1 if cells is None else cells)).sum(-1, keepdims=True)
+        rho = 10.0 ** rng.uniform(-16, -1, size=shape)
+        for theta in (1e-15, 1e-15 * (1 + rng.random(shape[:-1] + (1,)))):
+            monkeypatch.setattr(softmax_bound, "WEIGHT_BLOCK", 1 << 20)
+            whole = weight_error(alpha.copy(), rho.copy(), theta, cells)
+            monkeypatch.setattr(softmax_bound, "WEIGHT_BLOCK", 1)
+            rows = weight_error(alpha.copy(), rho.copy(), theta, cells)
+            for a, b in zip(whole, rows):
+                np.testing.assert_array_equal(a, b)
+            if len(shape) < 2:
+                continue
+            for index in np.ndindex(shape[:-1]):  # each row alone: its own θ and sums
+                one = np.index_exp[index + (slice(None),)]
+                th = theta if isinstance(theta, float) else theta[one][None, :]
+                m = None if cells is None else cells[one][None, :]
+                err, unbounded = weight_error(alpha[one][None, :], rho[one][None, :].copy(), th, m)
+                np.testing.assert_array_equal(err[0], whole[0][one])
+                assert unbounded[0] == whole[1][index]

@@ -50,6 +50,10 @@ class NumpyOps:
         return np.maximum(a, b, out=a)
 
     @staticmethod
+    def minimum_(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.minimum(a, b, out=a)
+
+    @staticmethod
     def fill_where_(a: np.ndarray, where: np.ndarray, value: float) -> np.ndarray:
         """a[where] = value, `where` broadcasting against a."""
         np.copyto(a, value, where=where)
@@ -115,6 +119,9 @@ class TorchOps:
 
     def maximum_(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return self.torch.maximum(a, b, out=a)
+
+    def minimum_(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return self.torch.minimum(a, b, out=a)
 
     @staticmethod
     def fill_where_(a: torch.Tensor, where: torch.Tensor, value: float) -> torch.Tensor:

@@ -177,21 +177,38 @@ def weight_error(alpha: Array, rho: Array, theta, mult: Array | None = None) -> 
         1 + rel
     )  # ≤ 0, now at least as negative
     unbounded = (1 + b_minus)[..., 0] < 0.5
-    pairwise = pairwise_error(alpha, grow, shrink, (b_plus, b_minus), theta, rel)
-    upper = grow
-    upper -= b_minus
-    upper /= 1 + b_minus  # e^{ρ_j}/R⁻ − 1
-    lower = shrink
-    lower *= -1.0
-    lower += b_plus
-    lower /= 1 + b_plus  # 1 − e^{-ρ_j}/R⁺
-    kappa = ops.maximum_(upper, lower)
-    kappa *= 1 + gamma(8)
-    kappa = xp.minimum(kappa, pairwise)
-    kappa += theta
-    kappa /= 1 - theta
-    kappa *= (1 + SAFETY) * alpha
-    return kappa, unbounded
+    rows = alpha.shape[-2] if alpha.ndim >= 2 else 1
+    step = max(1, WEIGHT_BLOCK // max(1, math.prod(alpha.shape[:-2]) * keys))
+    for start in range(0, rows, step):  # in row blocks: λ's temporaries stay small
+        block = (..., slice(start, start + step), slice(None)) if alpha.ndim >= 2 else (...,)
+        th, rl, b_p, b_m = (_rows_of(x, block, rows) for x in (theta, rel, b_plus, b_minus))
+        a = alpha[block]
+        pairwise = pairwise_error(a, grow[block], shrink[block], (b_p, b_m), th, rl)
+        upper = grow[block]  # a view: κ is written over grow
+        upper -= b_m
+        upper /= 1 + b_m  # e^{ρ_j}/R⁻ − 1
+        lower = shrink[block]
+        lower *= -1.0
+        lower += b_p
+        lower /= 1 + b_p  # 1 − e^{-ρ_j}/R⁺
+        kappa = ops.maximum_(upper, lower)
+        kappa *= 1 + gamma(8)
+        kappa = ops.minimum_(kappa, pairwise)
+        kappa += th
+        kappa /= 1 - th
+        kappa *= (1 + SAFETY) * a
+    return grow, unbounded
+
+
+WEIGHT_BLOCK = 1 << 20  # entries of [.. query key] weight_error works on at a time
+
+
+def _rows_of(x, block: tuple, rows: int):
+    """x's part for the row block: a float as it is, an array [.. query 1] (or [.. 1 1]) sliced
+    where it has the query axis."""
+    if isinstance(x, (int, float)) or getattr(x, "ndim", 0) < 2 or x.shape[-2] != rows:
+        return x
+    return x[block]
 
 
 def pairwise_error(alpha: Array, grow: Array, shrink: Array, b: tuple, theta, rel) -> Array:
@@ -209,24 +226,35 @@ def pairwise_error(alpha: Array, grow: Array, shrink: Array, b: tuple, theta, re
     (≤ 6) are covered by γ_16, underflow by 4·2^-1074, the division by γ_3 (and its denominator
     rounded down by the same)."""
     ops = array_ops(alpha)
-    xp = ops.xp
     b_plus, b_minus = b
-    one_minus = (1 - alpha) + alpha * theta
+    # in place where it stays clear: the arrays are [.. query key] (the reference holds [n n])
+    one_minus = 1.0 - alpha
+    one_minus += alpha * theta
     one_minus *= 1 + 4 * U
     one_minus += TINY  # 1 − ᾱ_j, rounded up (θ·α̂ may underflow)
-    x_plus = b_plus - alpha * grow * (1 - rel)
-    c_plus = (1 + grow) * xp.clip(x_plus, min=0.0) + grow * one_minus  # C⁺, up to γ_16
+    c_plus = alpha * grow
+    c_plus *= -(1 - rel)
+    c_plus += b_plus  # X⁺
+    ops.fill_where_(c_plus, c_plus < 0, 0.0)
+    c_plus *= 1 + grow
+    c_plus += grow * one_minus  # C⁺, up to γ_16
     c_plus *= 1 + gamma(16)
     c_plus += 4 * TINY  # products that underflowed
-    x_minus = alpha * shrink * (1 - rel) - b_minus  # |X⁻|: shrink, b_minus ≤ 0
-    c_minus = xp.clip(x_minus, min=0.0) - shrink * one_minus  # |C⁻|, up to γ_16
+    c_minus = alpha * shrink
+    c_minus *= 1 - rel
+    c_minus -= b_minus  # |X⁻|: shrink, b_minus ≤ 0
+    ops.fill_where_(c_minus, c_minus < 0, 0.0)
+    c_minus -= shrink * one_minus  # |C⁻|, up to γ_16
+    del one_minus
     c_minus *= 1 + gamma(16)
     c_minus += 4 * TINY
-    denominator = (1 - c_minus) * (1 - gamma(3))
+    denominator = 1.0 - c_minus
+    denominator *= 1 - gamma(3)  # 1 − |C⁻| rounded down
     with ops.quiet():
-        ratio = c_minus / denominator * (1 + gamma(3))
-    ratio = ops.fill_where_(ratio, denominator <= 0, math.inf)
-    return ops.maximum_(ratio, c_plus)
+        c_minus /= denominator
+    c_minus *= 1 + gamma(3)
+    ops.fill_where_(c_minus, denominator <= 0, math.inf)
+    return ops.maximum_(c_minus, c_plus)
 
 
 def dense_bound(q, k, v, allowed: Array, terms: Terms):
