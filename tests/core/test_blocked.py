@@ -348,3 +348,51 @@ def test_weight_error_in_row_blocks_equals_one_pass(monkeypatch, shape):
                 err, unbounded = weight_error(alpha[one][None, :], rho[one][None, :].copy(), th, m)
                 np.testing.assert_array_equal(err[0], whole[0][one])
                 assert unbounded[0] == whole[1][index]
+
+
+@pytest.mark.parametrize("mask", ["causal", "full"])
+@pytest.mark.parametrize("scale", [0.5, 30.0, 3e3])  # flat to sharp: dense and sparse parts
+def test_a_block_scored_in_parts_gives_the_whole_blocks_results(monkeypatch, mask, scale):
+    """A block whose [batch query key] scores exceed blocks.BLOCK_ENTRIES is scored in parts of
+    fewer queries (at n = 2^20 a block's scores would otherwise take GBs): the float passes (numpy
+    and torch) agree with the whole blocks' in the last bits, and the rigorous pass still holds the
+    exact softmax and is as tight as the dense bound."""
+    from headcount.core.attention import blocks
+    from headcount.core.attention.torch_backend import torch_attend
+
+    n = ATTENTION_BLOCK + 40
+    q, k, v = random_qkv(11, n, scale)
+    boxes = [(a, np.abs(a) * 1e-12) for a in (q, k, v)]
+    whole = (attend(q, k, v, mask, FLOAT64), attention_bounds(*boxes, mask))
+    whole_torch = torch_attend(q, k, v, mask, FLOAT64)
+    parts = []
+    monkeypatch.setattr(blocks, "BLOCK_ENTRIES", 7 * n)  # 3 or 4 queries a part (batch 2)
+    original = blocks.dense_parts
+
+    def counted(*args):
+        got = list(original(*args))
+        parts.extend(got)
+        return iter(got)
+
+    for module in ("floats", "blocked_bound", "torch_backend"):
+        monkeypatch.setattr(f"headcount.core.attention.{module}.dense_parts", counted)
+    split = (attend(q, k, v, mask, FLOAT64), attention_bounds(*boxes, mask))
+    split_torch = torch_attend(q, k, v, mask, FLOAT64)
+    assert parts and all(stop - start <= 4 for start, stop, _ in parts)
+    assert all(keys == (stop if mask == "causal" else n) for _, stop, keys in parts)
+    tolerance = 16 * np.finfo(float).eps * np.abs(v).max()
+    assert np.max(np.abs(split[0] - whole[0])) <= tolerance
+    # torch decides sparse or dense sums per part, not per block: a sum of ≤ n terms in another order
+    assert np.max(np.abs(split_torch - whole_torch)) <= 4 * tolerance
+    (mid, rad), (whole_mid, whole_rad) = split[1], whole[1]
+    assert np.all(np.abs(mid - whole_mid) <= rad + whole_rad)
+    # a part with few keys may be bounded densely where its whole block was sparse (and a little
+    # tighter): the reference, the dense bound, is what both must match
+    allowed = np.tri(n, dtype=bool) if mask == "causal" else np.ones((n, n), dtype=bool)
+    dense_rad = dense_attention_bounds(*boxes, allowed)[1]
+    assert np.all(rad <= 1.01 * dense_rad + 1e-300)
+    one = [(a[:1], r[:1]) for a, r in boxes]  # the exact softmax, on batch element 0
+    box = attention_bounds(*one, mask)
+    assert_holds_exact_softmax(
+        [a for a, _ in one], [r for _, r in one], box, mask, np.random.default_rng(3)
+    )

@@ -246,8 +246,12 @@ def test_predict_bounds(capsys):
 
 
 def test_certify_n_1e6_is_refused_with_the_memory_estimate(capsys):
+    # about 8.5 GiB since dense blocks are scored in parts: refused under a 4 GiB limit, on any
+    # machine (the default limit is half of its memory)
     line = refused(
         capsys,
+        "--max-memory",
+        "4G",
         "induction",
         "certify",
         "--layers",
@@ -323,6 +327,9 @@ def test_evaluation_memory_estimate_matches_the_measurement():
         per_worker = (evaluation_bytes(4096, 19) - 9 * 4096**2) / WORKERS
     assert 0.6e9 < per_worker < 1.0e9
     assert 0.23e9 < evaluation_bytes(16384, 19) < 1.5e9
+    # n = 2^20: a dense block is scored in parts (core.attention.blocks.dense_parts), so the
+    # estimate no longer grows with block·n; the whole 11-input certificate peaked at 6.4 GB RSS
+    assert 6.4e9 < evaluation_bytes(2**20, 19) < 10e9
 
 
 # ---------------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ import numpy as np
 from headcount.common.errors import InputError, param
 from headcount.common.jsonable import JsonResult
 from headcount.common.resources import check_memory
-from headcount.core.attention import ATTENTION_BLOCK, current_algorithm
+from headcount.core.attention import ATTENTION_BLOCK, BLOCK_ENTRIES, current_algorithm
 from headcount.core.certify import WORKERS, Model
 from headcount.core.model import (
     AttentionHead,
@@ -342,8 +342,7 @@ TWO_LAYER_BYTES_PER_TOKEN = 8 * 2 * TWO_LAYER_DIM
 # n = 4096 on 2 workers; estimate 1.8 GB).
 EVAL_SCORE_COPIES = 6
 # The blocked passes' per-position arrays (residual boxes, q/k/v boxes, logits): bytes per position
-# per model dimension (measured: see tests/induction/test_construction_resources.py or the
-# benchmark's memory).
+# per model dimension (measured: see tests/induction/test_limits.py or the benchmark's memory).
 EVAL_POSITION_BYTES = 400
 # Work of evaluating one input of length n: heads · n² score entries, plus a fixed cost per input in
 # the same units (measured: certify's per-input overhead at small n is about a thousand score
@@ -363,14 +362,17 @@ def construction_bytes(layers: int, n: int, alphabet: int) -> float:
 def evaluation_bytes(n: int, d_model: int) -> float:
     """Memory of running a model of width d_model on a batch of length-n inputs (bytes, a float).
     The blocked passes (core.attention.settings) hold one query block's scores [block n] per head at
-    a time, and EVAL_POSITION_BYTES per position and model dimension; the reference holds [n n] ones
-    and the masks."""
+    a time (at most BLOCK_ENTRIES of them: core.attention.blocks.dense_parts), and
+    EVAL_POSITION_BYTES per position and model dimension; the reference holds [n n] ones and the
+    masks."""
     n, d_model = float(n), float(d_model)
     if current_algorithm() == "reference":
         chunk = max(8 * n * max(n, d_model), CHUNK_BYTES / 4)
         return 9 * n * n + WORKERS * EVAL_SCORE_COPIES * chunk
     block = min(n, float(ATTENTION_BLOCK))
-    chunk = max(8 * block * max(n, d_model), CHUNK_BYTES / 4)
+    # a block scored in full is split into parts of BLOCK_ENTRIES entries (one query at least)
+    scores = max(min(block * n, max(float(BLOCK_ENTRIES), n)), block * d_model)
+    chunk = max(8 * scores, CHUNK_BYTES / 4)
     return EVAL_POSITION_BYTES * n * d_model + WORKERS * EVAL_SCORE_COPIES * chunk
 
 

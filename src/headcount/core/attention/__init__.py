@@ -25,6 +25,7 @@ import numpy as np
 from headcount.core.attention import torch_backend
 from headcount.core.attention.blocks import (
     ATTENTION_BLOCK,
+    BLOCK_ENTRIES,
     causal_mask,
     exp_shifted,
     mask_bias,
@@ -67,6 +68,7 @@ __all__ = [
     "ALGORITHMS",
     "ATTENTION",
     "ATTENTION_BLOCK",
+    "BLOCK_ENTRIES",
     "BACKENDS",
     "DEVICES",
     "FAR",

@@ -15,7 +15,7 @@ import numpy as np
 from array_api_compat import device as device_of
 
 from headcount.core.attention.array_ops import array_ops
-from headcount.core.attention.blocks import query_blocks
+from headcount.core.attention.blocks import dense_parts, query_blocks
 from headcount.core.attention.counters import ATTENTION
 from headcount.core.attention.pruning import CellSums, key_groups, pruned_scores
 from headcount.core.attention.settings import pruning_enabled
@@ -94,25 +94,35 @@ def blocked_bound(host, box, mask: str):
     with ops.quiet():
         for start, stop, keys in query_blocks(n, causal, keys=keys_total):
             rows = slice(start, stop)
-            visible = (
-                ((start + 1 + stop) * (stop - start)) // 2 if causal else (stop - start) * keys
-            ) * heads
+            visible = _visible(start, stop, keys, causal) * heads
             block = None
-            sparse = head is not None and np.all(slack[..., rows] <= RHO_CAP)
-            if sparse and pruning is not None:
+            if pruning is not None and np.all(slack[..., rows] <= RHO_CAP):
                 block = pruned_block(head, pruning, slack[..., rows], start, visible)
-            if block is None:
-                s_hat = tqm[..., rows, :] @ kmT[..., :keys]  # [.. block key]
-            if block is None and sparse:
-                block = sparse_block(
-                    s_hat, head, ops.asarray(slack[..., rows], s_hat), start, causal, visible
-                )
-            if block is None:
-                block = dense_block(host, box, rows, keys, causal)
-                ATTENTION.add(dense_blocks=1, exponentiated=visible, computed=visible)
-            ATTENTION.add(score_entries=visible)
-            z_mid[..., rows, :], z_rad[..., rows, :] = block
+            if block is not None:
+                ATTENTION.add(score_entries=visible)
+                z_mid[..., rows, :], z_rad[..., rows, :] = block
+                continue
+            for lo, hi, seen in dense_parts(start, stop, keys, causal, heads):
+                part = slice(lo, hi)
+                visible = _visible(lo, hi, seen, causal) * heads
+                block = None
+                sparse = head is not None and np.all(slack[..., part] <= RHO_CAP)
+                s_hat = tqm[..., part, :] @ kmT[..., :seen]  # [.. block key]
+                if sparse:
+                    block = sparse_block(
+                        s_hat, head, ops.asarray(slack[..., part], s_hat), lo, causal, visible
+                    )
+                if block is None:
+                    block = dense_block(host, box, part, seen, causal)
+                    ATTENTION.add(dense_blocks=1, exponentiated=visible, computed=visible)
+                ATTENTION.add(score_entries=visible)
+                z_mid[..., part, :], z_rad[..., part, :] = block
     return z_mid, z_rad
+
+
+def _visible(start: int, stop: int, keys: int, causal: bool) -> int:
+    """The (query, key) pairs queries start..stop−1 see (keys 0..keys−1, or up to each query)."""
+    return ((start + 1 + stop) * (stop - start)) // 2 if causal else (stop - start) * keys
 
 
 def _head(host, box, terms: Terms, tame: bool) -> Head | None:

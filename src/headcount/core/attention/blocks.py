@@ -63,6 +63,25 @@ def query_blocks(
         yield start, stop, stop if causal else (n if keys is None else keys)
 
 
+# A block scored in full ([rows keys] per head, several float64 copies while it is bounded) is split
+# into parts of at most this many entries: 256 queries over 65536 keys, 128 MiB a copy. Below
+# n = 65536 nothing is split; at n = 2^20 a part has 16 queries, so the memory of a dense block no
+# longer grows with n (induction.construction.evaluation_bytes counts it).
+BLOCK_ENTRIES = ATTENTION_BLOCK * 2**16
+
+
+def dense_parts(
+    start: int, stop: int, keys: int, causal: bool, batch: int = 1
+) -> Iterator[tuple[int, int, int]]:
+    """query_blocks' block start..stop−1 (seeing keys 0..keys−1) as (start, stop, keys) parts of at
+    most BLOCK_ENTRIES [batch query key] entries each (at least one query a part): causal parts see
+    keys up to their own last query only."""
+    rows = max(1, min(stop - start, BLOCK_ENTRIES // max(1, keys * batch)))
+    for lo in range(start, stop, rows):
+        hi = min(stop, lo + rows)
+        yield lo, hi, hi if causal else keys
+
+
 def mask_diagonal(scores: np.ndarray, start: int, stop: int) -> None:
     """Set the masked entries of a causal query block's scores [.. block keys] to −inf (only the
     square of keys start..stop−1 holds any: earlier keys are all visible, later ones are not in the

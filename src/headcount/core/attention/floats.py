@@ -6,6 +6,8 @@ backend.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from headcount.core.attention.blocks import (
@@ -14,6 +16,7 @@ from headcount.core.attention.blocks import (
     NEGLIGIBLE_BITS,
     SPARSE_SHARE,
     cached_masks,
+    dense_parts,
     exp_shifted,
     mask_diagonal,
     negligible_cut,
@@ -57,18 +60,26 @@ def blocked_attend(
             if pruned is not None:
                 out[:, start:stop] = pruned
                 continue
-        scores = prec.after_op(q[..., start:stop, :] @ kT[..., :keys])  # [batch block keys]
-        if scale != 1.0:
-            scores = prec.after_op(scores * scores.dtype.type(scale))
-        if causal:
-            mask_diagonal(scores, start, stop)
-        sparse = None
-        if scores.ndim == 3 and v_max is not None:
-            sparse = _sparse_softmax_values(scores, v, v_max[:, keys - 1])
-        if sparse is None:
-            sparse = softmax_values(scores, v[..., :keys, :], prec)
-        out[..., start:stop, :] = sparse
+        for lo, hi, seen in dense_parts(start, stop, keys, causal, math.prod(q.shape[:-2])):
+            out[..., lo:hi, :] = _scored_block(q, kT, v, v_max, (lo, hi, seen), causal, prec, scale)
     return out
+
+
+def _scored_block(q, kT, v, v_max, part: tuple[int, int, int], causal: bool, prec, scale: float):
+    """blocked_attend's rows start..stop−1 from their scores against keys 0..keys−1 (part: (start,
+    stop, keys), at most blocks.BLOCK_ENTRIES entries per batch element)."""
+    start, stop, keys = part
+    scores = prec.after_op(q[..., start:stop, :] @ kT[..., :keys])  # [batch block keys]
+    if scale != 1.0:
+        scores = prec.after_op(scores * scores.dtype.type(scale))
+    if causal:
+        mask_diagonal(scores, start, stop)
+    sparse = None
+    if scores.ndim == 3 and v_max is not None:
+        sparse = _sparse_softmax_values(scores, v, v_max[:, keys - 1])
+    if sparse is None:
+        sparse = softmax_values(scores, v[..., :keys, :], prec)
+    return sparse
 
 
 def _float_groups(q, k, v, causal: bool, prec: Precision, scale: float) -> list | None:

@@ -33,6 +33,7 @@ from headcount.core.attention.blocks import (
     EXP_UNDERFLOW,
     LEFT_OUT_SHARE,
     NEGLIGIBLE_BITS,
+    dense_parts,
     negligible_cut,
     query_blocks,
 )
@@ -127,13 +128,15 @@ def torch_attend(
     kT = tk.transpose(-1, -2)
     out = torch.empty(tq.shape[:-1] + tv.shape[-1:], dtype=torch.float64, device=device)
     v_max = torch.cummax(tv.abs(), dim=-2).values  # [batch key d_value]: max_j |v_j| over keys 0..j
-    for start, stop, keys in query_blocks(n, mask == "causal", keys=keys_total):
-        scores = tq[:, start:stop] @ kT[..., :keys]  # [batch block keys]
-        if scale != 1.0:
-            scores.mul_(scale)
-        if mask == "causal":
-            torch_ops().mask_diagonal(scores, start, stop)
-        out[:, start:stop] = _softmax_values(scores, tv, keys, v_max[:, keys - 1])
+    causal = mask == "causal"
+    for block in query_blocks(n, causal, keys=keys_total):
+        for start, stop, keys in dense_parts(*block, causal, tq.shape[0]):
+            scores = tq[:, start:stop] @ kT[..., :keys]  # [batch block keys]
+            if scale != 1.0:
+                scores.mul_(scale)
+            if causal:
+                torch_ops().mask_diagonal(scores, start, stop)
+            out[:, start:stop] = _softmax_values(scores, tv, keys, v_max[:, keys - 1])
     return out.cpu().numpy().reshape(q.shape[:-1] + v.shape[-1:])
 
 
