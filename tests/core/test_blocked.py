@@ -382,7 +382,7 @@ def test_a_block_scored_in_parts_gives_the_whole_blocks_results(monkeypatch, mas
     assert all(keys == (stop if mask == "causal" else n) for _, stop, keys in parts)
     tolerance = 16 * np.finfo(float).eps * np.abs(v).max()
     assert np.max(np.abs(split[0] - whole[0])) <= tolerance
-    # torch decides sparse or dense sums per part, not per block: a sum of ≤ n terms in another order
+    # torch decides sparse or dense sums per part, not per block: ≤ n terms summed in another order
     assert np.max(np.abs(split_torch - whole_torch)) <= 4 * tolerance
     (mid, rad), (whole_mid, whole_rad) = split[1], whole[1]
     assert np.all(np.abs(mid - whole_mid) <= rad + whole_rad)

@@ -179,7 +179,7 @@ Neuron = tuple[
 ]  # (inputs row → weight, bias, outputs col → weight)
 
 
-def _mlp(d: int, neurons: list[Neuron], b_out: dict[int, float] | None = None) -> MLP:
+def relu_mlp(d: int, neurons: list[Neuron], b_out: dict[int, float] | None = None) -> MLP:
     """A ReLU MLP from its neurons: hidden_h = relu(Σ x_row·w + bias), x_col += Σ_h hidden_h·w."""
     W_in, b_in = np.zeros((d, len(neurons))), np.zeros(len(neurons))
     W_out, bias_out = np.zeros((len(neurons), d)), np.zeros(d)
@@ -224,10 +224,10 @@ def _new_flag_mlp(d: int, s: float) -> MLP:
     """Layer 1's MLP: H_BOT := 1 − clamp(8y − 2), y = i − DUP/s (1 iff σ_i is new: y ≤ 1/4; 0 for y
     ≥ 3/8)."""
     y = {POS_SCALED: 8 / s, DUP: -8 / s}
-    return _mlp(d, [(y, -2.0, {H_BOT: -1.0}), (y, -3.0, {H_BOT: 1.0})], b_out={H_BOT: 1.0})
+    return relu_mlp(d, [(y, -2.0, {H_BOT: -1.0}), (y, -3.0, {H_BOT: 1.0})], b_out={H_BOT: 1.0})
 
 
-def _pointer_layer(
+def pointer_layer(
     d: int, g: int, move_g: bool, move_h: bool, bit: int | None, gate: float
 ) -> Layer:
     """Layer t ≥ 3: attend to the position G points at, read its G (move_g) and H (move_h), move
@@ -247,7 +247,7 @@ def _pointer_layer(
             neurons += _select(read, state, bit, gate)
         else:
             neurons += _move(read, state)
-    return Layer((head,), _mlp(d, neurons))
+    return Layer((head,), relu_mlp(d, neurons))
 
 
 def _build(
@@ -289,15 +289,13 @@ def _build(
         W_Q, W_K = np.zeros((d, 1)), np.zeros((d, 1))
         W_Q[ONE, 0], W_K[FIRST, 0] = sink_q, 1.0
         hop_bits = AttentionHead(W_Q, W_K, *copy_values(d, bits, bits))
-        second = Layer((find, hop_bits), _mlp(d, [n for col in bits for n in _clean_bit(col)]))
+        second = Layer((find, hop_bits), relu_mlp(d, [n for col in bits for n in _clean_bit(col)]))
 
     stack = [first, second]
     for t in range(3, layers + 1):
         m = t - 3
         move_h = variable or bool(((hops - 1) >> m) & 1)
-        stack.append(
-            _pointer_layer(d, g, t < layers, move_h, bits[m] if variable else None, c.gate)
-        )
+        stack.append(pointer_layer(d, g, t < layers, move_h, bits[m] if variable else None, c.gate))
 
     W_U = np.zeros((d, alphabet + 1))  # [d_model alphabet+1], last column ⊥
     b_U = np.zeros(alphabet + 1)
