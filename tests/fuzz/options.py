@@ -126,6 +126,7 @@ def commands(
                 "--out": V.WRITE_PATHS,
                 "--layout": _choice("Plain", "hop_prefix", "hop-prefix", "plain"),
                 "--max-hops": V.INT,
+                "--depth": _choice("Floor", "floor ", "round", "ceil", "floor"),
             },
             alone={
                 "--max-hops": {
@@ -191,6 +192,8 @@ def commands(
                 "--n": V.INT,
                 "--alphabet": V.INT,
                 "--layout": _choice("hop-prefix", "Plain"),
+                "--depth": _choice("FLOOR", "floor", "ceil", "both", ""),
+                "--model": V.READ_PATHS,
             },
         ),
         Command(

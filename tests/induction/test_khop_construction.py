@@ -34,13 +34,12 @@ from headcount.induction.multihop.construction import (
     MAX_CONSTRUCTION_HOPS,
     READ_G,
     READ_H,
-    construction_request,
     khop_construction,
     khop_layers,
     variable_hop_construction,
-    write_requested_construction,
 )
 from headcount.induction.multihop.families import KHOP_FAMILIES
+from headcount.induction.multihop.request import construction_request, write_requested_construction
 from tests.cli_run import refused, run
 
 RANDOM_HOPS = (1, 2, 3, 4, 5, 7, 8, 15, 16)
@@ -376,6 +375,7 @@ def test_written_files_load_with_the_same_answers(tmp_path):
         "n": 12,
         "alphabet": 3,
         "hops": 3,
+        "depth": "ceil",
     }
     assert np.array_equal(predict(load_model(result.path), sigma), task.induction_targets(sigma, 3))
     result = write_requested_construction(
@@ -420,6 +420,7 @@ def test_construct_command(capsys, tmp_path):
         "n": 16,
         "alphabet": 4,
         "hops": 5,
+        "depth": "ceil",
     }
     code, out, _ = run(
         capsys,

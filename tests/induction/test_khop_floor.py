@@ -4,12 +4,14 @@ k-hop-hard inputs at n = 256, certified exhaustively; the residual state layer b
 module docstring says."""
 
 import dataclasses
+import json
 import math
 
 import numpy as np
 import pytest
 
 from headcount.core.certify.evaluate import predict
+from headcount.core.model.files import load_model
 from headcount.core.passes.forward import residual_stream
 from headcount.induction import task
 from headcount.induction.certification import certify_induction
@@ -29,6 +31,8 @@ from headcount.induction.multihop.floor import (
     floor_levels,
     floor_shape,
 )
+from headcount.induction.source import ModelSource
+from tests.cli_run import refused, run
 from tests.induction.test_khop_construction import _arrays, chase, hard_inputs
 
 
@@ -109,3 +113,57 @@ def test_state_layer_by_layer(k):
         token = np.take_along_axis(tokens, np.maximum(h, 0), axis=1)
         for col, digit in ((H_HI, token // tb), (H_LO, token % tb)):
             assert np.abs(x[..., col] - digit)[~bottom].max(initial=0) <= 1 / 16, t
+
+
+# ---------------------------------------------------------------------------------------------
+# Picked by name: `construct --depth`, `certify --layers auto --depth`, ModelSource(depth=…)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_construct_and_certify_pick_the_depth_by_name(capsys, tmp_path):
+    out = tmp_path / "floor.safetensors"
+    code, text, _ = run(capsys, "induction", "construct", "--hops", "5", "--depth", "floor",
+                        "--n", "20", "--alphabet", "4", "--out", str(out), "--json")  # fmt: skip
+    written = json.loads(text)
+    assert code == 0 and written["depth"] == "floor" and written["layers"] == 4
+    assert written["heads"] == [5, 1, 1, 1] and written["dim"] == KHOP_DIM + 2 + 5 * 5
+    sigma = task.uniform(np.random.default_rng(1), 8, 20, 4)
+    assert np.array_equal(predict(load_model(out), sigma), task.induction_targets(sigma, 5))
+    for depth, layers in (("floor", 3), ("ceil", 4)):
+        code, text, _ = run(capsys, "induction", "certify", "--layers", "auto", "--depth", depth,
+                            "--hops", "3", "--n", "6", "--alphabet", "3", "--json")  # fmt: skip
+        cert = json.loads(text)
+        assert code == 0 and cert["certified"] and cert["layers"] == layers
+        want = "khop_floor_levels" if depth == "floor" else "khop_pointer_doubling"
+        assert cert["construction"] == want
+    source = ModelSource(layers="auto", depth="floor")
+    assert source.check(30, 4, hops=6) == floor_shape(30, 6)
+    assert source.load(30, 4, hops=6).info["depth"] == "floor"
+    assert ModelSource(layers=2, depth="floor").load(9, 2, hops=1).info["depth"] == "floor"
+
+
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["construct", "--hops", "3", "--depth", "flor"], "--depth 'flor': give ceil"),
+        (["construct", "--layers", "2", "--depth", "floor"], "--depth names the construction"),
+        (
+            ["construct", "--max-hops", "3", "--layout", "hop-prefix", "--depth", "floor"],
+            "--depth names the construction",
+        ),  # fmt: skip
+        (
+            ["construct", "--hops", "6", "--layers", "5", "--depth", "floor"],
+            "--layers 5 does not fit --hops 6 --depth floor: its construction has 4 layers",
+        ),  # fmt: skip
+        (["certify", "--layers", "3", "--hops", "4", "--depth", "floor"], "has 4 layers"),
+        (
+            ["certify", "--model", "m.safetensors", "--hops", "4", "--depth", "floor"],
+            "--depth names a construction: with --model FILE",
+        ),  # fmt: skip
+    ],
+)
+def test_depth_refusals_are_one_line(capsys, tmp_path, argv, needle):
+    sizes = ["--n", "8", "--alphabet", "3"]
+    out = ["--out", str(tmp_path / "x.safetensors")] if argv[0] == "construct" else []
+    line = refused(capsys, "induction", *argv, *sizes, *out)
+    assert needle in line

@@ -86,6 +86,15 @@ def induction_solve(
     emit(result.to_json(), as_json, " ".join(result.outputs_text))
 
 
+DepthOpt = typer.Option(
+    None,
+    "--depth",
+    help="The k-hop construction with --hops k: ceil (default; ⌈log₂ k⌉ + 2 layers, width 28) or "
+    "floor (⌊log₂ k⌋ + 2 layers; layer 1 has one head per binary level of the position, width "
+    "40 + 5⌈log₂ n⌉).",
+)
+
+
 @app.command("construct")
 def induction_construct(
     layers: int | None = typer.Option(
@@ -112,8 +121,10 @@ def induction_construct(
         "--hops",
         help="k of the k-hop task, 1 ≤ k ≤ 65536: the pointer-doubling construction with ⌈log₂ k⌉ "
         "+ 2 "
-        "layers (k = 1: the 2-layer construction); --layout plain only.",
+        "layers (k = 1: the 2-layer construction), or with --depth floor ⌊log₂ k⌋ + 2; --layout "
+        "plain only.",
     ),
+    depth: str | None = DepthOpt,
     layout: str = typer.Option(
         "plain",
         "--layout",
@@ -130,9 +141,9 @@ def induction_construct(
     as_json: bool = JsonOpt,
 ) -> None:
     """Build a construction and write it as a model file."""
-    from headcount.induction.multihop.construction import write_requested_construction
+    from headcount.induction.multihop.request import write_requested_construction
 
-    result = write_requested_construction(out, n, alphabet, layers, hops, layout, max_hops)
+    result = write_requested_construction(out, n, alphabet, layers, hops, layout, max_hops, depth)
     human = (
         f"wrote {out}: {result.layers} layer(s), heads {list(result.heads_per_layer)}, dim "
         f"{result.d_model}"
@@ -179,8 +190,10 @@ def induction_certify(
         "--layers",
         help="Certify a construction: 1 or 2 (induction heads), or auto — the construction for "
         "--hops k "
-        "(⌈log₂ k⌉ + 2 layers; an integer with k ≥ 2 must be that depth).",
+        "(⌈log₂ k⌉ + 2 layers, or ⌊log₂ k⌋ + 2 with --depth floor; an integer must be that "
+        "depth).",
     ),
+    depth: str | None = DepthOpt,
     n: int = typer.Option(
         ...,
         "--n",
@@ -266,7 +279,7 @@ def induction_certify(
     from headcount.induction.certification import certify_induction
     from headcount.induction.source import ModelSource
 
-    source = ModelSource(model_file=model_file, layers=layers)
+    source = ModelSource(model_file=model_file, layers=layers, depth=depth)
     with attention_backend(backend, device):
         result = certify_induction(
             source, n, alphabet, samples, seed, hops, layout=layout,

@@ -435,9 +435,9 @@ def load_model_file(path: str | os.PathLike) -> Model:
 @dataclass(frozen=True)
 class ConstructionFile:
     """A construction written to `path`: its shape (heads per layer, residual width) and task size;
-    the k-hop constructions add their hop count (`hops`) or, in the hop-prefix layout, `layout` and
-    `max_hops` (keys left out of the JSON where None, so the 1- and 2-layer files read as they
-    always did)."""
+    the k-hop constructions add their hop count (`hops`) and depth's name (`depth`: ceil or floor)
+    or, in the hop-prefix layout, `layout` and `max_hops` (keys left out of the JSON where None, so
+    the 1- and 2-layer files read as they always did)."""
 
     path: str
     layers: int
@@ -448,6 +448,7 @@ class ConstructionFile:
     hops: int | None = None
     layout: str | None = None
     max_hops: int | None = None
+    depth: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -458,7 +459,12 @@ class ConstructionFile:
             "n": self.n,
             "alphabet": self.alphabet,
         }
-        extra = {"hops": self.hops, "layout": self.layout, "max_hops": self.max_hops}
+        extra = {
+            "hops": self.hops,
+            "layout": self.layout,
+            "max_hops": self.max_hops,
+            "depth": self.depth,
+        }
         return out | {key: value for key, value in extra.items() if value is not None}
 
 

@@ -4,16 +4,16 @@ A source is exactly one of
 
 * a model file (`model_file`): any model headcount reads (core.model.load_model), its shape known
   once read;
-* a construction (`layers`): 1 or 2 (induction heads), or "auto" / the k-hop depth ⌈log₂ k⌉ + 2 —
-  the construction for the task's hop count k (induction/multihop/construction.py), at the task's
-  (n, alphabet);
+* a construction (`layers`): 1 or 2 (induction heads), or "auto" / the k-hop construction's depth
+  for the task's hop count k, at the task's (n, alphabet); `depth` names which (multihop/request.py:
+  "ceil", ⌈log₂ k⌉ + 2 layers, the default; "floor", ⌊log₂ k⌋ + 2);
 * a seeded random one-layer table model (`random_seed`, with `heads` and `dim`): the lower-bound
   commands' (INDEX protocol and refute), over the tokens 0, 1, ? at length 2k+1.
 
 The commands that run the task (certify, predict) take a model file or a construction: `check(n,
 alphabet, hops, layout)` checks that the choice is coherent and the construction exists for those
 sizes, and returns its shape before anything is built (the construction's own:
-construction.construction_shape, multihop.construction.khop_shape); `load(…)` reads or builds it.
+construction.construction_shape, multihop.request.hop_shape); `load(…)` reads or builds it.
 The INDEX commands take a one-layer model file or a random model:
 `lower_bound.setup.load_index_model(source, k)`. Options that only describe another kind of source
 are refused, not ignored. Messages name the parameters (common.errors.param), as the command line
@@ -34,12 +34,13 @@ from headcount.induction.construction import (
     construction_shape,
     load_model_file,
 )
-from headcount.induction.multihop.construction import (
+from headcount.induction.multihop.construction import check_khop_sizes
+from headcount.induction.multihop.request import (
     check_depth,
-    check_khop_sizes,
-    khop_construction,
-    khop_layers,
-    khop_shape,
+    check_depth_name,
+    hop_construction,
+    hop_layers,
+    hop_shape,
 )
 
 
@@ -47,13 +48,14 @@ from headcount.induction.multihop.construction import (
 class ModelSource:
     """Where a model comes from (module docstring): `model_file`, or `layers` (a construction), or
     `random_seed` with `heads` and `dim` (a random one-layer table model, for the INDEX
-    commands)."""
+    commands); `depth` (None: ceil) names the k-hop construction."""
 
     model_file: str | os.PathLike | None = None
     layers: int | str | None = None
     random_seed: int | None = None
     heads: int | None = None
     dim: int | None = None
+    depth: str | None = None
 
     @property
     def from_file(self) -> bool:
@@ -81,7 +83,8 @@ class ModelSource:
                 ) from None
         elif isinstance(layers, str):
             layers = "auto"
-        if layers != "auto" and hops == 1:
+        depth = check_depth_name(self.depth)
+        if layers != "auto" and hops == 1 and depth == "ceil":
             return layers
         if layout != "plain":
             raise InputError(
@@ -90,9 +93,8 @@ class ModelSource:
                 "certify it "
                 f"with {param('model')} FILE"
             )
-        return check_depth(
-            None if layers == "auto" else layers, khop_layers(hops), f"{param('hops')} {hops}"
-        )
+        what = f"{param('hops')} {hops}" + ("" if depth == "ceil" else f" {param('depth')} floor")
+        return check_depth(None if layers == "auto" else layers, hop_layers(hops, depth), what)
 
     def shape(
         self, n: int | None = None, hops: int = 1, layout: str = "plain"
@@ -111,7 +113,13 @@ class ModelSource:
         layers = self.construction_layers(hops, layout)
         if layers is None:
             return None
-        return khop_shape(hops) if hops >= 2 else construction_shape(layers, n)
+        if self._hop_model(hops):
+            return hop_shape(n, hops, check_depth_name(self.depth))
+        return construction_shape(layers, n)
+
+    def _hop_model(self, hops: int) -> bool:
+        """Whether the construction is a k-hop one (k ≥ 2, or any k at depth floor)."""
+        return hops >= 2 or check_depth_name(self.depth) == "floor"
 
     def check(
         self, n: int | None, alphabet: int | None, hops: int = 1, layout: str = "plain"
@@ -127,6 +135,11 @@ class ModelSource:
                 "(the protocol and refute commands): this command runs a model file or a "
                 "construction"
             )
+        if self.model_file is not None and self.depth is not None:
+            raise InputError(
+                f"{param('depth')} names a construction: with {param('model')} FILE the file's "
+                "model is used"
+            )
         if (self.model_file is None) == (layers is None):
             raise InputError(
                 f"give exactly one of {param('model')} FILE or {param('layers')} {{1,2}} "
@@ -136,7 +149,7 @@ class ModelSource:
             return None
         if n is None or alphabet is None:
             raise InputError(f"{param('layers')} needs {param('n')} N and {param('alphabet')} S")
-        if hops >= 2:
+        if self._hop_model(hops):
             check_khop_sizes(n, alphabet, hops)
         else:
             check_sizes(n, alphabet, layers)
@@ -155,6 +168,6 @@ class ModelSource:
         self.check(n, alphabet, hops, layout)
         if self.model_file is not None:
             return load_model_file(self.model_file)
-        if hops >= 2:
-            return khop_construction(n, alphabet, hops)
+        if self._hop_model(hops):
+            return hop_construction(n, alphabet, hops, check_depth_name(self.depth))
         return build_construction(self.construction_layers(hops, layout), n, alphabet)

@@ -7,8 +7,8 @@ the latest j < i with σ_j = σ_i (⊥ if none; ⊥ propagates), in L(k) = ⌈lo
   (induction/layouts.py: the hop token S + k − 1 at position 1, then the n characters).
 * :func:`khop_shape`, :func:`variable_hop_shape` — their shapes (heads per layer, d_model) before
   they are built, for the resource bounds (induction/source.py's ModelSource.shape).
-* :func:`write_requested_construction` — `headcount induction construct` with the `hops`, `layout`
-  and `max_hops` parameters (without them: construction.write_construction, unchanged).
+* (request.py writes what `headcount induction construct` asks for, this construction or
+  floor.py's.)
 
 Design. Positions i = 1..N (N = n, or n + 1 with the hop token); a pointer is a position, coded by
 the two base-B digits of i − 1 (POS_* of construction.py); ⊥ is the pointer 1 (the sink: find(i) ≥ 2
@@ -67,13 +67,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 
 import numpy as np
 
 from headcount.common.errors import InputError, param
 from headcount.common.jsonable import JsonResult
-from headcount.common.resources import check_memory
 from headcount.common.validate import check_int
 from headcount.core.model import MLP, AttentionHead, Layer, LinearDecoder, Transformer
 from headcount.induction.construction import (
@@ -89,7 +87,6 @@ from headcount.induction.construction import (
     TOKEN_HI2,
     TOKEN_LO,
     TOKEN_LO2,
-    ConstructionFile,
     ModelShape,
     base_embedding,
     check_sizes,
@@ -97,13 +94,10 @@ from headcount.induction.construction import (
     digit_base,
     layer_one_heads,
     nearest_head,
-    save_construction,
     two_layer_induction,
     two_layer_shape,
     write_codes,
-    write_construction,
 )
-from headcount.induction.layouts import check_layout
 
 # Residual columns after the two-layer construction's 0..16 (TOKEN_*, POS_*, PREV_*, ONE,
 # POS_SCALED, COPIED, DUP).
@@ -345,109 +339,3 @@ def variable_hop_construction(n: int, alphabet: int, max_hops: int) -> Transform
     context n + 1, vocabulary S + K (the hop tokens S..S+K−1), outputs the S characters and ⊥."""
     max_hops = check_khop_sizes(n, alphabet, max_hops, "max_hops")
     return _build(n + 1, alphabet, max_hops, khop_layers(max_hops), None)
-
-
-# ---------------------------------------------------------------------------------------------
-# The request of `headcount induction construct`
-# ---------------------------------------------------------------------------------------------
-
-
-def khop_construction_bytes(n: int, alphabet: int, layers: int, hop_tokens: int = 0) -> float:
-    """Memory a k-hop construction takes while it is built (bytes, a float: any size is safe)."""
-    d = float(KHOP_DIM + (layers - 2 if hop_tokens else 0))
-    positions = float(n) + (1.0 if hop_tokens else 0.0)
-    vocab = float(alphabet) + float(hop_tokens)
-    heads = 8.0 * layers * 6 * d * d  # W_Q, W_K, W_V, W_O and the MLPs, generously
-    return (
-        (8 * d + BYTES_PER_POSITION_EXTRA) * positions
-        + 8 * d * (vocab + float(alphabet) + 1)
-        + heads
-    )
-
-
-@dataclasses.dataclass(frozen=True)
-class KHopRequest:
-    """What `construct` asked for, after its checks: `kind` "layers"
-    (construction.write_construction), "khop" (fixed k) or "variable" (hop-prefix, every k ≤
-    max_hops)."""
-
-    kind: str
-    layers: int
-    hops: int | None = None
-    max_hops: int | None = None
-
-
-def construction_request(
-    layers: int | None, hops: int | None, layout: str, max_hops: int | None, n: int, alphabet: int
-) -> KHopRequest:
-    """Check the parameters of `construct` together; InputError names the parameter and what is
-    allowed."""
-    layout = check_layout(layout)
-    hops_, layout_, max_hops_ = param("hops"), param("layout"), param("max_hops")
-    if layout == "hop-prefix":
-        if hops is not None:
-            raise InputError(
-                f"{hops_} is for {layout_} plain: a hop-prefix model answers each k ≤ {max_hops_} K"
-            )
-        if max_hops is None:
-            raise InputError(
-                f"{layout_} hop-prefix needs {max_hops_} K (the model answers every k ≤ K)"
-            )
-        K = check_khop_sizes(n, alphabet, max_hops, "max_hops")
-        return KHopRequest(
-            "variable", check_depth(layers, khop_layers(K), f"{max_hops_} {K}"), max_hops=K
-        )
-    if max_hops is not None:
-        raise InputError(
-            f"{max_hops_} is for {layout_} hop-prefix: with {layout_} plain give {hops_} k"
-        )
-    if hops is None:
-        if layers is None:
-            raise InputError(
-                f"give {param('layers')} {{1,2}} or {hops_} k (or {layout_} hop-prefix "
-                f"{max_hops_} K)"
-            )
-        return KHopRequest("layers", layers)
-    k = check_khop_sizes(n, alphabet, hops, "hops")
-    if k == 1 and layers in (None, 1, 2):  # today's constructions: hop 1 is induction heads
-        return KHopRequest("layers", 2 if layers is None else layers)
-    return KHopRequest("khop", check_depth(layers, khop_layers(k), f"{hops_} {k}"), hops=k)
-
-
-def check_depth(layers: int | None, depth: int, what: str) -> int:
-    """`depth` unless `layers` is given and differs (InputError: `layers` does not fit `what`)."""
-    if layers is not None and layers != depth:
-        raise InputError(
-            f"{param('layers')} {layers} does not fit {what}: its construction has {depth} layers"
-        )
-    return depth
-
-
-def write_requested_construction(
-    out: str | os.PathLike,
-    n: int,
-    alphabet: int,
-    layers: int | None = None,
-    hops: int | None = None,
-    layout: str = "plain",
-    max_hops: int | None = None,
-) -> ConstructionFile:
-    """`headcount induction construct`: the requested construction (construction_request) written to
-    `out`, after the memory guard (two copies: safetensors serialises one)."""
-    request = construction_request(layers, hops, layout, max_hops, n, alphabet)
-    if request.kind == "layers":  # today's 1- and 2-layer files; hops = 1 is said in the result
-        written = write_construction(request.layers, n, alphabet, out)
-        return written if hops is None else dataclasses.replace(written, hops=1)
-    tokens = request.max_hops or 0
-    check_memory(
-        2 * khop_construction_bytes(n, alphabet, request.layers, tokens),
-        f"the {request.layers}-layer k-hop construction at {param('n')} {n} {param('alphabet')} "
-        f"{alphabet}",
-    )
-    if request.kind == "variable":
-        model = variable_hop_construction(n, alphabet, request.max_hops)
-        return save_construction(
-            model, n, alphabet, out, layout="hop-prefix", max_hops=request.max_hops
-        )
-    model = khop_construction(n, alphabet, request.hops)
-    return save_construction(model, n, alphabet, out, hops=request.hops)
