@@ -37,9 +37,10 @@ NAMES = (
     "minmax-2head-m8-n8",
     "xor-n8",
     "khop-8hop-n128-s4",
+    "khop-7hop-floor-n128-s4",
 )
 TWO_LAYER = NAMES[:3]
-TL_NAMES = (*TWO_LAYER, "minmax-2head-m8-n8", "khop-8hop-n128-s4")
+TL_NAMES = (*TWO_LAYER, "minmax-2head-m8-n8", "khop-8hop-n128-s4", "khop-7hop-floor-n128-s4")
 HEAD_KEYS = {"layer", "head", "role", "mechanism", "query", "key", "value"}
 ROLES_KEYS = {
     "name",
@@ -143,6 +144,14 @@ def test_roles_are_the_constructions(exported):
         "mlp": False,
     }
     assert exported["minmax-2head-m8-n8"][1]["code_dim"] == 17
+    floor = exported["khop-7hop-floor-n128-s4"][1]
+    assert roles["khop-7hop-floor-n128-s4"] == ["level_match"] * 7 + [
+        "induction",
+        "find^2",
+        "find^4",
+    ]
+    assert floor["construction"] == "khop_floor_levels" and floor["layers"][0]["heads"] == 7
+    assert "--depth floor" in floor["certificate"]["command"]
 
 
 def test_two_layer_roles_name_the_coordinates_each_head_reads_and_writes():

@@ -49,8 +49,13 @@ from headcount.common.validate import check_choice, filling_folder
 from headcount.core.model import OneLayerTable, Transformer, save_model
 from headcount.induction.certification import certify_induction
 from headcount.induction.construction import one_layer_induction, two_layer_induction
-from headcount.induction.multihop.construction import khop_construction
-from headcount.induction.roles import khop_roles, one_layer_roles, two_layer_roles
+from headcount.induction.multihop.request import hop_construction
+from headcount.induction.roles import (
+    khop_floor_roles,
+    khop_roles,
+    one_layer_roles,
+    two_layer_roles,
+)
 from headcount.minmax.certification import certify_minmax
 from headcount.minmax.construction import build_construction, code_dim, two_head_roles
 from headcount.minmax.model import MinMaxModel, save_minmax
@@ -105,6 +110,8 @@ def _certify_induction(
     cert = c.certificate
     layers = len(model.layers) if isinstance(model, Transformer) else 1
     hop_option = (("hops", hops),) if hops > 1 else ()
+    if "depth" in sizes:  # the construction is picked by its depth's name
+        hop_option += (("depth", sizes["depth"]),)
     options = (("layers", layers), ("n", n), ("alphabet", alphabet), ("samples", CERTIFY_SAMPLES))
     summary = {
         "certified": cert.certified,
@@ -196,8 +203,10 @@ MINMAX = Kind(
 )
 KHOP = Kind(
     task="khop",
-    build=lambda s: khop_construction(s["n"], s["alphabet"], s["hops"]),
-    roles=lambda s, model: khop_roles(s["n"], s["alphabet"], s["hops"]),
+    build=lambda s: hop_construction(s["n"], s["alphabet"], s["hops"], s.get("depth", "ceil")),
+    roles=lambda s, model: (khop_floor_roles if s.get("depth") == "floor" else khop_roles)(
+        s["n"], s["alphabet"], s["hops"]
+    ),
     certify=_certify_induction,
     save=lambda s, model, path: save_model(model, path),
     weight_forms=lambda s, model: {"": model},
@@ -286,6 +295,14 @@ ENTRIES: tuple[ZooEntry, ...] = (
         "(⌈log₂ 8⌉ + 2 = 5 layers, d_model 28)",
         KHOP,
         {"n": 128, "alphabet": 4, "hops": 8},
+    ),
+    ZooEntry(
+        "khop-7hop-floor-n128-s4",
+        "k-hop induction heads, k = 7, at n = 128, S = 4 in ⌊log₂ 7⌋ + 2 = 4 layers (one fewer "
+        "than pointer doubling needs): seven level heads find the latest strictly earlier match, "
+        "then pointer heads following find, find^2, find^4 (d_model 75)",
+        KHOP,
+        {"n": 128, "alphabet": 4, "hops": 7, "depth": "floor"},
     ),
 )
 NAMES = tuple(e.name for e in ENTRIES)

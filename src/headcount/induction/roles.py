@@ -233,6 +233,59 @@ def khop_roles(n: int, alphabet: int, hops: int) -> dict[str, Any]:
     }
 
 
+def khop_floor_roles(n: int, alphabet: int, hops: int) -> dict[str, Any]:
+    """The roles floor_construction(n, alphabet, hops) is built with, as JSON: layer 0 one level
+    head per binary level of the position, each later layer one pointer head
+    (induction/multihop/floor.py)."""
+    from headcount.induction.multihop import construction as kc
+    from headcount.induction.multihop import floor
+
+    _check_sizes(n, alphabet)
+    model = floor.floor_construction(n, alphabet, hops)
+    heads = []
+    for level in range(model.info["parameters"]["levels"]):
+        key, fv, out_hi, out_lo, out_fv = floor.level_columns(level)
+        heads.append(
+            {
+                "layer": 0,
+                "head": level,
+                "role": "level_match",
+                "mechanism": f"attends to the latest earlier key with σ_p's token whose position "
+                f"agrees with p's above bit {level} and has bit {level} = 0 where p's is 1, "
+                "else to p itself; the layer's ReLU MLP keeps the first level that found one: "
+                "find(p)",
+                "query": "σ_p's digits and the constant (ONE: 10)",
+                "key": f"the key's token digits and squares (0–3) and its level bias ({key})",
+                "value": f"the next position's digits → ({out_hi}, {out_lo}); the level flag's "
+                f"key part ({fv}) → {out_fv}",
+            }
+        )
+    for layer in range(1, len(model.layers)):
+        r = 2 ** (layer - 1)
+        heads.append(
+            {
+                "layer": layer,
+                "head": 0,
+                "role": pointer_role(layer + 1),
+                "mechanism": f"attends to the position its pointer G = find^{r}(p) names (nearest "
+                f"position) and reads that position's G (→ find^{2 * r}) and H (→ H∘find^{r}, "
+                f"kept where bit {layer - 1} of k = {hops} is set); the layer's ReLU MLP moves "
+                "the reads into the state exactly",
+                "query": f"G's digits ({kc.G_HI}, {kc.G_LO})",
+                "key": "the key's own position digits and their squares (POS_HI..POS_LO2: 4–7)",
+                "value": f"G, H and H's ⊥ flag ({kc.G_HI}–{kc.H_BOT}) into the read slots "
+                f"({kc.TG_HI}–{kc.TH_BOT})",
+            }
+        )
+    roles = khop_roles(n, alphabet, 2)  # the same decoder
+    return roles | {
+        "construction": model.info["construction"],
+        "hops": hops,
+        "parameters": model.info["parameters"],
+        "heads": heads,
+    }
+
+
 def _check_sizes(n: int, alphabet: int) -> None:
     check_int("n", n, 1)
     check_int("alphabet", alphabet, 2)
