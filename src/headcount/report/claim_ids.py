@@ -29,6 +29,7 @@ CLAIM_IDS = (
     "induction.one_layer.minimal",
     "induction.separation",
     "induction.khop.construction",
+    "induction.khop.floor",
     "induction.heads.mechanism",
     "induction.khop.mechanism",
     "learning.induction.depth",

@@ -40,6 +40,7 @@ from headcount.report.induction import (
     index_floor_figure,
     khop_construction,
     khop_construction_figures,
+    khop_floor,
     khop_mechanism,
     mechanism,
 )
@@ -71,6 +72,7 @@ CLAIM_MODULES = (
     khop,
     khop_construction,
     khop_construction_figures,
+    khop_floor,
     khop_mechanism,
     mechanism,
 )
