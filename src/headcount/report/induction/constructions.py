@@ -39,7 +39,7 @@ Cases = list[
 # Beyond n = 65536 a sampled certificate's dense work count (inputs · heads · n², 3.6·10¹³ score
 # entries at n = 2^20 with 11 inputs) passes certify's default limit of 2^38 per pass; the
 # constructions' keys are pruned (core.attention.pruning), so far fewer are scored, and the report
-# raises the limit for them (induction certify --max-work).
+# raises the limit for them (certify_induction's max_work).
 LARGE_N = 65536
 LARGE_N_WORK = 1e14
 
