@@ -72,8 +72,8 @@ CLAIM_MODULES = (
     khop,
     khop_construction,
     khop_construction_figures,
-    khop_floor,
     khop_mechanism,
+    khop_floor,
     mechanism,
 )
 RESULTS_DB = (
