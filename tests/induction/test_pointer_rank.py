@@ -15,7 +15,7 @@ import pytest
 
 from headcount.common.errors import InputError
 from headcount.core.numbers.gordan import check_gordan
-from headcount.induction.multihop import pointer_rank
+from headcount.induction.multihop import pointer_rank, pointer_shift
 from headcount.induction.multihop.pointer_rank import (
     FAMILIES,
     PointerRank,
@@ -25,8 +25,10 @@ from headcount.induction.multihop.pointer_rank import (
     gap_index,
     minimal_pointer_rank,
     pointer_features,
+    pointer_rank_bounds,
     pointer_rows,
     pointer_scores,
+    refuting_gap,
     search_pointer_rank,
 )
 
@@ -37,7 +39,7 @@ R_MIN = {4: 4, 6: 5, 8: 6}
 
 @pytest.fixture(scope="module")
 def chains() -> dict[tuple[str, int], list[PointerRank]]:
-    return {(f, n): minimal_pointer_rank(f, n, 10) for f in FAMILIES for n in SMALL}
+    return {(f, n): minimal_pointer_rank(f, n, 10, optimal=True) for f in FAMILIES for n in SMALL}
 
 
 def strict_result(chains, family: str = "poly", n: int = 8) -> PointerRank:
@@ -189,7 +191,7 @@ def test_no_strict_verdict_from_the_float_lp_alone(monkeypatch):
         pointer_rank, "rationalise", lambda a: tuple((Fraction(0),) * len(a) for _ in a)
     )
     with pytest.raises(PointerRankError, match="exact margin"):
-        search_pointer_rank("poly", 6, 6)
+        search_pointer_rank("poly", 6, 6, optimal=True)
 
 
 def test_no_infeasible_verdict_from_the_float_lp_alone(monkeypatch):
@@ -198,3 +200,134 @@ def test_no_infeasible_verdict_from_the_float_lp_alone(monkeypatch):
     monkeypatch.setattr(pointer_rank, "margin_lp", lambda M: (0.0, *real(M)[1:]))
     with pytest.raises(PointerRankError, match="no exact Gordan"):
         search_pointer_rank("fourier", 6, 6)
+
+
+# The shift lift (pointer_shift.py) and the boundary search built on it.
+# measured, and certified below: poly r(n) = 1 + the least degree rising on n − 1 points
+POLY_R = {8: 6, 16: 8, 32: 11, 64: 16, 128: 23}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("n", (6, 9, 12, 16))
+def test_the_shift_lift_finds_the_minimal_rank(family, n):
+    fast = minimal_pointer_rank(family, n, 12)
+    slow = minimal_pointer_rank(family, n, 12, optimal=True)
+    assert [x.strict for x in fast] == [x.strict for x in slow]
+    assert all(check_pointer_rank(x) for x in fast)
+    last, best = fast[-1], slow[-1]
+    assert last.method in ("shift", "lp") and best.method == "lp"
+    assert (last.method == "shift") == pointer_shift.shift_invariant(family, last.r)
+    # the lift's margin is a certified lower bound on m*, its dual an upper bound
+    assert 0 < last.margin_lower <= best.margin_upper and best.margin_lower <= last.margin_upper
+
+
+@pytest.mark.parametrize("n", sorted(POLY_R))
+def test_the_last_query_decides_the_polynomial_family(n):
+    bounds = pointer_rank_bounds("poly", n, POLY_R[n], 80, lp=False)
+    below, at = bounds.below, bounds.at
+    assert bounds.exact and (below.r, at.r) == (POLY_R[n] - 1, POLY_R[n])
+    assert below.method == "last_query" and at.method == "shift"
+    assert check_pointer_rank(below) and check_pointer_rank(at)
+    assert below.dual is None and below.margin_upper == 0
+
+
+def test_the_bounds_search_goes_both_ways():
+    for guess in (2, 8, 14):
+        bounds = pointer_rank_bounds("fourier", 16, guess, 20)
+        assert (bounds.below.r, bounds.at.r) == (8, 9) and bounds.exact
+    # fourier n = 16: the last query allows rank 5, the margin LP refutes it (its own Gordan)
+    assert last_below(pointer_rank_bounds("fourier", 16, 6, 20, lp=True)) == (8, "last_query")
+    x = search_pointer_rank("fourier", 16, 5)
+    assert not x.strict and x.method == "lp" and check_pointer_rank(x)
+    bounds = pointer_rank_bounds("poly", 2, 3, 5)  # rank 1 (all gaps 0) is never strict
+    assert (bounds.below.r, bounds.at.r) == (1, 2)
+    with pytest.raises(PointerRankError, match="no strict rank"):
+        pointer_rank_bounds("poly", 64, 3, 6)
+    with pytest.raises(InputError):
+        pointer_rank_bounds("poly", 8, 6, 5)
+
+
+def test_without_the_lp_an_even_fourier_rank_is_left_open():
+    # fourier n = 64: the last query refutes 17, the LP finds 18 strict; without the LP the
+    # bounds are 17 < r(64) ≤ 19 (the lift fits only odd ranks)
+    loose = pointer_rank_bounds("fourier", 64, 18, 24, lp=False)
+    assert (loose.below.r, loose.at.r, loose.exact) == (17, 19, False)
+    assert loose.at.method == "shift" and check_pointer_rank(loose.at)
+    json.dumps(loose.to_json())
+
+
+def last_below(bounds):
+    return bounds.below.r, bounds.below.method
+
+
+def test_a_lift_that_is_not_strict_is_never_reported(monkeypatch):
+    def zero(family, n, r):
+        A, dual, m = real(family, n, r)
+        return tuple((Fraction(0),) * r for _ in range(r)), dual, m
+
+    real = pointer_rank.shift_solution
+    monkeypatch.setattr(pointer_rank, "shift_solution", zero)
+    x = search_pointer_rank("poly", 16, 8)  # the lift's A has margin 0: the margin LP decides
+    assert x.strict and x.method == "lp" and check_pointer_rank(x)
+    with pytest.raises(ValueError, match="not shift invariant"):
+        pointer_shift.shift_solution("fourier", 16, 10)
+
+
+def test_the_lift_orders_every_query_from_the_last_one():
+    n, r = 12, 7
+    basis = pointer_shift.offset_basis("poly", n, r)
+    assert basis[:n] == pointer_features("poly", n, r)  # offset s is position s + n − 1
+    _, coef, _ = pointer_shift.last_query_lp(basis, n)
+    exact = tuple(Fraction(round(float(c) * 2**40), 2**40) for c in coef)
+    table = pointer_shift.shifted_table(basis, exact, n)
+    A = pointer_shift.project_scores(pointer_features("poly", n, r), table)
+    G = pointer_scores(pointer_features("poly", n, r), A)
+    ratio = G[0, 0] / table[0, 0]  # one positive scale: Φ A Φᵀ is the table, scaled
+    assert ratio > 0 and all(G[i, j] == ratio * table[i, j] for i in range(n) for j in range(n))
+    assert max(abs(v) for row in A for v in row) == 1
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_feature_spans_are_nested(family):
+    # the first r − 1 features at rank r are the rank-(r − 1) ones: a Gordan certificate at r − 1
+    # refutes every smaller rank, which pointer_rank_bounds relies on
+    for n in (5, 16, 33):
+        for r in (2, 3, 8, 9):
+            wide = pointer_features(family, n, r)
+            assert tuple(row[: r - 1] for row in wide) == pointer_features(family, n, r - 1)
+
+
+def test_the_refutation_returns_a_gap_that_fails():
+    bounds = pointer_rank_bounds("poly", 32, 11, 20)
+    below, at = bounds.below, bounds.at
+    rng = np.random.default_rng(0)
+    features = pointer_features("poly", 32, below.r)
+    candidates = [tuple(row[:-1] for row in at.solution[:-1])]  # the strict A, one rank short
+    candidates += [
+        tuple(tuple(Fraction(int(v), 7) for v in row) for row in rng.integers(-9, 10, (10, 10)))
+        for _ in range(5)
+    ]
+    for A in candidates:
+        i, lo, hi = refuting_gap(below, A)
+        G = pointer_scores(features, A)
+        assert G[i, hi] <= G[i, lo] and lo in (i, hi - 1) and i >= 1
+    with pytest.raises(ValueError, match="infeasible"):
+        refuting_gap(at, at.solution)
+    with pytest.raises(ValueError, match="10 × 10"):
+        refuting_gap(below, at.solution)
+    # a certificate on one gap that A gets right is not a refutation: it is reported as wrong
+    query, lo, hi = gap_index(32)
+    G = pointer_scores(features, candidates[0])
+    k = next(k for k in range(len(query)) if G[query[k], hi[k]] > G[query[k], lo[k]])
+    fake = dataclasses.replace(below, gordan=((k,), (Fraction(1),)))
+    with pytest.raises(PointerRankError, match="certificate is wrong"):
+        refuting_gap(fake, candidates[0])
+
+
+def test_json_keeps_the_method(chains):
+    bounds = pointer_rank_bounds("poly", 16, 8, 12)
+    for x in (bounds.below, bounds.at):
+        data = json.loads(json.dumps(x.to_json()))
+        assert data["method"] == x.method and PointerRank.from_json(data) == x
+        del data["method"]  # JSON from before the lift: read by what it holds
+        assert PointerRank.from_json(data).method == ("lp" if x.dual else "last_query")

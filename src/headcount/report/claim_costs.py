@@ -31,6 +31,7 @@ RECORDED_SECONDS: dict[str, dict[str, float]] = {
         # its certificates' seconds, measured alone on a loaded machine (3 jobs on 2 cores; the
         # khop experiment it reports is shared with learning.khop.depth in a whole run)
         "induction.khop.floor": 48.8,
+        "induction.khop.pointer_rank": 3.2,
         "induction.heads.mechanism": 0.02,
         "induction.khop.mechanism": 0.74,
         "learning.khop.depth": 0.01,

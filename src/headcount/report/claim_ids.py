@@ -30,6 +30,7 @@ CLAIM_IDS = (
     "induction.separation",
     "induction.khop.construction",
     "induction.khop.floor",
+    "induction.khop.pointer_rank",
     "induction.heads.mechanism",
     "induction.khop.mechanism",
     "learning.induction.depth",

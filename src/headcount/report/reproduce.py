@@ -42,6 +42,7 @@ from headcount.report.induction import (
     khop_construction_figures,
     khop_floor,
     khop_mechanism,
+    khop_pointer_rank,
     mechanism,
 )
 from headcount.report.induction import constructions as induction
@@ -74,6 +75,7 @@ CLAIM_MODULES = (
     khop_construction_figures,
     khop_mechanism,
     khop_floor,
+    khop_pointer_rank,
     mechanism,
 )
 RESULTS_DB = (

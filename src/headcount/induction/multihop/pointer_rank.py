@@ -32,6 +32,23 @@ and then certified exactly:
   margin LP (r² columns, the slow part) is then skipped, so such a result has no dual. Else y is
   HiGHS's, made exact by projecting it onto the null space of its support's rows.
 
+The shift lift (pointer_shift.py): where the rank-r span is shift invariant (poly at every r,
+fourier at odd r), a solution of the last query's gaps alone, f of the offset j − i, orders every
+query, so a strict A comes from an r-column LP over n − 1 rows instead of the r²-column one (its
+margin is a lower bound on m*, not m*; `optimal=True` asks for m*). With last_query_gordan this
+decides "poly" by the last query alone: r(n) = 1 + the least degree of a polynomial that rises on
+n − 1 consecutive points and ends below its start. Measured with both certificates: r(n) = 6, 8,
+11, 16, 23, 32, 46, 64 at n = 8, 16, …, 1024 — 2√n to within one (exactly 2√n at n = 4^m).
+
+Nesting: the first r − 1 features at rank r are the rank-(r − 1) features (poly: T_0..T_{r−2};
+fourier: the fixed column order 1, cos 1, sin 1, cos 2, …, each rounded alone), so an A at rank
+r − 1, padded with zeros, is one at rank r: a Gordan certificate at r − 1 refutes every r' < r
+too, and `pointer_rank_bounds` needs only the pair (r(n) − 1, r(n)).
+
+The refutation as a program: `refuting_gap(result, A)` takes an infeasible result and ANY A at its
+rank and returns a gap (query, lo, hi) of G = Φ A Φᵀ that is ≤ 0, found exactly on the Gordan
+support (Σ y_k gap_k = 0 with every y_k > 0 leaves some gap_k ≤ 0).
+
 "Within the family" means G ∈ span(Φ) ⊗ span(Φ): an infeasible rank proves only that no G with
 rows and columns in these r features exists, not that no r-dimensional query/key embedding (any
 O(r)-dimensional features of the position) gives the pointer order.
@@ -55,136 +72,50 @@ import flint
 import numpy as np
 from scipy.optimize import linprog
 
-from headcount.common.errors import InputError, param
+from headcount.common.errors import InputError
 from headcount.common.jsonable import JsonResult
 from headcount.common.validate import check_int
 from headcount.core.numbers.gordan import check_gordan, gordan_certificate
+from headcount.induction.multihop.pointer_family import (
+    FAMILIES,
+    Certificate,
+    Matrix,
+    PointerRankError,
+    PointerRows,
+    check_family,
+    exact_dual,
+    fmpq_matrix,
+    gap_index,
+    margin_lp,
+    pointer_features,
+    pointer_rows,
+    rationalise,
+)
+from headcount.induction.multihop.pointer_shift import shift_invariant, shift_solution
 
-FAMILIES = ("poly", "fourier")
-GRID_BITS = 40  # the rationalised A and the fourier features are multiples of 2^-GRID_BITS
+__all__ = [
+    "FAMILIES",
+    "METHODS",
+    "PointerRank",
+    "PointerRankError",
+    "RankBounds",
+    "check_family",
+    "check_pointer_rank",
+    "exact_margin",
+    "gap_index",
+    "minimal_pointer_rank",
+    "pointer_features",
+    "pointer_rank_bounds",
+    "pointer_rows",
+    "pointer_scores",
+    "refuting_gap",
+    "search_pointer_rank",
+]
+
 MARGIN_TOL = 1e-9  # an LP optimum above this must come with an exactly strict A (else: error)
-# Tighter than HiGHS's 1e-7 defaults: at n = 64 the margins at the minimal rank are ~1e-6.
-HIGHS_OPTIONS = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
-
-Matrix = tuple[tuple[Fraction, ...], ...]
-Certificate = tuple[tuple[int, ...], tuple[Fraction, ...]]  # (support, y on the support)
-
-
-class PointerRankError(RuntimeError):
-    """HiGHS's answer could not be made into an exact certificate either way: no verdict."""
-
-
-def check_family(family: str) -> str:
-    """`family` if it is one of FAMILIES; InputError otherwise."""
-    if family not in FAMILIES:
-        raise InputError(f"{param('family')} must be one of {', '.join(FAMILIES)}, got {family!r}")
-    return family
-
-
-def chebyshev_features(n: int, r: int) -> Matrix:
-    """T_0..T_{r−1} at x_j = (2j − (n − 1))/(n − 1), exact (|T_k| ≤ 1 on [−1, 1])."""
-    rows = []
-    for j in range(n):
-        x = Fraction(2 * j - (n - 1), n - 1) if n > 1 else Fraction(0)
-        t = [Fraction(1), x]
-        while len(t) < r:
-            t.append(2 * x * t[-1] - t[-2])
-        rows.append(tuple(t[:r]))
-    return tuple(rows)
-
-
-def dyadic_trig(j: int, a: int, n: int) -> tuple[Fraction, Fraction]:
-    """(cos, sin)(π a j/n), each rounded to the nearest multiple of 2^−GRID_BITS."""
-    with flint.ctx.workprec(128):  # a ball far narrower than the grid: the rounding is certain
-        s, c = flint.arb.sin_cos_pi_fmpq(flint.fmpq(a * j, n))
-        half = flint.arb(flint.fmpq(1, 2))
-        out = [(v * 2**GRID_BITS + half).floor().unique_fmpz() for v in (c, s)]
-    if any(k is None for k in out):  # only at a tie, which π a j/n never gives
-        raise PointerRankError(f"cos/sin(π·{a}·{j}/{n}) sits on a rounding tie")
-    return tuple(Fraction(int(k), 2**GRID_BITS) for k in out)  # type: ignore[return-value]
-
-
-def fourier_features(n: int, r: int) -> Matrix:
-    """1, cos(π j/n), sin(π j/n), cos(2π j/n), … (r columns), rounded to the 2^−GRID_BITS grid."""
-    rows = []
-    for j in range(n):
-        row = [Fraction(1)]
-        a = 1
-        while len(row) < r:
-            row.extend(dyadic_trig(j, a, n))
-            a += 1
-        rows.append(tuple(row[:r]))
-    return tuple(rows)
-
-
-def pointer_features(family: str, n: int, r: int) -> Matrix:
-    """The exact features Φ [n × r] of `family`, as a tuple of n rows of Fractions (|Φ| ≤ 1);
-    `fmpq_matrix` turns them into python-flint's fmpq_mat for exact products."""
-    check_family(family)
-    n, r = check_int("n", n, low=1), check_int("r", r, low=1)
-    return chebyshev_features(n, r) if family == "poly" else fourier_features(n, r)
-
-
-def fmpq_matrix(rows: Sequence[Sequence[Fraction]]) -> flint.fmpq_mat:
-    """A matrix of Fractions as python-flint's exact fmpq_mat."""
-    flat = [flint.fmpq(x.numerator, x.denominator) for row in rows for x in row]
-    return flint.fmpq_mat(len(rows), len(rows[0]) if rows else 0, flat)
-
-
-def gap_index(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(query, lo, hi) of every gap G[query, hi] − G[query, lo] that must be > 0, in this order:
-    for i = 1..n − 1, first (i, lo=i, hi=0), then (i, lo=j − 1, hi=j) for j = 1..i − 1."""
-    query, lo, hi = [], [], []
-    for i in range(1, n):
-        query += [i] * i
-        lo += [i, *range(i - 1)]
-        hi += [0, *range(1, i)]
-    return tuple(np.array(v, dtype=np.int64) for v in (query, lo, hi))  # type: ignore[return-value]
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class PointerRows(Sequence):
-    """The constraint rows Φ[i] ⊗ (Φ[hi] − Φ[lo]) (length r², gap_index order), lazily: rows[k]
-    is row k in exact Fractions (what core.numbers.gordan reads, only on a support)."""
-
-    features: Matrix
-    query: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.query)
-
-    def __getitem__(self, k):  # type: ignore[override]
-        k = range(len(self))[k]  # IndexError past the end, which Sequence's iteration relies on
-        phi = self.features
-        i, lo, hi = int(self.query[k]), int(self.lo[k]), int(self.hi[k])
-        diff = [h - low for h, low in zip(phi[hi], phi[lo])]
-        return [p * d for p in phi[i] for d in diff]
-
-    def exact_matrix(self) -> flint.fmpq_mat:
-        """All the rows as python-flint's fmpq_mat [K × r²] (K = n(n − 1)/2)."""
-        return fmpq_matrix([self[k] for k in range(len(self))])
-
-    def float_matrix(self) -> np.ndarray:
-        """All the rows in float64 [K × r²], for HiGHS."""
-        phi = np.array([[float(x) for x in row] for row in self.features])
-        diff = phi[self.hi] - phi[self.lo]
-        return (phi[self.query][:, :, None] * diff[:, None, :]).reshape(len(self), -1)
-
-
-def pointer_rows(features: Matrix) -> PointerRows:
-    """The gap rows of `features` (see PointerRows)."""
-    return PointerRows(features, *gap_index(len(features)))
-
-
-def rationalise(values: np.ndarray) -> Matrix:
-    """A float A [r × r] rounded to multiples of 2^−GRID_BITS and clipped to [−1, 1], exactly."""
-    scale = 2**GRID_BITS
-    return tuple(
-        tuple(Fraction(max(-scale, min(scale, round(float(v) * scale))), scale) for v in row)
-        for row in np.asarray(values)
-    )
+# How a result was decided: the last query's Gordan certificate, the shift lift (pointer_shift),
+# or the margin LP over all the gaps (the optimum m*, and its own certificates).
+METHODS = ("last_query", "shift", "lp")
 
 
 def pointer_scores(features: Matrix, solution: Matrix) -> flint.fmpq_mat:
@@ -218,39 +149,6 @@ def dual_bound(features: Matrix, dual: Certificate) -> Fraction:
     phi = fmpq_matrix(features)
     mty = phi.transpose() * W * phi
     return sum((abs(Fraction(int(x.p), int(x.q))) for x in mty.entries()), Fraction(0))
-
-
-def exact_dual(y: np.ndarray) -> Certificate:
-    """HiGHS's dual y made exact: its positive entries as exact binary fractions (each float is
-    one), renormalised so Σ y = 1 exactly; (support, values)."""
-    support = tuple(int(k) for k in np.flatnonzero(y > 0))
-    values = [Fraction(float(y[k])) for k in support]
-    total = sum(values, Fraction(0))
-    if total <= 0:
-        raise PointerRankError("HiGHS's dual has no positive entry")
-    return support, tuple(v / total for v in values)
-
-
-def margin_lp(M: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-    """HiGHS on max m s.t. M a ≥ m, |a| ≤ 1: (m, a, y) with y ≥ 0 the dual of the gap rows. Tight
-    tolerances first; on a solve error, the interior-point method, then HiGHS's defaults."""
-    k, w = M.shape
-    cost = np.zeros(w + 1)
-    cost[-1] = -1.0  # linprog minimises −m
-    messages = []
-    for method, options in (("highs", HIGHS_OPTIONS), ("highs-ipm", HIGHS_OPTIONS), ("highs", {})):
-        res = linprog(
-            cost,
-            A_ub=np.hstack([-M, np.ones((k, 1))]),
-            b_ub=np.zeros(k),
-            bounds=[(-1, 1)] * w + [(None, None)],
-            method=method,
-            options=options,
-        )
-        if res.status == 0:
-            return -float(res.fun), res.x[:w], -res.ineqlin.marginals
-        messages.append(f"{method}: {res.message}")
-    raise PointerRankError(f"HiGHS did not solve the margin LP ({'; '.join(messages)})")
 
 
 def project_on_support(
@@ -358,7 +256,9 @@ class PointerRank(JsonResult):
     margin_upper — the certified upper bound on m* (|A| ≤ 1): 0 with a Gordan certificate, else
     dual_bound(dual); gordan — (support, y) with Σ y_c row_c = 0 (not strict only);
     dual — HiGHS's dual made exact, sparse (support, y), Σ y = 1; lp_margin — HiGHS's own m* (a
-    float, informative only). to_json writes Fractions as strings ("p/q", or "p" when whole)."""
+    float, informative only; with method "shift" the last query's univariate optimum); method —
+    one of METHODS (older JSON has none: "lp", or "last_query" for a result without a dual).
+    to_json writes Fractions as strings ("p/q", or "p" when whole)."""
 
     family: str
     n: int
@@ -370,6 +270,7 @@ class PointerRank(JsonResult):
     gordan: Certificate | None
     dual: Certificate | None
     lp_margin: float | None
+    method: str = "lp"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PointerRank:
@@ -391,24 +292,34 @@ class PointerRank(JsonResult):
             gordan=cert(data["gordan"]),
             dual=cert(data["dual"]),
             lp_margin=data["lp_margin"],
+            method=data.get("method", "lp" if data["dual"] is not None else "last_query"),
         )
 
 
-def search_pointer_rank(family: str, n: int, r: int) -> PointerRank:
+def search_pointer_rank(family: str, n: int, r: int, *, optimal: bool = False) -> PointerRank:
     """Decide (family, n, r) with exact certificates (module docstring); PointerRankError when
     HiGHS's answer does not check out exactly. The last query's gaps are tried first: when they
     alone are infeasible (last_query_gordan), the big margin LP is skipped (dual and lp_margin
-    None: m* = 0 needs no dual)."""
+    None: m* = 0 needs no dual). Else, where the span is shift invariant and not `optimal`, the
+    shift lift (pointer_shift) gives a strict A without the r²-column LP; its margin is a lower
+    bound on m*, not m*. `optimal` (or a span the lift does not fit) solves the margin LP."""
     features = pointer_features(family, n, r)
     check_int("n", n, low=2)  # n = 1 has no gap to order
     rows = pointer_rows(features)
     common: dict[str, Any] = dict(family=family, n=n, r=r)
-    gordan = last_query_gordan(rows)
-    if gordan is not None and check_gordan(rows, *gordan):
-        return PointerRank(
-            strict=False, solution=None, margin_lower=None, margin_upper=Fraction(0),
-            gordan=gordan, dual=None, lp_margin=None, **common,
-        )  # fmt: skip
+    refuted = last_query_result(family, n, r)
+    if refuted is not None:
+        return refuted
+    lifted = None if optimal or not shift_invariant(family, r) else shift_solution(family, n, r)
+    if lifted is not None:
+        solution, dual, univariate = lifted
+        lower = exact_margin(features, solution)
+        if lower > 0:
+            return PointerRank(
+                strict=True, solution=solution, margin_lower=lower,
+                margin_upper=dual_bound(features, dual), gordan=None, dual=dual,
+                lp_margin=univariate, method="shift", **common,
+            )  # fmt: skip
     M = rows.float_matrix()
     lp_margin, a, y = margin_lp(M)
     common.update(dual=exact_dual(y), lp_margin=lp_margin)
@@ -486,13 +397,100 @@ def check_pointer_rank(result: PointerRank) -> bool:
     return result.margin_lower is None or result.margin_lower <= result.margin_upper
 
 
-def minimal_pointer_rank(family: str, n: int, r_max: int) -> list[PointerRank]:
+def minimal_pointer_rank(
+    family: str, n: int, r_max: int, *, optimal: bool = False
+) -> list[PointerRank]:
     """search_pointer_rank for r = 1, 2, … up to the first strict r (or r_max): every result below
-    the last carries its Gordan certificate."""
+    the last carries its Gordan certificate (`optimal`: see search_pointer_rank)."""
     check_int("r_max", r_max, low=1)
     results = []
     for r in range(1, r_max + 1):
-        results.append(search_pointer_rank(family, n, r))
+        results.append(search_pointer_rank(family, n, r, optimal=optimal))
         if results[-1].strict:
             break
     return results
+
+
+def refuting_gap(result: PointerRank, solution: Matrix) -> tuple[int, int, int]:
+    """(query, lo, hi) of a gap G[query, hi] − G[query, lo] ≤ 0 of G = Φ A Φᵀ, for any A [r × r]
+    (exact, any magnitude) at an infeasible result's rank: the checked statement that no A in
+    the family orders every query. Exact, on the Gordan support only (Σ y_k gap_k = 0 with every
+    y_k > 0 forces a gap ≤ 0 there; the most negative is returned). ValueError for a strict
+    result or an A of the wrong shape; a gap > 0 everywhere on the support would contradict the
+    certificate (check_pointer_rank rejects such a certificate), and raises PointerRankError."""
+    if result.strict or result.gordan is None:
+        raise ValueError("only an infeasible result (with its Gordan certificate) refutes an A")
+    if len(solution) != result.r or any(len(row) != result.r for row in solution):
+        raise ValueError(f"A must be {result.r} × {result.r}")
+    phi = pointer_features(result.family, result.n, result.r)
+    query, lo, hi = gap_index(result.n)
+    worst: tuple[Fraction, int] | None = None
+    for k in result.gordan[0]:
+        i, j0, j1 = int(query[k]), int(lo[k]), int(hi[k])
+        diff = [phi[j1][b] - phi[j0][b] for b in range(result.r)]
+        pairs = itertools.product(range(result.r), repeat=2)
+        value = sum((phi[i][a] * solution[a][b] * diff[b] for a, b in pairs), Fraction(0))
+        if worst is None or value < worst[0]:
+            worst = (value, k)
+    if worst is None or worst[0] > 0:
+        raise PointerRankError("every gap on the Gordan support is > 0: the certificate is wrong")
+    k = worst[1]
+    return int(query[k]), int(lo[k]), int(hi[k])
+
+
+@dataclasses.dataclass(frozen=True)
+class RankBounds:
+    """below — an infeasible result (r(n) > below.r, every smaller rank too: spans nest); at — a
+    strict one (r(n) ≤ at.r). exact when at.r = below.r + 1; else the ranks between were left
+    undecided (the margin LP was not allowed there)."""
+
+    below: PointerRank
+    at: PointerRank
+
+    @property
+    def exact(self) -> bool:
+        return self.at.r == self.below.r + 1
+
+    def to_json(self) -> dict[str, Any]:
+        return {"below": self.below.to_json(), "at": self.at.to_json(), "exact": self.exact}
+
+
+def last_query_result(family: str, n: int, r: int) -> PointerRank | None:
+    """The infeasible result at rank r from the last query's gaps alone, or None."""
+    rows = pointer_rows(pointer_features(family, n, r))
+    gordan = last_query_gordan(rows)
+    if gordan is None or not check_gordan(rows, *gordan):
+        return None
+    return PointerRank(
+        family=family, n=n, r=r, strict=False, solution=None, margin_lower=None,
+        margin_upper=Fraction(0), gordan=gordan, dual=None, lp_margin=None, method="last_query",
+    )  # fmt: skip
+
+
+def pointer_rank_bounds(
+    family: str, n: int, guess: int, r_max: int, *, lp: bool = True
+) -> RankBounds:
+    """Certified bounds on r(n): the least rank the last query does not refute (searched from
+    `guess`, a hint only, down or up: spans nest), then ranks upward from there until one is
+    strict, each by search_pointer_rank. With lp=False a rank the shift lift does not fit (fourier
+    at even r) is skipped, not solved: the bounds may then be one apart. Rank 1 (the constant
+    feature, every gap 0) is never strict for n ≥ 2. PointerRankError past r_max."""
+    check_int("n", n, low=2)
+    check_int("guess", guess, low=2)
+    check_int("r_max", r_max, low=guess)
+    r = guess
+    below = last_query_result(family, n, r - 1)
+    while below is None:  # the last query allows r − 1: step down
+        r -= 1
+        below = last_query_result(family, n, r - 1)
+    while r <= r_max:
+        refuted = last_query_result(family, n, r)
+        if refuted is not None:
+            below = refuted
+        elif lp or shift_invariant(family, r):
+            result = search_pointer_rank(family, n, r)
+            if result.strict:
+                return RankBounds(below, result)
+            below = result
+        r += 1
+    raise PointerRankError(f"{family}, n={n}: no strict rank up to r_max = {r_max}")
