@@ -64,6 +64,7 @@ def test_scores_on_hand_made_patterns():
         0,
         "duplicate_token",
     )
+    assert d.latest_earlier == 1 and (p.latest_earlier, i.latest_earlier) == (0, 0)
     uniform = (np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None])[
         None, None
     ]  # causal average
@@ -77,6 +78,21 @@ def test_scores_on_hand_made_patterns():
         (1, 1, n, n)
     )  # attends nowhere (a row sum of 0): no mechanism reaches the threshold
     assert score_heads([blank], sigma)[0].role == "none"
+
+
+def test_latest_earlier_tells_a_pointer_from_a_spread():
+    sigma = np.array([[0, 1, 0, 1, 0, 1]])  # find = [-1, -1, 1, 2, 3, 4]: latest earlier i − 2
+    pointer = np.zeros((1, 1, 6, 6))
+    pointer[0, 0, np.arange(6), [0, 0, 0, 1, 2, 3]] = 1  # the latest strictly earlier occurrence
+    spread = np.zeros((1, 1, 6, 6))
+    spread[0, 0, [0, 1, 2, 3], [0, 0, 0, 1]] = 1
+    spread[0, 0, 4, [0, 2]] = spread[0, 0, 5, [1, 3]] = 0.5  # every earlier occurrence evenly
+    (a,) = score_heads([pointer], sigma)
+    (b,) = score_heads([spread], sigma)
+    assert a.duplicate_token == b.duplicate_token == 1 and a.latest_earlier == 1
+    assert b.latest_earlier == 0.75  # rows 4 and 5 put half their mass on the latest
+    assert a.role == b.role == "duplicate_token"  # a score, not a role: the roles are unchanged
+    assert a.to_json()["latest_earlier"] == 1
 
 
 @pytest.mark.parametrize("n, alphabet", [(8, 3), (16, 4), (32, 8)])

@@ -58,14 +58,15 @@ def analyze_heads(
     seed: int = SeedOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Head scores (previous-token, duplicate-token, induction, find^r, sink, uniform) and head
-    roles."""
+    """Head scores (previous-token, duplicate-token, latest-earlier, induction, find^r, sink,
+    uniform) and head roles."""
     from headcount.induction.heads import analyze_heads_file
 
     result = analyze_heads_file(model_file, task, layout, n, alphabet, samples, seed, hops)
     human = "\n".join(
         f"layer {h.layer} head {h.head}: {h.role} (previous {h.previous_token:.2f}, duplicate "
-        f"{h.duplicate_token:.2f}, induction {h.induction:.2f}, sink {h.sink:.2f})"
+        f"{h.duplicate_token:.2f}, latest earlier {h.latest_earlier:.2f}, induction "
+        f"{h.induction:.2f}, sink {h.sink:.2f})"
         for h in result.heads
     )
     emit(result.to_json(), as_json, human)

@@ -8,6 +8,10 @@ over character positions only), with A the head's attention matrix [query key] o
 * ``previous_token`` — mean over queries i ≥ 1 of A[i, i−1];
 * ``duplicate_token`` — mean over queries i with an earlier j < i, σ_j = σ_i, of the attention mass
   on all such j (TransformerLens's duplicate-token sense: every earlier occurrence);
+* ``latest_earlier`` — mean over the same queries of A[i, find(i) − 1]: the mass on the *latest*
+  strictly earlier occurrence alone — the pointer a ⌊log₂ k⌋ + 2-layer k-hop model's first layer
+  needs (pointer_rank.py). A score, not a role: a duplicate_token head that scores as high here
+  singles out that occurrence (a pointer) rather than spreading over all of them;
 * ``induction`` — mean over queries with an answer of A[i, find(i)], find(i) = j + 1 for the latest
   earlier j with σ_j = σ_i (the position whose token the seed's task outputs);
 * ``find`` — for r = 1, 2, 4, … ≤ n: the cosine similarity ⟨A, F_r⟩ / (‖A‖·‖F_r‖) (Frobenius, over
@@ -113,6 +117,7 @@ class HeadScore:
     find: dict[int, float]
     sink: float
     uniform: float
+    latest_earlier: float = 0.0  # added after the roles: a score, not a role (module docstring)
 
     @property
     def role(self) -> str:
@@ -127,6 +132,7 @@ class HeadScore:
             "head": self.head,
             "previous_token": self.previous_token,
             "duplicate_token": self.duplicate_token,
+            "latest_earlier": self.latest_earlier,
             "induction": self.induction,
             "find": {str(r): score for r, score in self.find.items()},
             "sink": self.sink,
@@ -161,6 +167,7 @@ def score_heads(patterns: list[np.ndarray], sigma: np.ndarray, offset: int = 0) 
             previous = A[:, queries[1:], queries[:-1]] if n > 1 else np.zeros((batch, 0))
             duplicate = (A * earlier_same).sum(axis=-1)
             induction = np.take_along_axis(A, np.maximum(find1, 0)[..., None], axis=-1)[..., 0]
+            latest = np.take_along_axis(A, np.maximum(find1 - 1, 0)[..., None], axis=-1)[..., 0]
             out.append(
                 HeadScore(
                     l,
@@ -171,6 +178,7 @@ def score_heads(patterns: list[np.ndarray], sigma: np.ndarray, offset: int = 0) 
                     {r: _cosine(A, F) for r, F in targets.items()},
                     float(full[:, offset + 1 :, 0].mean()) if n > 1 else 0.0,
                     _evenness(A, even),
+                    _mean_mass(latest, has_find),
                 )
             )
     return out
