@@ -64,7 +64,7 @@ def test_scores_on_hand_made_patterns():
         0,
         "duplicate_token",
     )
-    assert d.latest_earlier == 1 and (p.latest_earlier, i.latest_earlier) == (0, 0)
+    assert d.latest_earlier == 0  # no query has two earlier occurrences: no choice to score
     uniform = (np.tril(np.ones((n, n))) / np.arange(1, n + 1)[:, None])[
         None, None
     ]  # causal average
@@ -90,7 +90,7 @@ def test_latest_earlier_tells_a_pointer_from_a_spread():
     (a,) = score_heads([pointer], sigma)
     (b,) = score_heads([spread], sigma)
     assert a.duplicate_token == b.duplicate_token == 1 and a.latest_earlier == 1
-    assert b.latest_earlier == 0.75  # rows 4 and 5 put half their mass on the latest
+    assert b.latest_earlier == 0.5  # rows 4 and 5 (two earlier occurrences) put half on the latest
     assert a.role == b.role == "duplicate_token"  # a score, not a role: the roles are unchanged
     assert a.to_json()["latest_earlier"] == 1
 

@@ -202,6 +202,22 @@ def test_the_comparison_names_each_trained_head_and_its_best_find():
     )
 
 
+def test_the_first_layer_pointer_is_read_from_latest_earlier():
+    doubling = (score(0, 0, previous_token=0.9, latest_earlier=0.05), score(0, 1, sink=1.0))
+    found = km.first_layer_pointer(doubling + (score(1, 0, latest_earlier=0.99),))  # layer 0 only
+    assert found == {"head": 0, "latest_earlier": 0.05, "pointer": False, "previous_token": 0.9}
+    assert km.pointer_text(found).startswith("layer 0: no strictly-earlier pointer (best latest")
+    pointer = (
+        score(0, 0, previous_token=0.2),
+        score(0, 1, duplicate_token=0.9, latest_earlier=0.8),
+    )
+    found = km.first_layer_pointer(pointer)
+    assert found["pointer"] and found["head"] == 1
+    assert "layer 0: a strictly-earlier pointer (best latest-earlier score 0.80, head 1" in (
+        km.pointer_text(found)
+    )
+
+
 def test_without_a_trained_run_the_construction_alone_is_checked_and_drawn(tmp_path):
     ctx = Context(scale="quick", results_db=str(tmp_path / RESULTS_DB))
     ctx.cache[(km.CACHE_KIND, km.EXPERIMENT, "quick", ctx.results_db)] = (
@@ -257,6 +273,10 @@ def test_reproduce_draws_the_kept_model_beside_the_construction(tiny, tmp_path):
         and trained["analyzed_at_hops"] == 2
     )
     assert trained["error_by_hop"] == {"1": pytest.approx(0.001), "2": pytest.approx(0.02)}
+    # the stand-in starts from pointer doubling's previous-token head: no strictly-earlier pointer
+    pointer = trained["first_layer_pointer"]
+    assert not pointer["pointer"] and pointer["previous_token"] > 0.9
+    assert "layer 0: no strictly-earlier pointer" in row.detail
     # the variable-hop stand-in: the construction's heads, and layer 1's hop-bit head (it reads the
     # hop token)
     assert trained["roles"] == {

@@ -8,10 +8,11 @@ over character positions only), with A the head's attention matrix [query key] o
 * ``previous_token`` — mean over queries i ≥ 1 of A[i, i−1];
 * ``duplicate_token`` — mean over queries i with an earlier j < i, σ_j = σ_i, of the attention mass
   on all such j (TransformerLens's duplicate-token sense: every earlier occurrence);
-* ``latest_earlier`` — mean over the same queries of A[i, find(i) − 1]: the mass on the *latest*
-  strictly earlier occurrence alone — the pointer a ⌊log₂ k⌋ + 2-layer k-hop model's first layer
-  needs (pointer_rank.py). A score, not a role: a duplicate_token head that scores as high here
-  singles out that occurrence (a pointer) rather than spreading over all of them;
+* ``latest_earlier`` — mean over queries i with at least two earlier j < i, σ_j = σ_i, of
+  A[i, find(i) − 1]: the mass on the *latest* strictly earlier occurrence alone, where there is a
+  choice — the pointer a ⌊log₂ k⌋ + 2-layer k-hop model's first layer needs (pointer_rank.py). A
+  head spreading evenly over the occurrences scores ≤ 1/2, a pointer 1 (POINTER_THRESHOLD sits
+  between). A score, not a role: such a head's role stays duplicate_token;
 * ``induction`` — mean over queries with an answer of A[i, find(i)], find(i) = j + 1 for the latest
   earlier j with σ_j = σ_i (the position whose token the seed's task outputs);
 * ``find`` — for r = 1, 2, 4, … ≤ n: the cosine similarity ⟨A, F_r⟩ / (‖A‖·‖F_r‖) (Frobenius, over
@@ -60,6 +61,9 @@ from headcount.induction.layouts import (
 )
 
 ROLE_THRESHOLD = 0.4  # a head's best score must reach this for it to have a role
+# latest_earlier at least this: a strictly-earlier pointer (an even spread over ≥ 2 occurrences
+# scores ≤ 1/2, the pointer itself 1)
+POINTER_THRESHOLD = 0.75
 DEFAULT_SAMPLES = 256
 MAX_SAMPLES = 1 << 16
 MAX_N = 1024
@@ -158,6 +162,7 @@ def score_heads(patterns: list[np.ndarray], sigma: np.ndarray, offset: int = 0) 
         targets[r] = F
     find1 = powers[1]
     has_find = find1 >= 0
+    several = earlier_same.sum(axis=-1) >= 2  # a choice of earlier occurrence [batch query]
     even = np.tril(np.ones((n, n))) / (queries + 1.0)[:, None]  # uniform over keys 0..i [query key]
     out = []
     for l, layer in enumerate(patterns):
@@ -178,7 +183,7 @@ def score_heads(patterns: list[np.ndarray], sigma: np.ndarray, offset: int = 0) 
                     {r: _cosine(A, F) for r, F in targets.items()},
                     float(full[:, offset + 1 :, 0].mean()) if n > 1 else 0.0,
                     _evenness(A, even),
-                    _mean_mass(latest, has_find),
+                    _mean_mass(latest, several),
                 )
             )
     return out

@@ -32,7 +32,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 
 from headcount.core.certify import Model
-from headcount.induction.heads import HeadScore, analyze_heads
+from headcount.induction.heads import POINTER_THRESHOLD, HeadScore, analyze_heads
 from headcount.induction.multihop.construction import khop_construction
 from headcount.induction.roles import khop_roles
 from headcount.learn.constants import DEFAULT_DB
@@ -245,6 +245,28 @@ def comparison_text(layers: list[dict[str, Any]], trained: tuple[HeadScore, ...]
     )
 
 
+def first_layer_pointer(scores: tuple[HeadScore, ...]) -> dict[str, Any]:
+    """Layer 0's head with the highest latest_earlier score (the strictly-earlier pointer a
+    ⌊log₂ k⌋ + 2-layer model needs there) and whether it reaches POINTER_THRESHOLD; with layer
+    0's best previous_token score (pointer doubling's first step)."""
+    first = [s for s in scores if s.layer == 0]
+    best = max(first, key=lambda s: s.latest_earlier)
+    return {
+        "head": best.head,
+        "latest_earlier": best.latest_earlier,
+        "pointer": best.latest_earlier >= POINTER_THRESHOLD,
+        "previous_token": max(s.previous_token for s in first),
+    }
+
+
+def pointer_text(found: dict[str, Any]) -> str:
+    verdict = "a strictly-earlier pointer" if found["pointer"] else "no strictly-earlier pointer"
+    return (
+        f"layer 0: {verdict} (best latest-earlier score {found['latest_earlier']:.2f}, head "
+        f"{found['head']}; best previous-token {found['previous_token']:.2f})"
+    )
+
+
 def roles_text(roles: Roles) -> str:
     """ "0: duplicate_token, previous_token; 1: induction; …"."""
     return "; ".join(f"{layer}: {', '.join(r)}" for layer, r in roles.items())
@@ -323,10 +345,13 @@ def _compare_trained(
             "heads": [s.to_json() for s in small.scores],
         },
         "layers": layers,
+        "first_layer_pointer": first_layer_pointer(learned.scores),
         "input_drawn": " ".join(learned.tokens),
     }
     text = f"{_trained_words(run)}, analyzed at k = {K} beside khop_construction({n}, {S}, {K}): "
-    return measured, text + comparison_text(layers, learned.scores), small, learned, built
+    text += f"{comparison_text(layers, learned.scores)}; "
+    text += pointer_text(measured["first_layer_pointer"])
+    return measured, text, small, learned, built
 
 
 @claim(
@@ -340,8 +365,10 @@ def _compare_trained(
     "each layer l ≥ 2 the pointer head that follows find^{2^(l−2)} (induction, find^2, find^4, "
     "find^8 "
     "for k = 16). "
-    "Reported beside it, not asserted: the roles and best find^r scores of the deepest trained "
-    "model of "
+    "Reported beside it, not asserted: whether the trained model's layer 0 points at the latest "
+    "strictly earlier occurrence (the theorem's ⌊log₂ k⌋ + 2 depth needs it; pointer doubling "
+    "starts from the previous token instead), and the roles and best find^r scores of the deepest "
+    "trained model of "
     "the k-hop learning experiment, layer by layer against the construction at its n, S and "
     "K; the "
     "figure shows both on the same characters.",
@@ -435,7 +462,9 @@ def khop_caption(s: KhopMechanism) -> str:
         f"in); built roles by layer: {built}; measured by analyze heads: {measured}. Right: the "
         f"deepest trained model of the k-hop learning experiment (run {run.run_id}, "
         f"{run.config.get('layers')} layers × {run.config.get('heads')} heads, hop-prefix layout: "
-        f"the hop token k={K} first), analyzed at k = {K}; its roles by layer: {trained}. Both on "
+        f"the hop token k={K} first), analyzed at k = {K}; its roles by layer: {trained}; "
+        f"{pointer_text(first_layer_pointer(s.trained.scores))} — the theorem's ⌊log₂ k⌋ + 2 "
+        "layers need layer 0 to point at the latest strictly earlier occurrence. Both on "
         f"the same characters: the first {shown} of the first of {s.samples} inputs (input seed "
         f"{SEED}, no two adjacent equal); row = query, column = key, tokens (0..S−1) on both "
         "axes, colour = attention weight (0..1, one scale), blank = keys after the query. "
