@@ -4,13 +4,16 @@ draws."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import matplotlib.pyplot as plt
 import pytest
 
-from headcount.induction.multihop.construction import khop_construction
+from headcount.induction.multihop.construction import khop_construction, variable_hop_construction
 from headcount.induction.multihop.floor import floor_construction
 from headcount.report.claims import FAIL, PASS, Context
 from headcount.report.induction import khop_floor
+from headcount.report.induction.khop_mechanism import TrainedKhop
 from tests.report.test_claims_falsified import blind, run
 
 TINY = {"exhaustive": (4, 2, 3), "sampled": (16, 4, 1, 5), "experiment": None}
@@ -37,3 +40,37 @@ def test_khop_floor_claim(monkeypatch, build, reason):
         caption = khop_floor.draw_depth(fig, r)
         plt.close(fig)
         assert "⌊log₂ k⌋ + 2" in caption and "n = 16" in caption
+
+
+def test_the_trained_models_layer_0_is_read(monkeypatch):
+    # two stored runs of an experiment, their models stand-ins: the variable-hop construction
+    # (layer 0: a previous-token head and a duplicate-token head that averages the occurrences)
+    rows = [
+        {"run_id": f"r{L}", "config": {"layers": L, "dim": 28, "seed": 0, "n": 16,
+         "alphabet": 4, "hops": 2}, "metrics": {"accuracy_by_hop": {"1": 1.0, "2": 0.9}}}
+        for L in (3, 2)
+    ]  # fmt: skip
+    monkeypatch.setattr(khop_floor, "experiment_rows", lambda name, scale, db: rows)
+
+    def stand_in(db, row):
+        model = variable_hop_construction(16, 4, 2)
+        return TrainedKhop(row["run_id"], row["config"], {1: 0.0, 2: 0.1}, model)
+
+    monkeypatch.setattr(khop_floor, "load_or_retrain", stand_in)
+    ctx = Context()
+    pointers = khop_floor.trained_pointers(ctx, "khop")
+    assert [p["layers"] for p in pointers] == [2, 3]  # by depth
+    first = pointers[0]["first_layer_pointer"]
+    assert not first["pointer"] and first["previous_token"] > 0.9 and first["latest_earlier"] < 0.5
+    assert pointers[0]["error_by_hop"] == {"1": 0.0, "2": 0.1}
+    assert khop_floor.trained_pointers(ctx, "khop") is pointers  # cached for the run
+    text = khop_floor.pointers_text(pointers)
+    assert text.startswith("trained models' layer 0 — L=2 dim 28 seed 0: layer 0: no strictly")
+    series = khop_floor.FloorSeries((), (), None, pointers)
+    assert series.to_json()["trained_layer0"][1]["layers"] == 3
+    r = run("induction.khop.floor", Context(), **TINY)
+    drawn = dataclasses.replace(r, series=dataclasses.replace(r.series, pointers=pointers))
+    fig = plt.figure()
+    caption = khop_floor.draw_depth(fig, drawn)
+    plt.close(fig)
+    assert "0 of 2 models have a head pointing at the latest strictly earlier" in caption

@@ -11,8 +11,13 @@ proven (InductionCertificate.shortfalls); depth ⌊log₂ k⌋ + 2; heads (⌈lo
 KHOP_DIM + 2 + 5⌈log₂ n⌉ (floor_shape); the k-hop families present on sampled points with k ≥ 2.
 
 Reported, never asserted: the ceil construction's depth ⌈log₂ k⌉ + 2 (built here, certified by
-`induction.khop.construction`) and the smallest depth at which the learning lab's trained k-hop
-models reach an error below khop_construction.TRAINED_SOLVED (shared with that claim).
+`induction.khop.construction`), the smallest depth at which the learning lab's trained k-hop
+models reach an error below khop_construction.TRAINED_SOLVED (shared with that claim), and what
+each trained model's layer 0 does (`trained_pointers`): analyze heads in its own layout, and
+whether some layer-0 head is the strictly-earlier pointer this construction's level heads
+implement (khop_mechanism.first_layer_pointer: latest_earlier ≥ POINTER_THRESHOLD) or pointer
+doubling's previous-token head. The experiment's widths are the scale's: dim 32 at the quick scale
+(about the ceil construction's 28), 64 at the full (depths 2..5, trained on k = 1..8 there).
 """
 
 from __future__ import annotations
@@ -25,16 +30,27 @@ import matplotlib.pyplot as plt
 
 from headcount.induction.certification import certify_induction
 from headcount.induction.construction import ModelShape
+from headcount.induction.heads import analyze_heads
 from headcount.induction.multihop.construction import khop_layers
 from headcount.induction.multihop.families import KHOP_FAMILIES
 from headcount.induction.multihop.floor import floor_construction, floor_layers, floor_shape
+from headcount.learn.constants import DEFAULT_DB
+from headcount.learn.experiments import experiment_rows
 from headcount.report.claims import KHOP_PAPER, PASS, ClaimResult, Context, claim, status
 from headcount.report.experiments import experiment_summary
 from headcount.report.figures import COLOURS, figure
 from headcount.report.induction.khop_construction import Certified, TrainedDepths, trained_depths
+from headcount.report.induction.khop_mechanism import (
+    SEED,
+    TASK,
+    first_layer_pointer,
+    load_or_retrain,
+    pointer_text,
+)
 
 CLAIM = "induction.khop.floor"
 CACHE_KIND = "khop_floor"
+HEAD_SAMPLES = 256  # inputs analyze heads reads each trained model on
 
 QUICK = {"exhaustive": (6, 3, 8), "sampled": (64, 8, 16, 16)}  # (n, S, K) and (n, S, samples, K)
 FULL = {"exhaustive": (8, 3, 16), "sampled": (1024, 16, 1, 16)}
@@ -79,14 +95,49 @@ def point_problems(point: Certified) -> list[str]:
     return out
 
 
+def trained_pointers(ctx: Context, experiment: str) -> tuple[dict[str, Any], ...]:
+    """Every done run of `experiment` at ctx.scale (by depth, then seed): its size, error by hop
+    count and layer 0's first_layer_pointer, from analyze heads on its kept model (retrained when
+    the file is missing) in the hop-prefix layout at its n, S and K; cached for the run."""
+    db = ctx.results_db or DEFAULT_DB
+
+    def compute() -> tuple[dict[str, Any], ...]:
+        rows = experiment_rows(experiment, ctx.scale, db)
+        out = []
+        for row in sorted(rows, key=lambda r: (r["config"]["layers"], r["config"].get("seed", 0))):
+            run = load_or_retrain(db, row)
+            scores = analyze_heads(
+                run.model, TASK, "hop-prefix", run.n, run.alphabet, HEAD_SAMPLES, SEED, run.hops
+            ).heads
+            out.append({
+                "run_id": run.run_id, "layers": run.config["layers"], "dim": run.config.get("dim"),
+                "seed": run.config.get("seed", 0),
+                "error_by_hop": {str(k): e for k, e in run.error_by_hop.items()},
+                "first_layer_pointer": first_layer_pointer(tuple(scores)),
+            })  # fmt: skip
+        return tuple(out)
+
+    label = f"layer 0 of the trained {experiment} models"
+    return ctx.cached((CACHE_KIND, "pointers", experiment, ctx.scale, db), compute, label)
+
+
+def pointers_text(pointers: tuple[dict[str, Any], ...]) -> str:
+    """ "trained layer 0 — L=2 dim 32 seed 0: layer 0: no strictly-earlier pointer (…); …"."""
+    return "trained models' layer 0 — " + "; ".join(
+        f"L={p['layers']} dim {p['dim']} seed {p['seed']}: {pointer_text(p['first_layer_pointer'])}"
+        for p in pointers
+    )
+
+
 @dataclass(frozen=True)
 class FloorSeries:
     """What the figure draws: the exhaustive and the sampled points, the ceil depths, the trained
-    depths."""
+    depths and the trained models' layer 0 (trained_pointers; empty without an experiment)."""
 
     exhaustive: tuple[Certified, ...]
     sampled: tuple[Certified, ...]
     trained: TrainedDepths | None
+    pointers: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -94,6 +145,7 @@ class FloorSeries:
             "sampled": [_point(p) for p in self.sampled],
             "ceil_layers": {str(p.hops): khop_layers(p.hops) for p in self.sampled},
             "trained": None if self.trained is None else self.trained.to_json(),
+            "trained_layer0": list(self.pointers),
         }
 
 
@@ -121,6 +173,7 @@ def describe(series: FloorSeries, problems: list[str]) -> str:
         "zero errors, every position proven, depth ⌊log₂ k⌋ + 2 at every k: "
         f"{_points_text(series.exhaustive)}; {_points_text(series.sampled)}; one layer fewer than "
         f"pointer doubling at k = {', '.join(map(str, fewer)) or 'none'}"
+        + (f"; {pointers_text(series.pointers)}" if series.pointers else "")
     )
 
 
@@ -134,8 +187,9 @@ def describe(series: FloorSeries, problems: list[str]) -> str:
     "known. Measured for k = 1..16: zero float64 errors and certified on all of Σ^n at a small "
     "(n, S) (scope: exhaustive) and on seeded random, adversarial and k-hop inputs at a larger "
     "one (scope: sampled; n = 1024 at the full scale), with heads (⌈log₂ n⌉, 1, 1, …) and "
-    "d_model 40 + 5⌈log₂ n⌉. Reported beside it, not asserted: pointer doubling's ⌈log₂ k⌉ + 2 "
-    "and the smallest depth at which trained models reach a small error.",
+    "d_model 40 + 5⌈log₂ n⌉. Reported beside it, not asserted: pointer doubling's ⌈log₂ k⌉ + 2, "
+    "the smallest depth at which trained models reach a small error, and whether each trained "
+    "model's first layer points at the latest strictly earlier occurrence as the level heads do.",
     check="PASS only if, for every k and both sizes, the depth is ⌊log₂ k⌋ + 2, float64 errors "
     "are zero, every checked input is certified, the heads and d_model are the construction's, "
     "and the sampled certificates include every k-hop family.",
@@ -154,12 +208,11 @@ def khop_floor_claim(
     n, S, samples, K = sampled
     large = tuple(certified_floor(ctx, n, S, k, samples, seed) for k in range(1, K + 1))
     problems = [line for p in small + large for line in point_problems(p)]
-    trained = (
-        None
-        if experiment is None
-        else trained_depths(experiment_summary(ctx, experiment), experiment)
-    )
-    series = FloorSeries(small, large, trained)
+    trained, pointers = None, ()
+    if experiment is not None:
+        trained = trained_depths(experiment_summary(ctx, experiment), experiment)
+        pointers = trained_pointers(ctx, experiment)
+    series = FloorSeries(small, large, trained, pointers)
     return ClaimResult(series.to_json(), status(not problems), describe(series, problems), series)
 
 
@@ -194,6 +247,13 @@ def draw_depth(fig: plt.Figure, result: ClaimResult) -> str:
             f" Red squares: the smallest depth of the trained k-hop models (experiment "
             f"'{t.experiment}', depths {list(t.layers)}) whose error at k is below "
             f"{100 * t.threshold:g}% (k they do not reach at any depth are left out)."
+        )
+    if s.pointers:
+        found = sum(p["first_layer_pointer"]["pointer"] for p in s.pointers)
+        caption += (
+            f" Their layer 0, read by analyze heads: {found} of {len(s.pointers)} models have a "
+            "head pointing at the latest strictly earlier occurrence (what the level heads "
+            "compute); the detail lists each model's best latest-earlier and previous-token scores."
         )
     top = max(ceil + floor) + 1
     ax.set_xticks(ks, [str(k) for k in ks])
