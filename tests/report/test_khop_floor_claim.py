@@ -11,6 +11,7 @@ import pytest
 
 from headcount.induction.multihop.construction import khop_construction, variable_hop_construction
 from headcount.induction.multihop.floor import floor_construction
+from headcount.learn.summaries import KhopSummary
 from headcount.report.claims import FAIL, PASS, Context
 from headcount.report.induction import khop_floor
 from headcount.report.induction.khop_mechanism import TrainedKhop
@@ -50,6 +51,8 @@ def test_the_trained_models_layer_0_is_read(monkeypatch):
          "alphabet": 4, "hops": 2}, "metrics": {"accuracy_by_hop": {"1": 1.0, "2": 0.9}}}
         for L in (3, 2)
     ]  # fmt: skip
+    certs = {"1": {"certified": True}, "2": {"certified": False}}
+    rows[0]["metrics"]["certificates_by_hop"] = certs
     monkeypatch.setattr(khop_floor, "experiment_rows", lambda name, scale, db: rows)
 
     def stand_in(db, row):
@@ -60,12 +63,13 @@ def test_the_trained_models_layer_0_is_read(monkeypatch):
     ctx = Context()
     pointers = khop_floor.trained_pointers(ctx, "khop")
     assert [p["layers"] for p in pointers] == [2, 3]  # by depth
+    assert [p["certified_hops"] for p in pointers] == [[], [1]]  # from the runs' certificates
     first = pointers[0]["first_layer_pointer"]
     assert not first["pointer"] and first["previous_token"] > 0.9 and first["latest_earlier"] < 0.5
     assert pointers[0]["error_by_hop"] == {"1": 0.0, "2": 0.1}
     assert khop_floor.trained_pointers(ctx, "khop") is pointers  # cached for the run
     text = khop_floor.pointers_text(pointers)
-    assert text.startswith("trained models' layer 0 — L=2 dim 28 seed 0: layer 0: no strictly")
+    assert text.startswith("trained models' layer 0 — L=2 dim 28 seed 0 (certified k = none): ")
     series = khop_floor.FloorSeries((), (), None, pointers)
     assert series.to_json()["trained_layer0"][1]["layers"] == 3
     r = run("induction.khop.floor", Context(), **TINY)
@@ -74,3 +78,26 @@ def test_the_trained_models_layer_0_is_read(monkeypatch):
     caption = khop_floor.draw_depth(fig, drawn)
     plt.close(fig)
     assert "0 of 2 models have a head pointing at the latest strictly earlier" in caption
+
+
+def test_the_width_experiments_are_reported_and_drawn(monkeypatch):
+    summary = KhopSummary(
+        layers=[3, 4], hops=[1, 2, 3], error=[[0.0, 0.002, 0.3], [0.0, 0.0, 0.004]],
+        one_hop_error_deepest=0.0,
+    )  # fmt: skip
+    monkeypatch.setattr(khop_floor, "experiment_summary", lambda ctx, name: summary)
+    stub = {"layers": 3, "dim": 28, "seed": 0, "certified_hops": [1, 2],
+            "first_layer_pointer": {"head": 0, "latest_earlier": 0.8, "pointer": True,
+                                    "previous_token": 0.1}}  # fmt: skip
+    monkeypatch.setattr(khop_floor, "trained_pointers", lambda ctx, name: (stub | {"x": name},))
+    widths = ("khop-floor-w28", "khop-floor-w64")
+    r = run("induction.khop.floor", Context(), **(TINY | {"width_experiments": widths}))
+    assert r.status == PASS, r.detail
+    assert [t["experiment"] for t in r.measured["trained_widths"]] == list(widths)
+    assert r.measured["trained_widths"][0]["smallest_depth"] == [3, 3, 4]
+    assert [p["x"] for p in r.measured["trained_layer0"]] == list(widths)
+    assert "L=3 dim 28 seed 0 (certified k = 1, 2): layer 0: a strictly-earlier pointer" in r.detail
+    fig = plt.figure()
+    caption = khop_floor.draw_depth(fig, r)
+    plt.close(fig)
+    assert "Triangles" in caption and "2 of 2 models have a head pointing" in caption

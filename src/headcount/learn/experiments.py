@@ -10,6 +10,8 @@ table, and a summary read back from the database.
 | khop-gpt2       | the same, GPT-2 blocks (LayerNorm, GELU MLP), layers {2..5}  | depth ≈ log₂ k |
 | khop-llama      | the same, Llama blocks (RMSNorm, rotary, SwiGLU), {2..5}     | depth ≈ log₂ k |
 | khop-neox       | the same, GPT-NeoX blocks (parallel, rotary), {2..5}         | depth ≈ log₂ k |
+| khop-floor-w28  | layers {3, 4} at d_model 28, trained on 1..7 hops (+ MLP)    | ⌊log₂ k⌋ + 2   |
+| khop-floor-w64  | the same at d_model 64                                       | ⌊log₂ k⌋ + 2   |
 | minmax-heads    | heads {1, 2} × dim {1, 2, 3, 4, 6}, M = 8, n = 4, 2 seeds    | exact verifier |
 | xor-phase       | D, H ∈ {1, 2, 4, 8}, n = 8, 2 seeds                          | D·H = n (Thm 2)|
 
@@ -150,6 +152,28 @@ def _khop_blocks(name: str, block: dict[str, Any], blocks: str) -> Experiment:
     )
 
 
+def _khop_floor(width: int) -> Experiment:
+    """The depth question of the floor construction on trained models: layers 3 and 4 (the
+    ⌊log₂ k⌋ + 2 depths of k = 3 and k = 4..7) at one width, trained on k = 1..7 with an MLP per
+    block; d_model 28 is the pointer-doubling construction's constant width, 64 a wide model. The
+    report reads their layer 0 (induction.khop.floor: a strictly-earlier pointer or not)."""
+    fixed = {"n": 16, "alphabet": 4, "heads": 2, "dim": width, "hops": 7, "mlp": True}
+    return Experiment(
+        f"khop-floor-w{width}",
+        "khop",
+        f"k-hop induction at the floor depths, d_model {width}: error by depth L and hop count k",
+        {
+            # quick: a smoke-size run (the report uses these at the full scale only)
+            "quick": {"fixed": fixed | {"steps": 1500}, "grid": {"layers": [3, 4]}, "seeds": [0]},
+            "full": {"fixed": fixed | {"steps": 10000}, "grid": {"layers": [3, 4]}, "seeds": [0]},
+        },
+        summarize_khop,
+        ("accuracy_by_hop", "accuracy_bottom", "train_seconds"),
+        KHOP_RUNNER,
+        keeps_models=True,
+    )
+
+
 EXPERIMENTS: dict[str, Experiment] = {
     e.name: e
     for e in (
@@ -200,6 +224,8 @@ EXPERIMENTS: dict[str, Experiment] = {
         _khop_blocks(
             "khop-neox", NEOX_BLOCK, "GPT-NeoX blocks (parallel attention and MLP, rotary)"
         ),
+        _khop_floor(28),
+        _khop_floor(64),
         Experiment(
             "minmax-heads",
             "minmax",

@@ -53,7 +53,13 @@ CACHE_KIND = "khop_floor"
 HEAD_SAMPLES = 256  # inputs analyze heads reads each trained model on
 
 QUICK = {"exhaustive": (6, 3, 8), "sampled": (64, 8, 16, 16)}  # (n, S, K) and (n, S, samples, K)
-FULL = {"exhaustive": (8, 3, 16), "sampled": (1024, 16, 1, 16)}
+# the width experiments (learn/experiments.py: layers 3, 4 at d_model 28 and 64, trained on
+# k = 1..7) only at the full scale: their training would double the quick report's k-hop budget
+FULL = {
+    "exhaustive": (8, 3, 16),
+    "sampled": (1024, 16, 1, 16),
+    "width_experiments": ("khop-floor-w28", "khop-floor-w64"),
+}
 
 
 def certified_floor(
@@ -109,10 +115,12 @@ def trained_pointers(ctx: Context, experiment: str) -> tuple[dict[str, Any], ...
             scores = analyze_heads(
                 run.model, TASK, "hop-prefix", run.n, run.alphabet, HEAD_SAMPLES, SEED, run.hops
             ).heads
+            certs = row["metrics"].get("certificates_by_hop") or {}
             out.append({
-                "run_id": run.run_id, "layers": run.config["layers"], "dim": run.config.get("dim"),
-                "seed": run.config.get("seed", 0),
+                "experiment": experiment, "run_id": run.run_id, "layers": run.config["layers"],
+                "dim": run.config.get("dim"), "seed": run.config.get("seed", 0),
                 "error_by_hop": {str(k): e for k, e in run.error_by_hop.items()},
+                "certified_hops": sorted(int(k) for k, c in certs.items() if c.get("certified")),
                 "first_layer_pointer": first_layer_pointer(tuple(scores)),
             })  # fmt: skip
         return tuple(out)
@@ -122,9 +130,12 @@ def trained_pointers(ctx: Context, experiment: str) -> tuple[dict[str, Any], ...
 
 
 def pointers_text(pointers: tuple[dict[str, Any], ...]) -> str:
-    """ "trained layer 0 — L=2 dim 32 seed 0: layer 0: no strictly-earlier pointer (…); …"."""
+    """ "trained models' layer 0 — L=2 dim 32 seed 0 (certified k = 1, 2): layer 0: no
+    strictly-earlier pointer (…); …"."""
     return "trained models' layer 0 — " + "; ".join(
-        f"L={p['layers']} dim {p['dim']} seed {p['seed']}: {pointer_text(p['first_layer_pointer'])}"
+        f"L={p['layers']} dim {p['dim']} seed {p['seed']} (certified k = "
+        f"{', '.join(map(str, p.get('certified_hops', []))) or 'none'}): "
+        f"{pointer_text(p['first_layer_pointer'])}"
         for p in pointers
     )
 
@@ -138,6 +149,7 @@ class FloorSeries:
     sampled: tuple[Certified, ...]
     trained: TrainedDepths | None
     pointers: tuple[dict[str, Any], ...] = ()
+    widths: tuple[TrainedDepths, ...] = ()  # the width experiments' trained depths
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,6 +158,7 @@ class FloorSeries:
             "ceil_layers": {str(p.hops): khop_layers(p.hops) for p in self.sampled},
             "trained": None if self.trained is None else self.trained.to_json(),
             "trained_layer0": list(self.pointers),
+            "trained_widths": [t.to_json() for t in self.widths],
         }
 
 
@@ -202,17 +215,22 @@ def khop_floor_claim(
     sampled: tuple[int, int, int, int],
     seed: int = 0,
     experiment: str | None = "khop",
+    width_experiments: tuple[str, ...] = (),
 ) -> ClaimResult:
     n, S, K = exhaustive
     small = tuple(certified_floor(ctx, n, S, k, None, seed) for k in range(1, K + 1))
     n, S, samples, K = sampled
     large = tuple(certified_floor(ctx, n, S, k, samples, seed) for k in range(1, K + 1))
     problems = [line for p in small + large for line in point_problems(p)]
-    trained, pointers = None, ()
+    trained, pointers, widths = None, (), []
     if experiment is not None:
         trained = trained_depths(experiment_summary(ctx, experiment), experiment)
         pointers = trained_pointers(ctx, experiment)
-    series = FloorSeries(small, large, trained, pointers)
+    for name in width_experiments:
+        depths = trained_depths(experiment_summary(ctx, name), name)
+        widths += [] if depths is None else [depths]
+        pointers += trained_pointers(ctx, name)
+    series = FloorSeries(small, large, trained, pointers, tuple(widths))
     return ClaimResult(series.to_json(), status(not problems), describe(series, problems), series)
 
 
@@ -247,6 +265,16 @@ def draw_depth(fig: plt.Figure, result: ClaimResult) -> str:
             f" Red squares: the smallest depth of the trained k-hop models (experiment "
             f"'{t.experiment}', depths {list(t.layers)}) whose error at k is below "
             f"{100 * t.threshold:g}% (k they do not reach at any depth are left out)."
+        )
+    for t, marker in zip(s.widths, ("^", "v")):
+        reached = [(k, L) for k, L in zip(t.hops, t.smallest_depth) if L is not None]
+        if reached:
+            label = f"trained ({t.experiment}): smallest L with error < {100 * t.threshold:g}%"
+            ax.plot(*zip(*reached), marker, color=COLOURS["trained"], ms=8, mfc="none", label=label)
+    if s.widths:
+        caption += (
+            " Triangles: the same for the width experiments "
+            f"({', '.join(t.experiment for t in s.widths)}: layers 3 and 4 trained on k = 1..7)."
         )
     if s.pointers:
         found = sum(p["first_layer_pointer"]["pointer"] for p in s.pointers)

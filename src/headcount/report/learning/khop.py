@@ -458,6 +458,7 @@ def _draw_family(name: str, block: str) -> Callable[[plt.Figure, KhopSummary], s
 
 KHOP_DRAW["khop"] = draw_khop
 KHOP_DRAW["khop-gpt2"] = draw_khop_gpt2
+KHOP_DRAW.update({f"khop-floor-w{w}": draw_khop for w in (28, 64)})  # the heat map, one width
 KHOP_DRAW.update({e: _draw_family(name, block) for e, name, block in FAMILIES[1:]})
 figure("learning_khop_heatmap", claim="learning.khop.depth")(
     lambda fig, result: draw_khop(fig, result.series)
