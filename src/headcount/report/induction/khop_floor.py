@@ -234,6 +234,42 @@ def khop_floor_claim(
     return ClaimResult(series.to_json(), status(not problems), describe(series, problems), series)
 
 
+def _plot_reached(ax: plt.Axes, t: TrainedDepths, marker: str, **style: Any) -> None:
+    reached = [(k, L) for k, L in zip(t.hops, t.smallest_depth) if L is not None]
+    if reached:
+        label = f"trained ({t.experiment}): smallest L with error < {100 * t.threshold:g}%"
+        ax.plot(*zip(*reached), marker, color=COLOURS["trained"], mfc="none", label=label, **style)
+
+
+def draw_trained(ax: plt.Axes, s: FloorSeries) -> str:
+    """The trained models' depths (squares: the k-hop experiment; triangles: the width
+    experiments) and the caption's sentences on them and on their layer 0."""
+    caption = ""
+    if s.trained is not None:
+        t = s.trained
+        _plot_reached(ax, t, "s", ms=9, mew=2)
+        caption = (
+            f" Red squares: the smallest depth of the trained k-hop models (experiment "
+            f"'{t.experiment}', depths {list(t.layers)}) whose error at k is below "
+            f"{100 * t.threshold:g}% (k they do not reach at any depth are left out)."
+        )
+    for t, marker in zip(s.widths, ("^", "v")):
+        _plot_reached(ax, t, marker, ms=8)
+    if s.widths:
+        caption += (
+            " Triangles: the same for the width experiments "
+            f"({', '.join(t.experiment for t in s.widths)}: layers 3 and 4 trained on k = 1..7)."
+        )
+    if s.pointers:
+        found = sum(p["first_layer_pointer"]["pointer"] for p in s.pointers)
+        caption += (
+            f" Their layer 0, read by analyze heads: {found} of {len(s.pointers)} models have a "
+            "head pointing at the latest strictly earlier occurrence (what the level heads "
+            "compute); the detail lists each model's best latest-earlier and previous-token scores."
+        )
+    return caption
+
+
 @figure("khop_floor_depth", claim=CLAIM)
 def draw_depth(fig: plt.Figure, result: ClaimResult) -> str:
     s: FloorSeries = result.series
@@ -253,36 +289,7 @@ def draw_depth(fig: plt.Figure, result: ClaimResult) -> str:
         ax.plot(*zip(*good), "D", color=COLOURS["construction"], ms=7, label=label)
     if bad:
         ax.plot(*zip(*bad), "X", color=COLOURS["construction"], ms=9, label="level heads: failed")
-    caption = ""
-    if s.trained is not None:
-        t = s.trained
-        reached = [(k, L) for k, L in zip(t.hops, t.smallest_depth) if L is not None]
-        if reached:
-            label = f"trained ({t.experiment}): smallest L with error < {100 * t.threshold:g}%"
-            ax.plot(*zip(*reached), "s", color=COLOURS["trained"], ms=9, mfc="none", mew=2,
-                    label=label)  # fmt: skip
-        caption = (
-            f" Red squares: the smallest depth of the trained k-hop models (experiment "
-            f"'{t.experiment}', depths {list(t.layers)}) whose error at k is below "
-            f"{100 * t.threshold:g}% (k they do not reach at any depth are left out)."
-        )
-    for t, marker in zip(s.widths, ("^", "v")):
-        reached = [(k, L) for k, L in zip(t.hops, t.smallest_depth) if L is not None]
-        if reached:
-            label = f"trained ({t.experiment}): smallest L with error < {100 * t.threshold:g}%"
-            ax.plot(*zip(*reached), marker, color=COLOURS["trained"], ms=8, mfc="none", label=label)
-    if s.widths:
-        caption += (
-            " Triangles: the same for the width experiments "
-            f"({', '.join(t.experiment for t in s.widths)}: layers 3 and 4 trained on k = 1..7)."
-        )
-    if s.pointers:
-        found = sum(p["first_layer_pointer"]["pointer"] for p in s.pointers)
-        caption += (
-            f" Their layer 0, read by analyze heads: {found} of {len(s.pointers)} models have a "
-            "head pointing at the latest strictly earlier occurrence (what the level heads "
-            "compute); the detail lists each model's best latest-earlier and previous-token scores."
-        )
+    caption = draw_trained(ax, s)
     top = max(ceil + floor) + 1
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_yticks(range(1, top + 1))
