@@ -5,6 +5,7 @@ HiGHS. Nothing here decides a verdict: pointer_rank.py checks every answer in ex
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -73,9 +74,12 @@ def fourier_features(n: int, r: int) -> Matrix:
     return tuple(rows)
 
 
+@functools.lru_cache(maxsize=64)
 def pointer_features(family: str, n: int, r: int) -> Matrix:
     """The exact features Φ [n × r] of `family`, as a tuple of n rows of Fractions (|Φ| ≤ 1);
-    `fmpq_matrix` turns them into python-flint's fmpq_mat for exact products."""
+    `fmpq_matrix` turns them into python-flint's fmpq_mat for exact products. Cached (immutable):
+    a search, its shift lift and check_pointer_rank read the same Φ, slow to build in rationals at
+    n = 1024."""
     check_family(family)
     n, r = check_int("n", n, low=1), check_int("r", r, low=1)
     return chebyshev_features(n, r) if family == "poly" else fourier_features(n, r)

@@ -303,13 +303,17 @@ def search_pointer_rank(family: str, n: int, r: int, *, optimal: bool = False) -
     None: m* = 0 needs no dual). Else, where the span is shift invariant and not `optimal`, the
     shift lift (pointer_shift) gives a strict A without the r²-column LP; its margin is a lower
     bound on m*, not m*. `optimal` (or a span the lift does not fit) solves the margin LP."""
-    features = pointer_features(family, n, r)
     check_int("n", n, low=2)  # n = 1 has no gap to order
+    refuted = last_query_result(family, n, r)
+    return refuted if refuted is not None else beyond_last_query(family, n, r, optimal)
+
+
+def beyond_last_query(family: str, n: int, r: int, optimal: bool) -> PointerRank:
+    """search_pointer_rank once the last query's gaps alone did not refute rank r: the shift lift
+    where it fits (and not `optimal`), else the margin LP over all the gaps."""
+    features = pointer_features(family, n, r)
     rows = pointer_rows(features)
     common: dict[str, Any] = dict(family=family, n=n, r=r)
-    refuted = last_query_result(family, n, r)
-    if refuted is not None:
-        return refuted
     lifted = None if optimal or not shift_invariant(family, r) else shift_solution(family, n, r)
     if lifted is not None:
         solution, dual, univariate = lifted
@@ -488,7 +492,7 @@ def pointer_rank_bounds(
         if refuted is not None:
             below = refuted
         elif lp or shift_invariant(family, r):
-            result = search_pointer_rank(family, n, r)
+            result = beyond_last_query(family, n, r, optimal=False)
             if result.strict:
                 return RankBounds(below, result)
             below = result
